@@ -1,0 +1,63 @@
+# One entry point for people and CI. `make demo` opens the demo notebook, `make test` runs everything.
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# On these machines torch==2.13.0 is a local CPU wheel; an open `torch` requirement would pull a
+# multi-GB CUDA build. Override with `make setup TORCH=torch==X.Y` (or have torch importable by $(PY):
+# the venv then reuses it through --system-site-packages and nothing is downloaded).
+TORCH ?= torch==2.13.0
+
+.PHONY: setup js demo test lint typecheck test-py test-js test-ui notebooks bench chromium clean
+
+setup: $(VENV)/.stamp src/torchxray/static/widget.js
+
+$(VENV)/.stamp: pyproject.toml
+	@if $(PY) -c "import torch" 2>/dev/null; then \
+	  echo "reusing the torch already installed for $(PY)"; $(PY) -m venv --system-site-packages $(VENV); \
+	else $(PY) -m venv $(VENV) && $(BIN)/pip install -q --upgrade pip && $(BIN)/pip install -q "$(TORCH)"; fi
+	$(BIN)/pip install -q -e ".[dev]"
+	touch $@
+
+node_modules/.stamp: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $@
+
+src/torchxray/static/widget.js: node_modules/.stamp $(wildcard js/*.ts js/*/*.ts js/*.css)
+	npm run --silent build
+
+js: src/torchxray/static/widget.js
+
+demo: setup
+	$(BIN)/jupyter lab notebooks/01-explore.ipynb
+
+# Browser tests need Debian's chromium; CI runs as root, so install it when missing.
+chromium:
+	@test -x /usr/bin/chromium || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
+	  else echo "browser tests need /usr/bin/chromium: run 'sudo apt-get install -y chromium'"; exit 1; fi; }
+
+lint: setup
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+
+typecheck: setup
+	$(BIN)/mypy
+
+test-js: setup
+	npm run --silent test
+
+test-py: setup
+	$(BIN)/pytest -m "not ui"
+
+test-ui: setup chromium
+	$(BIN)/pytest -m ui
+
+test: setup chromium
+	$(MAKE) lint typecheck test-js
+	$(BIN)/pytest
+
+bench: setup
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) node_modules src/torchxray/static/*.js src/torchxray/static/*.css
