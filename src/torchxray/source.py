@@ -1,0 +1,452 @@
+"""Source code of modules, classes and functions, with fallbacks for where Python keeps none.
+
+``source(obj)`` never raises for a supported object that merely lacks source: it returns a
+``Source`` with ``text=None`` and a human ``reason`` (built-ins, C extensions, TorchScript,
+classes made with ``type()``, code run through ``exec``).
+
+Classes defined in a notebook cell are the common hard case: ``inspect.getsource`` looks for the
+file of ``sys.modules["__main__"]``, which a Jupyter kernel does not have. IPython, however, keeps
+every cell's code in ``linecache`` (under ``<ipython-input-…>`` or ``/tmp/ipykernel_…/….py``) and in
+its input history, so we parse those and look for the ``class`` statement ourselves.
+
+    >>> import torch.nn as nn
+    >>> src = source(nn.Linear(2, 3))
+    >>> src.text.lstrip().startswith("class Linear")
+    True
+    >>> src.forward_lines[0] > src.line
+    True
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import importlib.machinery
+import inspect
+import linecache
+import os
+import re
+import sys
+import textwrap
+import types
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import torch
+from torch import nn
+
+__all__ = ["Cell", "Source", "notebook_cells", "source"]
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where an object's code lives. Line numbers are 1-based and absolute within ``file``."""
+
+    text: str | None
+    file: str | None
+    line: int | None
+    reason: str | None
+    qualname: str
+    forward_lines: tuple[int, int] | None = None
+    forward_owner: str | None = None  # "pkg.mod.Class" whose own ``forward`` the class uses
+    end_line: int | None = None
+    kind: str = "class"  # "class" or "function"
+    cell: str | None = None  # "In [3]" when the text came from a notebook cell
+    note: str | None = None  # e.g. "showing the original class of a parametrized module"
+    script_code: str | None = None  # TorchScript's own code (``.code``) when there is no Python
+
+
+class Cell(NamedTuple):
+    """One notebook cell's code. ``file`` is the name its code was compiled under, if known."""
+
+    file: str | None
+    text: str
+    label: str | None = None
+
+
+# Names IPython (``<ipython-input-N-hash>``) and ipykernel (``…/ipykernel_PID/HASH.py``) compile
+# cells under; used when IPython's own filename map is not reachable.
+_CELL_NAME = re.compile(r"^<ipython-input-\d+-[0-9a-f]+>$|[/\\]ipykernel_\d+[/\\][^/\\]+\.py$")
+
+# What inspect raises when there is no source; SyntaxError/IndexError when a file changed on disk
+# after import, so that the source inspect parses no longer matches the code objects.
+_NO_SOURCE = (OSError, TypeError, SyntaxError, IndexError)
+
+_C_CALLABLES = (
+    types.BuiltinFunctionType,
+    types.WrapperDescriptorType,
+    types.MethodWrapperType,
+    types.MethodDescriptorType,
+    types.ClassMethodDescriptorType,
+    types.GetSetDescriptorType,
+    types.MemberDescriptorType,
+)
+
+
+def source(obj: Any, *, cells: Iterable[Cell | tuple[str | None, str]] | None = None) -> Source:
+    """Return the source of a module instance (its class), class, function or method.
+
+    ``cells`` overrides where notebook cell code is searched (newest first); by default the
+    running IPython's cells (see ``notebook_cells``). Raises ``TypeError`` for anything else.
+    """
+    note = None
+    if isinstance(obj, torch.jit.ScriptModule):
+        return _script_source(obj, _script_name(obj))
+    if isinstance(obj, torch.jit.ScriptFunction):
+        return _script_source(obj, getattr(obj, "name", "function"))
+    if isinstance(obj, torch.fx.GraphModule) and "forward" in vars(type(obj)):
+        return _graph_module_source(obj)
+    if isinstance(obj, nn.Module):
+        inner = _compiled_inner(obj)
+        if inner is not None:
+            obj, note = inner, "torch.compile wrapper; showing the compiled module's class"
+        obj = type(obj)
+    if isinstance(obj, type):
+        cls, why = _original_class(obj)
+        return _class_source(cls, cells, note or why)
+    func, note = _unwrap_callable(obj)
+    if func is not None:
+        return _function_source(func, cells, note)
+    if isinstance(obj, _C_CALLABLES):
+        name = getattr(obj, "__qualname__", getattr(obj, "__name__", repr(obj)))
+        return Source(
+            text=None,
+            file=None,
+            line=None,
+            reason=f"{name} is implemented in C (a built-in); it has no Python source.",
+            qualname=_dotted(getattr(obj, "__module__", None), name),
+            kind="function",
+        )
+    raise TypeError(
+        "source() expects an nn.Module instance, a class, a function or a method; got "
+        f"{type(obj).__name__} ({_short_repr(obj)}). For another object, pass its class: "
+        "source(type(x))."
+    )
+
+
+def notebook_cells() -> list[Cell]:
+    """The running IPython's cell code, newest first (empty outside IPython)."""
+    found: list[Cell] = []
+    seen: set[str] = set()
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None  # type: ignore[attr-defined]
+    filename_map = getattr(getattr(shell, "compile", None), "_filename_map", None) or {}
+    for name, number in sorted(filename_map.items(), key=lambda kv: kv[1], reverse=True):
+        if name in linecache.cache:
+            seen.add(name)
+            found.append(Cell(name, "".join(linecache.getlines(name)), f"In [{number}]"))
+    for name in reversed(list(linecache.cache)):
+        if name not in seen and isinstance(name, str) and _CELL_NAME.search(name):
+            found.append(Cell(name, "".join(linecache.getlines(name))))
+    history = getattr(getattr(shell, "history_manager", None), "input_hist_parsed", None) or []
+    for number in range(len(history) - 1, 0, -1):
+        if isinstance(history[number], str) and history[number].strip():
+            found.append(Cell(None, history[number], f"In [{number}]"))
+    return found
+
+
+# --- classes -----------------------------------------------------------------------------------
+
+
+def _class_source(cls: type, cells: Iterable[Any] | None, note: str | None) -> Source:
+    qualname = _dotted(cls.__module__, cls.__qualname__)
+    owner = next((c for c in cls.__mro__ if "forward" in vars(c)), None)
+    owner_name = _dotted(owner.__module__, owner.__qualname__) if owner else None
+    if cls.__module__ != "builtins":
+        found = _inspect_class(cls) or _find_in_cells(cls, cells)
+        if found is not None:
+            text, file, first, cell = found
+            lines = _forward_lines(cls, text, first, file)
+            end = first + len(text.splitlines()) - 1
+            return Source(
+                text,
+                file,
+                first,
+                None,
+                qualname,
+                forward_lines=lines,
+                forward_owner=owner_name,
+                end_line=end,
+                cell=cell,
+                note=note,
+            )
+    reason = _class_reason(cls)
+    return Source(None, None, None, reason, qualname, forward_owner=owner_name, note=note)
+
+
+def _inspect_class(cls: type) -> tuple[str, str | None, int, None] | None:
+    try:
+        lines, first = inspect.getsourcelines(cls)
+        file = inspect.getsourcefile(cls)
+    except _NO_SOURCE:
+        return None
+    # Python < 3.13 finds a class by qualname only; a ``type()`` class sharing a name with a real
+    # one would get the wrong text, so check that the class's own methods lie inside it.
+    last = first + len(lines) - 1
+    for code_file, line in _own_code(cls):
+        if code_file == file and not first <= line <= last:
+            return None
+    return "".join(lines), file, first, None
+
+
+def _find_in_cells(
+    cls_or_func: Any, cells: Iterable[Any] | None
+) -> tuple[str, str | None, int, str | None] | None:
+    """Find a ``class``/``def`` statement for an interactively defined object."""
+    own = list(_own_code(cls_or_func))
+    # The files its own functions were compiled from hold the definition: exact, and fast.
+    for file, line in own:
+        text = "".join(linecache.getlines(file))
+        node = _find_def(text, cls_or_func.__qualname__, line)
+        if node is not None:
+            return _node_text(text, node), file, _first_line(node), _cell_label(file)
+    module = sys.modules.get(cls_or_func.__module__)
+    if cls_or_func.__module__ != "__main__" and getattr(module, "__file__", None):
+        return None  # a library object: a notebook cell defining the same name is not its source
+    for cell in cells if cells is not None else notebook_cells():
+        cell = Cell(*cell)
+        hint = next((line for file, line in own if file == cell.file), None)
+        node = _find_def(cell.text, cls_or_func.__qualname__, hint)
+        if node is not None:
+            return _node_text(cell.text, node), cell.file, _first_line(node), cell.label
+    return None
+
+
+def _cell_label(file: str) -> str | None:
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None  # type: ignore[attr-defined]
+    number = (getattr(getattr(shell, "compile", None), "_filename_map", None) or {}).get(file)
+    if number is not None:
+        return f"In [{number}]"
+    return "notebook cell" if _CELL_NAME.search(file) else None
+
+
+def _class_reason(cls: type) -> str:
+    name = cls.__qualname__
+    if cls.__module__ == "builtins":
+        return f"{name} is a built-in class implemented in C; it has no Python source."
+    module = sys.modules.get(cls.__module__)
+    file = getattr(module, "__file__", None)
+    compiled = not cls.__flags__ & (1 << 9) or any(  # Py_TPFLAGS_HEAPTYPE: set unless static C
+        b.__module__ == "pybind11_builtins" for b in cls.__mro__
+    )
+    if compiled or (file and file.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))):
+        where = f" ({os.path.basename(file)})" if file else ""
+        return f"{name} is implemented in a compiled extension{where}; it has no Python source."
+    code_files = [code_file for code_file, _ in _own_code(cls)]
+    if code_files and all(code_file == "<string>" for code_file in code_files):
+        return f"class {name} was created by exec() from a string; the source was not kept."
+    if not file or cls.__module__ == "__main__":
+        return (
+            f"class {name} was defined interactively, and no notebook cell holds a "
+            f"'class {cls.__name__}' statement for it: it may have been created with type() or "
+            "exec(), or its cell was cleared from the history."
+        )
+    if not os.path.exists(file):
+        return f"the source file of {name} ({file}) is not available."
+    return (
+        f"class {name} was created dynamically (e.g. with type()); there is no "
+        f"'class {cls.__name__}' statement in {file}."
+    )
+
+
+def _original_class(cls: type) -> tuple[type, str | None]:
+    # torch.nn.utils.parametrize swaps the instance's class for a generated subclass
+    # "Parametrized<Name>" with no source of its own; the user's class is its only base.
+    if cls.__module__ == "torch.nn.utils.parametrize" and cls.__name__.startswith("Parametrized"):
+        base = cls.__bases__[0]
+        return base, f"parametrized module; showing its original class {base.__qualname__}"
+    return cls, None
+
+
+def _compiled_inner(module: nn.Module) -> nn.Module | None:
+    if type(module).__name__ != "OptimizedModule":
+        return None
+    inner = module._modules.get("_orig_mod", module.__dict__.get("_orig_mod"))
+    return inner if isinstance(inner, nn.Module) else None
+
+
+def _forward_lines(cls: type, text: str, first: int, file: str | None) -> tuple[int, int] | None:
+    forward = vars(cls).get("forward")
+    if forward is None:
+        return None
+    try:
+        tree = ast.parse(textwrap.dedent(text))
+    except SyntaxError:
+        tree = None
+    body = tree.body[0] if tree is not None and tree.body else None
+    if isinstance(body, ast.ClassDef):
+        defs = [n for n in body.body if _is_func(n) and n.name == "forward"]  # type: ignore[attr-defined]
+        if defs:
+            node = defs[-1]  # the last ``def forward`` in a class body is the one that counts
+            return first + _first_line(node) - 1, first + (node.end_lineno or node.lineno) - 1
+    # ``forward = some_function`` in the body (nn.Module does this): that function's own lines.
+    code = getattr(inspect.unwrap(getattr(forward, "__func__", forward)), "__code__", None)
+    if code is None or file is None or code.co_filename != file:
+        return None
+    try:
+        lines, start = inspect.getsourcelines(code)
+    except _NO_SOURCE:
+        return None
+    return start, start + len(lines) - 1
+
+
+# --- functions ---------------------------------------------------------------------------------
+
+
+def _unwrap_callable(obj: Any) -> tuple[types.FunctionType | None, str | None]:
+    note = None
+    if isinstance(obj, functools.partial):
+        obj, note = obj.func, "functools.partial; showing the wrapped function"
+    if isinstance(obj, (staticmethod, classmethod, types.MethodType)):
+        obj = obj.__func__
+    if isinstance(obj, property) and obj.fget is not None:
+        obj, note = obj.fget, "property; showing its getter"
+    return (obj, note) if isinstance(obj, types.FunctionType) else (None, None)
+
+
+def _function_source(
+    func: types.FunctionType, cells: Iterable[Any] | None, note: str | None
+) -> Source:
+    qualname = _dotted(func.__module__, func.__qualname__)
+    found: tuple[str, str | None, int, str | None] | None = None
+    try:
+        lines, first = inspect.getsourcelines(func)
+        found = (
+            "".join(lines),
+            inspect.getsourcefile(func) or func.__code__.co_filename,
+            first,
+            None,
+        )
+    except _NO_SOURCE:
+        if func.__name__ != "<lambda>":
+            found = _find_in_cells(func, cells)
+    if found is None:
+        origin = inspect.unwrap(func).__code__.co_filename
+        reason = (
+            f"{func.__qualname__} was created by exec()/eval() from a string; no source was kept."
+            if origin.startswith("<")
+            else f"the source of {func.__qualname__} ({origin}) is not available."
+        )
+        return Source(None, None, None, reason, qualname, kind="function", note=note)
+    text, file, first, cell = found
+    end = first + len(text.splitlines()) - 1
+    return Source(
+        text, file, first, None, qualname, end_line=end, kind="function", cell=cell, note=note
+    )
+
+
+def _script_source(obj: Any, name: str) -> Source:
+    what = "ScriptModule" if isinstance(obj, torch.jit.ScriptModule) else "ScriptFunction"
+    try:
+        code = obj.code
+    except (AttributeError, RuntimeError):  # a ScriptModule without a forward has no .code
+        code = None
+    shown = " Its TorchScript code is in script_code." if code else ""
+    return Source(
+        text=None,
+        file=None,
+        line=None,
+        reason=f"{name} is a compiled TorchScript {what}; its Python source was not kept.{shown}",
+        qualname=name if "." in name else _dotted(type(obj).__module__, name),
+        kind="class" if what == "ScriptModule" else "function",
+        script_code=code,
+    )
+
+
+def _graph_module_source(module: torch.fx.GraphModule) -> Source:
+    # fx generates a class per instance and compiles its forward from a string that it registers
+    # in linecache; that generated forward is the only source the module has.
+    cls = type(module)
+    found = _function_source(vars(cls)["forward"], None, None)
+    if found.text is None or found.line is None or found.end_line is None:
+        return found
+    return Source(
+        found.text,
+        found.file,
+        found.line,
+        None,
+        _dotted(cls.__module__, cls.__qualname__),
+        forward_lines=(found.line, found.end_line),
+        forward_owner=_dotted(cls.__module__, cls.__qualname__),
+        end_line=found.end_line,
+        note="torch.fx GraphModule: its class is generated; showing the generated forward",
+    )
+
+
+def _script_name(module: Any) -> str:
+    try:  # e.g. "__torch__.mypkg.Net": TorchScript's name for the scripted class
+        return str(module._c._type().qualified_name())
+    except (AttributeError, RuntimeError):
+        return str(getattr(module, "original_name", type(module).__name__))
+
+
+# --- AST helpers -------------------------------------------------------------------------------
+
+
+def _is_func(node: ast.AST) -> bool:
+    return isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+
+
+def _defs(tree: ast.AST, prefix: str = "") -> Iterator[tuple[str, ast.AST]]:
+    """Every class/def with the ``__qualname__`` Python would give it."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.ClassDef) or _is_func(node):
+            qual = prefix + node.name  # type: ignore[attr-defined]
+            yield qual, node
+            yield from _defs(node, qual + (".<locals>." if _is_func(node) else "."))
+        else:
+            yield from _defs(node, prefix)
+
+
+@functools.lru_cache(maxsize=512)
+def _parse(text: str) -> ast.Module | None:
+    try:
+        return ast.parse(text)
+    except (SyntaxError, ValueError):  # a raw cell with IPython magics, or a half-typed one
+        return None
+
+
+def _find_def(text: str, qualname: str, line: int | None) -> ast.AST | None:
+    tree = _parse(text)
+    if tree is None:
+        return None
+    matches = [node for qual, node in _defs(tree) if qual == qualname]
+    if line is not None:
+        inside = [n for n in matches if _first_line(n) <= line <= (n.end_lineno or 0)]  # type: ignore[attr-defined]
+        return inside[-1] if inside else None
+    return matches[-1] if matches else None  # a later definition in a cell replaces earlier ones
+
+
+def _first_line(node: Any) -> int:
+    return min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+
+
+def _node_text(text: str, node: Any) -> str:
+    lines = text.splitlines(keepends=True)
+    return "".join(lines[_first_line(node) - 1 : node.end_lineno])
+
+
+def _own_code(obj: Any) -> Iterator[tuple[str, int]]:
+    """(file, first line) of the Python functions defined directly on a class, or of a function."""
+    members = vars(obj).values() if isinstance(obj, type) else [obj]
+    for member in members:
+        if isinstance(member, property):
+            member = member.fget
+        member = getattr(member, "__func__", member)
+        code = getattr(member, "__code__", None)
+        if isinstance(code, types.CodeType):
+            yield code.co_filename, code.co_firstlineno
+
+
+def _dotted(module: str | None, qualname: str) -> str:
+    return f"{module}.{qualname}" if module else qualname
+
+
+def _short_repr(obj: Any) -> str:
+    try:
+        text = repr(obj)
+    except Exception:  # a broken __repr__ must not hide the real error
+        text = f"<{type(obj).__name__} object>"
+    return text if len(text) <= 60 else text[:57] + "..."
