@@ -16,45 +16,55 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-# Public name -> submodule that defines it. Imported lazily (PEP 562) so `import torchxray` stays
-# cheap and each part of the package can be used without importing the widget stack.
-_EXPORTS: dict[str, str] = {
-    "walk": "tree",
-    "ModelTree": "tree",
-    "Node": "tree",
-    "source": "source",
-    "Source": "source",
-    "form": "forms",
-    "Form": "forms",
-    "Field": "forms",
-    "FormError": "forms",
-    "record_init_args": "forms",
-    "mro_graph": "mro",
-    "PatchLog": "patch",
-    "probe": "probe",
-    "ProbeReport": "probe",
-    "register": "catalog",
-    "catalog": "catalog",
-    "explore": "widget",
-    "Explorer": "widget",
-}
+# The inspection and patch modules are imported eagerly: three of them (source, probe, catalog)
+# define a function with the module's own name, and a lazily imported submodule would otherwise
+# shadow that function as a package attribute. Only the widget stack (anywidget, traitlets) is lazy.
+from .catalog import CatalogEntry, catalog, register, resolve, unregister
+from .forms import Field, Form, FormError, form, record_init_args
+from .mro import ClassInfo, mro_class, mro_classes, mro_graph
+from .patch import PatchEntry, PatchLog
+from .probe import ProbeReport, probe
+from .source import Source, source
+from .tree import ModelTree, Node, walk
 
-__all__ = sorted(_EXPORTS) + ["__version__"]
+_LAZY: dict[str, str] = {"explore": "widget", "Explorer": "widget"}
+
+__all__ = [
+    "CatalogEntry",
+    "ClassInfo",
+    "Explorer",
+    "Field",
+    "Form",
+    "FormError",
+    "ModelTree",
+    "Node",
+    "PatchEntry",
+    "PatchLog",
+    "ProbeReport",
+    "Source",
+    "__version__",
+    "catalog",
+    "explore",
+    "form",
+    "mro_class",
+    "mro_classes",
+    "mro_graph",
+    "probe",
+    "record_init_args",
+    "register",
+    "resolve",
+    "source",
+    "unregister",
+    "walk",
+]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from .catalog import catalog, register
-    from .forms import Field, Form, FormError, form, record_init_args
-    from .mro import mro_graph
-    from .patch import PatchLog
-    from .probe import ProbeReport, probe
-    from .source import Source, source
-    from .tree import ModelTree, Node, walk
     from .widget import Explorer, explore
 
 
 def __getattr__(name: str) -> Any:
     try:
-        module_name = _EXPORTS[name]
+        module_name = _LAZY[name]
     except KeyError:
         raise AttributeError(f"module 'torchxray' has no attribute {name!r}") from None
     value = getattr(importlib.import_module(f".{module_name}", __name__), name)

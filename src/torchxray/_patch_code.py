@@ -1,0 +1,258 @@
+"""Python source that replays patch-log entries on a fresh instance of the model (``model``).
+
+Only public torch APIs appear in the output: ``get_submodule``, attribute / item assignment,
+constructor calls, ``Module.to`` / ``train`` and ``Tensor.copy_``. Constructor arguments come from
+the replacement's form values (``tx.form(module).values``); values that have no faithful source form
+make the entry's code raise ``NotImplementedError`` at replay, naming what to write by hand, rather
+than silently build something different.
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib
+import inspect
+import keyword
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn as nn
+
+
+class Unwritable(ValueError):
+    """A value (or constructor) that cannot be written as Python source."""
+
+
+HEADER = '''\
+# Replays torchxray patches. `model` must be a fresh instance of the patched model.
+import itertools
+
+import torch
+{imports}
+
+def _place(new, model, path, cast=True):
+    """Give `new` the device and floating dtype of the module at `path` (or of its nearest ancestor
+    holding tensors; not when `cast` is False) and that module's train/eval mode, as torchxray's
+    PatchLog did."""
+    parts = path.split(".")
+    mode = model.get_submodule(path).training
+    for i in range(len(parts), -1, -1):
+        ref = model.get_submodule(".".join(parts[:i]))
+        found = list(itertools.chain(ref.parameters(), ref.buffers()))
+        if found:
+            floats = [t for t in found if t.is_floating_point()]
+            on_meta = any(t.is_meta for t in itertools.chain(new.parameters(), new.buffers()))
+            if cast and not on_meta:
+                new.to(device=found[0].device, dtype=floats[0].dtype if floats else None)
+            break
+    return new.train(mode)
+
+
+@torch.no_grad()
+def _carry(new, old, names):
+    """Copy the named parameters and buffers (same name, same shape) from `old` into `new`."""
+    src = dict(itertools.chain(old.named_parameters(), old.named_buffers()))
+    dst = dict(itertools.chain(new.named_parameters(), new.named_buffers()))
+    for name in names:
+        dst[name].copy_(src[name])
+        dst[name].requires_grad_(src[name].requires_grad)
+
+'''
+
+
+def import_ref(obj: Any, imports: set[str]) -> str:
+    """The shortest importable dotted name of a class or function (``torch.nn.Conv2d``, not
+    ``torch.nn.modules.conv.Conv2d``); objects from ``__main__`` by bare name (notebook cells)."""
+    mod, qual = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    if not (isinstance(mod, str) and isinstance(qual, str)) or "<" in qual:
+        raise Unwritable(f"{_short(obj)} is defined inside a function or has no import path")
+    if mod == "__main__":
+        return qual
+    parts = mod.split(".")
+    for i in range(1, len(parts) + 1):
+        prefix = ".".join(parts[:i])
+        try:
+            found: Any = importlib.import_module(prefix)
+            for attr in qual.split("."):
+                found = getattr(found, attr)
+        except (ImportError, AttributeError):
+            continue
+        if found is obj:
+            imports.add("torch" if prefix in ("torch", "torch.nn") else prefix)
+            return f"{prefix}.{qual}"
+    raise Unwritable(f"{mod}.{qual} cannot be imported by that name")
+
+
+@dataclass
+class Ctx:
+    """What code generation needs across one entry. ``known`` maps ids of modules already in the
+    model to their paths, replayed as ``model.get_submodule(path)`` so a wrapper is rebuilt around
+    the model's own layer; ``imports`` collects modules to import; ``drop`` names constructor
+    arguments left to ``_place`` (device and dtype, so replayed code follows the fresh model
+    wherever it lives)."""
+
+    known: Mapping[int, Sequence[str]]
+    imports: set[str]
+    drop: frozenset[str] = frozenset()
+
+
+def value_code(value: Any, ctx: Ctx) -> str:
+    """Source text that evaluates to ``value``."""
+    if value is None or isinstance(value, (bool, int, str, bytes)):
+        return repr(value)
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else f"float({str(value)!r})"
+    if isinstance(value, torch.dtype):
+        return str(value)  # "torch.float16"
+    if isinstance(value, torch.device):
+        return f"torch.device({str(value)!r})"
+    if isinstance(value, enum.Enum):
+        return f"{import_ref(type(value), ctx.imports)}.{value.name}"
+    if isinstance(value, type):
+        return import_ref(value, ctx.imports)
+    if isinstance(value, nn.Module):
+        paths = ctx.known.get(id(value))
+        if paths:
+            return f"model.get_submodule({paths[0]!r})"
+        return constructor(value, ctx)
+    if isinstance(value, (tuple, list)):
+        items = [value_code(v, ctx) for v in value]
+        if isinstance(value, tuple):
+            return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+        return f"[{', '.join(items)}]"
+    if isinstance(value, dict):
+        pairs = [f"{value_code(k, ctx)}: {value_code(v, ctx)}" for k, v in value.items()]
+        return "{" + ", ".join(pairs) + "}"
+    if inspect.isfunction(value) or inspect.isbuiltin(value):
+        return import_ref(value, ctx.imports)
+    raise Unwritable(f"no source form for {type(value).__name__} value {_short(value)}")
+
+
+def _short(value: Any) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - a hostile __repr__ must not break code generation
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(b, int) and isinstance(a, tuple) and a and all(_same(x, b) for x in a):
+        return True  # stride=(1, 1) is what stride=1 became: leave it out like the default
+    try:
+        return type(a) is type(b) and bool(a == b)
+    except Exception:  # noqa: BLE001 - tensors and odd objects have no truthy ==
+        return a is b
+
+
+def constructor(module: nn.Module, ctx: Ctx) -> str:
+    """``pkg.Class(arg, key=value)`` rebuilding ``module`` from its form values; arguments equal to
+    their defaults are left out so the call reads like hand-written code."""
+    from .forms import form
+
+    cls = type(module)
+    try:
+        fm = form(module)
+        values = dict(fm.values)
+        params = list(fm.signature.parameters.values())
+    except Exception as exc:  # noqa: BLE001 - any failure here means "cannot describe it"
+        raise Unwritable(f"the constructor of {cls.__name__} cannot be read ({exc})") from exc
+    args: list[str] = []
+    positional_ok = True
+    for p in params:
+        if p.kind is p.VAR_POSITIONAL:
+            args += [value_code(v, ctx) for v in values.get(p.name) or ()]
+            continue
+        if p.kind is p.VAR_KEYWORD:
+            for k, v in dict(values.get(p.name) or {}).items():
+                if not (isinstance(k, str) and k.isidentifier() and not keyword.iskeyword(k)):
+                    raise Unwritable(f"keyword argument {k!r} of {cls.__name__}")
+                args.append(f"{k}={value_code(v, ctx)}")
+            continue
+        if p.name in ctx.drop and p.default is not p.empty:
+            positional_ok = False
+            continue
+        if p.name not in values:
+            if p.default is p.empty:
+                raise Unwritable(f"required argument {p.name!r} of {cls.__name__} is unknown")
+            positional_ok = False
+            continue
+        value = values[p.name]
+        if p.default is not p.empty and _same(value, p.default):
+            positional_ok = False
+            continue
+        text = value_code(value, ctx)
+        if p.kind is p.POSITIONAL_ONLY or (
+            positional_ok and p.default is p.empty and p.kind is p.POSITIONAL_OR_KEYWORD
+        ):
+            args.append(text)
+        else:
+            positional_ok = False
+            args.append(f"{p.name}={text}")
+    return f"{import_ref(cls, ctx.imports)}({', '.join(args)})"
+
+
+def slot_target(parent_path: str, parent: nn.Module, key: str) -> str:
+    """An assignable expression for ``parent._modules[key]`` using public APIs only."""
+    base = f"model.get_submodule({parent_path!r})" if parent_path else "model"
+    if isinstance(parent, (nn.Sequential, nn.ModuleList)) and key.isdigit():
+        return f"{base}[{key}]"
+    if isinstance(parent, nn.ModuleDict):
+        return f"{base}[{key!r}]"
+    if key.isidentifier() and not keyword.iskeyword(key):
+        return f"{base}.{key}"
+    return f"setattr({base}, {key!r}, {{new}})"  # filled in by assign()
+
+
+def assign(target: str, var: str) -> str:
+    if target.startswith("setattr("):
+        return target.replace("{new}", var)
+    return f"{target} = {var}"
+
+
+@dataclass(frozen=True)
+class Change:
+    """One replacement object of an entry: built once, placed at every slot in ``targets``."""
+
+    old_path: str  # a path reaching the replaced module before the swap
+    new: nn.Module
+    targets: tuple[str, ...]  # assignable expressions from slot_target()
+    kept: tuple[str, ...] | None  # edit: names whose values are carried over; None for replace
+    cast: bool = True  # False: the replacement sets its own dtype/device (an edit of those)
+
+
+def entry_code(
+    title: str, changes: Sequence[Change], known: Mapping[int, Sequence[str]], imports: set[str]
+) -> str:
+    """The replay block of one entry: build every replacement first, then assign, so a wrapper
+    referring to a model path reads it before any slot of this entry changes."""
+    lines = [f"# {title}"]
+    names = ["new"] if len(changes) == 1 else [f"new_{i}" for i in range(1, len(changes) + 1)]
+    for var, ch in zip(names, changes):
+        in_model = known.get(id(ch.new))
+        if in_model:  # the replacement is another module of the model: share it, as the log did
+            lines.append(f"{var} = model.get_submodule({in_model[0]!r})")
+            continue
+        try:
+            drop = frozenset({"device", "dtype"}) if ch.cast else frozenset()
+            built = constructor(ch.new, Ctx(known, imports, drop))
+        except Exception as exc:  # noqa: BLE001 - Unwritable, or a hostile module's attributes
+            message = f"torchxray cannot write code for the replacement at {ch.old_path!r}: {exc}"
+            lines.append(f"raise NotImplementedError({message!r})")
+            return "\n".join(lines) + "\n"
+        cast = "" if ch.cast else ", cast=False"
+        lines.append(f"{var} = _place({built}, model, {ch.old_path!r}{cast})")
+        if ch.kept:
+            old = f"model.get_submodule({ch.old_path!r})"
+            lines.append(f"_carry({var}, {old}, {list(ch.kept)!r})")
+    for var, ch in zip(names, changes):
+        lines += [assign(t, var) for t in ch.targets]
+    return "\n".join(lines) + "\n"
+
+
+def header(imports: set[str]) -> str:
+    extra = sorted(i for i in imports if i not in ("torch", "itertools"))
+    return HEADER.format(imports="".join(f"import {i}\n" for i in extra))

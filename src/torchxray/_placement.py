@@ -1,0 +1,77 @@
+"""How a replacement is fitted to the module it replaces: device, dtype, mode, hooks, weights.
+
+The rules are documented in ``patch.py``. Everything here works on the replacement, not on the
+model (a wrapper around a model layer is moved with it, a no-op on the same device), so it runs
+before the model is touched.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn as nn
+from torch.nn.parameter import is_lazy
+
+from ._paths import SlotIndex, holds_meta, tensors
+
+# Hook tables copied from a replaced module to its replacement (flags included so a hook keeps its
+# calling convention). Backward hooks are left out: they belong to autograd of the old weights.
+_HOOK_TABLES = {
+    "_forward_hooks": ("_forward_hooks_with_kwargs", "_forward_hooks_always_called"),
+    "_forward_pre_hooks": ("_forward_pre_hooks_with_kwargs",),
+}
+
+
+def users_hook(hook: Any, old: nn.Module) -> bool:
+    """False for hooks that are part of the old module itself: its own bound methods (lazy modules
+    initialise through one, and it would run on the replacement and fail) and torch's hook objects
+    (old-style weight_norm / spectral_norm, which need the old module's extra tensors)."""
+    if getattr(hook, "__self__", None) is old:
+        return False
+    return not type(hook).__module__.startswith("torch.")
+
+
+def place(new: nn.Module, old: nn.Module, index: SlotIndex, path: str, cast: bool) -> None:
+    """Give ``new`` the device, dtype, mode and forward hooks of ``old`` (rules: patch.py docs)."""
+    wraps_model = any(index.contains(m) for m in new.modules())
+    if cast and not holds_meta(new):
+        for ref in index.ancestors(path):
+            found = list(tensors(ref))
+            if found:
+                floats = [t for t in found if t.is_floating_point()]
+                new.to(device=found[0].device, dtype=floats[0].dtype if floats else None)
+                break
+    if wraps_model:
+        for m in new.modules():
+            if not index.contains(m):
+                m.training = old.training
+        return
+    new.train(old.training)
+    for table, flag_tables in _HOOK_TABLES.items():
+        for hook_id, hook in getattr(old, table).items():
+            if not users_hook(hook, old):
+                continue
+            getattr(new, table)[hook_id] = hook
+            for flags in flag_tables:  # getattr default: older torch lacks always_called
+                src, dst = getattr(old, flags, {}), getattr(new, flags, None)
+                if hook_id in src and dst is not None:
+                    dst[hook_id] = src[hook_id]
+
+
+@torch.no_grad()
+def carry(new: nn.Module, old: nn.Module) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Copy parameters/buffers whose name and shape match from ``old`` into ``new``."""
+    src: dict[str, torch.Tensor] = dict(old.named_parameters())
+    src.update(old.named_buffers())
+    kept, fresh = [], []
+    for name, t in [*new.named_parameters(), *new.named_buffers()]:
+        s = src.get(name)
+        if s is None or is_lazy(s) or is_lazy(t) or s.shape != t.shape:
+            fresh.append(name)
+            continue
+        t.copy_(s)
+        if isinstance(t, nn.Parameter):
+            t.requires_grad_(s.requires_grad)
+        kept.append(name)
+    return tuple(kept), tuple(fresh)

@@ -1,0 +1,188 @@
+"""The classes offered by "replace with": torch.nn layers, the model's own classes, registered ones.
+
+>>> import torch.nn as nn
+>>> from torchxray.catalog import catalog, resolve
+>>> [e.name for e in catalog("conv2")]
+['Conv2d', 'LazyConv2d']
+>>> resolve("torch.nn.Conv2d") is resolve("Conv2d") is nn.Conv2d
+True
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import importlib
+from dataclasses import dataclass
+from typing import Literal, TypeVar
+
+import torch.nn as nn
+
+Group = Literal["model", "registered", "torch"]
+_GROUP_ORDER: dict[str, int] = {"model": 0, "registered": 1, "torch": 2}
+
+# torch.nn exports a few names that are not layers one would put into a model (and loss modules,
+# checked by name below, which only crowd the list).
+_NOT_LAYERS = frozenset({"Module", "Container"})
+
+# qualname -> class. Module level on purpose: a registration is meant to last for the session, the
+# way an import does, and every PatchLog / widget sees the same list.
+_REGISTRY: dict[str, type[nn.Module]] = {}
+
+T = TypeVar("T", bound=type)
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogEntry:
+    """One class that can replace a module. ``qualname`` is where it is defined ("pkg.mod.Class");
+    ``doc`` is the first line of the class's own docstring ("" when it has none)."""
+
+    name: str
+    qualname: str
+    group: Group
+    doc: str
+
+
+def qualname(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def register(cls: T) -> T:
+    """Offer ``cls`` (an ``nn.Module`` subclass) in the catalog. Returns it, so it works as a
+    class decorator. Registering again (e.g. a re-run notebook cell) replaces the old entry."""
+    if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
+        what = f"the class {cls.__qualname__}" if isinstance(cls, type) else repr(cls)
+        raise TypeError(f"register() takes an nn.Module subclass, got {what}")
+    _REGISTRY[qualname(cls)] = cls
+    return cls
+
+
+def unregister(cls: type) -> None:
+    """Remove a registered class (KeyError if it was not registered)."""
+    if _REGISTRY.get(qualname(cls)) is not cls:
+        raise KeyError(f"{qualname(cls)} is not registered")
+    del _REGISTRY[qualname(cls)]
+
+
+@functools.lru_cache(maxsize=1)
+def _torch_classes() -> tuple[type[nn.Module], ...]:
+    out = []
+    for name in nn.modules.__all__:
+        obj = getattr(nn, name, None)
+        if isinstance(obj, type) and issubclass(obj, nn.Module) and name not in _NOT_LAYERS:
+            if name.endswith("Loss"):
+                continue
+            out.append(obj)
+    return tuple(out)
+
+
+def _model_classes(model: nn.Module) -> list[type[nn.Module]]:
+    """The model's own (non-torch) classes, in first-seen order."""
+    seen: dict[type, None] = {}
+    for m in model.modules():
+        cls = type(m)
+        if not cls.__module__.startswith("torch"):
+            seen.setdefault(cls, None)
+    return list(seen)
+
+
+def _doc(cls: type) -> str:
+    # The class's own docstring only: inherited ones would label every custom layer with
+    # nn.Module's "Base class for all neural network modules."
+    doc = cls.__dict__.get("__doc__")
+    if not isinstance(doc, str):
+        return ""
+    return next((line.strip() for line in doc.strip().splitlines() if line.strip()), "")
+
+
+def _entries(model: nn.Module | None) -> dict[str, tuple[type, CatalogEntry]]:
+    found: dict[str, tuple[type, CatalogEntry]] = {}
+    groups: list[tuple[Group, list[type[nn.Module]]]] = [
+        ("model", _model_classes(model) if model is not None else []),
+        ("registered", list(_REGISTRY.values())),
+        ("torch", list(_torch_classes())),
+    ]
+    for group, classes in groups:
+        for cls in classes:
+            q = qualname(cls)
+            if q not in found:  # first group wins: a registered model class shows as "model"
+                found[q] = (cls, CatalogEntry(cls.__name__, q, group, _doc(cls)))
+    return found
+
+
+def _rank(entry: CatalogEntry, query: str) -> int | None:
+    """0 exact name, 1 name prefix, 2 name substring, 3 qualname substring, None no match."""
+    name = entry.name.lower()
+    if name == query:
+        return 0
+    if name.startswith(query):
+        return 1
+    if query in name:
+        return 2
+    if query in entry.qualname.lower():
+        return 3
+    return None
+
+
+def catalog(query: str | None = None, model: nn.Module | None = None) -> tuple[CatalogEntry, ...]:
+    """Replacement candidates. ``query`` filters by case-insensitive substring of the name or
+    qualname, best matches first (exact name, then prefix, then substring; then the model's own
+    classes, registered ones, torch's; then by name). Pass ``model`` to include its own classes."""
+    if model is not None and not isinstance(model, nn.Module):
+        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
+    entries = [e for _, e in _entries(model).values()]
+    q = (query or "").strip().lower()
+    ranked = []
+    for e in entries:
+        rank = _rank(e, q) if q else 0
+        if rank is not None:
+            ranked.append((rank, _GROUP_ORDER[e.group], e.name.lower(), e.qualname, e))
+    ranked.sort(key=lambda r: r[:4])
+    return tuple(r[-1] for r in ranked)
+
+
+def resolve(name: str, model: nn.Module | None = None) -> type:
+    """The class for a catalog ``qualname`` (or a public import path such as "torch.nn.Conv2d").
+    Pass ``model`` to reach its classes that cannot be imported (defined inside a function).
+    Raises KeyError with the closest known names."""
+    if not isinstance(name, str):
+        raise TypeError(f"resolve() takes a qualname string, got {name!r}")
+    known = _entries(model)
+    if name in known:
+        return known[name][0]
+    by_name = [c for c, e in known.values() if e.name == name]
+    if len(by_name) == 1:  # a bare class name is fine when it is unambiguous
+        return by_name[0]
+    cls = _import(name)
+    if cls is not None:
+        return cls
+    candidates = list(known) + [e.name for _, e in known.values()]
+    close = difflib.get_close_matches(name, candidates, n=3, cutoff=0.5)
+    if not close:
+        short = name.rsplit(".", 1)[-1].lower()
+        close = [q for q, (_, e) in known.items() if short and short in e.name.lower()][:3]
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    raise KeyError(
+        f"no module class {name!r} in the catalog or importable{hint} "
+        "(use the qualname from tx.catalog(), or tx.register(cls) first)"
+    )
+
+
+def _import(name: str) -> type | None:
+    """``pkg.mod.Class`` (or ``pkg.mod.Outer.Inner``) by import, if it is an nn.Module class."""
+    parts = name.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        try:
+            obj: object = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        try:
+            for attr in parts[i:]:
+                obj = getattr(obj, attr)
+        except AttributeError:
+            return None
+        return obj if isinstance(obj, type) and issubclass(obj, nn.Module) else None
+    return None
+
+
+__all__ = ["CatalogEntry", "catalog", "register", "resolve", "unregister"]

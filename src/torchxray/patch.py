@@ -1,0 +1,365 @@
+"""PatchLog: transactional replace / edit / bulk replace of submodules, with undo, redo and code.
+
+    >>> import torch.nn as nn, torchxray as tx
+    >>> model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    >>> log = tx.PatchLog(model)
+    >>> log.replace("1", nn.GELU()).new_cls
+    'GELU'
+    >>> log.undo().op, type(model[1]).__name__
+    ('replace', 'ReLU')
+
+Rules every change follows (decided here, relied on by the widget):
+
+- Everything is built, validated and prepared before the model is touched; the model is changed
+  only by reassigning ``parent._modules[key]`` slots, and a failure while doing that puts back the
+  slots already changed. A failed call leaves the same objects in the same state and adds no entry.
+- A replacement takes the replaced module's device and floating dtype (those of its first tensor;
+  for a module without tensors, those of its nearest ancestor that has some), its train/eval mode
+  and the user's forward and forward-pre hooks (entries copied with their ``with_kwargs`` /
+  ``always_called`` flags; handles made before still point at the old module; hooks that belong
+  to the old module itself, such as lazy initialisation, are not copied). On a meta model the
+  replacement goes to meta too. A replacement that itself holds meta tensors stays on meta: making
+  real tensors would need an initialisation torchxray will not guess. A replacement that contains
+  modules of the model (a wrapper around the old layer) is moved but keeps its own mode flags for
+  those modules, and gets no hook copies: the wrapped layer still runs its own hooks.
+- A module reachable at several paths is replaced at all of them unless ``which="this"``; a path
+  through a shared *parent* names one slot, so every path through that parent changes with it.
+- ``replace_all`` matches classes with ``isinstance`` and regexes with ``re.fullmatch`` over every
+  path (aliases included). Only the outermost matches are replaced: a match inside another match
+  goes away with its parent, and replacing both would mutate a module the undo history keeps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import torch
+import torch.nn as nn
+
+from . import _patch_code as code
+from ._paths import Match, SlotIndex, no_match, targets, tensor_bytes, tensors
+from ._placement import carry, place
+
+
+@dataclass(frozen=True)
+class PatchEntry:
+    """One applied change. ``changes`` maps a hyperparameter to ``(old, new)``; ``kept`` and
+    ``reinitialised`` name the replacement's parameters/buffers copied from the old module or left
+    as freshly initialised (edit only); ``code`` replays the change (see ``PatchLog.to_code``)."""
+
+    id: int
+    op: Literal["replace", "edit", "replace_all"]
+    paths: tuple[str, ...]
+    old_cls: str
+    new_cls: str
+    changes: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    kept: tuple[str, ...] = ()
+    reinitialised: tuple[str, ...] = ()
+    code: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class _Swap:
+    parent: nn.Module
+    key: str
+    old: nn.Module
+    new: nn.Module
+
+
+@dataclass(frozen=True)
+class _Item:
+    """One replacement object and the paths it goes to."""
+
+    old: nn.Module
+    new: nn.Module
+    paths: tuple[str, ...]
+    kept: tuple[str, ...] | None = None  # edit: names to carry over in replayed code
+    cast: bool = True  # False when an edit sets dtype/device itself
+
+
+@dataclass(frozen=True)
+class _Record:
+    entry: PatchEntry
+    swaps: tuple[_Swap, ...]
+    imports: frozenset[str]
+
+
+class PatchLog:
+    """The change history of one model. Every method that changes the model returns the new
+    ``PatchEntry``; ``undo``/``redo`` return the entry they undid or redid."""
+
+    def __init__(self, model: nn.Module) -> None:
+        if not isinstance(model, nn.Module):
+            raise TypeError(f"PatchLog needs an nn.Module, got {type(model).__name__}")
+        _check_not_scripted(model)
+        self.model = model
+        self._done: list[_Record] = []
+        self._undone: list[_Record] = []
+        self._cleared: list[_Record] = []  # applied before clear(): code only, no modules
+        self._next_id = 1
+
+    # -- changes -----------------------------------------------------------------------------
+
+    def replace(
+        self, path: str, new_module: nn.Module, which: Literal["all", "this"] = "all"
+    ) -> PatchEntry:
+        """Put ``new_module`` where ``path`` is (at every path of that module unless
+        ``which="this"``)."""
+        if which not in ("all", "this"):
+            raise ValueError(f"which must be 'all' or 'this', got {which!r}")
+        index = SlotIndex(self.model)
+        old = _existing(index, path)
+        if isinstance(new_module, type):
+            raise TypeError(
+                f"replace({path!r}, ...) needs a module instance, got the class "
+                f"{new_module.__name__}; build one first, e.g. tx.form({new_module.__name__})"
+                ".build(...)"
+            )
+        _check_module(new_module, f"the replacement for {path!r}")
+        if new_module is old:
+            raise ValueError(f"the module given is already the one at {path!r}; nothing to do")
+        paths = tuple(index.paths_of(old)) if which == "all" else (path,)
+        item = _Item(old, new_module, paths)
+        return self._commit("replace", index, [item], {}, (), ())
+
+    def edit(self, path: str, **hyperparameters: Any) -> PatchEntry:
+        """Rebuild the module at ``path`` from its form with ``hyperparameters`` changed, carry over
+        every parameter and buffer whose name and shape still match, then replace it everywhere
+        it is registered. Invalid values raise ``FormError`` (per field) and change nothing."""
+        from .forms import form
+
+        index = SlotIndex(self.model)
+        old = _existing(index, path)
+        before = form(old)
+        new = before.build(**hyperparameters)
+        _check_module(new, f"the rebuilt {type(old).__name__} at {path!r}")
+        try:
+            after: dict[str, Any] = dict(form(new).values)
+        except Exception:  # noqa: BLE001 - only used to label the entry
+            after = {}
+        old_values = dict(before.values)
+        changes = {k: (old_values.get(k), after.get(k, v)) for k, v in hyperparameters.items()}
+        cast = not ({"dtype", "device"} & set(hyperparameters))
+        place(new, old, index, path, cast=cast)
+        kept, fresh = carry(new, old)
+        item = _Item(old, new, tuple(index.paths_of(old)), kept, cast)
+        return self._commit("edit", index, [item], changes, kept, fresh, placed=True)
+
+    def matches(self, match: Match) -> list[str]:
+        """The paths ``replace_all(match, ...)`` would change, in ``named_modules`` order."""
+        return [p for _, paths in targets(SlotIndex(self.model), match) for p in paths]
+
+    def replace_all(self, match: Match, factory: Callable[[nn.Module], nn.Module]) -> PatchEntry:
+        """Replace every outermost module matching ``match`` (a class, a tuple of classes or a
+        regex fully matching paths) by ``factory(old_module)``, as one undoable entry. The factory
+        is called once per distinct module; returning the module itself leaves it in place."""
+        if not callable(factory):
+            raise TypeError(f"factory must be callable (old module -> new module), got {factory!r}")
+        index = SlotIndex(self.model)
+        found = targets(index, match)
+        if not found:
+            raise KeyError(no_match(index, match))
+        items = []
+        for old, paths in found:
+            new = factory(old)
+            if new is old:
+                continue
+            _check_module(new, f"factory({type(old).__name__} at {paths[0]!r}) returned")
+            items.append(_Item(old, new, paths))
+        if not items:
+            raise ValueError("the factory returned every matched module unchanged; nothing to do")
+        return self._commit("replace_all", index, items, {}, (), ())
+
+    # -- history -----------------------------------------------------------------------------
+
+    @property
+    def can_undo(self) -> bool:
+        return bool(self._done)
+
+    @property
+    def can_redo(self) -> bool:
+        return bool(self._undone)
+
+    @property
+    def entries(self) -> tuple[PatchEntry, ...]:
+        """Applied changes, oldest first (including those applied before ``clear()``)."""
+        return tuple(r.entry for r in self._cleared + self._done)
+
+    def undo(self) -> PatchEntry:
+        """Put back the exact module objects the last change replaced."""
+        if not self._done:
+            raise IndexError("nothing to undo (check log.can_undo)")
+        record = self._done[-1]
+        _apply([_Swap(s.parent, s.key, s.new, s.old) for s in reversed(record.swaps)])
+        self._undone.append(self._done.pop())
+        return record.entry
+
+    def redo(self) -> PatchEntry:
+        """Re-apply the last undone change with the same replacement objects."""
+        if not self._undone:
+            raise IndexError("nothing to redo (check log.can_redo)")
+        record = self._undone[-1]
+        _apply(list(record.swaps))
+        self._done.append(self._undone.pop())
+        return record.entry
+
+    @property
+    def retained_bytes(self) -> int:
+        """Bytes of parameters and buffers that only the undo/redo history keeps alive."""
+        seen = {id(t) for t in tensors(self.model)}
+        total = sum(tensor_bytes(s.old, seen) for r in self._done for s in r.swaps)
+        return total + sum(tensor_bytes(s.new, seen) for r in self._undone for s in r.swaps)
+
+    def clear(self) -> int:
+        """Forget undo/redo history (the replaced modules become collectable) and return the bytes
+        it kept alive. Applied entries stay listed and in ``to_code()``; they can no longer be
+        undone."""
+        freed = self.retained_bytes
+        self._cleared += [_Record(r.entry, (), r.imports) for r in self._done]
+        self._done.clear()
+        self._undone.clear()
+        return freed
+
+    def to_code(self) -> str:
+        """Python that replays the applied entries on a fresh instance of the model bound to
+        ``model`` (public torch APIs only)."""
+        records = self._cleared + self._done
+        imports: set[str] = set().union(*(r.imports for r in records))
+        return code.header(imports) + "\n".join(r.entry.code for r in records)
+
+    def __repr__(self) -> str:
+        return f"<PatchLog: {len(self._done)} applied, {len(self._undone)} undone>"
+
+    # -- the one place the model changes ---------------------------------------------------
+
+    def _commit(
+        self,
+        op: Literal["replace", "edit", "replace_all"],
+        index: SlotIndex,
+        items: list[_Item],
+        changes: dict[str, tuple[Any, Any]],
+        kept: tuple[str, ...],
+        fresh: tuple[str, ...],
+        placed: bool = False,
+    ) -> PatchEntry:
+        entry_id = self._next_id
+        imports: set[str] = set()
+        blocks, swaps, seen_slots = [], [], set()
+        for item in items:
+            exprs = []
+            for path in item.paths:
+                slot = index.slots[path]
+                _check_not_scripted(slot.parent)
+                if (id(slot.parent), slot.key) in seen_slots:
+                    continue  # another path through a shared parent: same slot
+                seen_slots.add((id(slot.parent), slot.key))
+                swaps.append(_Swap(slot.parent, slot.key, item.old, item.new))
+                exprs.append(code.slot_target(slot.parent_path, slot.parent, slot.key))
+            # Code first: the constructor call reads the replacement as the user built it.
+            blocks.append(code.Change(item.paths[0], item.new, tuple(exprs), item.kept, item.cast))
+        title = _title(entry_id, op, items, changes, kept, fresh)
+        text = code.entry_code(title, blocks, index.by_id, imports)
+        if not placed:
+            for item in items:
+                if not index.contains(item.new):
+                    place(item.new, item.old, index, item.paths[0], cast=item.cast)
+        _apply(swaps)
+        changed = {(id(s.parent), s.key) for s in swaps}
+        paths = tuple(p for p, s in index.slots.items() if (id(s.parent), s.key) in changed)
+        entry = PatchEntry(
+            id=entry_id,
+            op=op,
+            paths=paths,
+            old_cls=_names(i.old for i in items),
+            new_cls=_names(i.new for i in items),
+            changes=changes,
+            kept=kept,
+            reinitialised=fresh,
+            code=text,
+        )
+        self._next_id += 1
+        self._done.append(_Record(entry, tuple(swaps), frozenset(imports)))
+        self._undone.clear()
+        return entry
+
+
+# -- helpers -------------------------------------------------------------------------------------
+
+
+def _existing(index: SlotIndex, path: str) -> nn.Module:
+    if not isinstance(path, str):
+        raise TypeError(f"path must be a dotted string like 'layer1.0.conv1', got {path!r}")
+    if path == "":
+        raise ValueError(
+            "path '' is the model itself; a PatchLog changes submodules - build a new model, or "
+            "replace its children"
+        )
+    return index.module(path)
+
+
+def _check_not_scripted(module: nn.Module) -> None:
+    if isinstance(module, torch.jit.ScriptModule):
+        raise TypeError(
+            "TorchScript modules cannot be patched (their structure is compiled); patch the eager "
+            "model, then script it again"
+        )
+
+
+def _check_module(obj: Any, what: str) -> None:
+    if not isinstance(obj, nn.Module):
+        raise TypeError(f"{what} is a {type(obj).__name__}, not an nn.Module; return/pass a module")
+
+
+def _apply(swaps: list[_Swap]) -> None:
+    """Assign every slot; on any failure (even KeyboardInterrupt) put back those already done."""
+    for s in swaps:
+        if s.parent._modules.get(s.key) is not s.old:
+            raise RuntimeError(
+                f"the module registered as {s.key!r} in a {type(s.parent).__name__} was changed "
+                "outside this PatchLog; undo/redo would overwrite that change, so nothing was done"
+            )
+    done: list[_Swap] = []
+    try:
+        for s in swaps:
+            # Direct slot assignment: keeps the key's position, skips __setattr__ overrides, and is
+            # exactly reversible (setattr would also drop same-named params/buffers).
+            s.parent._modules[s.key] = s.new
+            done.append(s)
+    except BaseException:
+        for s in reversed(done):
+            s.parent._modules[s.key] = s.old
+        raise
+
+
+def _names(modules: Any) -> str:
+    return ", ".join(dict.fromkeys(type(m).__name__ for m in modules))
+
+
+def _title(
+    entry_id: int,
+    op: str,
+    items: list[_Item],
+    changes: dict[str, tuple[Any, Any]],
+    kept: tuple[str, ...],
+    fresh: tuple[str, ...],
+) -> str:
+    paths = [p for i in items for p in i.paths]
+    where = ", ".join(paths[:4]) + (f" and {len(paths) - 4} more" if len(paths) > 4 else "")
+    title = f"{entry_id}. {op} {where}: {_names(i.old for i in items)} -> {_names(i.new for i in items)}"
+    if changes:
+        title += "; " + ", ".join(f"{k}={_short(new)}" for k, (_, new) in changes.items())
+    if op == "edit":
+        title += (
+            f"; kept {', '.join(kept) or 'nothing'}; re-initialised {', '.join(fresh) or 'nothing'}"
+        )
+    return title.replace("\n", " ")
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+__all__ = ["PatchEntry", "PatchLog"]
