@@ -1,0 +1,137 @@
+"""Per-field checks of Python values: does a value fit the field's kind, and obvious ranges."""
+
+from __future__ import annotations
+
+import enum
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from torchxray._forms_kinds import KindInfo
+from torchxray._forms_values import expected
+
+if TYPE_CHECKING:
+    from torchxray.forms import Field
+
+__all__ = ["check_range", "check_type"]
+
+# Sizes that must be >= 1 (a zero-sized layer is almost always a typo).
+_POSITIVE = frozenset(
+    {
+        "in_features",
+        "out_features",
+        "in1_features",
+        "in2_features",
+        "in_channels",
+        "out_channels",
+        "kernel_size",
+        "stride",
+        "dilation",
+        "groups",
+        "num_features",
+        "num_channels",
+        "num_groups",
+        "num_embeddings",
+        "embedding_dim",
+        "embed_dim",
+        "num_heads",
+        "nhead",
+        "d_model",
+        "dim_feedforward",
+        "hidden_size",
+        "input_size",
+        "num_layers",
+        "upscale_factor",
+        "downscale_factor",
+        "num_parameters",
+        "n_classes",
+        "num_classes",
+    }
+)
+_NON_NEGATIVE = frozenset(
+    {"output_padding", "proj_size", "num_encoder_layers", "num_decoder_layers"}
+)
+_PROBABILITY = frozenset({"dropout", "label_smoothing"})
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _ints(value: Any) -> list[int]:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [v for v in value if isinstance(v, int) and not isinstance(v, bool)]
+    return []
+
+
+def check_type(f: Field, info: KindInfo, value: Any) -> str | None:
+    """Message if `value` does not fit the field's kind, else None."""
+    if value is None:
+        if f.optional or f.required is False and f.default is None:
+            return None
+        return f"{f.name}: expected {expected(f.kind)}, got None"
+    kind = f.kind
+    bad = False
+    if kind == "int":
+        bad = not isinstance(value, int) or isinstance(value, bool)
+    elif kind == "float":
+        bad = not isinstance(value, (int, float)) or isinstance(value, bool)
+    elif kind == "bool":
+        bad = not isinstance(value, bool)
+    elif kind == "str":
+        bad = not isinstance(value, str)
+    elif kind == "choice":
+        label = value.name if isinstance(value, enum.Enum) else value
+        if info.values and value in info.values:
+            label = info.choices[info.values.index(value)]
+        bad = bool(f.choices) and label not in f.choices
+        if bad:
+            return f"{f.name}: expected one of {', '.join(f.choices)}, got {_short(value)}"
+    elif kind == "int_or_tuple":
+        if isinstance(value, str):
+            bad = value not in f.choices
+        elif isinstance(value, (tuple, list, torch.Size)):
+            bad = not all(
+                (isinstance(v, int) and not isinstance(v, bool)) or (info.none_elems and v is None)
+                for v in value
+            )
+        else:
+            bad = not isinstance(value, int) or isinstance(value, bool)
+    elif kind == "dtype":
+        bad = not isinstance(value, torch.dtype)
+    elif kind == "device":
+        bad = not isinstance(value, (torch.device, str, int))
+    elif kind == "class":
+        # A class or a factory (functools.partial); an instance is not what the parameter takes.
+        bad = not callable(value) or isinstance(value, torch.nn.Module)
+    elif kind == "callable":
+        bad = not (callable(value) or isinstance(value, str))
+    elif kind == "tensor":
+        bad = not isinstance(value, torch.Tensor)
+    elif kind == "varargs":
+        bad = not isinstance(value, (tuple, list))
+    elif kind == "varkw":
+        bad = not isinstance(value, dict)
+    if bad:
+        return f"{f.name}: expected {expected(kind)}, got {_short(value)}"
+    return None
+
+
+def check_range(cls: type, f: Field, value: Any) -> str | None:
+    """Message for values outside an obvious range (sizes, probabilities), else None."""
+    name = f.name
+    if name in _POSITIVE and any(v < 1 for v in _ints(value)):
+        return f"{name}: expected a size >= 1, got {_short(value)}"
+    is_pad_module = cls.__name__.endswith(("Pad1d", "Pad2d", "Pad3d"))
+    if (name in _NON_NEGATIVE or name == "padding" and not is_pad_module) and any(
+        v < 0 for v in _ints(value)
+    ):
+        return f"{name}: expected a size >= 0, got {_short(value)}"
+    is_dropout = "Dropout" in cls.__name__
+    if (name in _PROBABILITY or name == "p" and is_dropout) and isinstance(value, (int, float)):
+        if not 0.0 <= float(value) <= 1.0:
+            return f"{name}: expected a probability in [0, 1], got {_short(value)}"
+    return None

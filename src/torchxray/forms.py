@@ -1,0 +1,398 @@
+"""Hyperparameter forms: ``form(module_or_class) -> Form`` with one ``Field`` per constructor
+parameter, current values recovered from the live module, and ``Form.build(**changes)``.
+
+    >>> import torch.nn as nn
+    >>> f = form(nn.Conv2d(3, 8, 3, stride=2, bias=False))
+    >>> f["bias"].value, f["bias"].origin, f["stride"].text
+    (False, 'derived', '(2, 2)')
+    >>> f.build(out_channels="16")
+    Conv2d(3, 16, kernel_size=(3, 3), stride=(2, 2), bias=False)
+    >>> f.validate(out_channels="abc")
+    {'out_channels': "out_channels: expected an integer, got 'abc'"}
+
+Kinds come from a handler list (``_forms_kinds.KIND_HANDLERS``), derived values from a class
+registry searched along ``__mro__`` (``_forms_recover.RECOVERERS``); see those modules.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import difflib
+import enum
+import inspect
+import typing
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from torchxray._forms_check import check_range, check_type
+from torchxray._forms_kinds import KindInfo, kind_of
+from torchxray._forms_record import record_init_args, recorded_args, remember
+from torchxray._forms_recover import derived_values, tensor_device_dtype
+from torchxray._forms_signature import ann_text, original_class, signature
+from torchxray._forms_values import ParseError, expected, parse, to_text
+
+__all__ = ["Field", "Form", "FormError", "form", "record_init_args"]
+
+_MISSING = inspect.Parameter.empty
+
+
+class FormError(ValueError):
+    """Bad form values; ``errors`` maps each field name to a readable message."""
+
+    def __init__(self, errors: dict[str, str], cls: type | None = None) -> None:
+        self.errors = dict(errors)
+        where = f"{cls.__name__}: " if cls is not None else ""
+        super().__init__(where + "; ".join(self.errors.values()))
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    """One constructor parameter. ``origin``: attribute / derived / recorded / default (a guess
+    the view must flag). ``text`` is ``value`` as a UI input shows it; ``Form.parse`` reads it
+    back. ``choices`` are labels (choice, class, callable kinds, or the strings an int_or_tuple
+    also accepts, like a conv's "same")."""
+
+    name: str
+    kind: str
+    value: Any
+    default: Any
+    required: bool
+    choices: tuple[str, ...]
+    origin: str
+    annotation: str
+    text: str
+    optional: bool
+    # Parameter.kind name (POSITIONAL_ONLY, VAR_POSITIONAL, KEYWORD_ONLY, ...), for binding.
+    param_kind: str = "POSITIONAL_OR_KEYWORD"
+
+
+def _current(
+    module: nn.Module,
+    param: inspect.Parameter,
+    derived: dict[str, Any],
+    recorded: inspect.BoundArguments | None,
+) -> tuple[Any, str]:
+    name = param.name
+    if recorded is not None and name in recorded.arguments:
+        return recorded.arguments[name], "recorded"
+    if recorded is not None:
+        if param.kind is param.VAR_POSITIONAL:
+            return (), "recorded"
+        if param.kind is param.VAR_KEYWORD:
+            return {}, "recorded"
+        return (param.default if param.default is not _MISSING else None), "recorded"
+    if name in derived:
+        return derived[name], "derived"
+    if name in ("device", "dtype"):
+        device, dtype = tensor_device_dtype(module)
+        return (device if name == "device" else dtype), "derived"
+    # torch.nn classes take *args/**kwargs only to ignore them (Identity) or to reject them.
+    ignored = "derived" if type(module).__module__.startswith("torch.nn") else "default"
+    if param.kind is param.VAR_POSITIONAL:
+        return (), ignored
+    if param.kind is param.VAR_KEYWORD:
+        return {}, ignored
+    guess = (param.default if param.default is not _MISSING else None), "default"
+    try:
+        attr = getattr(module, name)
+    except Exception:  # noqa: BLE001 - missing, or a property that raises: fall back to a guess
+        return guess
+    wants_bool = param.annotation is bool or isinstance(param.default, bool)
+    if (isinstance(attr, torch.Tensor) or attr is None) and wants_bool:
+        return attr is not None, "derived"
+    wants_number = param.annotation in (float, int) or type(param.default) in (float, int)
+    if isinstance(attr, nn.Module) and wants_number:
+        # `self.dropout = nn.Dropout(dropout)`: the number lives on the submodule.
+        p = getattr(attr, "p", None)
+        if isinstance(p, (int, float)) and "dropout" in name:
+            return p, "derived"
+        return guess
+    if callable(attr) and inspect.ismethod(attr):
+        return (param.default if param.default is not _MISSING else None), "default"
+    return attr, "attribute"
+
+
+def _make_field(cls: type, p: inspect.Parameter, value: Any, origin: str) -> tuple[Field, KindInfo]:
+    default = None if p.default is _MISSING else p.default
+    if p.kind is p.VAR_POSITIONAL:
+        info = KindInfo("varargs")
+    elif p.kind is p.VAR_KEYWORD:
+        info = KindInfo("varkw")
+    else:
+        info = kind_of(cls, p.name, p.annotation, p.default, value)
+        if value is None and not info.optional and p.default is not _MISSING:
+            info = dataclasses.replace(info, optional=True)
+    if info.kind == "choice" and isinstance(value, str) and value not in info.choices:
+        # A value this torch version accepts but our list lacks: offer it rather than reject it.
+        info = dataclasses.replace(info, choices=(*info.choices, value))
+    required = p.default is _MISSING and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    f = Field(
+        name=p.name,
+        kind=info.kind,
+        value=value,
+        default=default,
+        required=required,
+        choices=info.choices,
+        origin=origin,
+        annotation=ann_text(p.annotation),
+        text=to_text(info.kind, value),
+        optional=info.optional,
+        param_kind=p.kind.name,
+    )
+    return f, info
+
+
+class Form:
+    """Constructor fields of one class, with current values; ``build`` makes a new module."""
+
+    def __init__(
+        self,
+        cls: type,
+        sig: inspect.Signature,
+        fields: tuple[Field, ...],
+        infos: dict[str, KindInfo],
+    ) -> None:
+        self.cls = cls
+        self.signature = sig
+        self.fields = fields
+        self._infos = infos
+        self._by_name = {f.name: f for f in fields}
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{f.name}={f.text}" for f in self.fields)
+        return f"Form({self.cls.__name__}: {inner})"
+
+    def __getitem__(self, name: str) -> Field:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise KeyError(self._unknown(name)) from None
+
+    @property
+    def values(self) -> dict[str, Any]:
+        return {f.name: f.value for f in self.fields}
+
+    def _unknown(self, name: str) -> str:
+        close = difflib.get_close_matches(name, list(self._by_name), n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        known = ", ".join(self._by_name) or "(none)"
+        return f"{name}: {self.cls.__name__} has no parameter {name!r}{hint} (fields: {known})"
+
+    def parse(self, name: str, text: str) -> Any:
+        """Value of UI `text` for field `name`; raises FormError naming the field."""
+        f = self[name]
+        if text.strip() == f.text.strip():
+            # Unchanged input keeps values that text cannot express (modules, big tensors).
+            return f.value
+        return self.parse_text(name, text)
+
+    def parse_text(self, name: str, text: str) -> Any:
+        """Like ``parse`` but always reads `text`, even when it equals the field's own text."""
+        f = self[name]
+        info = self._infos[name]
+        enum_cls = f.value.__class__ if isinstance(f.value, enum.Enum) else None
+        if enum_cls is None and isinstance(f.default, enum.Enum):
+            enum_cls = f.default.__class__
+        try:
+            value = parse(
+                info.kind,
+                text,
+                optional=info.optional,
+                choices=info.choices,
+                elem=info.elem,
+                none_elems=info.none_elems,
+                enum_cls=enum_cls,
+            )
+        except ParseError as e:
+            raise FormError({name: f"{name}: {e}"}, self.cls) from None
+        if info.values and isinstance(value, str) and value in info.choices:
+            value = info.values[info.choices.index(value)]
+        if isinstance(value, torch.Tensor) and isinstance(f.value, torch.Tensor):
+            value = value.to(dtype=f.value.dtype, device=f.value.device)
+        return value
+
+    def _resolve(self, changes: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+        values = self.values
+        errors: dict[str, str] = {}
+        has_varkw = any(f.kind == "varkw" for f in self.fields)
+        for name, raw in changes.items():
+            if name not in self._by_name:
+                if has_varkw:
+                    values.setdefault("**", {})[name] = _loose(raw)
+                    continue
+                errors[name] = self._unknown(name)
+                continue
+            f = self._by_name[name]
+            # UI text is parsed per kind; a str field takes text as is (unless "None" may mean None).
+            if isinstance(raw, str) and (f.kind != "str" or f.optional or raw == f.text):
+                try:
+                    value = self.parse(name, raw)
+                except FormError as e:
+                    errors[name] = e.errors[name]
+                    continue
+            else:
+                value = raw
+            # The module's own current value needs no check (a UI may send every field back).
+            unchanged = value is f.value
+            msg = None if unchanged else check_type(f, self._infos[name], value)
+            msg = msg or (None if unchanged else check_range(self.cls, f, value))
+            if msg:
+                errors[name] = msg
+                continue
+            values[name] = value
+        for f in self.fields:
+            if (
+                f.required
+                and values.get(f.name) is None
+                and not f.optional
+                and f.name not in errors
+            ):
+                errors[f.name] = f"{f.name}: required, expected {expected(f.kind)}, got nothing"
+        return values, errors
+
+    def validate(self, **changes: Any) -> dict[str, str]:
+        """{field: message} for every change (or missing required field) that would fail."""
+        values, errors = self._resolve(changes)
+        if errors:
+            return errors
+        try:
+            self._bind(values)
+        except TypeError as e:
+            return {"__init__": f"arguments do not fit {self.cls.__name__}: {e}"}
+        return {}
+
+    def _bind(self, values: dict[str, Any]) -> inspect.BoundArguments:
+        args: list[Any] = []
+        kwargs: dict[str, Any] = {}
+        positional = any(f.kind == "varargs" and values.get(f.name) for f in self.fields)
+        for f in self.fields:
+            v = values.get(f.name)
+            if f.kind == "varargs":
+                args.extend(v or ())
+                continue
+            if f.kind == "varkw":
+                kwargs.update(v or {})
+                continue
+            if f.param_kind == "POSITIONAL_ONLY" or (
+                positional and f.param_kind == "POSITIONAL_OR_KEYWORD"
+            ):
+                args.append(v)
+                continue
+            if not f.required and _same(v, f.default):
+                continue  # leave defaults to the class: identical, and robust to sentinels
+            kwargs[f.name] = v
+        kwargs.update(values.get("**", {}))
+        return self.signature.bind(*args, **kwargs)
+
+    def build(self, **changes: Any) -> nn.Module:
+        """A new module from the current values plus `changes` (values or UI strings)."""
+        values, errors = self._resolve(changes)
+        if errors:
+            raise FormError(errors, self.cls)
+        try:
+            bound = self._bind(values)
+        except TypeError as e:
+            raise FormError(
+                {"__init__": f"arguments do not fit {self.cls.__name__}: {e}"}, self.cls
+            ) from e
+        try:
+            new = typing.cast(nn.Module, self.cls(*bound.args, **bound.kwargs))
+        except Exception as e:  # noqa: BLE001 - any constructor failure becomes a form error
+            msg = f"{self.cls.__name__}(...) raised {type(e).__name__}: {e}"
+            raise FormError({"__init__": msg}, self.cls) from e
+        if type(new) is self.cls and not self.cls.__module__.startswith("torch."):
+            # User classes often keep no attributes named after their parameters: remembering
+            # makes the rebuilt module's form exact (a second edit must not fall back to guesses).
+            # torch.nn classes are fully recoverable and keep canonical values (kernel_size
+            # (5, 5), not the 5 that was passed).
+            remember(new, bound.args, bound.kwargs)
+        return new
+
+
+def _loose(raw: Any) -> Any:
+    """A **kwargs value from a UI: a literal if it reads as one, else the string itself."""
+    if not isinstance(raw, str):
+        return raw
+    try:
+        return ast.literal_eval(raw)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return raw
+
+
+def _same(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    if isinstance(a, (bool, int, float, str, tuple, type(None))) and type(a) is type(b):
+        try:
+            return bool(a == b)
+        except Exception:  # noqa: BLE001
+            return False
+    return False
+
+
+def form(module_or_class: nn.Module | type) -> Form:
+    """Form for a module instance (current values) or a class (defaults)."""
+    if isinstance(module_or_class, type):
+        if not issubclass(module_or_class, nn.Module):
+            raise TypeError(
+                f"form() expects an nn.Module or an nn.Module subclass, "
+                f"got the class {module_or_class.__qualname__}"
+            )
+        cls, module = module_or_class, None
+    elif isinstance(module_or_class, torch.jit.ScriptModule):
+        raise TypeError(
+            "form() needs a Python nn.Module; a ScriptModule has no Python constructor to "
+            "rebuild from (use the module you scripted)"
+        )
+    elif isinstance(module_or_class, nn.Module):
+        cls, module = original_class(module_or_class), module_or_class
+    else:
+        raise TypeError(
+            f"form() expects an nn.Module or an nn.Module subclass, "
+            f"got {type(module_or_class).__name__}"
+        )
+    try:
+        sig = signature(cls)
+    except (TypeError, ValueError) as e:
+        raise TypeError(
+            f"form() cannot read the constructor signature of {cls.__qualname__}: {e}"
+        ) from e
+    derived: dict[str, Any] = {}
+    recorded: inspect.BoundArguments | None = None
+    if module is not None:
+        rec = recorded_args(module)
+        if rec is not None:
+            try:
+                recorded = sig.bind(*rec[0], **rec[1])
+            except TypeError:
+                recorded = None
+        if recorded is None:
+            try:
+                derived = derived_values(module)
+            except Exception:  # noqa: BLE001 - a subclass without the attributes torch sets
+                derived = {}
+    fields: list[Field] = []
+    infos: dict[str, KindInfo] = {}
+    for p in sig.parameters.values():
+        if module is None:
+            value: Any = None if p.default is _MISSING else p.default
+            if p.kind is p.VAR_POSITIONAL:
+                value = ()
+            elif p.kind is p.VAR_KEYWORD:
+                value = {}
+            origin = "default"
+        else:
+            value, origin = _current(module, p, derived, recorded)
+        f, info = _make_field(cls, p, value, origin)
+        if origin == "attribute" and check_type(f, info, value) is not None:
+            # A same-name attribute that does not fit the parameter (a submodule where a class
+            # is expected, ...) is not the constructor value; show the default as a guess.
+            guess = None if p.default is _MISSING else p.default
+            f, info = _make_field(cls, p, guess, "default")
+        fields.append(f)
+        infos[p.name] = info
+    return Form(cls, sig, tuple(fields), infos)
