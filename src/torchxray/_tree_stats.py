@@ -1,0 +1,312 @@
+"""Helpers for tree.py: per-class facts, hook names, shared-tensor totals and structural signatures.
+
+Everything here runs once per module of a possibly huge model, so it favours plain loops, caches keyed
+by class and work that only happens when a model actually shares modules or tensors.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import torch.nn as nn
+
+PLACEHOLDER = "<unavailable: {what} raised {exc}>"
+
+
+def placeholder(what: str, exc: BaseException) -> str:
+    """Text shown instead of a value whose computation raised (never re-raises)."""
+    try:
+        detail = f"{type(exc).__name__}: {exc}"
+    except Exception:  # an exception whose __str__ raises too
+        detail = type(exc).__name__
+    return PLACEHOLDER.format(what=what, exc=detail[:200])
+
+
+class ClassFacts(NamedTuple):
+    name: str
+    qualname: str
+    is_custom: bool
+    container: str | None
+    wrap_attr: str | None  # registered child that a wrapper (compile / DataParallel / DDP) wraps
+    parametrized: bool
+    script: bool
+    # torch layers declare their hyperparameters in __constants__ (TorchScript relies on it) and
+    # their extra_repr is a function of those and of which tensors exist; for them the walk
+    # memoises extra_repr (LayerNorm's costs ~3 us, too much at 100,000 modules).
+    repr_keys: tuple[str, ...] | None
+
+
+_CONTAINERS: tuple[tuple[type, str], ...] = (
+    (nn.Sequential, "Sequential"),
+    (nn.ModuleList, "ModuleList"),
+    (nn.ModuleDict, "ModuleDict"),
+    (nn.ParameterList, "ParameterList"),
+    (nn.ParameterDict, "ParameterDict"),
+)
+
+FACTS: dict[type, ClassFacts] = {}
+
+
+def _is_torch_module(modname: str) -> bool:
+    return modname == "torch" or modname.startswith("torch.")
+
+
+def _subclass_of_loaded(cls: type, module: str, name: str) -> bool:
+    """issubclass against a class in `module`, without importing it: if torch's dynamo / fx / jit
+    was never imported, no instance of its classes can exist (and importing dynamo costs seconds)."""
+    mod = sys.modules.get(module)
+    target = getattr(mod, name, None) if mod is not None else None
+    return isinstance(target, type) and issubclass(cls, target)
+
+
+def class_facts(cls: type) -> ClassFacts:
+    facts = FACTS.get(cls)
+    if facts is None:
+        facts = FACTS[cls] = _compute_facts(cls)
+    return facts
+
+
+def _compute_facts(cls: type) -> ClassFacts:
+    shown = cls
+    parametrized = False
+    # torch.nn.utils.parametrize swaps the instance's class for a generated subclass
+    # "Parametrized<Original>"; users want to see the original class.
+    if cls.__module__ == "torch.nn.utils.parametrize" and cls.__name__.startswith("Parametrized"):
+        shown = cls.__bases__[0]
+        parametrized = True
+    script = _subclass_of_loaded(cls, "torch.jit._script", "RecursiveScriptModule")
+    if _subclass_of_loaded(cls, "torch.fx.graph_module", "GraphModule"):
+        # fx generates one class per traced instance and renames it after the traced class.
+        import torch.fx
+
+        shown = torch.fx.GraphModule
+    name = shown.__name__
+    qualname = f"{shown.__module__}.{shown.__qualname__}"
+    container = next((label for base, label in _CONTAINERS if issubclass(cls, base)), None)
+    wrap_attr: str | None = None
+    if _subclass_of_loaded(cls, "torch._dynamo.eval_frame", "OptimizedModule"):
+        wrap_attr = "_orig_mod"
+    elif issubclass(cls, (nn.DataParallel, nn.parallel.DistributedDataParallel)):
+        wrap_attr = "module"
+    consts = getattr(cls, "__constants__", None)
+    repr_owner = next((c for c in cls.__mro__ if "extra_repr" in c.__dict__), nn.Module)
+    memo = (
+        _is_torch_module(cls.__module__)
+        and _is_torch_module(repr_owner.__module__)
+        and isinstance(consts, (list, tuple))
+        and all(isinstance(c, str) for c in consts)
+        and not (parametrized or script)
+        # one-flag layers (ReLU(inplace)) print faster than a memo key can be built
+        and len(consts) >= 2
+    )
+    return ClassFacts(
+        name=name,
+        qualname=qualname,
+        is_custom=not _is_torch_module(shown.__module__),
+        container=container,
+        wrap_attr=wrap_attr,
+        parametrized=parametrized,
+        script=script,
+        repr_keys=tuple(consts) if memo and consts else None,
+    )
+
+
+_SCRIPT_CONTAINERS = {
+    f"torch.nn.modules.container.{label}": label
+    for label in ("Sequential", "ModuleList", "ModuleDict")
+}
+
+
+def script_names(module: Any) -> tuple[str, str, bool, str | None]:
+    """(name, qualname, is_custom, container) of the class a ScriptModule was compiled from."""
+    try:
+        qualified = str(module._c._type().qualified_name())
+    except Exception:
+        qualified = ""
+    qualified = qualified.removeprefix("__torch__.")
+    try:
+        name = str(module.original_name)
+    except Exception:
+        name = qualified.rsplit(".", 1)[-1] or type(module).__name__
+    if not qualified:
+        return name, f"{type(module).__module__}.{type(module).__qualname__}", False, None
+    return name, qualified, not _is_torch_module(qualified), _SCRIPT_CONTAINERS.get(qualified)
+
+
+def parametrization_names(modules: Any) -> tuple[str, ...]:
+    """("weight: Symmetric", ...) from a parametrized module's `parametrizations` ModuleDict."""
+    holder = modules.get("parametrizations")
+    if holder is None:
+        return ()
+    out = []
+    for tensor_name, plist in holder._modules.items():
+        kinds = ", ".join(type(p).__name__ for p in plist._modules.values())
+        out.append(f"{tensor_name}: {kinds}")
+    return tuple(out)
+
+
+def callable_name(fn: Any) -> str:
+    """A short human name for a hook: "log_forward", "Owner.on_forward", "partial(f)", "<lambda>"."""
+    try:
+        if isinstance(fn, functools.partial):
+            return f"partial({callable_name(fn.func)})"
+        name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+        if isinstance(name, str):
+            # "outer.<locals>.inner" -> "inner": the enclosing function only adds noise.
+            return name.rsplit(".<locals>.", 1)[-1]
+        return type(fn).__qualname__
+    except Exception as exc:
+        return placeholder("hook name", exc)
+
+
+# -- shared tensors ------------------------------------------------------------------------------
+
+
+class TensorCost(NamedTuple):
+    params: int
+    trainable: int
+    nbytes: int
+
+
+def tensor_cost(t: Any, is_param: bool) -> TensorCost:
+    """Counts of one tensor; uninitialised (lazy) or exotic tensors count as 0."""
+    try:
+        n = t.numel()
+        nbytes = n * t.element_size()
+    except Exception:
+        return TensorCost(0, 0, 0)
+    if not is_param:
+        return TensorCost(0, 0, nbytes)
+    return TensorCost(n, n if t.requires_grad else 0, nbytes)
+
+
+def _own_tensors(module: Any) -> list[tuple[Any, bool]]:
+    out: list[tuple[Any, bool]] = []
+    try:
+        out += [(p, True) for p in module._parameters.values() if p is not None]
+        out += [(b, False) for b in module._buffers.values() if b is not None]
+    except AttributeError:
+        pass
+    return out
+
+
+def exact_totals(
+    modules: Sequence[Any],
+    parents: Sequence[int],
+    edges: Sequence[Sequence[int]],
+    sizes: Sequence[int],
+    shared: Sequence[int],
+) -> list[TensorCost]:
+    """Subtree totals counting each tensor once, for models that share modules or tensors.
+
+    `parents[i]`: canonical parent (-1 for the root); `edges[i]`: indices of module i's children
+    (canonical and alias edges, so cycles are possible); `sizes[i]`: size of
+    i's canonical (pre-order contiguous) subtree; `shared`: indices of modules reached by several
+    paths. A tensor is "risky" when it is held by several slots or sits under a shared module;
+    the rest are summed plainly, so set work stays proportional to the sharing.
+    """
+    n = len(modules)
+    under_shared = bytearray(n)
+    for i in shared:
+        under_shared[i : i + sizes[i]] = b"\x01" * sizes[i]
+    holders: dict[int, int] = {}
+    own = [_own_tensors(m) for m in modules]
+    keep_alive = [t for ts in own for t, _ in ts]  # ids stay unique while these live
+    for t in keep_alive:
+        holders[id(t)] = holders.get(id(t), 0) + 1
+    cost: dict[int, TensorCost] = {}
+    safe = [TensorCost(0, 0, 0)] * n
+    risky_own: list[frozenset[int]] = [frozenset()] * n
+    for i, ts in enumerate(own):
+        p = tr = nb = 0
+        risky: set[int] = set()
+        for t, is_param in ts:
+            c = tensor_cost(t, is_param)
+            if under_shared[i] or holders[id(t)] > 1:
+                risky.add(id(t))
+                cost.setdefault(id(t), c)
+            else:
+                p, tr, nb = p + c.params, tr + c.trainable, nb + c.nbytes
+        safe[i] = TensorCost(p, tr, nb)
+        if risky:
+            risky_own[i] = frozenset(risky)
+    # Safe sums follow the canonical tree only (pre-order: a parent precedes its children).
+    acc = [list(c) for c in safe]
+    for i in range(n - 1, 0, -1):
+        a, b = acc[i], acc[parents[i]]
+        b[0] += a[0]
+        b[1] += a[1]
+        b[2] += a[2]
+    risky_reach = dag_fold(n, edges, lambda i, kids: _union(risky_own[i], kids), frozenset[int]())
+    out = []
+    for i in range(n):
+        p, tr, nb = acc[i]
+        for tid in risky_reach[i]:
+            c = cost[tid]
+            p, tr, nb = p + c.params, tr + c.trainable, nb + c.nbytes
+        out.append(TensorCost(p, tr, nb))
+    return out
+
+
+def _union(own: frozenset[int], kids: list[frozenset[int]]) -> frozenset[int]:
+    # Reuse a child's set object when it already covers everything (the common chain case).
+    result = own
+    for k in kids:
+        if not k or k is result or k <= result:
+            continue
+        result = k if not result or result <= k else result | k
+    return result
+
+
+def dag_fold(
+    n: int, edges: Sequence[Sequence[int]], combine: Callable[[int, list[Any]], Any], on_cycle: Any
+) -> list[Any]:
+    """Bottom-up fold over the module DAG. Canonical children have larger pre-order indices, so a
+    reverse sweep finds them done; alias edges may point anywhere (even at an ancestor: a cycle),
+    so those are resolved by memoised recursion, with `on_cycle` standing in for a module that is
+    still being computed."""
+    done: list[Any] = [None] * n
+    state = bytearray(n)  # 0 = todo, 1 = in progress, 2 = done
+    for start in range(n - 1, -1, -1):
+        if state[start]:
+            continue
+        # Iterative post-order DFS: deep models must not hit Python's recursion limit.
+        state[start] = 1
+        stack = [(start, 0)]
+        while stack:
+            i, k = stack[-1]
+            kids = edges[i]
+            while k < len(kids) and state[kids[k]]:
+                k += 1
+            if k < len(kids):
+                stack[-1] = (i, k + 1)
+                state[kids[k]] = 1
+                stack.append((kids[k], 0))
+                continue
+            stack.pop()
+            done[i] = combine(i, [done[j] if state[j] == 2 else on_cycle for j in kids])
+            state[i] = 2
+    return done
+
+
+# -- signatures ----------------------------------------------------------------------------------
+
+
+def digest_signatures(keys: dict[tuple[Any, ...], int], heads: Sequence[Any]) -> list[str]:
+    """Turn interned signature keys into short stable hex digests (one hash per distinct
+    structure, not per module). A key is (head id, child names, child ids), `heads[head id]` the
+    class, extra_repr and own tensors; a child's id is always
+    smaller than its parent's (-1 marks a reference cycle), so digests are built in id order."""
+    by_id: list[tuple[Any, ...]] = [()] * len(keys)
+    for key, sid in keys.items():
+        by_id[sid] = key
+    out: list[str] = []
+    for head, names, sids in by_id:
+        kids = ",".join(f"{k}={out[c] if c >= 0 else 'cycle'}" for k, c in zip(names, sids))
+        text = f"{heads[head]!r}|{kids}"
+        out.append(hashlib.blake2b(text.encode(), digest_size=8).hexdigest())
+    return out

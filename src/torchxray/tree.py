@@ -1,0 +1,228 @@
+"""`walk(model) -> ModelTree`: one frozen `Node` per distinct module object, in pre-order.
+
+    >>> import torch.nn as nn
+    >>> tree = walk(nn.Sequential(nn.Linear(4, 8), nn.ReLU()))
+    >>> tree["0"].cls, tree["0"].params_total, tree.root.children
+    ('Linear', 40, ('0', '1'))
+
+Paths are dotted exactly as in `model.named_modules()`; `tree[path]` resolves every path that
+`model.get_submodule(path)` accepts, including paths through a module registered twice.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import gc
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch.nn as nn
+from torch.nn.modules import module as _module_mod
+
+__all__ = ["BufferInfo", "HookInfo", "ModelTree", "Node", "walk"]
+
+
+@dataclass(frozen=True, slots=True)
+class HookInfo:
+    kind: str  # forward_pre / forward / backward_pre / backward
+    name: str  # the hook callable's name ("log_forward", "Owner.method", "partial(f)", "<lambda>")
+    id: int  # key in the module's hook dict (the handle's id)
+
+
+@dataclass(frozen=True, slots=True)
+class BufferInfo:
+    name: str
+    shape: tuple[int, ...] | None  # None while uninitialised (lazy modules)
+    dtype: str
+    device: str
+    persistent: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """One distinct module. Totals, devices and dtypes cover the whole subtree (this module and
+    everything below it), counting a tensor or module reached by several paths once; `*_own`
+    fields cover this module's own tensors only. `children` are the paths through this module
+    (a child that is shared elsewhere resolves, via `ModelTree[path]`, to its single Node)."""
+
+    path: str
+    name: str
+    cls: str
+    qualname: str
+    children: tuple[str, ...]
+    aliases: tuple[str, ...]
+    parent: str | None
+    depth: int
+    params_own: int
+    params_total: int
+    trainable_total: int
+    bytes_total: int
+    buffers: tuple[BufferInfo, ...]
+    devices: tuple[str, ...]
+    dtypes: tuple[str, ...]
+    training: bool
+    hooks: tuple[HookInfo, ...]
+    forward_patched: bool
+    is_custom: bool
+    extra_repr: str
+    container: str | None
+    signature: str
+    parametrizations: tuple[str, ...]
+    wraps: str | None
+    index: int  # position in ModelTree.nodes (pre-order)
+    size: int  # distinct modules in this subtree, this one included (canonical placement)
+    trainable_own: int
+    bytes_own: int
+    params_exact: bool  # False when the subtree holds uninitialised (lazy) parameters
+
+
+# Nodes are built on a mutable twin with the identical slot layout, filled in place (totals and
+# signatures are known only bottom-up), then switched to the frozen class. A frozen dataclass's
+# __init__ costs ~3 us for 29 fields versus ~0.2 us here, which matters at 100,000 modules.
+_Builder: Any = dataclasses.make_dataclass(
+    "_Builder", [(f.name, f.type) for f in dataclasses.fields(Node)], slots=True
+)
+NODE_FIELDS = tuple(f.name for f in dataclasses.fields(Node))
+ALIASES = NODE_FIELDS.index("aliases")
+
+
+def _materialise(record: tuple[Any, ...], digests: list[str]) -> Node:
+    # Leaves are kept as plain tuples of field values (signature as an id into `digests`) until
+    # someone looks at them: most of a big model is never displayed, and building ~100,000
+    # nodes eagerly was a quarter of the walk's time.
+    b = _Builder(*record)
+    b.signature = digests[b.signature]
+    b.__class__ = Node
+    return b  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ModelTree:
+    """Result of `walk()`; behaves like a read-only mapping from dotted path to `Node`.
+
+    Leaf nodes are built on first access (`tree[path]`, `tree.nodes`, iteration) from values
+    collected by the walk, and then kept: the same path always gives the same Node object."""
+
+    global_hooks: tuple[HookInfo, ...]  # torch.nn.modules.module.register_module_*_hook
+    _records: list[Any] = field(repr=False)  # Node, or a leaf's field tuple not yet built
+    _digests: list[str] = field(repr=False)
+    _index: dict[str, int] = field(repr=False)
+    _modules: tuple[nn.Module, ...] = field(repr=False)
+
+    @property
+    def nodes(self) -> tuple[Node, ...]:
+        """Every node, pre-order."""
+        records, digests = self._records, self._digests
+        for i, r in enumerate(records):
+            if type(r) is tuple:
+                records[i] = _materialise(r, digests)
+        return tuple(records)
+
+    def _node(self, i: int) -> Node:
+        r = self._records[i]
+        if type(r) is tuple:
+            r = self._records[i] = _materialise(r, self._digests)
+        return r  # type: ignore[no-any-return]
+
+    @property
+    def root(self) -> Node:
+        return self._node(0)
+
+    @property
+    def unwrapped(self) -> Node:
+        """The innermost module behind torch.compile / DataParallel / DDP wrappers (or the root)."""
+        node = self.root
+        while node.wraps is not None:
+            node = self[node.wraps]
+        return node
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __iter__(self) -> Iterator[Node]:
+        return iter(self.nodes)
+
+    def __contains__(self, path: object) -> bool:
+        return isinstance(path, str) and self._resolve(path)[0] is not None
+
+    def __getitem__(self, path: str) -> Node:
+        node, deepest = self._resolve(path)
+        if node is None:
+            raise KeyError(self._missing(path, deepest))
+        return node
+
+    def get(self, path: str, default: Node | None = None) -> Node | None:
+        node = self._resolve(path)[0]
+        return default if node is None else node
+
+    def children(self, path: str) -> tuple[Node, ...]:
+        return tuple(self[c] for c in self[path].children)
+
+    def module(self, path: str) -> nn.Module:
+        """The live module object at `path` (the model itself is never copied)."""
+        return self._modules[self[path].index]
+
+    def __repr__(self) -> str:
+        return f"ModelTree(root={self.root.cls}, nodes={len(self)})"
+
+    def _resolve(self, path: str) -> tuple[Node | None, Node]:
+        """(node or None, deepest node reached). Paths through a shared module (e.g. "b.x" where
+        "b" is an alias of "a") are resolved one component at a time, as get_submodule does."""
+        if not isinstance(path, str):
+            raise TypeError(
+                f"tree paths are dotted strings as in model.named_modules(), e.g. 'layer1.0'; "
+                f"got {type(path).__name__} {path!r}"
+            )
+        i = self._index.get(path)
+        if i is not None:
+            node = self._node(i)
+            return node, node
+        node = self.root
+        for part in path.split("."):
+            j = self._index.get(f"{node.path}.{part}" if node.path else part)
+            if j is None:
+                return None, node
+            node = self._node(j)
+        return node, node
+
+    def _missing(self, path: str, deepest: Node) -> str:
+        if len(self._index) <= 20_000:
+            candidates = list(self._index)
+        else:  # difflib over every path is slow past that: look near where resolution stopped
+            siblings = self[deepest.parent].children if deepest.parent is not None else ()
+            candidates = [deepest.path, *deepest.children, *siblings]
+        close = difflib.get_close_matches(path, candidates, n=3, cutoff=0.5)
+        if not close:
+            close = list(deepest.children[:3]) or [deepest.path]
+        hint = ", ".join(repr(c) for c in close)
+        return (
+            f"no module at path {path!r} in this {self.root.cls}; closest existing paths: {hint}. "
+            "Paths are dotted as in model.named_modules(); '' is the root."
+        )
+
+
+def walk(model: nn.Module) -> ModelTree:
+    """Walk `model` once and return its `ModelTree`. Never runs the model, moves it or changes it."""
+    if not isinstance(model, nn.Module):
+        what = f"the class {model.__name__}" if isinstance(model, type) else type(model).__name__
+        raise TypeError(
+            f"walk() expects a torch.nn.Module instance, got {what}. "
+            "Pass a built model, e.g. walk(MyModel()) rather than walk(MyModel)."
+        )
+    # The walk allocates a few objects per module and frees none of them; left on, the cyclic GC
+    # would rescan the whole (large) model heap over and over while nodes pile up, which made a
+    # 100,000-module walk ~10x slower in measurements.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        from ._tree_walk import Walker, hook_infos
+
+        records, digests, index, modules = Walker(_Builder).run(model)
+        # Hooks registered for every module (torch.nn.modules.module.register_module_*_hook).
+        global_hooks = hook_infos(_module_mod, prefix="_global")
+        return ModelTree(global_hooks, records, digests, index, tuple(modules))
+    finally:
+        if gc_was_enabled:
+            gc.enable()
