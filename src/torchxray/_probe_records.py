@@ -1,0 +1,194 @@
+"""Plain records a shape probe returns: per-tensor info, per-call and per-module records, the report.
+
+Nothing here touches a model; `probe.py` fills these in. All records are frozen so a report can be
+kept, compared (`ProbeReport.diff`) and serialised without holding a single tensor alive.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class TensorInfo:
+    """What a probe remembers of one tensor: never the data, only its metadata."""
+
+    shape: tuple[int, ...]
+    dtype: str  # "float32", as in ``str(torch.float32)`` without the "torch." prefix
+    device: str  # "cpu", "cuda:0", "meta"
+    name: str = ""  # where the tensor sat in the call: "args[0]", "kwargs['mask']", "['logits']"
+
+    def __str__(self) -> str:
+        return f"{self.dtype}[{', '.join(map(str, self.shape))}]"
+
+
+@dataclass(frozen=True, slots=True)
+class CallRecord:
+    """One call of one module. Times are milliseconds, memory is bytes (CUDA real mode only)."""
+
+    inputs: tuple[TensorInfo | str, ...]
+    outputs: tuple[TensorInfo | str, ...]
+    flops: int | None = None
+    time_ms: float | None = None
+    # Bytes the call left allocated when it returned (outputs included), and the highest allocation
+    # seen while it ran, both relative to what was allocated when it started.
+    mem_alloc: int | None = None
+    mem_peak: int | None = None
+    complete: bool = True  # False for calls cut short by the exception a failed probe reports
+
+
+def _shapes(leaves: tuple[TensorInfo | str, ...]) -> tuple[tuple[int, ...], ...]:
+    return tuple(leaf.shape for leaf in leaves if isinstance(leaf, TensorInfo))
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleRecord:
+    """Everything a probe saw of one module path. Shapes and leaves are those of the first call."""
+
+    path: str
+    cls: str
+    calls: int
+    inputs: tuple[TensorInfo | str, ...]
+    outputs: tuple[TensorInfo | str, ...]
+    input_shapes: tuple[tuple[int, ...], ...]
+    output_shapes: tuple[tuple[int, ...], ...]
+    flops: int | None
+    time_ms: float | None
+    mem_alloc: int | None
+    mem_peak: int | None
+    call_records: tuple[CallRecord, ...] = ()
+    complete: bool = True
+
+    @classmethod
+    def from_calls(cls, path: str, cls_name: str, calls: tuple[CallRecord, ...]) -> ModuleRecord:
+        first = calls[0]
+        flops = [c.flops for c in calls if c.flops is not None]
+        times = [c.time_ms for c in calls if c.time_ms is not None]
+        allocs = [c.mem_alloc for c in calls if c.mem_alloc is not None]
+        peaks = [c.mem_peak for c in calls if c.mem_peak is not None]
+        return cls(
+            path=path,
+            cls=cls_name,
+            calls=len(calls),
+            inputs=first.inputs,
+            outputs=first.outputs,
+            input_shapes=_shapes(first.inputs),
+            output_shapes=_shapes(first.outputs),
+            flops=sum(flops) if flops else None,
+            time_ms=sum(times) if times else None,
+            mem_alloc=sum(allocs) if allocs else None,
+            mem_peak=max(peaks) if peaks else None,
+            call_records=calls,
+            complete=all(c.complete for c in calls),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeError:
+    """Where and why a probe failed: the innermost module whose forward raised."""
+
+    path: str  # "" is the root model (also used when the inputs could not even be prepared)
+    cls: str
+    exc_type: str  # "RuntimeError", "torch.OutOfMemoryError", ...
+    message: str
+    input_shapes: tuple[tuple[int, ...], ...]
+    hint: str = ""
+
+    def __str__(self) -> str:
+        where = repr(self.path) if self.path else "the model (root)"
+        text = f"{self.exc_type} in {where} ({self.cls}) with inputs {list(self.input_shapes)}: "
+        text += self.message
+        return f"{text}\nhint: {self.hint}" if self.hint else text
+
+
+@dataclass(frozen=True, slots=True)
+class DiffEntry:
+    """One module whose outputs differ between two reports; `before`/`after` are output leaves."""
+
+    path: str
+    before: tuple[TensorInfo | str, ...]
+    after: tuple[TensorInfo | str, ...]
+    cls_before: str | None
+    cls_after: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeDiff:
+    changed: tuple[DiffEntry, ...]
+    added: tuple[DiffEntry, ...]
+    removed: tuple[DiffEntry, ...]
+
+    def __bool__(self) -> bool:
+        return bool(self.changed or self.added or self.removed)
+
+
+def _signature(record: ModuleRecord) -> tuple[tuple[tuple[int, ...], str], ...]:
+    return tuple((o.shape, o.dtype) for o in record.outputs if isinstance(o, TensorInfo))
+
+
+@dataclass(frozen=True)
+class ProbeReport:
+    """The result of `torchxray.probe`: one `ModuleRecord` per module path that ran, in call order.
+
+    ``rep[path]`` gives a record (KeyError naming the closest paths otherwise), ``path in rep``
+    tests for one, iteration yields paths. ``ok`` is False when the forward raised; ``error`` then
+    names the innermost module that raised and the records hold everything up to that point.
+    """
+
+    ok: bool
+    mode: str
+    device: str
+    records: dict[str, ModuleRecord]
+    error: ProbeError | None = None
+    total_flops: int | None = None
+    wall_ms: float = 0.0
+    # Paths whose records were copied from an identical earlier block instead of being run again
+    # (fake mode only; see `_probe_memo`). Their records equal what a full run gives.
+    memoised: tuple[str, ...] = field(default=())
+
+    def __getitem__(self, path: str) -> ModuleRecord:
+        try:
+            return self.records[path]
+        except KeyError:
+            close = difflib.get_close_matches(path, list(self.records), n=3, cutoff=0.5)
+            hint = f"; closest: {', '.join(map(repr, close))}" if close else ""
+            why = "did not run in this probe" if self.records else "no module ran"
+            raise KeyError(f"no module path {path!r} in the probe report ({why}){hint}") from None
+
+    def __contains__(self, path: object) -> bool:
+        return path in self.records
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.records)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def diff(self, other: ProbeReport) -> ProbeDiff:
+        """Modules whose output shapes or dtypes differ from `self` (before) to `other` (after)."""
+        if not isinstance(other, ProbeReport):
+            raise TypeError(f"diff() takes another ProbeReport, got {type(other).__name__}")
+        changed, added, removed = [], [], []
+        for path, after in other.records.items():
+            before = self.records.get(path)
+            if before is None:
+                added.append(DiffEntry(path, (), after.outputs, None, after.cls))
+            elif _signature(before) != _signature(after):
+                changed.append(
+                    DiffEntry(path, before.outputs, after.outputs, before.cls, after.cls)
+                )
+        for path, before in self.records.items():
+            if path not in other.records:
+                removed.append(DiffEntry(path, before.outputs, (), before.cls, None))
+        return ProbeDiff(tuple(changed), tuple(added), tuple(removed))
+
+    def summary(self) -> str:
+        """A short plain-text table (path, class, calls, output shapes, FLOPs) for quick looks."""
+        lines = [] if self.ok else [f"FAILED: {self.error}"]
+        for rec in self.records.values():
+            shapes = ", ".join("x".join(map(str, s)) for s in rec.output_shapes) or "-"
+            flops = "" if rec.flops is None else f"  {rec.flops:,} FLOPs"
+            lines.append(f"{rec.path or '(root)'}  {rec.cls}  x{rec.calls}  -> {shapes}{flops}")
+        return "\n".join(lines)

@@ -1,0 +1,297 @@
+"""Shape probe: run a model once and record what every module received and returned.
+
+    >>> import torch, torch.nn as nn, torchxray as tx
+    >>> model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    >>> rep = tx.probe(model, torch.randn(3, 4))  # fake tensors: no memory used, nothing computed
+    >>> rep["2"].input_shapes, rep["2"].output_shapes, rep["0"].flops
+    (((3, 8),), ((3, 2),), 192)
+
+``mode="fake"`` runs the forward on fake tensors (``FakeTensorMode``) over the model's own
+parameters, which are viewed, never copied: it works for CPU, CUDA and meta models of any size.
+``mode="real"`` runs on real tensors where the model lives and adds per-module time (and CUDA
+memory). Either way the inputs are moved to the model's device and the model never is.
+
+During the probe every module is in eval mode (so BatchNorm statistics and similar training state
+are not updated) and gradients are off; afterwards each module's own train/eval flag is restored,
+the probe's hooks are gone and, after a GPU probe, the CUDA cache is emptied. This holds after an
+exception too. Exceptions from the forward (CUDA out-of-memory included) become a failed report
+(``rep.ok`` False, ``rep.error`` naming the innermost module that raised); KeyboardInterrupt is
+re-raised after the clean-up.
+
+Fake mode runs a block whose structure and input metadata it has seen before only once and copies
+the records (``rep.memoised`` lists the skipped paths): 80 identical decoder layers cost one. Fake
+tensors a forward caches on its modules are removed afterwards. Models with uninitialised lazy
+modules are refused (a failed report), since running them would initialise them.
+
+Note: ``mode`` is taken by the probe, so a model whose forward has a ``mode`` argument cannot get
+it through ``probe``'s keyword arguments.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+import types
+import warnings
+from typing import Any
+
+import torch
+from torch import nn
+from torch.nn.parameter import is_lazy
+from torch.utils import _pytree as pytree
+
+from ._probe_hooks import ProbeRun, call_inputs, gc_paused
+from ._probe_records import (
+    CallRecord,
+    DiffEntry,
+    ModuleRecord,
+    ProbeDiff,
+    ProbeError,
+    ProbeReport,
+    TensorInfo,
+)
+
+__all__ = [
+    "CallRecord",
+    "DiffEntry",
+    "ModuleRecord",
+    "ProbeDiff",
+    "ProbeError",
+    "ProbeReport",
+    "TensorInfo",
+    "probe",
+]
+
+_MODES = ("fake", "real")
+_CALL_IMPL_CODE = nn.Module._call_impl.__code__
+
+
+def probe(model: nn.Module, *args: Any, mode: str = "fake", **kwargs: Any) -> ProbeReport:
+    """Run ``model(*args, **kwargs)`` once with recording hooks; return a `ProbeReport`.
+
+    Raises TypeError for a non-module and ValueError for an unknown mode; everything that goes
+    wrong *inside* the forward (wrong input shape, dtype or count included) gives a failed report.
+    """
+    return run_probe(model, args, kwargs, mode=mode)
+
+
+def run_probe(
+    model: nn.Module,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    *,
+    mode: str = "fake",
+    memoise: bool = True,
+) -> ProbeReport:
+    """`probe` with explicit arguments; ``memoise=False`` runs every block (tests compare both)."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(
+            f"probe() needs a torch.nn.Module, got {type(model).__name__}; "
+            "wrap a plain function in an nn.Module whose forward calls it"
+        )
+    if mode not in _MODES:
+        raise ValueError(f"probe mode must be 'fake' or 'real', got {mode!r}")
+    with gc_paused():
+        return _run(model, args, kwargs, mode, memoise)
+
+
+def _run(
+    model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], mode: str, memoise: bool
+) -> ProbeReport:
+    device = model_device(model)
+    run = ProbeRun(model, mode, device, memoise)
+    names = run.names
+    start = time.perf_counter()
+    try:
+        error = _execute(run, args, kwargs, names)
+    finally:
+        if device.type == "cuda":
+            gc.collect()  # tracebacks and cycles can hold the activations of a failed run
+            torch.cuda.empty_cache()
+    wall_ms = (time.perf_counter() - start) * 1e3
+    grouped: dict[str, list[CallRecord]] = {}
+    for call in run.log:
+        grouped.setdefault(call.path, []).append(run.record(call))
+    records = {
+        path: ModuleRecord.from_calls(path, names.get(path, "?"), tuple(calls))
+        for path, calls in grouped.items()
+    }
+    root = records.get("")
+    return ProbeReport(
+        ok=error is None,
+        mode=mode,
+        device=str(device),
+        records=records,
+        error=error,
+        total_flops=root.flops if root is not None and error is None else None,
+        wall_ms=wall_ms,
+        memoised=tuple(run.memo.hits) if run.memo is not None else (),
+    )
+
+
+def model_device(model: nn.Module) -> torch.device:
+    """The device of the first parameter (else buffer); CPU for a model without tensors."""
+    for param in model.parameters():
+        return param.device
+    for buffer in model.buffers():
+        return buffer.device
+    return torch.device("cpu")
+
+
+def _execute(
+    run: ProbeRun, args: tuple[Any, ...], kwargs: dict[str, Any], names: dict[str, str]
+) -> ProbeError | None:
+    # A function of its own so that inputs and outputs are released when it returns.
+    lazy = _first_lazy(run)
+    if lazy is not None:
+        return lazy
+    with run, warnings.catch_warnings():
+        # torch.compile wrappers warn that global hooks fire for the wrapper too; we expect that.
+        warnings.filterwarnings("ignore", message=".*global hooks", category=UserWarning)
+        try:
+            args, kwargs = _prepare_inputs(run, args, kwargs)
+            run.model(*args, **kwargs)
+        except Exception as exc:
+            return _localise(run, exc, names, args, kwargs)
+    return None
+
+
+def _first_lazy(run: ProbeRun) -> ProbeError | None:
+    """Lazy modules initialise themselves on their first forward, which would change the model
+    (and, under fake tensors, give it fake parameters): refuse instead."""
+    for module in run.modules:
+        own = (*module._parameters.values(), *module._buffers.values())
+        if any(t is not None and is_lazy(t) for t in own):
+            path = run.paths[id(module)]
+            return ProbeError(
+                path=path,
+                cls=type(module).__name__,
+                exc_type="ValueError",
+                message="this lazy module has uninitialised parameters; a probe must not "
+                "initialise them because that changes the model",
+                input_shapes=(),
+                hint="run the model once yourself (model(*example_inputs)) to initialise its lazy "
+                "modules, then probe it",
+            )
+    return None
+
+
+def _prepare_inputs(
+    run: ProbeRun, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    leaves, spec = pytree.tree_flatten((args, kwargs))
+    if not any(isinstance(leaf, torch.Tensor) for leaf in leaves):
+        return args, kwargs
+    device = run.device
+    moved: list[Any] = []
+    for leaf in leaves:
+        if isinstance(leaf, torch.Tensor):
+            tensor: torch.Tensor = leaf
+            if run.fake_mode is not None:
+                # A fake view of the input (meta inputs included): no copy, whatever its size.
+                tensor = run.fake_mode.from_tensor(tensor)
+            if tensor.device != device:
+                tensor = tensor.to(device)
+            leaf = tensor
+        moved.append(leaf)
+    return pytree.tree_unflatten(moved, spec)  # type: ignore[no-any-return]
+
+
+def _module_frames(run: ProbeRun, exc: BaseException) -> list[tuple[nn.Module, types.FrameType]]:
+    """The probed modules whose forward the exception passed through, outermost first."""
+    chain: list[tuple[nn.Module, types.FrameType]] = []
+    tb = exc.__traceback__
+    while tb is not None:
+        frame = tb.tb_frame
+        if frame.f_code is _CALL_IMPL_CODE:
+            module = frame.f_locals.get("self")
+            if isinstance(module, nn.Module) and id(module) in run.paths:
+                chain.append((module, frame))
+        tb = tb.tb_next
+    return chain
+
+
+def _localise(
+    run: ProbeRun,
+    exc: Exception,
+    names: dict[str, str],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> ProbeError:
+    chain = _module_frames(run, exc)
+    inputs_of: dict[int, tuple[TensorInfo | str, ...]] = {}
+    for module, frame in chain:
+        f_locals = frame.f_locals
+        inputs_of[id(module)] = call_inputs(f_locals.get("args", ()), f_locals.get("kwargs"))
+    # Calls still open: those the exception went through get their inputs; the others were cut
+    # short by an exception a forward caught earlier and are dropped.
+    for call in run.stack:
+        if id(call.module) in inputs_of:
+            call.inputs = inputs_of[id(call.module)]
+        else:
+            run.log.remove(call)
+    run.stack.clear()
+    if chain:
+        inner = chain[-1][0]
+        path = run.paths[id(inner)]
+        infos = inputs_of[id(inner)]
+    else:  # raised before any module ran (preparing the inputs)
+        path = ""
+        infos = call_inputs(args, kwargs)
+    return ProbeError(
+        path=path,
+        cls=names.get(path, type(run.model).__name__),
+        exc_type=_type_name(exc),
+        message=_message(exc),
+        input_shapes=tuple(i.shape for i in infos if isinstance(i, TensorInfo)),
+        hint=_hint(exc, run.mode, run.device),
+    )
+
+
+def _type_name(exc: BaseException) -> str:
+    cls = type(exc)
+    return (
+        cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+    )
+
+
+def _message(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    if _is_data_dependent(exc):
+        text = f"fake tensors cannot run this data-dependent operation: {text}"
+    return text if len(text) <= 2000 else text[:1997] + "..."
+
+
+def _is_data_dependent(exc: BaseException) -> bool:
+    from torch._subclasses import fake_tensor as ft
+
+    kinds = (ft.DataDependentOutputException, ft.DynamicOutputShapeException)
+    return isinstance(exc, kinds) or "data-dependent" in str(exc).lower()
+
+
+def _hint(exc: BaseException, mode: str, device: torch.device) -> str:
+    from torch._subclasses import fake_tensor as ft
+
+    text = str(exc)
+    if mode == "fake" and (
+        _is_data_dependent(exc) or isinstance(exc, ft.UnsupportedOperatorException)
+    ):
+        return (
+            "fake tensors carry no values, so operations whose result depends on them (nonzero, "
+            ".item(), boolean-mask indexing, data-dependent routing) cannot run; probe with "
+            "mode='real' on a model that holds real weights"
+        )
+    if isinstance(exc, torch.cuda.OutOfMemoryError):
+        return "out of memory in this module; probe with mode='fake' (no memory) or smaller inputs"
+    if device.type == "meta" and mode == "real":
+        return "the model is on the meta device and holds no values; use mode='fake'"
+    if isinstance(exc, TypeError) and ("argument" in text or "positional" in text):
+        return "check the number and names of the example inputs against this forward's signature"
+    lowered = text.lower()
+    if "dtype" in lowered or "scalar type" in lowered:
+        return "check the example inputs' dtypes: this module expects a different dtype"
+    if "device" in lowered:
+        return "inputs and parameters are on different devices inside this module"
+    if any(word in lowered for word in ("shape", "size", "dim", "mat1", "match")):
+        return "check the example inputs' shapes: they do not fit this module"
+    return "check that the example inputs (shapes, dtypes, count) fit what this module expects"
