@@ -1,0 +1,23 @@
+// What every pane gets from the widget: the RPC channel, the synced model and a way to run an
+// action with a busy state and error reporting that always ends (finally), so the view never sticks.
+import type { Model, Rpc } from "../protocol";
+
+export interface Ctx {
+  rpc: Rpc;
+  model: Model;
+  readonly: boolean;
+  /** Runs an action; shows busy while it runs and reports its error. Resolves undefined on error. */
+  run<T>(label: string, fn: () => Promise<T>): Promise<T | undefined>;
+  error(message: string): void;
+  select(path: string): void;
+}
+
+export interface Pane {
+  readonly el: HTMLElement;
+  /** Called when the tab becomes visible or the selection/state changes while it is visible. */
+  show(): void | Promise<void>;
+}
+
+export function messageOf(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}

@@ -1,0 +1,255 @@
+// Constructor form for the selected module (Apply = edit) and the "Replace with..." catalog, whose
+// chosen class's form the kernel prefills from the old module where parameter names match.
+// Mirrors src/torchxray/forms.py through serialize.form_dict.
+import { clear, h, uid } from "../dom";
+import type { Field } from "../protocol";
+import { RpcError } from "../protocol";
+import { messageOf, type Ctx, type Pane } from "./context";
+
+interface FormReply {
+  kind: "form";
+  path: string;
+  cls: string;
+  qualname: string;
+  fields: Field[];
+  rev: number;
+  aliases: string[];
+  [k: string]: unknown;
+}
+
+interface CatalogEntry {
+  name: string;
+  qualname: string;
+  group: string;
+  doc: string;
+}
+
+// Only "default" is a guess (issue #2): "derived" values are read from the module's state
+// (e.g. bias = module.bias is not None), so they get a neutral badge, not a warning.
+const ORIGIN_BADGE: Record<string, [string, string, string]> = {
+  derived: ["tx-derived", "derived", "read from the module's state (e.g. bias = module.bias is not None)"],
+  recorded: ["tx-derived", "recorded", "recorded by record_init_args() when the module was built"],
+  default: ["tx-guess", "guess", "guessed: not stored on the module, showing the signature default"],
+};
+
+const SUGGEST: Record<string, string[]> = {
+  dtype: ["torch.float32", "torch.float16", "torch.bfloat16", "torch.float64"],
+  device: ["cpu", "cuda", "meta"],
+};
+
+/** Builds the inputs for `fields` into `form`; returns a reader of the changed values. */
+export function renderFields(
+  form: HTMLElement,
+  fields: Field[],
+  errors: Map<string, HTMLElement>,
+): (all: boolean) => Record<string, string> {
+  const readers: [Field, () => string][] = [];
+  for (const f of fields) {
+    const id = uid("f");
+    const errId = `${id}-err`;
+    const label = h("label", { for: id }, f.name);
+    let input: HTMLInputElement | HTMLSelectElement;
+    const options = f.kind === "bool" && f.optional ? ["True", "False", "None"] : f.choices;
+    if (f.kind === "bool" && !f.optional) {
+      input = h("input", { id, type: "checkbox", "aria-describedby": errId });
+      input.checked = f.text === "True";
+      readers.push([f, () => ((input as HTMLInputElement).checked ? "True" : "False")]);
+    } else if ((f.kind === "choice" || f.kind === "bool") && options.length) {
+      input = h("select", { id, "aria-describedby": errId });
+      for (const c of options) input.appendChild(h("option", { value: c }, c));
+      if (!options.includes(f.text)) input.appendChild(h("option", { value: f.text }, f.text));
+      input.value = f.text;
+      readers.push([f, () => input.value]);
+    } else {
+      input = h("input", {
+        id,
+        type: "text",
+        spellcheck: "false",
+        "aria-describedby": errId,
+        placeholder: f.required ? "required" : "",
+      });
+      input.value = f.text;
+      // Suggestions, not a closed list: e.g. padding "same" or a tuple, any callable.
+      const hints = f.choices.length ? f.choices : (SUGGEST[f.kind] ?? []);
+      if (hints.length) {
+        const list = h("datalist", { id: `${id}-list` }, ...hints.map((c) => h("option", { value: c })));
+        input.setAttribute("list", list.id);
+        form.appendChild(list);
+      }
+      readers.push([f, () => input.value]);
+    }
+    input.dataset.kind = f.kind;
+    const hint = h("span", { class: "tx-kind", title: f.annotation || f.kind }, f.kind);
+    const badge = ORIGIN_BADGE[f.origin];
+    const origin = badge ? h("span", { class: badge[0], title: badge[2] }, badge[1]) : null;
+    const err = h("div", { class: "tx-fielderr", id: errId });
+    errors.set(f.name, err);
+    form.appendChild(h("div", { class: "tx-field" }, label, input, hint, origin, err));
+  }
+  return (all: boolean) => {
+    const out: Record<string, string> = {};
+    for (const [f, read] of readers) {
+      const v = read();
+      if (all ? v !== "" || f.required : v !== f.text) out[f.name] = v;
+    }
+    return out;
+  };
+}
+
+export class FormPane implements Pane {
+  readonly el = h("div", { class: "tx-formpane" });
+  private shown: string | null = null;
+  private seq = 0;
+  constructor(private readonly ctx: Ctx) {}
+
+  async show(force = false): Promise<void> {
+    const path = this.ctx.model.get("selected");
+    const key = `${path}@${this.ctx.model.get("tree")?.rev}`;
+    if (key === this.shown && !force) return;
+    this.shown = key;
+    const seq = ++this.seq;
+    try {
+      const r = await this.ctx.rpc.call<FormReply>({ kind: "form", path });
+      if (seq === this.seq) this.renderEdit(r);
+    } catch (e) {
+      if (seq !== this.seq) return;
+      this.shown = null;
+      clear(this.el);
+      this.el.appendChild(h("p", { class: "tx-note" }, messageOf(e)));
+    }
+  }
+
+  private header(text: string): HTMLElement {
+    return h("h4", {}, text);
+  }
+
+  private renderEdit(r: FormReply): void {
+    clear(this.el);
+    const form = h("form", { class: "tx-form", "aria-label": `${r.cls} hyperparameters` });
+    const errors = new Map<string, HTMLElement>();
+    const read = renderFields(form, r.fields, errors);
+    const general = h("div", { class: "tx-fielderr", role: "alert" });
+    const apply = h("button", { type: "submit", class: "tx-primary" }, "Apply");
+    const replace = h("button", { type: "button" }, "Replace with...");
+    if (this.ctx.readonly) {
+      apply.disabled = true;
+      replace.disabled = true;
+    }
+    form.append(general, h("div", { class: "tx-buttons" }, apply, replace));
+    form.addEventListener("submit", (e) => {
+      e.preventDefault();
+      const changes = read(false);
+      void this.submit(errors, general, { kind: "edit", path: r.path, changes, rev: r.rev });
+    });
+    replace.addEventListener("click", () => this.openCatalog(r));
+    if (!r.fields.length) form.prepend(h("p", { class: "tx-muted" }, "This constructor takes no parameters."));
+    this.el.append(this.header(`${r.cls}(…) at ${r.path || "(model)"}`), form);
+  }
+
+  private async submit(
+    errors: Map<string, HTMLElement>,
+    general: HTMLElement,
+    msg: { kind: string; [k: string]: unknown },
+  ): Promise<void> {
+    for (const e of errors.values()) e.textContent = "";
+    general.textContent = "";
+    const done = await this.ctx.run(msg.kind, async () => {
+      try {
+        return await this.ctx.rpc.call(msg);
+      } catch (e) {
+        if (e instanceof RpcError && Object.keys(e.fields).length) {
+          for (const [name, m] of Object.entries(e.fields)) {
+            const slot = errors.get(name);
+            if (slot) slot.textContent = m;
+            else general.textContent += `${name}: ${m} `;
+          }
+          return null;
+        }
+        general.textContent = messageOf(e);
+        throw e;
+      }
+    });
+    if (done) {
+      this.shown = null;
+      await this.show(true);
+    }
+  }
+
+  private openCatalog(target: FormReply): void {
+    this.seq += 1; // a form still loading must not replace the catalog
+    clear(this.el);
+    const search = h("input", { type: "search", "aria-label": "Search classes", placeholder: "search classes" });
+    const list = h("div", { class: "tx-catalog", role: "list" });
+    const cancel = h("button", { type: "button" }, "Cancel");
+    cancel.addEventListener("click", () => this.renderEdit(target));
+    this.el.append(
+      this.header(`Replace ${target.path || "(model)"} (${target.cls}) with…`),
+      h("div", { class: "tx-buttons" }, search, cancel),
+      list,
+    );
+    let seq = 0;
+    const refresh = async () => {
+      const mine = ++seq;
+      try {
+        const r = await this.ctx.rpc.call<{ kind: string; entries: CatalogEntry[] }>({
+          kind: "catalog",
+          query: search.value,
+          path: target.path,
+        });
+        if (mine !== seq) return;
+        clear(list);
+        for (const entry of r.entries) {
+          const b = h("button", { type: "button", class: "tx-entry", title: entry.doc }, entry.name);
+          b.addEventListener("click", () => void this.chooseClass(target, entry));
+          list.appendChild(
+            h("div", { role: "listitem" }, b, h("span", { class: "tx-muted" }, ` ${entry.group} · ${entry.qualname}`)),
+          );
+        }
+        if (!r.entries.length) list.appendChild(h("p", { class: "tx-muted" }, "no class matches"));
+      } catch (e) {
+        if (mine === seq) this.ctx.error(messageOf(e));
+      }
+    };
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    search.addEventListener("input", () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => void refresh(), 150);
+    });
+    void refresh();
+    search.focus();
+  }
+
+  private async chooseClass(target: FormReply, entry: CatalogEntry): Promise<void> {
+    let r: FormReply;
+    try {
+      r = await this.ctx.rpc.call<FormReply>({ kind: "form", cls: entry.qualname, prefill: target.path });
+    } catch (e) {
+      this.ctx.error(messageOf(e));
+      return;
+    }
+    clear(this.el);
+    const form = h("form", { class: "tx-form", "aria-label": `${r.cls} hyperparameters` });
+    const errors = new Map<string, HTMLElement>();
+    const read = renderFields(form, r.fields, errors);
+    const general = h("div", { class: "tx-fielderr", role: "alert" });
+    const which = h("select", { id: uid("which") });
+    which.append(h("option", { value: "all" }, "every path to this module"), h("option", { value: "this" }, "this path only"));
+    const go = h("button", { type: "submit", class: "tx-primary" }, "Replace");
+    const back = h("button", { type: "button" }, "Cancel");
+    back.addEventListener("click", () => this.renderEdit(target));
+    if (target.aliases?.length) form.appendChild(h("div", { class: "tx-field" }, h("label", { for: which.id }, "which"), which));
+    form.append(general, h("div", { class: "tx-buttons" }, go, back));
+    form.addEventListener("submit", (e) => {
+      e.preventDefault();
+      void this.submit(errors, general, {
+        kind: "replace",
+        path: target.path,
+        cls: r.qualname,
+        changes: read(true),
+        which: which.value,
+        rev: target.rev,
+      });
+    });
+    this.el.append(this.header(`Replace ${target.path || "(model)"} with ${r.cls}(…)`), form);
+  }
+}

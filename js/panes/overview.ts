@@ -1,0 +1,61 @@
+// Overview of the selected module: class, sizes, devices, hooks, extra_repr and its last probe record.
+import { clear, formatBytes, formatCount, h } from "../dom";
+import type { Ctx, Pane } from "./context";
+
+type O = Record<string, unknown>;
+
+function text(v: unknown): string {
+  if (v === null || v === undefined || v === "") return "—";
+  if (Array.isArray(v)) return v.length ? v.map(text).join(", ") : "—";
+  if (typeof v === "object") return JSON.stringify(v);
+  return String(v);
+}
+
+export class OverviewPane implements Pane {
+  readonly el = h("div", { class: "tx-overview" });
+  constructor(private readonly ctx: Ctx) {}
+
+  show(): void {
+    const o = this.ctx.model.get("overview") as O;
+    clear(this.el);
+    if (!o || o.path === undefined) {
+      this.el.appendChild(h("p", { class: "tx-muted" }, "Select a module in the tree."));
+      return;
+    }
+    const rows: [string, string][] = [
+      ["path", o.path === "" ? "(model)" : String(o.path)],
+      ["class", text(o.cls)],
+      ["qualname", text(o.qualname)],
+      ["parameters", `${formatCount(Number(o.params_total))} (${Number(o.params_total).toLocaleString()}; own ${Number(o.params_own).toLocaleString()})`],
+      ["trainable", Number(o.trainable_total).toLocaleString()],
+      ["size", formatBytes(Number(o.bytes_total))],
+      ["devices", text(o.devices)],
+      ["dtypes", text(o.dtypes)],
+      ["mode", o.training ? "train" : "eval"],
+    ];
+    const hooks = (o.hooks as { kind: string; name: string }[] | undefined) ?? [];
+    if (hooks.length) rows.push(["hooks", hooks.map((x) => `${x.kind}: ${x.name}`).join(", ")]);
+    if ((o.aliases as string[] | undefined)?.length) rows.push(["aliases", text(o.aliases)]);
+    if (o.container) rows.push(["container", text(o.container)]);
+    if ((o.parametrizations as string[] | undefined)?.length) rows.push(["parametrized", text(o.parametrizations)]);
+    if (o.wraps !== null && o.wraps !== undefined) rows.push(["wraps", text(o.wraps)]);
+    if (o.forward_patched) rows.push(["forward", "patched on this instance"]);
+    const buffers = (o.buffers as { name: string; shape: string; dtype: string }[] | undefined) ?? [];
+    if (buffers.length) rows.push(["buffers", buffers.map((b) => `${b.name} ${b.shape} ${b.dtype}`).join(", ")]);
+    const probe = o.probe as O | null | undefined;
+    if (probe) {
+      rows.push(["calls", text(probe.calls)]);
+      rows.push(["input", text(probe.inputs)]);
+      rows.push(["output", text(probe.outputs)]);
+      if (probe.flops !== null && probe.flops !== undefined) rows.push(["FLOPs", formatCount(Number(probe.flops))]);
+      if (probe.time_ms !== null && probe.time_ms !== undefined) rows.push(["time", `${Number(probe.time_ms).toFixed(3)} ms`]);
+      if (probe.mem_peak !== null && probe.mem_peak !== undefined) rows.push(["memory peak", formatBytes(Number(probe.mem_peak))]);
+    }
+    const dl = h("dl", { class: "tx-dl" });
+    for (const [k, v] of rows) dl.append(h("dt", {}, k), h("dd", {}, v));
+    this.el.appendChild(dl);
+    if (o.extra_repr) {
+      this.el.append(h("h4", {}, "extra_repr"), h("pre", { class: "tx-pre" }, String(o.extra_repr)));
+    }
+  }
+}

@@ -1,0 +1,61 @@
+// @vitest-environment happy-dom
+import { describe, expect, it } from "vitest";
+import { FAST_TIMEOUT, Rpc, RpcError, SLOW_TIMEOUT } from "./protocol";
+import { SnapshotRpc } from "./snapshot";
+
+describe("Rpc", () => {
+  it("passes the request to the rpc command with a timeout per kind", async () => {
+    const seen: { name: string; msg: unknown; signal?: AbortSignal }[] = [];
+    const rpc = new Rpc((async (name: string, msg: unknown, opts?: { signal?: AbortSignal }) => {
+      seen.push({ name, msg, signal: opts?.signal });
+      return [{ kind: "pong" }, []];
+    }) as never);
+    expect(await rpc.call({ kind: "ping" })).toEqual({ kind: "pong" });
+    expect(seen[0].name).toBe("rpc");
+    expect(seen[0].signal).toBeInstanceOf(AbortSignal);
+    expect(SLOW_TIMEOUT).toBeGreaterThan(FAST_TIMEOUT);
+  });
+
+  it("turns error replies into RpcError with the field messages", async () => {
+    const rpc = new Rpc((async () => [{ kind: "error", message: "bad", fields: { a: "too big" } }, []]) as never);
+    const err = await rpc.call({ kind: "edit" }).catch((e) => e);
+    expect(err).toBeInstanceOf(RpcError);
+    expect(err.message).toBe("bad");
+    expect(err.fields).toEqual({ a: "too big" });
+  });
+
+  it("explains timeouts and malformed replies", async () => {
+    const timeout = new Rpc((async () => {
+      throw new DOMException("signal timed out", "TimeoutError");
+    }) as never);
+    await expect(timeout.call({ kind: "probe" })).rejects.toThrow(/no answer from the kernel after 180 s \(probe\)/);
+    const junk = new Rpc((async () => [null, []]) as never);
+    await expect(junk.call({ kind: "ping" })).rejects.toThrow("malformed reply to ping");
+    await expect(new Rpc(null).call({ kind: "ping" })).rejects.toThrow("read-only");
+  });
+});
+
+describe("SnapshotRpc", () => {
+  const data = {
+    nodes: [
+      { path: "", name: "", cls: "Net", nkids: 1, params: 3, depth: 0 },
+      { path: "fc", name: "fc", cls: "Linear", nkids: 0, params: 3, depth: 1 },
+    ],
+    children: { "": { folded: [{ path: "fc", name: "fc", cls: "Linear", nkids: 0, params: 3 }], raw: [{ path: "fc", name: "fc", cls: "Linear", nkids: 0, params: 3 }] } },
+    cls_of: { fc: "torch.nn.Linear" },
+    source: { "torch.nn.Linear": { kind: "source", html: null, reason: "r", qualname: "q" } },
+  };
+
+  it("answers browsing requests from the snapshot and refuses actions", async () => {
+    const rpc = new SnapshotRpc(data);
+    expect((await rpc.call<any>({ kind: "children", path: "" })).items).toHaveLength(1);
+    expect((await rpc.call<any>({ kind: "source", path: "fc" })).reason).toBe("r");
+    const f = await rpc.call<any>({ kind: "filter", query: "lin", regex: false });
+    expect(f.count).toBe(1);
+    expect(f.rows.map((r: any) => [r.path, r.match])).toEqual([["", false], ["fc", true]]);
+    expect((await rpc.call<any>({ kind: "reveal", path: "fc" })).chain).toEqual([{ parent: "", index: 0 }]);
+    await expect(rpc.call({ kind: "edit", path: "fc" })).rejects.toThrow("read-only snapshot");
+    await expect(rpc.call({ kind: "source", path: "nope" })).rejects.toThrow("not in this snapshot");
+    await expect(rpc.call({ kind: "filter", query: "(", regex: true })).rejects.toThrow("bad regular expression");
+  });
+});

@@ -1,0 +1,285 @@
+// Entry point loaded by anywidget: lays out the tree and the tabbed panes, wires them to the synced
+// traitlets (state) and to the kernel's "rpc" command (actions). Mirrors src/torchxray/widget.py.
+import type { RenderProps } from "@anywidget/types";
+import { clear, h, uid } from "./dom";
+import { FormPane } from "./panes/form";
+import { HistoryPane } from "./panes/history";
+import { MroPane } from "./panes/mro";
+import { OverviewPane } from "./panes/overview";
+import { ProbePane } from "./panes/probe";
+import { SourcePane } from "./panes/source";
+import type { Ctx, Pane } from "./panes/context";
+import { messageOf } from "./panes/context";
+import type { Page, State } from "./protocol";
+import { Rpc } from "./protocol";
+import { SnapshotRpc } from "./snapshot";
+import { TreeView, type FilterResult } from "./tree";
+
+const READ_ONLY_NOTE = "read-only snapshot: no kernel, actions disabled";
+const PING_TIMEOUT = 8000;
+
+export const TABS = ["Overview", "Source", "Form", "MRO", "Probe", "History"] as const;
+type Tab = (typeof TABS)[number];
+
+export interface Explorer {
+  el: HTMLElement;
+  tree: TreeView;
+  panes: Record<Tab, Pane>;
+  openTab(tab: Tab): Promise<void>;
+  dispose(): void;
+}
+
+export function createExplorer(
+  { model, el, experimental }: Pick<RenderProps<State>, "model" | "el" | "experimental">,
+  assets: Record<string, string> = {},
+): Explorer {
+  const snapshot = model.get("snapshot");
+  let readonly = Boolean(model.get("readonly")) || !experimental?.invoke;
+  let rpc: Rpc | SnapshotRpc = readonly ? new SnapshotRpc(snapshot, assets) : new Rpc(experimental.invoke);
+  const disposers: (() => void)[] = [];
+  const on = (event: string, fn: () => void) => {
+    model.on(event, fn);
+    disposers.push(() => model.off(event as "msg:custom", fn));
+  };
+
+  const status = h("div", { role: "status", class: "tx-status", "aria-live": "polite" });
+  const busyEl = h("span", { class: "tx-busy", "aria-hidden": "true" });
+  const alertText = h("span");
+  const dismiss = h("button", { type: "button", class: "tx-link" }, "Dismiss");
+  const alert = h("div", { role: "alert", class: "tx-alert", hidden: true }, alertText, dismiss);
+  // Lumino (JupyterLab) would otherwise take arrows/Enter in the tree for notebook commands.
+  const root = h("div", { class: "tx-root", "data-lm-suppress-shortcuts": "true" });
+  let localBusy = 0;
+
+  const showError = (message: string) => {
+    alertText.textContent = message;
+    alert.hidden = !message;
+  };
+  dismiss.addEventListener("click", () => showError(""));
+
+  const syncBusy = () => {
+    const kernel = model.get("busy");
+    const busy = localBusy > 0 || Boolean(kernel);
+    root.setAttribute("aria-busy", String(busy));
+    root.classList.toggle("tx-isbusy", busy);
+    busyEl.textContent = busy ? `working${kernel ? `: ${kernel}` : ""}…` : "";
+  };
+
+  const ctx: Ctx = {
+    get rpc() {
+      return rpc as Rpc;
+    },
+    model,
+    get readonly() {
+      return readonly;
+    },
+    async run(label, fn) {
+      localBusy += 1;
+      syncBusy();
+      if (label === "probe" || label === "edit" || label === "replace" || label === "undo" || label === "redo") {
+        status.textContent = `probe running after ${label}…`;
+      }
+      try {
+        const r = await fn();
+        showError("");
+        return r;
+      } catch (e) {
+        showError(messageOf(e));
+        return undefined;
+      } finally {
+        localBusy -= 1;
+        syncBusy();
+        syncStatus();
+      }
+    },
+    error: showError,
+    select: (path) => void selectPath(path),
+  };
+
+  const source = {
+    children: (parent: string, offset: number, limit: number, unfold: boolean) =>
+      rpc.call<{ kind: string } & Page>({ kind: "children", path: parent, offset, limit, unfold }),
+    filter: (query: string, regex: boolean) =>
+      rpc.call<{ kind: string } & FilterResult>({ kind: "filter", query, regex }),
+    reveal: (path: string) =>
+      rpc.call<{ kind: string; chain: { parent: string; index: number }[] }>({ kind: "reveal", path }),
+  };
+
+  let selectTimer: ReturnType<typeof setTimeout> | undefined;
+  const selectPath = async (path: string) => {
+    if (readonly) {
+      model.set("selected", path);
+      const o = (snapshot?.overview as Record<string, unknown> | undefined)?.[path];
+      model.set("overview", (o ?? {}) as State["overview"]);
+      refreshPane();
+      return;
+    }
+    try {
+      await rpc.call({ kind: "select", path });
+    } catch (e) {
+      showError(messageOf(e));
+    }
+  };
+  const tree = new TreeView(
+    source,
+    (path) => {
+      // Optimistic: panes follow the click at once; the kernel confirms (and sends the overview).
+      if (!readonly) model.set("selected", path);
+      clearTimeout(selectTimer);
+      selectTimer = setTimeout(() => void selectPath(path), 80);
+    },
+    showError,
+  );
+
+  const panes: Record<Tab, Pane> = {
+    Overview: new OverviewPane(ctx),
+    Source: new SourcePane(ctx),
+    Form: new FormPane(ctx),
+    MRO: new MroPane(ctx),
+    Probe: new ProbePane(ctx),
+    History: new HistoryPane(ctx),
+  };
+  let active: Tab = "Overview";
+  const tablist = h("div", { role: "tablist", class: "tx-tabs", "aria-label": "Module details" });
+  const tabs = new Map<Tab, HTMLButtonElement>();
+  const panels = new Map<Tab, HTMLElement>();
+  const panelBox = h("div", { class: "tx-panels" });
+  for (const name of TABS) {
+    const panelId = uid("panel");
+    const tab = h("button", {
+      type: "button",
+      role: "tab",
+      "aria-controls": panelId,
+      "aria-selected": String(name === active),
+      tabindex: name === active ? 0 : -1,
+    }, name);
+    const panel = h("div", { role: "tabpanel", id: panelId, class: "tx-panel", "aria-label": name, hidden: name !== active }, panes[name].el);
+    tab.addEventListener("click", () => void openTab(name));
+    tab.addEventListener("keydown", (e) => {
+      const i = TABS.indexOf(name);
+      const next = e.key === "ArrowRight" ? TABS[(i + 1) % TABS.length] : e.key === "ArrowLeft" ? TABS[(i + TABS.length - 1) % TABS.length] : null;
+      if (next) {
+        e.preventDefault();
+        void openTab(next).then(() => tabs.get(next)?.focus());
+      }
+    });
+    tabs.set(name, tab);
+    panels.set(name, panel);
+    tablist.appendChild(tab);
+    panelBox.appendChild(panel);
+  }
+
+  async function openTab(name: Tab): Promise<void> {
+    active = name;
+    for (const t of TABS) {
+      const on = t === name;
+      tabs.get(t)?.setAttribute("aria-selected", String(on));
+      tabs.get(t)?.setAttribute("tabindex", on ? "0" : "-1");
+      const p = panels.get(t);
+      if (p) p.hidden = !on;
+    }
+    await panes[name].show();
+  }
+  const refreshPane = () => void panes[active].show();
+
+  function syncStatus(): void {
+    if (localBusy > 0) return;
+    const p = model.get("probe");
+    status.textContent = p?.status ?? "";
+    status.classList.toggle("tx-bad", p?.ok === false);
+    root.classList.toggle("tx-failed", p?.ok === false);
+  }
+
+  const title = h("span", { class: "tx-title" }, "torchxray");
+  const note = h("span", { class: "tx-note" }, readonly ? READ_ONLY_NOTE : "");
+  root.append(
+    h("div", { class: "tx-header" }, title, status, busyEl, note),
+    alert,
+    h("div", { class: "tx-main" }, tree.el, h("div", { class: "tx-side" }, tablist, panelBox)),
+  );
+  clear(el);
+  el.appendChild(root);
+
+  on("change:tree", () => void tree.setState(model.get("tree")).then(refreshPane));
+  on("change:selected", () => {
+    void tree.reveal(model.get("selected"));
+    if (active !== "Overview") refreshPane();
+  });
+  on("change:overview", () => {
+    if (active === "Overview") refreshPane();
+  });
+  on("change:probe", () => {
+    syncStatus();
+    if (active === "Probe" || active === "Overview") refreshPane();
+  });
+  on("change:history", () => {
+    if (active === "History") refreshPane();
+  });
+  on("change:busy", syncBusy);
+  on("change:error", () => showError(model.get("error")));
+
+  const initial = model.get("tree");
+  if (initial?.root) {
+    void tree.setState(initial).then(() => {
+      const sel = model.get("selected");
+      if (sel) void tree.reveal(sel); // e.g. ex.select(...) ran before the view was shown
+    });
+  }
+  syncStatus();
+  syncBusy();
+  if (model.get("error")) showError(model.get("error"));
+  void panes.Overview.show();
+
+  // A notebook saved with widget state and reopened without its kernel: nothing answers. If the
+  // kernel left a snapshot (ex.save_snapshot()), browse that read-only instead.
+  if (!readonly && (snapshot as { nodes?: unknown[] })?.nodes?.length) {
+    (rpc as Rpc).call({ kind: "ping" }, PING_TIMEOUT).catch(() => {
+      readonly = true;
+      rpc = new SnapshotRpc(snapshot, assets);
+      note.textContent = READ_ONLY_NOTE;
+      refreshPane();
+    });
+  }
+
+  return {
+    el: root,
+    tree,
+    panes,
+    openTab,
+    dispose: () => {
+      clearTimeout(selectTimer);
+      for (const d of disposers) d();
+    },
+  };
+}
+
+/** A read-only Explorer with no kernel (ex.to_html()): the synced state is given once. */
+export function mountSnapshot(el: HTMLElement, state: State, assets: Record<string, string> = {}): Explorer {
+  const values: Record<string, unknown> = { ...state, readonly: true };
+  const handlers = new Map<string, Set<() => void>>();
+  const model = {
+    get: (k: string) => values[k],
+    set: (k: string, v: unknown) => {
+      values[k] = v;
+      handlers.get(`change:${k}`)?.forEach((f) => f());
+    },
+    on: (e: string, f: () => void) => {
+      if (!handlers.has(e)) handlers.set(e, new Set());
+      handlers.get(e)?.add(f);
+    },
+    off: (e?: string | null, f?: (() => void) | null) => {
+      if (e && f) handlers.get(e)?.delete(f);
+    },
+    save_changes: () => undefined,
+    send: () => undefined,
+    widget_manager: { get_model: () => Promise.reject(new Error("no kernel")) },
+  };
+  return createExplorer({ model: model as never, el, experimental: null as never }, assets);
+}
+
+export default {
+  render(props: RenderProps<State>) {
+    const ex = createExplorer(props);
+    return () => ex.dispose();
+  },
+};

@@ -1,0 +1,246 @@
+"""IR (ModelTree nodes, probe reports, forms, patch entries) -> JSON-able dicts for the widget.
+
+The tree travels lazily: ``first_state`` sends the root and the first levels within a row budget;
+``page`` sends one node's children on demand, folding runs of structurally identical siblings
+(equal ``Node.signature``) into one row ("x80 LlamaDecoderLayer") and paging long child lists.
+Key names are mirrored by ``js/protocol.ts``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from .serialize_panes import shape_text
+
+if TYPE_CHECKING:
+    from .patch import PatchLog
+    from .probe import ProbeReport
+    from .tree import ModelTree, Node
+
+__all__ = [
+    "FOLD_MIN",
+    "PAGE",
+    "RowMaker",
+    "filter_rows",
+    "first_state",
+    "node_row",
+    "page",
+    "reveal_chain",
+    "unfold_page",
+]
+
+PAGE = 200  # rows per children page
+FOLD_MIN = 3  # a run of at least this many identical siblings is folded
+FIRST_ROWS = 1500  # row budget of the first state (keeps a 100k-module model's first state small)
+FIRST_DEPTH = 2
+FILTER_ROWS = 2000
+
+
+def _patched(log: PatchLog | None) -> frozenset[str]:
+    if log is None:
+        return frozenset()
+    return frozenset(p for e in log.entries for p in e.paths)
+
+
+def _is_patched(path: str, patched: frozenset[str]) -> bool:
+    if not patched:
+        return False
+    parts = path.split(".") if path else []
+    return any(".".join(parts[: i + 1]) in patched for i in range(len(parts)))
+
+
+class RowMaker:
+    """Turns nodes into rows with the markers of the current probe and patch log."""
+
+    def __init__(self, report: ProbeReport | None, log: PatchLog | None) -> None:
+        self.report = report
+        self.patched = _patched(log)
+        self.failed = report.error.path if report is not None and report.error is not None else None
+
+    def row(self, node: Node) -> dict[str, Any]:
+        marks = []
+        if node.aliases:
+            marks.append("alias")
+        if node.hooks:
+            marks.append("hooks")
+        if node.forward_patched:
+            marks.append("fwd")
+        if node.is_custom:
+            marks.append("custom")
+        if getattr(node, "parametrizations", ()):
+            marks.append("param")
+        if getattr(node, "wraps", None) is not None:
+            marks.append("wrap")
+        if _is_patched(node.path, self.patched):
+            marks.append("patched")
+        if self.failed is not None and node.path == self.failed:
+            marks.append("error")
+        row: dict[str, Any] = {
+            "path": node.path,
+            "name": node.name,
+            "cls": node.cls,
+            "nkids": len(node.children),
+            "params": node.params_total,
+        }
+        rec = self.report.records.get(node.path) if self.report is not None else None
+        if rec is not None and rec.output_shapes:
+            row["out"] = shape_text(rec.output_shapes)
+        if marks:
+            row["marks"] = marks
+        return row
+
+
+def node_row(
+    node: Node, report: ProbeReport | None = None, log: PatchLog | None = None
+) -> dict[str, Any]:
+    return RowMaker(report, log).row(node)
+
+
+def _folded(tree: ModelTree, parent: str) -> list[tuple[int, int]]:
+    """Runs of the parent's children as (start, count); count >= FOLD_MIN means folded."""
+    kids = tree[parent].children
+    runs: list[tuple[int, int]] = []
+    i = 0
+    while i < len(kids):
+        sig = tree[kids[i]].signature
+        j = i + 1
+        while j < len(kids) and tree[kids[j]].signature == sig and sig:
+            j += 1
+        if j - i >= FOLD_MIN:
+            runs.append((i, j - i))
+        else:
+            runs.extend((k, 1) for k in range(i, j))
+        i = j
+    return runs
+
+
+def page(
+    tree: ModelTree,
+    parent: str,
+    rows: RowMaker,
+    offset: int = 0,
+    limit: int = 0,
+    unfold: bool = False,
+    page_size: int = 0,
+) -> dict[str, Any]:
+    """Children of ``parent``: folded items (offset/limit over folded runs) or, with ``unfold``,
+    plain rows of the raw children (offset/limit over child indices, e.g. to open a fold)."""
+    node = tree[parent]
+    size = page_size or PAGE
+    limit = size if limit <= 0 else min(limit, size)
+    items: list[dict[str, Any]] = []
+    if unfold:
+        kids = node.children
+        end = min(len(kids), offset + limit)
+        items = [rows.row(tree[p]) for p in kids[offset:end]]
+        # A "more" row asks for the rest of the requested range (e.g. the rest of a fold).
+        return {"items": items, "total": len(kids), "offset": offset, "end": end}
+    runs = _folded(tree, parent)
+    for start, count in runs[offset : offset + limit]:
+        first = tree[node.children[start]]
+        if count == 1:
+            items.append(rows.row(first))
+        else:
+            last = node.children[start + count - 1]
+            items.append(
+                {
+                    "fold": count,
+                    "parent": parent,
+                    "start": start,
+                    "cls": first.cls,
+                    "first": first.path,
+                    "last": last,
+                }
+            )
+    if offset + limit < len(runs):
+        items.append(
+            {
+                "more": len(runs) - offset - limit,
+                "parent": parent,
+                "offset": offset + limit,
+                "unfold": False,
+            }
+        )
+    return {"items": items, "total": len(runs), "offset": offset}
+
+
+def unfold_page(
+    tree: ModelTree, parent: str, rows: RowMaker, offset: int, want: int
+) -> dict[str, Any]:
+    """Rows ``offset .. offset+want`` of the raw children, a page at a time with a "more" row."""
+    got = page(tree, parent, rows, offset, want, unfold=True)
+    end = got.pop("end")
+    remaining = min(want, got["total"] - offset) - (end - offset)
+    if remaining > 0:
+        got["items"].append({"more": remaining, "parent": parent, "offset": end, "unfold": True})
+    return got
+
+
+def first_state(tree: ModelTree, rows: RowMaker, rev: int) -> dict[str, Any]:
+    """Root row plus pages of the first levels, breadth first, within ``FIRST_ROWS`` rows."""
+    root = tree.root
+    pages: dict[str, Any] = {}
+    budget = FIRST_ROWS
+    frontier = [root]
+    for _ in range(FIRST_DEPTH):
+        nxt: list[Node] = []
+        for node in frontier:
+            if not node.children or budget <= 0:
+                continue
+            p = page(tree, node.path, rows)
+            pages[node.path] = p
+            budget -= len(p["items"])
+            nxt.extend(tree[it["path"]] for it in p["items"] if "path" in it)
+        frontier = nxt
+    return {"rev": rev, "root": rows.row(root), "pages": pages}
+
+
+def reveal_chain(tree: ModelTree, path: str) -> list[dict[str, Any]]:
+    """For each ancestor of ``path``: the parent path and the child's index among its children."""
+    node = tree[path]
+    chain = []
+    while node.parent is not None:
+        parent = tree[node.parent]
+        chain.append({"parent": parent.path, "index": parent.children.index(node.path)})
+        node = parent
+    return chain[::-1]
+
+
+def filter_rows(tree: ModelTree, rows: RowMaker, query: str, regex: bool) -> dict[str, Any]:
+    """Matches of ``query`` (substring, case-insensitive, or a regex) in the path or the class, with
+    their ancestors, in tree order: at most ``FILTER_ROWS`` rows."""
+    if regex:
+        try:
+            pattern = re.compile(query, re.IGNORECASE)
+        except re.error as e:
+            raise ValueError(f"bad regular expression {query!r}: {e}") from None
+
+        def test(text: str) -> bool:
+            return pattern.search(text) is not None
+    else:
+        q = query.lower()
+
+        def test(text: str) -> bool:
+            return q in text.lower()
+
+    matches = [n for n in tree.nodes if test(n.path) or test(n.cls)]
+    keep: dict[str, bool] = {}
+    truncated = False
+    for n in matches:
+        if len(keep) >= FILTER_ROWS:
+            truncated = True
+            break
+        keep[n.path] = True
+        parent = n.parent
+        while parent is not None and parent not in keep:
+            keep[parent] = False
+            parent = tree[parent].parent
+    out = []
+    for n in tree.nodes:
+        if n.path in keep:
+            r = rows.row(n)
+            r["depth"] = n.depth
+            r["match"] = keep[n.path]
+            out.append(r)
+    return {"count": len(matches), "rows": out, "truncated": truncated}

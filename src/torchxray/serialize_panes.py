@@ -1,0 +1,274 @@
+"""Pane data for the widget (overview, source, form, MRO, catalog, probe, history) as JSON-able
+dicts; mirrored by the reply types in ``js/panes/*.ts``. The tree's rows and pages are in
+``serialize.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .catalog import CatalogEntry
+    from .forms import Form
+    from .mro import ClassInfo
+    from .patch import PatchLog
+    from .probe import ModuleRecord, ProbeReport, TensorInfo
+    from .source import Source
+    from .tree import Node
+
+__all__ = [
+    "catalog_list",
+    "form_dict",
+    "history_dict",
+    "leaves_text",
+    "mro_dict",
+    "overview",
+    "probe_summary",
+    "probe_table",
+    "shape_text",
+    "source_dict",
+]
+
+MAX_TEXT = 2000
+
+
+def _clip(text: str, limit: int = MAX_TEXT) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def shape_text(shapes: Iterable[Sequence[int]]) -> str:
+    """``((1, 64, 8, 8),)`` -> ``"1×64×8×8"``; several tensors are joined with ", "."""
+    parts = ["×".join(map(str, s)) if len(s) else "scalar" for s in shapes]
+    return _clip(", ".join(parts), 120)
+
+
+def leaves_text(leaves: Iterable[TensorInfo | str]) -> str:
+    out = []
+    for leaf in leaves:
+        if isinstance(leaf, str):
+            out.append(leaf)
+        else:
+            dims = "×".join(map(str, leaf.shape)) if leaf.shape else "scalar"
+            out.append(f"{dims} {leaf.dtype}" + (f" {leaf.device}" if leaf.device != "cpu" else ""))
+    return _clip(", ".join(out), 300)
+
+
+def overview(node: Node, record: ModuleRecord | None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "path": node.path,
+        "name": node.name,
+        "cls": node.cls,
+        "qualname": node.qualname,
+        "params_own": node.params_own,
+        "params_total": node.params_total,
+        "trainable_total": node.trainable_total,
+        "bytes_total": node.bytes_total,
+        "devices": list(node.devices),
+        "dtypes": list(node.dtypes),
+        "training": node.training,
+        "hooks": [{"kind": h.kind, "name": _clip(str(h.name), 200)} for h in node.hooks],
+        "aliases": list(node.aliases),
+        "container": node.container,
+        "parametrizations": list(getattr(node, "parametrizations", ())),
+        "wraps": getattr(node, "wraps", None),
+        "forward_patched": node.forward_patched,
+        "is_custom": node.is_custom,
+        "extra_repr": _clip(node.extra_repr),
+        "nkids": len(node.children),
+        "buffers": [_buffer(b) for b in getattr(node, "buffers", ())][:50],
+        "probe": None,
+    }
+    if record is not None:
+        out["probe"] = {
+            "calls": record.calls,
+            "inputs": leaves_text(record.inputs),
+            "outputs": leaves_text(record.outputs),
+            "flops": record.flops,
+            "time_ms": record.time_ms,
+            "mem_alloc": record.mem_alloc,
+            "mem_peak": record.mem_peak,
+        }
+    return out
+
+
+def _buffer(b: Any) -> dict[str, str]:
+    shape = getattr(b, "shape", ())
+    return {
+        "name": str(getattr(b, "name", "?")),
+        "shape": "×".join(map(str, shape)) if shape else "scalar",
+        "dtype": str(getattr(b, "dtype", "")),
+    }
+
+
+def source_dict(src: Source, html: str) -> dict[str, Any]:
+    return {
+        "kind": "source",
+        "html": html if src.text is not None else None,
+        "file": src.file,
+        "line": src.line,
+        "reason": src.reason,
+        "qualname": src.qualname,
+        "forward_lines": list(src.forward_lines) if src.forward_lines else None,
+        "note": getattr(src, "note", None),
+    }
+
+
+def form_dict(form: Form, path: str, rev: int, aliases: Sequence[str] = ()) -> dict[str, Any]:
+    fields = []
+    for f in form.fields:
+        default = f.default
+        fields.append(
+            {
+                "name": f.name,
+                "kind": f.kind,
+                "text": _clip(f.text, 4000),
+                "default": None if default is None else _clip(repr(default), 200),
+                "required": f.required,
+                "choices": [str(c) for c in f.choices],
+                "origin": f.origin,
+                "annotation": _clip(f.annotation, 200),
+                "optional": f.optional,
+            }
+        )
+    return {
+        "kind": "form",
+        "path": path,
+        "cls": form.cls.__name__,
+        "qualname": f"{form.cls.__module__}.{form.cls.__qualname__}",
+        "fields": fields,
+        "rev": rev,
+        "aliases": list(aliases),
+    }
+
+
+def mro_dict(classes: Sequence[ClassInfo], dot: str) -> dict[str, Any]:
+    return {
+        "kind": "mro",
+        "dot": dot,
+        "classes": [
+            {
+                "name": c.name,
+                "qualname": c.qualname,
+                "module": c.module,
+                "group": c.group,
+                "defines": list(c.defines),
+                "node": c.node_id,
+            }
+            for c in classes
+        ],
+    }
+
+
+def catalog_list(entries: Sequence[CatalogEntry], limit: int = 200) -> list[dict[str, str]]:
+    return [
+        {"name": e.name, "qualname": e.qualname, "group": e.group, "doc": _clip(e.doc, 300)}
+        for e in entries[:limit]
+    ]
+
+
+def probe_summary(
+    report: ProbeReport | None, previous: ProbeReport | None, rev: int, why: str = ""
+) -> dict[str, Any]:
+    if report is None:
+        return {
+            "ok": None,
+            "mode": "",
+            "status": why or "no probe yet",
+            "count": 0,
+            "error": None,
+            "changed": 0,
+            "rev": rev,
+        }
+    changed = 0
+    if previous is not None:
+        d = previous.diff(report)
+        changed = len(d.changed) + len(d.added) + len(d.removed)
+    error = None
+    if report.error is not None:
+        e = report.error
+        error = {
+            "path": e.path,
+            "cls": e.cls,
+            "exc_type": e.exc_type,
+            "message": _clip(e.message, 1000),
+            "hint": _clip(e.hint, 1000),
+            "input_shapes": shape_text(e.input_shapes),
+        }
+        where = e.path or "(model)"
+        first = e.message.strip().splitlines()[0] if e.message.strip() else ""
+        status = _clip(f"probe failed at {where}: {e.exc_type}: {first}", 300)
+    else:
+        status = f"probe ok: {len(report.records)} modules"
+    return {
+        "ok": report.ok,
+        "mode": report.mode,
+        "status": status,
+        "count": len(report.records),
+        "error": error,
+        "changed": changed,
+        "rev": rev,
+    }
+
+
+def probe_table(
+    report: ProbeReport, previous: ProbeReport | None, offset: int, limit: int
+) -> dict[str, Any]:
+    changed: dict[str, str] = {}
+    added: set[str] = set()
+    removed: list[str] = []
+    if previous is not None:
+        d = previous.diff(report)
+        changed = {e.path: leaves_text(e.before) for e in d.changed}
+        added = {e.path for e in d.added}
+        removed = [e.path for e in d.removed][:100]
+    failed = report.error.path if report.error is not None else None
+    recs = list(report.records.values())
+    limit = min(max(limit, 1), 2000)
+    rows = []
+    for rec in recs[offset : offset + limit]:
+        status = "same"
+        if rec.path == failed:
+            status = "failed"
+        elif rec.path in changed:
+            status = "changed"
+        elif rec.path in added:
+            status = "added"
+        rows.append(
+            {
+                "path": rec.path,
+                "cls": rec.cls,
+                "calls": rec.calls,
+                "inputs": shape_text(rec.input_shapes),
+                "outputs": shape_text(rec.output_shapes),
+                "status": status,
+                "before": changed.get(rec.path),
+                "flops": rec.flops,
+                "time_ms": rec.time_ms,
+                "mem_peak": rec.mem_peak,
+            }
+        )
+    return {"kind": "probe_table", "rows": rows, "total": len(recs), "removed": removed}
+
+
+def history_dict(log: PatchLog) -> dict[str, Any]:
+    entries = []
+    for e in log.entries:
+        entries.append(
+            {
+                "id": e.id,
+                "op": e.op,
+                "paths": list(e.paths)[:20],
+                "old_cls": e.old_cls,
+                "new_cls": e.new_cls,
+                "changes": {k: _clip(f"{v[0]!r} → {v[1]!r}", 200) for k, v in e.changes.items()},
+                "code": _clip(e.code, 4000),
+            }
+        )
+    return {
+        "entries": entries,
+        "can_undo": log.can_undo,
+        "can_redo": log.can_redo,
+        # The replay helpers' header alone is noise: no entries, no code.
+        "code": log.to_code() if entries else "",
+    }

@@ -1,0 +1,340 @@
+"""The Explorer's controller, without any widget machinery: it holds the model, its tree, the
+PatchLog and the last two probe reports, and answers validated protocol requests with JSON-able
+replies. ``widget.py`` copies its state into traitlets; tests drive it directly.
+
+``handle`` never raises: a bad request, an unknown path, a stale revision or a failing edit is
+answered with ``{"kind": "error", ...}`` and leaves the model as it was.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from torch import nn
+
+from . import serialize as ser
+from . import serialize_panes as panes
+from .catalog import catalog, resolve
+from .forms import FormError, form
+from .highlight import highlight
+from .mro import mro_class, mro_classes, mro_graph
+from .patch import PatchEntry, PatchLog
+from .probe import ProbeReport, probe
+from .protocol import ProtocolError, Request, error_reply, validate
+from .source import source
+from .tree import ModelTree, walk
+
+__all__ = ["ALL", "STATIC", "Session"]
+
+STATIC = Path(__file__).parent / "static"
+SNAPSHOT_NODES = 2000
+_ACTIONS = ("edit", "replace", "undo", "redo", "probe")
+# Which synced states a request changed (the widget re-sends those traitlets).
+ALL = frozenset({"tree", "selected", "overview", "probe", "history"})
+NONE: frozenset[str] = frozenset()
+SELECT = frozenset({"selected", "overview"})
+PROBE = frozenset({"tree", "overview", "probe"})
+Result = tuple[dict[str, Any], frozenset[str]]
+
+
+class Session:
+    """State and request handling for one explored model."""
+
+    def __init__(
+        self,
+        model: nn.Module,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+        mode: str = "fake",
+    ) -> None:
+        if not isinstance(model, nn.Module):
+            raise TypeError(
+                f"explore() needs a torch.nn.Module, got {type(model).__name__}; "
+                "pass the model first, then example inputs: tx.explore(model, x)"
+            )
+        if mode not in ("fake", "real"):
+            raise ValueError(f"probe mode must be 'fake' or 'real', got {mode!r}")
+        self.model: nn.Module | None = model
+        self.args = args
+        self.kwargs = dict(kwargs or {})
+        self.mode = mode
+        # Some models can be explored but not patched (TorchScript): keep the view, refuse edits.
+        self.log: PatchLog | None = None
+        self.patch_refusal = ""
+        try:
+            self.log = PatchLog(model)
+        except TypeError as e:
+            self.patch_refusal = str(e)
+        self.tree: ModelTree = walk(model)
+        self.report: ProbeReport | None = None
+        self.previous: ProbeReport | None = None
+        self.probe_note = ""
+        self.rev = 0
+        self.selected = ""
+
+    # -- state snapshots for the traitlets ----------------------------------------------------
+
+    def rows(self) -> ser.RowMaker:
+        return ser.RowMaker(self.report, self.log)
+
+    def tree_state(self) -> dict[str, Any]:
+        return ser.first_state(self.tree, self.rows(), self.rev)
+
+    def overview(self) -> dict[str, Any]:
+        node = self.tree.get(self.selected) or self.tree.root
+        rec = self.report.records.get(node.path) if self.report is not None else None
+        return panes.overview(node, rec)
+
+    def probe_summary(self) -> dict[str, Any]:
+        return panes.probe_summary(self.report, self.previous, self.rev, self.probe_note)
+
+    def history(self) -> dict[str, Any]:
+        if self.log is None:
+            return {
+                "entries": [],
+                "can_undo": False,
+                "can_redo": False,
+                "code": "",
+                "note": self.patch_refusal,
+            }
+        return panes.history_dict(self.log)
+
+    # -- actions (also the Python API) ----------------------------------------------------------
+
+    def run_probe(self, mode: str | None = None) -> None:
+        if mode is not None:
+            if mode not in ("fake", "real"):
+                raise ValueError(f"probe mode must be 'fake' or 'real', got {mode!r}")
+            self.mode = mode
+        if not self.args and not self.kwargs:
+            self.probe_note = (
+                "no probe: pass example inputs, e.g. tx.explore(model, torch.randn(1, 3, 32, 32))"
+            )
+            return
+        report = probe(self._model(), *self.args, mode=self.mode, **self.kwargs)
+        self.previous, self.report = self.report, report
+        self.rev += 1
+
+    def changed(self) -> None:
+        """After a patch: new tree, new probe."""
+        self.tree = walk(self._model())
+        self.rev += 1
+        if self.selected not in self.tree:
+            self.selected = ""
+        try:
+            self.run_probe()
+        except Exception as e:  # noqa: BLE001 - a broken probe must not break the view
+            # No stale report: the view would show shapes of a model that no longer exists.
+            self.previous, self.report = self.report, None
+            self.probe_note = f"probe could not run: {type(e).__name__}: {e}"
+
+    def patch(self, op: str, *args: Any, **kwargs: Any) -> PatchEntry:
+        entry: PatchEntry = getattr(self.patch_log(), op)(*args, **kwargs)
+        self.changed()
+        return entry
+
+    def select(self, path: str) -> str:
+        node = self.tree[path]  # KeyError names close paths; aliases resolve to the node
+        self.selected = node.path
+        return node.path
+
+    def snapshot(self, max_nodes: int = SNAPSHOT_NODES) -> dict[str, Any]:
+        """Everything the read-only view needs (``js/snapshot.ts``) for the first ``max_nodes``
+        modules: rows, child lists, overviews, forms, and per class its source and MRO."""
+        tree, rows = self.tree, self.rows()
+        data: dict[str, Any] = {
+            "nodes": [],
+            "children": {},
+            "overview": {},
+            "form": {},
+            "cls_of": {},
+            "source": {},
+            "mro": {},
+            "probe_table": None,
+            "truncated": len(tree) > max_nodes,
+        }
+        for node in tree.nodes[:max_nodes]:
+            data["nodes"].append({**rows.row(node), "depth": node.depth})
+            if node.children:
+                folded = ser.page(tree, node.path, rows, page_size=len(node.children))["items"]
+                raw = [rows.row(tree[p]) for p in node.children]
+                data["children"][node.path] = {"folded": folded, "raw": raw}
+            rec = self.report.records.get(node.path) if self.report is not None else None
+            data["overview"][node.path] = panes.overview(node, rec)
+            module = tree.module(node.path)
+            key = f"{type(module).__module__}.{type(module).__qualname__}"
+            data["cls_of"][node.path] = key
+            try:
+                if key not in data["source"]:
+                    src = source(module)
+                    data["source"][key] = panes.source_dict(src, highlight(src))
+                    data["mro"][key] = panes.mro_dict(mro_classes(module), mro_graph(module).source)
+                data["form"][node.path] = panes.form_dict(
+                    form(module), node.path, self.rev, node.aliases
+                )
+            except Exception:  # noqa: BLE001 - a snapshot shows what it can; the pane says the rest
+                continue
+        if self.report is not None:
+            data["probe_table"] = panes.probe_table(
+                self.report, self.previous, 0, len(self.report.records)
+            )
+        return data
+
+    def close(self) -> None:
+        self.model = None
+        self.log = None
+        self.tree = None  # type: ignore[assignment]
+        self.report = self.previous = None
+        self.args, self.kwargs = (), {}
+
+    def patch_log(self) -> PatchLog:
+        if self.log is None:
+            raise TypeError(self.patch_refusal or "this Explorer was closed")
+        return self.log
+
+    def _model(self) -> nn.Module:
+        if self.model is None:
+            raise RuntimeError("this Explorer was closed; call tx.explore(model) again")
+        return self.model
+
+    # -- requests from the frontend --------------------------------------------------------------
+
+    def handle(self, msg: Any) -> Result:
+        """(reply, names of the states it changed). Never raises."""
+        try:
+            req = validate(msg)
+        except ProtocolError as e:
+            kind = msg.get("kind") if isinstance(msg, dict) else None
+            return error_reply(str(e), request=kind if isinstance(kind, str) else ""), NONE  # type: ignore[return-value]
+        kind = req["kind"]
+        if self.model is None:
+            return error_reply("this Explorer was closed", request=kind), NONE  # type: ignore[return-value]
+        rev = req.get("rev")
+        if kind in _ACTIONS and rev is not None and rev != self.rev:
+            return error_reply(
+                f"stale request: the model changed since this form was opened (revision {rev}, now "
+                f"{self.rev}); reopen it and apply again",
+                request=kind,
+            ), NONE  # type: ignore[return-value]
+        try:
+            return getattr(self, f"_on_{kind}")(req)
+        except FormError as e:
+            return error_reply(
+                str(e), fields={k or "__all__": v for k, v in e.errors.items()}, request=kind
+            ), NONE  # type: ignore[return-value]
+        except (KeyError, TypeError, ValueError, IndexError, RuntimeError) as e:
+            text = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
+            return error_reply(f"{kind}: {text}", request=kind), NONE  # type: ignore[return-value]
+        except Exception as e:  # noqa: BLE001 - the kernel must answer, whatever the model does
+            return error_reply(f"{kind} failed: {type(e).__name__}: {e}", request=kind), NONE  # type: ignore[return-value]
+
+    def _on_ping(self, req: Request) -> Result:
+        return {"kind": "pong", "rev": self.rev}, NONE
+
+    def _on_select(self, req: Request) -> Result:
+        path = self.select(req["path"] or "")
+        return {"kind": "select", "path": path}, SELECT
+
+    def _on_children(self, req: Request) -> Result:
+        parent = self.tree[req["path"] or ""].path
+        rows = self.rows()
+        if req["unfold"]:
+            got = ser.unfold_page(self.tree, parent, rows, req["offset"], req["limit"] or ser.PAGE)
+        else:
+            got = ser.page(self.tree, parent, rows, req["offset"], req["limit"])
+        return {"kind": "children", "path": parent, **got}, NONE
+
+    def _on_filter(self, req: Request) -> Result:
+        return {
+            "kind": "filter",
+            **ser.filter_rows(self.tree, self.rows(), req["query"], req["regex"]),
+        }, NONE
+
+    def _on_reveal(self, req: Request) -> Result:
+        return {"kind": "reveal", "chain": ser.reveal_chain(self.tree, req["path"] or "")}, NONE
+
+    def _module(self, path: str | None) -> nn.Module:
+        return self.tree.module(self.tree[path or ""].path)
+
+    def _on_source(self, req: Request) -> Result:
+        module = self._module(req["path"])
+        target: Any = mro_class(module, req["cls"]) if req["cls"] else module
+        src = source(target)
+        return panes.source_dict(src, highlight(src)), NONE
+
+    def _on_form(self, req: Request) -> Result:
+        if req["cls"]:
+            cls = resolve(req["cls"], self._model())
+            f = form(cls)
+            reply = panes.form_dict(f, req["prefill"] or "", self.rev)
+            if req["prefill"] is not None:
+                _prefill(reply, form(self._module(req["prefill"])))
+            return reply, NONE
+        node = self.tree[req["path"] or ""]
+        return panes.form_dict(
+            form(self.tree.module(node.path)), node.path, self.rev, node.aliases
+        ), NONE
+
+    def _on_edit(self, req: Request) -> Result:
+        path = self.tree[req["path"] or ""].path
+        changes = req["changes"]
+        if not changes:
+            raise ValueError("nothing to apply: no field was changed")
+        errors = form(self.tree.module(path)).validate(**changes)
+        if errors:
+            raise FormError(errors)
+        entry = self.patch("edit", path, **changes)
+        return {"kind": "patched", "id": entry.id, "rev": self.rev}, ALL
+
+    def _on_replace(self, req: Request) -> Result:
+        path = self.tree[req["path"] or ""].path
+        cls = resolve(req["cls"] or "", self._model())
+        new = form(cls).build(**req["changes"])
+        entry = self.patch("replace", path, new, which=req["which"])
+        return {"kind": "patched", "id": entry.id, "rev": self.rev}, ALL
+
+    def _on_undo(self, req: Request) -> Result:
+        entry = self.patch("undo")
+        return {"kind": "patched", "id": entry.id, "rev": self.rev}, ALL
+
+    def _on_redo(self, req: Request) -> Result:
+        entry = self.patch("redo")
+        return {"kind": "patched", "id": entry.id, "rev": self.rev}, ALL
+
+    def _on_probe(self, req: Request) -> Result:
+        self.run_probe(req["mode"])
+        return {"kind": "probe", **self.probe_summary()}, PROBE
+
+    def _on_probe_table(self, req: Request) -> Result:
+        if self.report is None:
+            raise ValueError(self.probe_note or "no probe has run yet")
+        return panes.probe_table(self.report, self.previous, req["offset"], req["limit"]), NONE
+
+    def _on_mro(self, req: Request) -> Result:
+        module = self._module(req["path"])
+        return panes.mro_dict(mro_classes(module), mro_graph(module).source), NONE
+
+    def _on_catalog(self, req: Request) -> Result:
+        return {
+            "kind": "catalog",
+            "entries": panes.catalog_list(catalog(req["query"], self._model())),
+        }, NONE
+
+    def _on_asset(self, req: Request) -> Result:
+        path = STATIC / "viz.js"
+        if not path.exists():
+            raise RuntimeError(f"{path} is missing: build the frontend with `make js`")
+        return {"kind": "asset", "name": "viz", "code": path.read_text(encoding="utf-8")}, NONE
+
+
+def _prefill(reply: dict[str, Any], old: Any) -> None:
+    """Prefill a new class's form from the old module's values where parameter names match."""
+    old_fields = {f.name: f for f in old.fields}
+    for field in reply["fields"]:
+        match = old_fields.get(field["name"])
+        if match is not None and field["kind"] not in ("varargs", "varkw"):
+            field["text"] = match.text
+            field["origin"] = (
+                "prefilled" if match.origin in ("attribute", "recorded") else match.origin
+            )

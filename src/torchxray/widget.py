@@ -1,0 +1,224 @@
+"""The Explorer widget: traitlets (state the view shows) and one command, ``rpc``, through which the
+frontend sends ``kind``-tagged requests (see ``protocol.py``). All the work is in ``session.py``.
+
+    ex = tx.explore(model, torch.randn(1, 3, 32, 32))   # shown as the cell's value
+    ex.select("layer1.0.conv1"); ex.edit("layer1.0.conv1", out_channels=32); ex.undo()
+    ex.probe_report.ok, ex.patches, print(ex.to_code()); ex.close()
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import anywidget
+import traitlets as t
+from anywidget.experimental import command
+from torch import nn
+
+from . import assets
+from .patch import PatchEntry
+from .probe import ProbeReport
+from .protocol import error_reply
+from .session import ALL, PROBE, SELECT, Session
+
+__all__ = ["Explorer", "explore"]
+
+_SLOW = ("edit", "replace", "undo", "redo", "probe")
+_STATE = ("tree", "selected", "overview", "probe", "history", "probe_mode")
+
+
+class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
+    """Explore and edit a live ``nn.Module``. Build it with ``tx.explore(model, *example_inputs)``."""
+
+    tree = t.Dict().tag(sync=True)
+    selected = t.Unicode("").tag(sync=True)
+    overview = t.Dict().tag(sync=True)
+    probe = t.Dict().tag(sync=True)
+    history = t.Dict().tag(sync=True)
+    busy = t.Unicode("").tag(sync=True)
+    error = t.Unicode("").tag(sync=True)
+    probe_mode = t.Unicode("fake").tag(sync=True)
+    readonly = t.Bool(False).tag(sync=True)
+    snapshot = t.Dict().tag(sync=True)
+
+    def __init__(self, model: nn.Module, *args: Any, mode: str = "fake", **kwargs: Any) -> None:
+        cls = type(self)
+        if not isinstance(cls.__dict__.get("_esm"), str):
+            cls._esm, cls._css = assets.bundle()
+        self._session: Session | None = Session(model, args, kwargs, mode=mode)
+        super().__init__(probe_mode=mode)
+        try:
+            self._session.run_probe()
+        except Exception as e:  # noqa: BLE001 - show the model even when its probe cannot run
+            self._session.probe_note = f"probe could not run: {type(e).__name__}: {e}"
+        self._sync(ALL)
+        self.observe(self._on_mode, names="probe_mode")
+
+    # -- the frontend's requests ------------------------------------------------------------
+
+    @command  # type: ignore[misc]
+    def rpc(self, msg: Any, buffers: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
+        """Answer one request; never raises (errors are ``{"kind": "error"}`` replies)."""
+        kind = msg.get("kind") if isinstance(msg, dict) else None
+        session = self._session
+        if session is None:
+            return dict(error_reply("this Explorer was closed", request=str(kind or ""))), []
+        slow = kind in _SLOW
+        if slow:
+            self.busy = str(kind)
+        try:
+            reply, changed = session.handle(msg)
+            if changed:
+                self._sync(changed)
+            if slow:
+                self.error = reply.get("message", "") if reply.get("kind") == "error" else ""
+            return reply, []
+        except Exception as e:  # noqa: BLE001 - syncing state must not raise into the kernel either
+            return dict(error_reply(f"{kind}: {type(e).__name__}: {e}")), []
+        finally:
+            if slow:
+                self.busy = ""
+
+    def _handle_custom_msg(self, content: Any, buffers: list[bytes]) -> None:
+        # anywidget indexes its command table with the message's name and id unchecked; answer a
+        # malformed envelope here instead of letting a KeyError reach the kernel's log.
+        if isinstance(content, dict) and content.get("kind") == "anywidget-command":
+            name, mid = content.get("name"), content.get("id")
+            if name != "rpc" or not isinstance(mid, str) or "msg" not in content:
+                if isinstance(mid, (str, int)) and not isinstance(mid, bool):
+                    why = (
+                        "no 'msg' in the command" if name == "rpc" else f"unknown command {name!r}"
+                    )
+                    reply = error_reply(f"{why}; the only command is 'rpc' with a 'msg'")
+                    self.send({"id": mid, "kind": "anywidget-command-response", "response": reply})
+                return
+        super()._handle_custom_msg(content, buffers)
+
+    def _sync(self, changed: frozenset[str]) -> None:
+        s = self._session
+        if s is None:
+            return
+        with self.hold_sync():
+            if "tree" in changed:
+                self.tree = s.tree_state()
+            if "selected" in changed:
+                self.selected = s.selected
+            if "overview" in changed:
+                self.overview = s.overview()
+            if "probe" in changed:
+                self.probe = s.probe_summary()
+                self.probe_mode = s.mode
+            if "history" in changed:
+                self.history = s.history()
+
+    def _on_mode(self, change: dict[str, Any]) -> None:
+        if self._session is not None and change["new"] in ("fake", "real"):
+            self._session.mode = change["new"]
+
+    def _live(self) -> Session:
+        if self._session is None:
+            raise RuntimeError("this Explorer was closed; call tx.explore(model) again")
+        return self._session
+
+    # -- the Python mirror ------------------------------------------------------------------
+
+    @property
+    def model(self) -> nn.Module:
+        return self._live()._model()
+
+    @property
+    def probe_report(self) -> ProbeReport | None:
+        """The last probe (None when no example inputs were given)."""
+        return self._live().report
+
+    @property
+    def patches(self) -> tuple[PatchEntry, ...]:
+        log = self._live().log
+        return log.entries if log is not None else ()
+
+    def select(self, path: str) -> str:
+        """Select the module at ``path`` in the view; returns its canonical path."""
+        found = self._live().select(path)
+        self._sync(SELECT)
+        return found
+
+    def edit(self, path: str | None = None, **hyperparameters: Any) -> PatchEntry:
+        """``PatchLog.edit`` on ``path`` (default: the selected module), then re-probe."""
+        return self._patch(
+            "edit", self._live().selected if path is None else path, **hyperparameters
+        )
+
+    def replace(self, path: str, new_module: nn.Module, which: str = "all") -> PatchEntry:
+        return self._patch("replace", path, new_module, which=which)
+
+    def replace_all(self, match: Any, factory: Any) -> PatchEntry:
+        return self._patch("replace_all", match, factory)
+
+    def undo(self) -> PatchEntry:
+        return self._patch("undo")
+
+    def redo(self) -> PatchEntry:
+        return self._patch("redo")
+
+    def run_probe(self, mode: str | None = None) -> ProbeReport | None:
+        """Probe again (``mode`` "fake" or "real"; default: the current mode)."""
+        s = self._live()
+        self.busy = "probe"
+        try:
+            s.run_probe(mode)
+        finally:
+            self.busy = ""
+            self._sync(PROBE)
+        return s.report
+
+    def to_code(self) -> str:
+        """Python that replays this session's patches on a fresh model (``PatchLog.to_code``)."""
+        log = self._live().log
+        return log.to_code() if log is not None else ""
+
+    def save_snapshot(self) -> None:
+        """Store a read-only snapshot in the widget state, so that a notebook saved with widget
+        state shows the tree and panes without a kernel (actions disabled)."""
+        self.snapshot = self._live().snapshot()
+
+    def to_html(self, path: str | os.PathLike[str] | None = None) -> str:
+        """A standalone HTML page (bundle and current state inlined, no network) that browses the
+        tree and panes read-only; written to ``path`` too when given."""
+        state = {name: getattr(self, name) for name in _STATE}
+        state.update(readonly=True, snapshot=self._live().snapshot())
+        title = f"torchxray: {self.tree.get('root', {}).get('cls', 'model')}"
+        page = assets.standalone_page(state, title)
+        if path is not None:
+            Path(path).write_text(page, encoding="utf-8")
+        return page
+
+    def close(self) -> None:
+        """Drop every reference to the model (it can be garbage-collected) and close the view."""
+        # getattr: ipywidgets calls close() from __del__, also on a half-built instance.
+        session: Session | None = getattr(self, "_session", None)
+        if session is not None:
+            session.close()
+            self._session = None
+        super().close()
+
+    def _patch(self, op: str, *args: Any, **kwargs: Any) -> PatchEntry:
+        s = self._live()
+        self.busy = op
+        try:
+            return s.patch(op, *args, **kwargs)
+        finally:
+            self.busy = ""
+            self._sync(ALL)
+
+
+def explore(
+    model: nn.Module, *example_args: Any, mode: str = "fake", **example_kwargs: Any
+) -> Explorer:
+    """Open the Explorer on ``model``; example inputs (if given) drive the shape probe.
+
+    ``mode="real"`` runs the probe on real tensors where the model lives (time and memory per
+    module); the default "fake" needs no memory and runs no compute.
+    """
+    return Explorer(model, *example_args, mode=mode, **example_kwargs)
