@@ -11,6 +11,7 @@ recorded as reassigned. ``copy.deepcopy`` never calls ``__init__``, so copies ar
 from __future__ import annotations
 
 import contextlib
+import copy
 import inspect
 import sys
 import threading
@@ -80,11 +81,18 @@ def _recording_init(self: nn.Module, *args: Any, **kwargs: Any) -> None:
     try:
         frame = _outermost_init(self, sys._getframe(1))
         if frame is not None:
-            rec = _frame_args(frame)
+            args, kwargs = _frame_args(frame)
+            # A constructor that mutates a list/dict argument after super().__init__() (e.g.
+            # sizes.append) would otherwise change the record too: keep a copy of plain containers.
+            rec = tuple(map(_detach, args)), {k: _detach(v) for k, v in kwargs.items()}
             with _lock:
                 _records[self] = rec
     except Exception:  # noqa: BLE001, S110 - recording is best effort; never break construction
         pass
+
+
+def _detach(value: Any) -> Any:
+    return copy.copy(value) if type(value) in (list, dict, set) else value
 
 
 def _install() -> None:

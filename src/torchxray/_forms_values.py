@@ -111,7 +111,7 @@ def resolve_dotted(text: str) -> Any:
     """Object at a dotted path inside an already imported module; attribute walk only."""
     parts = text.split(".")
     if not all(p.isidentifier() and not p.startswith("__") for p in parts):
-        raise ParseError(f"{text!r} is not a dotted name")
+        raise ParseError(f"{_shown(text)} is not a dotted name")
     for cut in range(len(parts), 0, -1):
         mod = sys.modules.get(".".join(parts[:cut]))
         if mod is None:
@@ -123,7 +123,7 @@ def resolve_dotted(text: str) -> Any:
         except AttributeError:
             break
         return obj
-    raise ParseError(f"{text!r} names nothing in an imported module")
+    raise ParseError(f"{_shown(text)} names nothing in an imported module")
 
 
 def to_text(kind: str, value: Any) -> str:
@@ -179,16 +179,20 @@ def _literal(text: str) -> Any:
     try:
         return ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        raise ParseError(f"expected {expected('literal')}, got {text!r}{_not_code(text)}") from None
+        raise ParseError(
+            f"expected {expected('literal')}, got {_shown(text)}{_not_code(text)}"
+        ) from None
 
 
 def _int(text: str) -> int:
     try:
         v = _literal(text)
     except ParseError:
-        raise ParseError(f"expected {expected('int')}, got {text!r}{_not_code(text)}") from None
+        raise ParseError(
+            f"expected {expected('int')}, got {_shown(text)}{_not_code(text)}"
+        ) from None
     if type(v) is not int:
-        raise ParseError(f"expected {expected('int')}, got {text!r}")
+        raise ParseError(f"expected {expected('int')}, got {_shown(text)}")
     return v
 
 
@@ -196,7 +200,7 @@ def _float(text: str) -> float:
     try:
         return float(text)
     except ValueError:
-        raise ParseError(f"expected {expected('float')}, got {text!r}") from None
+        raise ParseError(f"expected {expected('float')}, got {_shown(text)}") from None
 
 
 def _bool(text: str) -> bool:
@@ -205,7 +209,7 @@ def _bool(text: str) -> bool:
         return True
     if low in ("false", "0", "no", "off"):
         return False
-    raise ParseError(f"expected {expected('bool')}, got {text!r}")
+    raise ParseError(f"expected {expected('bool')}, got {_shown(text)}")
 
 
 def _sizes(text: str, elem: str, none_elems: bool) -> Any:
@@ -218,14 +222,22 @@ def _sizes(text: str, elem: str, none_elems: bool) -> Any:
         (isinstance(e, scalar) and not isinstance(e, bool)) or (none_elems and e is None) for e in v
     ):
         return v
-    raise ParseError(f"expected {expected('int_or_tuple')}, got {text!r}{_not_code(text)}")
+    raise ParseError(f"expected {expected('int_or_tuple')}, got {_shown(text)}{_not_code(text)}")
 
 
 def _literal_or(text: str, kind: str) -> Any:
     try:
         return _literal(text)
     except ParseError:
-        raise ParseError(f"expected {expected(kind)}, got {text!r}{_not_code(text)}") from None
+        raise ParseError(
+            f"expected {expected(kind)}, got {_shown(text)}{_not_code(text)}"
+        ) from None
+
+
+def _shown(text: str) -> str:
+    """The bad text as a message quotes it: cut short, so a pasted megabyte stays a one-liner."""
+    shown = repr(text)
+    return shown if len(shown) <= 60 else shown[:57] + "..."
 
 
 def _not_code(text: str) -> str:
@@ -239,7 +251,7 @@ def _dtype(text: str) -> torch.dtype:
     name = text.removeprefix("torch.")
     obj = getattr(torch, name, None) if name.isidentifier() else None
     if not isinstance(obj, torch.dtype):
-        raise ParseError(f"expected {expected('dtype')}, got {text!r}")
+        raise ParseError(f"expected {expected('dtype')}, got {_shown(text)}")
     return obj
 
 
@@ -247,7 +259,7 @@ def _device(text: str) -> torch.device:
     try:
         return torch.device(text.strip("'\""))
     except (RuntimeError, ValueError, TypeError):
-        raise ParseError(f"expected {expected('device')}, got {text!r}") from None
+        raise ParseError(f"expected {expected('device')}, got {_shown(text)}") from None
 
 
 def _callable(text: str, kind: str, choices: tuple[str, ...]) -> Any:
@@ -262,11 +274,11 @@ def _callable(text: str, kind: str, choices: tuple[str, ...]) -> Any:
     top = text.split(".", 1)[0]
     if top not in ("torch", "torchvision", "timm", "transformers"):
         raise ParseError(
-            f"expected {expected(kind)} (one of {', '.join(choices[:6])}, ...), got {text!r}"
+            f"expected {expected(kind)} (one of {', '.join(choices[:6])}, ...), got {_shown(text)}"
         )
     obj = resolve_dotted(text)
     if kind == "class" and not isinstance(obj, type) or not callable(obj):
-        raise ParseError(f"expected {expected(kind)}, got {text!r}")
+        raise ParseError(f"expected {expected(kind)}, got {_shown(text)}")
     return obj
 
 
@@ -291,7 +303,7 @@ def parse(
     if kind == "choice":
         bare = text.strip("'\"")
         if choices and bare not in choices:
-            raise ParseError(f"expected one of {', '.join(choices)}, got {text!r}")
+            raise ParseError(f"expected one of {', '.join(choices)}, got {_shown(text)}")
         if enum_cls is not None:
             return enum_cls[bare]
         return bare
@@ -316,15 +328,15 @@ def parse(
         try:
             return torch.tensor(v)
         except (TypeError, ValueError, RuntimeError):
-            raise ParseError(f"expected {expected(kind)}, got {text!r}") from None
+            raise ParseError(f"expected {expected(kind)}, got {_shown(text)}") from None
     if kind == "varargs":
         v = _literal_or(text, kind)
         if not isinstance(v, (tuple, list)):
-            raise ParseError(f"expected {expected(kind)}, got {text!r}")
+            raise ParseError(f"expected {expected(kind)}, got {_shown(text)}")
         return tuple(v)
     if kind == "varkw":
         v = _literal_or(text, kind)
         if not isinstance(v, dict) or not all(isinstance(k, str) for k in v):
-            raise ParseError(f"expected {expected(kind)}, got {text!r}")
+            raise ParseError(f"expected {expected(kind)}, got {_shown(text)}")
         return v
     return _literal(text)

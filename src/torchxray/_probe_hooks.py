@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
+import logging
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -226,6 +227,9 @@ class ProbeRun:
                 # allow_non_fake_inputs: the model's real parameters are converted lazily to fake
                 # views (memoised per tensor) on first use - no copy of their data, no new memory.
                 self.fake_mode = es.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
+                # A meta kernel that fails logs a full traceback at ERROR level before raising; the
+                # report already carries that error, so keep it out of the notebook's output.
+                es.enter_context(_quiet_logger("torch._subclasses.fake_tensor"))
             es.enter_context(_FlopCount(self.stack))
             self.count_flops = True
             pre = nn_module.register_module_forward_pre_hook(self._pre_hook)
@@ -381,6 +385,17 @@ def _set_training(m: nn.Module, training: bool) -> None:
         m.__dict__["training"] = training
     else:  # e.g. a ScriptModule keeps the flag in C++ behind its own __setattr__
         m.training = training
+
+
+@contextlib.contextmanager
+def _quiet_logger(name: str) -> Iterator[None]:
+    logger = logging.getLogger(name)
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def _restore_training(flags: list[tuple[nn.Module, bool]]) -> None:

@@ -81,7 +81,10 @@ def _model_classes(model: nn.Module) -> list[type[nn.Module]]:
     seen: dict[type, None] = {}
     for m in model.modules():
         cls = type(m)
-        if not cls.__module__.startswith("torch"):
+        # Only torch's own modules are excluded: torchvision / torchaudio / torchxray classes are
+        # the model's, though their module names also start with "torch".
+        mod = cls.__module__
+        if not (mod == "torch" or mod.startswith("torch.")):
             seen.setdefault(cls, None)
     return list(seen)
 

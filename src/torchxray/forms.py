@@ -302,7 +302,7 @@ class Form:
         try:
             new = typing.cast(nn.Module, self.cls(*bound.args, **bound.kwargs))
         except Exception as e:  # noqa: BLE001 - any constructor failure becomes a form error
-            msg = f"{self.cls.__name__}(...) raised {type(e).__name__}: {e}"
+            msg = f"{self.cls.__name__}(...) raised {type(e).__name__}: {_brief(e)}"
             raise FormError({"__init__": msg}, self.cls) from e
         if type(new) is self.cls and not self.cls.__module__.startswith("torch."):
             # User classes often keep no attributes named after their parameters: remembering
@@ -332,6 +332,12 @@ def _same(a: Any, b: Any) -> bool:
         except Exception:  # noqa: BLE001
             return False
     return False
+
+
+def _brief(exc: BaseException) -> str:
+    # torch's C++ errors append "Exception raised from ..." and a native stack: keep the sentence.
+    text = str(exc).split("\nException raised from", 1)[0].strip()
+    return text if len(text) <= 300 else text[:297] + "..."
 
 
 def form(module_or_class: nn.Module | type) -> Form:

@@ -95,7 +95,7 @@ def mro_graph(obj: Any) -> graphviz.Digraph:
     Node ids are ``c<position>`` (SVG element ids ``mro-c<position>``), so a view can map a
     rendered node back to ``mro_classes(obj)[position]``.
     """
-    infos = mro_classes(obj)
+    infos = mro_classes(_target(obj, "mro_graph"))  # errors name the function called
     graph = MroDigraph(
         name="mro",
         graph_attr={"rankdir": "BT", "nodesep": "0.3", "ranksep": "0.35", "tooltip": " "},

@@ -47,7 +47,10 @@ from ._placement import carry, place
 class PatchEntry:
     """One applied change. ``changes`` maps a hyperparameter to ``(old, new)``; ``kept`` and
     ``reinitialised`` name the replacement's parameters/buffers copied from the old module or left
-    as freshly initialised (edit only); ``code`` replays the change (see ``PatchLog.to_code``)."""
+    as freshly initialised (edit only); ``guessed`` names the unchanged hyperparameters an edit
+    rebuilt from a guess (form origin "default": record the constructor arguments with
+    ``tx.record_init_args()`` to make them exact); ``code`` replays the change (see
+    ``PatchLog.to_code``)."""
 
     id: int
     op: Literal["replace", "edit", "replace_all"]
@@ -58,6 +61,7 @@ class PatchEntry:
     kept: tuple[str, ...] = ()
     reinitialised: tuple[str, ...] = ()
     code: str = ""
+    guessed: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,11 +145,22 @@ class PatchLog:
             after = {}
         old_values = dict(before.values)
         changes = {k: (old_values.get(k), after.get(k, v)) for k, v in hyperparameters.items()}
+        # Values the form could not recover are rebuilt from the signature's defaults: say so, since
+        # the rebuilt module may then differ from the old one in more than the requested changes.
+        guessed = tuple(
+            f.name
+            for f in before.fields
+            if f.origin == "default"
+            and f.name not in hyperparameters
+            and f.kind not in ("varargs", "varkw")
+        )
         cast = not ({"dtype", "device"} & set(hyperparameters))
         place(new, old, index, path, cast=cast)
         kept, fresh = carry(new, old)
         item = _Item(old, new, tuple(index.paths_of(old)), kept, cast)
-        return self._commit("edit", index, [item], changes, kept, fresh, placed=True)
+        return self._commit(
+            "edit", index, [item], changes, kept, fresh, placed=True, guessed=guessed
+        )
 
     def matches(self, match: Match) -> list[str]:
         """The paths ``replace_all(match, ...)`` would change, in ``named_modules`` order."""
@@ -243,6 +258,7 @@ class PatchLog:
         kept: tuple[str, ...],
         fresh: tuple[str, ...],
         placed: bool = False,
+        guessed: tuple[str, ...] = (),
     ) -> PatchEntry:
         entry_id = self._next_id
         imports: set[str] = set()
@@ -259,7 +275,7 @@ class PatchLog:
                 exprs.append(code.slot_target(slot.parent_path, slot.parent, slot.key))
             # Code first: the constructor call reads the replacement as the user built it.
             blocks.append(code.Change(item.paths[0], item.new, tuple(exprs), item.kept, item.cast))
-        title = _title(entry_id, op, items, changes, kept, fresh)
+        title = _title(entry_id, op, items, changes, kept, fresh, guessed)
         text = code.entry_code(title, blocks, index.by_id, imports)
         if not placed:
             for item in items:
@@ -278,6 +294,7 @@ class PatchLog:
             kept=kept,
             reinitialised=fresh,
             code=text,
+            guessed=guessed,
         )
         self._next_id += 1
         self._done.append(_Record(entry, tuple(swaps), frozenset(imports)))
@@ -344,6 +361,7 @@ def _title(
     changes: dict[str, tuple[Any, Any]],
     kept: tuple[str, ...],
     fresh: tuple[str, ...],
+    guessed: tuple[str, ...] = (),
 ) -> str:
     paths = [p for i in items for p in i.paths]
     where = ", ".join(paths[:4]) + (f" and {len(paths) - 4} more" if len(paths) > 4 else "")
@@ -354,6 +372,8 @@ def _title(
         title += (
             f"; kept {', '.join(kept) or 'nothing'}; re-initialised {', '.join(fresh) or 'nothing'}"
         )
+    if guessed:
+        title += f"; guessed (defaults) {', '.join(guessed)}"
     return title.replace("\n", " ")
 
 
