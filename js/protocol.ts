@@ -11,6 +11,7 @@ export interface NodeRow {
   params: number;
   out?: string;
   marks?: string[];
+  alias_of?: string; // an alias path: the canonical path of the same module object
   depth?: number; // set in filter results only
   match?: boolean; // set in filter results only
 }

@@ -209,4 +209,24 @@ describe("TreeView after a patch", () => {
     expect(view.isExpanded("fold:layers:0")).toBe(true);
     expect(labels(view)).toEqual(expect.arrayContaining(["2 Block", "fc Linear"]));
   });
+
+  it("an alias row keeps its own name and the focus when the kernel selects the canonical path", async () => {
+    const { view, onSelect } = setup();
+    const row = (path: string, extra: Record<string, unknown> = {}) => ({ path, name: path, cls: "Linear", nkids: 0, params: 6, ...extra });
+    await view.setState({
+      rev: 1,
+      root: { path: "", name: "", cls: "Sequential", nkids: 3, params: 6 },
+      pages: { "": { items: [row("0", { marks: ["alias"] }), row("1", { alias_of: "0", marks: ["alias"] }), row("2")], total: 3, offset: 0 } },
+    });
+    expect(labels(view)).toEqual(["(model) Sequential", "0 Linear", "1 Linear", "2 Linear"]);
+    view.select("0");
+    const key = (k: string) => view.tree.dispatchEvent(new KeyboardEvent("keydown", { key: k, bubbles: true }));
+    key("ArrowDown");
+    expect(onSelect).toHaveBeenLastCalledWith("1");
+    await view.reveal("0"); // what the kernel's answer (selected = canonical "0") does
+    expect(view.focus).toBe(2);
+    key("ArrowDown");
+    expect(onSelect).toHaveBeenLastCalledWith("2");
+    expect(view.focus).toBe(3);
+  });
 });

@@ -113,7 +113,13 @@ export class TreeView {
 
   select(path: string, notify = false): void {
     this.selected = path;
-    const i = this.visible.findIndex((r) => r.item && !isFold(r.item) && !isMore(r.item) && r.key === path);
+    // The kernel answers a click on an alias row with the canonical path: keep the focus on the
+    // alias row, or arrowing down onto it would jump back up (a keyboard trap).
+    const cur = this.visible[this.focus]?.item;
+    const onAlias = cur && !isFold(cur) && !isMore(cur) && cur.alias_of === path;
+    const i = onAlias
+      ? this.focus
+      : this.visible.findIndex((r) => r.item && !isFold(r.item) && !isMore(r.item) && r.key === path);
     if (i >= 0) this.focus = i;
     this.render();
     if (i >= 0) this.scrollTo(i);

@@ -208,6 +208,55 @@ describe("Explorer widget", () => {
     expect(el.querySelector("tr.tx-failed")).not.toBeNull();
   });
 
+  it("Probe tab: after a failed probe, modules not reached are not called removed (and stay on Show more)", async () => {
+    let calls = 0;
+    const row = (path: string) => ({ path, cls: "Conv2d", calls: 1, inputs: "1", outputs: "1", status: "same", before: null, flops: null, time_ms: null, mem_peak: null });
+    const { el, model } = setup({
+      probe_table: (m) => {
+        calls += 1;
+        return { kind: "probe_table", total: 2, removed: [], not_reached: ["fc"], rows: [row(m.offset === 0 ? "conv1" : "bn1")] };
+      },
+    });
+    model.set("probe", FAILED);
+    byRole(el, "tab", "Probe")[0].click();
+    await flush();
+    const note = () => el.querySelector(".tx-removed")?.textContent ?? "";
+    expect(note()).toBe("not reached (the probe stopped at bn1): fc");
+    expect(el.textContent).not.toContain("removed since");
+    button(el, "Show more (1 left)").click();
+    await flush();
+    expect(calls).toBe(2);
+    expect(note()).toBe("not reached (the probe stopped at bn1): fc");
+    expect(el.querySelectorAll(".tx-table tbody tr").length).toBe(2);
+  });
+
+  it("Source tab scrolls its own panel (not the page) to the marked forward; a new tab starts at the top", async () => {
+    const { el } = setup();
+    const panels = el.querySelector(".tx-panels") as HTMLElement;
+    panels.getBoundingClientRect = () => ({ top: 100 }) as DOMRect;
+    const rect = vi.spyOn(HTMLElement.prototype, "getBoundingClientRect");
+    rect.mockImplementation(function (this: HTMLElement) {
+      return { top: this === panels ? 100 : this.classList.contains("hll") ? 900 : 0 } as DOMRect;
+    });
+    byRole(el, "tab", "Source")[0].click();
+    await flush();
+    rect.mockRestore();
+    expect(panels.scrollTop).toBe(900 - 100 - 54);
+    byRole(el, "tab", "Overview")[0].click();
+    await flush();
+    expect(panels.scrollTop).toBe(0);
+  });
+
+  it("Source tab says when forward lies outside the shown class body", async () => {
+    const { el } = setup({
+      source: () => ({ kind: "source", html: "<pre>class Module: ...</pre>", file: "module.py", line: 407, reason: null, qualname: "torch.nn.Module", forward_lines: [391, 404] }),
+    });
+    byRole(el, "tab", "Source")[0].click();
+    await flush();
+    expect(el.textContent).toContain("forward: lines 391–404 (outside the class body)");
+    expect(el.textContent).not.toContain("(marked)");
+  });
+
   it("MRO tab lists the classes even when the renderer cannot load", async () => {
     const { el } = setup({
       mro: () => ({ kind: "mro", dot: "digraph {}", classes: [{ name: "Conv2d", qualname: "torch.nn.Conv2d", module: "torch", group: "torch", defines: ["forward"], node: "c0" }] }),

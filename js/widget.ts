@@ -170,6 +170,8 @@ export function createExplorer(
   }
 
   async function openTab(name: Tab): Promise<void> {
+    // The panels share one scroller: a long Probe table's offset must not carry over to Overview.
+    if (name !== active) panelBox.scrollTop = 0;
     active = name;
     for (const t of TABS) {
       const on = t === name;

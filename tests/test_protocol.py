@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -81,3 +82,18 @@ def test_error_reply_shape() -> None:
         "fields": {"a": "m"},
         "request": "edit",
     }
+
+
+def test_the_frontend_sends_exactly_the_kinds_the_kernel_knows() -> None:
+    # js/ is the other half of this protocol: a kind renamed on one side only would be answered
+    # "unknown request kind" at run time, so check the mirror here.
+    js = Path(__file__).parents[1] / "js"
+    sent = re.compile(r'\.(?:call|submit)(?:<[^(]*?>)?\([^{]*?\{\s*kind:\s*"(\w+)"', re.S)
+    kinds: set[str] = set()
+    for path in js.rglob("*.ts"):
+        if "node_modules" in path.parts or path.name.endswith(".test.ts"):
+            continue
+        if path.name == "fake_model.ts":
+            continue
+        kinds |= set(sent.findall(path.read_text(encoding="utf-8")))
+    assert kinds == set(REQUESTS)

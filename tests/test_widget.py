@@ -6,7 +6,9 @@ from __future__ import annotations
 import base64
 import gc
 import json
+import re
 import weakref
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -154,6 +156,32 @@ def test_an_alias_path_selects_the_canonical_node() -> None:
         assert call(ex, kind="select", path=path)["path"] == path
 
 
+def test_an_alias_child_is_its_own_row_not_a_copy_of_the_canonical_one() -> None:
+    lin = nn.Linear(2, 2)
+    ex = explore(nn.Sequential(lin, lin, nn.ReLU(), nn.Linear(2, 3)))
+    items = call(ex, kind="children", path="")["items"]
+    # Each path once, in order (the view keys rows by path: a duplicate "0" collided there).
+    assert [(r["path"], r["name"]) for r in items] == [
+        ("0", "0"),
+        ("1", "1"),
+        ("2", "2"),
+        ("3", "3"),
+    ]
+    assert "alias_of" not in items[0] and items[1]["alias_of"] == "0"
+    assert "alias" in items[0]["marks"] and "alias" in items[1]["marks"]
+    assert call(ex, kind="select", path="1")["path"] == "0"
+    ex.save_snapshot()
+    raw = ex.snapshot["children"][""]["raw"]
+    assert [r["path"] for r in raw] == ["0", "1", "2", "3"]
+
+    # A fold of aliases names its own paths, not the canonical one elsewhere in the model.
+    outer = nn.Module()
+    outer.x = lin
+    outer.seq = nn.Sequential(lin, lin, lin)
+    (fold,) = call(explore(outer), kind="children", path="seq")["items"]
+    assert (fold["fold"], fold["first"], fold["last"]) == (3, "seq.0", "seq.2")
+
+
 # -- edit, probe, undo ------------------------------------------------------------------------
 
 
@@ -213,6 +241,25 @@ def test_nothing_to_undo_is_an_error_reply() -> None:
     assert got["kind"] == "error" and "nothing to undo" in got["message"] and ex.busy == ""
 
 
+def test_a_kernel_interrupt_during_a_probe_is_answered_not_left_pending(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import torchxray.session as session_mod
+
+    ex, model = cnn()
+
+    def interrupted(*args: Any, **kwargs: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(session_mod, "probe", interrupted)
+    got = call(ex, kind="edit", path="head", changes={"out_features": "3"})
+    assert got == {"kind": "error", "message": "edit: interrupted", "request": "edit"}
+    assert ex.busy == "" and model.head.out_features == 3  # the patch stands
+    assert ex.probe["ok"] is None and "probe interrupted" in ex.probe["status"]
+    assert ex.history["can_undo"] and ex.tree["pages"][""]["items"][2]["params"] == 8 * 3 + 3
+    assert call(ex, kind="probe")["kind"] == "error"  # still interrupted: an error, not a raise
+
+
 def test_real_probe_mode_from_the_view() -> None:
     ex, _ = cnn()
     got = call(ex, kind="probe", mode="real")
@@ -238,8 +285,12 @@ def test_replace_with_a_catalog_class_prefilled_from_the_old_module() -> None:
     assert type(model.features[1]).__name__ == "InstanceNorm2d" and model.features[1].affine
     assert ex.probe["ok"] is True
     table = call(ex, kind="probe_table")
-    statuses = {r["path"]: r["status"] for r in table["rows"]}
-    assert statuses["features.1"] == "same"  # same shapes: InstanceNorm2d keeps them
+    rows = {r["path"]: r for r in table["rows"]}
+    # Same shapes, but a new class is still a change to show: the row says what it was.
+    assert rows["features.1"]["status"] == "changed"
+    assert rows["features.1"]["before"] == "2×8×8×8 (was BatchNorm2d)"
+    assert rows["features.0"]["status"] == "same" and rows["features.0"]["before"] is None
+    assert ex.probe["changed"] == 1
     assert "InstanceNorm2d" in ex.to_code()
 
 
@@ -253,12 +304,57 @@ def test_replace_with_bad_arguments_reports_the_field() -> None:
     assert model.head is old
 
 
+def test_a_message_cannot_make_the_kernel_import_a_new_package() -> None:
+    import sys
+
+    ex, model = cnn()
+    assert "antigravity" not in sys.modules  # importing it would open a web browser
+    for msg in (
+        {"kind": "form", "cls": "antigravity.Anything", "prefill": "head"},
+        {"kind": "replace", "path": "head", "cls": "antigravity.Anything"},
+    ):
+        got = call(ex, **msg)
+        assert got["kind"] == "error" and "'antigravity' is not imported" in got["message"]
+    assert "antigravity" not in sys.modules and type(model.head) is nn.Linear
+    # Classes of imported packages (what the catalog offers) still resolve.
+    assert call(ex, kind="form", cls="torch.nn.Identity")["cls"] == "Identity"
+
+
 def test_probe_diff_marks_changed_modules() -> None:
     ex, _ = cnn()
     call(ex, kind="edit", path="head", changes={"out_features": "3"})
     assert ex.probe["changed"] >= 1
     rows = {r["path"]: r for r in call(ex, kind="probe_table")["rows"]}
-    assert rows["head"]["status"] == "changed" and rows["head"]["before"].startswith("2×10")
+    # "before" is written like the "output" column (shapes only), so the two compare at a glance.
+    assert rows["head"]["status"] == "changed" and rows["head"]["before"] == "2×10"
+    assert rows["head"]["outputs"] == "2×3"
+
+
+def test_modules_a_failed_probe_did_not_reach_are_not_called_removed() -> None:
+    ex, _ = cnn()
+    call(ex, kind="edit", path="features.0", changes={"out_channels": "4"})
+    assert ex.probe["ok"] is False and ex.probe["error"]["path"] == "features.1"
+    table = call(ex, kind="probe_table")
+    assert table["removed"] == []
+    assert table["not_reached"] == ["features.2", "features.3", "pool", "head"]
+    # Only what ran and differs counts (root, features, features.0, the failed features.1), not
+    # the four modules after the failure.
+    assert ex.probe["changed"] == 4
+    call(ex, kind="undo")
+    table = call(ex, kind="probe_table")
+    assert table["not_reached"] == [] and table["removed"] == []
+    assert {r["path"] for r in table["rows"] if r["status"] == "added"} >= {"head", "pool"}
+
+
+def test_styles_follow_the_theme_in_dark_mode() -> None:
+    css = (Path(__file__).parents[1] / "js" / "styles.css").read_text()
+    # JupyterLab's dark theme keeps --jp-*-color3 light: rows tinted with them were unreadable.
+    assert not re.search(r"--jp-(warn|error|success)-color3", css)
+    for var in ("--tx-changed", "--tx-added", "--tx-badbg"):
+        assert re.search(rf"{var}: color-mix\(in srgb, var\(--tx-\w+\) \d+%, transparent\)", css)
+    # Graphviz's white page behind the MRO graph is cleared; the nodes keep their own fills.
+    assert '.tx-graph svg g.graph > g[id^="a_graph"] polygon { fill: transparent; }' in css
+    assert "background: #fff" not in css
 
 
 # -- panes: source, mro, asset ----------------------------------------------------------------
@@ -422,6 +518,8 @@ def test_to_html_inlines_the_state_read_only(tmp_path: Any) -> None:
     assert snap["form"]["head"]["cls"] == "Linear"
     assert snap["probe_table"]["total"] == 8  # the added ReLU is not called by forward
     assert _inlined(page, "tx-bundle") == "export default {}"  # the (stubbed) bundle
+    # A dark system theme darkens the page around the (self-theming) widget too.
+    assert "@media (prefers-color-scheme: dark) { body { background: #0d1117; } }" in page
 
 
 def test_save_snapshot_fills_the_widget_state() -> None:

@@ -22,6 +22,7 @@ interface TableReply {
   rows: ProbeRow[];
   total: number;
   removed: string[];
+  not_reached?: string[]; // after a failed probe: modules it stopped before (not removed)
   rev: number;
 }
 
@@ -94,9 +95,14 @@ export class ProbePane implements Pane {
     const first = this.rows.length === 0;
     this.rows.push(...r.rows);
     this.el.querySelector(".tx-tablewrap")?.remove();
-    this.el.querySelector(".tx-removed")?.remove();
     if (first && r.removed.length) {
       this.el.appendChild(h("p", { class: "tx-removed tx-bad" }, `removed since the previous probe: ${r.removed.join(", ")}`));
+    }
+    if (first && r.not_reached?.length) {
+      const where = this.ctx.model.get("probe")?.error?.path || "(model)";
+      this.el.appendChild(
+        h("p", { class: "tx-removed tx-muted" }, `not reached (the probe stopped at ${where}): ${r.not_reached.join(", ")}`),
+      );
     }
     const real = this.rows.some((x) => x.time_ms !== null);
     const head = ["module", "class", "calls", "input", "output", "before"];

@@ -17,7 +17,8 @@ __all__ = ["bundle", "standalone_page"]
 # Code travels base64-encoded so that no "</script>" inside it can end its element early.
 _PAGE = """<!doctype html>
 <html><head><meta charset="utf-8"><title>{title}</title>
-<style>body {{ margin: 16px; }} .tx-root {{ height: calc(100vh - 40px); }}</style>
+<style>body {{ margin: 16px; }} .tx-root {{ height: calc(100vh - 40px); }}
+@media (prefers-color-scheme: dark) {{ body {{ background: #0d1117; }} }}</style>
 <style>{css}</style></head>
 <body><div id="tx-root"></div>
 <script type="text/plain" id="tx-state">{state}</script>

@@ -90,6 +90,20 @@ class RowMaker:
             row["marks"] = marks
         return row
 
+    def child_row(self, tree: ModelTree, path: str) -> dict[str, Any]:
+        """The row at ``path`` among its parent's children. An alias path (the same module object
+        registered twice, e.g. ``Sequential(lin, lin)``) keeps its own path and name, so that it
+        does not show as a second copy of the canonical row with the same key."""
+        node = tree[path]
+        row = self.row(node)
+        if node.path != path:
+            row["path"] = path
+            row["name"] = path.rsplit(".", 1)[-1]
+            row["alias_of"] = node.path
+            if "alias" not in row.setdefault("marks", []):
+                row["marks"].insert(0, "alias")
+        return row
+
 
 def node_row(
     node: Node, report: ProbeReport | None = None, log: PatchLog | None = None
@@ -133,14 +147,14 @@ def page(
     if unfold:
         kids = node.children
         end = min(len(kids), offset + limit)
-        items = [rows.row(tree[p]) for p in kids[offset:end]]
+        items = [rows.child_row(tree, p) for p in kids[offset:end]]
         # A "more" row asks for the rest of the requested range (e.g. the rest of a fold).
         return {"items": items, "total": len(kids), "offset": offset, "end": end}
     runs = _folded(tree, parent)
     for start, count in runs[offset : offset + limit]:
         first = tree[node.children[start]]
         if count == 1:
-            items.append(rows.row(first))
+            items.append(rows.child_row(tree, node.children[start]))
         else:
             last = node.children[start + count - 1]
             items.append(
@@ -149,7 +163,7 @@ def page(
                     "parent": parent,
                     "start": start,
                     "cls": first.cls,
-                    "first": first.path,
+                    "first": node.children[start],
                     "last": last,
                 }
             )

@@ -180,10 +180,8 @@ def probe_summary(
             "changed": 0,
             "rev": rev,
         }
-    changed = 0
-    if previous is not None:
-        d = previous.diff(report)
-        changed = len(d.changed) + len(d.added) + len(d.removed)
+    diff = _Diff(report, previous)
+    changed = len(diff.changed) + len(diff.added) + len(diff.removed)
     error = None
     if report.error is not None:
         e = report.error
@@ -211,17 +209,41 @@ def probe_summary(
     }
 
 
+class _Diff:
+    """The previous probe against this one, as the Probe pane shows it: output shapes or the class
+    changed (a replace that keeps shapes is still a change), added, removed; after a failed probe
+    the modules it no longer reached are "not reached", not "removed"."""
+
+    def __init__(self, report: ProbeReport, previous: ProbeReport | None) -> None:
+        self.changed: dict[str, str] = {}
+        self.added: set[str] = set()
+        self.removed: list[str] = []
+        self.not_reached: list[str] = []
+        if previous is None:
+            return
+        d = previous.diff(report)
+        self.added = {e.path for e in d.added}
+        gone = [e.path for e in d.removed]
+        if report.ok:
+            self.removed = gone
+        else:
+            self.not_reached = gone
+        shapes_differ = {e.path for e in d.changed}
+        for path, rec in report.records.items():
+            old = previous.records.get(path)
+            if old is None or (path not in shapes_differ and old.cls == rec.cls):
+                continue
+            # Same format as the "output" column, so before and now compare at a glance.
+            before = shape_text(old.output_shapes) if old.output_shapes else "—"
+            if old.cls != rec.cls:
+                before += f" (was {old.cls})"
+            self.changed[path] = before
+
+
 def probe_table(
     report: ProbeReport, previous: ProbeReport | None, offset: int, limit: int
 ) -> dict[str, Any]:
-    changed: dict[str, str] = {}
-    added: set[str] = set()
-    removed: list[str] = []
-    if previous is not None:
-        d = previous.diff(report)
-        changed = {e.path: leaves_text(e.before) for e in d.changed}
-        added = {e.path for e in d.added}
-        removed = [e.path for e in d.removed][:100]
+    diff = _Diff(report, previous)
     failed = report.error.path if report.error is not None else None
     recs = list(report.records.values())
     limit = min(max(limit, 1), 2000)
@@ -230,9 +252,9 @@ def probe_table(
         status = "same"
         if rec.path == failed:
             status = "failed"
-        elif rec.path in changed:
+        elif rec.path in diff.changed:
             status = "changed"
-        elif rec.path in added:
+        elif rec.path in diff.added:
             status = "added"
         rows.append(
             {
@@ -242,13 +264,19 @@ def probe_table(
                 "inputs": shape_text(rec.input_shapes),
                 "outputs": shape_text(rec.output_shapes),
                 "status": status,
-                "before": changed.get(rec.path),
+                "before": diff.changed.get(rec.path),
                 "flops": rec.flops,
                 "time_ms": rec.time_ms,
                 "mem_peak": rec.mem_peak,
             }
         )
-    return {"kind": "probe_table", "rows": rows, "total": len(recs), "removed": removed}
+    return {
+        "kind": "probe_table",
+        "rows": rows,
+        "total": len(recs),
+        "removed": diff.removed[:100],
+        "not_reached": diff.not_reached[:100],
+    }
 
 
 def history_dict(log: PatchLog) -> dict[str, Any]:

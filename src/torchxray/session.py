@@ -8,6 +8,7 @@ answered with ``{"kind": "error", ...}`` and leaves the model as it was.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -128,6 +129,11 @@ class Session:
             # No stale report: the view would show shapes of a model that no longer exists.
             self.previous, self.report = self.report, None
             self.probe_note = f"probe could not run: {type(e).__name__}: {e}"
+        except KeyboardInterrupt:
+            # The user stopped a slow (real) probe: the patch stands, its probe does not.
+            self.previous, self.report = self.report, None
+            self.probe_note = "probe interrupted: run it again from the Probe tab"
+            raise
 
     def patch(self, op: str, *args: Any, **kwargs: Any) -> PatchEntry:
         entry: PatchEntry = getattr(self.patch_log(), op)(*args, **kwargs)
@@ -158,7 +164,7 @@ class Session:
             data["nodes"].append({**rows.row(node), "depth": node.depth})
             if node.children:
                 folded = ser.page(tree, node.path, rows, page_size=len(node.children))["items"]
-                raw = [rows.row(tree[p]) for p in node.children]
+                raw = [rows.child_row(tree, p) for p in node.children]
                 data["children"][node.path] = {"folded": folded, "raw": raw}
             rec = self.report.records.get(node.path) if self.report is not None else None
             data["overview"][node.path] = panes.overview(node, rec)
@@ -263,9 +269,21 @@ class Session:
         src = source(target)
         return panes.source_dict(src, highlight(src)), NONE
 
+    def _resolve(self, qualname: str) -> type:
+        # A message must not make the kernel import a package it has not imported (importing runs
+        # that package's code: `antigravity` opens a browser). The catalog offers only classes of
+        # imported packages, so a request that names another one did not come from it.
+        top = qualname.split(".", 1)[0]
+        if top not in sys.modules:
+            raise ValueError(
+                f"{qualname!r}: package {top!r} is not imported in this kernel; import it in a "
+                "cell first (or tx.register(cls)), then choose the class again"
+            )
+        return resolve(qualname, self._model())
+
     def _on_form(self, req: Request) -> Result:
         if req["cls"]:
-            cls = resolve(req["cls"], self._model())
+            cls = self._resolve(req["cls"])
             f = form(cls)
             reply = panes.form_dict(f, req["prefill"] or "", self.rev)
             if req["prefill"] is not None:
@@ -289,7 +307,7 @@ class Session:
 
     def _on_replace(self, req: Request) -> Result:
         path = self.tree[req["path"] or ""].path
-        cls = resolve(req["cls"] or "", self._model())
+        cls = self._resolve(req["cls"] or "")
         new = form(cls).build(**req["changes"])
         entry = self.patch("replace", path, new, which=req["which"])
         return {"kind": "patched", "id": entry.id, "rev": self.rev}, ALL

@@ -77,6 +77,11 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
             return reply, []
         except Exception as e:  # noqa: BLE001 - syncing state must not raise into the kernel either
             return dict(error_reply(f"{kind}: {type(e).__name__}: {e}")), []
+        except KeyboardInterrupt:
+            # Kernel interrupt during a slow request: answer it, or the view waits for its
+            # timeout; the model may have changed before the interrupt, so re-send the state.
+            self._sync(ALL)
+            return dict(error_reply(f"{kind}: interrupted", request=str(kind))), []
         finally:
             if slow:
                 self.busy = ""
