@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import re
 import sys
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -38,6 +40,8 @@ class ClassFacts(NamedTuple):
     # their extra_repr is a function of those and of which tensors exist; for them the walk
     # memoises extra_repr (LayerNorm's costs ~3 us, too much at 100,000 modules).
     repr_keys: tuple[str, ...] | None
+    # extra_repr is nn.Module's own (always ""): containers, Identity, most custom blocks.
+    plain_repr: bool
 
 
 _CONTAINERS: tuple[tuple[type, str], ...] = (
@@ -48,7 +52,9 @@ _CONTAINERS: tuple[tuple[type, str], ...] = (
     (nn.ParameterDict, "ParameterDict"),
 )
 
-FACTS: dict[type, ClassFacts] = {}
+# Weak: a cache must not keep a user's (e.g. notebook-defined) class alive. Walks copy what they
+# use into a plain dict for the walk's duration (a WeakKeyDictionary lookup costs ~10x more).
+FACTS: weakref.WeakKeyDictionary[type, ClassFacts] = weakref.WeakKeyDictionary()
 
 
 def _is_torch_module(modname: str) -> bool:
@@ -112,9 +118,11 @@ def _compute_facts(cls: type) -> ClassFacts:
         parametrized=parametrized,
         script=script,
         repr_keys=tuple(consts) if memo and consts else None,
+        plain_repr=repr_owner is nn.Module and not script,
     )
 
 
+_MANGLE = re.compile(r"\.___torch_mangle_\d+")
 _SCRIPT_CONTAINERS = {
     f"torch.nn.modules.container.{label}": label
     for label in ("Sequential", "ModuleList", "ModuleDict")
@@ -127,7 +135,8 @@ def script_names(module: Any) -> tuple[str, str, bool, str | None]:
         qualified = str(module._c._type().qualified_name())
     except Exception:
         qualified = ""
-    qualified = qualified.removeprefix("__torch__.")
+    # TorchScript mangles a class scripted again in one process ("...___torch_mangle_2.Sequential").
+    qualified = _MANGLE.sub("", qualified.removeprefix("__torch__."))
     try:
         name = str(module.original_name)
     except Exception:

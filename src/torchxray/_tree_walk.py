@@ -1,10 +1,12 @@
-"""The single traversal behind `tree.walk()`.
+"""The traversal behind `tree.walk()`: structure and per-module flags, nothing that needs tensors.
 
-Speed matters here (a 100,000-module model must walk in about a second), hence one long loop with
-locals instead of helper calls per module, direct reads of `_modules` / `_parameters` / `_buffers`,
-and bottom-up work done only where it is needed: a leaf adds its counts to its parent as soon as it
-is read, and the later reverse sweep visits modules that have children only. Leaves (most modules)
-are kept as tuples of field values; `ModelTree` turns them into `Node`s when first looked at.
+Speed matters here (a 100,000-module model should walk in a few times a bare `named_modules()`
+loop), hence one long loop with locals instead of helper calls per module, plain `__dict__` reads
+instead of nn.Module attribute lookups, and only sizes summed bottom-up (a leaf bumps its parent's
+size as it is read; the reverse sweep visits modules with children only). Leaves (most modules)
+are kept as tuples of field values, or just their path when plain; `ModelTree` turns them into
+`Node`s when first looked at. Counts, devices, dtypes, extra_repr and signatures are left to
+`_tree_lazy`, run once when the first Node is built.
 """
 
 from __future__ import annotations
@@ -13,32 +15,21 @@ from typing import Any
 
 import torch
 
+from ._tree_lazy import LazyPass
 from ._tree_stats import (
-    FACTS,
     callable_name,
     class_facts,
-    dag_fold,
-    digest_signatures,
-    exact_totals,
     parametrization_names,
     placeholder,
     script_names,
 )
-from .tree import ALIASES, NODE_FIELDS, BufferInfo, HookInfo, Node
+from .tree import ALIASES, NODE_FIELDS, TRAINING, BufferInfo, HookInfo, plain_leaf
 
 _HOOK_ATTRS = (
     ("forward_pre", "_forward_pre_hooks"),
     ("forward", "_forward_hooks"),
     ("backward_pre", "_backward_pre_hooks"),
     ("backward", "_backward_hooks"),
-)
-_MISSING = object()
-SIZE = NODE_FIELDS.index("size")
-PARAMS_TOTAL = NODE_FIELDS.index("params_total")  # then trainable_total, bytes_total
-assert NODE_FIELDS[PARAMS_TOTAL : PARAMS_TOTAL + 3] == (
-    "params_total",
-    "trainable_total",
-    "bytes_total",
 )
 
 
@@ -48,14 +39,6 @@ def hook_infos(owner: Any, prefix: str = "") -> tuple[HookInfo, ...]:
         for key, fn in getattr(owner, prefix + attr, {}).items():
             out.append(HookInfo(kind, callable_name(fn), key))
     return tuple(out)
-
-
-def _extra_repr(module: Any) -> str:
-    try:
-        text = module.extra_repr()
-        return text if type(text) is str else str(text)
-    except Exception as exc:
-        return placeholder("extra_repr()", exc)
 
 
 _DTYPES: dict[torch.dtype, tuple[str, int]] = {}
@@ -89,235 +72,163 @@ def _buffer_infos(module: Any, buffers: Any) -> tuple[BufferInfo, ...]:
 
 
 class Walker:
-    """Collects one mutable node per distinct module, then finishes them bottom-up."""
+    """Collects one record per distinct module (structure and flags), then sums sizes up."""
 
     def __init__(self, builder: Any) -> None:
         self.builder = builder  # mutable twin of Node with the same slots
         self.nodes: list[Any] = []
         self.modules: list[Any] = []
         self.parents: list[int] = []
-        # Per inner node (leaves need none of these, and most modules are leaves): child indices
-        # (alias edges included), id of its (qualname, extra_repr, own tensors), child names.
-        self.edges: dict[int, list[int]] = {}
-        self.heads: dict[int, int] = {}
-        self.head_ids: dict[tuple[Any, ...], int] = {}
-        self.tsig_ids: dict[tuple[Any, ...], int] = {}  # own tensors (name, shape, dtype) -> id
-        self.names: dict[int, tuple[str, ...]] = {}
+        self.names: dict[int, tuple[str, ...]] = {}  # child names of each module that has some
         self.inner: list[int] = []  # indices of nodes that have children, pre-order
         self.index: dict[str, int] = {}
         self.aliases: dict[int, list[str]] = {}
-        self.tensors: list[Any] = []  # every param/buffer seen (kept alive so ids stay unique)
-        self.interned: dict[Any, Any] = {}  # devices/dtypes tuples, so equal ones are one object
-        self.repr_memo: dict[Any, tuple[str, int]] = {}  # see ClassFacts.repr_keys
-        self.keys: dict[tuple[Any, ...], int] = {}  # signature key -> id (see digest_signatures)
-        self.leaf_sids: dict[int, int] = {}  # head id -> signature id of a leaf with that head
-        self.sids: list[int] = []  # signature id per node (-1 until known)
+        self.broken: dict[int, str] = {}  # modules too broken to inspect -> placeholder text
+        self.trainings = bytearray()  # training flag per module (plain leaves keep it only here)
 
-    def run(self, model: Any) -> tuple[list[Any], list[str], dict[str, int], list[Any]]:
-        """(records, digests, index, modules): a record is a finished Node for modules with
-        children, and for leaves the tuple of Node field values with the signature as an id
-        into digests (ModelTree builds those Nodes when they are first looked at)."""
+    def run(
+        self, model: Any
+    ) -> tuple[list[Any], dict[str, int], list[Any], list[int], bytearray, LazyPass]:
+        """(records, index, modules, parents, trainings, rest): a record is a mutable builder
+        for modules with children, for leaves the tuple of Node field values or, for plain
+        leaves, just the path (see tree.plain_leaf); counts, devices, dtypes,
+        extra_repr and signature are left to `rest` (see _tree_lazy), which ModelTree runs when
+        a Node is first built."""
         self.traverse(model)
-        sig_keys = self.bottom_up()
-        tsigs = list(self.tsig_ids)
-        heads = [(q, er, tsigs[t] if t >= 0 else ()) for q, er, t in self.head_ids]
-        digests = digest_signatures(sig_keys, heads)
-        digests.append("cycle")  # signature id -1: a module inside a reference cycle
-        nodes, sids = self.nodes, self.sids
+        self.bottom_up()
         for i, paths in self.aliases.items():
             self._set_field(i, ALIASES, tuple(paths))
-        for i in self.inner:
-            b = nodes[i]
-            b.signature = digests[sids[i]]
-            b.__class__ = Node
-        return nodes, digests, self.index, self.modules
+        rest = LazyPass(
+            self.nodes,
+            self.modules,
+            self.parents,
+            self.inner,
+            self.names,
+            self.index,
+            self.aliases,
+            self.broken,
+        )
+        return self.nodes, self.index, self.modules, self.parents, self.trainings, rest
 
     def _set_field(self, i: int, position: int, value: Any) -> None:
         r = self.nodes[i]
+        if type(r) is str:
+            r = plain_leaf(r, i, self.modules, self.parents, self.nodes, self.trainings, {})
         if type(r) is tuple:
             self.nodes[i] = r[:position] + (value,) + r[position + 1 :]
         else:
             setattr(r, NODE_FIELDS[position], value)
 
-    def _one(self, value: str) -> tuple[str, ...]:
-        one = self.interned.get(value)
-        if one is None:
-            one = self.interned[value] = (value,)
-        return one  # type: ignore[no-any-return]
-
-    def _set(self, items: set[str]) -> tuple[str, ...]:
-        # Interned so that equal sets are the same object and merging can test `is` first.
-        merged = tuple(sorted(items))
-        if len(merged) == 1:
-            return self._one(merged[0])
-        return self.interned.setdefault(("set", merged), merged)  # type: ignore[no-any-return]
-
     def traverse(self, model: Any) -> None:
-        nodes, index, edges, parents = self.nodes, self.index, self.edges, self.parents
-        heads, names_of, tensors, interned = self.heads, self.names, self.tensors, self.interned
-        leaf_sids, keys, nodes_append = self.leaf_sids, self.keys, nodes.append
-        sids_append = self.sids.append
-        Builder, facts_get, repr_memo = self.builder, FACTS.get, self.repr_memo
-        head_ids, tsig_ids = self.head_ids, self.tsig_ids
+        # Children are visited by a `for` loop per parent (a stack of suspended loops gives
+        # pre-order without recursion limits), so a leaf costs no stack push or pop and the
+        # parent's prefix, depth and builder are looked up once per parent, not per child.
+        nodes, index, parents, names_of = self.nodes, self.index, self.parents, self.names
+        nodes_append, inner_append = nodes.append, self.inner.append
+        Builder = self.builder
+        known: dict[type, tuple[Any, ...]] = {}  # FACTS is weak, and slower to read
+        known_get = known.get
         modules_append, parents_append = self.modules.append, parents.append
+        trainings_append = self.trainings.append
         seen: dict[int, int] = {}
-        stack: list[tuple[Any, str, str, int, int, str | None]] = [(model, "", "", -1, 0, None)]
-        pop, push = stack.pop, stack.append
-        while stack:
-            m, path, name, parent, depth, ppath = pop()
-            mid = id(m)
-            i = seen.get(mid)
-            if i is not None:  # reached again through another path: an alias, not a new node
-                self.aliases.setdefault(i, []).append(path)
+        stack: list[tuple[Any, ...]] = []
+        # The state of the loop over one parent's children: (name, module) pairs, the parent's
+        # index and builder, the children's path prefix and depth, the parent's path.
+        it: Any = iter([("", model)])
+        pi, pb, prefix, depth, ppath = -1, None, "", 0, None
+        while True:
+            for name, m in it:
+                path = prefix + name
+                mid = id(m)
+                i = seen.get(mid)
+                if i is not None:  # reached again through another path: an alias, not a new node
+                    self.aliases.setdefault(i, []).append(path)
+                    index[path] = i
+                    continue
+                i = len(nodes)
+                seen[mid] = i
                 index[path] = i
-                edges[parent].append(i)
-                continue
-            i = len(nodes)
-            seen[mid] = i
-            index[path] = i
-            if parent >= 0:
-                edges[parent].append(i)
-            modules_append(m)
-            parents_append(parent)
-            try:
-                cls = type(m)
-                cname, qualname, is_custom, container, wrap_attr, parametrized, script, rkeys = (
-                    facts_get(cls) or class_facts(cls)
-                )
-                mods = m._modules
-                kids = [(k, c) for k, c in mods.items() if c is not None] if mods else None
-                own = trainable = nbytes = 0
-                exact = True
-                devices: tuple[str, ...] = ()
-                dtypes: tuple[str, ...] = ()
-                tsig: Any = -1
-                params, buffers = m._parameters, m._buffers
-                if params or buffers:
-                    tl = []
-                    for group in (params, buffers) if buffers else (params,):
-                        is_param = group is params
-                        for k, t in group.items():
-                            if t is None:
-                                continue
-                            tensors.append(t)
-                            dtype, itemsize = _DTYPES.get(t.dtype) or _dtype_info(t.dtype)
-                            try:
-                                n = t.numel()
-                                shape = t.shape
-                            except Exception:  # UninitializedParameter (lazy modules)
-                                n, shape, exact = 0, None, False
-                            nbytes += n * itemsize
-                            if is_param:
-                                own += n
-                                if t.requires_grad:
-                                    trainable += n
-                            dev = "cpu" if t.is_cpu else str(t.device)
-                            if not devices:
-                                devices = interned.get(dev) or self._one(dev)
-                            elif dev not in devices:
-                                devices = self._set({dev, *devices})
-                            if not dtypes:
-                                dtypes = interned.get(dtype) or self._one(dtype)
-                            elif dtype not in dtypes:
-                                dtypes = self._set({dtype, *dtypes})
-                            tl.append((k, shape, dtype))
-                    # Interned so the memo key and the signature head hash an int, not shapes.
-                    tsig = tsig_ids.get(key := tuple(tl))
-                    if tsig is None:
-                        tsig = tsig_ids[key] = len(tsig_ids)
-                if script:
-                    cname, qualname, is_custom, container = script_names(m)
-                if rkeys is None:
-                    try:
-                        er = m.extra_repr()
-                        if type(er) is not str:
-                            er = _extra_repr(m)
-                    except Exception:
-                        er = _extra_repr(m)
-                    hid = head_ids.setdefault((qualname, er, tsig), len(head_ids))
-                else:
+                modules_append(m)
+                parents_append(pi)
+                try:
+                    cls = type(m)
+                    facts = known_get(cls)
+                    if facts is None:
+                        facts = known[cls] = tuple(
+                            class_facts(cls)[:7]
+                        )  # a plain tuple unpacks faster
+                    cname, qualname, is_custom, container, wrap_attr, parametrized, script = facts
                     d = m.__dict__
-                    try:
-                        vals = tuple([d.get(k, _MISSING) for k in rkeys])
-                        # types too: 1 == 1.0 == True, yet Dropout(1) prints "p=1"
-                        memo_key: Any = (cls, vals, tuple(map(type, vals)), tsig)
-                        cached = repr_memo.get(memo_key)
-                    except TypeError:  # an unhashable hyperparameter value
-                        memo_key = cached = None
-                    if cached is None:
-                        er = _extra_repr(m)
-                        hid = head_ids.setdefault((qualname, er, tsig), len(head_ids))
-                        if memo_key is not None:
-                            repr_memo[memo_key] = (er, hid)
+                    try:  # plain dict reads: nn.Module's __getattr__ makes attribute reads slow
+                        mods, _, buffers = d["_modules"], d["_parameters"], d["_buffers"]
+                        training = d["training"]
+                        hooked = (
+                            d["_forward_hooks"]
+                            or d["_forward_pre_hooks"]
+                            or d["_backward_hooks"]
+                            or d["_backward_pre_hooks"]
+                        )
+                    except KeyError:  # properties, or a missing super().__init__()
+                        mods, _, buffers = m._modules, m._parameters, m._buffers
+                        training, hooked = m.training, True
+                    kids = [(k, c) for k, c in mods.items() if c is not None] if mods else None
+                    if script:
+                        cname, qualname, is_custom, container = script_names(m)
+                    hooks: tuple[HookInfo, ...] = hook_infos(m) if hooked else ()
+                    patched = "forward" in d and not script  # jit sets forward per instance
+                    training = bool(training)
+                    child_paths: tuple[str, ...] | None
+                    if kids:
+                        cprefix = f"{path}." if path else ""
+                        child_paths = tuple([cprefix + k for k, _ in kids])
+                        wraps = (
+                            cprefix + wrap_attr
+                            if wrap_attr is not None and wrap_attr in mods
+                            else None
+                        )
+                    elif not (buffers or hooks or patched or script):
+                        # A plain leaf (most modules): its path is its whole record, the rest
+                        # follows from its class, parent and training flag (see tree.plain_leaf).
+                        # Strings are not tracked by the cyclic GC, tuples would be.
+                        rec = path
+                        child_paths, wraps = None, None
                     else:
-                        er, hid = cached
-                hooks: tuple[HookInfo, ...] = ()
-                if m._forward_hooks or m._forward_pre_hooks or m._backward_hooks:
-                    hooks = hook_infos(m)
-                elif m._backward_pre_hooks:
-                    hooks = hook_infos(m)
-                if kids:
-                    prefix = f"{path}." if path else ""
-                    child_paths = tuple([prefix + k for k, _ in kids])
-                    wraps = (
-                        prefix + wrap_attr if wrap_attr is not None and wrap_attr in mods else None
-                    )
-                    sid = -1  # known once the children are
-                else:
-                    child_paths, wraps = (), None
-                    leaf_sid = leaf_sids.get(hid)
-                    if leaf_sid is None:
-                        leaf_sid = leaf_sids[hid] = keys[(hid, (), ())] = len(keys)
-                    sid = leaf_sid
-                rec = (
-                    path, name, cname, qualname, child_paths, (), ppath, depth,
-                    own, own, trainable, nbytes,
-                    _buffer_infos(m, buffers) if buffers else (),
-                    devices, dtypes, bool(m.training), hooks,
-                    "forward" in m.__dict__ and not script,  # jit sets forward per instance
-                    is_custom, er, container, sid,  # signature id; digest set at the end
-                    parametrization_names(mods) if parametrized else (),
-                    wraps, i, 1, trainable, nbytes, exact,
-                )  # fmt: skip
-            except Exception as exc:  # a module too broken to inspect still gets a node
-                kids, text = None, placeholder("inspection", exc)
-                hid = head_ids.setdefault((cls.__qualname__, text, -1), len(head_ids))
-                sid = leaf_sids[hid] = keys.setdefault((hid, (), ()), len(keys))
-                rec = self._broken(m, path, name, ppath, depth, i, text, sid)
-                own = trainable = nbytes = 0
-                devices = dtypes = ()
-                exact = False
-            sids_append(sid)
-            if kids:
-                b = Builder(*rec)
-                nodes_append(b)
-                heads[i] = hid
-                names_of[i] = tuple([k for k, _ in kids])
-                edges[i] = []
-                self.inner.append(i)
-                d1 = depth + 1
-                for (k, c), cp in zip(reversed(kids), reversed(child_paths)):
-                    push((c, cp, k, i, d1, path))
-                continue
-            # A leaf is complete now: keep its fields and add its counts to its parent.
-            nodes_append(rec)
-            if parent >= 0:
-                pb = nodes[parent]
-                pb.size += 1
-                if nbytes:
-                    pb.params_total += own
-                    pb.trainable_total += trainable
-                    pb.bytes_total += nbytes
-                if devices and devices is not pb.devices:
-                    pb.devices = self._set({*pb.devices, *devices}) if pb.devices else devices
-                if dtypes and dtypes is not pb.dtypes:
-                    pb.dtypes = self._set({*pb.dtypes, *dtypes}) if pb.dtypes else dtypes
-                if not exact:
-                    pb.params_exact = False
+                        child_paths, wraps = (), None
+                    if child_paths is not None:
+                        rec = (
+                            path, name, cname, qualname, child_paths, (), ppath, depth,
+                            0, 0, 0, 0,  # counts, devices and dtypes: see _tree_lazy
+                            _buffer_infos(m, buffers) if buffers else (),
+                            (), (), training, hooks, patched,
+                            is_custom, "", container, "",  # extra_repr, signature: _tree_lazy
+                            parametrization_names(mods) if parametrized else (),
+                            wraps, i, 1, 0, 0, True,
+                        )  # fmt: skip
+                except Exception as exc:  # a module too broken to inspect still gets a node
+                    kids, text = None, placeholder("inspection", exc)
+                    self.broken[i] = text
+                    rec = self._broken(m, path, name, ppath, depth, i, text)
+                    training = rec[TRAINING]
+                trainings_append(training)
+                if kids:  # descend: suspend this loop, run the one over m's children
+                    b = Builder(*rec)
+                    nodes_append(b)
+                    names_of[i] = tuple([k for k, _ in kids])
+                    inner_append(i)
+                    stack.append((it, pi, pb, prefix, depth, ppath))
+                    it, pi, pb, prefix, depth, ppath = iter(kids), i, b, cprefix, depth + 1, path
+                    break
+                nodes_append(rec)  # a leaf
+                if pb is not None:
+                    pb.size += 1
+            else:  # this parent's children are done: resume its parent's loop
+                if not stack:
+                    return
+                it, pi, pb, prefix, depth, ppath = stack.pop()
 
     @staticmethod
     def _broken(
-        m: Any, path: str, name: str, ppath: str | None, depth: int, i: int, text: str, sid: int
+        m: Any, path: str, name: str, ppath: str | None, depth: int, i: int, text: str
     ) -> tuple[Any, ...]:
         cls = type(m)
         try:
@@ -327,64 +238,12 @@ class Walker:
         return (
             path, name, cls.__name__, f"{cls.__module__}.{cls.__qualname__}", (), (), ppath,
             depth, 0, 0, 0, 0, (), (), (), training, (), False, True,
-            text, None, sid, (), None, i, 1, 0, 0, False,
+            text, None, "", (), None, i, 1, 0, 0, False,
         )  # fmt: skip
 
-    def bottom_up(self) -> dict[Any, int]:
-        nodes, parents, edges, heads, names, sids = (
-            self.nodes, self.parents, self.edges, self.heads, self.names, self.sids
-        )  # fmt: skip
-        n = len(nodes)
-        keys = self.keys
-        key: tuple[Any, ...]
-        has_alias = bool(self.aliases)
-        shared_tensors = len(set(map(id, self.tensors))) != len(self.tensors)
+    def bottom_up(self) -> None:
+        nodes, parents = self.nodes, self.parents
         for i in reversed(self.inner):  # children before parents
-            b = nodes[i]
-            if not has_alias:
-                key = (heads[i], names[i], tuple([sids[j] for j in edges[i]]))
-                sid = keys.get(key)
-                if sid is None:
-                    sid = keys[key] = len(keys)
-                sids[i] = sid
             p = parents[i]
             if p >= 0:
-                _add_to_parent(self, nodes[p], b)
-        edge_list: list[Any] = []
-        if has_alias or shared_tensors:
-            edge_list = [edges.get(i, ()) for i in range(n)]
-        if has_alias:
-
-            def combine(i: int, kids: list[int]) -> int:
-                if i not in heads:  # a leaf: signed during the traversal
-                    return sids[i]
-                key = (heads[i], names[i], tuple(kids))
-                sid = keys.get(key)
-                if sid is None:
-                    sid = keys[key] = len(keys)
-                return sid
-
-            sids[:] = dag_fold(n, edge_list, combine, -1)
-        if has_alias or shared_tensors:
-            sizes = [r[SIZE] if type(r) is tuple else r.size for r in nodes]
-            totals = exact_totals(self.modules, parents, edge_list, sizes, list(self.aliases))
-            for i, t in enumerate(totals):
-                r = nodes[i]
-                if type(r) is tuple:
-                    nodes[i] = r[:PARAMS_TOTAL] + tuple(t) + r[PARAMS_TOTAL + 3 :]
-                else:
-                    r.params_total, r.trainable_total, r.bytes_total = t
-        return keys
-
-
-def _add_to_parent(walker: Walker, pb: Any, b: Any) -> None:
-    pb.size += b.size
-    pb.params_total += b.params_total
-    pb.trainable_total += b.trainable_total
-    pb.bytes_total += b.bytes_total
-    if not b.params_exact:
-        pb.params_exact = False
-    if b.devices is not pb.devices and b.devices:
-        pb.devices = walker._set({*pb.devices, *b.devices}) if pb.devices else b.devices
-    if b.dtypes is not pb.dtypes and b.dtypes:
-        pb.dtypes = walker._set({*pb.dtypes, *b.dtypes}) if pb.dtypes else b.dtypes
+                nodes[p].size += nodes[i].size

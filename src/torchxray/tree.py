@@ -85,46 +85,124 @@ _Builder: Any = dataclasses.make_dataclass(
     "_Builder", [(f.name, f.type) for f in dataclasses.fields(Node)], slots=True
 )
 NODE_FIELDS = tuple(f.name for f in dataclasses.fields(Node))
-ALIASES = NODE_FIELDS.index("aliases")
+ALIASES, TRAINING = NODE_FIELDS.index("aliases"), NODE_FIELDS.index("training")
 
 
-def _materialise(record: tuple[Any, ...], digests: list[str]) -> Node:
-    # Leaves are kept as plain tuples of field values (signature as an id into `digests`) until
-    # someone looks at them: most of a big model is never displayed, and building ~100,000
-    # nodes eagerly was a quarter of the walk's time.
-    b = _Builder(*record)
-    b.signature = digests[b.signature]
-    b.__class__ = Node
-    return b  # type: ignore[no-any-return]
+def plain_leaf(
+    path: str,
+    i: int,
+    modules: Any,
+    parents: list[int],
+    records: list[Any],
+    trainings: bytearray,
+    known: dict[type, Any],
+) -> tuple[Any, ...]:
+    """The Node field values of a plain leaf, recorded by the walk as its path alone: a module
+    without children, buffers, hooks or a patched forward, not a ScriptModule, whose other
+    fields follow from its class, its parent's record and its training flag (lazy fields
+    are left at their defaults, as for every record)."""
+    cls = type(modules[i])
+    facts = known.get(cls)
+    if facts is None:
+        from ._tree_stats import class_facts
+
+        facts = known[cls] = class_facts(cls)
+    p = parents[i]
+    if p < 0:
+        ppath, depth, name = None, 0, path
+    else:
+        parent = records[p]  # a builder or Node: modules with children always have one
+        ppath, depth = parent.path, parent.depth + 1
+        name = path[len(ppath) + 1 :] if ppath else path
+    return (
+        path, name, facts.name, facts.qualname, (), (), ppath, depth, 0, 0, 0, 0, (), (), (),
+        bool(trainings[i]), (), False, facts.is_custom, "", facts.container, "", (), None, i,
+        1, 0, 0, True,
+    )  # fmt: skip
+
+
+class _Lazy:
+    """What the walk leaves for later (see _tree_lazy): run once, by the first Node built."""
+
+    __slots__ = ("all", "known", "late", "rest")
+
+    def __init__(self, rest: Any) -> None:
+        self.rest = rest
+        self.late: Any = None
+        self.all: tuple[Node, ...] | None = None  # ModelTree.nodes, once every node is built
+        self.known: dict[type, Any] = {}  # class facts for plain leaves (FACTS is weak, slower)
+
+    def run(self) -> Any:
+        was_enabled = _gc_pause()
+        try:
+            self.late = self.rest.run()
+        finally:
+            if was_enabled:
+                gc.enable()
+        self.rest = None
+        return self.late
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class ModelTree:
     """Result of `walk()`; behaves like a read-only mapping from dotted path to `Node`.
 
-    Leaf nodes are built on first access (`tree[path]`, `tree.nodes`, iteration) from values
-    collected by the walk, and then kept: the same path always gives the same Node object."""
+    Nodes are built on first access (`tree[path]`, `tree.nodes`, iteration) from values
+    collected by the walk, and then kept: the same path always gives the same Node object.
+    The first Node built also reads every module's tensors and hyperparameters, for all nodes
+    at once: counts, devices, dtypes, extra_repr and signatures (two thirds of a big model's
+    walk otherwise) then show the model as it is at that first look."""
 
     global_hooks: tuple[HookInfo, ...]  # torch.nn.modules.module.register_module_*_hook
-    _records: list[Any] = field(repr=False)  # Node, or a leaf's field tuple not yet built
-    _digests: list[str] = field(repr=False)
+    _records: list[Any] = field(repr=False)  # Node, or a node's field values not yet built
+    _lazy: _Lazy = field(repr=False)
     _index: dict[str, int] = field(repr=False)
     _modules: tuple[nn.Module, ...] = field(repr=False)
+    _parents: list[int] = field(repr=False)
+    _trainings: bytearray = field(repr=False)
 
     @property
     def nodes(self) -> tuple[Node, ...]:
         """Every node, pre-order."""
-        records, digests = self._records, self._digests
-        for i, r in enumerate(records):
-            if type(r) is tuple:
-                records[i] = _materialise(r, digests)
-        return tuple(records)
+        lazy = self._lazy
+        if lazy.all is None:
+            records, build = self._records, self._build
+            for i, r in enumerate(records):
+                if type(r) is not Node:
+                    records[i] = build(i, r)
+            lazy.all = tuple(records)
+        return lazy.all
 
     def _node(self, i: int) -> Node:
         r = self._records[i]
-        if type(r) is tuple:
-            r = self._records[i] = _materialise(r, self._digests)
+        if type(r) is not Node:
+            r = self._records[i] = self._build(i, r)
         return r  # type: ignore[no-any-return]
+
+    def _build(self, i: int, record: Any) -> Node:
+        # Leaves are plain tuples of field values (or, for plain leaves, their path), nodes
+        # with children mutable twins (_Builder) with the same slots; all lack the late fields
+        # until the lazy pass ran.
+        lazy = self._lazy
+        late = lazy.late or lazy.run()
+        if type(record) is str:
+            record = plain_leaf(
+                record, i, self._modules, self._parents, self._records, self._trainings, lazy.known
+            )
+        b = _Builder(*record) if type(record) is tuple else record
+        b.params_own = late.params_own[i]
+        b.trainable_own = late.trainable_own[i]
+        b.bytes_own = late.bytes_own[i]
+        b.params_total = late.params_total[i]
+        b.trainable_total = late.trainable_total[i]
+        b.bytes_total = late.bytes_total[i]
+        b.devices = late.devices[i]
+        b.dtypes = late.dtypes[i]
+        b.params_exact = late.exact[i]
+        b.extra_repr = late.extra_repr[i]
+        b.signature = late.digests[late.sids[i]]
+        b.__class__ = Node
+        return b  # type: ignore[no-any-return]
 
     @property
     def root(self) -> Node:
@@ -142,7 +220,10 @@ class ModelTree:
         return len(self._records)
 
     def __iter__(self) -> Iterator[Node]:
-        return iter(self.nodes)
+        # One node at a time: stopping early (e.g. the first 1,000 of 100,000) builds no more.
+        if self._lazy.all is not None:
+            return iter(self._lazy.all)
+        return map(self._node, range(len(self._records)))
 
     def __contains__(self, path: object) -> bool:
         return isinstance(path, str) and self._resolve(path)[0] is not None
@@ -211,18 +292,28 @@ def walk(model: nn.Module) -> ModelTree:
             f"walk() expects a torch.nn.Module instance, got {what}. "
             "Pass a built model, e.g. walk(MyModel()) rather than walk(MyModel)."
         )
-    # The walk allocates a few objects per module and frees none of them; left on, the cyclic GC
-    # would rescan the whole (large) model heap over and over while nodes pile up, which made a
-    # 100,000-module walk ~10x slower in measurements.
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
+    was_enabled = _gc_pause()
     try:
         from ._tree_walk import Walker, hook_infos
 
-        records, digests, index, modules = Walker(_Builder).run(model)
+        records, index, modules, parents, trainings, rest = Walker(_Builder).run(model)
         # Hooks registered for every module (torch.nn.modules.module.register_module_*_hook).
         global_hooks = hook_infos(_module_mod, prefix="_global")
-        return ModelTree(global_hooks, records, digests, index, tuple(modules))
+        lazy = _Lazy(rest)
+        return ModelTree(global_hooks, records, lazy, index, tuple(modules), parents, trainings)
     finally:
-        if gc_was_enabled:
+        if was_enabled:
             gc.enable()
+
+
+def _gc_pause() -> bool:
+    """Disable the cyclic GC; True if it was on (a caller's gc.disable() is kept).
+
+    The walk allocates a few objects per module and frees none of them; left on, the GC would
+    rescan the whole (large) model heap over and over while nodes pile up, which made a
+    100,000-module walk ~10x slower in measurements. (Plain try/finally rather than a context
+    manager: leaving a generator allocates, which would run the young-generation collection of
+    everything the walk built before walk() returns.)"""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    return was_enabled
