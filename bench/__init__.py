@@ -1,0 +1,1 @@
+"""Benchmarks for torchxray against torchinfo, treescope and bare torch: `python -m bench`."""

@@ -1,0 +1,154 @@
+"""`python -m bench [--quick]`: measure torchxray against its anchors in one run, print markdown.
+
+Every ratio compares two figures measured in the same process a moment apart, so a noisy or slow
+machine moves both sides together. See bench/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import torch
+
+from . import models, suites
+from .gpu import gpu_suite
+from .report import Results, render
+
+SECTIONS = ("walk", "probe", "edit", "sizes", "browser", "gpu")
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+        mem_text = f", {mem:.0f} GiB RAM"
+    except (ValueError, OSError, AttributeError):
+        mem_text = ""
+    gpu = f", {torch.cuda.get_device_name()}" if torch.cuda.is_available() else ", no GPU"
+    return (
+        f"{cpu}, {os.cpu_count()} CPUs (torch threads {torch.get_num_threads()}){mem_text}{gpu}; "
+        f"Python {platform.python_version()}, torch {torch.__version__}, {platform.system()}"
+    )
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="3 repeats, no treescope on 100k modules")
+    p.add_argument(
+        "--repeats", type=int, default=None, help="repeats per figure (default 7, quick 3)"
+    )
+    p.add_argument("--only", nargs="+", choices=SECTIONS, default=list(SECTIONS), metavar="SECTION",
+                   help=f"run only these sections: {', '.join(SECTIONS)}")  # fmt: skip
+    p.add_argument("--browser", type=Path, default=Path(__file__).parent / "browser.json",
+                   help="JSON with browser figures written by the UI tests")  # fmt: skip
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch intra-op threads (default: torch's choice); 1 steadies a busy machine",
+    )
+    p.add_argument("--json", type=Path, help="also write every figure as JSON here")
+    p.add_argument("--out", type=Path, help="also write the markdown here")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    repeats = args.repeats or (3 if args.quick else 7)
+    warnings.filterwarnings("ignore")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    res = Results(machine=machine())
+    started = time.perf_counter()
+
+    def log(msg: str) -> None:
+        print(f"[{time.perf_counter() - started:6.1f}s] {msg}", file=sys.stderr, flush=True)
+
+    need_synth = {"walk", "probe"} & set(args.only)
+    synth10 = models.synthetic(10_000).eval() if need_synth else None
+    llama = models.llama_70b() if need_synth else None
+    if "walk" in args.only:
+        log("building the 100k-module model")
+        synth100 = models.synthetic(100_000).eval()
+        walk_models = {
+            "synthetic 10k": synth10,
+            "Llama-70B (meta)": llama,
+            "synthetic 100k": synth100,
+        }
+        for name, model in walk_models.items():
+            log(f"walk: {name}")
+            # treescope renders everything eagerly: ~3 min for 100k modules on a laptop-class CPU.
+            budget = 0.0 if name == "synthetic 100k" else 20.0
+            if args.quick and name == "synthetic 100k":
+                budget = -1.0
+            suites.walk_suite(res, {name: model}, repeats, treescope_budget=budget)  # type: ignore[dict-item]
+        del synth100, walk_models
+    if "probe" in args.only:
+        img = suites.fresh_inputs("image")
+        cases = [
+            ("ResNet-50", models.resnet50().eval(), img, True),
+            ("ViT-B/16", models.vit_b16().eval(), img, True),
+            ("synthetic 10k", synth10, suites.fresh_inputs("synthetic"), True),
+            ("Llama-70B (meta)", llama, suites.fresh_inputs("tokens-meta"), False),
+        ]
+        for case in cases:
+            log(f"probe: {case[0]}")
+            suites.probe_suite(res, [case], repeats)  # type: ignore[list-item]
+    if "edit" in args.only:
+        log("edit: ResNet-50")
+        suites.edit_suite(
+            res, "ResNet-50", models.resnet50().eval(), suites.fresh_inputs("image"), repeats
+        )
+    if "sizes" in args.only:
+        suites.size_suite(res)
+    if "browser" in args.only:
+        suites.browser_suite(res, args.browser)
+    if "gpu" in args.only:
+        gpu_suite(res, repeats)
+    log("done")
+    text = render(res)
+    print(text)
+    if args.out:
+        args.out.write_text(text)
+    if args.json:
+        args.json.write_text(json.dumps(_as_json(res), indent=1))
+    return 0
+
+
+def _as_json(res: Results) -> dict[str, object]:
+    return {
+        "machine": res.machine,
+        "rows": [
+            {
+                "table": r.table,
+                "model": r.model,
+                "figure": r.figure,
+                "runs": r.ours.runs,
+                "error": r.ours.error,
+                "anchor": r.anchor_name,
+                "anchor_runs": r.anchor.runs if r.anchor else None,
+                "anchor_error": r.anchor.error if r.anchor else None,
+            }
+            for r in res.rows
+        ],
+        "values": res.values,
+        "notes": res.notes,
+    }
+
+
+if __name__ == "__main__":
+    sys.exit(main())

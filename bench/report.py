@@ -1,0 +1,184 @@
+"""Collected figures, the markdown tables and the goals (with pass/fail) they are judged by."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .timing import Timing, ms, ratio
+
+
+@dataclass
+class Row:
+    table: str
+    model: str
+    figure: str
+    ours: Timing
+    anchor_name: str = ""
+    anchor: Timing | None = None
+    note: str = ""
+
+    @property
+    def ratio(self) -> float:
+        return ratio(self.ours, self.anchor) if self.anchor is not None else float("nan")
+
+
+@dataclass
+class Results:
+    machine: str = ""
+    rows: list[Row] = field(default_factory=list)
+    # Named scalars that are not timings: sizes in bytes, browser figures in seconds, ...
+    values: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    sections: list[str] = field(default_factory=list)  # extra markdown (GPU per-layer table)
+
+    def add(self, row: Row) -> Row:
+        self.rows.append(row)
+        return row
+
+    def row(self, model: str, figure: str, anchor_name: str = "") -> Row | None:
+        for r in self.rows:
+            if (
+                r.model == model
+                and r.figure == figure
+                and (not anchor_name or r.anchor_name == anchor_name)
+            ):
+                return r
+        return None
+
+
+def _cell(t: Timing | None) -> str:
+    if t is None:
+        return ""
+    if t.error:
+        return f"fails: {t.error}"
+    extra = f" (first {ms(t.first)}, n={len(t.runs)})" if len(t.runs) > 1 else " (n=1)"
+    return ms(t.median) + extra
+
+
+def _ratio(x: float) -> str:
+    return "n/a" if math.isnan(x) else f"{x:.2f}x"
+
+
+def timing_tables(res: Results) -> str:
+    out = []
+    for table in dict.fromkeys(r.table for r in res.rows):
+        out += [
+            f"### {table}",
+            "",
+            "| model | figure | torchxray (median) | anchor | anchor (median) | ratio |",
+        ]
+        out.append("|---|---|---|---|---|---|")
+        for r in (r for r in res.rows if r.table == table):
+            note = f" — {r.note}" if r.note else ""
+            out.append(
+                f"| {r.model} | {r.figure}{note} | {_cell(r.ours)} | {r.anchor_name} | "
+                f"{_cell(r.anchor)} | {_ratio(r.ratio)} |"
+            )
+        out.append("")
+    return "\n".join(out)
+
+
+def _kb(n: float) -> str:
+    return "n/a" if math.isnan(n) else f"{n / 1024:.1f} KB"
+
+
+def size_table(res: Results) -> str:
+    rows = [(k, v) for k, v in res.values.items() if k.startswith("bytes:")]
+    if not rows:
+        return ""
+    out = ["### Sizes", "", "| what | size |", "|---|---|"]
+    out += [f"| {k.removeprefix('bytes:')} | {_kb(v)} |" for k, v in rows]
+    return "\n".join(out) + "\n"
+
+
+@dataclass(frozen=True)
+class Goal:
+    figure: str
+    goal: str
+    check: Callable[
+        [Results], tuple[str, bool | None]
+    ]  # (measured text, pass?) None = not measured
+
+
+def _walk_100k(res: Results) -> tuple[str, bool | None]:
+    r = res.row("synthetic 100k", "walk", "named_modules loop")
+    if r is None or not r.ours.ok:
+        return ("not measured" if r is None else _cell(r.ours), None)
+    return f"{ms(r.ours.median)}, {_ratio(r.ratio)}", r.ours.median <= 1.0 and r.ratio <= 5.0
+
+
+def _open_100k(res: Results) -> tuple[str, bool | None]:
+    r = res.row("synthetic 100k", "open explorer (walk + first state)")
+    size = res.values.get("bytes:first state, synthetic 100k", math.nan)
+    if r is None or not r.ours.ok:
+        return ("not measured" if r is None else _cell(r.ours), None)
+    ok = r.ours.median <= 1.0 and size <= 256 * 1024
+    return f"{ms(r.ours.median)}, first state {_kb(size)}", ok
+
+
+def _per_model(
+    figure: str, anchor: str, limit: float
+) -> Callable[[Results], tuple[str, bool | None]]:
+    def check(res: Results) -> tuple[str, bool | None]:
+        rows = [r for r in res.rows if r.figure == figure and r.anchor_name == anchor]
+        rows = [r for r in rows if not math.isnan(r.ratio)]
+        if not rows:
+            return "not measured", None
+        text = "; ".join(f"{r.model} {_ratio(r.ratio)}" for r in rows)
+        return text, all(r.ratio <= limit for r in rows)
+
+    return check
+
+
+def _edit_r50(res: Results) -> tuple[str, bool | None]:
+    r = res.row("ResNet-50", "edit + fake re-probe")
+    if r is None or not r.ours.ok:
+        return ("not measured" if r is None else _cell(r.ours), None)
+    return ms(r.ours.median), r.ours.median <= 0.5
+
+
+def _paint_100k(res: Results) -> tuple[str, bool | None]:
+    paint = res.values.get("browser:first_paint_s:100000")
+    rows = res.values.get("browser:dom_rows:100000")
+    if paint is None:
+        return "not measured (needs browser figures, see bench/README.md)", None
+    ok = paint <= 0.5 and (rows is None or rows <= 250)
+    return f"{ms(paint)}, {'?' if rows is None else int(rows)} DOM rows", ok
+
+
+def _bundle(res: Results) -> tuple[str, bool | None]:
+    size = res.values.get("bytes:widget.js (minified)")
+    if size is None:
+        return "not measured (bundle not built: `npm run build`)", None
+    return _kb(size), size <= 150 * 1024
+
+
+GOALS = (
+    Goal("walk, 100k modules", "<= 1 s and <= 5x bare named_modules", _walk_100k),
+    Goal("open explorer (walk + first state), 100k modules", "<= 1 s; first state <= 256 KB", _open_100k),
+    Goal("fake probe vs torchinfo.summary, same model and input", "<= 0.5x",
+         _per_model("probe (fake)", "torchinfo.summary", 0.5)),
+    Goal("real probe vs bare forward", "<= 1.3x", _per_model("probe (real)", "bare forward", 1.3)),
+    Goal("edit + fake re-probe, ResNet-50", "<= 0.5 s", _edit_r50),
+    Goal("tree first paint, 100k modules", "<= 0.5 s, <= ~200 DOM rows", _paint_100k),
+    Goal("JS bundle without graph renderer", "<= 150 KB minified", _bundle),
+)  # fmt: skip
+
+
+def goals_table(res: Results) -> str:
+    out = ["### Goals", "", "| figure | goal | measured | result |", "|---|---|---|---|"]
+    for g in GOALS:
+        measured, ok = g.check(res)
+        verdict = "not measured" if ok is None else ("pass" if ok else "**FAIL**")
+        out.append(f"| {g.figure} | {g.goal} | {measured} | {verdict} |")
+    return "\n".join(out) + "\n"
+
+
+def render(res: Results) -> str:
+    parts = [f"## torchxray benchmarks\n\nMachine: {res.machine}\n", goals_table(res)]
+    parts += [timing_tables(res), size_table(res), *res.sections]
+    if res.notes:
+        parts.append("Notes:\n" + "\n".join(f"- {n}" for n in res.notes) + "\n")
+    return "\n".join(p for p in parts if p)

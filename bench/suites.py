@@ -1,0 +1,251 @@
+"""The measurements. Each suite adds rows to `Results`; a torchxray part that is missing or broken
+shows up as a failed figure in the table instead of stopping the run."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn as nn
+
+from . import anchors
+from .report import Results, Row
+from .timing import Timing, measure, measure_interleaved
+
+ROOT = Path(__file__).resolve().parent.parent
+STATIC = ROOT / "src" / "torchxray" / "static"
+
+
+def _walk(model: nn.Module) -> Any:
+    from torchxray import walk
+
+    return walk(model)
+
+
+def _probe(model: nn.Module, args: tuple[Any, ...], mode: str) -> Any:
+    from torchxray import probe
+
+    rep = probe(model, *args, mode=mode)
+    if not rep.ok:  # a failed probe is not a fast probe: make it a failed figure
+        err = rep.error
+        raise RuntimeError(f"probe failed at {err.path!r}: {err.exc_type}: {err.message}")
+    return rep
+
+
+def _open(model: nn.Module) -> tuple[Any, dict[str, Any]]:
+    """What a user waits for: build the explorer (walk included) and serialise its first state."""
+    from torchxray import explore
+
+    ex = explore(model)
+    return ex, ex.get_state()
+
+
+def state_bytes(state: dict[str, Any]) -> int:
+    """Bytes of the first comm message: JSON plus any binary buffers, as ipywidgets sends them."""
+    from ipywidgets.widgets.widget import _remove_buffers
+
+    plain, _paths, buffers = _remove_buffers(state)
+    return len(json.dumps(plain, separators=(",", ":")).encode()) + sum(len(b) for b in buffers)
+
+
+def _close(result: Any) -> None:
+    ex = result[0] if isinstance(result, tuple) else result
+    close = getattr(ex, "close", None)
+    if close is not None:
+        close()
+
+
+def walk_suite(
+    res: Results, models: dict[str, nn.Module], repeats: int, treescope_budget: float
+) -> None:
+    table = "Walk and open"
+    for name, model in models.items():
+        n = anchors.named_modules_loop(model)
+        t = measure_interleaved(
+            {
+                "bare": lambda m=model: anchors.named_modules_loop(m),
+                "walk": lambda m=model: _walk(m),
+            },
+            repeats,
+        )
+        bare, ours = t["bare"], t["walk"]
+        res.add(Row(table, name, "walk", ours, "named_modules loop", bare, f"{n:,} modules"))
+        if treescope_budget < 0:
+            ts = Timing(error="skipped in --quick (minutes at this size)")
+        else:
+            ts = measure(lambda m=model: anchors.treescope_html(m), repeats, treescope_budget)
+        res.add(Row(table, name, "walk", ours, "treescope.render_to_html", ts))
+        opened = measure(lambda m=model: _open(m), repeats, after=_close)
+        res.add(
+            Row(
+                table,
+                name,
+                "open explorer (walk + first state)",
+                opened,
+                "named_modules loop",
+                bare,
+            )
+        )
+        if opened.ok:
+            ex, state = _open(model)
+            res.values[f"bytes:first state, {name}"] = state_bytes(state)
+            _close(ex)
+
+
+def probe_suite(
+    res: Results, cases: list[tuple[str, nn.Module, tuple[Any, ...], bool]], repeats: int
+) -> None:
+    """cases: (name, model, example args, also run for real). The figures of one model are
+    measured interleaved, so a ratio compares runs made moments apart."""
+    table = "Probe"
+    for name, model, args, real in cases:
+        fns = {
+            "bare": lambda m=model, a=args: anchors.bare_forward(m, *a),
+            "info": lambda m=model, a=args: anchors.torchinfo_summary(m, *a),
+            "fake": lambda m=model, a=args: _probe(m, a, "fake"),
+        }
+        if real:
+            fns["real"] = lambda m=model, a=args: _probe(m, a, "real")
+        t = measure_interleaved(fns, repeats, budget_s=120.0)
+        res.add(Row(table, name, "probe (fake)", t["fake"], "torchinfo.summary", t["info"]))
+        res.add(Row(table, name, "probe (fake)", t["fake"], "bare forward", t["bare"]))
+        if real:
+            res.add(Row(table, name, "probe (real)", t["real"], "bare forward", t["bare"]))
+            res.add(Row(table, name, "probe (real)", t["real"], "torchinfo.summary", t["info"]))
+
+
+def edit_suite(
+    res: Results, name: str, model: nn.Module, args: tuple[Any, ...], repeats: int
+) -> None:
+    """Edit one conv (keeping shapes) and re-probe in fake mode; the undo is not timed."""
+    table = "Edit"
+    path = "layer1.0.conv2"
+    try:
+        from torchxray import PatchLog
+
+        log = PatchLog(model)
+    except Exception as exc:
+        res.add(
+            Row(table, name, "edit + fake re-probe", Timing(error=f"{type(exc).__name__}: {exc}"))
+        )
+        return
+
+    def round_trip() -> Any:
+        log.edit(path, bias=True)
+        return _probe(model, args, "fake")
+
+    def undo(_: Any) -> None:
+        log.undo()
+
+    fake = measure(lambda: _probe(model, args, "fake"), repeats, warmup=1)
+    ours = measure(round_trip, repeats, after=undo, warmup=1)
+    res.add(
+        Row(table, name, "edit + fake re-probe", ours, "fake probe alone", fake, f"edit {path}")
+    )
+    if log.can_undo:  # a failed round trip may leave its edit applied
+        log.undo()
+    explorer_suite(res, name, model, args, path, repeats, fake)
+
+
+def explorer_suite(
+    res: Results,
+    name: str,
+    model: nn.Module,
+    args: tuple[Any, ...],
+    path: str,
+    repeats: int,
+    fake: Timing,
+) -> None:
+    """The same round trip as a user gets it: Explorer.edit re-walks, re-probes and re-syncs."""
+    try:
+        from torchxray import explore
+
+        ex = explore(model, *args)
+    except Exception as exc:
+        res.add(
+            Row(
+                "Edit",
+                name,
+                "explorer edit (+ walk, probe, state)",
+                Timing(error=f"{type(exc).__name__}: {exc}"),
+            )
+        )
+        return
+    try:
+        ours = measure(
+            lambda: ex.edit(path, bias=True), repeats, after=lambda _: ex.undo(), warmup=1
+        )
+        res.add(
+            Row(
+                "Edit", name, "explorer edit (+ walk, probe, state)", ours, "fake probe alone", fake
+            )
+        )
+    finally:
+        ex.close()
+
+
+def size_suite(res: Results) -> None:
+    bundle = STATIC / "widget.js"
+    if bundle.exists():
+        raw = bundle.read_bytes()
+        res.values["bytes:widget.js (minified)"] = len(raw)
+        res.values["bytes:widget.js (gzip)"] = len(gzip.compress(raw, 9))
+    for extra in sorted(STATIC.glob("*")):
+        if extra.is_file() and extra.name != "widget.js" and not extra.name.startswith("."):
+            res.values[f"bytes:static/{extra.name}"] = extra.stat().st_size
+
+
+def browser_suite(res: Results, path: Path) -> None:
+    """Figures measured in headless Chromium by the UI tests (see bench/README.md for the format).
+
+    Expected JSON: {"first_paint_s": {"10000": 0.12, "100000": 0.3}, "scroll_frame_ms": {...},
+    "dom_rows": {...}, "machine": "..."}. Missing file: the browser goals read "not measured".
+    """
+    if not path.exists():
+        res.notes.append(
+            f"browser figures: {path.relative_to(ROOT)} not found (see bench/README.md)"
+        )
+        return
+    data = json.loads(path.read_text())
+    rows = [
+        "### Browser (headless Chromium)",
+        "",
+        "| modules | first paint | scroll frame | DOM rows |",
+    ]
+    rows.append("|---|---|---|---|")
+    for n in sorted(
+        {k for key in ("first_paint_s", "scroll_frame_ms", "dom_rows") for k in data.get(key, {})},
+        key=int,
+    ):
+        paint = data.get("first_paint_s", {}).get(n)
+        frame = data.get("scroll_frame_ms", {}).get(n)
+        dom = data.get("dom_rows", {}).get(n)
+        for key, value in (("first_paint_s", paint), ("scroll_frame_ms", frame), ("dom_rows", dom)):
+            if value is not None:
+                res.values[f"browser:{key}:{n}"] = float(value)
+        rows.append(
+            f"| {int(n):,} | {'n/a' if paint is None else f'{paint * 1000:.0f} ms'} | "
+            f"{'n/a' if frame is None else f'{frame:.1f} ms'} | {'n/a' if dom is None else dom} |"
+        )
+    if data.get("machine"):
+        rows.append(f"\nMeasured on: {data['machine']}")
+    res.sections.append("\n".join(rows) + "\n")
+
+
+def finite(x: float) -> bool:
+    return not (math.isnan(x) or math.isinf(x))
+
+
+def fresh_inputs(kind: str) -> tuple[Any, ...]:
+    g = torch.Generator().manual_seed(0)
+    if kind == "image":
+        return (torch.randn(1, 3, 224, 224, generator=g),)
+    if kind == "synthetic":
+        return (torch.randn(4, 8, generator=g),)
+    if kind == "tokens-meta":
+        return (torch.zeros(1, 128, dtype=torch.long, device="meta"),)
+    raise ValueError(kind)
