@@ -1,0 +1,126 @@
+"""A person opens a shared snapshot with no kernel: they can browse, and actions are disabled."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from lab import (
+    Lab,
+    code_cells,
+    errors,
+    explorer,
+    hide_file_browser,
+    menu,
+    open_notebook,
+    run_all,
+    treeitem,
+)
+from playwright.sync_api import Browser, Page, expect
+
+pytestmark = pytest.mark.ui
+
+READ_ONLY = re.compile(r"read-only")
+
+
+def test_to_html_file_browses_read_only_without_network(
+    browser: Browser, tmp_path: Path, shots: Path
+) -> None:
+    import torchxray as tx
+    from torchxray import demo
+
+    model = demo.resnet_ish()
+    ex = tx.explore(model, demo.images())
+    ex.edit("fc", out_features=100)
+    target = tmp_path / "resnet.html"
+    ex.to_html(target)
+    ex.close()
+
+    context = browser.new_context(viewport={"width": 1300, "height": 800})
+    page = context.new_page()
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page_errors: list[str] = []
+    page.on("pageerror", lambda exc: page_errors.append(str(exc)))
+    try:
+        page.goto(target.as_uri())
+        tree = page.get_by_role("tree")
+        expect(tree).to_be_visible()
+        expect(page.get_by_text(READ_ONLY)).to_be_visible()
+        expect(treeitem(tree, "fc")).to_contain_text("2×100")
+
+        # Browse: expand, select, read the panes recorded in the snapshot.
+        treeitem(tree, "layer1").locator(".tx-caret").click()
+        expect(treeitem(tree, "0").first).to_have_accessible_name(re.compile(r"^0 BasicBlock"))
+        treeitem(tree, "conv1").first.click()
+        expect(page.get_by_role("tabpanel", name="Overview")).to_contain_text("Conv2d")
+        page.get_by_role("tab", name="Source").click()
+        expect(page.get_by_role("tabpanel", name="Source")).to_contain_text("class Conv2d(")
+
+        # The graph renderer is inlined too: the MRO draws with no network.
+        page.get_by_role("tab", name="MRO").click()
+        expect(page.get_by_role("tabpanel", name="MRO").locator("svg")).to_contain_text("Conv2d")
+
+        # Actions are disabled.
+        page.get_by_role("tab", name="Form").click()
+        expect(page.get_by_role("tabpanel", name="Form")).to_contain_text("Conv2d(…) at conv1")
+        expect(page.get_by_role("button", name="Apply")).to_be_disabled()
+        expect(page.get_by_role("button", name="Replace with...")).to_be_disabled()
+        page.get_by_role("tab", name="History").click()
+        expect(page.get_by_role("tabpanel", name="History")).to_contain_text("out_features")
+        expect(page.get_by_role("button", name="Undo")).to_be_disabled()
+        page.screenshot(path=str(shots / "to-html.png"))
+    finally:
+        context.close()
+    remote = [u for u in requests if not u.startswith(("file:", "data:", "blob:"))]
+    assert remote == [], f"the standalone page made network requests: {remote}"
+    assert dialogs == []
+    assert page_errors == []
+
+
+def test_notebook_saved_with_widget_state_reopens_read_only(
+    page: Page, lab: Lab, shots: Path
+) -> None:
+    nb = lab.write_notebook(
+        "saved.ipynb",
+        "import torchxray as tx\nfrom torchxray import demo",
+        "ex = tx.explore(demo.resnet_ish(), demo.images())\nex.save_snapshot()\nex",
+    )
+    open_notebook(page, lab, nb, "saved")
+    hide_file_browser(page)
+    run_all(page)
+    assert errors(page) == []
+    expect(explorer(page, 1).get_by_role("tree")).to_be_visible()
+
+    # Save with the widget state (Settings > Save Widget State Automatically, then File > Save).
+    toggle = "Save Widget State Automatically"
+    page.get_by_role("menubar").get_by_role("menuitem", name="Settings", exact=True).click()
+    item = page.get_by_role("menuitem", name=re.compile(toggle))
+    checked = "lm-mod-toggled" in (item.get_attribute("class") or "")
+    page.keyboard.press("Escape")
+    if not checked:
+        menu(page, "Settings", toggle)
+    menu(page, "File", "Save Notebook")
+    expect(page.get_by_role("tab", name=re.compile("saved.ipynb"))).not_to_have_class(
+        re.compile(r"jp-mod-dirty")
+    )
+    lab.shutdown_kernels()  # the kernel that held the model is gone
+
+    # Reopen: the widget comes back from the saved state, browsable, with actions disabled.
+    page.reload()
+    cells = code_cells(page)
+    expect(cells).to_have_count(2)
+    ex = explorer(page, 1)
+    expect(ex.get_by_role("tree")).to_be_visible(timeout=60_000)
+    expect(ex.get_by_text(READ_ONLY)).to_be_visible(timeout=60_000)
+    treeitem(ex, "fc").click()
+    expect(treeitem(ex, "fc")).to_have_attribute("aria-selected", "true")
+    ex.get_by_role("tab", name="Overview").click()
+    expect(ex.get_by_role("tabpanel", name="Overview")).to_contain_text("Linear")
+    ex.get_by_role("tab", name="Form").click()
+    expect(ex.get_by_role("tabpanel", name="Form")).to_contain_text("Linear(…) at fc")
+    expect(ex.get_by_role("button", name="Apply")).to_be_disabled()
+    page.screenshot(path=str(shots / "saved-state.png"))
