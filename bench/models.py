@@ -3,7 +3,7 @@
 - `resnet50()`: the torchvision layout (Bottleneck blocks 3-4-6-3), 25.6 M parameters.
 - `vit_b16()`: ViT-B/16 in the timm layout (qkv Linear + SDPA), 86.6 M parameters.
 - `synthetic(n)`: about `n` modules of small residual MLP blocks, cheap to run on a CPU.
-- `llama_70b()`: a Llama-3-70B-shaped decoder (GQA, RMSNorm, SwiGLU, RoPE) on the meta device.
+- `llama_70b()`: a Llama-3-70B-shaped decoder (GQA, RMSNorm, SwiGLU; torchxray.demo.llama_like) on the meta device.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ import math
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+from torchxray.demo import LlamaLike, llama_like
 
 
 class Bottleneck(nn.Module):
@@ -161,106 +163,25 @@ def synthetic(modules: int) -> Synthetic:
     return Synthetic(modules)
 
 
-class RMSNorm(nn.Module):
-    def __init__(self, dim: int, eps: float = 1e-5) -> None:
-        super().__init__()
-        self.eps = eps
-        self.weight = nn.Parameter(torch.ones(dim))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.weight * x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
-
-
-def _rope(x: torch.Tensor, theta: float = 500_000.0) -> torch.Tensor:
-    *_, n, d = x.shape
-    freqs = theta ** (-torch.arange(0, d, 2, device=x.device, dtype=torch.float32) / d)
-    angles = torch.outer(torch.arange(n, device=x.device, dtype=torch.float32), freqs)
-    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
-    x1, x2 = x[..., 0::2], x[..., 1::2]
-    return torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1).flatten(-2)
-
-
-class LlamaAttention(nn.Module):
-    def __init__(self, dim: int, heads: int, kv_heads: int) -> None:
-        super().__init__()
-        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, dim // heads
-        self.q_proj = nn.Linear(dim, dim, bias=False)
-        self.k_proj = nn.Linear(dim, kv_heads * self.head_dim, bias=False)
-        self.v_proj = nn.Linear(dim, kv_heads * self.head_dim, bias=False)
-        self.o_proj = nn.Linear(dim, dim, bias=False)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        b, n, _ = x.shape
-        q = _rope(self.q_proj(x).view(b, n, self.heads, self.head_dim).transpose(1, 2))
-        k = _rope(self.k_proj(x).view(b, n, self.kv_heads, self.head_dim).transpose(1, 2))
-        v = self.v_proj(x).view(b, n, self.kv_heads, self.head_dim).transpose(1, 2)
-        rep = self.heads // self.kv_heads
-        k, v = k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1)
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        return self.o_proj(y.transpose(1, 2).reshape(b, n, -1))
-
-
-class LlamaMLP(nn.Module):
-    def __init__(self, dim: int, hidden: int) -> None:
-        super().__init__()
-        self.gate_proj = nn.Linear(dim, hidden, bias=False)
-        self.up_proj = nn.Linear(dim, hidden, bias=False)
-        self.down_proj = nn.Linear(hidden, dim, bias=False)
-        self.act_fn = nn.SiLU()
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
-
-
-class LlamaDecoderLayer(nn.Module):
-    def __init__(self, dim: int, heads: int, kv_heads: int, hidden: int) -> None:
-        super().__init__()
-        self.self_attn = LlamaAttention(dim, heads, kv_heads)
-        self.mlp = LlamaMLP(dim, hidden)
-        self.input_layernorm = RMSNorm(dim)
-        self.post_attention_layernorm = RMSNorm(dim)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x + self.self_attn(self.input_layernorm(x))
-        return x + self.mlp(self.post_attention_layernorm(x))
-
-
-class Llama(nn.Module):
-    def __init__(
-        self,
-        vocab: int = 128_256,
-        dim: int = 8192,
-        layers: int = 80,
-        heads: int = 64,
-        kv_heads: int = 8,
-        hidden: int = 28_672,
-    ) -> None:
-        super().__init__()
-        self.embed_tokens = nn.Embedding(vocab, dim)
-        self.layers = nn.ModuleList(
-            LlamaDecoderLayer(dim, heads, kv_heads, hidden) for _ in range(layers)
-        )
-        self.norm = RMSNorm(dim)
-        self.lm_head = nn.Linear(dim, vocab, bias=False)
-
-    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
-        x = self.embed_tokens(input_ids)
-        for layer in self.layers:
-            x = layer(x)
-        return self.lm_head(self.norm(x))
-
-
-def llama_70b(device: str = "meta", dtype: torch.dtype = torch.bfloat16) -> Llama:
+# The LLM is the package's own demo model (torchxray.demo.llama_like): one definition serves the
+# notebooks, the tests and the benchmarks.
+def llama_70b(device: str = "meta", dtype: torch.dtype = torch.bfloat16) -> LlamaLike:
     """70.6 B parameters; on "meta" it costs no memory and cannot be run for real."""
-    with torch.device(device):
-        return Llama().to(dtype)
+    return llama_like(device=device).to(dtype)
 
 
-def llama_gpu(layers: int = 16, dim: int = 2048, dtype: torch.dtype = torch.bfloat16) -> Llama:
+def llama_gpu(layers: int = 16, dim: int = 2048, dtype: torch.dtype = torch.bfloat16) -> LlamaLike:
     """A ~1 B-parameter Llama for the GPU section (fits any datacenter GPU)."""
     heads = dim // 64
-    with torch.device("cuda"):
-        return Llama(32_000, dim, layers, heads, max(1, heads // 4), int(dim * 8 / 3)).to(dtype)
+    return llama_like(
+        vocab=32_000,
+        dim=dim,
+        layers=layers,
+        heads=heads,
+        kv_heads=max(1, heads // 4),
+        hidden=int(dim * 8 / 3),
+        device="cuda",
+    ).to(dtype)
 
 
 def count_modules(model: nn.Module) -> int:
