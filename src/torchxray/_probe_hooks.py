@@ -24,9 +24,8 @@ import torch
 from torch import nn
 from torch.nn.modules import module as nn_module
 from torch.utils import _pytree as pytree
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils.flop_counter import flop_registry
 
+from ._probe_flops import FlopCount
 from ._probe_records import CallRecord, TensorInfo
 
 _SUMMARY_CHARS = 40
@@ -39,14 +38,29 @@ def _leaf_text(value: object) -> str:
     return f"<{type(value).__name__}>"
 
 
+# TensorInfo is frozen, so equal metadata can share one instance: a dict hit costs far less than
+# converting the shape and formatting dtype and device (20,000 times for 10,000 small modules).
+_INFOS: dict[tuple[Any, ...], TensorInfo] = {}
+_INFO_LIMIT = 4096  # a bound, so a stream of new shapes cannot grow it without end
+
+
 def _info(value: object, name: str) -> TensorInfo | str:
     if isinstance(value, torch.Tensor):
-        return TensorInfo(
+        key = (value.shape, value.dtype, value.device, name)
+        try:
+            return _INFOS[key]
+        except (KeyError, TypeError):  # TypeError: a symbolic size does not hash
+            pass
+        info = TensorInfo(
             tuple(int(s) for s in value.shape),
             str(value.dtype).removeprefix("torch."),
             str(value.device),
             name,
         )
+        if len(_INFOS) < _INFO_LIMIT:
+            with contextlib.suppress(TypeError):
+                _INFOS[key] = info
+        return info
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         # pytree does not flatten dataclasses; a model returning one still has tensors inside.
         return "<dataclass>"
@@ -57,6 +71,8 @@ def leaf_infos(value: object, name: str) -> tuple[TensorInfo | str, ...]:
     """Flatten `value` with torch.utils._pytree (dataclasses too) into TensorInfo / text leaves."""
     if isinstance(value, torch.Tensor):  # the common case, without pytree's cost
         return (_info(value, name),)
+    if type(value) is tuple and len(value) == 1 and isinstance(value[0], torch.Tensor):
+        return (_info(value[0], name + "[0]"),)  # a forward's usual args: (x,)
     if isinstance(value, tuple) and all(isinstance(v, torch.Tensor) for v in value):
         return tuple(_info(v, f"{name}[{i}]") for i, v in enumerate(value))
     out: list[TensorInfo | str] = []
@@ -99,91 +115,6 @@ class Call:
         self.peak = 0
         self.mem_alloc: int | None = None
         self.flops = 0
-
-
-def _shape_of(value: Any) -> Any:
-    if isinstance(value, torch.Tensor):
-        return value.shape
-    if type(value) in (list, tuple):
-        return type(value)(v.shape if isinstance(v, torch.Tensor) else v for v in value)
-    return value
-
-
-def _mm_flops(a: Any, b: Any, *_: Any, **__: Any) -> int:
-    return 2 * int(a[0]) * int(a[1]) * int(b[1])
-
-
-def _bmm_flops(a: Any, b: Any, *_: Any, **__: Any) -> int:
-    return 2 * int(a[0]) * int(a[1]) * int(a[2]) * int(b[2])
-
-
-def _formulas() -> dict[Any, Any]:
-    """torch's FLOP formulas by op, unwrapped from their pytree shape wrapper when possible.
-
-    The wrapper maps every argument through tree_map (two pytree passes per matmul, most of the
-    counting cost in real mode); the formulas only ever look one level deep, so `_shape_of` does.
-    """
-    table: dict[Any, Any] = {}
-    for op, formula in flop_registry.items():
-        raw = getattr(formula, "__wrapped__", None)
-        table[op] = (raw, True) if raw is not None else (formula, False)
-    aten = torch.ops.aten
-    # The matmul formulas call each other through the wrapper (tree_map again): ~28 us of a 38 us
-    # counted Linear on small inputs. The same arithmetic, directly (test_probe checks the totals
-    # against FlopCounterMode).
-    table[aten.mm] = (_mm_flops, True)
-    table[aten.addmm] = (lambda bias, a, b, **_: _mm_flops(a, b), True)
-    table[aten.bmm] = (_bmm_flops, True)
-    table[aten.baddbmm] = (lambda bias, a, b, **_: _bmm_flops(a, b), True)
-    # The CPU attention kernel has no formula in torch, so CPU and meta/CUDA models disagreed
-    # on attention FLOPs; it takes (query, key, value, ...) like the flash kernel.
-    flash = table.get(aten._scaled_dot_product_flash_attention)
-    cpu_flash = getattr(aten, "_scaled_dot_product_flash_attention_for_cpu", None)
-    if flash is not None and cpu_flash is not None:
-        table.setdefault(cpu_flash, flash)
-    return table
-
-
-_FORMULAS = _formulas()
-_BY_OP: dict[int, tuple[Any, Any]] = {}
-
-
-class _FlopCount(TorchDispatchMode):
-    """Adds each op's FLOPs (torch.utils.flop_counter's formulas) to every open call.
-
-    Hand-written rather than FlopCounterMode itself: FlopCounterMode tries a decomposition for
-    every op without a formula and tracks modules with hooks of its own; measured on 10,000 small
-    ops it cost 75 us per op against 28 us here (less still with `_formulas`), which decides
-    whether real mode stays near a bare forward. The formulas, the part worth sharing, are torch's.
-    """
-
-    def __init__(self, stack: list[Call]) -> None:
-        super().__init__()
-        self.stack = stack
-
-    def __torch_dispatch__(
-        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
-    ) -> Any:
-        kwargs = kwargs or {}
-        out = func(*args, **kwargs)
-        if not self.stack:
-            return out
-        # Looked up by id: OpOverloadPacket's __hash__ is Python code, ~1 us per op otherwise.
-        seen = _BY_OP.get(id(func))
-        if seen is None or seen[0] is not func:
-            seen = _BY_OP[id(func)] = (func, _FORMULAS.get(func._overloadpacket))
-        entry = seen[1]
-        if entry is not None:
-            formula, raw = entry
-            if raw:
-                shapes = [_shape_of(a) for a in args]
-                named = {k: _shape_of(v) for k, v in kwargs.items()}
-                flops = int(formula(*shapes, out_shape=_shape_of(out), **named))
-            else:
-                flops = int(formula(*args, **kwargs, out_val=out))
-            for call in self.stack:
-                call.flops += flops
-        return out
 
 
 class ProbeRun:
@@ -230,7 +161,7 @@ class ProbeRun:
                 # A meta kernel that fails logs a full traceback at ERROR level before raising; the
                 # report already carries that error, so keep it out of the notebook's output.
                 es.enter_context(_quiet_logger("torch._subclasses.fake_tensor"))
-            es.enter_context(_FlopCount(self.stack))
+            es.enter_context(FlopCount(self.stack, self.fake_mode))
             self.count_flops = True
             pre = nn_module.register_module_forward_pre_hook(self._pre_hook)
             es.callback(pre.remove)

@@ -64,6 +64,22 @@ class ModuleRecord:
     @classmethod
     def from_calls(cls, path: str, cls_name: str, calls: tuple[CallRecord, ...]) -> ModuleRecord:
         first = calls[0]
+        if len(calls) == 1:  # the usual case, without building four lists (10,000 times a probe)
+            return cls(
+                path=path,
+                cls=cls_name,
+                calls=1,
+                inputs=first.inputs,
+                outputs=first.outputs,
+                input_shapes=_shapes(first.inputs),
+                output_shapes=_shapes(first.outputs),
+                flops=first.flops,
+                time_ms=first.time_ms,
+                mem_alloc=first.mem_alloc,
+                mem_peak=first.mem_peak,
+                call_records=calls,
+                complete=first.complete,
+            )
         flops = [c.flops for c in calls if c.flops is not None]
         times = [c.time_ms for c in calls if c.time_ms is not None]
         allocs = [c.mem_alloc for c in calls if c.mem_alloc is not None]
