@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
-
 from ._tree_stats import (
+    DTYPES,
     class_facts,
     dag_fold,
     digest_signatures,
+    dtype_info,
     exact_totals,
     placeholder,
 )
@@ -23,14 +23,6 @@ from .tree import NODE_FIELDS
 
 _MISSING = object()
 QUALNAME, SIZE = NODE_FIELDS.index("qualname"), NODE_FIELDS.index("size")
-_DTYPES: dict[torch.dtype, tuple[str, int]] = {}
-
-
-def _dtype_info(dtype: torch.dtype) -> tuple[str, int]:
-    info = _DTYPES.get(dtype)
-    if info is None:
-        info = _DTYPES[dtype] = (str(dtype).removeprefix("torch."), dtype.itemsize)
-    return info
 
 
 def _extra_repr(module: Any) -> str:
@@ -171,7 +163,7 @@ class LazyPass:
                         if t is None:
                             continue
                         tensors_append(t)
-                        dtype, itemsize = _DTYPES.get(t.dtype) or _dtype_info(t.dtype)
+                        dtype, itemsize = DTYPES.get(t.dtype) or dtype_info(t.dtype)
                         try:
                             n = t.numel()
                             shape = t.shape

@@ -14,6 +14,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
+import torch
 import torch.nn as nn
 
 PLACEHOLDER = "<unavailable: {what} raised {exc}>"
@@ -319,3 +320,14 @@ def digest_signatures(keys: dict[tuple[Any, ...], int], heads: Sequence[Any]) ->
         text = f"{heads[head]!r}|{kids}"
         out.append(hashlib.blake2b(text.encode(), digest_size=8).hexdigest())
     return out
+
+
+# dtype -> (name, itemsize), memoised: str(dtype) is slow enough to matter at 100k modules.
+DTYPES: dict[torch.dtype, tuple[str, int]] = {}
+
+
+def dtype_info(dtype: torch.dtype) -> tuple[str, int]:
+    info = DTYPES.get(dtype)
+    if info is None:
+        info = DTYPES[dtype] = (str(dtype).removeprefix("torch."), dtype.itemsize)
+    return info
