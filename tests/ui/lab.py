@@ -39,6 +39,16 @@ _QUIET_SETTINGS = {
 ERROR_OUTPUT = ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
 
 
+# The first cell of most flows: the demo ResNet and a batch of images, built in code.
+RESNET_SETUP = """\
+import torch
+import torchxray as tx
+from torchxray import demo
+
+model = demo.resnet_ish()
+x = demo.images()"""
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

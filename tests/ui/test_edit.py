@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 from lab import (
+    RESNET_SETUP as SETUP,
+)
+from lab import (
     Lab,
     errors,
     explorer,
@@ -21,13 +24,6 @@ from playwright.sync_api import Page, expect
 
 pytestmark = pytest.mark.ui
 
-SETUP = """\
-import torch
-import torchxray as tx
-from torchxray import demo
-
-model = demo.resnet_ish()
-x = demo.images()"""
 SHOW = "ex = tx.explore(model, x)\nex"
 
 

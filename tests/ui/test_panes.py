@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 from lab import (
+    RESNET_SETUP as SETUP,
+)
+from lab import (
     Lab,
     code_cells,
     errors,
@@ -20,14 +23,6 @@ from lab import (
 from playwright.sync_api import Page, expect
 
 pytestmark = pytest.mark.ui
-
-SETUP = """\
-import torch
-import torchxray as tx
-from torchxray import demo
-
-model = demo.resnet_ish()
-x = demo.images()"""
 
 
 def test_mro_graph_then_history_code_replays(page: Page, lab: Lab, shots: Path) -> None:
