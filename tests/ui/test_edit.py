@@ -12,10 +12,7 @@ from lab import (
 from lab import (
     Lab,
     errors,
-    explorer,
-    hide_file_browser,
-    open_notebook,
-    run_all,
+    open_explorer,
     run_cell,
     save_readme_screenshot,
     treeitem,
@@ -28,14 +25,8 @@ SHOW = "ex = tx.explore(model, x)\nex"
 
 
 def test_form_edit_breaks_the_probe_then_undo(page: Page, lab: Lab, shots: Path) -> None:
-    nb = lab.write_notebook("edit.ipynb", SETUP, SHOW, "print(model.conv1)")
-    open_notebook(page, lab, nb, "edit")
-    hide_file_browser(page)
-    run_all(page)
-    assert errors(page) == []
-    ex = explorer(page, 1)
+    ex = open_explorer(page, lab, "edit", SETUP, SHOW, "print(model.conv1)")
     status = ex.get_by_role("status")
-    expect(status).to_have_text(re.compile(r"^probe ok"))
 
     treeitem(ex, "conv1").click()
     expect(treeitem(ex, "conv1")).to_have_attribute("aria-selected", "true")
@@ -92,14 +83,8 @@ def test_form_edit_breaks_the_probe_then_undo(page: Page, lab: Lab, shots: Path)
 def test_replace_with_a_class_from_the_catalog_shows_the_probe_diff(
     page: Page, lab: Lab, shots: Path
 ) -> None:
-    nb = lab.write_notebook("replace.ipynb", SETUP, SHOW, "print(type(model.fc).__name__)")
-    open_notebook(page, lab, nb, "replace")
-    hide_file_browser(page)
-    run_all(page)
-    assert errors(page) == []
-    ex = explorer(page, 1)
+    ex = open_explorer(page, lab, "replace", SETUP, SHOW, "print(type(model.fc).__name__)")
     status = ex.get_by_role("status")
-    expect(status).to_have_text(re.compile(r"^probe ok"))
 
     # Drop the classifier head to get features: fc (Linear) -> Identity.
     treeitem(ex, "fc").click()

@@ -13,10 +13,7 @@ from lab import (
     Lab,
     code_cells,
     errors,
-    explorer,
-    hide_file_browser,
-    open_notebook,
-    run_all,
+    open_explorer,
     run_cell,
     treeitem,
 )
@@ -26,16 +23,10 @@ pytestmark = pytest.mark.ui
 
 
 def test_mro_graph_then_history_code_replays(page: Page, lab: Lab, shots: Path) -> None:
-    nb = lab.write_notebook(
-        "panes.ipynb", SETUP, "ex = tx.explore(model, x)\nex", "model = demo.resnet_ish()\n"
+    ex = open_explorer(
+        page, lab, "panes", SETUP, "ex = tx.explore(model, x)\nex", "model = demo.resnet_ish()\n"
     )
-    open_notebook(page, lab, nb, "panes")
-    hide_file_browser(page)
-    run_all(page)
-    assert errors(page) == []
-    ex = explorer(page, 1)
     status = ex.get_by_role("status")
-    expect(status).to_have_text(re.compile(r"^probe ok"))
 
     # MRO of a residual block: drawn as an SVG graph (the renderer loads on first use).
     treeitem(ex, "layer1").locator(".tx-caret").click()
