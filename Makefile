@@ -27,8 +27,11 @@ src/torchxray/static/widget.js: node_modules/.stamp $(wildcard js/*.ts js/*/*.ts
 
 js: src/torchxray/static/widget.js
 
+# JupyterLab refuses to start as root unless told; containers and CI machines often run as root.
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
+
 demo: setup
-	$(BIN)/jupyter lab notebooks/01-explore.ipynb
+	$(BIN)/jupyter lab $(ROOT_FLAG) notebooks/01-explore.ipynb
 
 # Browser tests need Debian's chromium; CI runs as root, so install it when missing.
 chromium:
