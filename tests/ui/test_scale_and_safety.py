@@ -14,8 +14,8 @@ from lab import (
     errors,
     explorer,
     hide_file_browser,
+    open_explorer,
     open_notebook,
-    run_all,
     run_cell,
     set_theme,
     treeitem,
@@ -43,17 +43,13 @@ def luminance(el: Locator) -> dict[str, float]:
 
 
 def test_dark_theme_renders(page: Page, lab: Lab, shots: Path) -> None:
-    nb = lab.write_notebook(
-        "dark.ipynb",
+    ex = open_explorer(
+        page,
+        lab,
+        "dark",
         "import torchxray as tx\nfrom torchxray import demo",
         "ex = tx.explore(demo.tiny_transformer(), demo.tokens())\nex",
     )
-    open_notebook(page, lab, nb, "dark")
-    hide_file_browser(page)
-    run_all(page)
-    assert errors(page) == []
-    ex = explorer(page, 1)
-    expect(ex.get_by_role("status")).to_have_text(re.compile(r"^probe ok"))
     light = luminance(treeitem(ex, "tok"))
     assert light["background"] > 0.7 and light["text"] < 0.4, light
 
@@ -190,13 +186,7 @@ tx.explore(nn.Sequential(Raiser()), torch.randn(1, 2))"""
 def test_html_in_names_shows_as_text_and_runs_nothing(
     page: Page, lab: Lab, shots: Path, dialogs: list[str]
 ) -> None:
-    nb = lab.write_notebook("hostile.ipynb", HOSTILE, RAISES)
-    open_notebook(page, lab, nb, "hostile")
-    hide_file_browser(page)
-    run_all(page)
-    assert errors(page) == []
-    ex = explorer(page, 0)
-    expect(ex.get_by_role("status")).to_have_text(re.compile(r"^probe ok"))
+    ex = open_explorer(page, lab, "hostile", HOSTILE, RAISES, cell=0)
     treeitem(ex, "parts").locator(".tx-caret").click()
 
     evil_row = treeitem(ex, EVIL)
