@@ -344,9 +344,10 @@ def test_probe_fake_and_real_records(model: nn.Module) -> None:
     assert rec.calls == 1
     assert rec.input_shapes == ((2, 16, 32, 32),) and rec.output_shapes == ((2, 16, 32, 32),)
     assert rep[""].output_shapes == ((2, 10),)
-    real = tx.probe(model, images(), mode="real")
+    real = tx.probe(model, images(), mode="real", flops=True)
     assert real.ok and real["layer1.0.conv1"].output_shapes == rec.output_shapes
     assert real["layer1.0.conv1"].flops == rec.flops > 0
+    assert tx.probe(model, images(), mode="real")["layer1.0.conv1"].flops is None
     assert model.training and all(not m._forward_hooks for m in model.modules())
 
 

@@ -422,11 +422,21 @@ def test_memoisation_on_repeated_decoder_and_patched_forward() -> None:
 def test_cpu_model_output_devices_and_real_fake_agree() -> None:
     model = TinyLM()
     ids = torch.randint(0, 50, (2, 5))
-    fake, real = probe(model, ids), probe(model, ids, mode="real")
+    fake, real = probe(model, ids), probe(model, ids, mode="real", flops=True)
     assert [r.output_shapes for r in fake.records.values()] == [
         r.output_shapes for r in real.records.values()
     ]
     assert fake.total_flops == real.total_flops and fake.total_flops
+    assert [r.flops for r in fake.records.values()] == [r.flops for r in real.records.values()]
+    # Real mode counts only when asked: by default it measures, it does not intercept every op.
+    lean = probe(model, ids, mode="real")
+    assert lean.total_flops is None and all(r.flops is None for r in lean.records.values())
+    assert [r.output_shapes for r in lean.records.values()] == [
+        r.output_shapes for r in real.records.values()
+    ]
+    assert probe(model, ids, flops=False).total_flops is None
+    with pytest.raises(TypeError, match="flops"):
+        probe(model, ids, flops="yes")  # type: ignore[arg-type]
     assert all(r.time_ms is not None and r.time_ms >= 0 for r in real.records.values())
     assert real["layers.0"].mem_alloc is None  # memory is measured on CUDA only
 
@@ -518,7 +528,7 @@ def test_flops_agree_with_flopcountermode_and_across_devices() -> None:
     total = probe(meta, ids).total_flops
     assert total == counter.get_total_flops() > 0
     # CPU attention runs a kernel torch has no formula for; the probe counts it like the others.
-    assert probe(TinyLM(), ids, mode="real").total_flops == total
+    assert probe(TinyLM(), ids, mode="real", flops=True).total_flops == total
     rep = probe(meta, ids)
     assert rep["layers.0"].flops == sum(rep[f"layers.0.{c}"].flops for c in ("attn", "mlp"))  # type: ignore[misc]
 

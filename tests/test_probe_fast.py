@@ -1,8 +1,9 @@
 """The probe's fast paths give exactly the report of the slow paths they replace.
 
 Fast paths checked here: parameters converted to fake views before FakeTensorMode sees an op (so
-its result cache applies), shared TensorInfo objects for equal metadata, the single-call
-ModuleRecord shortcut. Each test runs the same probe with and without one and compares whole
+its result cache applies), shared TensorInfo objects for equal metadata, raw metadata kept for
+one tensor in / one tensor out, records made when first read, the single-call ModuleRecord
+shortcut. Each test runs the same probe with and without one and compares whole
 reports (records, shapes, dtypes, calls, FLOPs, failure localisation); only timings differ.
 """
 
@@ -17,7 +18,7 @@ import torch
 from test_probe import DictModel, Reuse, TinyLM
 from torch import nn
 
-from torchxray import _probe_flops, _probe_hooks
+from torchxray import _probe_calls, _probe_flops, _probe_values
 from torchxray._probe_records import CallRecord, ModuleRecord
 from torchxray.probe import ProbeReport, TensorInfo, run_probe
 
@@ -105,11 +106,12 @@ def _both(
     torch.manual_seed(0)
     model = build()
     args, kwargs = inputs()
-    fast = run_probe(model, args, kwargs, mode=mode, memoise=memoise)
+    fast = _untimed(run_probe(model, args, kwargs, mode=mode, memoise=memoise, flops=True))
     with pytest.MonkeyPatch.context() as mp:
         slow(mp)
-        reference = run_probe(model, args, kwargs, mode=mode, memoise=memoise)
-    return _untimed(fast), _untimed(reference)
+        # Records are made when first read: read them while the slow path is in place.
+        reference = _untimed(run_probe(model, args, kwargs, mode=mode, memoise=memoise, flops=True))
+    return fast, reference
 
 
 def _no_fake_conversion(mp: pytest.MonkeyPatch) -> None:
@@ -117,8 +119,8 @@ def _no_fake_conversion(mp: pytest.MonkeyPatch) -> None:
 
 
 def _no_info_cache(mp: pytest.MonkeyPatch) -> None:
-    mp.setattr(_probe_hooks, "_INFOS", {})
-    mp.setattr(_probe_hooks, "_INFO_LIMIT", 0)
+    mp.setattr(_probe_values, "_INFOS", {})
+    mp.setattr(_probe_values, "_INFO_LIMIT", 0)
 
 
 @pytest.mark.parametrize("memoise", [True, False])
@@ -139,6 +141,39 @@ def test_fake_parameter_conversion_gives_the_same_report(name: str, memoise: boo
 def test_shared_tensor_infos_give_the_same_report(name: str, mode: str) -> None:
     fast, slow = _both(name, mode, _no_info_cache)
     assert fast == slow
+
+
+def _no_raw_meta(mp: pytest.MonkeyPatch) -> None:
+    mp.setattr(_probe_calls, "_FAST_META", False)
+
+
+@pytest.mark.parametrize("mode", ["fake", "real"])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_raw_metadata_gives_the_same_report(name: str, mode: str) -> None:
+    fast, slow = _both(name, mode, _no_raw_meta)
+    assert fast == slow
+
+
+@pytest.mark.parametrize("mode", ["fake", "real"])
+def test_records_made_on_first_read_equal_records_made_at_once(mode: str) -> None:
+    build, inputs = CASES["transformer"]
+    model = build()
+    args, kwargs = inputs()
+    lazy = run_probe(model, args, kwargs, mode=mode, flops=True)
+    eager = run_probe(model, args, kwargs, mode=mode, flops=True)
+    eager_records = dict(eager.records.items())  # every record made, in iteration order
+    assert list(lazy.records) == list(eager_records) and len(lazy.records) == len(eager_records)
+    # Read in another order (the last path first): each record is still what it would have been.
+    for path in reversed(list(lazy.records)):
+        assert path in lazy.records
+        got, want = lazy.records[path], eager_records[path]
+        assert dataclasses.replace(got, time_ms=None, call_records=()) == dataclasses.replace(
+            want, time_ms=None, call_records=()
+        )
+    assert lazy.records["layers.0"] is lazy.records["layers.0"]  # made once
+    assert "nope" not in lazy.records
+    with pytest.raises(KeyError, match="nope"):
+        lazy["nope"]
 
 
 def test_fake_conversion_lets_fake_mode_cache_parameter_ops(
@@ -164,11 +199,11 @@ def test_fake_conversion_lets_fake_mode_cache_parameter_ops(
 
 def test_info_cache_is_bounded_and_keeps_names_apart() -> None:
     t = torch.zeros(2, 3)
-    a, b = _probe_hooks._info(t, "args[0]"), _probe_hooks._info(t, "args[1]")
+    a, b = _probe_values._info(t, "args[0]"), _probe_values._info(t, "args[1]")
     assert isinstance(a, TensorInfo) and isinstance(b, TensorInfo)
     assert (a.name, b.name, a.shape, a.dtype) == ("args[0]", "args[1]", (2, 3), "float32")
-    assert _probe_hooks._info(torch.zeros(2, 3, dtype=torch.half), "args[0]") != a
-    assert len(_probe_hooks._INFOS) <= _probe_hooks._INFO_LIMIT
+    assert _probe_values._info(torch.zeros(2, 3, dtype=torch.half), "args[0]") != a
+    assert len(_probe_values._INFOS) <= _probe_values._INFO_LIMIT
 
 
 def test_single_call_record_equals_the_general_sum() -> None:

@@ -14,7 +14,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import flop_registry
 
 if TYPE_CHECKING:
-    from ._probe_hooks import Call
+    from ._probe_run import Call
 
 
 def _shape_of(value: Any) -> Any:
@@ -81,13 +81,16 @@ class FlopCount(TorchDispatchMode):
 
     Hand-written rather than FlopCounterMode itself: FlopCounterMode tries a decomposition for
     every op without a formula and tracks modules with hooks of its own; measured on 10,000 small
-    ops it cost 75 us per op against 28 us here (less still with `_formulas`), which decides
-    whether real mode stays near a bare forward. The formulas, the part worth sharing, are torch's.
+    ops it cost 75 us per op against 28 us here (less still with `_formulas`). The formulas, the
+    part worth sharing, are torch's. Any Python dispatch mode still costs ~16 us per op, which is why
+    real mode counts only when asked (``flops=True``). ``count=False`` (fake mode without FLOPs)
+    keeps the fake-weight conversion and counts nothing.
     """
 
-    def __init__(self, stack: list[Call], fake_mode: Any = None) -> None:
+    def __init__(self, stack: list[Call], fake_mode: Any = None, count: bool = True) -> None:
         super().__init__()
         self.stack = stack
+        self.count = count
         self.fake_mode = fake_mode
         self.fake_type: type | None = None
         if fake_mode is not None:
@@ -106,7 +109,7 @@ class FlopCount(TorchDispatchMode):
         if self.fake_mode is not None and seen[2]:
             args = self._fake_args(args)
         out = func(*args, **kwargs)
-        if not self.stack:
+        if not self.stack or not self.count:
             return out
         entry = seen[1]
         if entry is not None:

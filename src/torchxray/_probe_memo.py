@@ -7,9 +7,8 @@ called with the same input metadata give the same records. The first such call r
 return fresh fake tensors of the remembered shapes and copy the remembered records under their own
 path. `tests/test_probe.py` checks that this equals a full probe.
 
-Skipping a forward needs the call itself (hooks cannot skip it), so for the probe's duration the
-modules whose signature occurs more than once get an instance attribute ``forward`` that consults
-the memo; `restore()` puts back exactly what was there (a user's own instance ``forward`` included).
+Skipping a forward needs the call itself: the outermost modules whose signature occurs more than
+once get, inside the probe's recording wrapper (`_probe_run`), a stub that consults the memo.
 """
 
 from __future__ import annotations
@@ -23,9 +22,9 @@ from torch import nn
 from torch.utils import _pytree as pytree
 
 if TYPE_CHECKING:
-    from ._probe_hooks import ProbeRun
+    from ._probe_run import ProbeRun
 
-from ._probe_hooks import Call
+from ._probe_run import Call
 
 _PLAIN = (bool, int, float, str, type(None), torch.dtype, torch.device)
 _MODULE_INTERNALS = frozenset(vars(nn.Module())) | {"forward"}
@@ -130,52 +129,45 @@ class _Entry:
 
 
 class Memo:
-    """Installed on a fake ProbeRun; `restore()` must run (ProbeRun registers it on its ExitStack)."""
+    """Made by a fake ProbeRun, which records each of `stubs()` around its stub."""
 
     def __init__(self, run: ProbeRun) -> None:
         self.run = run
         self.sigs = signatures(run.model, run.paths)
         self.entries: dict[Hashable, _Entry] = {}
         self.hits: list[str] = []
-        self._saved: list[tuple[nn.Module, Any]] = []
-        counts = Counter(self.sigs.values())
-        try:
-            self._install(run.model, counts, parent_repeats=False)
-        except BaseException:
-            self.restore()
-            raise
+        self.stubbed: set[int] = set()
+        self._mark(run.model, Counter(self.sigs.values()), parent_repeats=False)
 
-    def _install(self, m: nn.Module, counts: Counter[int], parent_repeats: bool) -> None:
+    def _mark(self, m: nn.Module, counts: Counter[int], parent_repeats: bool) -> None:
         # Only the outermost repeated modules get a stub: inside a repeated block the first
         # instance runs its children anyway, and fewer stubs keep set-up and calls cheap.
         sig = self.sigs.get(id(m))
         repeats = sig is not None and counts[sig] > 1
-        if repeats and not parent_repeats and sig is not None:
-            self._saved.append((m, m.__dict__.get("forward", _MISSING)))
-            m.__dict__["forward"] = self._stub(m, sig, m.forward)
+        if repeats and not parent_repeats:
+            self.stubbed.add(id(m))
         for child in m._modules.values():
             if child is not None:
-                self._install(child, counts, repeats)
+                self._mark(child, counts, repeats)
 
-    def restore(self) -> None:
-        while self._saved:
-            m, old = self._saved.pop()
-            if old is _MISSING:
-                m.__dict__.pop("forward", None)
-            else:
-                m.__dict__["forward"] = old
+    def stubs(self) -> list[tuple[nn.Module, Callable[..., Any]]]:
+        """(module, stub) for each outermost repeated block: the stub consults the memo and
+        otherwise calls the module's own forward (read now, before the probe patches anything)."""
+        out = []
+        for m in self.run.modules:
+            if id(m) in self.stubbed:
+                out.append((m, self._stub(self.sigs[id(m)], self.run.paths[id(m)], m.forward)))
+        return out
 
-    def _stub(
-        self, module: nn.Module, sig: int, original: Callable[..., Any]
-    ) -> Callable[..., Any]:
+    def _stub(self, sig: int, path: str, original: Callable[..., Any]) -> Callable[..., Any]:
         def forward(*args: Any, **kwargs: Any) -> Any:
-            return self._call(module, sig, original, args, kwargs)
+            return self._call(path, sig, original, args, kwargs)
 
         return forward
 
     def _call(
         self,
-        module: nn.Module,
+        path: str,
         sig: int,
         original: Callable[..., Any],
         args: tuple[Any, ...],
@@ -184,7 +176,7 @@ class Memo:
         run = self.run
         own = run.stack[-1] if run.stack else None
         ikey = _input_key(args, kwargs)
-        if own is None or own.module is not module or ikey is None:
+        if own is None or own.path != path or ikey is None:
             return original(*args, **kwargs)
         key = (sig, ikey)
         entry = self.entries.get(key)
@@ -200,17 +192,16 @@ class Memo:
         for call in run.log[start:]:
             if not call.done or not call.path.startswith(own.path + "."):
                 return result
-            descendants.append((call.path[cut:], call.inputs, call.outputs, run.flops_of(call)))
-        self.entries[key] = _Entry(spec, leaves, descendants, run.flops_of(own) or 0)
+            descendants.append(
+                (call.path[cut:], call.input_leaves(), call.output_leaves(), call.flops)
+            )
+        self.entries[key] = _Entry(spec, leaves, descendants, own.flops)
         return result
 
     def _replay(self, own: Call, entry: _Entry) -> Any:
         run = self.run
         for rel, inputs, outputs, flops in entry.descendants:
-            call = Call(own.path + rel, None)  # type: ignore[arg-type]
-            call.inputs, call.outputs, call.done = inputs, outputs, True
-            call.flops = flops or 0
-            run.log.append(call)
+            run.log.append(Call.made(own.path + rel, inputs, outputs, flops))
         for outer in run.stack:  # own is on the stack: it and its callers get the block's FLOPs
             outer.flops += entry.flops
         self.hits.append(own.path)

@@ -8,13 +8,21 @@
 
 ``mode="fake"`` runs the forward on fake tensors (``FakeTensorMode``) over the model's own
 parameters, which are viewed, never copied: it works for CPU, CUDA and meta models of any size.
-``mode="real"`` runs on real tensors where the model lives and adds per-module time (and CUDA
-memory). Either way the inputs are moved to the model's device and the model never is.
+``mode="real"`` runs on real tensors where the model lives and measures per-module time (and CUDA
+memory). It counts no FLOPs unless asked (``flops=True``): counting intercepts every op in Python
+(~16 us an op), which would slow the forward and inflate the times it measures; fake mode counts
+them at no cost to anything. Either way the inputs are moved to the model's device and the model
+never is.
+
+A module's record is what its forward received and returned: after its own forward pre-hooks,
+before its forward hooks (which still run as usual). Calls through the module (``module(x)``) are
+recorded; a direct ``module.forward(x)`` call in general is not, as with hooks. The probe adds no
+hook to anything: `_probe_wrap` says how it reaches every call instead.
 
 During the probe every module is in eval mode (so BatchNorm statistics and similar training state
 are not updated) and gradients are off; afterwards each module's own train/eval flag is restored,
-the probe's hooks are gone and, after a GPU probe, the CUDA cache is emptied. This holds after an
-exception too. Exceptions from the forward (CUDA out-of-memory included) become a failed report
+whatever the probe replaced to record calls is put back and, after a GPU probe, the CUDA cache is
+emptied. This holds after an exception too. Exceptions from the forward (CUDA out-of-memory included) become a failed report
 (``rep.ok`` False, ``rep.error`` naming the innermost module that raised); KeyboardInterrupt is
 re-raised after the clean-up.
 
@@ -23,8 +31,11 @@ the records (``rep.memoised`` lists the skipped paths): 80 identical decoder lay
 tensors a forward caches on its modules are removed afterwards. Models with uninitialised lazy
 modules are refused (a failed report), since running them would initialise them.
 
-Note: ``mode`` is taken by the probe, so a model whose forward has a ``mode`` argument cannot get
-it through ``probe``'s keyword arguments.
+Records are made when first read (``rep.records`` is a mapping that builds each record on first
+access); the report holds metadata only, never a tensor or the model.
+
+Note: ``mode`` and ``flops`` are taken by the probe, so a model whose forward has an argument of
+either name cannot get it through ``probe``'s keyword arguments.
 """
 
 from __future__ import annotations
@@ -32,24 +43,25 @@ from __future__ import annotations
 import gc
 import time
 import types
-import warnings
 from typing import Any
 
 import torch
 from torch import nn
-from torch.nn.parameter import is_lazy
 from torch.utils import _pytree as pytree
 
-from ._probe_hooks import ProbeRun, call_inputs, gc_paused
+from ._probe_calls import RECORDED_CODE
 from ._probe_records import (
     CallRecord,
     DiffEntry,
+    LazyRecords,
     ModuleRecord,
     ProbeDiff,
     ProbeError,
     ProbeReport,
     TensorInfo,
 )
+from ._probe_run import Call, ProbeRun, gc_paused
+from ._probe_values import call_inputs
 
 __all__ = [
     "CallRecord",
@@ -66,13 +78,16 @@ _MODES = ("fake", "real")
 _CALL_IMPL_CODE = nn.Module._call_impl.__code__
 
 
-def probe(model: nn.Module, *args: Any, mode: str = "fake", **kwargs: Any) -> ProbeReport:
-    """Run ``model(*args, **kwargs)`` once with recording hooks; return a `ProbeReport`.
+def probe(
+    model: nn.Module, *args: Any, mode: str = "fake", flops: bool | None = None, **kwargs: Any
+) -> ProbeReport:
+    """Run ``model(*args, **kwargs)`` once, recording every module call; return a `ProbeReport`.
 
+    ``flops``: count FLOPs per module (default: in fake mode yes, in real mode no; see above).
     Raises TypeError for a non-module and ValueError for an unknown mode; everything that goes
     wrong *inside* the forward (wrong input shape, dtype or count included) gives a failed report.
     """
-    return run_probe(model, args, kwargs, mode=mode)
+    return run_probe(model, args, kwargs, mode=mode, flops=flops)
 
 
 def run_probe(
@@ -82,6 +97,7 @@ def run_probe(
     *,
     mode: str = "fake",
     memoise: bool = True,
+    flops: bool | None = None,
 ) -> ProbeReport:
     """`probe` with explicit arguments; ``memoise=False`` runs every block (tests compare both)."""
     if not isinstance(model, nn.Module):
@@ -91,15 +107,24 @@ def run_probe(
         )
     if mode not in _MODES:
         raise ValueError(f"probe mode must be 'fake' or 'real', got {mode!r}")
+    if flops is None:
+        flops = mode == "fake"
+    elif not isinstance(flops, bool):
+        raise TypeError(f"probe(flops=...) takes True, False or None, got {flops!r}")
     with gc_paused():
-        return _run(model, args, kwargs, mode, memoise)
+        return _run(model, args, kwargs, mode, memoise, flops)
 
 
 def _run(
-    model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], mode: str, memoise: bool
+    model: nn.Module,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    mode: str,
+    memoise: bool,
+    flops: bool,
 ) -> ProbeReport:
     device = model_device(model)
-    run = ProbeRun(model, mode, device, memoise)
+    run = ProbeRun(model, mode, device, memoise, flops)
     names = run.names
     start = time.perf_counter()
     try:
@@ -109,21 +134,21 @@ def _run(
             gc.collect()  # tracebacks and cycles can hold the activations of a failed run
             torch.cuda.empty_cache()
     wall_ms = (time.perf_counter() - start) * 1e3
-    grouped: dict[str, list[CallRecord]] = {}
-    for call in run.log:
-        grouped.setdefault(call.path, []).append(run.record(call))
-    records = {
-        path: ModuleRecord.from_calls(path, names.get(path, "?"), tuple(calls))
-        for path, calls in grouped.items()
-    }
-    root = records.get("")
+
+    def build(path: str, calls: list[Call]) -> ModuleRecord:
+        made = tuple(call.record(flops) for call in calls)
+        return ModuleRecord.from_calls(path, names.get(path, "?"), made)
+
+    # The builder holds the calls and the names, nothing of `run`: a report keeps no model alive.
+    records = LazyRecords(run.log, build)
+    roots = [call.flops for call in run.log if call.path == ""]
     return ProbeReport(
         ok=error is None,
         mode=mode,
         device=str(device),
         records=records,
         error=error,
-        total_flops=root.flops if root is not None and error is None else None,
+        total_flops=sum(roots) if flops and roots and error is None else None,
         wall_ms=wall_ms,
         memoised=tuple(run.memo.hits) if run.memo is not None else (),
     )
@@ -145,9 +170,7 @@ def _execute(
     lazy = _first_lazy(run)
     if lazy is not None:
         return lazy
-    with run, warnings.catch_warnings():
-        # torch.compile wrappers warn that global hooks fire for the wrapper too; we expect that.
-        warnings.filterwarnings("ignore", message=".*global hooks", category=UserWarning)
+    with run:
         try:
             args, kwargs = _prepare_inputs(run, args, kwargs)
             run.model(*args, **kwargs)
@@ -159,20 +182,18 @@ def _execute(
 def _first_lazy(run: ProbeRun) -> ProbeError | None:
     """Lazy modules initialise themselves on their first forward, which would change the model
     (and, under fake tensors, give it fake parameters): refuse instead."""
-    for module in run.modules:
-        own = (*module._parameters.values(), *module._buffers.values())
-        if any(t is not None and is_lazy(t) for t in own):
-            path = run.paths[id(module)]
-            return ProbeError(
-                path=path,
-                cls=type(module).__name__,
-                exc_type="ValueError",
-                message="this lazy module has uninitialised parameters; a probe must not "
-                "initialise them because that changes the model",
-                input_shapes=(),
-                hint="run the model once yourself (model(*example_inputs)) to initialise its lazy "
-                "modules, then probe it",
-            )
+    path = run.lazy
+    if path is not None:
+        return ProbeError(
+            path=path,
+            cls=run.names[path],
+            exc_type="ValueError",
+            message="this lazy module has uninitialised parameters; a probe must not "
+            "initialise them because that changes the model",
+            input_shapes=(),
+            hint="run the model once yourself (model(*example_inputs)) to initialise its lazy "
+            "modules, then probe it",
+        )
     return None
 
 
@@ -198,14 +219,20 @@ def _prepare_inputs(
 
 
 def _module_frames(run: ProbeRun, exc: BaseException) -> list[tuple[nn.Module, types.FrameType]]:
-    """The probed modules whose forward the exception passed through, outermost first."""
+    """The probed modules whose call the exception passed through, outermost first: frames of
+    torch's ``_call_impl`` or of the probe's recording functions (`_probe_wrap`). A module called
+    through both (hooks, then its recorded forward) is listed once, with its outer frame."""
     chain: list[tuple[nn.Module, types.FrameType]] = []
     tb = exc.__traceback__
     while tb is not None:
         frame = tb.tb_frame
-        if frame.f_code is _CALL_IMPL_CODE:
+        if frame.f_code is _CALL_IMPL_CODE or frame.f_code is RECORDED_CODE:
             module = frame.f_locals.get("self")
-            if isinstance(module, nn.Module) and id(module) in run.paths:
+            if (
+                isinstance(module, nn.Module)
+                and id(module) in run.paths
+                and not (chain and chain[-1][0] is module)
+            ):
                 chain.append((module, frame))
         tb = tb.tb_next
     return chain
@@ -219,22 +246,19 @@ def _localise(
     kwargs: dict[str, Any],
 ) -> ProbeError:
     chain = _module_frames(run, exc)
-    inputs_of: dict[int, tuple[TensorInfo | str, ...]] = {}
-    for module, frame in chain:
-        f_locals = frame.f_locals
-        inputs_of[id(module)] = call_inputs(f_locals.get("args", ()), f_locals.get("kwargs"))
-    # Calls still open: those the exception went through get their inputs; the others were cut
-    # short by an exception a forward caught earlier and are dropped.
+    through = {run.paths[id(module)] for module, _ in chain}
+    # Calls still open: those the exception went through stay (as incomplete calls); the others
+    # were cut short by an exception a forward caught earlier and are dropped.
     for call in run.stack:
-        if id(call.module) in inputs_of:
-            call.inputs = inputs_of[id(call.module)]
-        else:
+        if call.path not in through:
             run.log.remove(call)
     run.stack.clear()
     if chain:
-        inner = chain[-1][0]
+        inner, frame = chain[-1]
         path = run.paths[id(inner)]
-        infos = inputs_of[id(inner)]
+        f_locals = frame.f_locals
+        # What the module was called with (before its own pre-hooks, as the user passed it).
+        infos = call_inputs(f_locals.get("args", ()), f_locals.get("kwargs"))
     else:  # raised before any module ran (preparing the inputs)
         path = ""
         infos = call_inputs(args, kwargs)

@@ -1,0 +1,214 @@
+"""Recording module calls: the `Call` a probe keeps per call, and `Recorder`, whose functions run a
+forward and record it (inputs, outputs, time, CUDA memory) on the probe's call stack and log.
+
+`_probe_wrap` installs those functions; FLOPs are added to the open calls by `_probe_flops`, and
+repeated blocks are replayed by `_probe_memo`.
+"""
+
+from __future__ import annotations
+
+import time
+import types
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from ._probe_records import CallRecord, TensorInfo
+from ._probe_values import Meta, call_inputs, leaf_infos, meta_info
+
+# One tensor in / one tensor out keeps raw metadata (see `_probe_values`); tests turn it off to
+# compare with the general path.
+_FAST_META = True
+_Leaves = tuple[TensorInfo | str, ...]
+
+
+class Call:
+    """One call in progress or done (mutable); `record` makes the frozen CallRecord.
+
+    A plain class with class-level defaults: the recorder makes one per module call, and setting
+    three attributes on a bare object costs far less than an ``__init__`` setting fifteen.
+    """
+
+    path = ""
+    # The leaves, or, for one tensor in / one tensor out, the raw metadata (`_probe_values`).
+    inputs: _Leaves | None = None
+    outputs: _Leaves | None = None
+    in_meta: Meta | None = None
+    out_meta: Meta | None = None
+    done = False
+    t0 = 0.0
+    t1: float | None = None
+    ev0: Any = None
+    ev1: Any = None
+    cuda_ms: float | None = None
+    mem0 = 0
+    peak = 0
+    mem_alloc: int | None = None
+    flops = 0
+
+    @classmethod
+    def made(
+        cls, path: str, inputs: _Leaves, outputs: _Leaves, flops: int | None, done: bool = True
+    ) -> Call:
+        call = cls()
+        call.path, call.inputs, call.outputs, call.done = path, inputs, outputs, done
+        call.flops = flops or 0
+        return call
+
+    def input_leaves(self) -> _Leaves:
+        if self.in_meta is not None:
+            return (meta_info(self.in_meta, "args[0]"),)
+        return self.inputs or ()
+
+    def output_leaves(self) -> _Leaves:
+        if self.out_meta is not None:
+            return (meta_info(self.out_meta, ""),)
+        return self.outputs or ()
+
+    def record(self, counted: bool) -> CallRecord:
+        """The frozen record; `counted` says whether FLOPs were counted in this run."""
+        if self.cuda_ms is not None:
+            time_ms: float | None = self.cuda_ms
+        elif self.t1 is not None:
+            time_ms = (self.t1 - self.t0) * 1e3
+        else:
+            time_ms = None
+        return CallRecord(
+            inputs=self.input_leaves(),
+            outputs=self.output_leaves(),
+            flops=self.flops if counted else None,
+            time_ms=time_ms,
+            mem_alloc=self.mem_alloc,
+            mem_peak=(self.peak - self.mem0) if self.mem_alloc is not None else None,
+            complete=self.done,
+        )
+
+
+class Recorder:
+    """The open calls (`stack`, innermost last) and every call so far (`log`, in call order), and
+    the recording functions that `_probe_wrap` installs."""
+
+    def __init__(self, timed: bool, device: torch.device) -> None:
+        self.stack: list[Call] = []
+        self.log: list[Call] = []
+        self.device = device
+        self.cuda = timed and device.type == "cuda"
+        self.cpu_timed = timed and not self.cuda
+        # The tensor whose metadata was read last, its version and its metadata: a module's input
+        # is most often the tensor the previous module returned. Holding it keeps its id from
+        # being reused; an in-place change (unsqueeze_, resize_, relu_) bumps its version.
+        self.recent: list[Any] = [None, -1, None]
+
+    def function(
+        self,
+        original: Callable[..., Any],
+        path_of: Callable[[int], str | None],
+        call_forward: bool,
+    ) -> Callable[..., Any]:
+        """A function ``(module, *args, **kwargs)`` that records the call of the module at
+        ``path_of(id(module))`` around ``module.forward(*args, **kwargs)`` (`call_forward`, as a
+        replacement of ``nn.Module.__call__``) or around ``original(module, *args, **kwargs)`` (as
+        an instance's ``forward``). A module without a path goes to ``original`` unrecorded."""
+        rec = self
+        stack, log, recent = self.stack, self.log, self.recent
+        cpu_timed, cuda = self.cpu_timed, self.cuda
+        clock = time.perf_counter
+        tensor = torch.Tensor
+        fast = _FAST_META
+
+        def meta(x: torch.Tensor) -> Meta:
+            try:
+                version = x._version
+            except RuntimeError:  # an inference tensor keeps no version: read it every time
+                return (x.shape, x.dtype, x.device)
+            if x is recent[0] and version == recent[1]:
+                return recent[2]  # type: ignore[no-any-return]
+            got = (x.shape, x.dtype, x.device)
+            recent[0], recent[1], recent[2] = x, version, got
+            return got
+
+        # `self`, `args`, `kwargs`: the names `probe._module_frames` reads from a failed call.
+        def recorded(self: Any, *args: Any, **kwargs: Any) -> Any:
+            path = path_of(id(self))
+            if path is None:
+                return original(self, *args, **kwargs)
+            call = Call()
+            call.path = path
+            # Inputs as the forward receives them, taken before it can change them in place.
+            if fast and len(args) == 1 and not kwargs and isinstance(x := args[0], tensor):
+                # The common hit inline: `x` was read before, so its version can be read again.
+                hit = x is recent[0] and x._version == recent[1]
+                call.in_meta = recent[2] if hit else meta(x)
+            else:
+                call.inputs = call_inputs(args, kwargs)
+            stack.append(call)
+            log.append(call)
+            if cuda:
+                rec._cuda_begin(call)
+            elif cpu_timed:
+                call.t0 = clock()
+            if call_forward:
+                out = self.forward(*args, **kwargs)
+            else:
+                out = original(self, *args, **kwargs)
+            if cuda:
+                rec._cuda_end(call)
+            elif cpu_timed:
+                call.t1 = clock()
+            if stack[-1] is not call:
+                rec._drop_stale(call)
+            stack.pop()
+            if fast and isinstance(out, tensor):
+                hit = out is recent[0] and out._version == recent[1]
+                call.out_meta = recent[2] if hit else meta(out)
+            else:
+                call.outputs = leaf_infos(out, "")
+            call.done = True
+            return out
+
+        return recorded
+
+    def release(self) -> None:
+        self.recent[:] = [None, -1, None]
+
+    def _drop_stale(self, call: Call) -> None:
+        # Calls above this one raised an exception that a forward caught: they never finished.
+        stack = self.stack
+        while stack and stack[-1] is not call:
+            self.log.remove(stack.pop())
+
+    def _cuda_begin(self, call: Call) -> None:
+        device = self.device
+        peak = torch.cuda.max_memory_allocated(device)
+        for outer in self.stack[:-1]:  # fold the peak so far into the callers before resetting it
+            outer.peak = max(outer.peak, peak)
+        torch.cuda.reset_peak_memory_stats(device)
+        call.mem0 = call.peak = torch.cuda.memory_allocated(device)
+        call.ev0 = torch.cuda.Event(enable_timing=True)
+        call.ev0.record()
+
+    def _cuda_end(self, call: Call) -> None:
+        call.ev1 = torch.cuda.Event(enable_timing=True)
+        call.ev1.record()
+        peak = torch.cuda.max_memory_allocated(self.device)
+        call.mem_alloc = torch.cuda.memory_allocated(self.device) - call.mem0
+        call.peak = max(call.peak, peak)
+        for outer in self.stack:
+            outer.peak = max(outer.peak, peak)
+
+    def cuda_times(self) -> None:
+        """After a synchronize: each call's CUDA event time, and the events let go."""
+        for call in self.log:
+            if call.ev0 is not None and call.ev1 is not None:
+                call.cuda_ms = float(call.ev0.elapsed_time(call.ev1))
+            call.ev0 = call.ev1 = None
+
+
+# The code of every recording function: a traceback frame running it is a module call
+# (`probe._module_frames`).
+RECORDED_CODE = next(
+    c
+    for c in Recorder.function.__code__.co_consts
+    if isinstance(c, types.CodeType) and c.co_name == "recorded"
+)

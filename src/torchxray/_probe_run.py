@@ -1,0 +1,229 @@
+"""The probe's run: one context manager that sets up everything a probe changes and undoes it.
+
+`ProbeRun(model, mode, device, ...)` walks the model once when made: paths in ``named_modules``
+order, class names, train/eval flags, uninitialised lazy modules, and which forwards to route
+through the recorder (`_probe_wrap`). Entering it sets every module to eval, enters
+``torch.no_grad`` (and ``FakeTensorMode`` in fake mode, and the FLOP counter when FLOPs are
+counted) and installs the recording forwards. Leaving it, whatever happened (exception,
+KeyboardInterrupt, CUDA OOM), undoes each of those in reverse order: no replaced forward, mode or
+flag outlives the probe.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+from torch import nn
+from torch.nn.modules.lazy import LazyModuleMixin
+from torch.nn.parameter import is_lazy
+
+from ._probe_calls import Call, Recorder
+from ._probe_flops import FlopCount
+from ._probe_wrap import Patches
+
+__all__ = ["Call", "ProbeRun", "gc_paused"]
+
+
+class ProbeRun:
+    """Context manager running one probe; see the module docstring for what it guarantees."""
+
+    def __init__(
+        self,
+        model: nn.Module,
+        mode: str,
+        device: torch.device,
+        memoise: bool = True,
+        flops: bool = True,
+    ) -> None:
+        self.model = model
+        self.mode = mode
+        self.device = device
+        self.memoise = memoise and mode == "fake"
+        self.memo: Any = None
+        self.flops = flops
+        self.modules: list[nn.Module] = []
+        self.paths: dict[int, str] = {}
+        self.names: dict[str, str] = {}
+        self.lazy: str | None = None  # the first module holding uninitialised lazy tensors
+        self.flags: list[bool] = []  # each module's train/eval flag, as `modules`
+        self.patches = Patches()
+        self._walk(model)
+        self.recorder = Recorder(timed=mode == "real", device=device)
+        self.stack: list[Call] = self.recorder.stack
+        self.log: list[Call] = self.recorder.log
+        self.fake_mode: Any = None
+        self._exit = contextlib.ExitStack()
+
+    def _walk(self, model: nn.Module) -> None:
+        """Pre-order, each module object once at its first path: what ``named_modules`` yields.
+        One loop does all per-module work, kept lean: at 10,000 small modules it is the largest
+        part of a real probe's cost after the forward itself."""
+        paths, names, modules, flags = self.paths, self.names, self.modules, self.flags
+        patches = self.patches
+        direct, instances, direct_instance = (
+            patches.direct,
+            patches.instances,
+            patches.direct_instance,
+        )
+        direct_class: dict[type, bool] = {}
+        lazy_type = LazyModuleMixin
+        todo: list[tuple[str, nn.Module]] = [("", model)]
+        pop, push = todo.pop, todo.append
+        while todo:
+            path, m = pop()
+            key = id(m)
+            if key in paths:
+                continue
+            paths[key] = path
+            cls = type(m)
+            names[path] = cls.__name__
+            modules.append(m)
+            d = m.__dict__
+            flags.append(d["training"] if "training" in d else m.training)
+            plain = direct_class.get(cls)
+            if plain is None:
+                plain = direct_class[cls] = patches.direct_class(cls)
+            if plain and direct_instance(d):
+                direct[key] = path
+            else:
+                instances[key] = (m, path)
+            if isinstance(m, lazy_type) and self.lazy is None and _holds_lazy(m):
+                self.lazy = path
+            children = d.get("_modules")
+            if children:
+                prefix = path + "." if path else ""
+                for name, child in reversed(children.items()):
+                    if child is not None:
+                        push((prefix + name, child))
+
+    # -- setup / teardown ---------------------------------------------------------------------
+    def __enter__(self) -> ProbeRun:
+        es = self._exit
+        try:
+            es.callback(_restore_training, self.modules, self.flags)
+            # The flag itself rather than .eval(): a user's train() override may do more than
+            # flip flags, and we must restore exactly what was there.
+            for m, training in zip(self.modules, self.flags):
+                if training:
+                    _set_training(m, False)
+            es.enter_context(torch.no_grad())
+            if self.mode == "fake":
+                es.callback(_undo_fake_state, _snapshot_state(self.modules))
+                from torch._subclasses.fake_tensor import FakeTensorMode
+
+                # allow_non_fake_inputs: the model's real parameters are converted lazily to fake
+                # views (memoised per tensor) on first use - no copy of their data, no new memory.
+                self.fake_mode = es.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
+                # A meta kernel that fails logs a full traceback at ERROR level before raising; the
+                # report already carries that error, so keep it out of the notebook's output.
+                es.enter_context(_quiet_logger("torch._subclasses.fake_tensor"))
+            if self.mode == "fake" or self.flops:
+                # In fake mode the counter also hands FakeTensorMode fake views of the weights.
+                es.enter_context(FlopCount(self.stack, self.fake_mode, count=self.flops))
+            if self.memoise:
+                from ._probe_memo import Memo  # imports this module: import here, not at the top
+
+                self.memo = Memo(self)
+                for m, stub in self.memo.stubs():
+                    self.patches.stub(m, stub)
+            es.callback(self.recorder.release)  # the last tensor it read, held until now
+            es.callback(self.patches.undo)
+            self.patches.install(self.recorder)
+            if self.recorder.cuda:
+                # Events record on the current device's stream: make it the model's device.
+                es.enter_context(torch.cuda.device(self.device))
+                torch.cuda.synchronize(self.device)
+        except BaseException:
+            es.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            if self.recorder.cuda:
+                with contextlib.suppress(Exception):  # a broken device must not mask the real error
+                    torch.cuda.synchronize(self.device)
+                    self.recorder.cuda_times()
+        finally:
+            self._exit.close()
+
+
+def _holds_lazy(m: nn.Module) -> bool:
+    own = (*m._parameters.values(), *m._buffers.values())
+    return any(t is not None and is_lazy(t) for t in own)
+
+
+_State = tuple[nn.Module, dict[str, Any], dict[str, Any], dict[str, Any]]
+
+
+def _snapshot_state(modules: list[nn.Module]) -> list[_State]:
+    return [
+        (m, dict(m._parameters), dict(m._buffers), {k: v for k, v in vars(m).items()})
+        for m in modules
+    ]
+
+
+def _undo_fake_state(snapshot: list[_State]) -> None:
+    """A forward that caches tensors on its module (a rotary table grown to a new length, a
+    register_buffer call) would leave *fake* tensors in the model after a fake probe: put back
+    what was there before for every module where a fake tensor turned up."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    for m, params, buffers, attrs in snapshot:
+        current = (*m._parameters.values(), *m._buffers.values(), *vars(m).values())
+        if not any(isinstance(v, FakeTensor) for v in current):
+            continue
+        m._parameters.clear()
+        m._parameters.update(params)
+        m._buffers.clear()
+        m._buffers.update(buffers)
+        for key in [k for k, v in vars(m).items() if isinstance(v, FakeTensor)]:
+            if key in attrs:
+                m.__dict__[key] = attrs[key]
+            else:
+                del m.__dict__[key]
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """The probe makes many small objects; with a big heap (torch alone is large) the cyclic
+    collector's passes took half of a 10,000-module probe. Refcounting still frees tensors as
+    usual; only cycles wait until the probe is over (as timeit does)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _set_training(m: nn.Module, training: bool) -> None:
+    if "training" in m.__dict__:  # the usual case: skip nn.Module.__setattr__ (~4 us a call)
+        m.__dict__["training"] = training
+    else:  # e.g. a ScriptModule keeps the flag in C++ behind its own __setattr__
+        m.training = training
+
+
+def _restore_training(modules: list[nn.Module], flags: list[bool]) -> None:
+    """Every module's flag as it was (a forward may have flipped one during the probe too)."""
+    for m, training in zip(modules, flags):
+        d = m.__dict__
+        if (d["training"] if "training" in d else m.training) is not training:
+            _set_training(m, training)
+
+
+@contextlib.contextmanager
+def _quiet_logger(name: str) -> Iterator[None]:
+    logger = logging.getLogger(name)
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
