@@ -208,6 +208,29 @@ describe("Explorer widget", () => {
     expect(el.querySelector("tr.tx-failed")).not.toBeNull();
   });
 
+  it("Probe tab: a FLOPs column when rows have FLOPs (fake mode), time and memory when measured (real mode)", async () => {
+    const base = { cls: "Linear", calls: 1, inputs: "2×4", outputs: "2×8", status: "same", before: null, mem_peak: null };
+    let rows: Array<typeof base & { path: string; flops: number | null; time_ms: number | null }> = [
+      { ...base, path: "fc", flops: 128, time_ms: null },
+    ];
+    const { el, model } = setup({ probe_table: () => ({ kind: "probe_table", total: 1, removed: [], rows }) });
+    const heads = () => Array.from(el.querySelectorAll(".tx-table th")).map((x) => x.textContent);
+    model.set("probe", { ...FAILED, ok: true, error: null, rev: 7 });
+    byRole(el, "tab", "Probe")[0].click();
+    await flush();
+    expect(heads()).toContain("FLOPs");
+    expect(heads()).not.toContain("time");
+    expect(el.querySelector(".tx-table tbody tr")?.textContent).toContain("128");
+    rows = [{ ...base, path: "fc", flops: null, time_ms: 0.25 }];
+    model.set("probe", { ...FAILED, ok: true, error: null, rev: 8 });
+    byRole(el, "tab", "Overview")[0].click();
+    byRole(el, "tab", "Probe")[0].click();
+    await flush();
+    expect(heads()).toEqual(expect.arrayContaining(["time", "peak mem"]));
+    expect(heads()).not.toContain("FLOPs");
+    expect(el.querySelector(".tx-table tbody tr")?.textContent).toContain("0.250 ms");
+  });
+
   it("Probe tab: after a failed probe, modules not reached are not called removed (and stay on Show more)", async () => {
     let calls = 0;
     const row = (path: string) => ({ path, cls: "Conv2d", calls: 1, inputs: "1", outputs: "1", status: "same", before: null, flops: null, time_ms: null, mem_peak: null });

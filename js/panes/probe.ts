@@ -54,7 +54,10 @@ export class ProbePane implements Pane {
   private controls(p: ProbeSummary): HTMLElement {
     const id = uid("mode");
     const mode = h("select", { id });
-    mode.append(h("option", { value: "fake" }, "fake (no memory, no compute)"), h("option", { value: "real" }, "real (runs the model)"));
+    mode.append(
+      h("option", { value: "fake" }, "fake (shapes and FLOPs; no memory, no compute)"),
+      h("option", { value: "real" }, "real (runs the model; time per module)"),
+    );
     mode.value = this.ctx.model.get("probe_mode") || "fake";
     const run = h("button", { type: "button" }, "Run probe");
     if (this.ctx.readonly) {
@@ -104,9 +107,13 @@ export class ProbePane implements Pane {
         h("p", { class: "tx-removed tx-muted" }, `not reached (the probe stopped at ${where}): ${r.not_reached.join(", ")}`),
       );
     }
+    // Fake mode counts FLOPs and measures nothing; real mode measures and counts FLOPs only when
+    // asked (probe.py): each column shows when some row has it.
+    const flops = this.rows.some((x) => x.flops !== null);
     const real = this.rows.some((x) => x.time_ms !== null);
     const head = ["module", "class", "calls", "input", "output", "before"];
-    if (real) head.push("FLOPs", "time", "peak mem");
+    if (flops) head.push("FLOPs");
+    if (real) head.push("time", "peak mem");
     const table = h("table", { class: "tx-table" }, h("thead", {}, h("tr", {}, ...head.map((x) => h("th", {}, x)))));
     const body = h("tbody");
     for (const row of this.rows) {
@@ -120,9 +127,9 @@ export class ProbePane implements Pane {
         h("td", {}, row.outputs),
         h("td", {}, row.status === "changed" ? (row.before ?? "") : row.status === "added" ? "(new)" : ""),
       );
+      if (flops) tr.append(h("td", {}, row.flops === null ? "" : formatCount(row.flops)));
       if (real) {
         tr.append(
-          h("td", {}, row.flops === null ? "" : formatCount(row.flops)),
           h("td", {}, row.time_ms === null ? "" : `${row.time_ms.toFixed(3)} ms`),
           h("td", {}, row.mem_peak === null ? "" : formatBytes(row.mem_peak)),
         );

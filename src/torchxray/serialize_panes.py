@@ -245,10 +245,10 @@ def probe_table(
 ) -> dict[str, Any]:
     diff = _Diff(report, previous)
     failed = report.error.path if report.error is not None else None
-    recs = list(report.records.values())
+    paths = list(report.records)  # records are made when read: read only this page's
     limit = min(max(limit, 1), 2000)
     rows = []
-    for rec in recs[offset : offset + limit]:
+    for rec in (report.records[path] for path in paths[offset : offset + limit]):
         status = "same"
         if rec.path == failed:
             status = "failed"
@@ -273,7 +273,7 @@ def probe_table(
     return {
         "kind": "probe_table",
         "rows": rows,
-        "total": len(recs),
+        "total": len(paths),
         "removed": diff.removed[:100],
         "not_reached": diff.not_reached[:100],
     }

@@ -43,14 +43,17 @@ def test_mro_graph_then_history_code_replays(page: Page, lab: Lab, shots: Path) 
     mro.get_by_label("source of Module").click()
     expect(mro).to_contain_text("class Module")
 
-    # A real probe (runs the model) adds time per module to the Probe tab.
+    # The fake probe counts FLOPs; a real probe (runs the model) measures time per module instead.
     ex.get_by_role("tab", name="Probe").click()
     probe = ex.get_by_role("tabpanel", name="Probe")
+    expect(probe.get_by_role("columnheader", name="FLOPs")).to_be_visible()
     probe.get_by_label("mode").select_option("real")
     probe.get_by_role("button", name="Run probe").click()
     expect(probe).to_contain_text("mode real")
     expect(probe.get_by_role("columnheader", name="time")).to_be_visible()
+    expect(probe.get_by_role("columnheader", name="FLOPs")).to_have_count(0)
     expect(status).to_have_text(re.compile(r"^probe ok"))
+    page.screenshot(path=str(shots / "probe-real.png"))
 
     # Make a patch from the Form tab: widen the classifier.
     treeitem(ex, "fc").click()
