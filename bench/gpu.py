@@ -38,6 +38,10 @@ def gpu_suite(res: Results, repeats: int, layers: int = 16, seq: int = 1024) -> 
     bare_peak = torch.cuda.max_memory_allocated()
     real = measure(_sync(lambda: probe(model, tokens, mode="real")), repeats, warmup=1)
     res.add(Row("GPU", label, "probe (real, CUDA)", real, "bare forward", bare, f"tokens 4x{seq}"))
+    counted = measure(
+        _sync(lambda: probe(model, tokens, mode="real", flops=True)), repeats, warmup=1
+    )
+    res.add(Row("GPU", label, "probe (real, CUDA), flops=True", counted, "bare forward", bare))
     fake = measure(lambda: probe(model, tokens, mode="fake"), repeats, warmup=1)
     res.add(Row("GPU", label, "probe (fake, CUDA model)", fake, "bare forward", bare))
     if not real.ok:

@@ -26,13 +26,22 @@ def _walk(model: nn.Module) -> Any:
     return walk(model)
 
 
-def _probe(model: nn.Module, args: tuple[Any, ...], mode: str) -> Any:
+def _probe(
+    model: nn.Module,
+    args: tuple[Any, ...],
+    mode: str,
+    flops: bool | None = None,
+    read_all: bool = False,
+) -> Any:
     from torchxray import probe
 
-    rep = probe(model, *args, mode=mode)
+    rep = probe(model, *args, mode=mode, flops=flops)
     if not rep.ok:  # a failed probe is not a fast probe: make it a failed figure
         err = rep.error
         raise RuntimeError(f"probe failed at {err.path!r}: {err.exc_type}: {err.message}")
+    if read_all:  # records are made when first read: make every one of them
+        for _record in rep.records.values():
+            pass
     return rep
 
 
@@ -110,12 +119,17 @@ def probe_suite(
         }
         if real:
             fns["real"] = lambda m=model, a=args: _probe(m, a, "real")
+            fns["read"] = lambda m=model, a=args: _probe(m, a, "real", read_all=True)
+            fns["flops"] = lambda m=model, a=args: _probe(m, a, "real", flops=True)
         t = measure_interleaved(fns, repeats, budget_s=120.0)
         res.add(Row(table, name, "probe (fake)", t["fake"], "torchinfo.summary", t["info"]))
         res.add(Row(table, name, "probe (fake)", t["fake"], "bare forward", t["bare"]))
         if real:
             res.add(Row(table, name, "probe (real)", t["real"], "bare forward", t["bare"]))
             res.add(Row(table, name, "probe (real)", t["real"], "torchinfo.summary", t["info"]))
+            read, counted = "probe (real), every record read", "probe (real), flops=True"
+            res.add(Row(table, name, read, t["read"], "bare forward", t["bare"]))
+            res.add(Row(table, name, counted, t["flops"], "bare forward", t["bare"]))
 
 
 def edit_suite(
