@@ -65,13 +65,10 @@ class ProbeRun:
         part of a real probe's cost after the forward itself."""
         paths, names, modules, flags = self.paths, self.names, self.modules, self.flags
         patches = self.patches
-        direct, instances, direct_instance = (
-            patches.direct,
-            patches.instances,
-            patches.direct_instance,
-        )
-        direct_class: dict[type, bool] = {}
-        lazy_type = LazyModuleMixin
+        direct, instances = patches.direct, patches.instances
+        # Per class, once: its name, whether its instances can be recorded in nn.Module.__call__
+        # (`_probe_wrap`), whether it is a lazy module class.
+        kinds: dict[type, tuple[str, bool, bool]] = {}
         todo: list[tuple[str, nn.Module]] = [("", model)]
         pop, push = todo.pop, todo.append
         while todo:
@@ -81,18 +78,27 @@ class ProbeRun:
                 continue
             paths[key] = path
             cls = type(m)
-            names[path] = cls.__name__
+            kind = kinds.get(cls)
+            if kind is None:
+                lazy_cls = issubclass(cls, LazyModuleMixin)
+                kind = kinds[cls] = (cls.__name__, patches.direct_class(cls), lazy_cls)
+            name, plain, lazy = kind
+            names[path] = name
             modules.append(m)
             d = m.__dict__
             flags.append(d["training"] if "training" in d else m.training)
-            plain = direct_class.get(cls)
-            if plain is None:
-                plain = direct_class[cls] = patches.direct_class(cls)
-            if plain and direct_instance(d):
+            # Inline rather than a call to Patches.direct_instance: this runs for every module.
+            if plain and not (
+                d.get("_forward_hooks")
+                or d.get("_forward_pre_hooks")
+                or d.get("_backward_hooks")
+                or d.get("_backward_pre_hooks")
+                or d.get("_compiled_call_impl") is not None
+            ):
                 direct[key] = path
             else:
                 instances[key] = (m, path)
-            if isinstance(m, lazy_type) and self.lazy is None and _holds_lazy(m):
+            if lazy and self.lazy is None and _holds_lazy(m):
                 self.lazy = path
             children = d.get("_modules")
             if children:

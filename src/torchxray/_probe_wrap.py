@@ -59,7 +59,8 @@ def global_hooks() -> bool:
 
 class Patches:
     """Where each module of one probe is recorded, and the patches that make it so.
-    `ProbeRun._walk` fills `direct` and `instances`, asking `direct_class` and `direct_instance`."""
+    `ProbeRun._walk` fills `direct` and `instances`: a module goes to `direct` when its class
+    passes `direct_class` and it has no hooks of its own and is not compiled in place."""
 
     def __init__(self) -> None:
         self.direct: dict[int, str] = {}  # id(module) -> path: recorded in nn.Module.__call__
@@ -73,20 +74,8 @@ class Patches:
 
     def direct_class(self, cls: type) -> bool:
         """Whether instances of `cls` can be recorded in ``nn.Module.__call__`` (when they have
-        no hooks of their own and are not compiled in place: see `direct_instance`)."""
+        no hooks of their own and are not compiled in place)."""
         return _plain_call(cls) and not self._any_global
-
-    @staticmethod
-    def direct_instance(d: dict[str, Any]) -> bool:
-        """`d` is a module's ``__dict__``; spelled out rather than a loop over the hook dicts'
-        names, since it runs for every module."""
-        return not (
-            d.get("_forward_hooks")
-            or d.get("_forward_pre_hooks")
-            or d.get("_backward_hooks")
-            or d.get("_backward_pre_hooks")
-            or d.get("_compiled_call_impl") is not None
-        )
 
     def stub(self, m: nn.Module, forward: Callable[..., Any]) -> None:
         """Give `m` the instance ``forward`` `forward` (a memo stub) for the probe; it is still

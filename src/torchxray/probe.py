@@ -141,14 +141,16 @@ def _run(
 
     # The builder holds the calls and the names, nothing of `run`: a report keeps no model alive.
     records = LazyRecords(run.log, build)
-    roots = [call.flops for call in run.log if call.path == ""]
+    total = None
+    if flops and error is None:
+        total = sum(call.flops for call in run.log if call.path == "")
     return ProbeReport(
         ok=error is None,
         mode=mode,
         device=str(device),
         records=records,
         error=error,
-        total_flops=sum(roots) if flops and roots and error is None else None,
+        total_flops=total,
         wall_ms=wall_ms,
         memoised=tuple(run.memo.hits) if run.memo is not None else (),
     )
