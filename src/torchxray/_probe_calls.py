@@ -118,14 +118,12 @@ class Recorder:
         fast = _FAST_META
 
         def meta(x: torch.Tensor) -> Meta:
-            try:
-                version = x._version
-            except RuntimeError:  # an inference tensor keeps no version: read it every time
-                return (x.shape, x.dtype, x.device)
-            if x is recent[0] and version == recent[1]:
-                return recent[2]  # type: ignore[no-any-return]
+            """`x`'s metadata, read now (the caller checked `recent` already)."""
             got = (x.shape, x.dtype, x.device)
-            recent[0], recent[1], recent[2] = x, version, got
+            try:
+                recent[0], recent[1], recent[2] = x, x._version, got
+            except RuntimeError:  # an inference tensor keeps no version: read it every time
+                recent[0] = None
             return got
 
         # `self`, `args`, `kwargs`: the names `probe._module_frames` reads from a failed call.

@@ -51,6 +51,7 @@ class ProbeRun:
         self.names: dict[str, str] = {}
         self.lazy: str | None = None  # the first module holding uninitialised lazy tensors
         self.flags: list[bool] = []  # each module's train/eval flag, as `modules`
+        self.training: list[nn.Module] = []  # the modules in train mode, set to eval meanwhile
         self.patches = Patches()
         self._walk(model)
         self.recorder = Recorder(timed=mode == "real", device=device)
@@ -64,6 +65,7 @@ class ProbeRun:
         One loop does all per-module work, kept lean: at 10,000 small modules it is the largest
         part of a real probe's cost after the forward itself."""
         paths, names, modules, flags = self.paths, self.names, self.modules, self.flags
+        training = self.training
         patches = self.patches
         direct, instances = patches.direct, patches.instances
         # Per class, once: its name, whether its instances can be recorded in nn.Module.__call__
@@ -86,7 +88,10 @@ class ProbeRun:
             names[path] = name
             modules.append(m)
             d = m.__dict__
-            flags.append(d["training"] if "training" in d else m.training)
+            flag = d["training"] if "training" in d else m.training
+            flags.append(flag)
+            if flag:
+                training.append(m)
             # Inline rather than a call to Patches.direct_instance: this runs for every module.
             if plain and not (
                 d.get("_forward_hooks")
@@ -114,9 +119,8 @@ class ProbeRun:
             es.callback(_restore_training, self.modules, self.flags)
             # The flag itself rather than .eval(): a user's train() override may do more than
             # flip flags, and we must restore exactly what was there.
-            for m, training in zip(self.modules, self.flags):
-                if training:
-                    _set_training(m, False)
+            for m in self.training:
+                _set_training(m, False)
             es.enter_context(torch.no_grad())
             if self.mode == "fake":
                 es.callback(_undo_fake_state, _snapshot_state(self.modules))
