@@ -71,7 +71,10 @@ def signatures(model: nn.Module, paths: dict[int, str]) -> dict[int, int]:
             kids.append((name, sub))
         if not ok:
             return None
-        attrs = tuple((k, _attr_key(v)) for k, v in vars(m).items() if k not in _MODULE_INTERNALS)
+        # The few non-internal attributes found by a set difference (a C loop over ~20 keys),
+        # sorted so that the key does not depend on the order they were set in.
+        d = vars(m)
+        attrs = tuple(sorted((k, _attr_key(d[k])) for k in d.keys() - _MODULE_INTERNALS))
         params = tuple((k, _tensor_key(p)) for k, p in m._parameters.items())
         buffers = tuple((k, _tensor_key(b)) for k, b in m._buffers.items())
         forward = m.__dict__.get("forward", _MISSING)

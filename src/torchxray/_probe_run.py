@@ -172,10 +172,7 @@ _State = tuple[nn.Module, dict[str, Any], dict[str, Any], dict[str, Any]]
 
 
 def _snapshot_state(modules: list[nn.Module]) -> list[_State]:
-    return [
-        (m, dict(m._parameters), dict(m._buffers), {k: v for k, v in vars(m).items()})
-        for m in modules
-    ]
+    return [(m, dict(m._parameters), dict(m._buffers), dict(vars(m))) for m in modules]
 
 
 def _undo_fake_state(snapshot: list[_State]) -> None:
@@ -184,6 +181,16 @@ def _undo_fake_state(snapshot: list[_State]) -> None:
     what was there before for every module where a fake tensor turned up."""
     from torch._subclasses.fake_tensor import FakeTensor
 
+    # First the types of every value, collected by C loops (map/set.update): in the usual case no
+    # fake tensor stayed anywhere and nothing more is read. Per module and per value in Python,
+    # this check took a fifth of a 30,000-module fake probe.
+    seen: set[type] = set()
+    for m, _, _, _ in snapshot:
+        seen.update(map(type, m._parameters.values()))
+        seen.update(map(type, m._buffers.values()))
+        seen.update(map(type, vars(m).values()))
+    if not any(issubclass(t, FakeTensor) for t in seen):
+        return
     for m, params, buffers, attrs in snapshot:
         current = (*m._parameters.values(), *m._buffers.values(), *vars(m).values())
         if not any(isinstance(v, FakeTensor) for v in current):
