@@ -199,9 +199,10 @@ class Recorder:
     def cuda_times(self) -> None:
         """After a synchronize: each call's CUDA event time, and the events let go."""
         for call in self.log:
-            if call.ev0 is not None and call.ev1 is not None:
-                call.cuda_ms = float(call.ev0.elapsed_time(call.ev1))
-            call.ev0 = call.ev1 = None
+            if call.ev0 is not None:  # only calls the recorder timed hold events
+                if call.ev1 is not None:
+                    call.cuda_ms = float(call.ev0.elapsed_time(call.ev1))
+                call.ev0 = call.ev1 = None
 
 
 # The code of every recording function: a traceback frame running it is a module call

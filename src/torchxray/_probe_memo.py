@@ -8,7 +8,7 @@ return fresh fake tensors of the remembered shapes and copy the remembered recor
 path. `tests/test_probe.py` checks that this equals a full probe.
 
 Skipping a forward needs the call itself: the outermost modules whose signature occurs more than
-once get, inside the probe's recording wrapper (`_probe_run`), a stub that consults the memo.
+once get, inside the probe's recording (`_probe_wrap`), a stub that consults the memo.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from torch.utils import _pytree as pytree
 if TYPE_CHECKING:
     from ._probe_run import ProbeRun
 
-from ._probe_run import Call
+from ._probe_calls import Call
 
 _PLAIN = (bool, int, float, str, type(None), torch.dtype, torch.device)
 _MODULE_INTERNALS = frozenset(vars(nn.Module())) | {"forward"}

@@ -26,7 +26,7 @@ from ._probe_calls import Call, Recorder
 from ._probe_flops import FlopCount
 from ._probe_wrap import Patches
 
-__all__ = ["Call", "ProbeRun", "gc_paused"]
+__all__ = ["ProbeRun", "gc_paused"]
 
 
 class ProbeRun:

@@ -49,7 +49,7 @@ import torch
 from torch import nn
 from torch.utils import _pytree as pytree
 
-from ._probe_calls import RECORDED_CODE
+from ._probe_calls import RECORDED_CODE, Call
 from ._probe_records import (
     CallRecord,
     DiffEntry,
@@ -60,7 +60,7 @@ from ._probe_records import (
     ProbeReport,
     TensorInfo,
 )
-from ._probe_run import Call, ProbeRun, gc_paused
+from ._probe_run import ProbeRun, gc_paused
 from ._probe_values import call_inputs
 
 __all__ = [
