@@ -8,6 +8,7 @@ fails instead of being skipped.
 from __future__ import annotations
 
 import ast
+import inspect
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable
@@ -24,6 +25,23 @@ from torchxray.forms import form
 EXCLUDED: dict[str, str] = {}
 
 _lin = lambda: nn.Linear(2, 3)  # noqa: E731
+
+# pyproject allows torch>=2.2; the examples below are written for the newest torch, and these are
+# what older releases lack. A class here may be missing from torch.nn; a keyword here is only
+# passed where the class accepts it (BatchNorm and GroupNorm gained `bias` after torch 2.11).
+LATER_CLASSES = {"LinearCrossEntropyLoss"}
+
+
+def _takes(cls: type, name: str) -> bool:
+    return name in inspect.signature(cls).parameters
+
+
+def _no_bias(cls: type, *args: Any, **kwargs: Any) -> nn.Module:
+    """`cls(*args, bias=False, **kwargs)` where the class has a `bias` keyword, else `affine` off
+    (the older way to drop the norm's parameters)."""
+    if _takes(cls, "bias"):
+        return cls(*args, bias=False, **kwargs)
+    return cls(*args, affine=False, **kwargs)
 
 
 def _enc_layer() -> nn.TransformerEncoderLayer:
@@ -55,7 +73,7 @@ EXAMPLES: dict[str, list[Callable[[], nn.Module]]] = {
     "BCEWithLogitsLoss": [lambda: nn.BCEWithLogitsLoss(pos_weight=torch.ones(4))],
     "BatchNorm1d": [lambda: nn.BatchNorm1d(4, eps=1e-3, momentum=None, affine=False)],
     "BatchNorm2d": [
-        lambda: nn.BatchNorm2d(8, momentum=0.3, bias=False),
+        lambda: _no_bias(nn.BatchNorm2d, 8, momentum=0.3),
         lambda: nn.BatchNorm2d(8, dtype=torch.float64),
     ],
     "BatchNorm3d": [lambda: nn.BatchNorm3d(3, track_running_stats=False)],
@@ -110,7 +128,7 @@ EXAMPLES: dict[str, list[Callable[[], nn.Module]]] = {
     "GRU": [lambda: nn.GRU(4, 8, 2, batch_first=True, dropout=0.1, bidirectional=True)],
     "GRUCell": [lambda: nn.GRUCell(3, 5, bias=False)],
     "GaussianNLLLoss": [lambda: nn.GaussianNLLLoss(full=True, eps=1e-3)],
-    "GroupNorm": [lambda: nn.GroupNorm(2, 8, affine=False), lambda: nn.GroupNorm(2, 4, bias=False)],
+    "GroupNorm": [lambda: nn.GroupNorm(2, 8, affine=False), lambda: _no_bias(nn.GroupNorm, 2, 4)],
     "Hardshrink": [lambda: nn.Hardshrink(0.3)],
     "Hardsigmoid": [lambda: nn.Hardsigmoid(True)],
     "Hardswish": [lambda: nn.Hardswish()],
@@ -345,7 +363,7 @@ def _literal_ok(text: str) -> bool:
 def test_every_class_listed() -> None:
     missing = [n for n in ALL if n not in EXAMPLES and n not in EXCLUDED]
     assert not missing, f"no round-trip example for {missing}"
-    stale = [n for n in EXAMPLES if n not in ALL]
+    stale = [n for n in EXAMPLES if n not in ALL and n not in LATER_CLASSES]
     assert not stale
 
 

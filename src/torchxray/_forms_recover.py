@@ -187,7 +187,6 @@ def _adaptive_lsm(m: nn.AdaptiveLogSoftmaxWithLoss) -> dict[str, Any]:
     return {"cutoffs": list(m.cutoffs[:-1]), "head_bias": m.head.bias is not None}
 
 
-@register_recoverer(nn.LinearCrossEntropyLoss)
 def _linear_ce(m: Any) -> dict[str, Any]:
     return {
         "in_features": m.linear.in_features,
@@ -195,6 +194,11 @@ def _linear_ce(m: Any) -> dict[str, Any]:
         "size_average": None,
         "reduce": None,
     }
+
+
+# New in torch 2.13: older releases (pyproject allows torch>=2.2) have no such class.
+if hasattr(nn, "LinearCrossEntropyLoss"):
+    register_recoverer(nn.LinearCrossEntropyLoss)(_linear_ce)
 
 
 @register_recoverer(nn.Sequential)

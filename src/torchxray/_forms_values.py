@@ -68,7 +68,10 @@ _CLASS_NAMES = (
     "InstanceNorm2d",
     "RMSNorm",
 )
-CLASS_CHOICES: dict[str, type] = {f"torch.nn.{n}": getattr(torch.nn, n) for n in _CLASS_NAMES}
+# hasattr: older torch releases lack some (RMSNorm is new in 2.4; pyproject allows torch>=2.2).
+CLASS_CHOICES: dict[str, type] = {
+    f"torch.nn.{n}": getattr(torch.nn, n) for n in _CLASS_NAMES if hasattr(torch.nn, n)
+}
 
 _EXPECTED = {
     "int": "an integer",

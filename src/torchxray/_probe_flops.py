@@ -62,6 +62,7 @@ def _formulas() -> dict[Any, Any]:
 
 _FORMULAS = _formulas()
 _BY_OP: dict[int, tuple[Any, Any, bool]] = {}
+_LIFT_FNS = (torch.ops.aten.lift_fresh.default, torch.ops.aten.lift_fresh_copy.default)
 # Exactly these types (not subclasses: a FakeTensor or a user's tensor subclass stays as it is).
 _REAL_TYPES = (torch.Tensor, nn.Parameter)
 
@@ -70,9 +71,9 @@ def _op_entry(func: Any) -> tuple[Any, Any, bool]:
     # FakeTensorMode refuses metadata-mutating ops on real inputs: leave those for it to refuse.
     convertible = torch.Tag.inplace_view not in getattr(func, "tags", ())
     # torch.tensor() inside a forward lifts a real tensor, which the mode turns into a constant.
-    from torch._subclasses.fake_tensor import FakeTensorMode
-
-    convertible = convertible and not any(func is f for f in FakeTensorMode.lift_fns)
+    # These two are FakeTensorMode.lift_fns, named here because that attribute is a property
+    # (read from an instance only) in older releases such as torch 2.2.
+    convertible = convertible and func not in _LIFT_FNS
     return (func, _FORMULAS.get(func._overloadpacket), convertible)
 
 
