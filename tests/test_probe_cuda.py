@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Callable, Iterator
+from typing import Any
+
 import pytest
 import torch
 from torch import nn
@@ -31,8 +35,37 @@ def _model() -> nn.Sequential:
 
 
 def _settle() -> int:
+    gc.collect()  # a model an earlier test left in a cycle or a traceback is freed now, not mid-test
     torch.cuda.synchronize()
     return torch.cuda.memory_allocated()
+
+
+@pytest.fixture(autouse=True)
+def _cublas_workspaces() -> Iterator[None]:
+    """The first matrix products in a process allocate cuBLAS's and cuBLASLt's workspaces (32 MiB
+    and 1 MiB on an H200) through PyTorch's allocator and keep them: run the tests' model once
+    before any test takes its `before`."""
+    with torch.no_grad():
+        _model()(torch.randn(64, 256, device="cuda")).sum().item()
+    yield
+
+
+def _allocations(fn: Callable[[], Any]) -> tuple[Any, list[str]]:
+    """`fn()`, and each device allocation made during it as "bytes <- Python frames" (for an
+    assertion's message: the allocator's own record says who asked)."""
+    torch.cuda.memory._record_memory_history(max_entries=10_000, stacks="python")
+    try:
+        out = fn()
+        snap = torch.cuda.memory._snapshot()
+    finally:
+        torch.cuda.memory._record_memory_history(enabled=None)
+    made = []
+    for trace in snap.get("device_traces", []):
+        for ev in trace:
+            if ev.get("action") == "alloc":
+                frames = [f"{f['filename']}:{f['line']} {f['name']}" for f in ev.get("frames", [])]
+                made.append(f"{ev.get('size')} <- " + " <- ".join(frames[:12]))
+    return out, made
 
 
 def test_real_mode_on_cuda_times_memory_and_stays_there() -> None:
@@ -57,9 +90,13 @@ def test_fake_mode_on_cuda_allocates_nothing() -> None:
     model = _model()
     before = _settle()
     torch.cuda.reset_peak_memory_stats()
-    rep = probe(model, torch.empty(2**20, 256, device="meta"))  # a 1 GiB input, never real
+    x = torch.empty(2**20, 256, device="meta")  # a 1 GiB input, never real
+    rep, made = _allocations(lambda: probe(model, x))
     assert rep.ok and rep["3"].outputs[0] == TensorInfo((2**20, 8), "float32", "cuda:0", "")
-    assert torch.cuda.max_memory_allocated() == before and _settle() == before
+    # FakeTensorMode makes one 4-byte tensor (a 512-byte block) to start the device's context
+    # (torch's `init_gpu_context`); nothing else may touch the device.
+    assert not [m for m in made if "init_gpu_context" not in m], made
+    assert torch.cuda.max_memory_allocated() - before <= 512 and _settle() == before
 
 
 def test_simulated_oom_becomes_a_failed_report(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -111,3 +148,36 @@ def test_keyboard_interrupt_on_cuda_cleans_up_and_reraises(monkeypatch: pytest.M
         probe(model, torch.randn(8, 256), mode="real")
     assert _settle() == before and all(m.training for m in model.modules())
     assert not nn_module._global_forward_hooks and not nn_module._global_forward_pre_hooks
+
+
+def test_each_probe_hands_its_cache_back_and_collects_garbage_only_after_a_failure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    collections: list[int] = []
+    collect = gc.collect
+
+    def counted(*args: Any) -> int:
+        collections.append(1)
+        return collect(*args)
+
+    monkeypatch.setattr(gc, "collect", counted)
+    model = _model()
+    x = torch.randn(64, 256)
+    with torch.no_grad():
+        model(x.cuda())  # as a user's own forward leaves it: the cache holds Spike's 64 MiB
+    before = _settle()
+    reserved = torch.cuda.memory_reserved()
+    assert reserved >= 64 * MIB
+    n = len(collections)
+    assert probe(model, x, mode="real").ok
+    assert len(collections) == n  # a full collection costs more than a large model's forward
+    assert _settle() == before and torch.cuda.memory_reserved() <= reserved - 64 * MIB
+
+    def oom(x: torch.Tensor) -> torch.Tensor:
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 80.00 GiB")
+
+    monkeypatch.setattr(model[3], "forward", oom)
+    n = len(collections)
+    assert not probe(model, x, mode="real").ok
+    assert len(collections) == n + 1
+    assert _settle() == before

@@ -47,8 +47,12 @@ class FakeCuda:
             fake.peak = fake.allocated
 
         mp.setattr(torch.cuda, "Event", Event)
-        mp.setattr(torch.cuda, "memory_allocated", lambda device=None: fake.allocated)
-        mp.setattr(torch.cuda, "max_memory_allocated", lambda device=None: fake.peak)
+
+        def stats(device: Any = None) -> dict[str, Any]:
+            counters = {"current": fake.allocated, "peak": fake.peak}
+            return {"allocated_bytes": {"all": counters}}
+
+        mp.setattr(torch.cuda, "memory_stats_as_nested_dict", stats)
         mp.setattr(torch.cuda, "reset_peak_memory_stats", reset)
         mp.setattr(torch.cuda, "synchronize", lambda device=None: None)
         mp.setattr(torch.cuda, "device", lambda device: contextlib.nullcontext())

@@ -177,21 +177,28 @@ class Recorder:
         while stack and stack[-1] is not call:
             self.log.remove(stack.pop())
 
+    def _allocated(self) -> tuple[int, int]:
+        """Bytes the allocator holds for tensors now, and at its peak since the last reset, from
+        one read of its counters. ``memory_allocated()`` and ``max_memory_allocated()`` each
+        flatten every counter into a new dict first: about 80 us per call on an H200's host, which
+        made a 197-module Llama's real probe CPU-bound (1.86x its bare forward)."""
+        stat = torch.cuda.memory_stats_as_nested_dict(self.device)["allocated_bytes"]["all"]
+        return stat["current"], stat["peak"]
+
     def _cuda_begin(self, call: Call) -> None:
-        device = self.device
-        peak = torch.cuda.max_memory_allocated(device)
+        now, peak = self._allocated()
         for outer in self.stack[:-1]:  # fold the peak so far into the callers before resetting it
             outer.peak = max(outer.peak, peak)
-        torch.cuda.reset_peak_memory_stats(device)
-        call.mem0 = call.peak = torch.cuda.memory_allocated(device)
+        torch.cuda.reset_peak_memory_stats(self.device)
+        call.mem0 = call.peak = now
         call.ev0 = torch.cuda.Event(enable_timing=True)
         call.ev0.record()
 
     def _cuda_end(self, call: Call) -> None:
         call.ev1 = torch.cuda.Event(enable_timing=True)
         call.ev1.record()
-        peak = torch.cuda.max_memory_allocated(self.device)
-        call.mem_alloc = torch.cuda.memory_allocated(self.device) - call.mem0
+        now, peak = self._allocated()
+        call.mem_alloc = now - call.mem0
         call.peak = max(call.peak, peak)
         for outer in self.stack:
             outer.peak = max(outer.peak, peak)
