@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 # the venv then reuses it through --system-site-packages and nothing is downloaded).
 TORCH ?= torch==2.13.0
 
-.PHONY: setup js demo test lint typecheck test-py test-js test-ui notebooks bench chromium clean
+.PHONY: setup js demo test lint typecheck test-py test-js test-ui notebooks bench chromium compat clean
 
 setup: $(VENV)/.stamp src/torchxray/static/widget.js
 
@@ -59,8 +59,15 @@ test: setup chromium
 	$(MAKE) lint typecheck test-js
 	$(BIN)/pytest
 
+# The kernel-side tests against another torch (default: the oldest pyproject allows), by hand.
+COMPAT_TORCH ?= torch==2.4.1
+compat:
+	$(PY) -m venv .venv-compat
+	.venv-compat/bin/pip install -q "$(COMPAT_TORCH)" "numpy<2" pytest pytest-timeout -e .
+	.venv-compat/bin/pytest -m "not ui" --ignore=tests/ui --ignore=tests/test_notebooks.py --ignore=tests/test_binder.py
+
 bench: setup
 	$(BIN)/python -m bench
 
 clean:
-	rm -rf $(VENV) node_modules src/torchxray/static/*.js src/torchxray/static/*.css
+	rm -rf $(VENV) .venv-compat node_modules src/torchxray/static/*.js src/torchxray/static/*.css
