@@ -253,6 +253,54 @@ def test_wrong_dtype_and_wrong_count() -> None:
     assert "TypeError in the model (root)" in str(rep.error)
 
 
+class Pair(nn.Module):
+    """Returns a tuple (the general output path) or, with `index`, indexes out of range."""
+
+    def __init__(self, index: int | None = None) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.index = index
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        y = self.fc(x)
+        if self.index is not None:
+            y = y[self.index]
+        return y, x
+
+
+@pytest.mark.parametrize("mode", ["fake", "real"])
+def test_an_error_of_torchxray_itself_is_reported_as_such(
+    mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import torchxray._probe_calls as calls
+
+    # A bug as torchxray's own code would raise it: a function whose code lives in a torchxray
+    # file, in the recorder's path for a tuple output.
+    scope: dict[str, Any] = {}
+    source = "def leaf_infos(value, name):\n    return value.no_such_attribute\n"
+    exec(compile(source, calls.__file__, "exec"), scope)  # noqa: S102
+    monkeypatch.setattr(calls, "leaf_infos", scope["leaf_infos"])
+    rep = probe(Pair(), torch.randn(2, 4), mode=mode)
+    assert not rep.ok and rep.error is not None and rep.error.exc_type == "AttributeError"
+    assert "raised inside torchxray (_probe_calls.py:2 (leaf_infos))" in rep.error.hint
+    assert torch.__version__ in rep.error.hint and "inputs" not in rep.error.hint
+
+
+@pytest.mark.parametrize("flops", [False, True])
+def test_errors_of_the_model_or_torch_are_not_blamed_on_torchxray(flops: bool) -> None:
+    # IndexError from an aten op: with flops=True its innermost Python frame is the FLOP counter's.
+    rep = probe(Pair(index=10), torch.randn(2, 4), mode="real", flops=flops)
+    assert rep.error is not None and rep.error.exc_type == "IndexError"
+    assert "torchxray" not in rep.error.hint
+    # A wrong argument count raises in the recording frame: on both routes it is the caller's.
+    hooked = Pair()
+    hooked.register_forward_hook(lambda m, a, out: None)  # hooks: the instance route
+    for model in (Pair(), hooked):
+        rep = probe(model, torch.randn(2, 4), torch.randn(2, 4))
+        assert rep.error is not None and rep.error.exc_type == "TypeError"
+        assert "number" in rep.error.hint and "torchxray" not in rep.error.hint
+
+
 def test_innermost_module_named_even_after_a_caught_exception() -> None:
     class Fallback(nn.Module):
         def __init__(self) -> None:

@@ -42,6 +42,7 @@ either name cannot get it through ``probe``'s keyword arguments.
 from __future__ import annotations
 
 import gc
+import os
 import time
 import types
 from typing import Any
@@ -277,7 +278,55 @@ def _localise(
         exc_type=_type_name(exc),
         message=_message(exc),
         input_shapes=tuple(i.shape for i in infos if isinstance(i, TensorInfo)),
-        hint=_hint(exc, run.mode, run.device),
+        hint=_own_error(exc) or _hint(exc, run.mode, run.device),
+    )
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _inner_code(fn: Any, name: str) -> types.CodeType:
+    return next(
+        c for c in fn.__code__.co_consts if isinstance(c, types.CodeType) and c.co_name == name
+    )
+
+
+def _call_out_codes() -> tuple[types.CodeType, ...]:
+    """torchxray's frames that call the model or torch on the model's data: an exception raised
+    there by a C function (an argument mismatch, an aten error) belongs to the model."""
+    from ._probe_flops import FlopCount
+    from ._probe_memo import Memo
+    from ._probe_wrap import Patches
+
+    return (
+        RECORDED_CODE,
+        _inner_code(Patches._record_instance, "unbound"),
+        _inner_code(Memo._stub, "forward"),
+        Memo._call.__code__,
+        FlopCount.__torch_dispatch__.__code__,
+        _execute.__code__,
+        _prepare_inputs.__code__,
+    )
+
+
+def _own_error(exc: BaseException) -> str:
+    """A hint for an exception raised by torchxray's own code rather than by the model or torch (a
+    bug, or a torch release it does not support); "" otherwise. torch's own errors (RuntimeError
+    and its subclasses: shapes, devices, out of memory) are never counted as torchxray's."""
+    tb = exc.__traceback__
+    if tb is None or isinstance(exc, RuntimeError):
+        return ""
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    code = tb.tb_frame.f_code
+    if not os.path.abspath(code.co_filename).startswith(_PACKAGE_DIR):
+        return ""
+    if code in _call_out_codes():
+        return ""
+    where = f"{os.path.basename(code.co_filename)}:{tb.tb_lineno} ({code.co_name})"
+    return (
+        f"raised inside torchxray ({where}), not by the model: please report it with this "
+        f"message and your torch version ({torch.__version__})"
     )
 
 
