@@ -182,6 +182,31 @@ def test_missing_path_names_close_ones() -> None:
         rep["layers.1.mpl"]
 
 
+@pytest.mark.parametrize("mode", ["fake", "real"])
+def test_a_path_through_an_alias_gives_the_record_of_the_first_path(mode: str) -> None:
+    class Shared(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.enc = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+            self.dec = nn.Linear(4, 2)
+            self.also = self.enc  # the same object under a second name
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.dec(self.also(x))
+
+    model = Shared()
+    rep = probe(model, torch.randn(3, 4), mode=mode)
+    assert rep.ok and rep.aliases == {"also": "enc"}
+    assert list(rep) == ["", "enc", "enc.0", "enc.1", "dec"]  # each module once, at its first path
+    for path in ("also", "also.0", "also.1"):
+        assert model.get_submodule(path) is model.get_submodule(path.replace("also", "enc"))
+        assert path in rep and rep[path] == rep[path.replace("also", "enc")]
+    assert rep["also.0"].path == "enc.0" and rep["also.0"].output_shapes == ((3, 4),)
+    assert "also.2" not in rep and 3 not in rep
+    with pytest.raises(KeyError, match="also.2"):
+        rep["also.2"]
+
+
 def test_repeated_calls_keep_first_shapes_and_each_call() -> None:
     rep = probe(Reuse(), torch.randn(5, 4))
     rec = rep["lin"]
@@ -192,7 +217,8 @@ def test_repeated_calls_keep_first_shapes_and_each_call() -> None:
 
 def test_shared_module_counts_calls_at_its_first_path() -> None:
     rep = probe(shared_module(), torch.randn(2, 4))
-    assert rep["first"].calls == 3 and "again" not in rep and "seq.0" not in rep
+    assert rep["first"].calls == 3 and "again" not in list(rep) and "seq.0" not in list(rep)
+    assert rep["again"] == rep["seq.0"] == rep["first"]  # the other paths lead to the same record
     assert rep["seq.1"].output_shapes == ((2, 4),)
 
 

@@ -193,7 +193,9 @@ class ProbeReport:
     """The result of `torchxray.probe`: one `ModuleRecord` per module path that ran, in call order.
 
     ``rep[path]`` gives a record (KeyError naming the closest paths otherwise), ``path in rep``
-    tests for one, iteration yields paths. ``ok`` is False when the forward raised; ``error`` then
+    tests for one, iteration yields paths. A path through an alias (``model.b = model.a``) gives
+    the record of the module's first path, as ``model.get_submodule`` gives the same module;
+    `aliases` maps each alias path the probe met to that first path. ``ok`` is False when the forward raised; ``error`` then
     names the innermost module that raised and the records hold everything up to that point.
     """
 
@@ -207,10 +209,11 @@ class ProbeReport:
     # Paths whose records were copied from an identical earlier block instead of being run again
     # (fake mode only; see `_probe_memo`). Their records equal what a full run gives.
     memoised: tuple[str, ...] = field(default=())
+    aliases: Mapping[str, str] = field(default_factory=dict)
 
     def __getitem__(self, path: str) -> ModuleRecord:
         try:
-            return self.records[path]
+            return self.records[self._canonical(path)]
         except KeyError:
             close = difflib.get_close_matches(path, list(self.records), n=3, cutoff=0.5)
             hint = f"; closest: {', '.join(map(repr, close))}" if close else ""
@@ -218,7 +221,23 @@ class ProbeReport:
             raise KeyError(f"no module path {path!r} in the probe report ({why}){hint}") from None
 
     def __contains__(self, path: object) -> bool:
-        return path in self.records
+        return isinstance(path, str) and self._canonical(path) in self.records
+
+    def _canonical(self, path: str) -> str:
+        """`path` with its longest alias prefix replaced by the first path of that module, again
+        until none is left (an alias may lead into another)."""
+        for _ in range(64):  # a bound, not a count that matters: each step follows one alias
+            if path in self.records or not self.aliases:
+                return path
+            parts = path.split(".")
+            for i in range(len(parts), 0, -1):
+                first = self.aliases.get(".".join(parts[:i]))
+                if first is not None:
+                    path = ".".join(p for p in (first, *parts[i:]) if p)
+                    break
+            else:
+                return path
+        return path
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.records)

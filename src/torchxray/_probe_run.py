@@ -48,6 +48,8 @@ class ProbeRun:
         self.flops = flops
         self.modules: list[nn.Module] = []
         self.paths: dict[int, str] = {}
+        # Another path of a module object already reached (model.b = model.a): alias -> first path.
+        self.aliases: dict[str, str] = {}
         self.names: dict[str, str] = {}
         self.lazy: str | None = None  # the first module holding uninitialised lazy tensors
         self.flags: list[bool] = []  # each module's train/eval flag, as `modules`
@@ -66,6 +68,7 @@ class ProbeRun:
         part of a real probe's cost after the forward itself."""
         paths, names, modules, flags = self.paths, self.names, self.modules, self.flags
         training = self.training
+        aliases = self.aliases
         patches = self.patches
         direct, instances = patches.direct, patches.instances
         # Per class, once: its name, whether its instances can be recorded in nn.Module.__call__
@@ -77,6 +80,7 @@ class ProbeRun:
             path, m = pop()
             key = id(m)
             if key in paths:
+                aliases[path] = paths[key]
                 continue
             paths[key] = path
             cls = type(m)

@@ -161,6 +161,7 @@ def _run(
         total_flops=total,
         wall_ms=wall_ms,
         memoised=tuple(run.memo.hits) if run.memo is not None else (),
+        aliases=run.aliases,
     )
 
 
