@@ -385,3 +385,26 @@ def test_coverage_report(capsys: pytest.CaptureFixture[str]) -> None:
             f"({len(EXCLUDED)} excluded)"
         )
     assert len(ok) == len(ALL) - len(EXCLUDED)
+
+
+def test_tuple_lengths_of_1d_2d_3d_classes_match_what_torch_stores() -> None:
+    """For every example whose class ends in 1d/2d/3d, each tuple it stores (kernel_size, stride,
+    padding, output_size, ...) passes the length check as it is and fails with one more element:
+    the rule (one int per dimension, two for a padding layer's padding) is torch's own."""
+    from torchxray._forms_check import check_range
+
+    checked = 0
+    for name in ALL:
+        if name[-2:] not in ("1d", "2d", "3d"):
+            continue
+        for make in EXAMPLES[name]:
+            f = form(_quiet(make))
+            for fld in f.fields:
+                if fld.kind != "int_or_tuple" or not isinstance(fld.value, tuple):
+                    continue
+                assert check_range(f.cls, fld, fld.value) is None, (name, fld.name, fld.value)
+                longer = (*fld.value, 1)
+                msg = check_range(f.cls, fld, longer)
+                assert msg is not None and f"got {len(longer)}" in msg, (name, fld.name)
+                checked += 1
+    assert checked >= 60, checked  # conv, pool, pad, adaptive pool classes, several fields each

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import re
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -120,9 +121,32 @@ def check_type(f: Field, info: KindInfo, value: Any) -> str | None:
     return None
 
 
+_SPATIAL = re.compile(r"([123])d$")
+
+
+def _tuple_length(cls: type, name: str) -> int | None:
+    """How many ints a tuple for `name` must hold in torch.nn's 1d/2d/3d classes: one per spatial
+    dimension, two per dimension for a padding layer's `padding` (left, right, top, ...). None
+    where nothing fixes it (other classes, users' own)."""
+    found = _SPATIAL.search(cls.__name__)
+    if found is None or not cls.__module__.startswith("torch.nn."):
+        return None
+    dims = int(found.group(1))
+    return 2 * dims if name == "padding" and cls.__name__.endswith("Pad" + found.group(0)) else dims
+
+
 def check_range(cls: type, f: Field, value: Any) -> str | None:
-    """Message for values outside an obvious range (sizes, probabilities), else None."""
+    """Message for values outside an obvious range (sizes, probabilities) or tuples of the wrong
+    length, else None."""
     name = f.name
+    if f.kind == "int_or_tuple" and isinstance(value, (tuple, list, torch.Size)):
+        n = _tuple_length(cls, name)
+        if n is not None and len(value) != n:
+            ints = "1 int" if n == 1 else f"{n} ints"
+            return (
+                f"{name}: {cls.__name__} takes an int or a tuple of {ints}, "
+                f"got {len(value)}: {_short(value)}"
+            )
     if name in _POSITIVE and any(v < 1 for v in _ints(value)):
         return f"{name}: expected a size >= 1, got {_short(value)}"
     is_pad_module = cls.__name__.endswith(("Pad1d", "Pad2d", "Pad3d"))
