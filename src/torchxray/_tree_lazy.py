@@ -17,6 +17,7 @@ from ._tree_stats import (
     digest_signatures,
     dtype_info,
     exact_totals,
+    packed_tensors,
     placeholder,
 )
 from .tree import NODE_FIELDS
@@ -152,6 +153,9 @@ class LazyPass:
                 params, buffers = d["_parameters"], d["_buffers"]
             except KeyError:  # not plain attributes on this class: the general way
                 params, buffers = getattr(m, "_parameters", None), getattr(m, "_buffers", None)
+            if "_packed_params" in d and (packed := packed_tensors(m)):
+                # A quantized layer's packed weights count as its parameters.
+                params = {**(params or {}), **packed}
             if params or buffers:
                 tl = []
                 own = trainable = nbytes = 0

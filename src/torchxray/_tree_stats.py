@@ -194,6 +194,24 @@ def tensor_cost(t: Any, is_param: bool) -> TensorCost:
     return TensorCost(n, n if t.requires_grad else 0, nbytes)
 
 
+def packed_tensors(module: Any) -> dict[str, Any]:
+    """The weight and bias a quantized layer keeps packed in a C++ object (``_packed_params``)
+    rather than as parameters, read through the layer's own ``_weight_bias()``: quantized Linear
+    and Conv layers, static and dynamic. Empty for every other module (and for a dynamic Linear
+    itself, whose packed params are a child module that holds them)."""
+    packed = module.__dict__.get("_packed_params")
+    unpack = getattr(module, "_weight_bias", None)
+    if packed is None or isinstance(packed, nn.Module) or not callable(unpack):
+        return {}
+    try:
+        weight, bias = unpack()
+    except Exception:  # an unpack torch cannot do here: counted as nothing, as before
+        return {}
+    pairs = (("_packed_params.weight", weight), ("_packed_params.bias", bias))
+    # Detached: a packed bias may still require grad, yet nothing trains it through the layer.
+    return {k: t.detach() for k, t in pairs if isinstance(t, torch.Tensor)}
+
+
 def _own_tensors(module: Any) -> list[tuple[Any, bool]]:
     out: list[tuple[Any, bool]] = []
     try:
@@ -201,6 +219,7 @@ def _own_tensors(module: Any) -> list[tuple[Any, bool]]:
         out += [(b, False) for b in module._buffers.values() if b is not None]
     except AttributeError:
         pass
+    out += [(t, True) for t in packed_tensors(module).values()]
     return out
 
 

@@ -82,13 +82,26 @@ def test_walk(name: str) -> None:
         assert tree.module(path) is m
         names = {c.__name__ for c in type(m).__mro__} | {_original_cls(m)}
         assert tree[path].cls in names, (tree[path].cls, names)
-    assert tree.root.params_total == sum(
+    assert tree.root.params_total == _packed_count(model) + sum(
         p.numel()
         for p in model.parameters()
         if not isinstance(p, nn.parameter.UninitializedParameter)
     )
     for node in tree:
         assert isinstance(node.extra_repr, str)
+
+
+def _packed_count(model: nn.Module) -> int:
+    """Elements of the weights quantized layers keep packed (not parameters), read through their
+    public ``weight()`` / ``bias()`` methods: the walk counts them as the layer's parameters."""
+    n = 0
+    for m in model.modules():
+        if type(m).__module__.startswith("torch.ao.nn.quantized") and callable(
+            getattr(m, "weight", None)
+        ):
+            bias = m.bias() if callable(getattr(m, "bias", None)) else None
+            n += m.weight().numel() + (bias.numel() if bias is not None else 0)
+    return n
 
 
 def _original_cls(m: nn.Module) -> str:
@@ -319,6 +332,11 @@ WALK_FACTS: dict[str, dict[str, dict[str, Any]]] = {
     "weight_norm": {"0": {"cls": "Linear", "parametrizations": ("weight: _WeightNorm",)}},
     "orthogonal": {"0": {"cls": "Linear"}},
     "meta_device": {"": {"devices": ("meta",)}},
+    # Linear(4, 8) and Linear(8, 2), packed as int8 weights with float32 biases; not trainable.
+    "quantized_dynamic": {
+        "": {"params_total": 4 * 8 + 8 + 8 * 2 + 2, "bytes_total": 4 * 8 + 8 * 4 + 8 * 2 + 2 * 4},
+        "0._packed_params": {"params_own": 40, "trainable_own": 0, "dtypes": ("float32", "qint8")},
+    },
     "half": {"": {"dtypes": ("float16",)}},
     "bfloat16": {"": {"dtypes": ("bfloat16",)}},
     "shared_two_paths": {"a": {"aliases": ("b",)}, "b": {"path": "a"}},
