@@ -26,7 +26,7 @@ EXCLUDED: dict[str, str] = {}
 
 _lin = lambda: nn.Linear(2, 3)  # noqa: E731
 
-# pyproject allows torch>=2.2; the examples below are written for the newest torch, and these are
+# pyproject allows torch>=2.4; the examples below are written for the newest torch, and these are
 # what older releases lack. A class here may be missing from torch.nn; a keyword here is only
 # passed where the class accepts it (BatchNorm and GroupNorm gained `bias` after torch 2.11).
 LATER_CLASSES = {"LinearCrossEntropyLoss"}

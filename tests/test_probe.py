@@ -312,19 +312,39 @@ def test_an_error_of_torchxray_itself_is_reported_as_such(
     assert torch.__version__ in rep.error.hint and "inputs" not in rep.error.hint
 
 
-@pytest.mark.parametrize("flops", [False, True])
-def test_errors_of_the_model_or_torch_are_not_blamed_on_torchxray(flops: bool) -> None:
-    # IndexError from an aten op: with flops=True its innermost Python frame is the FLOP counter's.
-    rep = probe(Pair(index=10), torch.randn(2, 4), mode="real", flops=flops)
+class TwoArgs(nn.Module):
+    """Calls its second Linear with two arguments: the model's own mistake. In fake mode both
+    Linears are memoised repeats, so the call goes through the memo's stub."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(4, 4)
+        self.b = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.b(self.a(x), x)
+
+
+def test_errors_of_the_model_or_torch_are_not_blamed_on_torchxray() -> None:
+    from torchxray.demo import tiny_transformer
+
+    rep = probe(Pair(index=10), torch.randn(2, 4), mode="real", flops=True)
     assert rep.error is not None and rep.error.exc_type == "IndexError"
     assert "torchxray" not in rep.error.hint
-    # A wrong argument count raises in the recording frame: on both routes it is the caller's.
+    # A wrong argument count raises in the frame that calls the forward: the caller's mistake, on
+    # the direct route, the instance route (a module with hooks) and through a memo stub.
     hooked = Pair()
-    hooked.register_forward_hook(lambda m, a, out: None)  # hooks: the instance route
+    hooked.register_forward_hook(lambda m, a, out: None)
     for model in (Pair(), hooked):
         rep = probe(model, torch.randn(2, 4), torch.randn(2, 4))
         assert rep.error is not None and rep.error.exc_type == "TypeError"
         assert "number" in rep.error.hint and "torchxray" not in rep.error.hint
+    rep = probe(TwoArgs(), torch.randn(2, 4))
+    assert rep.error is not None and rep.error.path == "b" and rep.error.exc_type == "TypeError"
+    assert "number" in rep.error.hint and "torchxray" not in rep.error.hint
+    # The package's demo models are model code too, though they live in torchxray's folder.
+    rep = probe(tiny_transformer(), torch.randint(0, 10, (16,)))
+    assert rep.error is not None and "torchxray" not in rep.error.hint, rep.error
 
 
 def test_innermost_module_named_even_after_a_caught_exception() -> None:

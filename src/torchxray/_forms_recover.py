@@ -196,7 +196,7 @@ def _linear_ce(m: Any) -> dict[str, Any]:
     }
 
 
-# New in torch 2.13: older releases (pyproject allows torch>=2.2) have no such class.
+# New in torch 2.13: older releases that pyproject allows (torch>=2.4) have no such class.
 if hasattr(nn, "LinearCrossEntropyLoss"):
     register_recoverer(nn.LinearCrossEntropyLoss)(_linear_ce)
 

@@ -68,7 +68,8 @@ _CLASS_NAMES = (
     "InstanceNorm2d",
     "RMSNorm",
 )
-# hasattr: older torch releases lack some (RMSNorm is new in 2.4; pyproject allows torch>=2.2).
+# hasattr: a class the running torch lacks is left out instead of failing the import (all of
+# these exist from torch 2.4, the floor in pyproject; RMSNorm is the newest).
 CLASS_CHOICES: dict[str, type] = {
     f"torch.nn.{n}": getattr(torch.nn, n) for n in _CLASS_NAMES if hasattr(torch.nn, n)
 }

@@ -286,6 +286,14 @@ def _localise(
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
+def _probe_file(filename: str) -> bool:
+    """One of the probe's own files (probe.py, _probe_*.py): not the package's demo models, whose
+    forwards are the model's code like any user's."""
+    path = os.path.abspath(filename)
+    name = os.path.basename(path)
+    return path.startswith(_PACKAGE_DIR) and (name == "probe.py" or name.startswith("_probe_"))
+
+
 def _inner_code(fn: Any, name: str) -> types.CodeType:
     return next(
         c for c in fn.__code__.co_consts if isinstance(c, types.CodeType) and c.co_name == name
@@ -295,7 +303,6 @@ def _inner_code(fn: Any, name: str) -> types.CodeType:
 def _call_out_codes() -> tuple[types.CodeType, ...]:
     """torchxray's frames that call the model or torch on the model's data: an exception raised
     there by a C function (an argument mismatch, an aten error) belongs to the model."""
-    from ._probe_flops import FlopCount
     from ._probe_memo import Memo
     from ._probe_wrap import Patches
 
@@ -304,23 +311,24 @@ def _call_out_codes() -> tuple[types.CodeType, ...]:
         _inner_code(Patches._record_instance, "unbound"),
         _inner_code(Memo._stub, "forward"),
         Memo._call.__code__,
-        FlopCount.__torch_dispatch__.__code__,
         _execute.__code__,
         _prepare_inputs.__code__,
     )
 
 
 def _own_error(exc: BaseException) -> str:
-    """A hint for an exception raised by torchxray's own code rather than by the model or torch (a
-    bug, or a torch release it does not support); "" otherwise. torch's own errors (RuntimeError
-    and its subclasses: shapes, devices, out of memory) are never counted as torchxray's."""
+    """A hint for an exception raised by the probe's own code rather than by the model or torch (a
+    bug, or a torch release it does not support); "" otherwise. RuntimeError and its subclasses
+    (torch's shape, device and out-of-memory errors) are never counted as the probe's, so a bug of
+    ours that surfaces as one still gets the ordinary hint. Errors torch raises in an operator end
+    in torch's own frames (``OpOverload.__call__``), so the FLOP counter needs no exemption."""
     tb = exc.__traceback__
     if tb is None or isinstance(exc, RuntimeError):
         return ""
     while tb.tb_next is not None:
         tb = tb.tb_next
     code = tb.tb_frame.f_code
-    if not os.path.abspath(code.co_filename).startswith(_PACKAGE_DIR):
+    if not _probe_file(code.co_filename):
         return ""
     if code in _call_out_codes():
         return ""
