@@ -51,6 +51,15 @@ def test_form_edit_breaks_the_probe_then_undo(page: Page, lab: Lab, shots: Path)
     expect(out_channels).to_have_accessible_description(re.compile(r"-4"))
     expect(status).to_have_text(re.compile(r"^probe ok"))
     expect(treeitem(ex, "conv1")).not_to_contain_text("patched")
+    # A kernel with four sizes would build a Conv2d with a 6-d weight: refused, with the reason.
+    kernel = ex.get_by_label("kernel_size", exact=True)
+    kept = kernel.input_value()
+    kernel.fill("(3, 3, 3, 3)")
+    ex.get_by_role("button", name="Apply").click()
+    expect(kernel).to_have_accessible_description(re.compile(r"tuple of 2 ints, got 4"))
+    expect(treeitem(ex, "conv1")).not_to_contain_text("patched")
+    page.screenshot(path=str(shots / "edit-kernel-refused.png"))
+    kernel.fill(kept)
 
     # 24 channels: the next BatchNorm still expects 16, and the failure names it.
     out_channels.fill("24")
