@@ -212,10 +212,14 @@ class Recorder:
                 call.ev0 = call.ev1 = None
 
 
+def inner_code(fn: Any, name: str) -> types.CodeType:
+    """The code object of the function `name` defined inside `fn`: what a traceback frame running
+    any function it makes has as ``f_code``."""
+    return next(
+        c for c in fn.__code__.co_consts if isinstance(c, types.CodeType) and c.co_name == name
+    )
+
+
 # The code of every recording function: a traceback frame running it is a module call
 # (`probe._module_frames`).
-RECORDED_CODE = next(
-    c
-    for c in Recorder.function.__code__.co_consts
-    if isinstance(c, types.CodeType) and c.co_name == "recorded"
-)
+RECORDED_CODE = inner_code(Recorder.function, "recorded")

@@ -195,8 +195,9 @@ class ProbeReport:
     ``rep[path]`` gives a record (KeyError naming the closest paths otherwise), ``path in rep``
     tests for one, iteration yields paths. A path through an alias (``model.b = model.a``) gives
     the record of the module's first path, as ``model.get_submodule`` gives the same module;
-    `aliases` maps each alias path the probe met to that first path. ``ok`` is False when the forward raised; ``error`` then
-    names the innermost module that raised and the records hold everything up to that point.
+    `aliases` maps each alias path the probe met to that first path. ``ok`` is False when the
+    forward raised; ``error`` then names the innermost module that raised and the records hold
+    everything up to that point.
     """
 
     ok: bool
@@ -224,20 +225,15 @@ class ProbeReport:
         return isinstance(path, str) and self._canonical(path) in self.records
 
     def _canonical(self, path: str) -> str:
-        """`path` with its longest alias prefix replaced by the first path of that module, again
-        until none is left (an alias may lead into another)."""
-        for _ in range(64):  # a bound, not a count that matters: each step follows one alias
-            if path in self.records or not self.aliases:
-                return path
-            parts = path.split(".")
-            for i in range(len(parts), 0, -1):
-                first = self.aliases.get(".".join(parts[:i]))
-                if first is not None:
-                    path = ".".join(p for p in (first, *parts[i:]) if p)
-                    break
-            else:
-                return path
-        return path
+        """`path` resolved one component at a time, as ``get_submodule`` walks it: each prefix
+        that is an alias becomes the first path of its module before the next name is added."""
+        if path in self.records or not self.aliases:
+            return path
+        resolved = ""
+        for part in path.split("."):
+            resolved = f"{resolved}.{part}" if resolved else part
+            resolved = self.aliases.get(resolved, resolved)
+        return resolved
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.records)

@@ -3,9 +3,9 @@
 Tensors become `TensorInfo` (shape, dtype, device, where the tensor sat: "args[0]"); other leaves
 become short text. Containers are flattened with ``torch.utils._pytree`` (dataclasses too).
 
-The recording wrapper calls `tensor_meta` on the common case (one tensor in, one tensor out): it
-keeps the raw ``(shape, dtype, device)`` triple, which holds no tensor, and `meta_info` turns it
-into a TensorInfo only when a report is read. `tests/test_probe_fast.py` checks that this gives the
+On the common case (one tensor in, one tensor out) the recording function (`_probe_calls`) keeps
+the raw ``(shape, dtype, device)`` triple, which holds no tensor, and `meta_info` turns it into a
+TensorInfo only when a report is read. `tests/test_probe_fast.py` checks that this gives the
 same report as converting everything with `leaf_infos` at once.
 """
 

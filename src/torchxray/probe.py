@@ -51,7 +51,7 @@ import torch
 from torch import nn
 from torch.utils import _pytree as pytree
 
-from ._probe_calls import RECORDED_CODE, Call
+from ._probe_calls import RECORDED_CODE, Call, inner_code
 from ._probe_records import (
     CallRecord,
     DiffEntry,
@@ -294,12 +294,6 @@ def _probe_file(filename: str) -> bool:
     return path.startswith(_PACKAGE_DIR) and (name == "probe.py" or name.startswith("_probe_"))
 
 
-def _inner_code(fn: Any, name: str) -> types.CodeType:
-    return next(
-        c for c in fn.__code__.co_consts if isinstance(c, types.CodeType) and c.co_name == name
-    )
-
-
 def _call_out_codes() -> tuple[types.CodeType, ...]:
     """torchxray's frames that call the model or torch on the model's data: an exception raised
     there by a C function (an argument mismatch, an aten error) belongs to the model."""
@@ -308,8 +302,8 @@ def _call_out_codes() -> tuple[types.CodeType, ...]:
 
     return (
         RECORDED_CODE,
-        _inner_code(Patches._record_instance, "unbound"),
-        _inner_code(Memo._stub, "forward"),
+        inner_code(Patches._record_instance, "unbound"),
+        inner_code(Memo._stub, "forward"),
         Memo._call.__code__,
         _execute.__code__,
         _prepare_inputs.__code__,
