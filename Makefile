@@ -2,10 +2,12 @@
 PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-# On these machines torch==2.13.0 is a local CPU wheel; an open `torch` requirement would pull a
-# multi-GB CUDA build. Override with `make setup TORCH=torch==X.Y` (or have torch importable by $(PY):
-# the venv then reuses it through --system-site-packages and nothing is downloaded).
-TORCH ?= torch==2.13.0
+# The tests build timm models, and timm needs torchvision, which pins torch exactly. On these machines
+# torch 2.14.1 and torchvision 0.29.1 lie on disk (the local torch 2.13.0 CPU wheel fails to import
+# PyPI's torchvision: "operator torchvision::nms does not exist"); an open `torch` requirement would
+# download a multi-GB CUDA build. Override with `make setup TORCH="torch==X.Y torchvision==A.B"` (or
+# have torch importable by $(PY): the venv then reuses it through --system-site-packages).
+TORCH ?= torch==2.14.1 torchvision==0.29.1
 
 .PHONY: setup js demo test lint typecheck test-py test-js test-ui notebooks bench chromium compat clean
 
@@ -14,7 +16,7 @@ setup: $(VENV)/.stamp src/torchxray/static/widget.js
 $(VENV)/.stamp: pyproject.toml
 	@if $(PY) -c "import torch" 2>/dev/null; then \
 	  echo "reusing the torch already installed for $(PY)"; $(PY) -m venv --system-site-packages $(VENV); \
-	else $(PY) -m venv $(VENV) && $(BIN)/pip install -q --upgrade pip && $(BIN)/pip install -q "$(TORCH)"; fi
+	else $(PY) -m venv $(VENV) && $(BIN)/pip install -q --upgrade pip && $(BIN)/pip install -q $(TORCH); fi
 	$(BIN)/pip install -q -e ".[dev]"
 	touch $@
 
