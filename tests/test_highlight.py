@@ -7,7 +7,7 @@ import re
 import torch.nn as nn
 from fixtures.models import TinyCNN
 
-from torchxray.highlight import CSS_CLASS, highlight, highlight_code, highlight_css
+from torchxray._view.highlight import CSS_CLASS, highlight, highlight_code, highlight_css
 from torchxray.source import Source, source
 
 

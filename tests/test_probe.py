@@ -298,7 +298,7 @@ class Pair(nn.Module):
 def test_an_error_of_torchxray_itself_is_reported_as_such(
     mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import torchxray._probe_calls as calls
+    import torchxray._probe.calls as calls
 
     # A bug as torchxray's own code would raise it: a function whose code lives in a torchxray
     # file, in the recorder's path for a tuple output.
@@ -308,7 +308,7 @@ def test_an_error_of_torchxray_itself_is_reported_as_such(
     monkeypatch.setattr(calls, "leaf_infos", scope["leaf_infos"])
     rep = probe(Pair(), torch.randn(2, 4), mode=mode)
     assert not rep.ok and rep.error is not None and rep.error.exc_type == "AttributeError"
-    assert "raised inside torchxray (_probe_calls.py:2 (leaf_infos))" in rep.error.hint
+    assert "raised inside torchxray (_probe/calls.py:2 (leaf_infos))" in rep.error.hint
     assert torch.__version__ in rep.error.hint and "inputs" not in rep.error.hint
 
 

@@ -11,7 +11,7 @@ import pytest
 import torch
 from torch import nn
 
-from torchxray._probe_run import ProbeRun
+from torchxray._probe.run import ProbeRun
 
 
 class FakeCuda:

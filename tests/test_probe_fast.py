@@ -18,8 +18,8 @@ import torch
 from test_probe import DictModel, Reuse, TinyLM
 from torch import nn
 
-from torchxray import _probe_calls, _probe_flops, _probe_values
-from torchxray._probe_records import CallRecord, ModuleRecord
+from torchxray import _probe
+from torchxray._probe.records import CallRecord, ModuleRecord
 from torchxray.probe import ProbeReport, TensorInfo, run_probe
 
 
@@ -115,12 +115,12 @@ def _both(
 
 
 def _no_fake_conversion(mp: pytest.MonkeyPatch) -> None:
-    mp.setattr(_probe_flops, "_REAL_TYPES", ())
+    mp.setattr(_probe.flops, "_REAL_TYPES", ())
 
 
 def _no_info_cache(mp: pytest.MonkeyPatch) -> None:
-    mp.setattr(_probe_values, "_INFOS", {})
-    mp.setattr(_probe_values, "_INFO_LIMIT", 0)
+    mp.setattr(_probe.values, "_INFOS", {})
+    mp.setattr(_probe.values, "_INFO_LIMIT", 0)
 
 
 @pytest.mark.parametrize("memoise", [True, False])
@@ -144,7 +144,7 @@ def test_shared_tensor_infos_give_the_same_report(name: str, mode: str) -> None:
 
 
 def _no_raw_meta(mp: pytest.MonkeyPatch) -> None:
-    mp.setattr(_probe_calls, "_FAST_META", False)
+    mp.setattr(_probe.calls, "_FAST_META", False)
 
 
 @pytest.mark.parametrize("mode", ["fake", "real"])
@@ -199,11 +199,11 @@ def test_fake_conversion_lets_fake_mode_cache_parameter_ops(
 
 def test_info_cache_is_bounded_and_keeps_names_apart() -> None:
     t = torch.zeros(2, 3)
-    a, b = _probe_values._info(t, "args[0]"), _probe_values._info(t, "args[1]")
+    a, b = _probe.values._info(t, "args[0]"), _probe.values._info(t, "args[1]")
     assert isinstance(a, TensorInfo) and isinstance(b, TensorInfo)
     assert (a.name, b.name, a.shape, a.dtype) == ("args[0]", "args[1]", (2, 3), "float32")
-    assert _probe_values._info(torch.zeros(2, 3, dtype=torch.half), "args[0]") != a
-    assert len(_probe_values._INFOS) <= _probe_values._INFO_LIMIT
+    assert _probe.values._info(torch.zeros(2, 3, dtype=torch.half), "args[0]") != a
+    assert len(_probe.values._INFOS) <= _probe.values._INFO_LIMIT
 
 
 def test_single_call_record_equals_the_general_sum() -> None:

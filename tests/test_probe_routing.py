@@ -1,4 +1,4 @@
-"""How a probe reaches every module call (`_probe_wrap`): most modules are recorded in a
+"""How a probe reaches every module call (`_probe.wrap`): most modules are recorded in a
 replacement of ``nn.Module.__call__``, the rest (own hooks, compiled in place, a class with its
 own ``__call__``, global hooks registered) through an instance ``forward``. Both routes give the
 same report, leave nothing behind, and let every other module in the process run untouched."""
@@ -17,7 +17,7 @@ from test_probe_fast import CASES, _untimed
 from torch import nn
 from torch.nn.modules import module as nn_module
 
-from torchxray import _probe_wrap
+from torchxray import _probe
 from torchxray.probe import ProbeReport, probe, run_probe
 
 _CALL = nn.Module.__call__
@@ -32,7 +32,7 @@ def _left_behind(model: nn.Module) -> list[str]:
 
 
 def _all_on_instances(mp: pytest.MonkeyPatch) -> None:
-    mp.setattr(_probe_wrap.Patches, "direct_class", lambda self, cls: False)
+    mp.setattr(_probe.wrap.Patches, "direct_class", lambda self, cls: False)
 
 
 def _report(name: str, mode: str) -> ProbeReport:

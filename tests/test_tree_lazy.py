@@ -1,4 +1,4 @@
-"""Tests for torchxray._tree_lazy: the fields walk() leaves to its lazy pass, and plain leaves.
+"""Tests for torchxray._tree.lazy: the fields walk() leaves to its lazy pass, and plain leaves.
 
 walk() records structure and flags; counts, devices, dtypes, extra_repr and signatures come from a
 second pass run by the first Node built, and most leaves are recorded as their path alone. These

@@ -16,8 +16,8 @@ import torch
 import torch.nn as nn
 from fixtures.models import repeated_blocks, script_module, shared_module, tiny_cnn, tiny_mlp
 
-from torchxray import assets, serialize
-from torchxray.session import STATIC
+from torchxray._view import assets, serialize
+from torchxray._view.assets import STATIC
 from torchxray.widget import Explorer, explore
 
 
@@ -244,7 +244,7 @@ def test_nothing_to_undo_is_an_error_reply() -> None:
 def test_a_kernel_interrupt_during_a_probe_is_answered_not_left_pending(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import torchxray.session as session_mod
+    import torchxray._view.session as session_mod
 
     ex, model = cnn()
 

@@ -10,8 +10,8 @@ parameter, current values recovered from the live module, and ``Form.build(**cha
     >>> f.validate(out_channels="abc")
     {'out_channels': "out_channels: expected an integer, got 'abc'"}
 
-Kinds come from a handler list (``_forms_kinds.KIND_HANDLERS``), derived values from a class
-registry searched along ``__mro__`` (``_forms_recover.RECOVERERS``); see those modules.
+Kinds come from a handler list (``_forms.kinds.KIND_HANDLERS``), derived values from a class
+registry searched along ``__mro__`` (``_forms.recover.RECOVERERS``); see those modules.
 """
 
 from __future__ import annotations
@@ -22,52 +22,22 @@ import difflib
 import enum
 import inspect
 import typing
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import nn
 
-from torchxray._forms_check import check_range, check_type
-from torchxray._forms_kinds import KindInfo, kind_of
-from torchxray._forms_record import record_init_args, recorded_args, remember
-from torchxray._forms_recover import derived_values, tensor_device_dtype
-from torchxray._forms_signature import ann_text, original_class, signature
-from torchxray._forms_values import ParseError, expected, parse, to_text
+from ._forms.check import check_range, check_type
+from ._forms.field import Field, FormError
+from ._forms.kinds import KindInfo, kind_of
+from ._forms.record import record_init_args, recorded_args, remember
+from ._forms.recover import derived_values, tensor_device_dtype
+from ._forms.signature import ann_text, original_class, signature
+from ._forms.values import ParseError, expected, parse, to_text
 
 __all__ = ["Field", "Form", "FormError", "form", "record_init_args"]
 
 _MISSING = inspect.Parameter.empty
-
-
-class FormError(ValueError):
-    """Bad form values; ``errors`` maps each field name to a readable message."""
-
-    def __init__(self, errors: dict[str, str], cls: type | None = None) -> None:
-        self.errors = dict(errors)
-        where = f"{cls.__name__}: " if cls is not None else ""
-        super().__init__(where + "; ".join(self.errors.values()))
-
-
-@dataclass(frozen=True, slots=True)
-class Field:
-    """One constructor parameter. ``origin``: attribute / derived / recorded / default (a guess
-    the view must flag). ``text`` is ``value`` as a UI input shows it; ``Form.parse`` reads it
-    back. ``choices`` are labels (choice, class, callable kinds, or the strings an int_or_tuple
-    also accepts, like a conv's "same")."""
-
-    name: str
-    kind: str
-    value: Any
-    default: Any
-    required: bool
-    choices: tuple[str, ...]
-    origin: str
-    annotation: str
-    text: str
-    optional: bool
-    # Parameter.kind name (POSITIONAL_ONLY, VAR_POSITIONAL, KEYWORD_ONLY, ...), for binding.
-    param_kind: str = "POSITIONAL_OR_KEYWORD"
 
 
 def _current(

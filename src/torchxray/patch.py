@@ -38,9 +38,9 @@ from typing import Any, Literal
 import torch
 import torch.nn as nn
 
-from . import _patch_code as code
-from ._paths import Match, SlotIndex, no_match, targets, tensor_bytes, tensors
-from ._placement import carry, place
+from ._patch import code
+from ._patch.paths import Match, SlotIndex, no_match, targets, tensor_bytes, tensors
+from ._patch.placement import carry, place
 
 
 @dataclass(frozen=True)

@@ -23,18 +23,19 @@ import ast
 import functools
 import importlib.machinery
 import inspect
-import linecache
 import os
-import re
 import sys
 import textwrap
 import types
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 import torch
 from torch import nn
+
+from ._source.cells import Cell, find_in_cells, notebook_cells
+from ._source.defs import first_line, is_func, own_code
 
 __all__ = ["Cell", "Source", "notebook_cells", "source"]
 
@@ -56,18 +57,6 @@ class Source:
     note: str | None = None  # e.g. "showing the original class of a parametrized module"
     script_code: str | None = None  # TorchScript's own code (``.code``) when there is no Python
 
-
-class Cell(NamedTuple):
-    """One notebook cell's code. ``file`` is the name its code was compiled under, if known."""
-
-    file: str | None
-    text: str
-    label: str | None = None
-
-
-# Names IPython (``<ipython-input-N-hash>``) and ipykernel (``…/ipykernel_PID/HASH.py``) compile
-# cells under; used when IPython's own filename map is not reachable.
-_CELL_NAME = re.compile(r"^<ipython-input-\d+-[0-9a-f]+>$|[/\\]ipykernel_\d+[/\\][^/\\]+\.py$")
 
 # What inspect raises when there is no source; SyntaxError/IndexError when a file changed on disk
 # after import, so that the source inspect parses no longer matches the code objects.
@@ -125,27 +114,6 @@ def source(obj: Any, *, cells: Iterable[Cell | tuple[str | None, str]] | None = 
     )
 
 
-def notebook_cells() -> list[Cell]:
-    """The running IPython's cell code, newest first (empty outside IPython)."""
-    found: list[Cell] = []
-    seen: set[str] = set()
-    ipython = sys.modules.get("IPython")
-    shell = ipython.get_ipython() if ipython is not None else None  # type: ignore[attr-defined]
-    filename_map = getattr(getattr(shell, "compile", None), "_filename_map", None) or {}
-    for name, number in sorted(filename_map.items(), key=lambda kv: kv[1], reverse=True):
-        if name in linecache.cache:
-            seen.add(name)
-            found.append(Cell(name, "".join(linecache.getlines(name)), f"In [{number}]"))
-    for name in reversed(list(linecache.cache)):
-        if name not in seen and isinstance(name, str) and _CELL_NAME.search(name):
-            found.append(Cell(name, "".join(linecache.getlines(name))))
-    history = getattr(getattr(shell, "history_manager", None), "input_hist_parsed", None) or []
-    for number in range(len(history) - 1, 0, -1):
-        if isinstance(history[number], str) and history[number].strip():
-            found.append(Cell(None, history[number], f"In [{number}]"))
-    return found
-
-
 # --- classes -----------------------------------------------------------------------------------
 
 
@@ -154,7 +122,7 @@ def _class_source(cls: type, cells: Iterable[Any] | None, note: str | None) -> S
     owner = next((c for c in cls.__mro__ if "forward" in vars(c)), None)
     owner_name = _dotted(owner.__module__, owner.__qualname__) if owner else None
     if cls.__module__ != "builtins":
-        found = _inspect_class(cls) or _find_in_cells(cls, cells)
+        found = _inspect_class(cls) or find_in_cells(cls, cells)
         if found is not None:
             text, file, first, cell = found
             lines = _forward_lines(cls, text, first, file)
@@ -184,42 +152,10 @@ def _inspect_class(cls: type) -> tuple[str, str | None, int, None] | None:
     # Python < 3.13 finds a class by qualname only; a ``type()`` class sharing a name with a real
     # one would get the wrong text, so check that the class's own methods lie inside it.
     last = first + len(lines) - 1
-    for code_file, line in _own_code(cls):
+    for code_file, line in own_code(cls):
         if code_file == file and not first <= line <= last:
             return None
     return "".join(lines), file, first, None
-
-
-def _find_in_cells(
-    cls_or_func: Any, cells: Iterable[Any] | None
-) -> tuple[str, str | None, int, str | None] | None:
-    """Find a ``class``/``def`` statement for an interactively defined object."""
-    own = list(_own_code(cls_or_func))
-    # The files its own functions were compiled from hold the definition: exact, and fast.
-    for file, line in own:
-        text = "".join(linecache.getlines(file))
-        node = _find_def(text, cls_or_func.__qualname__, line)
-        if node is not None:
-            return _node_text(text, node), file, _first_line(node), _cell_label(file)
-    module = sys.modules.get(cls_or_func.__module__)
-    if cls_or_func.__module__ != "__main__" and getattr(module, "__file__", None):
-        return None  # a library object: a notebook cell defining the same name is not its source
-    for cell in cells if cells is not None else notebook_cells():
-        cell = Cell(*cell)
-        hint = next((line for file, line in own if file == cell.file), None)
-        node = _find_def(cell.text, cls_or_func.__qualname__, hint)
-        if node is not None:
-            return _node_text(cell.text, node), cell.file, _first_line(node), cell.label
-    return None
-
-
-def _cell_label(file: str) -> str | None:
-    ipython = sys.modules.get("IPython")
-    shell = ipython.get_ipython() if ipython is not None else None  # type: ignore[attr-defined]
-    number = (getattr(getattr(shell, "compile", None), "_filename_map", None) or {}).get(file)
-    if number is not None:
-        return f"In [{number}]"
-    return "notebook cell" if _CELL_NAME.search(file) else None
 
 
 def _class_reason(cls: type) -> str:
@@ -234,7 +170,7 @@ def _class_reason(cls: type) -> str:
     if compiled or (file and file.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))):
         where = f" ({os.path.basename(file)})" if file else ""
         return f"{name} is implemented in a compiled extension{where}; it has no Python source."
-    code_files = [code_file for code_file, _ in _own_code(cls)]
+    code_files = [code_file for code_file, _ in own_code(cls)]
     if code_files and all(code_file == "<string>" for code_file in code_files):
         return f"class {name} was created by exec() from a string; the source was not kept."
     if not file or cls.__module__ == "__main__":
@@ -277,10 +213,10 @@ def _forward_lines(cls: type, text: str, first: int, file: str | None) -> tuple[
         tree = None
     body = tree.body[0] if tree is not None and tree.body else None
     if isinstance(body, ast.ClassDef):
-        defs = [n for n in body.body if _is_func(n) and n.name == "forward"]  # type: ignore[attr-defined]
+        defs = [n for n in body.body if is_func(n) and n.name == "forward"]  # type: ignore[attr-defined]
         if defs:
             node = defs[-1]  # the last ``def forward`` in a class body is the one that counts
-            return first + _first_line(node) - 1, first + (node.end_lineno or node.lineno) - 1
+            return first + first_line(node) - 1, first + (node.end_lineno or node.lineno) - 1
     # ``forward = some_function`` in the body (nn.Module does this): that function's own lines.
     code = getattr(inspect.unwrap(getattr(forward, "__func__", forward)), "__code__", None)
     if code is None or file is None or code.co_filename != file:
@@ -321,7 +257,7 @@ def _function_source(
         )
     except _NO_SOURCE:
         if func.__name__ != "<lambda>":
-            found = _find_in_cells(func, cells)
+            found = find_in_cells(func, cells)
     if found is None:
         origin = inspect.unwrap(func).__code__.co_filename
         reason = (
@@ -380,64 +316,6 @@ def _script_name(module: Any) -> str:
         return str(module._c._type().qualified_name())
     except (AttributeError, RuntimeError):
         return str(getattr(module, "original_name", type(module).__name__))
-
-
-# --- AST helpers -------------------------------------------------------------------------------
-
-
-def _is_func(node: ast.AST) -> bool:
-    return isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-
-
-def _defs(tree: ast.AST, prefix: str = "") -> Iterator[tuple[str, ast.AST]]:
-    """Every class/def with the ``__qualname__`` Python would give it."""
-    for node in ast.iter_child_nodes(tree):
-        if isinstance(node, ast.ClassDef) or _is_func(node):
-            qual = prefix + node.name  # type: ignore[attr-defined]
-            yield qual, node
-            yield from _defs(node, qual + (".<locals>." if _is_func(node) else "."))
-        else:
-            yield from _defs(node, prefix)
-
-
-@functools.lru_cache(maxsize=512)
-def _parse(text: str) -> ast.Module | None:
-    try:
-        return ast.parse(text)
-    except (SyntaxError, ValueError):  # a raw cell with IPython magics, or a half-typed one
-        return None
-
-
-def _find_def(text: str, qualname: str, line: int | None) -> ast.AST | None:
-    tree = _parse(text)
-    if tree is None:
-        return None
-    matches = [node for qual, node in _defs(tree) if qual == qualname]
-    if line is not None:
-        inside = [n for n in matches if _first_line(n) <= line <= (n.end_lineno or 0)]  # type: ignore[attr-defined]
-        return inside[-1] if inside else None
-    return matches[-1] if matches else None  # a later definition in a cell replaces earlier ones
-
-
-def _first_line(node: Any) -> int:
-    return min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
-
-
-def _node_text(text: str, node: Any) -> str:
-    lines = text.splitlines(keepends=True)
-    return "".join(lines[_first_line(node) - 1 : node.end_lineno])
-
-
-def _own_code(obj: Any) -> Iterator[tuple[str, int]]:
-    """(file, first line) of the Python functions defined directly on a class, or of a function."""
-    members = vars(obj).values() if isinstance(obj, type) else [obj]
-    for member in members:
-        if isinstance(member, property):
-            member = member.fget
-        member = getattr(member, "__func__", member)
-        code = getattr(member, "__code__", None)
-        if isinstance(code, types.CodeType):
-            yield code.co_filename, code.co_firstlineno
 
 
 def _dotted(module: str | None, qualname: str) -> str:

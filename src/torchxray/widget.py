@@ -17,11 +17,11 @@ import traitlets as t
 from anywidget.experimental import command
 from torch import nn
 
-from . import assets
+from ._view import assets
+from ._view.session import ALL, PROBE, SELECT, Session
 from .patch import PatchEntry
 from .probe import ProbeReport
 from .protocol import error_reply
-from .session import ALL, PROBE, SELECT, Session
 
 __all__ = ["Explorer", "explore"]
 

@@ -177,7 +177,7 @@ def test_unknown_field_names_the_fields() -> None:
 )
 def test_widget_edit_request_reports_field(kind: str, category: str, value: str) -> None:
     """The same bad text through the widget's request handler: an error reply naming the field."""
-    from torchxray.session import Session
+    from torchxray._view.session import Session
 
     factory, name, *_ = SAMPLES[kind]
     model = Holder(factory())

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import enum
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
-from torchxray._forms_kinds import KindInfo
-from torchxray._forms_values import expected
-
-if TYPE_CHECKING:
-    from torchxray.forms import Field
+from .field import Field
+from .kinds import KindInfo
+from .values import expected
 
 __all__ = ["check_range", "check_type"]
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from torchxray._forms_values import (
+from .values import (
     CALLABLE_CHOICES,
     CLASS_CHOICES,
     callable_label,

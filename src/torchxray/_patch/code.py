@@ -151,7 +151,7 @@ def _same(a: Any, b: Any) -> bool:
 def constructor(module: nn.Module, ctx: Ctx) -> str:
     """``pkg.Class(arg, key=value)`` rebuilding ``module`` from its form values; arguments equal to
     their defaults are left out so the call reads like hand-written code."""
-    from .forms import form
+    from ..forms import form
 
     cls = type(module)
     try:

@@ -13,7 +13,7 @@ import torch
 import torch.nn as nn
 from torch.nn.parameter import is_lazy
 
-from ._paths import SlotIndex, holds_meta, tensors
+from .paths import SlotIndex, holds_meta, tensors
 
 # Hook tables copied from a replaced module to its replacement (flags included so a hook keeps its
 # calling convention). Backward hooks are left out: they belong to autograd of the old weights.

@@ -1,8 +1,8 @@
 """Recording module calls: the `Call` a probe keeps per call, and `Recorder`, whose functions run a
 forward and record it (inputs, outputs, time, CUDA memory) on the probe's call stack and log.
 
-`_probe_wrap` installs those functions; FLOPs are added to the open calls by `_probe_flops`, and
-repeated blocks are replayed by `_probe_memo`.
+`_probe.wrap` installs those functions; FLOPs are added to the open calls by `_probe.flops`, and
+repeated blocks are replayed by `_probe.memo`.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from typing import Any
 
 import torch
 
-from ._probe_records import CallRecord, TensorInfo
-from ._probe_values import Meta, call_inputs, leaf_infos, meta_info
+from .records import CallRecord, TensorInfo
+from .values import Meta, call_inputs, leaf_infos, meta_info
 
-# One tensor in / one tensor out keeps raw metadata (see `_probe_values`); tests turn it off to
+# One tensor in / one tensor out keeps raw metadata (see `_probe.values`); tests turn it off to
 # compare with the general path.
 _FAST_META = True
 _Leaves = tuple[TensorInfo | str, ...]
@@ -32,7 +32,7 @@ class Call:
     """
 
     path = ""
-    # The leaves, or, for one tensor in / one tensor out, the raw metadata (`_probe_values`).
+    # The leaves, or, for one tensor in / one tensor out, the raw metadata (`_probe.values`).
     inputs: _Leaves | None = None
     outputs: _Leaves | None = None
     in_meta: Meta | None = None
@@ -88,7 +88,7 @@ class Call:
 
 class Recorder:
     """The open calls (`stack`, innermost last) and every call so far (`log`, in call order), and
-    the recording functions that `_probe_wrap` installs."""
+    the recording functions that `_probe.wrap` installs."""
 
     def __init__(self, timed: bool, device: torch.device) -> None:
         self.stack: list[Call] = []

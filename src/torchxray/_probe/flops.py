@@ -14,7 +14,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import flop_registry
 
 if TYPE_CHECKING:
-    from ._probe_calls import Call
+    from .calls import Call
 
 
 def _shape_of(value: Any) -> Any:

@@ -8,23 +8,20 @@ return fresh fake tensors of the remembered shapes and copy the remembered recor
 path. `tests/test_probe.py` checks that this equals a full probe.
 
 Skipping a forward needs the call itself: the outermost modules whose signature occurs more than
-once get, inside the probe's recording (`_probe_wrap`), a stub that consults the memo.
+once get, inside the probe's recording (`_probe.wrap`), a stub that consults the memo.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Hashable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import nn
 from torch.utils import _pytree as pytree
 
-if TYPE_CHECKING:
-    from ._probe_run import ProbeRun
-
-from ._probe_calls import Call
+from .calls import Call, Recorder
 
 _PLAIN = (bool, int, float, str, type(None), torch.dtype, torch.device)
 _MODULE_INTERNALS = frozenset(vars(nn.Module())) | {"forward"}
@@ -132,15 +129,18 @@ class _Entry:
 
 
 class Memo:
-    """Made by a fake ProbeRun, which records each of `stubs()` around its stub."""
+    """Made by a fake ProbeRun, which records each of `stubs()` around its stub. It reads the
+    run's modules (pre-order, ``paths`` by id) and the recorder's open calls and log."""
 
-    def __init__(self, run: ProbeRun) -> None:
-        self.run = run
-        self.sigs = signatures(run.model, run.paths)
+    def __init__(
+        self, model: nn.Module, modules: list[nn.Module], paths: dict[int, str], recorder: Recorder
+    ) -> None:
+        self.modules, self.paths, self.run = modules, paths, recorder
+        self.sigs = signatures(model, paths)
         self.entries: dict[Hashable, _Entry] = {}
         self.hits: list[str] = []
         self.stubbed: set[int] = set()
-        self._mark(run.model, Counter(self.sigs.values()), parent_repeats=False)
+        self._mark(model, Counter(self.sigs.values()), parent_repeats=False)
 
     def _mark(self, m: nn.Module, counts: Counter[int], parent_repeats: bool) -> None:
         # Only the outermost repeated modules get a stub: inside a repeated block the first
@@ -157,9 +157,9 @@ class Memo:
         """(module, stub) for each outermost repeated block: the stub consults the memo and
         otherwise calls the module's own forward (read now, before the probe patches anything)."""
         out = []
-        for m in self.run.modules:
+        for m in self.modules:
             if id(m) in self.stubbed:
-                out.append((m, self._stub(self.sigs[id(m)], self.run.paths[id(m)], m.forward)))
+                out.append((m, self._stub(self.sigs[id(m)], self.paths[id(m)], m.forward)))
         return out
 
     def _stub(self, sig: int, path: str, original: Callable[..., Any]) -> Callable[..., Any]:

@@ -208,7 +208,7 @@ class ProbeReport:
     total_flops: int | None = None
     wall_ms: float = 0.0
     # Paths whose records were copied from an identical earlier block instead of being run again
-    # (fake mode only; see `_probe_memo`). Their records equal what a full run gives.
+    # (fake mode only; see `_probe.memo`). Their records equal what a full run gives.
     memoised: tuple[str, ...] = field(default=())
     aliases: Mapping[str, str] = field(default_factory=dict)
 

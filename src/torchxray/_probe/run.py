@@ -2,7 +2,7 @@
 
 `ProbeRun(model, mode, device, ...)` walks the model once when made: paths in ``named_modules``
 order, class names, train/eval flags, uninitialised lazy modules, and which forwards to route
-through the recorder (`_probe_wrap`). Entering it sets every module to eval, enters
+through the recorder (`_probe.wrap`). Entering it sets every module to eval, enters
 ``torch.no_grad`` (and ``FakeTensorMode`` in fake mode, and the FLOP counter when FLOPs are
 counted) and installs the recording forwards. Leaving it, whatever happened (exception,
 KeyboardInterrupt, CUDA OOM), undoes each of those in reverse order: no replaced forward, mode or
@@ -22,9 +22,10 @@ from torch import nn
 from torch.nn.modules.lazy import LazyModuleMixin
 from torch.nn.parameter import is_lazy
 
-from ._probe_calls import Call, Recorder
-from ._probe_flops import FlopCount
-from ._probe_wrap import Patches
+from .calls import Call, Recorder
+from .flops import FlopCount
+from .memo import Memo
+from .wrap import Patches
 
 __all__ = ["ProbeRun", "gc_paused"]
 
@@ -72,7 +73,7 @@ class ProbeRun:
         patches = self.patches
         direct, instances = patches.direct, patches.instances
         # Per class, once: its name, whether its instances can be recorded in nn.Module.__call__
-        # (`_probe_wrap`), whether it is a lazy module class.
+        # (`_probe.wrap`), whether it is a lazy module class.
         kinds: dict[type, tuple[str, bool, bool]] = {}
         todo: list[tuple[str, nn.Module]] = [("", model)]
         pop, push = todo.pop, todo.append
@@ -140,9 +141,7 @@ class ProbeRun:
                 # In fake mode the counter also hands FakeTensorMode fake views of the weights.
                 es.enter_context(FlopCount(self.stack, self.fake_mode, count=self.flops))
             if self.memoise:
-                from ._probe_memo import Memo  # imports this module: import here, not at the top
-
-                self.memo = Memo(self)
+                self.memo = Memo(self.model, self.modules, self.paths, self.recorder)
                 for m, stub in self.memo.stubs():
                     self.patches.stub(m, stub)
             es.callback(self.recorder.release)  # the last tensor it read, held until now

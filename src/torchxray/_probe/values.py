@@ -3,7 +3,7 @@
 Tensors become `TensorInfo` (shape, dtype, device, where the tensor sat: "args[0]"); other leaves
 become short text. Containers are flattened with ``torch.utils._pytree`` (dataclasses too).
 
-On the common case (one tensor in, one tensor out) the recording function (`_probe_calls`) keeps
+On the common case (one tensor in, one tensor out) the recording function (`_probe.calls`) keeps
 the raw ``(shape, dtype, device)`` triple, which holds no tensor, and `meta_info` turns it into a
 TensorInfo only when a report is read. `tests/test_probe_fast.py` checks that this gives the
 same report as converting everything with `leaf_infos` at once.
@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
-from ._probe_records import TensorInfo
+from .records import TensorInfo
 
 _SUMMARY_CHARS = 40
 

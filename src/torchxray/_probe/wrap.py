@@ -1,4 +1,4 @@
-"""Routing every module call of the probed model through the recorder (`_probe_calls`), and undoing it.
+"""Routing every module call of the probed model through the recorder (`_probe.calls`), and undoing it.
 
 Not forward hooks: any hook, global or per module, sends *every* module call through the slow
 path of ``nn.Module._call_impl``; measured on 10,000 small modules, two empty global hooks alone
@@ -30,7 +30,7 @@ from typing import Any
 from torch import nn
 from torch.nn.modules import module as nn_module
 
-from ._probe_calls import Recorder
+from .calls import Recorder
 
 _MISSING = object()
 _LOCK = threading.RLock()

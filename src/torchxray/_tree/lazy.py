@@ -10,17 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._tree_stats import (
-    DTYPES,
-    class_facts,
-    dag_fold,
-    digest_signatures,
-    dtype_info,
-    exact_totals,
-    packed_tensors,
-    placeholder,
-)
-from .tree import NODE_FIELDS
+from .facts import class_facts, placeholder
+from .nodes import NODE_FIELDS
+from .totals import DTYPES, dag_fold, digest_signatures, dtype_info, exact_totals, packed_tensors
 
 _MISSING = object()
 QUALNAME, SIZE = NODE_FIELDS.index("qualname"), NODE_FIELDS.index("size")

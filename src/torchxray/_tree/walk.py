@@ -6,23 +6,17 @@ instead of nn.Module attribute lookups, and only sizes summed bottom-up (a leaf 
 size as it is read; the reverse sweep visits modules with children only). Leaves (most modules)
 are kept as tuples of field values, or just their path when plain; `ModelTree` turns them into
 `Node`s when first looked at. Counts, devices, dtypes, extra_repr and signatures are left to
-`_tree_lazy`, run once when the first Node is built.
+`_tree.lazy`, run once when the first Node is built.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ._tree_lazy import LazyPass
-from ._tree_stats import (
-    callable_name,
-    class_facts,
-    dtype_info,
-    parametrization_names,
-    placeholder,
-    script_names,
-)
-from .tree import ALIASES, NODE_FIELDS, TRAINING, BufferInfo, HookInfo, plain_leaf
+from .facts import callable_name, class_facts, parametrization_names, placeholder, script_names
+from .lazy import LazyPass
+from .nodes import ALIASES, NODE_FIELDS, TRAINING, BufferInfo, HookInfo, plain_leaf
+from .totals import dtype_info
 
 _HOOK_ATTRS = (
     ("forward_pre", "_forward_pre_hooks"),
@@ -81,7 +75,7 @@ class Walker:
         """(records, index, modules, parents, trainings, rest): a record is a mutable builder
         for modules with children, for leaves the tuple of Node field values or, for plain
         leaves, just the path (see tree.plain_leaf); counts, devices, dtypes,
-        extra_repr and signature are left to `rest` (see _tree_lazy), which ModelTree runs when
+        extra_repr and signature are left to `rest` (see _tree.lazy), which ModelTree runs when
         a Node is first built."""
         self.traverse(model)
         self.bottom_up()
@@ -186,10 +180,10 @@ class Walker:
                     if child_paths is not None:
                         rec = (
                             path, name, cname, qualname, child_paths, (), ppath, depth,
-                            0, 0, 0, 0,  # counts, devices and dtypes: see _tree_lazy
+                            0, 0, 0, 0,  # counts, devices and dtypes: see _tree.lazy
                             _buffer_infos(m, buffers) if buffers else (),
                             (), (), training, hooks, patched,
-                            is_custom, "", container, "",  # extra_repr, signature: _tree_lazy
+                            is_custom, "", container, "",  # extra_repr, signature: _tree.lazy
                             parametrization_names(mods) if parametrized else (),
                             wraps, i, 1, 0, 0, True,
                         )  # fmt: skip

@@ -8,11 +8,21 @@ from __future__ import annotations
 import base64
 import html
 import json
+from pathlib import Path
 from typing import Any
 
-from .session import STATIC
+__all__ = ["STATIC", "bundle", "read", "standalone_page"]
 
-__all__ = ["bundle", "standalone_page"]
+STATIC = Path(__file__).resolve().parent.parent / "static"
+
+
+def read(name: str) -> str:
+    """One built file of static/ (``widget.js``, ``viz.js``, ...), as text."""
+    path = STATIC / name
+    if not path.exists():
+        raise RuntimeError(f"{path} is missing: build the frontend with `make js`")
+    return path.read_text(encoding="utf-8")
+
 
 # Code travels base64-encoded so that no "</script>" inside it can end its element early.
 _PAGE = """<!doctype html>

@@ -17,7 +17,7 @@ from pygments import highlight as _pygmentize
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
-from .source import Source
+from ..source import Source
 
 __all__ = ["CSS_CLASS", "highlight", "highlight_code", "highlight_css"]
 

@@ -9,13 +9,13 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .catalog import CatalogEntry
-    from .forms import Form
-    from .mro import ClassInfo
-    from .patch import PatchLog
-    from .probe import ModuleRecord, ProbeReport, TensorInfo
-    from .source import Source
-    from .tree import Node
+    from ..catalog import CatalogEntry
+    from ..forms import Form
+    from ..mro import ClassInfo
+    from ..patch import PatchLog
+    from ..probe import ModuleRecord, ProbeReport, TensorInfo
+    from ..source import Source
+    from ..tree import Node
 
 __all__ = [
     "catalog_list",

@@ -11,12 +11,12 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from .serialize_panes import shape_text
+from .panes import shape_text
 
 if TYPE_CHECKING:
-    from .patch import PatchLog
-    from .probe import ProbeReport
-    from .tree import ModelTree, Node
+    from ..patch import PatchLog
+    from ..probe import ProbeReport
+    from ..tree import ModelTree, Node
 
 __all__ = [
     "FOLD_MIN",

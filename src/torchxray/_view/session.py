@@ -9,27 +9,25 @@ answered with ``{"kind": "error", ...}`` and leaves the model as it was.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
 from torch import nn
 
+from ..catalog import catalog, resolve
+from ..forms import FormError, form
+from ..mro import mro_class, mro_classes, mro_graph
+from ..patch import PatchEntry, PatchLog
+from ..probe import ProbeReport, probe
+from ..protocol import ProtocolError, Request, error_reply, validate
+from ..source import source
+from ..tree import ModelTree, walk
+from . import assets, panes
 from . import serialize as ser
-from . import serialize_panes as panes
-from .catalog import catalog, resolve
-from .forms import FormError, form
 from .highlight import highlight
-from .mro import mro_class, mro_classes, mro_graph
-from .patch import PatchEntry, PatchLog
-from .probe import ProbeReport, probe
-from .protocol import ProtocolError, Request, error_reply, validate
-from .source import source
-from .tree import ModelTree, walk
+from .snapshot import SNAPSHOT_NODES, snapshot
 
-__all__ = ["ALL", "STATIC", "Session"]
+__all__ = ["ALL", "PROBE", "SELECT", "Session"]
 
-STATIC = Path(__file__).parent / "static"
-SNAPSHOT_NODES = 2000
 _ACTIONS = ("edit", "replace", "undo", "redo", "probe")
 # Which synced states a request changed (the widget re-sends those traitlets).
 ALL = frozenset({"tree", "selected", "overview", "probe", "history"})
@@ -146,46 +144,8 @@ class Session:
         return node.path
 
     def snapshot(self, max_nodes: int = SNAPSHOT_NODES) -> dict[str, Any]:
-        """Everything the read-only view needs (``js/snapshot.ts``) for the first ``max_nodes``
-        modules: rows, child lists, overviews, forms, and per class its source and MRO."""
-        tree, rows = self.tree, self.rows()
-        data: dict[str, Any] = {
-            "nodes": [],
-            "children": {},
-            "overview": {},
-            "form": {},
-            "cls_of": {},
-            "source": {},
-            "mro": {},
-            "probe_table": None,
-            "truncated": len(tree) > max_nodes,
-        }
-        for node in tree.nodes[:max_nodes]:
-            data["nodes"].append({**rows.row(node), "depth": node.depth})
-            if node.children:
-                folded = ser.page(tree, node.path, rows, page_size=len(node.children))["items"]
-                raw = [rows.child_row(tree, p) for p in node.children]
-                data["children"][node.path] = {"folded": folded, "raw": raw}
-            rec = self.report.records.get(node.path) if self.report is not None else None
-            data["overview"][node.path] = panes.overview(node, rec)
-            module = tree.module(node.path)
-            key = f"{type(module).__module__}.{type(module).__qualname__}"
-            data["cls_of"][node.path] = key
-            try:
-                if key not in data["source"]:
-                    src = source(module)
-                    data["source"][key] = panes.source_dict(src, highlight(src))
-                    data["mro"][key] = panes.mro_dict(mro_classes(module), mro_graph(module).source)
-                data["form"][node.path] = panes.form_dict(
-                    form(module), node.path, self.rev, node.aliases
-                )
-            except Exception:  # noqa: BLE001 - a snapshot shows what it can; the pane says the rest
-                continue
-        if self.report is not None:
-            data["probe_table"] = panes.probe_table(
-                self.report, self.previous, 0, len(self.report.records)
-            )
-        return data
+        """The read-only view's data (``js/snapshot.ts``) for the first ``max_nodes`` modules."""
+        return snapshot(self.tree, self.rows(), self.report, self.previous, self.rev, max_nodes)
 
     def close(self) -> None:
         self.model = None
@@ -340,10 +300,7 @@ class Session:
         }, NONE
 
     def _on_asset(self, req: Request) -> Result:
-        path = STATIC / "viz.js"
-        if not path.exists():
-            raise RuntimeError(f"{path} is missing: build the frontend with `make js`")
-        return {"kind": "asset", "name": "viz", "code": path.read_text(encoding="utf-8")}, NONE
+        return {"kind": "asset", "name": "viz", "code": assets.read("viz.js")}, NONE
 
 
 def _prefill(reply: dict[str, Any], old: Any) -> None:

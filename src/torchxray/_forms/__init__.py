@@ -1,0 +1,2 @@
+"""Inspection, forms layer: field records, kinds, values as text, checks, recorded and recovered
+constructor arguments behind `forms.form()`."""

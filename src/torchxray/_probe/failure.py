@@ -1,0 +1,176 @@
+"""When a probed forward raises: which module it was (the innermost one the exception passed
+through), what that module was called with, and a hint that names the likely cause."""
+
+from __future__ import annotations
+
+import os
+import types
+from typing import Any
+
+import torch
+from torch import nn
+
+from .calls import RECORDED_CODE, inner_code
+from .records import ProbeError, TensorInfo
+from .run import ProbeRun
+from .values import call_inputs
+
+__all__ = ["localise"]
+
+_CALL_IMPL_CODE = nn.Module._call_impl.__code__
+# The package folder (torchxray/): the probe's own files are probe.py there and everything in _probe/.
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_PROBE_DIR = os.path.join(_PACKAGE_DIR, "_probe") + os.sep
+
+
+def _module_frames(run: ProbeRun, exc: BaseException) -> list[tuple[nn.Module, types.FrameType]]:
+    """The probed modules whose call the exception passed through, outermost first: frames of
+    torch's ``_call_impl`` or of the probe's recording functions (`_probe.wrap`). A module called
+    through both (hooks, then its recorded forward) is listed once, with its outer frame."""
+    chain: list[tuple[nn.Module, types.FrameType]] = []
+    tb = exc.__traceback__
+    while tb is not None:
+        frame = tb.tb_frame
+        if frame.f_code is _CALL_IMPL_CODE or frame.f_code is RECORDED_CODE:
+            module = frame.f_locals.get("self")
+            if (
+                isinstance(module, nn.Module)
+                and id(module) in run.paths
+                and not (chain and chain[-1][0] is module)
+            ):
+                chain.append((module, frame))
+        tb = tb.tb_next
+    return chain
+
+
+def localise(
+    run: ProbeRun,
+    exc: Exception,
+    names: dict[str, str],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    caller: types.CodeType,
+) -> ProbeError:
+    """The failed report's error; ``caller`` is the frame that called the model (its exceptions
+    belong to the model, not to torchxray)."""
+    chain = _module_frames(run, exc)
+    through = {run.paths[id(module)] for module, _ in chain}
+    # Calls still open: those the exception went through stay (as incomplete calls); the others
+    # were cut short by an exception a forward caught earlier and are dropped.
+    for call in run.stack:
+        if call.path not in through:
+            run.log.remove(call)
+    run.stack.clear()
+    if chain:
+        inner, frame = chain[-1]
+        path = run.paths[id(inner)]
+        f_locals = frame.f_locals
+        # What the module was called with (before its own pre-hooks, as the user passed it).
+        infos = call_inputs(f_locals.get("args", ()), f_locals.get("kwargs"))
+    else:  # raised before any module ran (preparing the inputs)
+        path = ""
+        infos = call_inputs(args, kwargs)
+    return ProbeError(
+        path=path,
+        cls=names.get(path, type(run.model).__name__),
+        exc_type=_type_name(exc),
+        message=_message(exc),
+        input_shapes=tuple(i.shape for i in infos if isinstance(i, TensorInfo)),
+        hint=_own_error(exc, caller) or _hint(exc, run.mode, run.device),
+    )
+
+
+def _probe_file(filename: str) -> bool:
+    """One of the probe's own files (probe.py, _probe/*.py): not the package's demo models, whose
+    forwards are the model's code like any user's."""
+    path = os.path.abspath(filename)
+    return path.startswith(_PROBE_DIR) or path == _PACKAGE_DIR + "probe.py"
+
+
+def _call_out_codes(caller: types.CodeType) -> tuple[types.CodeType, ...]:
+    """torchxray's frames that call the model or torch on the model's data: an exception raised
+    there by a C function (an argument mismatch, an aten error) belongs to the model."""
+    from .inputs import prepare_inputs
+    from .memo import Memo
+    from .wrap import Patches
+
+    return (
+        RECORDED_CODE,
+        inner_code(Patches._record_instance, "unbound"),
+        inner_code(Memo._stub, "forward"),
+        Memo._call.__code__,
+        caller,
+        prepare_inputs.__code__,
+    )
+
+
+def _own_error(exc: BaseException, caller: types.CodeType) -> str:
+    """A hint for an exception raised by the probe's own code rather than by the model or torch (a
+    bug, or a torch release it does not support); "" otherwise. RuntimeError and its subclasses
+    (torch's shape, device and out-of-memory errors) are never counted as the probe's, so a bug of
+    ours that surfaces as one still gets the ordinary hint. Errors torch raises in an operator end
+    in torch's own frames (``OpOverload.__call__``), so the FLOP counter needs no exemption."""
+    tb = exc.__traceback__
+    if tb is None or isinstance(exc, RuntimeError):
+        return ""
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    code = tb.tb_frame.f_code
+    if not _probe_file(code.co_filename):
+        return ""
+    if code in _call_out_codes(caller):
+        return ""
+    where = f"{os.path.relpath(code.co_filename, _PACKAGE_DIR)}:{tb.tb_lineno} ({code.co_name})"
+    return (
+        f"raised inside torchxray ({where}), not by the model: please report it with this "
+        f"message and your torch version ({torch.__version__})"
+    )
+
+
+def _type_name(exc: BaseException) -> str:
+    cls = type(exc)
+    return (
+        cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+    )
+
+
+def _message(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    if _is_data_dependent(exc):
+        text = f"fake tensors cannot run this data-dependent operation: {text}"
+    return text if len(text) <= 2000 else text[:1997] + "..."
+
+
+def _is_data_dependent(exc: BaseException) -> bool:
+    from torch._subclasses import fake_tensor as ft
+
+    kinds = (ft.DataDependentOutputException, ft.DynamicOutputShapeException)
+    return isinstance(exc, kinds) or "data-dependent" in str(exc).lower()
+
+
+def _hint(exc: BaseException, mode: str, device: torch.device) -> str:
+    from torch._subclasses import fake_tensor as ft
+
+    text = str(exc)
+    if mode == "fake" and (
+        _is_data_dependent(exc) or isinstance(exc, ft.UnsupportedOperatorException)
+    ):
+        return (
+            "fake tensors carry no values, so operations whose result depends on them (nonzero, "
+            ".item(), boolean-mask indexing, data-dependent routing) cannot run; probe with "
+            "mode='real' on a model that holds real weights"
+        )
+    if isinstance(exc, torch.cuda.OutOfMemoryError):
+        return "out of memory in this module; probe with mode='fake' (no memory) or smaller inputs"
+    if device.type == "meta" and mode == "real":
+        return "the model is on the meta device and holds no values; use mode='fake'"
+    if isinstance(exc, TypeError) and ("argument" in text or "positional" in text):
+        return "check the number and names of the example inputs against this forward's signature"
+    lowered = text.lower()
+    if "dtype" in lowered or "scalar type" in lowered:
+        return "check the example inputs' dtypes: this module expects a different dtype"
+    if "device" in lowered:
+        return "inputs and parameters are on different devices inside this module"
+    if any(word in lowered for word in ("shape", "size", "dim", "mat1", "match")):
+        return "check the example inputs' shapes: they do not fit this module"
+    return "check that the example inputs (shapes, dtypes, count) fit what this module expects"

@@ -1,0 +1,1 @@
+"""Inspection, source layer: finding definitions in text and in notebook cells for `source.source()`."""

@@ -1,0 +1,1 @@
+"""Inspection, tree layer: the walk behind `tree.walk()` (records, traversal, lazy pass, totals)."""

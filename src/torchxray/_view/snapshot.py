@@ -1,0 +1,64 @@
+"""The read-only snapshot: what ``js/snapshot.ts`` needs to show a model without a kernel (rows,
+child lists, overviews, forms, and per class its source and MRO), for the first modules."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..forms import form
+from ..mro import mro_classes, mro_graph
+from ..probe import ProbeReport
+from ..source import source
+from ..tree import ModelTree
+from . import panes
+from . import serialize as ser
+from .highlight import highlight
+
+__all__ = ["SNAPSHOT_NODES", "snapshot"]
+
+SNAPSHOT_NODES = 2000
+
+
+def snapshot(
+    tree: ModelTree,
+    rows: ser.RowMaker,
+    report: ProbeReport | None,
+    previous: ProbeReport | None,
+    rev: int,
+    max_nodes: int = SNAPSHOT_NODES,
+) -> dict[str, Any]:
+    """Everything the read-only view needs (``js/snapshot.ts``) for the first ``max_nodes``
+    modules: rows, child lists, overviews, forms, and per class its source and MRO."""
+    data: dict[str, Any] = {
+        "nodes": [],
+        "children": {},
+        "overview": {},
+        "form": {},
+        "cls_of": {},
+        "source": {},
+        "mro": {},
+        "probe_table": None,
+        "truncated": len(tree) > max_nodes,
+    }
+    for node in tree.nodes[:max_nodes]:
+        data["nodes"].append({**rows.row(node), "depth": node.depth})
+        if node.children:
+            folded = ser.page(tree, node.path, rows, page_size=len(node.children))["items"]
+            raw = [rows.child_row(tree, p) for p in node.children]
+            data["children"][node.path] = {"folded": folded, "raw": raw}
+        rec = report.records.get(node.path) if report is not None else None
+        data["overview"][node.path] = panes.overview(node, rec)
+        module = tree.module(node.path)
+        key = f"{type(module).__module__}.{type(module).__qualname__}"
+        data["cls_of"][node.path] = key
+        try:
+            if key not in data["source"]:
+                src = source(module)
+                data["source"][key] = panes.source_dict(src, highlight(src))
+                data["mro"][key] = panes.mro_dict(mro_classes(module), mro_graph(module).source)
+            data["form"][node.path] = panes.form_dict(form(module), node.path, rev, node.aliases)
+        except Exception:  # noqa: BLE001 - a snapshot shows what it can; the pane says the rest
+            continue
+    if report is not None:
+        data["probe_table"] = panes.probe_table(report, previous, 0, len(report.records))
+    return data
