@@ -51,15 +51,16 @@ def test_requirements_install_cpu_torch_and_the_package(dockerfile: str) -> None
         if line.strip() and not line.lstrip().startswith("#")
     ]
     # Binder reads binder/ alone: the root pyproject is installed only through `-e .`.
-    assert "-e ." in lines
-    torch_pins = [line for line in lines if line.startswith("torch")]
+    assert "-e .[models]" in lines  # the tours build timm and transformers models
+    torch_pins = [line for line in lines if line.startswith("torch==")]
     assert len(torch_pins) == 1 and re.fullmatch(r"torch==[\d.]+\+cpu", torch_pins[0]), torch_pins
     assert any("download.pytorch.org/whl/cpu" in line for line in lines)
     # The same torch release as `make setup`, so Binder runs what CI tested.
     makefile = (ROOT / "Makefile").read_text()
-    pinned = re.search(r"^TORCH \?= torch==([\d.]+)", makefile, re.M)
-    assert pinned, "Makefile has no `TORCH ?= torch==X.Y.Z` line"
+    pinned = re.search(r"^TORCH \?= torch==([\d.]+) torchvision==([\d.]+)", makefile, re.M)
+    assert pinned, "Makefile has no `TORCH ?= torch==X.Y.Z torchvision==A.B.C` line"
     assert torch_pins[0] == f"torch=={pinned.group(1)}+cpu"
+    assert f"torchvision=={pinned.group(2)}+cpu" in lines
 
 
 def test_apt_packages_are_installed(dockerfile: str) -> None:
