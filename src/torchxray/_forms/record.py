@@ -6,6 +6,11 @@ Python has no construction hook, and patching ``__new__`` instead cannot be undo
 keeps the subclasses' ``tp_new`` slot pointing at the removed function). Arguments are read when
 ``super().__init__()`` runs, which is usually the first line; values reassigned before it are
 recorded as reassigned. ``copy.deepcopy`` never calls ``__init__``, so copies are not recorded.
+
+The record is a deep copy of the arguments as they were then: timm's EfficientNet pops keys from
+the block definitions it was given, and a record sharing them would rebuild nothing. Modules,
+tensors, classes and functions are kept as they are (identity is their meaning, and copying weights
+is costly); an argument that cannot be copied is kept with a note saying so.
 """
 
 from __future__ import annotations
@@ -20,15 +25,16 @@ from collections.abc import Iterator
 from types import FrameType
 from typing import Any
 
-from torch import nn
+from torch import Tensor, nn
 
-__all__ = ["record_init_args", "recorded_args", "remember"]
+__all__ = ["record_init_args", "recorded_args", "recorded_notes", "remember"]
 
 _lock = threading.RLock()
 _depth = 0
 _records: weakref.WeakKeyDictionary[nn.Module, tuple[tuple[Any, ...], dict[str, Any]]] = (
     weakref.WeakKeyDictionary()
 )
+_notes: weakref.WeakKeyDictionary[nn.Module, dict[str, str]] = weakref.WeakKeyDictionary()
 _saved_init: Any = None
 _MAX_FRAMES = 64
 
@@ -82,17 +88,52 @@ def _recording_init(self: nn.Module, *args: Any, **kwargs: Any) -> None:
         frame = _outermost_init(self, sys._getframe(1))
         if frame is not None:
             args, kwargs = _frame_args(frame)
-            # A constructor that mutates a list/dict argument after super().__init__() (e.g.
-            # sizes.append) would otherwise change the record too: keep a copy of plain containers.
-            rec = tuple(map(_detach, args)), {k: _detach(v) for k, v in kwargs.items()}
+            notes: dict[str, str] = {}
+            memo: dict[int, Any] = {}
+            rec = (
+                tuple(_snapshot(v, memo, notes, f"argument {i + 1}") for i, v in enumerate(args)),
+                {k: _snapshot(v, memo, notes, k) for k, v in kwargs.items()},
+            )
             with _lock:
                 _records[self] = rec
+                if notes:
+                    _notes[self] = notes
     except Exception:  # noqa: BLE001, S110 - recording is best effort; never break construction
         pass
 
 
-def _detach(value: Any) -> Any:
-    return copy.copy(value) if type(value) in (list, dict, set) else value
+def _kept(value: Any) -> bool:
+    """Values recorded by reference: identity is their meaning or they never change."""
+    return (
+        value is None
+        or isinstance(value, (bool, int, float, complex, str, bytes, type, nn.Module, Tensor))
+        or callable(value)
+    )
+
+
+def _snapshot(value: Any, memo: dict[int, Any], notes: dict[str, str], name: str) -> Any:
+    if _kept(value):
+        return value
+    if id(value) in memo:
+        return memo[id(value)]
+    kind = type(value)
+    out: Any
+    if kind in (list, tuple, set, frozenset):
+        items = [_snapshot(v, memo, notes, name) for v in value]
+        out = items if kind is list else kind(items)
+    elif kind is dict:
+        out = {k: _snapshot(v, memo, notes, name) for k, v in value.items()}
+    else:
+        try:
+            out = copy.deepcopy(value, memo)
+        except Exception as e:  # noqa: BLE001 - locks, open files, C objects without copy support
+            notes[name] = (
+                f"{name}: recorded as the object itself ({type(value).__name__} cannot be copied: "
+                f"{type(e).__name__}); changes the constructor made to it show in this form"
+            )
+            return value
+    memo[id(value)] = out
+    return out
 
 
 def _install() -> None:
@@ -131,6 +172,12 @@ def recorded_args(module: nn.Module) -> tuple[tuple[Any, ...], dict[str, Any]] |
     """The (args, kwargs) a module was constructed with, if it was built while recording."""
     with _lock:
         return _records.get(module)
+
+
+def recorded_notes(module: nn.Module) -> dict[str, str]:
+    """Per argument, why its record is the live object rather than a copy."""
+    with _lock:
+        return dict(_notes.get(module, {}))
 
 
 def remember(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
