@@ -58,7 +58,9 @@ def free_port() -> int:
 class Lab:
     """`jupyter lab` from this venv on 127.0.0.1, with its own root, settings and workspaces."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, app: str = "lab", env: dict[str, str] | None = None) -> None:
+        self.app = app  # "lab" (JupyterLab) or "notebook" (Notebook 7)
+        self.extra_env = dict(env or {})  # for the server and so for its kernels
         self.workdir = workdir
         self.root = workdir / "root"
         self.settings = workdir / "settings"
@@ -80,7 +82,7 @@ class Lab:
         jupyter = Path(sys.executable).with_name("jupyter")
         cmd = [
             str(jupyter),
-            "lab",
+            self.app,
             "--no-browser",
             "--ServerApp.token=",
             "--ServerApp.password=",
@@ -95,7 +97,7 @@ class Lab:
         ]
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             cmd.append("--allow-root")  # CI containers run as root
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        env = dict(os.environ, PYTHONUNBUFFERED="1", **self.extra_env)
         # Nothing from the user's own Jupyter/IPython setup (passwords, startup scripts) applies.
         for var, sub in (
             ("JUPYTER_CONFIG_DIR", "config"),
