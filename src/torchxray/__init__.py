@@ -20,11 +20,14 @@ __version__ = "0.1.0"
 # define a function with the module's own name, and a lazily imported submodule would otherwise
 # shadow that function as a package attribute. Only the widget stack (anywidget, traitlets) is lazy.
 from .catalog import CatalogEntry, catalog, register, resolve, unregister
+from .diff import ModelDiff, ParamChange, diff
 from .forms import Field, Form, FormError, form, record_init_args
 from .mro import ClassInfo, mro_class, mro_classes, mro_graph
 from .patch import PatchEntry, PatchLog
 from .probe import ProbeReport, probe
+from .select import peft_targets, select
 from .source import Source, source
+from .stats import ParamStats, stats
 from .tree import ModelTree, Node, walk
 
 _LAZY: dict[str, str] = {"explore": "widget", "Explorer": "widget"}
@@ -36,24 +39,31 @@ __all__ = [
     "Field",
     "Form",
     "FormError",
+    "ModelDiff",
     "ModelTree",
     "Node",
     "PatchEntry",
+    "ParamChange",
+    "ParamStats",
     "PatchLog",
     "ProbeReport",
     "Source",
     "__version__",
     "catalog",
+    "diff",
     "explore",
     "form",
     "mro_class",
     "mro_classes",
     "mro_graph",
+    "peft_targets",
     "probe",
     "record_init_args",
     "register",
     "resolve",
+    "select",
     "source",
+    "stats",
     "unregister",
     "walk",
 ]

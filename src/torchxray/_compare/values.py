@@ -1,0 +1,30 @@
+"""How two tensors of one name differ: which kind of change, and by how much (chunked, float64)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .chunks import CHUNK, no_values, paired_chunks
+
+
+def compare(a: torch.Tensor, b: torch.Tensor, chunk: int = CHUNK) -> tuple[bool, float] | None:
+    """``(identical, ||b - a|| / ||a||)`` for two tensors of one shape, or None when either has no
+    values (meta, fake) or only one is complex. NaNs at the same place count as identical; the
+    relative change is 0.0 for two zero tensors and inf when only ``a`` is zero."""
+    if no_values(a) or no_values(b) or a.is_complex() != b.is_complex():
+        return None
+    same = True
+    diff2 = norm2 = 0.0
+    for ca, cb in paired_chunks(a, b, chunk):
+        if same:
+            same = bool(((ca == cb) | (ca.isnan() & cb.isnan())).all())
+        d = cb - ca
+        diff2 += float((d * d).sum())
+        norm2 += float((ca * ca).sum())
+    if same:
+        return True, 0.0
+    if norm2 == 0.0:
+        return False, math.inf if diff2 > 0 else (0.0 if diff2 == 0 else math.nan)
+    return False, math.sqrt(diff2) / math.sqrt(norm2)

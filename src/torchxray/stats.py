@@ -1,0 +1,149 @@
+"""Weight statistics: norm, mean, spread, extremes, zeros, NaN/Inf counts and a histogram per tensor.
+
+    >>> import torch, torch.nn as nn, torchxray as tx
+    >>> layer = nn.Linear(4, 2)
+    >>> with torch.no_grad():
+    ...     _ = layer.weight.fill_(1.0)
+    ...     layer.bias[0] = float("nan")
+    >>> s = tx.stats(layer)
+    >>> s["weight"].mean, s["weight"].norm, s["bias"].nonfinite
+    (1.0, 2.8284271247461903, 1)
+
+Computed on demand, never during a walk: reading every value of a big model costs a pass over all
+its memory. Values are read in chunks (`_compare.chunks`) and accumulated in float64, so float16
+and bfloat16 statistics are exact and the extra memory stays a few chunks whatever the tensor's
+size; quantized tensors are dequantized chunk by chunk, and the packed weight and bias of quantized
+layers are read through the layer's own ``_weight_bias()`` (named ``<path>._packed_params.weight``
+and ``.bias``, as the tree counts them). Meta, fake and uninitialised lazy tensors have no values:
+their entry says why in ``skipped`` and holds no numbers.
+
+``norm``, ``mean``, ``std``, ``min``, ``max`` and ``hist`` are over the finite values; ``nonfinite``
+counts the NaN and +-Inf ones (a single NaN would otherwise make every figure NaN, and finding
+*which* weights went bad is the point).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+from torch.nn.parameter import is_lazy
+
+from ._compare.chunks import CHUNK, float64_chunks, no_values
+from ._tree.totals import packed_tensors
+
+__all__ = ["HIST_BINS", "ParamStats", "stats", "tensor_stats"]
+
+HIST_BINS = 16
+
+
+@dataclass(frozen=True, slots=True)
+class ParamStats:
+    """Statistics of one parameter or buffer. ``std`` is the sample standard deviation (as
+    ``torch.std``; 0.0 for a single value); ``hist`` counts the finite values in ``HIST_BINS``
+    equal bins from ``min`` to ``max`` (all in the first bin when they are equal). Every figure
+    is None, and ``skipped`` says why, for a tensor without values; they are None too when the
+    tensor holds no finite value."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    numel: int
+    norm: float | None = None
+    mean: float | None = None
+    std: float | None = None
+    min: float | None = None
+    max: float | None = None
+    zeros: int = 0
+    nonfinite: int = 0
+    hist: tuple[int, ...] = ()
+    skipped: str | None = None
+
+
+def stats(module: nn.Module) -> dict[str, ParamStats]:
+    """``{name: ParamStats}`` for every parameter and buffer of ``module`` (names as
+    ``named_parameters`` / ``named_buffers`` give them; a tensor shared by several modules once,
+    under its first name)."""
+    if not isinstance(module, nn.Module):
+        raise TypeError(f"stats() needs an nn.Module, got {type(module).__name__}")
+    return {name: tensor_stats(t) for name, t in _tensors(module).items()}
+
+
+def _tensors(module: nn.Module) -> dict[str, torch.Tensor]:
+    found: dict[str, torch.Tensor] = {}
+    seen: set[int] = set()
+
+    def add(name: str, t: torch.Tensor) -> None:
+        if id(t) not in seen:
+            seen.add(id(t))
+            found[name] = t
+
+    for name, p in module.named_parameters():
+        add(name, p)
+    for name, b in module.named_buffers():
+        add(name, b)
+    for path, m in module.named_modules():
+        for key, t in packed_tensors(m).items():
+            add(f"{path}.{key}" if path else key, t)
+    return found
+
+
+def tensor_stats(t: torch.Tensor, chunk: int = CHUNK) -> ParamStats:
+    """`ParamStats` of one tensor, read ``chunk`` elements at a time."""
+    why = no_values(t)
+    if is_lazy(t):  # not even a shape yet
+        return ParamStats((), "", 0, skipped=why)
+    shape = tuple(int(s) for s in t.shape)
+    dtype = str(t.dtype).removeprefix("torch.")
+    numel = t.numel()
+    if why is not None:
+        return ParamStats(shape, dtype, numel, skipped=why)
+    # First pass: counts, extremes, and mean/variance merged per chunk (Chan et al.), which stays
+    # accurate where a running sum of squares would cancel.
+    count = zeros = bad = 0
+    mean = m2 = sq = 0.0
+    lo, hi = math.inf, -math.inf
+    for c in float64_chunks(t, chunk):
+        zeros += int((c == 0).sum())
+        finite = c[torch.isfinite(c)]
+        bad += c.numel() - finite.numel()
+        n = finite.numel()
+        if n == 0:
+            continue
+        c_mean = float(finite.mean())
+        c_m2 = float(((finite - c_mean) ** 2).sum())
+        total = count + n
+        delta = c_mean - mean
+        mean += delta * n / total
+        m2 += c_m2 + delta * delta * count * n / total
+        count = total
+        sq += float((finite * finite).sum())
+        lo, hi = min(lo, float(finite.min())), max(hi, float(finite.max()))
+    if count == 0:
+        return ParamStats(shape, dtype, numel, zeros=zeros, nonfinite=bad)
+    return ParamStats(
+        shape,
+        dtype,
+        numel,
+        norm=math.sqrt(sq),
+        mean=mean,
+        std=math.sqrt(m2 / (count - 1)) if count > 1 else 0.0,
+        min=lo,
+        max=hi,
+        zeros=zeros,
+        nonfinite=bad,
+        hist=_hist(t, lo, hi, count, chunk),
+    )
+
+
+def _hist(t: torch.Tensor, lo: float, hi: float, count: int, chunk: int) -> tuple[int, ...]:
+    """Second pass: the bin counts (the bounds are only known after the first)."""
+    if lo == hi:
+        return (count,) + (0,) * (HIST_BINS - 1)
+    bins = torch.zeros(HIST_BINS, dtype=torch.int64)
+    for c in float64_chunks(t, chunk):
+        finite = c[torch.isfinite(c)]
+        # histc puts max itself in the last bin, as wanted; it runs on CPU and CUDA alike.
+        bins += torch.histc(finite, HIST_BINS, lo, hi).to(torch.int64).cpu()
+    return tuple(int(b) for b in bins)
