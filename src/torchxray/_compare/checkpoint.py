@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -128,14 +129,19 @@ def _torch_load(path: str) -> Any:
             # The legacy (non-zip) format cannot be mapped: read it whole, still weights only.
             return torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
-        if "Weights only load failed" in str(exc):
+        text = str(exc)
+        found = re.search(r"Unsupported global: GLOBAL (\S+)", text)
+        if found:
             raise ValueError(
-                f"{path!r} holds Python objects that torch.load(weights_only=True) refuses to "
-                "unpickle, and torchxray never unpickles arbitrary objects; if you trust the file, "
-                "load it yourself and pass its state_dict, or save the weights with "
-                "torch.save(model.state_dict(), path) or safetensors"
+                f"{path!r} holds Python objects ({found.group(1)}) that "
+                "torch.load(weights_only=True) refuses to unpickle, and torchxray never unpickles "
+                "arbitrary objects; if you trust the file, load it yourself and pass its "
+                "state_dict, or save the weights with torch.save(model.state_dict(), path) or "
+                "safetensors"
             ) from None
-        raise ValueError(f"{path!r} is not a torch checkpoint ({exc})") from None
+        detail = re.search(r"WeightsUnpickler error:\s*(.+)", text)
+        why = detail.group(1).strip() if detail else text.splitlines()[0]
+        raise ValueError(f"{path!r} is not a torch checkpoint ({why})") from None
     except (RuntimeError, EOFError, OSError) as exc:
         raise ValueError(
             f"{path!r} could not be read as a torch checkpoint ({type(exc).__name__}: "
