@@ -24,7 +24,12 @@ node_modules/.stamp: package.json package-lock.json
 	npm ci --no-audit --no-fund
 	touch $@
 
-src/torchxray/static/widget.js: node_modules/.stamp $(wildcard js/*.ts js/*/*.ts js/*.css)
+# The frontend's message types are generated from the Python declarations (one contract); the
+# committed copy is checked by tests/test_protocol.py.
+js/protocol_gen.ts: src/torchxray/protocol.py src/torchxray/_view/replies.py src/torchxray/_view/protocol_ts.py | $(VENV)/.stamp
+	$(BIN)/python -m torchxray._view.protocol_ts $@
+
+src/torchxray/static/widget.js: node_modules/.stamp js/protocol_gen.ts $(wildcard js/*.ts js/*/*.ts js/*.css)
 	npm run --silent build
 
 js: src/torchxray/static/widget.js

@@ -1,6 +1,8 @@
 // @vitest-environment happy-dom
 import { describe, expect, it } from "vitest";
-import { FAST_TIMEOUT, Rpc, RpcError, SLOW_TIMEOUT } from "./protocol";
+import type { MroClass as PaneMroClass } from "./panes/mro";
+import type { ProbeRow as PaneProbeRow } from "./panes/probe";
+import { FAST_TIMEOUT, REQUEST_KINDS, Rpc, RpcError, SLOW_KINDS, SLOW_TIMEOUT, type MroClass, type ProbeRow } from "./protocol";
 import { SnapshotRpc } from "./snapshot";
 
 describe("Rpc", () => {
@@ -57,5 +59,25 @@ describe("SnapshotRpc", () => {
     await expect(rpc.call({ kind: "edit", path: "fc" })).rejects.toThrow("read-only snapshot");
     await expect(rpc.call({ kind: "source", path: "nope" })).rejects.toThrow("not in this snapshot");
     await expect(rpc.call({ kind: "filter", query: "(", regex: true })).rejects.toThrow("bad regular expression");
+  });
+});
+
+// Types the panes still declare by hand must equal the generated ones (protocol_gen.ts, from the
+// Python declarations): tsc fails here when one side drifts. Better still, import them.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const sameShapes: [Same<PaneProbeRow, ProbeRow>, Same<PaneMroClass, MroClass>] = [true, true];
+
+describe("the generated contract", () => {
+  it("waits long for the kinds that re-run the probe and for the graph renderer, not the others", async () => {
+    const timedOut = new Rpc((async () => {
+      throw new DOMException("signal timed out", "TimeoutError");
+    }) as never);
+    for (const kind of REQUEST_KINDS) {
+      const slow = SLOW_KINDS.has(kind) || kind === "asset";
+      const seconds = (slow ? SLOW_TIMEOUT : FAST_TIMEOUT) / 1000;
+      await expect(timedOut.call({ kind })).rejects.toThrow(`after ${seconds} s (${kind})`);
+    }
+    expect([...SLOW_KINDS].sort()).toEqual(["edit", "probe", "redo", "replace", "undo"]);
+    expect(sameShapes).toEqual([true, true]);
   });
 });

@@ -1,13 +1,34 @@
-"""protocol.validate: every request kind, defaults, and the malformed messages it must refuse."""
+"""The protocol: validate (every request kind, defaults, the malformed messages it must refuse), and
+the contract between Python and TypeScript (generated types up to date, one handler per kind, every
+reply and synced state as declared)."""
 
 from __future__ import annotations
 
+import difflib
 import re
+import types
 from pathlib import Path
+from typing import Any, Literal, Union, get_args, get_origin
 
 import pytest
+import torch
+import torch.nn as nn
+from typing_extensions import get_type_hints, is_typeddict
 
-from torchxray.protocol import MAX_MESSAGE_BYTES, REQUESTS, ProtocolError, error_reply, validate
+from torchxray._view.replies import HistoryState, Overview, ProbeSummary, TreeState
+from torchxray._view.session import HANDLERS
+from torchxray.protocol import (
+    MAX_MESSAGE_BYTES,
+    REPLIES,
+    REQUEST_TYPES,
+    REQUESTS,
+    SLOW,
+    SLOW_TIMEOUT_KINDS,
+    ErrorReply,
+    ProtocolError,
+    error_reply,
+    validate,
+)
 
 
 def test_defaults_are_filled_in() -> None:
@@ -97,3 +118,151 @@ def test_the_frontend_sends_exactly_the_kinds_the_kernel_knows() -> None:
             continue
         kinds |= set(sent.findall(path.read_text(encoding="utf-8")))
     assert kinds == set(REQUESTS)
+
+
+# -- the contract: generated TypeScript, handler table, and replies against their declarations ----
+
+ROOT = Path(__file__).parents[1]
+
+
+def test_the_generated_typescript_is_up_to_date() -> None:
+    from torchxray._view.protocol_ts import generate
+
+    committed = (ROOT / "js" / "protocol_gen.ts").read_text(encoding="utf-8")
+    fresh = generate()
+    diff = "".join(
+        difflib.unified_diff(
+            committed.splitlines(True), fresh.splitlines(True), "committed", "generated"
+        )
+    )
+    assert not diff, f"js/protocol_gen.ts is stale: run `make js`\n{diff}"
+
+
+def test_every_request_kind_has_one_handler_and_one_reply() -> None:
+    assert set(HANDLERS) == set(REQUESTS) == set(REPLIES) == set(REQUEST_TYPES)
+    assert SLOW <= set(REQUESTS) and SLOW_TIMEOUT_KINDS >= SLOW
+    # Slow kinds carry the revision they were made at (a stale one is refused).
+    assert all("rev" in REQUESTS[k] for k in SLOW - {"probe"})
+
+
+def _problems(value: Any, hint: Any, where: str) -> list[str]:
+    """How `value` departs from the declared `hint` (TypedDicts checked key by key, deeply)."""
+    origin, args = get_origin(hint), get_args(hint)
+    if is_typeddict(hint):
+        if not isinstance(value, dict):
+            return [f"{where}: expected {hint.__name__}, got {type(value).__name__}"]
+        fields = get_type_hints(hint)
+        out = [f"{where}: missing {k!r}" for k in sorted(hint.__required_keys__ - set(value))]
+        out += [
+            f"{where}: undeclared {k!r} ({hint.__name__})" for k in sorted(set(value) - set(fields))
+        ]
+        for k in sorted(set(value) & set(fields)):
+            out += _problems(value[k], fields[k], f"{where}.{k}")
+        return out
+    if origin in (Union, types.UnionType):
+        tries = [_problems(value, a, where) for a in args]
+        return [] if any(not t for t in tries) else min(tries, key=len)
+    if origin is Literal:
+        return [] if value in args else [f"{where}: {value!r} not one of {args}"]
+    if origin is list:
+        if not isinstance(value, list):
+            return [f"{where}: expected a list, got {type(value).__name__}"]
+        return [p for i, v in enumerate(value) for p in _problems(v, args[0], f"{where}[{i}]")]
+    if origin is tuple:
+        if not isinstance(value, (tuple, list)) or len(value) != len(args):
+            return [f"{where}: expected {len(args)} items, got {value!r}"]
+        return [p for i, (v, a) in enumerate(zip(value, args)) for p in _problems(v, a, where)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            return [f"{where}: expected an object, got {type(value).__name__}"]
+        return [p for k, v in value.items() for p in _problems(v, args[1], f"{where}[{k!r}]")]
+    if hint is type(None):
+        return [] if value is None else [f"{where}: expected null, got {value!r}"]
+    if hint is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    elif hint is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    else:
+        ok = isinstance(value, hint)
+    return [] if ok else [f"{where}: expected {hint.__name__}, got {value!r}"]
+
+
+def test_the_checker_catches_drift() -> None:
+    # The reply check below is only as good as this: a missing, an undeclared and a mistyped key.
+    reply = {"kind": "source", "html": None, "file": None, "line": "3", "reason": None}
+    reply |= {"qualname": "q", "forward_lines": [1, 2], "rev": 1}
+    assert _problems(reply, REPLIES["source"], "r") == [
+        "r: missing 'note'",
+        "r: undeclared 'rev' (SourceReply)",
+        "r.line: expected int, got '3'",
+    ]
+
+
+class _Block(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.act = nn.ReLU()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.act(self.conv(x))
+
+
+def _model() -> nn.Module:
+    wn = nn.Linear(4 * 8 * 8, 6)
+    torch.nn.utils.parametrizations.weight_norm(wn)  # source() says it shows the original class
+    return nn.Sequential(*(_Block() for _ in range(3)), nn.Flatten(), wn, nn.Linear(6, 2))
+
+
+# Every kind, in an order where each succeeds (undo after a patch, redo after the undo).
+_SESSION = [
+    {"kind": "ping"},
+    {"kind": "select", "path": "4"},
+    {"kind": "children", "path": ""},
+    {"kind": "children", "path": "", "offset": 0, "limit": 2, "unfold": True},
+    {"kind": "filter", "query": "conv"},
+    {"kind": "reveal", "path": "0.conv"},
+    {"kind": "source", "path": "4"},
+    {"kind": "source", "path": "0", "cls": "torch.nn.modules.module.Module"},
+    {"kind": "form", "path": "5"},
+    {"kind": "form", "cls": "torch.nn.Linear", "prefill": "5"},
+    {"kind": "edit", "path": "5", "changes": {"out_features": "3"}, "rev": 1},
+    {"kind": "replace", "path": "0.act", "cls": "torch.nn.GELU"},
+    {"kind": "undo"},
+    {"kind": "redo"},
+    {"kind": "probe", "mode": "fake"},
+    {"kind": "probe_table"},
+    {"kind": "mro", "path": "0"},
+    {"kind": "catalog", "query": "conv"},
+    {"kind": "asset", "name": "viz"},
+    {"kind": "edit", "path": "5", "changes": {"out_features": "x"}},  # an ErrorReply, per field
+]
+
+
+def test_every_request_kind_gets_the_reply_it_declares() -> None:
+    from torchxray._view.assets import STATIC
+    from torchxray._view.session import Session
+
+    if not (STATIC / "viz.js").is_file():
+        pytest.skip("the frontend is not built (make js): no asset to send")
+    session = Session(_model(), (torch.randn(1, 3, 8, 8),))
+    session.run_probe()
+    assert {m["kind"] for m in _SESSION} == set(REQUESTS)
+    problems: list[str] = []
+    seen: dict[str, set[str]] = {}
+    for msg in _SESSION:
+        reply, _changed = session.handle(msg)
+        declared = ErrorReply if msg is _SESSION[-1] else REPLIES[str(msg["kind"])]
+        problems += _problems(reply, declared, f"{msg['kind']}")
+        seen.setdefault(declared.__name__, set()).update(reply)
+        for state, shape in (
+            (session.tree_state(), TreeState),
+            (session.overview(), Overview),
+            (session.probe_summary(), ProbeSummary),
+            (session.history(), HistoryState),
+        ):
+            problems += _problems(state, shape, f"after {msg['kind']}: {shape.__name__}")
+    assert not problems, "\n".join(problems)
+    # Optional keys that must have been exercised, or the check above proved little about them.
+    assert "note" in seen["SourceReply"] and "fields" in seen["ErrorReply"]
+    assert session.handle({"kind": "source", "path": "4"})[0]["note"]  # type: ignore[typeddict-item]

@@ -15,6 +15,7 @@ import pytest
 import torch
 import torch.nn as nn
 from fixtures.models import repeated_blocks, script_module, shared_module, tiny_cnn, tiny_mlp
+from traitlets import TraitError
 
 from torchxray._view import assets, serialize
 from torchxray._view.assets import STATIC
@@ -545,5 +546,10 @@ def test_the_probe_mode_chosen_in_the_view_is_used_after_a_patch() -> None:
     call(ex, kind="edit", path="head", changes={"out_features": "4"})
     assert ex.probe_report is not None and ex.probe_report.mode == "real"
     assert ex.probe["mode"] == "real"
-    ex.probe_mode = "turbo"  # ignored: not a mode
+    # Not a mode: refused with the allowed values, from Python and from the view alike.
+    with pytest.raises(TraitError, match=r"probe_mode.*\['fake', 'real'\].*'turbo'"):
+        ex.probe_mode = "turbo"
+    with pytest.raises(TraitError, match="'turbo'"):
+        ex.set_state({"probe_mode": "turbo"})
+    assert ex.probe_mode == "real"
     assert ex.run_probe() is not None and ex.probe_report.mode == "real"

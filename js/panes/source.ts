@@ -1,17 +1,10 @@
 // Source of the selected module's class (or of a class picked in the MRO graph). The markup comes
 // from highlight.py (Pygments, which escapes the code); it is the only HTML the widget inserts.
 import { clear, h } from "../dom";
+import type { SourceReply } from "../protocol";
 import { messageOf, type Ctx, type Pane } from "./context";
 
-export interface SourceReply {
-  kind: "source";
-  html: string | null;
-  file: string | null;
-  line: number | null;
-  reason: string | null;
-  qualname: string;
-  forward_lines: [number, number] | null;
-}
+export type { SourceReply };
 
 /** Renders a source reply into `el`; shared with the MRO pane. */
 export function renderSource(el: HTMLElement, r: SourceReply): void {
@@ -26,6 +19,7 @@ export function renderSource(el: HTMLElement, r: SourceReply): void {
     const text = inside ? `forward: lines ${a}–${b} (marked)` : `forward: lines ${a}–${b} (outside the class body)`;
     el.appendChild(h("div", { class: "tx-muted" }, text));
   }
+  if (r.note) el.appendChild(h("div", { class: "tx-muted" }, r.note));
   if (r.html === null || r.html === undefined) {
     el.appendChild(h("p", { class: "tx-note" }, `No source: ${r.reason ?? "unknown reason"}`));
     return;

@@ -1,9 +1,16 @@
-"""Messages between the Explorer widget's frontend and the kernel, mirrored by ``js/protocol.ts``.
+"""Messages between the Explorer widget's frontend and the kernel: the one declaration of the
+contract. ``js/protocol_gen.ts`` is generated from this file (``make js`` runs
+``python -m torchxray._view.protocol_ts``), and a test fails when the committed copy is stale.
 
-Every request and reply is a dict with a ``kind``. ``validate`` checks an incoming request against
-``REQUESTS`` (known kind, field types, sizes) and returns it with defaults filled in, or raises
-``ProtocolError``; the widget turns that into an ``{"kind": "error"}`` reply, so a malformed
-message never raises in the kernel and never touches the model.
+Every request and reply is a dict with a ``kind``. Each request kind is one TypedDict below; a
+field that may be left out is ``NotRequired[Annotated[type, default]]``. ``REQUESTS`` (the field
+specs the validator reads) is derived from them, ``REPLIES`` names the reply each kind gets, and
+``SLOW`` the kinds that patch the model or re-run the probe.
+
+``validate`` checks an incoming request (known kind, field types, sizes) and returns it with
+defaults filled in, or raises ``ProtocolError``; the widget turns that into an
+``{"kind": "error"}`` reply, so a malformed message never raises in the kernel and never touches
+the model.
 
     >>> validate({"kind": "children", "path": "layer1"})["limit"]
     0
@@ -11,18 +18,47 @@ message never raises in the kernel and never touches the model.
     Traceback (most recent call last):
     ...
     torchxray.protocol.ProtocolError: select: 'path' must be a string, got int
+    >>> REQUESTS["replace"]["which"]  # (type, required, default)
+    (('all', 'this'), False, 'all')
+    >>> REPLIES["undo"].__name__, sorted(SLOW)
+    ('PatchedReply', ['edit', 'probe', 'redo', 'replace', 'undo'])
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: the TypedDicts' annotations are read at run time.
 import json
-from typing import Any, Literal, TypedDict
+import types
+from typing import Annotated, Any, Literal, TypeAlias, Union, get_args, get_origin
+
+from typing_extensions import NotRequired, TypedDict, get_type_hints
+
+from ._view.replies import (
+    AssetReply,
+    CatalogReply,
+    ChildrenReply,
+    ErrorReply,
+    FilterReply,
+    FormReply,
+    MroReply,
+    PatchedReply,
+    PongReply,
+    ProbeReply,
+    ProbeTableReply,
+    Reply,
+    RevealReply,
+    SelectReply,
+    SourceReply,
+)
 
 __all__ = [
     "MAX_MESSAGE_BYTES",
+    "REPLIES",
     "REQUESTS",
+    "REQUEST_TYPES",
+    "SLOW",
+    "SLOW_TIMEOUT_KINDS",
     "ErrorReply",
     "ProtocolError",
+    "Reply",
     "Request",
     "error_reply",
     "validate",
@@ -38,70 +74,176 @@ class ProtocolError(ValueError):
     """A request that does not fit the protocol (unknown kind, wrong type, too large)."""
 
 
-class Request(TypedDict, total=False):
-    kind: str
-    path: str | None
-    offset: int
-    limit: int
-    unfold: bool
+# -- requests -----------------------------------------------------------------------------------
+
+
+class PingRequest(TypedDict):
+    kind: Literal["ping"]
+
+
+class SelectRequest(TypedDict):
+    kind: Literal["select"]
+    path: str
+
+
+class ChildrenRequest(TypedDict):
+    kind: Literal["children"]
+    path: str
+    offset: NotRequired[Annotated[int, 0]]
+    limit: NotRequired[Annotated[int, 0]]
+    unfold: NotRequired[Annotated[bool, False]]
+
+
+class FilterRequest(TypedDict):
+    kind: Literal["filter"]
     query: str
-    regex: bool
-    cls: str | None
-    prefill: str | None
-    changes: dict[str, str]
-    which: Literal["all", "this"]
-    rev: int | None
-    mode: Literal["fake", "real"] | None
+    regex: NotRequired[Annotated[bool, False]]
+
+
+class RevealRequest(TypedDict):
+    kind: Literal["reveal"]
+    path: str
+
+
+class SourceRequest(TypedDict):
+    kind: Literal["source"]
+    path: str
+    cls: NotRequired[Annotated[str | None, None]]  # a class of the module's MRO
+
+
+class FormRequest(TypedDict):
+    kind: Literal["form"]
+    path: NotRequired[Annotated[str | None, None]]
+    cls: NotRequired[Annotated[str | None, None]]  # a catalog class instead of the module
+    prefill: NotRequired[Annotated[str | None, None]]  # path whose values prefill cls's form
+
+
+class EditRequest(TypedDict):
+    kind: Literal["edit"]
+    path: str
+    changes: dict[str, str]  # field -> the text typed into it
+    rev: NotRequired[Annotated[int | None, None]]  # the revision it was made at: refused when stale
+
+
+class ReplaceRequest(TypedDict):
+    kind: Literal["replace"]
+    path: str
+    cls: str
+    changes: NotRequired[Annotated[dict[str, str], {}]]
+    which: NotRequired[Annotated[Literal["all", "this"], "all"]]
+    rev: NotRequired[Annotated[int | None, None]]  # the revision it was made at: refused when stale
+
+
+class UndoRequest(TypedDict):
+    kind: Literal["undo"]
+    rev: NotRequired[Annotated[int | None, None]]  # the revision it was made at: refused when stale
+
+
+class RedoRequest(TypedDict):
+    kind: Literal["redo"]
+    rev: NotRequired[Annotated[int | None, None]]  # the revision it was made at: refused when stale
+
+
+class ProbeRequest(TypedDict):
+    kind: Literal["probe"]
+    mode: NotRequired[Annotated[Literal["fake", "real"] | None, None]]
+
+
+class ProbeTableRequest(TypedDict):
+    kind: Literal["probe_table"]
+    offset: NotRequired[Annotated[int, 0]]
+    limit: NotRequired[Annotated[int, 500]]
+
+
+class MroRequest(TypedDict):
+    kind: Literal["mro"]
+    path: str
+
+
+class CatalogRequest(TypedDict):
+    kind: Literal["catalog"]
+    query: NotRequired[Annotated[str, ""]]
+    path: NotRequired[Annotated[str | None, None]]
+
+
+class AssetRequest(TypedDict):
+    kind: Literal["asset"]
     name: Literal["viz"]
 
 
-class ErrorReply(TypedDict, total=False):
-    kind: Literal["error"]
-    message: str
-    fields: dict[str, str]
-    request: str
-
-
-# Field specs: (type, required, default). "str?" is a string or None; "changes" a str -> str dict;
-# a tuple lists the allowed string values.
-_Spec = tuple[Any, bool, Any]
-REQUESTS: dict[str, dict[str, _Spec]] = {
-    "ping": {},
-    "select": {"path": (str, True, None)},
-    "children": {
-        "path": (str, True, None),
-        "offset": (int, False, 0),
-        "limit": (int, False, 0),
-        "unfold": (bool, False, False),
-    },
-    "filter": {"query": (str, True, None), "regex": (bool, False, False)},
-    "reveal": {"path": (str, True, None)},
-    "source": {"path": (str, True, None), "cls": ("str?", False, None)},
-    "form": {
-        "path": ("str?", False, None),
-        "cls": ("str?", False, None),
-        "prefill": ("str?", False, None),
-    },
-    "edit": {
-        "path": (str, True, None),
-        "changes": ("changes", True, None),
-        "rev": ("int?", False, None),
-    },
-    "replace": {
-        "path": (str, True, None),
-        "cls": (str, True, None),
-        "changes": ("changes", False, {}),
-        "which": (("all", "this"), False, "all"),
-        "rev": ("int?", False, None),
-    },
-    "undo": {"rev": ("int?", False, None)},
-    "redo": {"rev": ("int?", False, None)},
-    "probe": {"mode": (("fake", "real", None), False, None)},
-    "probe_table": {"offset": (int, False, 0), "limit": (int, False, 500)},
-    "mro": {"path": (str, True, None)},
-    "catalog": {"query": (str, False, ""), "path": ("str?", False, None)},
-    "asset": {"name": (("viz",), True, None)},
+Request: TypeAlias = (
+    PingRequest | SelectRequest | ChildrenRequest | FilterRequest | RevealRequest | SourceRequest |
+    FormRequest | EditRequest | ReplaceRequest | UndoRequest | RedoRequest | ProbeRequest |
+    ProbeTableRequest | MroRequest | CatalogRequest | AssetRequest
+)  # fmt: skip
+REQUEST_TYPES: dict[str, type] = {
+    get_args(t.__annotations__["kind"])[0]: t for t in get_args(Request)
 }
+
+# Requests that patch the model or re-run the probe: the widget shows them as busy, and a stale
+# `rev` is refused. The frontend waits longer for them, and for the graph renderer's code (1.4 MB).
+SLOW = frozenset({"edit", "replace", "undo", "redo", "probe"})
+SLOW_TIMEOUT_KINDS = SLOW | {"asset"}
+
+# The reply each request kind gets when it succeeds (any kind may get an ErrorReply instead).
+REPLIES: dict[str, type] = {
+    "ping": PongReply,
+    "select": SelectReply,
+    "children": ChildrenReply,
+    "filter": FilterReply,
+    "reveal": RevealReply,
+    "source": SourceReply,
+    "form": FormReply,
+    "edit": PatchedReply,
+    "replace": PatchedReply,
+    "undo": PatchedReply,
+    "redo": PatchedReply,
+    "probe": ProbeReply,
+    "probe_table": ProbeTableReply,
+    "mro": MroReply,
+    "catalog": CatalogReply,
+    "asset": AssetReply,
+}
+# -- validation ---------------------------------------------------------------------------------
+
+# Field specs: (type, required, default). "str?" is a string or None, "int?" an int or None,
+# "changes" a str -> str dict; a tuple lists the allowed values.
+_Spec = tuple[Any, bool, Any]
+
+
+def _spec(hint: Any) -> Any:
+    args = tuple(a for a in get_args(hint) if a is not type(None))
+    optional = len(args) < len(get_args(hint))
+    if get_origin(hint) in (Union, types.UnionType) and len(args) == 1:
+        inner = _spec(args[0])
+        if isinstance(inner, tuple):
+            return (*inner, None)
+        return {str: "str?", int: "int?"}[inner]
+    if get_origin(hint) is Literal:
+        return args + ((None,) if optional else ())
+    if get_origin(hint) is dict and args == (str, str):
+        return "changes"
+    if hint in (str, int, bool):
+        return hint
+    raise TypeError(f"no validator for request field type {hint!r}")  # pragma: no cover
+
+
+def _fields(cls: type) -> dict[str, _Spec]:
+    out: dict[str, _Spec] = {}
+    for name, hint in get_type_hints(cls, include_extras=True).items():
+        if name == "kind":
+            continue
+        required = name in cls.__required_keys__  # type: ignore[attr-defined]
+        if get_origin(hint) is NotRequired:
+            hint = get_args(hint)[0]
+        default = None
+        if get_origin(hint) is Annotated:
+            hint, default = get_args(hint)[:2]
+        out[name] = (_spec(hint), required, default)
+    return out
+
+
+REQUESTS: dict[str, dict[str, _Spec]] = {kind: _fields(t) for kind, t in REQUEST_TYPES.items()}
 
 
 def error_reply(
@@ -141,6 +283,7 @@ def validate(msg: Any) -> Request:
             out[name] = dict(default) if isinstance(default, dict) else default
             continue
         out[name] = _check(kind, name, typ, msg[name])
+    # Every field is checked against the TypedDict of `kind` above, which mypy cannot follow.
     return out  # type: ignore[return-value]
 
 

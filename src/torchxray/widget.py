@@ -21,11 +21,10 @@ from ._view import assets
 from ._view.session import ALL, PROBE, SELECT, Session
 from .patch import PatchEntry
 from .probe import ProbeReport
-from .protocol import error_reply
+from .protocol import SLOW, Reply, error_reply
 
 __all__ = ["Explorer", "explore"]
 
-_SLOW = ("edit", "replace", "undo", "redo", "probe")
 _STATE = ("tree", "selected", "overview", "probe", "history", "probe_mode")
 
 
@@ -39,7 +38,8 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
     history = t.Dict().tag(sync=True)
     busy = t.Unicode("").tag(sync=True)
     error = t.Unicode("").tag(sync=True)
-    probe_mode = t.Unicode("fake").tag(sync=True)
+    # An Enum, not free text: a bad mode (from Python or the frontend) fails loudly, naming both.
+    probe_mode = t.Enum(("fake", "real"), default_value="fake").tag(sync=True)
     readonly = t.Bool(False).tag(sync=True)
     snapshot = t.Dict().tag(sync=True)
 
@@ -59,13 +59,13 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
     # -- the frontend's requests ------------------------------------------------------------
 
     @command  # type: ignore[misc]
-    def rpc(self, msg: Any, buffers: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
+    def rpc(self, msg: Any, buffers: list[bytes]) -> tuple[Reply, list[bytes]]:
         """Answer one request; never raises (errors are ``{"kind": "error"}`` replies)."""
         kind = msg.get("kind") if isinstance(msg, dict) else None
         session = self._session
         if session is None:
-            return dict(error_reply("this Explorer was closed", request=str(kind or ""))), []
-        slow = kind in _SLOW
+            return error_reply("this Explorer was closed", request=str(kind or "")), []
+        slow = isinstance(kind, str) and kind in SLOW
         if slow:
             self.busy = str(kind)
         try:
@@ -73,15 +73,15 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
             if changed:
                 self._sync(changed)
             if slow:
-                self.error = reply.get("message", "") if reply.get("kind") == "error" else ""
+                self.error = reply["message"] if reply["kind"] == "error" else ""
             return reply, []
         except Exception as e:  # noqa: BLE001 - syncing state must not raise into the kernel either
-            return dict(error_reply(f"{kind}: {type(e).__name__}: {e}")), []
+            return error_reply(f"{kind}: {type(e).__name__}: {e}"), []
         except KeyboardInterrupt:
             # Kernel interrupt during a slow request: answer it, or the view waits for its
             # timeout; the model may have changed before the interrupt, so re-send the state.
             self._sync(ALL)
-            return dict(error_reply(f"{kind}: interrupted", request=str(kind))), []
+            return error_reply(f"{kind}: interrupted", request=str(kind)), []
         finally:
             if slow:
                 self.busy = ""
@@ -107,19 +107,19 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
             return
         with self.hold_sync():
             if "tree" in changed:
-                self.tree = s.tree_state()
+                self.tree = dict(s.tree_state())
             if "selected" in changed:
                 self.selected = s.selected
             if "overview" in changed:
-                self.overview = s.overview()
+                self.overview = dict(s.overview())
             if "probe" in changed:
-                self.probe = s.probe_summary()
+                self.probe = dict(s.probe_summary())
                 self.probe_mode = s.mode
             if "history" in changed:
-                self.history = s.history()
+                self.history = dict(s.history())
 
     def _on_mode(self, change: dict[str, Any]) -> None:
-        if self._session is not None and change["new"] in ("fake", "real"):
+        if self._session is not None:  # the Enum trait has refused any other mode
             self._session.mode = change["new"]
 
     def _live(self) -> Session:

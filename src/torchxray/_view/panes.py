@@ -1,12 +1,12 @@
 """Pane data for the widget (overview, source, form, MRO, catalog, probe, history) as JSON-able
-dicts; mirrored by the reply types in ``js/panes/*.ts``. The tree's rows and pages are in
-``serialize.py``.
+dicts, in the shapes ``replies.py`` declares (and ``js/protocol_gen.ts`` is generated from). The
+tree's rows and pages are in ``serialize.py``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from ..catalog import CatalogEntry
@@ -16,6 +16,21 @@ if TYPE_CHECKING:
     from ..probe import ModuleRecord, ProbeReport, TensorInfo
     from ..source import Source
     from ..tree import Node
+    from .replies import (
+        BufferRow,
+        CatalogRow,
+        FormField,
+        FormReply,
+        HistoryEntry,
+        HistoryState,
+        MroReply,
+        Overview,
+        ProbeError,
+        ProbeRow,
+        ProbeSummary,
+        ProbeTableReply,
+        SourceReply,
+    )
 
 __all__ = [
     "catalog_list",
@@ -54,8 +69,8 @@ def leaves_text(leaves: Iterable[TensorInfo | str]) -> str:
     return _clip(", ".join(out), 300)
 
 
-def overview(node: Node, record: ModuleRecord | None) -> dict[str, Any]:
-    out: dict[str, Any] = {
+def overview(node: Node, record: ModuleRecord | None) -> Overview:
+    out: Overview = {
         "path": node.path,
         "name": node.name,
         "cls": node.cls,
@@ -92,7 +107,7 @@ def overview(node: Node, record: ModuleRecord | None) -> dict[str, Any]:
     return out
 
 
-def _buffer(b: Any) -> dict[str, str]:
+def _buffer(b: Any) -> BufferRow:
     shape = getattr(b, "shape", ())
     return {
         "name": str(getattr(b, "name", "?")),
@@ -101,7 +116,7 @@ def _buffer(b: Any) -> dict[str, str]:
     }
 
 
-def source_dict(src: Source, html: str) -> dict[str, Any]:
+def source_dict(src: Source, html: str) -> SourceReply:
     return {
         "kind": "source",
         "html": html if src.text is not None else None,
@@ -109,13 +124,13 @@ def source_dict(src: Source, html: str) -> dict[str, Any]:
         "line": src.line,
         "reason": src.reason,
         "qualname": src.qualname,
-        "forward_lines": list(src.forward_lines) if src.forward_lines else None,
-        "note": getattr(src, "note", None),
+        "forward_lines": src.forward_lines or None,
+        "note": src.note,
     }
 
 
-def form_dict(form: Form, path: str, rev: int, aliases: Sequence[str] = ()) -> dict[str, Any]:
-    fields = []
+def form_dict(form: Form, path: str, rev: int, aliases: Sequence[str] = ()) -> FormReply:
+    fields: list[FormField] = []
     for f in form.fields:
         default = f.default
         fields.append(
@@ -142,7 +157,7 @@ def form_dict(form: Form, path: str, rev: int, aliases: Sequence[str] = ()) -> d
     }
 
 
-def mro_dict(classes: Sequence[ClassInfo], dot: str) -> dict[str, Any]:
+def mro_dict(classes: Sequence[ClassInfo], dot: str) -> MroReply:
     return {
         "kind": "mro",
         "dot": dot,
@@ -160,7 +175,7 @@ def mro_dict(classes: Sequence[ClassInfo], dot: str) -> dict[str, Any]:
     }
 
 
-def catalog_list(entries: Sequence[CatalogEntry], limit: int = 200) -> list[dict[str, str]]:
+def catalog_list(entries: Sequence[CatalogEntry], limit: int = 200) -> list[CatalogRow]:
     return [
         {"name": e.name, "qualname": e.qualname, "group": e.group, "doc": _clip(e.doc, 300)}
         for e in entries[:limit]
@@ -169,7 +184,7 @@ def catalog_list(entries: Sequence[CatalogEntry], limit: int = 200) -> list[dict
 
 def probe_summary(
     report: ProbeReport | None, previous: ProbeReport | None, rev: int, why: str = ""
-) -> dict[str, Any]:
+) -> ProbeSummary:
     if report is None:
         return {
             "ok": None,
@@ -182,7 +197,7 @@ def probe_summary(
         }
     diff = _Diff(report, previous)
     changed = len(diff.changed) + len(diff.added) + len(diff.removed)
-    error = None
+    error: ProbeError | None = None
     if report.error is not None:
         e = report.error
         error = {
@@ -241,15 +256,15 @@ class _Diff:
 
 
 def probe_table(
-    report: ProbeReport, previous: ProbeReport | None, offset: int, limit: int
-) -> dict[str, Any]:
+    report: ProbeReport, previous: ProbeReport | None, offset: int, limit: int, rev: int
+) -> ProbeTableReply:
     diff = _Diff(report, previous)
     failed = report.error.path if report.error is not None else None
     paths = list(report.records)  # records are made when read: read only this page's
     limit = min(max(limit, 1), 2000)
-    rows = []
+    rows: list[ProbeRow] = []
     for rec in (report.records[path] for path in paths[offset : offset + limit]):
-        status = "same"
+        status: Literal["same", "changed", "added", "failed"] = "same"
         if rec.path == failed:
             status = "failed"
         elif rec.path in diff.changed:
@@ -276,11 +291,12 @@ def probe_table(
         "total": len(paths),
         "removed": diff.removed[:100],
         "not_reached": diff.not_reached[:100],
+        "rev": rev,
     }
 
 
-def history_dict(log: PatchLog) -> dict[str, Any]:
-    entries = []
+def history_dict(log: PatchLog) -> HistoryState:
+    entries: list[HistoryEntry] = []
     for e in log.entries:
         entries.append(
             {

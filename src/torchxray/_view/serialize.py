@@ -3,13 +3,13 @@
 The tree travels lazily: ``first_state`` sends the root and the first levels within a row budget;
 ``page`` sends one node's children on demand, folding runs of structurally identical siblings
 (equal ``Node.signature``) into one row ("x80 LlamaDecoderLayer") and paging long child lists.
-Key names are mirrored by ``js/protocol.ts``.
+The shapes are declared in ``replies.py`` (and generated for ``js/protocol_gen.ts``).
 """
 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .panes import shape_text
 
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from ..patch import PatchLog
     from ..probe import ProbeReport
     from ..tree import ModelTree, Node
+    from .replies import FilterResult, Item, NodeRow, Page, RevealStep, TreeState
 
 __all__ = [
     "FOLD_MIN",
@@ -24,7 +25,6 @@ __all__ = [
     "RowMaker",
     "filter_rows",
     "first_state",
-    "node_row",
     "page",
     "reveal_chain",
     "unfold_page",
@@ -58,7 +58,7 @@ class RowMaker:
         self.patched = _patched(log)
         self.failed = report.error.path if report is not None and report.error is not None else None
 
-    def row(self, node: Node) -> dict[str, Any]:
+    def row(self, node: Node) -> NodeRow:
         marks = []
         if node.aliases:
             marks.append("alias")
@@ -76,7 +76,7 @@ class RowMaker:
             marks.append("patched")
         if self.failed is not None and node.path == self.failed:
             marks.append("error")
-        row: dict[str, Any] = {
+        row: NodeRow = {
             "path": node.path,
             "name": node.name,
             "cls": node.cls,
@@ -90,7 +90,7 @@ class RowMaker:
             row["marks"] = marks
         return row
 
-    def child_row(self, tree: ModelTree, path: str) -> dict[str, Any]:
+    def child_row(self, tree: ModelTree, path: str) -> NodeRow:
         """The row at ``path`` among its parent's children. An alias path (the same module object
         registered twice, e.g. ``Sequential(lin, lin)``) keeps its own path and name, so that it
         does not show as a second copy of the canonical row with the same key."""
@@ -103,12 +103,6 @@ class RowMaker:
             if "alias" not in row.setdefault("marks", []):
                 row["marks"].insert(0, "alias")
         return row
-
-
-def node_row(
-    node: Node, report: ProbeReport | None = None, log: PatchLog | None = None
-) -> dict[str, Any]:
-    return RowMaker(report, log).row(node)
 
 
 def _folded(tree: ModelTree, parent: str) -> list[tuple[int, int]]:
@@ -137,19 +131,18 @@ def page(
     limit: int = 0,
     unfold: bool = False,
     page_size: int = 0,
-) -> dict[str, Any]:
+) -> Page:
     """Children of ``parent``: folded items (offset/limit over folded runs) or, with ``unfold``,
     plain rows of the raw children (offset/limit over child indices, e.g. to open a fold)."""
     node = tree[parent]
     size = page_size or PAGE
     limit = size if limit <= 0 else min(limit, size)
-    items: list[dict[str, Any]] = []
+    items: list[Item] = []
     if unfold:
         kids = node.children
         end = min(len(kids), offset + limit)
         items = [rows.child_row(tree, p) for p in kids[offset:end]]
-        # A "more" row asks for the rest of the requested range (e.g. the rest of a fold).
-        return {"items": items, "total": len(kids), "offset": offset, "end": end}
+        return {"items": items, "total": len(kids), "offset": offset}
     runs = _folded(tree, parent)
     for start, count in runs[offset : offset + limit]:
         first = tree[node.children[start]]
@@ -179,22 +172,21 @@ def page(
     return {"items": items, "total": len(runs), "offset": offset}
 
 
-def unfold_page(
-    tree: ModelTree, parent: str, rows: RowMaker, offset: int, want: int
-) -> dict[str, Any]:
+def unfold_page(tree: ModelTree, parent: str, rows: RowMaker, offset: int, want: int) -> Page:
     """Rows ``offset .. offset+want`` of the raw children, a page at a time with a "more" row."""
     got = page(tree, parent, rows, offset, want, unfold=True)
-    end = got.pop("end")
+    end = offset + len(got["items"])
+    # A "more" row asks for the rest of the requested range (e.g. the rest of a fold).
     remaining = min(want, got["total"] - offset) - (end - offset)
     if remaining > 0:
         got["items"].append({"more": remaining, "parent": parent, "offset": end, "unfold": True})
     return got
 
 
-def first_state(tree: ModelTree, rows: RowMaker, rev: int) -> dict[str, Any]:
+def first_state(tree: ModelTree, rows: RowMaker, rev: int) -> TreeState:
     """Root row plus pages of the first levels, breadth first, within ``FIRST_ROWS`` rows."""
     root = tree.root
-    pages: dict[str, Any] = {}
+    pages: dict[str, Page] = {}
     budget = FIRST_ROWS
     frontier = [root]
     for _ in range(FIRST_DEPTH):
@@ -205,15 +197,18 @@ def first_state(tree: ModelTree, rows: RowMaker, rev: int) -> dict[str, Any]:
             p = page(tree, node.path, rows)
             pages[node.path] = p
             budget -= len(p["items"])
-            nxt.extend(tree[it["path"]] for it in p["items"] if "path" in it)
+            for item in p["items"]:
+                path = item.get("path")  # fold and "more" rows have none
+                if isinstance(path, str):
+                    nxt.append(tree[path])
         frontier = nxt
     return {"rev": rev, "root": rows.row(root), "pages": pages}
 
 
-def reveal_chain(tree: ModelTree, path: str) -> list[dict[str, Any]]:
+def reveal_chain(tree: ModelTree, path: str) -> list[RevealStep]:
     """For each ancestor of ``path``: the parent path and the child's index among its children."""
     node = tree[path]
-    chain = []
+    chain: list[RevealStep] = []
     while node.parent is not None:
         parent = tree[node.parent]
         chain.append({"parent": parent.path, "index": parent.children.index(node.path)})
@@ -221,7 +216,7 @@ def reveal_chain(tree: ModelTree, path: str) -> list[dict[str, Any]]:
     return chain[::-1]
 
 
-def filter_rows(tree: ModelTree, rows: RowMaker, query: str, regex: bool) -> dict[str, Any]:
+def filter_rows(tree: ModelTree, rows: RowMaker, query: str, regex: bool) -> FilterResult:
     """Matches of ``query`` (substring, case-insensitive, or a regex) in the path or the class, with
     their ancestors, in tree order: at most ``FILTER_ROWS`` rows."""
     if regex:

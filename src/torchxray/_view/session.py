@@ -9,6 +9,7 @@ answered with ``{"kind": "error", ...}`` and leaves the model as it was.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from torch import nn
@@ -18,23 +19,63 @@ from ..forms import FormError, form
 from ..mro import mro_class, mro_classes, mro_graph
 from ..patch import PatchEntry, PatchLog
 from ..probe import ProbeReport, probe
-from ..protocol import ProtocolError, Request, error_reply, validate
+from ..protocol import (
+    SLOW,
+    AssetRequest,
+    CatalogRequest,
+    ChildrenRequest,
+    EditRequest,
+    FilterRequest,
+    FormRequest,
+    MroRequest,
+    PingRequest,
+    ProbeRequest,
+    ProbeTableRequest,
+    ProtocolError,
+    RedoRequest,
+    ReplaceRequest,
+    RevealRequest,
+    SelectRequest,
+    SourceRequest,
+    UndoRequest,
+    error_reply,
+    validate,
+)
 from ..source import source
 from ..tree import ModelTree, walk
 from . import assets, panes
 from . import serialize as ser
 from .highlight import highlight
+from .replies import (
+    AssetReply,
+    CatalogReply,
+    ChildrenReply,
+    FilterReply,
+    FormReply,
+    HistoryState,
+    MroReply,
+    Overview,
+    PatchedReply,
+    PongReply,
+    ProbeReply,
+    ProbeSummary,
+    ProbeTableReply,
+    Reply,
+    RevealReply,
+    SelectReply,
+    SourceReply,
+    TreeState,
+)
 from .snapshot import SNAPSHOT_NODES, snapshot
 
-__all__ = ["ALL", "PROBE", "SELECT", "Session"]
+__all__ = ["ALL", "HANDLERS", "PROBE", "SELECT", "Session"]
 
-_ACTIONS = ("edit", "replace", "undo", "redo", "probe")
 # Which synced states a request changed (the widget re-sends those traitlets).
 ALL = frozenset({"tree", "selected", "overview", "probe", "history"})
 NONE: frozenset[str] = frozenset()
 SELECT = frozenset({"selected", "overview"})
 PROBE = frozenset({"tree", "overview", "probe"})
-Result = tuple[dict[str, Any], frozenset[str]]
+Result = tuple[Reply, frozenset[str]]
 
 
 class Session:
@@ -77,18 +118,18 @@ class Session:
     def rows(self) -> ser.RowMaker:
         return ser.RowMaker(self.report, self.log)
 
-    def tree_state(self) -> dict[str, Any]:
+    def tree_state(self) -> TreeState:
         return ser.first_state(self.tree, self.rows(), self.rev)
 
-    def overview(self) -> dict[str, Any]:
+    def overview(self) -> Overview:
         node = self.tree.get(self.selected) or self.tree.root
         rec = self.report.records.get(node.path) if self.report is not None else None
         return panes.overview(node, rec)
 
-    def probe_summary(self) -> dict[str, Any]:
+    def probe_summary(self) -> ProbeSummary:
         return panes.probe_summary(self.report, self.previous, self.rev, self.probe_note)
 
-    def history(self) -> dict[str, Any]:
+    def history(self) -> HistoryState:
         if self.log is None:
             return {
                 "entries": [],
@@ -172,60 +213,58 @@ class Session:
             req = validate(msg)
         except ProtocolError as e:
             kind = msg.get("kind") if isinstance(msg, dict) else None
-            return error_reply(str(e), request=kind if isinstance(kind, str) else ""), NONE  # type: ignore[return-value]
+            return error_reply(str(e), request=kind if isinstance(kind, str) else ""), NONE
         kind = req["kind"]
         if self.model is None:
-            return error_reply("this Explorer was closed", request=kind), NONE  # type: ignore[return-value]
+            return error_reply("this Explorer was closed", request=kind), NONE
         rev = req.get("rev")
-        if kind in _ACTIONS and rev is not None and rev != self.rev:
+        if kind in SLOW and rev is not None and rev != self.rev:
             return error_reply(
                 f"stale request: the model changed since this form was opened (revision {rev}, now "
                 f"{self.rev}); reopen it and apply again",
                 request=kind,
-            ), NONE  # type: ignore[return-value]
+            ), NONE
         try:
-            return getattr(self, f"_on_{kind}")(req)
+            return HANDLERS[kind](self, req)
         except FormError as e:
             return error_reply(
                 str(e), fields={k or "__all__": v for k, v in e.errors.items()}, request=kind
-            ), NONE  # type: ignore[return-value]
+            ), NONE
         except (KeyError, TypeError, ValueError, IndexError, RuntimeError) as e:
             text = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
-            return error_reply(f"{kind}: {text}", request=kind), NONE  # type: ignore[return-value]
+            return error_reply(f"{kind}: {text}", request=kind), NONE
         except Exception as e:  # noqa: BLE001 - the kernel must answer, whatever the model does
-            return error_reply(f"{kind} failed: {type(e).__name__}: {e}", request=kind), NONE  # type: ignore[return-value]
+            return error_reply(f"{kind} failed: {type(e).__name__}: {e}", request=kind), NONE
 
-    def _on_ping(self, req: Request) -> Result:
+    def _on_ping(self, req: PingRequest) -> tuple[PongReply, frozenset[str]]:
         return {"kind": "pong", "rev": self.rev}, NONE
 
-    def _on_select(self, req: Request) -> Result:
-        path = self.select(req["path"] or "")
-        return {"kind": "select", "path": path}, SELECT
+    def _on_select(self, req: SelectRequest) -> tuple[SelectReply, frozenset[str]]:
+        return {"kind": "select", "path": self.select(req["path"])}, SELECT
 
-    def _on_children(self, req: Request) -> Result:
-        parent = self.tree[req["path"] or ""].path
-        rows = self.rows()
+    def _on_children(self, req: ChildrenRequest) -> tuple[ChildrenReply, frozenset[str]]:
+        parent = self.tree[req["path"]].path
+        rows, offset, limit = self.rows(), req["offset"], req["limit"]
         if req["unfold"]:
-            got = ser.unfold_page(self.tree, parent, rows, req["offset"], req["limit"] or ser.PAGE)
+            got = ser.unfold_page(self.tree, parent, rows, offset, limit or ser.PAGE)
         else:
-            got = ser.page(self.tree, parent, rows, req["offset"], req["limit"])
+            got = ser.page(self.tree, parent, rows, offset, limit)
         return {"kind": "children", "path": parent, **got}, NONE
 
-    def _on_filter(self, req: Request) -> Result:
-        return {
-            "kind": "filter",
-            **ser.filter_rows(self.tree, self.rows(), req["query"], req["regex"]),
-        }, NONE
+    def _on_filter(self, req: FilterRequest) -> tuple[FilterReply, frozenset[str]]:
+        got = ser.filter_rows(self.tree, self.rows(), req["query"], req["regex"])
+        return {"kind": "filter", **got}, NONE
 
-    def _on_reveal(self, req: Request) -> Result:
-        return {"kind": "reveal", "chain": ser.reveal_chain(self.tree, req["path"] or "")}, NONE
+    def _on_reveal(self, req: RevealRequest) -> tuple[RevealReply, frozenset[str]]:
+        return {"kind": "reveal", "chain": ser.reveal_chain(self.tree, req["path"])}, NONE
 
     def _module(self, path: str | None) -> nn.Module:
         return self.tree.module(self.tree[path or ""].path)
 
-    def _on_source(self, req: Request) -> Result:
+    def _on_source(self, req: SourceRequest) -> tuple[SourceReply, frozenset[str]]:
         module = self._module(req["path"])
-        target: Any = mro_class(module, req["cls"]) if req["cls"] else module
+        cls = req["cls"]
+        target: Any = mro_class(module, cls) if cls else module
         src = source(target)
         return panes.source_dict(src, highlight(src)), NONE
 
@@ -241,69 +280,87 @@ class Session:
             )
         return resolve(qualname, self._model())
 
-    def _on_form(self, req: Request) -> Result:
-        if req["cls"]:
-            cls = self._resolve(req["cls"])
-            f = form(cls)
-            reply = panes.form_dict(f, req["prefill"] or "", self.rev)
-            if req["prefill"] is not None:
-                _prefill(reply, form(self._module(req["prefill"])))
+    def _on_form(self, req: FormRequest) -> tuple[FormReply, frozenset[str]]:
+        cls, prefill = req["cls"], req["prefill"]
+        if cls:
+            reply = panes.form_dict(form(self._resolve(cls)), prefill or "", self.rev)
+            if prefill is not None:
+                _prefill(reply, form(self._module(prefill)))
             return reply, NONE
         node = self.tree[req["path"] or ""]
-        return panes.form_dict(
-            form(self.tree.module(node.path)), node.path, self.rev, node.aliases
-        ), NONE
+        module = self.tree.module(node.path)
+        return panes.form_dict(form(module), node.path, self.rev, node.aliases), NONE
 
-    def _on_edit(self, req: Request) -> Result:
-        path = self.tree[req["path"] or ""].path
+    def _patched(self, op: str, *args: Any, **kwargs: Any) -> tuple[PatchedReply, frozenset[str]]:
+        entry = self.patch(op, *args, **kwargs)
+        return {"kind": "patched", "id": entry.id, "rev": self.rev}, ALL
+
+    def _on_edit(self, req: EditRequest) -> tuple[PatchedReply, frozenset[str]]:
+        path = self.tree[req["path"]].path
         changes = req["changes"]
         if not changes:
             raise ValueError("nothing to apply: no field was changed")
         errors = form(self.tree.module(path)).validate(**changes)
         if errors:
             raise FormError(errors)
-        entry = self.patch("edit", path, **changes)
-        return {"kind": "patched", "id": entry.id, "rev": self.rev}, ALL
+        return self._patched("edit", path, **changes)
 
-    def _on_replace(self, req: Request) -> Result:
-        path = self.tree[req["path"] or ""].path
-        cls = self._resolve(req["cls"] or "")
-        new = form(cls).build(**req["changes"])
-        entry = self.patch("replace", path, new, which=req["which"])
-        return {"kind": "patched", "id": entry.id, "rev": self.rev}, ALL
+    def _on_replace(self, req: ReplaceRequest) -> tuple[PatchedReply, frozenset[str]]:
+        path = self.tree[req["path"]].path
+        new = form(self._resolve(req["cls"])).build(**req["changes"])
+        return self._patched("replace", path, new, which=req["which"])
 
-    def _on_undo(self, req: Request) -> Result:
-        entry = self.patch("undo")
-        return {"kind": "patched", "id": entry.id, "rev": self.rev}, ALL
+    def _on_undo(self, req: UndoRequest) -> tuple[PatchedReply, frozenset[str]]:
+        return self._patched("undo")
 
-    def _on_redo(self, req: Request) -> Result:
-        entry = self.patch("redo")
-        return {"kind": "patched", "id": entry.id, "rev": self.rev}, ALL
+    def _on_redo(self, req: RedoRequest) -> tuple[PatchedReply, frozenset[str]]:
+        return self._patched("redo")
 
-    def _on_probe(self, req: Request) -> Result:
+    def _on_probe(self, req: ProbeRequest) -> tuple[ProbeReply, frozenset[str]]:
         self.run_probe(req["mode"])
         return {"kind": "probe", **self.probe_summary()}, PROBE
 
-    def _on_probe_table(self, req: Request) -> Result:
+    def _on_probe_table(self, req: ProbeTableRequest) -> tuple[ProbeTableReply, frozenset[str]]:
         if self.report is None:
             raise ValueError(self.probe_note or "no probe has run yet")
-        return panes.probe_table(self.report, self.previous, req["offset"], req["limit"]), NONE
+        offset, limit = req["offset"], req["limit"]
+        return panes.probe_table(self.report, self.previous, offset, limit, self.rev), NONE
 
-    def _on_mro(self, req: Request) -> Result:
+    def _on_mro(self, req: MroRequest) -> tuple[MroReply, frozenset[str]]:
         module = self._module(req["path"])
         return panes.mro_dict(mro_classes(module), mro_graph(module).source), NONE
 
-    def _on_catalog(self, req: Request) -> Result:
-        return {
-            "kind": "catalog",
-            "entries": panes.catalog_list(catalog(req["query"], self._model())),
-        }, NONE
+    def _on_catalog(self, req: CatalogRequest) -> tuple[CatalogReply, frozenset[str]]:
+        entries = panes.catalog_list(catalog(req["query"], self._model()))
+        return {"kind": "catalog", "entries": entries}, NONE
 
-    def _on_asset(self, req: Request) -> Result:
+    def _on_asset(self, req: AssetRequest) -> tuple[AssetReply, frozenset[str]]:
         return {"kind": "asset", "name": "viz", "code": assets.read("viz.js")}, NONE
 
 
-def _prefill(reply: dict[str, Any], old: Any) -> None:
+# One handler per request kind (tests/test_protocol.py checks that it covers REQUESTS). A table,
+# not a name built from the kind: every entry point into the session is listed here.
+HANDLERS: dict[str, Callable[[Session, Any], Result]] = {
+    "ping": Session._on_ping,
+    "select": Session._on_select,
+    "children": Session._on_children,
+    "filter": Session._on_filter,
+    "reveal": Session._on_reveal,
+    "source": Session._on_source,
+    "form": Session._on_form,
+    "edit": Session._on_edit,
+    "replace": Session._on_replace,
+    "undo": Session._on_undo,
+    "redo": Session._on_redo,
+    "probe": Session._on_probe,
+    "probe_table": Session._on_probe_table,
+    "mro": Session._on_mro,
+    "catalog": Session._on_catalog,
+    "asset": Session._on_asset,
+}
+
+
+def _prefill(reply: FormReply, old: Any) -> None:
     """Prefill a new class's form from the old module's values where parameter names match."""
     old_fields = {f.name: f for f in old.fields}
     for field in reply["fields"]:

@@ -60,5 +60,5 @@ def snapshot(
         except Exception:  # noqa: BLE001 - a snapshot shows what it can; the pane says the rest
             continue
     if report is not None:
-        data["probe_table"] = panes.probe_table(report, previous, 0, len(report.records))
+        data["probe_table"] = panes.probe_table(report, previous, 0, len(report.records), rev)
     return data

@@ -1,0 +1,287 @@
+"""The replies and synced states of the Explorer's protocol, as ``_view/panes.py`` and
+``_view/serialize.py`` build them. ``protocol.py`` pairs each request kind with its reply
+(``REPLIES``); ``js/protocol_gen.ts`` is generated from both."""
+
+# No `from __future__ import annotations`: the TypedDicts' annotations are read at run time.
+from typing import Literal, TypeAlias
+
+from typing_extensions import NotRequired, TypedDict
+
+
+class NodeRow(TypedDict):
+    """One module row of the tree."""
+
+    path: str
+    name: str
+    cls: str
+    nkids: int
+    params: int
+    out: NotRequired[str]  # output shapes, once probed
+    marks: NotRequired[list[str]]
+    alias_of: NotRequired[str]  # an alias path: the canonical path of the same module object
+    depth: NotRequired[int]  # filter results and snapshots only
+    match: NotRequired[bool]  # filter results only
+
+
+class FoldRow(TypedDict):
+    """`fold` structurally identical siblings shown as one row ("x80 LlamaDecoderLayer")."""
+
+    fold: int
+    parent: str
+    start: int
+    cls: str
+    first: str
+    last: str
+
+
+class MoreRow(TypedDict):
+    """Children not sent yet: the row asks for the next page when activated."""
+
+    more: int
+    parent: str
+    offset: int
+    unfold: bool
+
+
+Item: TypeAlias = NodeRow | FoldRow | MoreRow
+
+
+class Page(TypedDict):
+    items: list[Item]
+    total: int
+    offset: int
+
+
+class TreeState(TypedDict):
+    rev: int
+    root: NodeRow
+    pages: dict[str, Page]
+
+
+class HookRow(TypedDict):
+    kind: str
+    name: str
+
+
+class BufferRow(TypedDict):
+    name: str
+    shape: str
+    dtype: str
+
+
+class OverviewProbe(TypedDict):
+    calls: int
+    inputs: str
+    outputs: str
+    flops: int | None
+    time_ms: float | None
+    mem_alloc: int | None
+    mem_peak: int | None
+
+
+class Overview(TypedDict):
+    path: str
+    name: str
+    cls: str
+    qualname: str
+    params_own: int
+    params_total: int
+    trainable_total: int
+    bytes_total: int
+    devices: list[str]
+    dtypes: list[str]
+    training: bool
+    hooks: list[HookRow]
+    aliases: list[str]
+    container: str | None
+    parametrizations: list[str]
+    wraps: str | None
+    forward_patched: bool
+    is_custom: bool
+    extra_repr: str
+    nkids: int
+    buffers: list[BufferRow]
+    probe: OverviewProbe | None
+
+
+class ProbeError(TypedDict):
+    path: str
+    cls: str
+    exc_type: str
+    message: str
+    hint: str
+    input_shapes: str
+
+
+class ProbeSummary(TypedDict):
+    ok: bool | None  # no probe ran when null
+    mode: str
+    status: str
+    count: int
+    error: ProbeError | None
+    changed: int
+    rev: int
+
+
+class HistoryEntry(TypedDict):
+    id: int
+    op: str
+    paths: list[str]
+    old_cls: str
+    new_cls: str
+    changes: dict[str, str]
+    code: str
+
+
+class HistoryState(TypedDict):
+    entries: list[HistoryEntry]
+    can_undo: bool
+    can_redo: bool
+    code: str
+    note: NotRequired[str]  # why this model cannot be patched (e.g. TorchScript)
+
+
+class FormField(TypedDict):
+    name: str
+    kind: str
+    text: str
+    default: str | None
+    required: bool
+    choices: list[str]
+    origin: str
+    annotation: str
+    optional: bool
+
+
+class ProbeRow(TypedDict):
+    path: str
+    cls: str
+    calls: int
+    inputs: str
+    outputs: str
+    status: Literal["same", "changed", "added", "failed"]
+    before: str | None  # the output shapes (or class) of the previous probe, when changed
+    flops: int | None
+    time_ms: float | None
+    mem_peak: int | None
+
+
+class MroClass(TypedDict):
+    name: str
+    qualname: str
+    module: str
+    group: str
+    defines: list[str]
+    node: str  # the class's node id in the DOT graph
+
+
+class CatalogRow(TypedDict):
+    name: str
+    qualname: str
+    group: str
+    doc: str
+
+
+class RevealStep(TypedDict):
+    parent: str
+    index: int
+
+
+class PongReply(TypedDict):
+    kind: Literal["pong"]
+    rev: int
+
+
+class SelectReply(TypedDict):
+    kind: Literal["select"]
+    path: str
+
+
+class ChildrenReply(Page):
+    kind: Literal["children"]
+    path: str
+
+
+class FilterResult(TypedDict):
+    count: int  # matches, before the row limit
+    rows: list[NodeRow]  # the matches and their ancestors, in tree order, with depth and match
+    truncated: bool
+
+
+class FilterReply(FilterResult):
+    kind: Literal["filter"]
+
+
+class RevealReply(TypedDict):
+    kind: Literal["reveal"]
+    chain: list[RevealStep]
+
+
+class SourceReply(TypedDict):
+    kind: Literal["source"]
+    html: str | None  # Pygments markup; None when there is no source (see `reason`)
+    file: str | None
+    line: int | None
+    reason: str | None
+    qualname: str
+    forward_lines: tuple[int, int] | None
+    note: str | None  # e.g. "showing the original class of a parametrized module"
+
+
+class FormReply(TypedDict):
+    kind: Literal["form"]
+    path: str
+    cls: str
+    qualname: str
+    fields: list[FormField]
+    rev: int
+    aliases: list[str]
+
+
+class PatchedReply(TypedDict):
+    kind: Literal["patched"]
+    id: int
+    rev: int
+
+
+class ProbeReply(ProbeSummary):
+    kind: Literal["probe"]
+
+
+class ProbeTableReply(TypedDict):
+    kind: Literal["probe_table"]
+    rows: list[ProbeRow]
+    total: int
+    removed: list[str]
+    not_reached: list[str]  # after a failed probe: modules it stopped before (not removed)
+    rev: int
+
+
+class MroReply(TypedDict):
+    kind: Literal["mro"]
+    dot: str
+    classes: list[MroClass]
+
+
+class CatalogReply(TypedDict):
+    kind: Literal["catalog"]
+    entries: list[CatalogRow]
+
+
+class AssetReply(TypedDict):
+    kind: Literal["asset"]
+    name: Literal["viz"]
+    code: str
+
+
+class ErrorReply(TypedDict):
+    kind: Literal["error"]
+    message: str
+    fields: NotRequired[dict[str, str]]  # field -> its own message (form errors)
+    request: NotRequired[str]  # the kind of the request it answers
+
+
+Reply: TypeAlias = (
+    PongReply | SelectReply | ChildrenReply | FilterReply | RevealReply | SourceReply | FormReply |
+    PatchedReply | ProbeReply | ProbeTableReply | MroReply | CatalogReply | AssetReply | ErrorReply
+)  # fmt: skip
