@@ -11,7 +11,7 @@ import { SourcePane } from "./panes/source";
 import type { Ctx, Pane } from "./panes/context";
 import { messageOf } from "./panes/context";
 import type { Page, State } from "./protocol";
-import { Rpc } from "./protocol";
+import { Rpc, SLOW_KINDS } from "./protocol";
 import { SnapshotRpc } from "./snapshot";
 import { TreeView, type FilterResult } from "./tree";
 
@@ -76,7 +76,7 @@ export function createExplorer(
     async run(label, fn) {
       localBusy += 1;
       syncBusy();
-      if (label === "probe" || label === "edit" || label === "replace" || label === "undo" || label === "redo") {
+      if (SLOW_KINDS.has(label)) {
         status.textContent = `probe running after ${label}…`;
       }
       try {
