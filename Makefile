@@ -56,14 +56,19 @@ typecheck: setup
 test-js: setup
 	npm run --silent test
 
+# The examples in the modules' docstrings run too (tests/test_golden.py checks every public module has some).
+DOCTEST := $(BIN)/pytest -q --doctest-modules src/torchxray
+
 test-py: setup
 	$(BIN)/pytest -m "not ui"
+	$(DOCTEST)
 
 test-ui: setup chromium
 	$(BIN)/pytest -m ui
 
 test: setup chromium
 	$(MAKE) lint typecheck test-js
+	$(DOCTEST)
 	$(BIN)/pytest
 
 # The kernel-side tests against another torch (default: the oldest pyproject allows), by hand.

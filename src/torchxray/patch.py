@@ -31,14 +31,14 @@ Rules every change follows (decided here, relied on by the widget):
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import torch
 import torch.nn as nn
 
-from ._patch import code
+from ._patch import code, freezing
 from ._patch.paths import Match, SlotIndex, no_match, targets, tensor_bytes, tensors
 from ._patch.placement import carry, place
 
@@ -53,7 +53,7 @@ class PatchEntry:
     ``PatchLog.to_code``)."""
 
     id: int
-    op: Literal["replace", "edit", "replace_all"]
+    op: Literal["replace", "edit", "replace_all", "freeze", "unfreeze"]
     paths: tuple[str, ...]
     old_cls: str
     new_cls: str
@@ -88,6 +88,7 @@ class _Record:
     entry: PatchEntry
     swaps: tuple[_Swap, ...]
     imports: frozenset[str]
+    flags: freezing.Flags | None = None  # freeze / unfreeze: requires_grad before and after
 
 
 class PatchLog:
@@ -187,6 +188,26 @@ class PatchLog:
             raise ValueError("the factory returned every matched module unchanged; nothing to do")
         return self._commit("replace_all", index, items, {}, (), ())
 
+    def freeze(self, paths: Iterable[str] | str) -> PatchEntry:
+        """``requires_grad=False`` for every parameter under ``paths``, as one undoable entry."""
+        return self._flags("freeze", paths, False)
+
+    def unfreeze(self, paths: Iterable[str] | str) -> PatchEntry:
+        """``requires_grad=True`` for every floating parameter under ``paths``."""
+        return self._flags("unfreeze", paths, True)
+
+    def _flags(self, op: Literal["freeze", "unfreeze"], paths: Any, grad: bool) -> PatchEntry:
+        index = SlotIndex(self.model)
+        paths, flags = freezing.plan(index, paths, grad)
+        text = freezing.code(freezing.title(self._next_id, op, paths, flags), paths, grad)
+        classes = _names(index.module(p) for p in paths)
+        entry = PatchEntry(self._next_id, op, paths, classes, classes, code=text)
+        freezing.apply(flags)
+        self._next_id += 1
+        self._done.append(_Record(entry, (), frozenset(), flags))
+        self._undone.clear()
+        return entry
+
     # -- history -----------------------------------------------------------------------------
 
     @property
@@ -208,6 +229,7 @@ class PatchLog:
             raise IndexError("nothing to undo (check log.can_undo)")
         record = self._done[-1]
         _apply([_Swap(s.parent, s.key, s.new, s.old) for s in reversed(record.swaps)])
+        freezing.apply(record.flags, undo=True)
         self._undone.append(self._done.pop())
         return record.entry
 
@@ -217,6 +239,7 @@ class PatchLog:
             raise IndexError("nothing to redo (check log.can_redo)")
         record = self._undone[-1]
         _apply(list(record.swaps))
+        freezing.apply(record.flags)
         self._done.append(self._undone.pop())
         return record.entry
 
@@ -275,7 +298,7 @@ class PatchLog:
                 exprs.append(code.slot_target(slot.parent_path, slot.parent, slot.key))
             # Code first: the constructor call reads the replacement as the user built it.
             blocks.append(code.Change(item.paths[0], item.new, tuple(exprs), item.kept, item.cast))
-        title = _title(entry_id, op, items, changes, kept, fresh, guessed)
+        title = code.title(entry_id, op, items, changes, kept, fresh, guessed)
         text = code.entry_code(title, blocks, index.by_id, imports)
         if not placed:
             for item in items:
@@ -352,34 +375,6 @@ def _apply(swaps: list[_Swap]) -> None:
 
 def _names(modules: Any) -> str:
     return ", ".join(dict.fromkeys(type(m).__name__ for m in modules))
-
-
-def _title(
-    entry_id: int,
-    op: str,
-    items: list[_Item],
-    changes: dict[str, tuple[Any, Any]],
-    kept: tuple[str, ...],
-    fresh: tuple[str, ...],
-    guessed: tuple[str, ...] = (),
-) -> str:
-    paths = [p for i in items for p in i.paths]
-    where = ", ".join(paths[:4]) + (f" and {len(paths) - 4} more" if len(paths) > 4 else "")
-    title = f"{entry_id}. {op} {where}: {_names(i.old for i in items)} -> {_names(i.new for i in items)}"
-    if changes:
-        title += "; " + ", ".join(f"{k}={_short(new)}" for k, (_, new) in changes.items())
-    if op == "edit":
-        title += (
-            f"; kept {', '.join(kept) or 'nothing'}; re-initialised {', '.join(fresh) or 'nothing'}"
-        )
-    if guessed:
-        title += f"; guessed (defaults) {', '.join(guessed)}"
-    return title.replace("\n", " ")
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
 
 
 __all__ = ["PatchEntry", "PatchLog"]

@@ -1,9 +1,21 @@
 """The Explorer widget: traitlets (state the view shows) and one command, ``rpc``, through which the
-frontend sends ``kind``-tagged requests (see ``protocol.py``). All the work is in ``session.py``.
+frontend sends ``kind``-tagged requests (see ``protocol.py``). All the work is in
+``_view/session.py``.
 
     ex = tx.explore(model, torch.randn(1, 3, 32, 32))   # shown as the cell's value
     ex.select("layer1.0.conv1"); ex.edit("layer1.0.conv1", out_channels=32); ex.undo()
     ex.probe_report.ok, ex.patches, print(ex.to_code()); ex.close()
+
+The synced state, and the probe mode, which refuses anything but the two modes:
+
+    >>> sorted(Explorer.class_own_traits(sync=True))
+    ['busy', 'error', 'history', 'overview', 'probe', 'probe_mode', 'readonly', 'selected', 'snapshot', 'tree']
+    >>> Explorer.class_own_traits()["probe_mode"].values
+    ('fake', 'real')
+    >>> Explorer.class_own_traits()["probe_mode"].validate(None, "turbo")
+    Traceback (most recent call last):
+    ...
+    traitlets.traitlets.TraitError: The 'probe_mode' trait expected any of ['fake', 'real'], not the str 'turbo'.
 """
 
 from __future__ import annotations

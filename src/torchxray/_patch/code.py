@@ -256,3 +256,37 @@ def entry_code(
 def header(imports: set[str]) -> str:
     extra = sorted(i for i in imports if i not in ("torch", "itertools"))
     return HEADER.format(imports="".join(f"import {i}\n" for i in extra))
+
+
+def _class_names(modules: Any) -> str:
+    return ", ".join(dict.fromkeys(type(m).__name__ for m in modules))
+
+
+def title(
+    entry_id: int,
+    op: str,
+    items: Sequence[Any],
+    changes: dict[str, tuple[Any, Any]],
+    kept: tuple[str, ...],
+    fresh: tuple[str, ...],
+    guessed: tuple[str, ...] = (),
+) -> str:
+    """The first line of an entry's code, also its label in the History."""
+    paths = [p for i in items for p in i.paths]
+    where = ", ".join(paths[:4]) + (f" and {len(paths) - 4} more" if len(paths) > 4 else "")
+    before, after = _class_names(i.old for i in items), _class_names(i.new for i in items)
+    text = f"{entry_id}. {op} {where}: {before} -> {after}"
+    if changes:
+        text += "; " + ", ".join(f"{k}={_short_value(new)}" for k, (_, new) in changes.items())
+    if op == "edit":
+        text += (
+            f"; kept {', '.join(kept) or 'nothing'}; re-initialised {', '.join(fresh) or 'nothing'}"
+        )
+    if guessed:
+        text += f"; guessed (defaults) {', '.join(guessed)}"
+    return text.replace("\n", " ")
+
+
+def _short_value(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

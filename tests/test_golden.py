@@ -1,0 +1,136 @@
+"""Docs that run: golden files for what people read (``ProbeReport.summary()``, ``PatchLog.to_code()``
+and the Explorer's first state of a demo model), and the doctest examples of every public module.
+
+A golden file changes only on purpose: when an output changes, the failure shows a unified diff;
+if the change is intended, regenerate with ``TORCHXRAY_UPDATE_GOLDEN=1 pytest tests/test_golden.py``
+and commit the files under tests/golden/ with the change. The outputs come from fake probes and
+fixed models, so they hold no timings; memory addresses are masked in case a repr carries one.
+"""
+
+from __future__ import annotations
+
+import difflib
+import doctest
+import importlib
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+import torchxray as tx
+from torchxray import demo
+from torchxray._view.session import Session
+
+GOLDEN = Path(__file__).parent / "golden"
+UPDATE = os.environ.get("TORCHXRAY_UPDATE_GOLDEN") == "1"
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
+
+
+def check_golden(name: str, text: str) -> None:
+    """Compare ``text`` with tests/golden/``name`` (write it instead under the update flag)."""
+    text = _ADDRESS.sub("0x…", text)
+    path = GOLDEN / name
+    if UPDATE:
+        GOLDEN.mkdir(exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return
+    if not path.exists():
+        pytest.fail(f"{path} is missing: run TORCHXRAY_UPDATE_GOLDEN=1 pytest {__file__}")
+    expected = path.read_text(encoding="utf-8")
+    if text != expected:
+        diff = "".join(
+            difflib.unified_diff(
+                expected.splitlines(True), text.splitlines(True), f"golden/{name}", "now"
+            )
+        )
+        pytest.fail(
+            f"{name} changed (if intended: TORCHXRAY_UPDATE_GOLDEN=1 pytest {__file__}):\n{diff}",
+            pytrace=False,
+        )
+
+
+def test_check_golden_shows_a_diff_and_masks_addresses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(f"{__name__}.GOLDEN", tmp_path)
+    monkeypatch.setattr(f"{__name__}.UPDATE", False)
+    (tmp_path / "x.txt").write_text("a\nb at 0x…\n", encoding="utf-8")
+    check_golden("x.txt", "a\nb at 0x7f3a2c1d9e80\n")  # the same once the address is masked
+    with pytest.raises(pytest.fail.Exception, match=r"(?s)-b at 0x….*\+c"):
+        check_golden("x.txt", "a\nc\n")
+
+
+def test_probe_summary() -> None:
+    torch.manual_seed(0)
+    ok = tx.probe(demo.tiny_transformer(), demo.tokens())
+    model = demo.resnet_ish()
+    tx.PatchLog(model).edit("conv1", out_channels=8)  # bn1 still expects 16 channels
+    failed = tx.probe(model, demo.images())
+    assert ok.ok and not failed.ok
+    text = (
+        f"# tiny_transformer\n{ok.summary()}\n\n# resnet_ish, conv1 narrowed\n{failed.summary()}\n"
+    )
+    check_golden("probe_summary.txt", text)
+
+
+def test_patch_log_to_code() -> None:
+    model = demo.resnet_ish()
+    log = tx.PatchLog(model)
+    log.edit("conv1", out_channels=8)
+    log.edit("bn1", num_features=8)
+    log.replace("fc", nn.Linear(16, 4))
+    log.replace_all(nn.ReLU, lambda old: nn.GELU())
+    log.edit("layer1.0.conv1", in_channels=8)
+    log.edit("layer1.0.conv2", out_channels=8)
+    log.undo()  # an undone patch is not replayed
+    code = log.to_code()
+    check_golden("patch_to_code.py", code)
+    # The golden code is real: replayed on a fresh model it gives the patched model's shapes.
+    fresh = demo.resnet_ish()
+    exec(compile(code, "to_code", "exec"), {"model": fresh})  # noqa: S102 - our own output
+    assert str(fresh) == str(model)
+
+
+def test_explorer_first_state() -> None:
+    """What the Explorer's traitlets hold when it opens (``Explorer.__init__`` syncs these four)."""
+    session = Session(demo.resnet_ish(), (demo.images(),))
+    session.run_probe()
+    state = {
+        "tree": session.tree_state(),
+        "overview": session.overview(),
+        "probe": session.probe_summary(),
+        "history": session.history(),
+    }
+    check_golden(
+        "first_state.json", json.dumps(state, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    )
+
+
+PUBLIC = (
+    "tree",
+    "forms",
+    "probe",
+    "patch",
+    "source",
+    "mro",
+    "catalog",
+    "widget",
+    "protocol",
+    "demo",
+)
+
+
+def test_every_public_module_has_examples_that_run() -> None:
+    # pytest --doctest-modules src/torchxray (make test) runs them; this keeps them from vanishing.
+    finder = doctest.DocTestFinder()
+    counts = {}
+    for name in PUBLIC:
+        module = importlib.import_module(f"torchxray.{name}")
+        tests = finder.find(module, module.__name__)
+        counts[name] = sum(1 for t in tests for ex in t.examples if ex.want.strip())
+    assert all(counts.values()), f"modules without a checked example: {counts}"
+    assert sum(counts.values()) >= 15, counts
