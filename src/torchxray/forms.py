@@ -28,92 +28,19 @@ import torch
 from torch import nn
 
 from ._forms.check import check_range, check_type
+from ._forms.config import expand, is_config, with_changes
 from ._forms.field import Field, FormError
-from ._forms.kinds import KindInfo, kind_of
-from ._forms.record import record_init_args, recorded_args, remember
-from ._forms.recover import derived_values, tensor_device_dtype
-from ._forms.signature import ann_text, original_class, signature
-from ._forms.values import ParseError, expected, parse, to_text
+from ._forms.infer import guessed, infer
+from ._forms.kinds import KindInfo
+from ._forms.make import current, make_field
+from ._forms.record import record_init_args, recorded_args, recorded_notes, remember
+from ._forms.recover import derived_values
+from ._forms.signature import original_class, signature
+from ._forms.values import ParseError, expected, parse
 
 __all__ = ["Field", "Form", "FormError", "form", "record_init_args"]
 
 _MISSING = inspect.Parameter.empty
-
-
-def _current(
-    module: nn.Module,
-    param: inspect.Parameter,
-    derived: dict[str, Any],
-    recorded: inspect.BoundArguments | None,
-) -> tuple[Any, str]:
-    name = param.name
-    if recorded is not None and name in recorded.arguments:
-        return recorded.arguments[name], "recorded"
-    if recorded is not None:
-        if param.kind is param.VAR_POSITIONAL:
-            return (), "recorded"
-        if param.kind is param.VAR_KEYWORD:
-            return {}, "recorded"
-        return (param.default if param.default is not _MISSING else None), "recorded"
-    if name in derived:
-        return derived[name], "derived"
-    if name in ("device", "dtype"):
-        device, dtype = tensor_device_dtype(module)
-        return (device if name == "device" else dtype), "derived"
-    # torch.nn classes take *args/**kwargs only to ignore them (Identity) or to reject them.
-    ignored = "derived" if type(module).__module__.startswith("torch.nn") else "default"
-    if param.kind is param.VAR_POSITIONAL:
-        return (), ignored
-    if param.kind is param.VAR_KEYWORD:
-        return {}, ignored
-    guess = (param.default if param.default is not _MISSING else None), "default"
-    try:
-        attr = getattr(module, name)
-    except Exception:  # noqa: BLE001 - missing, or a property that raises: fall back to a guess
-        return guess
-    wants_bool = param.annotation is bool or isinstance(param.default, bool)
-    if (isinstance(attr, torch.Tensor) or attr is None) and wants_bool:
-        return attr is not None, "derived"
-    wants_number = param.annotation in (float, int) or type(param.default) in (float, int)
-    if isinstance(attr, nn.Module) and wants_number:
-        # `self.dropout = nn.Dropout(dropout)`: the number lives on the submodule.
-        p = getattr(attr, "p", None)
-        if isinstance(p, (int, float)) and "dropout" in name:
-            return p, "derived"
-        return guess
-    if callable(attr) and inspect.ismethod(attr):
-        return (param.default if param.default is not _MISSING else None), "default"
-    return attr, "attribute"
-
-
-def _make_field(cls: type, p: inspect.Parameter, value: Any, origin: str) -> tuple[Field, KindInfo]:
-    default = None if p.default is _MISSING else p.default
-    if p.kind is p.VAR_POSITIONAL:
-        info = KindInfo("varargs")
-    elif p.kind is p.VAR_KEYWORD:
-        info = KindInfo("varkw")
-    else:
-        info = kind_of(cls, p.name, p.annotation, p.default, value)
-        if value is None and not info.optional and p.default is not _MISSING:
-            info = dataclasses.replace(info, optional=True)
-    if info.kind == "choice" and isinstance(value, str) and value not in info.choices:
-        # A value this torch version accepts but our list lacks: offer it rather than reject it.
-        info = dataclasses.replace(info, choices=(*info.choices, value))
-    required = p.default is _MISSING and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-    f = Field(
-        name=p.name,
-        kind=info.kind,
-        value=value,
-        default=default,
-        required=required,
-        choices=info.choices,
-        origin=origin,
-        annotation=ann_text(p.annotation),
-        text=to_text(info.kind, value),
-        optional=info.optional,
-        param_kind=p.kind.name,
-    )
-    return f, info
 
 
 class Form:
@@ -125,15 +52,18 @@ class Form:
         sig: inspect.Signature,
         fields: tuple[Field, ...],
         infos: dict[str, KindInfo],
+        hint: str = "",
     ) -> None:
         self.cls = cls
         self.signature = sig
         self.fields = fields
         self._infos = infos
         self._by_name = {f.name: f for f in fields}
+        # Why some values are missing or guessed, and how to get exact ones; "" when all are known.
+        self.hint = hint
 
     def __repr__(self) -> str:
-        inner = ", ".join(f"{f.name}={f.text}" for f in self.fields)
+        inner = ", ".join(f"{f.name}={f.text}" for f in self.fields if not f.group)
         return f"Form({self.cls.__name__}: {inner})"
 
     def __getitem__(self, name: str) -> Field:
@@ -188,6 +118,8 @@ class Form:
     def _resolve(self, changes: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
         values = self.values
         errors: dict[str, str] = {}
+        changes = self._spread(changes)
+        edited: dict[str, dict[str, Any]] = {}  # config argument -> {its field: new value}
         has_varkw = any(f.kind == "varkw" for f in self.fields)
         for name, raw in changes.items():
             if name not in self._by_name:
@@ -209,11 +141,20 @@ class Form:
             # The module's own current value needs no check (a UI may send every field back).
             unchanged = value is f.value
             msg = None if unchanged else check_type(f, self._infos[name], value)
-            msg = msg or (None if unchanged else check_range(self.cls, f, value))
+            msg = msg or (None if unchanged else self._range(f, value))
             if msg:
                 errors[name] = msg
                 continue
             values[name] = value
+            if f.group and not unchanged:
+                edited.setdefault(f.group, {})[name.split(".", 1)[1]] = value
+        for group, sets in edited.items():
+            if group not in errors:
+                try:
+                    values[group] = with_changes(values[group], sets)
+                except Exception as e:  # noqa: BLE001 - a config that validates its fields
+                    for key in sets:
+                        errors[f"{group}.{key}"] = f"{group}.{key}: {_brief(e)}"
         for f in self.fields:
             if (
                 f.required
@@ -223,6 +164,29 @@ class Form:
             ):
                 errors[f.name] = f"{f.name}: required, expected {expected(f.kind)}, got nothing"
         return values, errors
+
+    def _spread(self, changes: dict[str, Any]) -> dict[str, Any]:
+        """A dict given for a config argument means its fields: {"config": {"x": 1}} is
+        {"config.x": 1}."""
+        out: dict[str, Any] = {}
+        for name, raw in changes.items():
+            f = self._by_name.get(name)
+            if f is not None and f.kind == "config" and isinstance(raw, str):
+                raw = _loose(raw) if raw.strip() != f.text.strip() else f.value
+            if f is not None and f.kind == "config" and isinstance(raw, dict):
+                out.update({f"{name}.{k}": v for k, v in raw.items()})
+            elif f is not None and f.kind == "config" and not is_config(raw):
+                out[name] = raw  # check_type below names what was expected
+            else:
+                out[name] = raw
+        return out
+
+    def _range(self, f: Field, value: Any) -> str | None:
+        if not f.group:
+            return check_range(self.cls, f, value)
+        leaf = f.name.split(".", 1)[1]
+        msg = check_range(self.cls, dataclasses.replace(f, name=leaf), value)
+        return None if msg is None else f"{f.group}." + msg
 
     def validate(self, **changes: Any) -> dict[str, str]:
         """{field: message} for every change (or missing required field) that would fail."""
@@ -240,6 +204,8 @@ class Form:
         kwargs: dict[str, Any] = {}
         positional = any(f.kind == "varargs" and values.get(f.name) for f in self.fields)
         for f in self.fields:
+            if f.group:
+                continue  # config sub-fields reach the constructor inside their config
             v = values.get(f.name)
             if f.kind == "varargs":
                 args.extend(v or ())
@@ -273,7 +239,12 @@ class Form:
             new = typing.cast(nn.Module, self.cls(*bound.args, **bound.kwargs))
         except Exception as e:  # noqa: BLE001 - any constructor failure becomes a form error
             msg = f"{self.cls.__name__}(...) raised {type(e).__name__}: {_brief(e)}"
-            raise FormError({"__init__": msg}, self.cls) from e
+            errors = {"__init__": msg}
+            # One config field changed: the message belongs next to it too.
+            edited = [k for k in changes if k in self._by_name and self._by_name[k].group]
+            if len(edited) == 1:
+                errors[edited[0]] = f"{edited[0]}: {msg}"
+            raise FormError(errors, self.cls) from e
         if type(new) is self.cls and not self.cls.__module__.startswith("torch."):
             # User classes often keep no attributes named after their parameters: remembering
             # makes the rebuilt module's form exact (a second edit must not fall back to guesses).
@@ -362,13 +333,71 @@ def form(module_or_class: nn.Module | type) -> Form:
                 value = {}
             origin = "default"
         else:
-            value, origin = _current(module, p, derived, recorded)
-        f, info = _make_field(cls, p, value, origin)
+            value, origin = current(module, p, derived, recorded)
+        f, info = make_field(cls, p, value, origin)
         if origin == "attribute" and check_type(f, info, value) is not None:
             # A same-name attribute that does not fit the parameter (a submodule where a class
             # is expected, ...) is not the constructor value; show the default as a guess.
             guess = None if p.default is _MISSING else p.default
-            f, info = _make_field(cls, p, guess, "default")
+            f, info = make_field(cls, p, guess, "default")
         fields.append(f)
         infos[p.name] = info
-    return Form(cls, sig, tuple(fields), infos)
+    hint = ""
+    if module is not None and recorded is None and not cls.__module__.startswith("torch."):
+        hint = _infer(module, cls, sig, fields, infos)
+    notes = recorded_notes(module) if module is not None and recorded is not None else {}
+    out: list[Field] = []
+    out_infos: dict[str, KindInfo] = {}
+    for f in fields:
+        if f.name in notes:
+            f = dataclasses.replace(f, note=notes[f.name])
+        pairs = [(f, infos[f.name])]
+        if f.kind not in ("varargs", "varkw") and is_config(f.value):
+            pairs = expand(cls, f, infos[f.name])
+        for g, info in pairs:
+            out.append(g)
+            out_infos[g.name] = info
+    return Form(cls, sig, tuple(out), out_infos, hint)
+
+
+def _infer(
+    module: nn.Module,
+    cls: type,
+    sig: inspect.Signature,
+    fields: list[Field],
+    infos: dict[str, KindInfo],
+) -> str:
+    """Replace guessed fields (in place) by values a meta build confirms; the hint otherwise."""
+    if not any(guessed(f) for f in fields):
+        return ""
+    draft = Form(cls, sig, tuple(fields), infos)
+    base = draft.values
+    if "device" in base:
+        base["device"] = torch.device("meta")  # an explicit device would beat the meta context
+
+    def make(changes: dict[str, Any]) -> nn.Module:
+        bound = draft._bind({**base, **changes})
+        return typing.cast(nn.Module, cls(*bound.args, **bound.kwargs))
+
+    def fits(f: Field, value: Any) -> bool:
+        return check_type(f, infos[f.name], value) is None
+
+    found = infer(module, fields, fits, make)
+    if found.exact:
+        for i, f in enumerate(fields):
+            if f.name not in found.values:
+                continue
+            value = found.values[f.name]
+            # A default the build agrees with may still be wrong (a value that shapes nothing):
+            # it stays a guess; only a value the search had to find is "inferred".
+            if f.required or not _same(value, f.default):
+                fields[i], infos[f.name] = make_field(
+                    cls, sig.parameters[f.name], value, "inferred"
+                )
+        return ""
+    unknown = [f.name for f in fields if guessed(f)]
+    return (
+        f"{cls.__name__} keeps no attribute for {', '.join(unknown)}, and {found.reason}: "
+        "required ones stay empty, the others show their defaults. Build the model inside "
+        "`with tx.record_init_args():` to get exact forms."
+    )

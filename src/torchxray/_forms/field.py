@@ -19,8 +19,8 @@ class FormError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Field:
-    """One constructor parameter. ``origin``: attribute / derived / recorded / default (a guess
-    the view must flag). ``text`` is ``value`` as a UI input shows it; ``Form.parse`` reads it
+    """One constructor parameter. ``origin``: attribute / derived / recorded / inferred (checked
+    by a meta-device build that matches the live module) / default (a guess the view must flag). ``text`` is ``value`` as a UI input shows it; ``Form.parse`` reads it
     back. ``choices`` are labels (choice, class, callable kinds, or the strings an int_or_tuple
     also accepts, like a conv's "same")."""
 
@@ -36,3 +36,9 @@ class Field:
     optional: bool
     # Parameter.kind name (POSITIONAL_ONLY, VAR_POSITIONAL, KEYWORD_ONLY, ...), for binding.
     param_kind: str = "POSITIONAL_OR_KEYWORD"
+    # Sub-fields of a config argument: ``group`` is the argument ("config"), ``name`` is dotted
+    # ("config.hidden_size"); ``read`` says whether the class's own code reads it (None: unknown).
+    group: str = ""
+    read: bool | None = None
+    # Why the value is what it is, when the view should say it (an argument kept uncopied, ...).
+    note: str = ""

@@ -1,0 +1,176 @@
+"""Config objects as nested form fields: ``config.hidden_size``, ``config.num_attention_heads``, ...
+
+A constructor argument is a config when it is a ``transformers`` config, a dataclass instance, a
+``SimpleNamespace`` or any plain object whose public attributes are all literals. Its fields are
+listed with the ones the class reads first (``config.<name>`` and ``getattr(config, "<name>")``
+found with ``ast`` in the class's ``__init__`` and ``forward``), then the rest. An edit never
+touches the object the model's layers share: ``with_changes`` deep-copies it and sets the fields
+on the copy.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import dataclasses
+import functools
+import inspect
+import textwrap
+import types
+from typing import Any
+
+import torch
+
+from .field import Field
+from .kinds import KindInfo, kind_of
+from .values import to_text
+
+__all__ = ["config_items", "expand", "is_config", "reads", "with_changes"]
+
+_LITERALS = (bool, int, float, str, type(None))
+
+
+def _is_literal(value: Any, depth: int = 0) -> bool:
+    if isinstance(value, _LITERALS):
+        return True
+    if depth > 3:
+        return False
+    if isinstance(value, (tuple, list)):
+        return all(_is_literal(v, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return all(
+            isinstance(k, (str, int)) and _is_literal(v, depth + 1) for k, v in value.items()
+        )
+    return False
+
+
+def _is_hf(value: Any) -> bool:
+    return any(k.__name__ in ("PretrainedConfig", "PreTrainedConfig") for k in type(value).__mro__)
+
+
+def is_config(value: Any) -> bool:
+    """A config-like object whose attributes a form can show as fields."""
+    if value is None or isinstance(value, (type, torch.nn.Module, torch.Tensor, *_LITERALS)):
+        return False
+    if isinstance(value, (tuple, list, dict, set, frozenset)) or callable(value):
+        return False
+    if _is_hf(value) or isinstance(value, types.SimpleNamespace):
+        return True
+    if dataclasses.is_dataclass(value):
+        return True
+    attrs = _public(value)
+    return bool(attrs) and all(_is_literal(v) for v in attrs.values())
+
+
+def _public(value: Any) -> dict[str, Any]:
+    try:
+        return {k: v for k, v in vars(value).items() if not k.startswith("_")}
+    except TypeError:  # __slots__ objects and the like have no __dict__
+        return {}
+
+
+def config_items(value: Any) -> dict[str, Any]:
+    """The config's literal fields by name (nested configs and objects are left out)."""
+    if _is_hf(value):
+        try:
+            raw = value.to_dict()
+        except Exception:  # noqa: BLE001 - a config subclass whose to_dict fails: read attributes
+            raw = _public(value)
+        names = [k for k in raw if not k.startswith("_")]
+    elif dataclasses.is_dataclass(value):
+        names = [f.name for f in dataclasses.fields(value) if not f.name.startswith("_")]
+    else:
+        names = list(_public(value))
+    out: dict[str, Any] = {}
+    for name in names:
+        try:
+            v = getattr(value, name)
+        except Exception:  # noqa: BLE001 - a property that raises is not a field
+            continue
+        if _is_literal(v):
+            out[name] = v
+    return out
+
+
+@functools.lru_cache(maxsize=512)
+def reads(cls: type, param: str) -> tuple[str, ...]:
+    """Attribute names the class reads from its parameter ``param`` (``param.<name>``,
+    ``getattr(param, "<name>")``) in ``__init__`` and ``forward``, first use first; () when the
+    source cannot be read."""
+    found: dict[str, None] = {}
+    for meth in ("__init__", "forward"):
+        fn = getattr(cls, meth, None)
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))  # type: ignore[arg-type]
+        except (OSError, TypeError, SyntaxError, IndentationError):
+            continue
+        # forward reads `self.config.x`; __init__ reads the parameter itself.
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and _names_config(node.value, param, meth):
+                found.setdefault(node.attr, None)
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("getattr", "hasattr")
+                and len(node.args) >= 2
+                and _names_config(node.args[0], param, meth)
+                and isinstance(node.args[1], ast.Constant)
+                and isinstance(node.args[1].value, str)
+            ):
+                found.setdefault(node.args[1].value, None)
+    return tuple(found)
+
+
+def _names_config(node: ast.expr, param: str, meth: str) -> bool:
+    if isinstance(node, ast.Name):
+        return node.id == param
+    return (
+        meth == "forward"
+        and isinstance(node, ast.Attribute)
+        and node.attr == param
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    )
+
+
+def with_changes(config: Any, changes: dict[str, Any]) -> Any:
+    """A deep copy of ``config`` with ``changes`` set; the original is never touched."""
+    params = getattr(type(config), "__dataclass_params__", None)
+    if params is not None and params.frozen:
+        return dataclasses.replace(config, **changes)
+    new = copy.deepcopy(config)
+    for name, value in changes.items():
+        setattr(new, name, value)
+    return new
+
+
+def expand(cls: type, parent: Field, info: KindInfo) -> list[tuple[Field, KindInfo]]:
+    """The parent field (kind "config") followed by one sub-field per config field, those the
+    class reads first."""
+    items = config_items(parent.value)
+    read = reads(cls, parent.name)
+    order = [n for n in read if n in items] + [n for n in items if n not in read]
+    known = bool(read)
+    out = [(dataclasses.replace(parent, kind="config"), dataclasses.replace(info, kind="config"))]
+    for key in order:
+        value = items[key]
+        sub = kind_of(cls, key, inspect.Parameter.empty, value, value)
+        if value is None:
+            sub = dataclasses.replace(sub, optional=True)
+        f = Field(
+            name=f"{parent.name}.{key}",
+            kind=sub.kind,
+            value=value,
+            default=None,
+            required=False,
+            choices=sub.choices,
+            origin=parent.origin,
+            annotation="",
+            text=to_text(sub.kind, value),
+            optional=sub.optional,
+            param_kind="KEYWORD_ONLY",
+            group=parent.name,
+            read=(key in read) if known else None,
+        )
+        out.append((f, sub))
+    return out
