@@ -1,24 +1,20 @@
 // The module tree: lazy (children fetched on expand), virtualised (only the rows in view exist in the
-// DOM), folded runs of identical siblings, a kernel-side filter, and tree keyboard navigation.
-// Mirrors src/torchxray/tree.py through serialize.py's rows.
+// DOM) and folded runs of identical siblings. The filter bar is tree_filter.ts, the key map
+// tree_keys.ts, a row's cells tree_row.ts. Mirrors src/torchxray/tree.py through serialize.py's rows.
 import { clear, h, uid } from "./dom";
 import type { FoldRow, Item, MoreRow, NodeRow, Page, TreeState } from "./protocol";
 import { isFold, isMore } from "./protocol";
-import { foldKey, itemKey, rowCells, rowLabel } from "./tree_row";
+import { TreeFilter, type FilterResult } from "./tree_filter";
+import { treeKey, type TreeNav } from "./tree_keys";
+import { fitNames, foldKey, itemKey, rowCells, rowHeader, rowLabel } from "./tree_row";
 
-export { foldKey, rowLabel };
+export { foldKey, rowLabel, type FilterResult };
 
 export const ROW_HEIGHT = 22;
 /** Rows kept in the DOM at most, whatever the model size. */
 export const MAX_DOM_ROWS = 200;
 const OVERSCAN = 10;
 const FALLBACK_VIEW_HEIGHT = 400;
-
-export interface FilterResult {
-  count: number;
-  rows: NodeRow[];
-  truncated: boolean;
-}
 
 export interface TreeSource {
   children(parent: string, offset: number, limit: number, unfold: boolean): Promise<Page>;
@@ -35,22 +31,18 @@ interface VisibleRow {
   setsize: number;
 }
 
-export class TreeView {
+export class TreeView implements TreeNav {
   readonly el: HTMLElement;
   readonly tree: HTMLElement;
   private readonly viewport: HTMLElement;
   private readonly spacer: HTMLElement;
-  private readonly filterInput: HTMLInputElement;
-  private readonly regexBox: HTMLInputElement;
-  private readonly countEl: HTMLElement;
+  private readonly filter: TreeFilter;
   private readonly idBase = uid("tree");
   private root: NodeRow | null = null;
   private lists = new Map<string, Item[]>();
   private expanded = new Set<string>();
   private loading = new Set<string>();
   private filtered: FilterResult | null = null;
-  private filterTimer: ReturnType<typeof setTimeout> | undefined;
-  private filterSeq = 0;
   visible: VisibleRow[] = [];
   selected = "";
   focus = 0;
@@ -60,34 +52,19 @@ export class TreeView {
     private readonly onSelect: (path: string) => void,
     private readonly onError: (message: string) => void,
   ) {
-    this.filterInput = h("input", {
-      type: "search",
-      class: "tx-filter",
-      placeholder: "filter: substring of path or class",
-      "aria-label": "Filter modules",
-    });
-    this.regexBox = h("input", { type: "checkbox" });
-    this.countEl = h("span", { class: "tx-count", "aria-live": "polite" });
+    this.filter = new TreeFilter(
+      (query, regex) => this.source.filter(query, regex),
+      (result) => this.showFiltered(result),
+    );
     this.spacer = h("div", { class: "tx-spacer" });
     this.tree = h("div", { role: "tree", tabindex: 0, class: "tx-tree", "aria-label": "Modules" });
     this.viewport = h("div", { class: "tx-viewport" }, this.spacer);
     this.spacer.appendChild(this.tree);
-    this.el = h(
-      "div",
-      { class: "tx-treepane" },
-      h(
-        "div",
-        { class: "tx-filterbar" },
-        this.filterInput,
-        h("label", { class: "tx-regex" }, this.regexBox, "regex"),
-        this.countEl,
-      ),
-      this.viewport,
-    );
+    this.el = h("div", { class: "tx-treepane" }, this.filter.el, rowHeader(), this.viewport);
     this.viewport.addEventListener("scroll", () => this.render());
-    this.tree.addEventListener("keydown", (e) => this.onKey(e));
-    this.filterInput.addEventListener("input", () => this.scheduleFilter());
-    this.regexBox.addEventListener("change", () => this.scheduleFilter());
+    this.tree.addEventListener("keydown", (e) => {
+      if (!e.altKey && !e.ctrlKey && !e.metaKey && treeKey(this, e.key)) e.preventDefault();
+    });
   }
 
   /** New tree state from the kernel (first load or after a patch): keep what the user expanded. */
@@ -225,42 +202,23 @@ export class TreeView {
 
   // ---- filter ------------------------------------------------------------------------------
 
-  private scheduleFilter(): void {
-    clearTimeout(this.filterTimer);
-    this.filterTimer = setTimeout(() => void this.runFilter(), 200);
+  runFilter(): Promise<void> {
+    return this.filter.run();
   }
 
-  async runFilter(): Promise<void> {
-    const query = this.filterInput.value.trim();
-    const seq = ++this.filterSeq;
-    if (!query) {
-      this.filtered = null;
-      this.countEl.textContent = "";
+  setFilter(query: string, regex = false): Promise<void> {
+    return this.filter.set(query, regex);
+  }
+
+  private async showFiltered(result: FilterResult | null): Promise<void> {
+    this.filtered = result;
+    if (!result) {
       this.rebuild();
       if (this.selected) await this.reveal(this.selected);
       return;
     }
-    try {
-      const result = await this.source.filter(query, this.regexBox.checked);
-      if (seq !== this.filterSeq) return;
-      this.filtered = result;
-      const n = result.count;
-      this.countEl.textContent = `${n} match${n === 1 ? "" : "es"}${result.truncated ? " (first shown)" : ""}`;
-      this.countEl.classList.remove("tx-bad");
-    } catch (e) {
-      if (seq !== this.filterSeq) return;
-      this.filtered = { count: 0, rows: [], truncated: false };
-      this.countEl.textContent = String((e as Error).message ?? e);
-      this.countEl.classList.add("tx-bad");
-    }
     this.focus = 0;
     this.rebuild();
-  }
-
-  setFilter(query: string, regex = false): Promise<void> {
-    this.filterInput.value = query;
-    this.regexBox.checked = regex;
-    return this.runFilter();
   }
 
   // ---- flattening and rendering ------------------------------------------------------------
@@ -312,6 +270,7 @@ export class TreeView {
     if (active && this.focus >= first && this.focus < last) {
       this.tree.setAttribute("aria-activedescendant", `${this.idBase}-${this.focus}`);
     } else this.tree.removeAttribute("aria-activedescendant");
+    fitNames(this.el, this.tree);
   }
 
   private renderRow(row: VisibleRow, index: number): HTMLElement {
@@ -333,7 +292,7 @@ export class TreeView {
       return el;
     }
     el.setAttribute("aria-label", rowLabel(item));
-    const expandable = isFold(item) || (!isMore(item) && item.nkids > 0);
+    const expandable = this.expandable(index);
     // In filter results a row is open when the rows below it are its descendants.
     const open = this.filtered
       ? (this.visible[index + 1]?.depth ?? -1) > row.depth
@@ -361,7 +320,7 @@ export class TreeView {
   }
 
   /** Click or Enter on a row: select it; open it if closed (Enter also closes). */
-  private activate(index: number, fromKey: boolean): void {
+  activate(index: number, fromKey: boolean): void {
     const row = this.visible[index];
     if (!row?.item) return;
     this.focus = index;
@@ -384,7 +343,42 @@ export class TreeView {
     this.render();
   }
 
-  private moveFocus(index: number): void {
+  // ---- keyboard (tree_keys.ts) ---------------------------------------------------------------
+
+  get rowCount(): number {
+    return this.visible.length;
+  }
+
+  get filtering(): boolean {
+    return this.filtered !== null;
+  }
+
+  pageRows(): number {
+    return Math.floor(this.viewHeight() / ROW_HEIGHT);
+  }
+
+  expandable(index: number): boolean {
+    const item = this.visible[index]?.item;
+    if (!item) return false;
+    return isFold(item) || (!isMore(item) && item.nkids > 0);
+  }
+
+  isOpen(index: number): boolean {
+    const row = this.visible[index];
+    return Boolean(row) && this.expanded.has(row.key);
+  }
+
+  open(index: number): void {
+    const row = this.visible[index];
+    if (row) void this.toggle(row);
+  }
+
+  close(index: number): void {
+    const row = this.visible[index];
+    if (row) this.collapse(row.key);
+  }
+
+  moveFocus(index: number): void {
     if (!this.visible.length) return;
     this.focus = Math.max(0, Math.min(this.visible.length - 1, index));
     const item = this.visible[this.focus].item;
@@ -392,52 +386,9 @@ export class TreeView {
     this.scrollTo(this.focus);
   }
 
-  private parentIndex(index: number): number {
+  parentIndex(index: number): number {
     const depth = this.visible[index]?.depth ?? 0;
     for (let i = index - 1; i >= 0; i--) if (this.visible[i].depth < depth) return i;
     return index;
-  }
-
-  private onKey(e: KeyboardEvent): void {
-    const row = this.visible[this.focus];
-    const page = Math.max(1, Math.floor(this.viewHeight() / ROW_HEIGHT) - 1);
-    switch (e.key) {
-      case "ArrowDown":
-        this.moveFocus(this.focus + 1);
-        break;
-      case "ArrowUp":
-        this.moveFocus(this.focus - 1);
-        break;
-      case "PageDown":
-        this.moveFocus(this.focus + page);
-        break;
-      case "PageUp":
-        this.moveFocus(this.focus - page);
-        break;
-      case "Home":
-        this.moveFocus(0);
-        break;
-      case "End":
-        this.moveFocus(this.visible.length - 1);
-        break;
-      case "ArrowRight":
-        if (row?.item && !this.filtered) {
-          const expandable = isFold(row.item) || (!isMore(row.item) && row.item.nkids > 0);
-          if (expandable && !this.expanded.has(row.key)) void this.toggle(row);
-          else if (expandable) this.moveFocus(this.focus + 1);
-        }
-        break;
-      case "ArrowLeft":
-        if (row && this.expanded.has(row.key) && !this.filtered) this.collapse(row.key);
-        else this.moveFocus(this.parentIndex(this.focus));
-        break;
-      case "Enter":
-      case " ":
-        this.activate(this.focus, true);
-        break;
-      default:
-        return;
-    }
-    e.preventDefault();
   }
 }

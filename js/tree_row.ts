@@ -1,5 +1,6 @@
 // What one tree row shows: its accessible name, and its cells (name, class, markers, last probe
-// output shape, parameter count). Text only: module names come from the model.
+// output shape, parameter count), under a header naming the columns. Text only: module names come
+// from the model.
 import { formatCount, h } from "./dom";
 import type { Item } from "./protocol";
 import { isFold, isMore } from "./protocol";
@@ -14,6 +15,9 @@ const MARK_TEXT: Record<string, [string, string]> = {
   param: ["param", "parametrized"],
   wrap: ["wrap", "wraps another module"],
 };
+
+/** The share of the widget's width the tree may take to show its names whole. */
+const MAX_PANE = 0.55;
 
 export function foldKey(parent: string, start: number): string {
   return `fold:${parent}:${start}`;
@@ -37,25 +41,61 @@ export function rowLabel(item: Item): string {
   return `${item.path === "" ? "(model)" : item.name} ${item.cls}`;
 }
 
+/** The column names above the rows; the cells line up with `rowCells` through shared classes. */
+export function rowHeader(): HTMLElement {
+  return h(
+    "div",
+    { class: "tx-treehead", "aria-hidden": "true" },
+    h("span", { class: "tx-caret" }),
+    h("span", {}, "module · class"),
+    h("span", { class: "tx-spring" }),
+    h("span", { class: "tx-shape" }, "output shape"),
+    h("span", { class: "tx-params" }, "params"),
+  );
+}
+
 export function rowCells(item: Item): HTMLElement[] {
   if (isMore(item)) return [h("span", { class: "tx-muted" }, `… ${item.more} more (Enter to load)`)];
   if (isFold(item)) {
     return [
-      h("span", { class: "tx-name" }, `${lastName(item.first)}–${lastName(item.last)}`),
+      h("span", { class: "tx-name", title: `${item.first} – ${item.last}` }, `${lastName(item.first)}–${lastName(item.last)}`),
       h("span", { class: "tx-fold" }, `×${item.fold}`),
-      h("span", { class: "tx-cls" }, item.cls),
+      h("span", { class: "tx-cls", title: item.cls }, item.cls),
     ];
   }
+  // The title gives the whole path where a narrow pane has to cut the name short (issue #16).
   const cells = [
-    h("span", { class: "tx-name" }, item.path === "" ? "(model)" : item.name),
-    h("span", { class: "tx-cls" }, item.cls),
+    h("span", { class: "tx-name", title: item.path === "" ? "(model)" : item.path }, item.path === "" ? "(model)" : item.name),
+    h("span", { class: "tx-cls", title: item.cls }, item.cls),
   ];
   for (const m of item.marks ?? []) {
     const [text, title] = MARK_TEXT[m] ?? [m, m];
     cells.push(h("span", { class: `tx-mark tx-mark-${m}`, title }, text));
   }
   cells.push(h("span", { class: "tx-spring" }));
-  if (item.out) cells.push(h("span", { class: "tx-shape", title: "output shape (last probe)" }, item.out));
+  cells.push(h("span", { class: "tx-shape", title: item.out ? `output shape (last probe): ${item.out}` : undefined }, item.out ?? ""));
   cells.push(h("span", { class: "tx-params", title: `${item.params} parameters` }, formatCount(item.params)));
   return cells;
+}
+
+/** Widens the tree pane (up to MAX_PANE of the widget) until no shown row is cut short: names
+ * are what a person reads the tree by (issue #16). Stops once the person has sized it by hand. */
+export function fitNames(pane: HTMLElement, rows: HTMLElement): void {
+  const auto = pane.dataset.autoWidth ?? "";
+  if (pane.style.width !== auto) return; // the CSS resize handle set a width of its own
+  // What the widest row lacks to show its name, class and shape whole (those shrink, in that
+  // order from last to first, when the row is short: styles.css).
+  let need = 0;
+  for (const row of rows.children) {
+    let lack = 0;
+    for (const cell of row.querySelectorAll<HTMLElement>(".tx-name, .tx-cls, .tx-shape")) lack += cell.scrollWidth - cell.clientWidth;
+    need = Math.max(need, lack);
+  }
+  if (need <= 0) return;
+  const width = pane.getBoundingClientRect().width;
+  const room = (pane.parentElement?.getBoundingClientRect().width ?? 0) * MAX_PANE;
+  const next = Math.min(room, width + need + 2);
+  if (next <= width + 1) return;
+  pane.style.width = `${Math.round(next)}px`;
+  pane.dataset.autoWidth = pane.style.width;
 }

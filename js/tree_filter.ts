@@ -1,0 +1,80 @@
+// The tree's filter bar: a substring (or regex) query answered by the kernel, debounced while the
+// person types; an answer to an older query is dropped, and the count of matches is announced.
+import { h } from "./dom";
+import type { NodeRow } from "./protocol";
+
+export interface FilterResult {
+  count: number;
+  rows: NodeRow[];
+  truncated: boolean;
+}
+
+const DEBOUNCE_MS = 200;
+
+export class TreeFilter {
+  readonly el: HTMLElement;
+  private readonly input: HTMLInputElement;
+  private readonly regexBox: HTMLInputElement;
+  private readonly countEl: HTMLElement;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private seq = 0;
+
+  constructor(
+    private readonly query: (query: string, regex: boolean) => Promise<FilterResult>,
+    /** null: no filter (the plain tree again). */
+    private readonly onResult: (result: FilterResult | null) => Promise<void>,
+  ) {
+    this.input = h("input", {
+      type: "search",
+      class: "tx-filter",
+      placeholder: "filter: substring of path or class",
+      "aria-label": "Filter modules",
+    });
+    this.regexBox = h("input", { type: "checkbox" });
+    this.countEl = h("span", { class: "tx-count", "aria-live": "polite" });
+    this.el = h(
+      "div",
+      { class: "tx-filterbar" },
+      this.input,
+      h("label", { class: "tx-regex" }, this.regexBox, "regex"),
+      this.countEl,
+    );
+    this.input.addEventListener("input", () => this.schedule());
+    this.regexBox.addEventListener("change", () => this.schedule());
+  }
+
+  set(query: string, regex: boolean): Promise<void> {
+    this.input.value = query;
+    this.regexBox.checked = regex;
+    return this.run();
+  }
+
+  private schedule(): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.run(), DEBOUNCE_MS);
+  }
+
+  async run(): Promise<void> {
+    const query = this.input.value.trim();
+    const seq = ++this.seq;
+    this.countEl.classList.remove("tx-bad");
+    if (!query) {
+      this.countEl.textContent = "";
+      await this.onResult(null);
+      return;
+    }
+    let result: FilterResult;
+    try {
+      result = await this.query(query, this.regexBox.checked);
+      if (seq !== this.seq) return;
+      const n = result.count;
+      this.countEl.textContent = `${n} match${n === 1 ? "" : "es"}${result.truncated ? " (first shown)" : ""}`;
+    } catch (e) {
+      if (seq !== this.seq) return;
+      result = { count: 0, rows: [], truncated: false };
+      this.countEl.textContent = String((e as Error).message ?? e);
+      this.countEl.classList.add("tx-bad");
+    }
+    await this.onResult(result);
+  }
+}
