@@ -16,6 +16,9 @@ export interface Pane {
   readonly el: HTMLElement;
   /** Called when the tab becomes visible or the selection/state changes while it is visible. */
   show(): void | Promise<void>;
+  /** Called when the selection changes, even while the tab is hidden: drop what the person typed
+   * for the module before (a draft belongs to one module and one form). */
+  selectionChanged?(): void;
 }
 
 export function messageOf(e: unknown): string {

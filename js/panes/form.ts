@@ -1,6 +1,7 @@
 // Constructor form for the selected module (Apply = edit) and the "Replace with..." catalog, whose
 // chosen class's form the kernel prefills from the old module where parameter names match.
-// Mirrors src/torchxray/forms.py through serialize.form_dict.
+// Mirrors src/torchxray/forms.py through serialize.form_dict. What the person types is a draft of
+// one form for one module: it goes when the selection changes, after Apply, or on Reset.
 import { clear, h, uid } from "../dom";
 import type { Field } from "../protocol";
 import { RpcError } from "../protocol";
@@ -119,6 +120,12 @@ export class FormPane implements Pane {
     }
   }
 
+  selectionChanged(): void {
+    this.seq += 1; // a reply still on its way is for the old module
+    this.shown = null;
+    clear(this.el);
+  }
+
   private header(text: string): HTMLElement {
     return h("h4", {}, text);
   }
@@ -131,11 +138,13 @@ export class FormPane implements Pane {
     const general = h("div", { class: "tx-fielderr", role: "alert" });
     const apply = h("button", { type: "submit", class: "tx-primary" }, "Apply");
     const replace = h("button", { type: "button" }, "Replace with...");
+    const reset = h("button", { type: "button", title: "Forget the changes typed here: show the live values" }, "Reset");
     if (this.ctx.readonly) {
       apply.disabled = true;
       replace.disabled = true;
     }
-    form.append(general, h("div", { class: "tx-buttons" }, apply, replace));
+    reset.addEventListener("click", () => void this.show(true));
+    form.append(general, h("div", { class: "tx-buttons" }, apply, reset, replace));
     form.addEventListener("submit", (e) => {
       e.preventDefault();
       const changes = read(false);
@@ -237,8 +246,10 @@ export class FormPane implements Pane {
     const go = h("button", { type: "submit", class: "tx-primary" }, "Replace");
     const back = h("button", { type: "button" }, "Cancel");
     back.addEventListener("click", () => this.renderEdit(target));
+    const reset = h("button", { type: "button", title: "Forget the changes typed here" }, "Reset");
+    reset.addEventListener("click", () => void this.chooseClass(target, entry));
     if (target.aliases?.length) form.appendChild(h("div", { class: "tx-field" }, h("label", { for: which.id }, "which"), which));
-    form.append(general, h("div", { class: "tx-buttons" }, go, back));
+    form.append(general, h("div", { class: "tx-buttons" }, go, reset, back));
     form.addEventListener("submit", (e) => {
       e.preventDefault();
       void this.submit(errors, general, {
