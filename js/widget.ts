@@ -2,6 +2,7 @@
 // traitlets (state) and to the kernel's "rpc" command (actions). Mirrors src/torchxray/widget.py.
 import type { RenderProps } from "@anywidget/types";
 import { clear, h, uid } from "./dom";
+import { containKeys } from "./keys";
 import { FormPane } from "./panes/form";
 import { HistoryPane } from "./panes/history";
 import { MroPane } from "./panes/mro";
@@ -10,7 +11,7 @@ import { ProbePane } from "./panes/probe";
 import { SourcePane } from "./panes/source";
 import type { Ctx, Pane } from "./panes/context";
 import { messageOf } from "./panes/context";
-import type { Page, State } from "./protocol";
+import type { HistoryState, Page, State } from "./protocol";
 import { Rpc, SLOW_KINDS } from "./protocol";
 import { SnapshotRpc } from "./snapshot";
 import { TreeView, type FilterResult } from "./tree";
@@ -46,6 +47,11 @@ export function createExplorer(
   const busyEl = h("span", { class: "tx-busy", "aria-hidden": "true" });
   const alertText = h("span");
   const dismiss = h("button", { type: "button", class: "tx-link" }, "Dismiss");
+  // Undo is where a person looks after breaking the model: in the header, always, and next to a
+  // failure status (issue #16); Ctrl+Z / Ctrl+Shift+Z inside the widget do the same (keys.ts).
+  const undoBtn = h("button", { type: "button", title: "Undo the last patch (Ctrl+Z)" }, "Undo");
+  const redoBtn = h("button", { type: "button", title: "Redo the undone patch (Ctrl+Shift+Z)" }, "Redo");
+  const undoFailed = h("button", { type: "button", class: "tx-link tx-undofailed", hidden: true }, "Undo last patch");
   const alert = h("div", { role: "alert", class: "tx-alert", hidden: true }, alertText, dismiss);
   // Lumino (JupyterLab) would otherwise take arrows/Enter in the tree for notebook commands.
   const root = h("div", { class: "tx-root", "data-lm-suppress-shortcuts": "true" });
@@ -94,6 +100,25 @@ export function createExplorer(
     },
     error: showError,
     select: (path) => void selectPath(path),
+  };
+
+  const history = () => model.get("history") as HistoryState | undefined;
+  // While a patch or probe runs, a second Ctrl+Z would queue behind it: ignored, as the buttons are.
+  const idle = () => !readonly && !root.classList.contains("tx-isbusy");
+  const undo = () => {
+    if (idle() && history()?.can_undo) void ctx.run("undo", () => rpc.call({ kind: "undo" }));
+  };
+  const redo = () => {
+    if (idle() && history()?.can_redo) void ctx.run("redo", () => rpc.call({ kind: "redo" }));
+  };
+  undoBtn.addEventListener("click", undo);
+  undoFailed.addEventListener("click", undo);
+  redoBtn.addEventListener("click", redo);
+  const syncHistory = () => {
+    const s = history();
+    undoBtn.disabled = readonly || !s?.can_undo;
+    redoBtn.disabled = readonly || !s?.can_redo;
+    undoFailed.hidden = undoBtn.disabled || model.get("probe")?.ok !== false;
   };
 
   const source = {
@@ -195,7 +220,7 @@ export function createExplorer(
   const title = h("span", { class: "tx-title" }, "torchxray");
   const note = h("span", { class: "tx-note" }, readonly ? READ_ONLY_NOTE : "");
   root.append(
-    h("div", { class: "tx-header" }, title, status, busyEl, note),
+    h("div", { class: "tx-header" }, title, status, undoFailed, busyEl, note, h("span", { class: "tx-buttons" }, undoBtn, redoBtn)),
     alert,
     h("div", { class: "tx-main" }, tree.el, h("div", { class: "tx-side" }, tablist, panelBox)),
   );
@@ -204,6 +229,7 @@ export function createExplorer(
 
   on("change:tree", () => void tree.setState(model.get("tree")).then(refreshPane));
   on("change:selected", () => {
+    for (const name of TABS) panes[name].selectionChanged?.();
     void tree.reveal(model.get("selected"));
     if (active !== "Overview") refreshPane();
   });
@@ -212,9 +238,11 @@ export function createExplorer(
   });
   on("change:probe", () => {
     syncStatus();
+    syncHistory();
     if (active === "Probe" || active === "Overview") refreshPane();
   });
   on("change:history", () => {
+    syncHistory();
     if (active === "History") refreshPane();
   });
   on("change:busy", syncBusy);
@@ -229,6 +257,8 @@ export function createExplorer(
   }
   syncStatus();
   syncBusy();
+  syncHistory();
+  disposers.push(containKeys(root, { undo, redo }));
   if (model.get("error")) showError(model.get("error"));
   void panes.Overview.show();
 
@@ -239,6 +269,7 @@ export function createExplorer(
       readonly = true;
       rpc = new SnapshotRpc(snapshot, assets);
       note.textContent = READ_ONLY_NOTE;
+      syncHistory();
       refreshPane();
     });
   }

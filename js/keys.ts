@@ -1,0 +1,50 @@
+// Keys typed inside the widget stay inside it. In command mode JupyterLab's notebook acts on plain
+// letters wherever focus is in the notebook (b inserts a cell, m makes it Markdown, d d deletes the
+// cell holding this widget, z undoes a cell operation: issue #16), so the widget stops their
+// propagation, as JupyterLab's own text fields do. Escape and Shift/Ctrl/Alt+Enter still reach
+// the notebook (leave the widget, run the cell), and so do other Ctrl/Cmd shortcuts (save, ...).
+// Ctrl+Z / Ctrl+Shift+Z (or Ctrl+Y) undo and redo patches here, and only here.
+
+export interface UndoRedo {
+  undo(): void;
+  redo(): void;
+}
+
+const EVENTS = ["keydown", "keypress", "keyup"] as const;
+
+/** Keys the notebook keeps even when they are typed inside the widget. */
+function passesThrough(e: KeyboardEvent): boolean {
+  if (e.key === "Escape") return true;
+  if (e.key === "Enter") return e.shiftKey || e.ctrlKey || e.altKey || e.metaKey;
+  return (e.ctrlKey || e.metaKey) && !isUndoKey(e);
+}
+
+function isUndoKey(e: KeyboardEvent): boolean {
+  const k = e.key.toLowerCase();
+  return (e.ctrlKey || e.metaKey) && !e.altKey && (k === "z" || k === "y");
+}
+
+/** Where Ctrl+Z belongs to the text being edited, not to the patch log. */
+function editsText(target: EventTarget | null): boolean {
+  const el = target as HTMLElement | null;
+  if (!el || !el.tagName) return false;
+  if (el.isContentEditable || el.tagName === "TEXTAREA") return true;
+  return el.tagName === "INPUT" && !["checkbox", "radio", "button", "submit"].includes((el as HTMLInputElement).type);
+}
+
+/** Keeps keys typed inside `root` from the page; returns a function that removes the listeners. */
+export function containKeys(root: HTMLElement, log: UndoRedo): () => void {
+  const onKey = (e: KeyboardEvent) => {
+    if (passesThrough(e)) return;
+    e.stopPropagation();
+    if (e.type !== "keydown" || !isUndoKey(e) || editsText(e.target)) return;
+    e.preventDefault();
+    const redo = e.key.toLowerCase() === "y" || e.shiftKey;
+    if (redo) log.redo();
+    else log.undo();
+  };
+  for (const type of EVENTS) root.addEventListener(type, onKey);
+  return () => {
+    for (const type of EVENTS) root.removeEventListener(type, onKey);
+  };
+}
