@@ -16,7 +16,6 @@ registry searched along ``__mro__`` (``_forms.recover.RECOVERERS``); see those m
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import difflib
 import enum
@@ -32,7 +31,7 @@ from ._forms.config import expand, is_config, with_changes
 from ._forms.field import Field, FormError
 from ._forms.infer import guessed, infer
 from ._forms.kinds import KindInfo
-from ._forms.make import current, make_field
+from ._forms.make import brief, current, loose, make_field, same
 from ._forms.record import record_init_args, recorded_args, recorded_notes, remember
 from ._forms.recover import derived_values
 from ._forms.signature import original_class, signature
@@ -124,7 +123,7 @@ class Form:
         for name, raw in changes.items():
             if name not in self._by_name:
                 if has_varkw:
-                    values.setdefault("**", {})[name] = _loose(raw)
+                    values.setdefault("**", {})[name] = loose(raw)
                     continue
                 errors[name] = self._unknown(name)
                 continue
@@ -154,7 +153,7 @@ class Form:
                     values[group] = with_changes(values[group], sets)
                 except Exception as e:  # noqa: BLE001 - a config that validates its fields
                     for key in sets:
-                        errors[f"{group}.{key}"] = f"{group}.{key}: {_brief(e)}"
+                        errors[f"{group}.{key}"] = f"{group}.{key}: {brief(e)}"
         for f in self.fields:
             if (
                 f.required
@@ -172,7 +171,7 @@ class Form:
         for name, raw in changes.items():
             f = self._by_name.get(name)
             if f is not None and f.kind == "config" and isinstance(raw, str):
-                raw = _loose(raw) if raw.strip() != f.text.strip() else f.value
+                raw = loose(raw) if raw.strip() != f.text.strip() else f.value
             if f is not None and f.kind == "config" and isinstance(raw, dict):
                 out.update({f"{name}.{k}": v for k, v in raw.items()})
             elif f is not None and f.kind == "config" and not is_config(raw):
@@ -218,7 +217,7 @@ class Form:
             ):
                 args.append(v)
                 continue
-            if not f.required and _same(v, f.default):
+            if not f.required and same(v, f.default):
                 continue  # leave defaults to the class: identical, and robust to sentinels
             kwargs[f.name] = v
         kwargs.update(values.get("**", {}))
@@ -238,7 +237,7 @@ class Form:
         try:
             new = typing.cast(nn.Module, self.cls(*bound.args, **bound.kwargs))
         except Exception as e:  # noqa: BLE001 - any constructor failure becomes a form error
-            msg = f"{self.cls.__name__}(...) raised {type(e).__name__}: {_brief(e)}"
+            msg = f"{self.cls.__name__}(...) raised {type(e).__name__}: {brief(e)}"
             errors = {"__init__": msg}
             # One config field changed: the message belongs next to it too.
             edited = [k for k in changes if k in self._by_name and self._by_name[k].group]
@@ -252,33 +251,6 @@ class Form:
             # (5, 5), not the 5 that was passed).
             remember(new, bound.args, bound.kwargs)
         return new
-
-
-def _loose(raw: Any) -> Any:
-    """A **kwargs value from a UI: a literal if it reads as one, else the string itself."""
-    if not isinstance(raw, str):
-        return raw
-    try:
-        return ast.literal_eval(raw)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return raw
-
-
-def _same(a: Any, b: Any) -> bool:
-    if a is b:
-        return True
-    if isinstance(a, (bool, int, float, str, tuple, type(None))) and type(a) is type(b):
-        try:
-            return bool(a == b)
-        except Exception:  # noqa: BLE001
-            return False
-    return False
-
-
-def _brief(exc: BaseException) -> str:
-    # torch's C++ errors append "Exception raised from ..." and a native stack: keep the sentence.
-    text = str(exc).split("\nException raised from", 1)[0].strip()
-    return text if len(text) <= 300 else text[:297] + "..."
 
 
 def form(module_or_class: nn.Module | type) -> Form:
@@ -390,7 +362,7 @@ def _infer(
             value = found.values[f.name]
             # A default the build agrees with may still be wrong (a value that shapes nothing):
             # it stays a guess; only a value the search had to find is "inferred".
-            if f.required or not _same(value, f.default):
+            if f.required or not same(value, f.default):
                 fields[i], infos[f.name] = make_field(
                     cls, sig.parameters[f.name], value, "inferred"
                 )

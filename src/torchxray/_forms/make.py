@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import inspect
 from typing import Any
@@ -16,7 +17,7 @@ from .recover import tensor_device_dtype
 from .signature import ann_text
 from .values import to_text
 
-__all__ = ["current", "make_field"]
+__all__ = ["brief", "current", "loose", "make_field", "same"]
 
 _MISSING = inspect.Parameter.empty
 
@@ -95,3 +96,30 @@ def make_field(cls: type, p: inspect.Parameter, value: Any, origin: str) -> tupl
         param_kind=p.kind.name,
     )
     return f, info
+
+
+def loose(raw: Any) -> Any:
+    """A **kwargs value from a UI: a literal if it reads as one, else the string itself."""
+    if not isinstance(raw, str):
+        return raw
+    try:
+        return ast.literal_eval(raw)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return raw
+
+
+def same(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    if isinstance(a, (bool, int, float, str, tuple, type(None))) and type(a) is type(b):
+        try:
+            return bool(a == b)
+        except Exception:  # noqa: BLE001
+            return False
+    return False
+
+
+def brief(exc: BaseException) -> str:
+    # torch's C++ errors append "Exception raised from ..." and a native stack: keep the sentence.
+    text = str(exc).split("\nException raised from", 1)[0].strip()
+    return text if len(text) <= 300 else text[:297] + "..."
