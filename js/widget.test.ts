@@ -259,12 +259,14 @@ describe("Explorer widget", () => {
     panels.getBoundingClientRect = () => ({ top: 100 }) as DOMRect;
     const rect = vi.spyOn(HTMLElement.prototype, "getBoundingClientRect");
     rect.mockImplementation(function (this: HTMLElement) {
-      return { top: this === panels ? 100 : this.classList.contains("hll") ? 900 : 0 } as DOMRect;
+      if (this.classList.contains("tx-srctop")) return { top: 0, height: 40 } as DOMRect;
+      return { top: this === panels ? 100 : this.classList.contains("hll") ? 900 : 0, height: 18 } as DOMRect;
     });
     byRole(el, "tab", "Source")[0].click();
     await flush();
     rect.mockRestore();
-    expect(panels.scrollTop).toBe(900 - 100 - 54);
+    // The first forward line lands under the sticky header (40 px), two lines (18 px) below it.
+    expect(panels.scrollTop).toBe(900 - 100 - 40 - 2 * 18);
     byRole(el, "tab", "Overview")[0].click();
     await flush();
     expect(panels.scrollTop).toBe(0);

@@ -108,25 +108,29 @@ export class ProbePane implements Pane {
       );
     }
     // Fake mode counts FLOPs and measures nothing; real mode measures and counts FLOPs only when
-    // asked (probe.py): each column shows when some row has it.
+    // asked (probe.py): each column shows when some row has it, "before" when something changed.
     const flops = this.rows.some((x) => x.flops !== null);
     const real = this.rows.some((x) => x.time_ms !== null);
-    const head = ["module", "class", "calls", "input", "output", "before"];
+    const before = this.rows.some((x) => x.status === "changed" || x.status === "added");
+    const head = ["module", "class", "calls", "input", "output"];
+    if (before) head.push("before");
     if (flops) head.push("FLOPs");
     if (real) head.push("time", "peak mem");
     const table = h("table", { class: "tx-table" }, h("thead", {}, h("tr", {}, ...head.map((x) => h("th", {}, x)))));
     const body = h("tbody");
+    // Paths and shapes wrap (styles.css), so the table fits the pane without a sideways scroll.
+    const wrapped = (text: string) => h("td", { class: "tx-wrap tx-mono" }, text);
     for (const row of this.rows) {
       const tr = h(
         "tr",
-        { class: `tx-${row.status}`, title: row.status },
-        h("td", {}, row.path || "(model)"),
+        { class: `tx-${row.status}`, title: `${row.status} · click to select ${row.path || "(model)"}` },
+        h("td", { class: "tx-wrap" }, row.path || "(model)"),
         h("td", {}, row.cls),
         h("td", {}, String(row.calls)),
-        h("td", {}, row.inputs),
-        h("td", {}, row.outputs),
-        h("td", {}, row.status === "changed" ? (row.before ?? "") : row.status === "added" ? "(new)" : ""),
+        wrapped(row.inputs),
+        wrapped(row.outputs),
       );
+      if (before) tr.append(wrapped(row.status === "changed" ? (row.before ?? "") : row.status === "added" ? "(new)" : ""));
       if (flops) tr.append(h("td", {}, row.flops === null ? "" : formatCount(row.flops)));
       if (real) {
         tr.append(
@@ -134,6 +138,8 @@ export class ProbePane implements Pane {
           h("td", {}, row.mem_peak === null ? "" : formatBytes(row.mem_peak)),
         );
       }
+      // The table is a way into the tree: a click selects the module there (issue #16).
+      tr.addEventListener("click", () => this.ctx.select(row.path));
       body.appendChild(tr);
     }
     table.appendChild(body);

@@ -10,16 +10,19 @@ export type { SourceReply };
 export function renderSource(el: HTMLElement, r: SourceReply): void {
   clear(el);
   const where = r.file ? `${r.file}${r.line ? `:${r.line}` : ""}` : "";
-  el.appendChild(h("div", { class: "tx-srchead" }, h("strong", {}, r.qualname), where ? ` — ${where}` : ""));
+  // Sticky (styles.css): the file and line stay in view while the code scrolls.
+  const top = h("div", { class: "tx-srctop" });
+  top.appendChild(h("div", { class: "tx-srchead" }, h("strong", {}, r.qualname), where ? ` — ${where}` : ""));
   if (r.forward_lines) {
     const [a, b] = r.forward_lines;
     // An inherited `forward = some_function` can live above the class (e.g. Module's): say so
     // rather than promise a mark that is not in the shown source.
     const inside = r.line === null || a >= r.line;
     const text = inside ? `forward: lines ${a}–${b} (marked)` : `forward: lines ${a}–${b} (outside the class body)`;
-    el.appendChild(h("div", { class: "tx-muted" }, text));
+    top.appendChild(h("div", { class: "tx-muted" }, text));
   }
-  if (r.note) el.appendChild(h("div", { class: "tx-muted" }, r.note));
+  if (r.note) top.appendChild(h("div", { class: "tx-muted" }, r.note));
+  el.appendChild(top);
   if (r.html === null || r.html === undefined) {
     el.appendChild(h("p", { class: "tx-note" }, `No source: ${r.reason ?? "unknown reason"}`));
     return;
@@ -30,13 +33,22 @@ export function renderSource(el: HTMLElement, r: SourceReply): void {
   el.appendChild(code);
 }
 
-/** Scrolls the pane (only the widget's own scroller, never the notebook) to the marked forward. */
+/** Scrolls the pane (only the widget's own scroller, never the notebook) so that the marked
+ * forward starts near its top, just under the sticky header, with two lines of context above. */
 export function scrollToForward(el: HTMLElement): void {
+  el.style.paddingBottom = "";
   const mark = el.querySelector(".tx-source .hll");
   const scroller = el.closest(".tx-panels");
   if (!mark || !scroller) return;
+  const header = el.querySelector(".tx-srctop")?.getBoundingClientRect().height ?? 0;
+  const line = mark.getBoundingClientRect().height || 16;
+  // A forward at the end of its class could only reach the pane's bottom edge: room below the
+  // code lets it scroll up to the top, as an editor scrolls past the end.
+  const below = el.getBoundingClientRect().bottom - mark.getBoundingClientRect().top;
+  const short = scroller.clientHeight - header - 2 * line - below;
+  if (Number.isFinite(short) && short > 0) el.style.paddingBottom = `${Math.ceil(short)}px`;
   const offset = mark.getBoundingClientRect().top - scroller.getBoundingClientRect().top;
-  scroller.scrollTop += offset - 3 * 18; // a few lines of context above `def forward`
+  scroller.scrollTop = Math.max(0, scroller.scrollTop + offset - header - 2 * line);
 }
 
 export class SourcePane implements Pane {
