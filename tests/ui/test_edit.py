@@ -78,9 +78,10 @@ def test_form_edit_breaks_the_probe_then_undo(page: Page, lab: Lab, shots: Path)
     ex.get_by_role("tab", name="History").click()
     history = ex.get_by_role("tabpanel", name="History")
     expect(history).to_contain_text("out_channels")
-    ex.get_by_role("button", name="Undo").click()
+    # The History tab's own Undo (the header and the failure status have one too).
+    history.get_by_role("button", name="Undo").click()
     expect(status).to_have_text(re.compile(r"^probe ok"))
-    expect(ex.get_by_role("button", name="Redo")).to_be_enabled()
+    expect(history.get_by_role("button", name="Redo")).to_be_enabled()
     assert "Conv2d(3, 16" in run_cell(page, 2)
 
     # The form shows the restored module.

@@ -70,8 +70,10 @@ def test_to_html_file_browses_read_only_without_network(
         expect(page.get_by_role("button", name="Apply")).to_be_disabled()
         expect(page.get_by_role("button", name="Replace with...")).to_be_disabled()
         page.get_by_role("tab", name="History").click()
-        expect(page.get_by_role("tabpanel", name="History")).to_contain_text("out_features")
-        expect(page.get_by_role("button", name="Undo")).to_be_disabled()
+        history = page.get_by_role("tabpanel", name="History")
+        expect(history).to_contain_text("out_features")
+        expect(history.get_by_role("button", name="Undo")).to_be_disabled()
+        expect(page.get_by_role("button", name="Undo", exact=True).first).to_be_disabled()
         page.screenshot(path=str(shots / "to-html.png"))
     finally:
         context.close()
