@@ -160,11 +160,13 @@ def _holding_configs(module: nn.Module) -> list[Any]:
     config; its layers are often given it without keeping it), smallest container first."""
     if module in _holders:
         return _holders[module]
-    holders = [
-        o
-        for o in gc.get_objects()
-        if isinstance(o, nn.Module) and is_config(o.__dict__.get("config"))
-    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # isinstance on deprecated proxies (torch.distributed)
+        holders = [
+            o
+            for o in gc.get_objects()
+            if isinstance(o, nn.Module) and is_config(o.__dict__.get("config"))
+        ]
     found: dict[nn.Module, list[tuple[int, Any]]] = {}
     for h in holders:
         subs = list(h.modules())

@@ -14,12 +14,15 @@ import importlib
 import inspect
 import keyword
 import math
+import types
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 import torch.nn as nn
+
+from .._forms.config import config_items, is_config
 
 
 class Unwritable(ValueError):
@@ -28,6 +31,8 @@ class Unwritable(ValueError):
 
 HEADER = '''\
 # Replays torchxray patches. `model` must be a fresh instance of the patched model.
+import copy
+import dataclasses
 import itertools
 
 import torch
@@ -49,6 +54,17 @@ def _place(new, model, path, cast=True):
                 new.to(device=found[0].device, dtype=floats[0].dtype if floats else None)
             break
     return new.train(mode)
+
+
+def _config(base, changes):
+    """A copy of `base` (a config the model's layers share, never changed itself) with `changes`
+    set, as torchxray's form built it."""
+    if dataclasses.is_dataclass(base) and type(base).__dataclass_params__.frozen:
+        return dataclasses.replace(base, **changes)
+    new = copy.deepcopy(base)
+    for name, value in changes.items():
+        setattr(new, name, value)
+    return new
 
 
 @torch.no_grad()
@@ -97,6 +113,9 @@ class Ctx:
     known: Mapping[int, Sequence[str]]
     imports: set[str]
     drop: frozenset[str] = frozenset()
+    # (expression, config object) for every config the model holds: a config argument is written
+    # as a copy of the closest one with the differing fields set.
+    configs: Sequence[tuple[str, Any]] = ()
 
 
 def value_code(value: Any, ctx: Ctx) -> str:
@@ -113,6 +132,8 @@ def value_code(value: Any, ctx: Ctx) -> str:
         return f"{import_ref(type(value), ctx.imports)}.{value.name}"
     if isinstance(value, type):
         return import_ref(value, ctx.imports)
+    if is_config(value):
+        return config_code(value, ctx)
     if isinstance(value, nn.Module):
         paths = ctx.known.get(id(value))
         if paths:
@@ -129,6 +150,45 @@ def value_code(value: Any, ctx: Ctx) -> str:
     if inspect.isfunction(value) or inspect.isbuiltin(value):
         return import_ref(value, ctx.imports)
     raise Unwritable(f"no source form for {type(value).__name__} value {_short(value)}")
+
+
+def config_code(value: Any, ctx: Ctx) -> str:
+    """``_config(<a config of the model>, {changed fields})``, or a constructor call when the model
+    holds no config of that class."""
+    items = config_items(value)
+    best: tuple[int, str, dict[str, Any]] | None = None
+    for expr, base in ctx.configs:
+        if type(base) is not type(value):
+            continue
+        have = config_items(base)
+        diff = {k: v for k, v in items.items() if k not in have or not _same(have[k], v)}
+        if any(k not in items for k in have):
+            continue  # a field the copy lacks cannot be removed by setting others
+        if best is None or len(diff) < best[0]:
+            best = (len(diff), expr, diff)
+    if best is not None:
+        if not best[2] and any(b is value for _, b in ctx.configs):
+            return best[1]  # the model's own config object, passed as it is
+        return f"_config({best[1]}, {value_code(best[2], ctx)})"
+    if isinstance(value, types.SimpleNamespace):
+        ctx.imports.add("types")
+        cls_text = "types.SimpleNamespace"
+    else:
+        cls_text = import_ref(type(value), ctx.imports)
+    args = ", ".join(f"{k}={value_code(v, ctx)}" for k, v in items.items() if k.isidentifier())
+    return f"{cls_text}({args})"
+
+
+def model_configs(model: nn.Module) -> list[tuple[str, Any]]:
+    """(expression, config) for every config object a module of ``model`` keeps as ``config``."""
+    out: list[tuple[str, Any]] = []
+    seen: set[int] = set()
+    for path, m in model.named_modules():
+        cfg = m.__dict__.get("config")
+        if cfg is not None and id(cfg) not in seen and is_config(cfg):
+            seen.add(id(cfg))
+            out.append((f"model.get_submodule({path!r}).config" if path else "model.config", cfg))
+    return out
 
 
 def _short(value: Any) -> str:
@@ -225,7 +285,11 @@ class Change:
 
 
 def entry_code(
-    title: str, changes: Sequence[Change], known: Mapping[int, Sequence[str]], imports: set[str]
+    title: str,
+    changes: Sequence[Change],
+    known: Mapping[int, Sequence[str]],
+    imports: set[str],
+    configs: Sequence[tuple[str, Any]] = (),
 ) -> str:
     """The replay block of one entry: build every replacement first, then assign, so a wrapper
     referring to a model path reads it before any slot of this entry changes."""
@@ -238,7 +302,7 @@ def entry_code(
             continue
         try:
             drop = frozenset({"device", "dtype"}) if ch.cast else frozenset()
-            built = constructor(ch.new, Ctx(known, imports, drop))
+            built = constructor(ch.new, Ctx(known, imports, drop, configs))
         except Exception as exc:  # noqa: BLE001 - Unwritable, or a hostile module's attributes
             message = f"torchxray cannot write code for the replacement at {ch.old_path!r}: {exc}"
             lines.append(f"raise NotImplementedError({message!r})")
