@@ -59,11 +59,12 @@ def _place(new, model, path, cast=True):
 def _config(base, changes):
     """A copy of `base` (a config the model's layers share, never changed itself) with `changes`
     set, as torchxray's form built it."""
-    if dataclasses.is_dataclass(base) and type(base).__dataclass_params__.frozen:
-        return dataclasses.replace(base, **changes)
     new = copy.deepcopy(base)
-    for name, value in changes.items():
-        setattr(new, name, value)
+    try:
+        for name, value in changes.items():
+            setattr(new, name, value)
+    except dataclasses.FrozenInstanceError:
+        return dataclasses.replace(base, **changes)
     return new
 
 
