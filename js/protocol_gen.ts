@@ -235,6 +235,9 @@ export interface FormField {
   optional: boolean;
 }
 
+  group: string; // a config argument's sub-fields name it ("config"); "" otherwise
+  read: boolean | null; // the class's own code reads this config field (None: unknown)
+  note: string; // why the value is what it is (an argument recorded uncopied, ...)
 export interface ProbeRow {
   path: string;
   cls: string;
@@ -326,6 +329,7 @@ export interface FormReply {
   aliases: string[];
 }
 
+  hint: string; // why values are missing or guessed, and how to get exact ones; "" if none
 export interface PatchedReply {
   kind: "patched";
   id: number;

@@ -134,3 +134,18 @@ def test_every_public_module_has_examples_that_run() -> None:
         counts[name] = sum(1 for t in tests for ex in t.examples if ex.want.strip())
     assert all(counts.values()), f"modules without a checked example: {counts}"
     assert sum(counts.values()) >= 15, counts
+
+
+def test_the_architecture_map_names_every_module_and_only_real_ones() -> None:
+    doc = (Path(__file__).parents[1] / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    src = Path(tx.__file__).parent
+    modules = sorted(p.relative_to(src).as_posix() for p in src.rglob("*.py"))
+    # A subpackage's __init__.py is on the map as its folder ("_probe/").
+    names = [m.removesuffix("__init__.py") if "/" in m else m for m in modules]
+    missing = [m for m in names if f"`{m}" not in doc]
+    assert not missing, f"docs/ARCHITECTURE.md does not map: {missing}"
+    # And every module path the map cites exists (a renamed file leaves no stale line behind).
+    cited = set(re.findall(r"`(_?[a-z_]+(?:/[a-z_]+)?\.py)`", doc))
+    stale = sorted(c for c in cited if not (src / c).exists() and not c.startswith("test"))
+    assert not stale, f"docs/ARCHITECTURE.md cites modules that do not exist: {stale}"
+    assert "DESIGN.md" not in doc

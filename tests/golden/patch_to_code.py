@@ -1,4 +1,6 @@
 # Replays torchxray patches. `model` must be a fresh instance of the patched model.
+import copy
+import dataclasses
 import itertools
 
 import torch
@@ -20,6 +22,18 @@ def _place(new, model, path, cast=True):
                 new.to(device=found[0].device, dtype=floats[0].dtype if floats else None)
             break
     return new.train(mode)
+
+
+def _config(base, changes):
+    """A copy of `base` (a config the model's layers share, never changed itself) with `changes`
+    set, as torchxray's form built it."""
+    new = copy.deepcopy(base)
+    try:
+        for name, value in changes.items():
+            setattr(new, name, value)
+    except dataclasses.FrozenInstanceError:
+        return dataclasses.replace(base, **changes)
+    return new
 
 
 @torch.no_grad()

@@ -146,6 +146,9 @@ def form_dict(form: Form, path: str, rev: int, aliases: Sequence[str] = ()) -> F
                 "optional": f.optional,
             }
         )
+                "group": f.group,
+                "read": f.read,
+                "note": _clip(f.note, 400),
     return {
         "kind": "form",
         "path": path,
@@ -156,6 +159,7 @@ def form_dict(form: Form, path: str, rev: int, aliases: Sequence[str] = ()) -> F
         "aliases": list(aliases),
     }
 
+        "hint": _clip(form.hint, 1000),
 
 def mro_dict(classes: Sequence[ClassInfo], dot: str) -> MroReply:
     return {
