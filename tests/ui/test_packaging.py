@@ -66,11 +66,20 @@ def wheel_lab(
 
 
 def _run_all_and_wait(page: Page) -> None:
-    # Both apps: Run > Run All Cells, then every code cell shows an execution count.
-    page.get_by_role("menubar").get_by_role("menuitem", name="Run", exact=True).click()
-    label = page.locator(".lm-Menu-itemLabel").get_by_text("Run All Cells", exact=True)
-    page.locator(".lm-Menu .lm-Menu-item").filter(has=label).filter(visible=True).first.click()
+    """Run > Run All Cells (both apps), then every code cell shows an execution count.
+
+    Notebook 7 has no status bar naming the kernel's state, and cells run before its kernel is
+    connected are dropped: when the first cell has not started after a while, run them again."""
     prompts = code_cells(page).locator(".jp-InputPrompt")
+    for _ in range(6):
+        page.get_by_role("menubar").get_by_role("menuitem", name="Run", exact=True).click()
+        label = page.locator(".lm-Menu-itemLabel").get_by_text("Run All Cells", exact=True)
+        page.locator(".lm-Menu .lm-Menu-item").filter(has=label).filter(visible=True).first.click()
+        try:
+            expect(prompts.first).to_have_text(re.compile(r"\[(\d+|\*)\]:"), timeout=15_000)
+            break
+        except AssertionError:
+            continue
     for i in range(prompts.count()):
         expect(prompts.nth(i)).to_have_text(re.compile(r"\[\d+\]:"), timeout=180_000)
 
@@ -109,12 +118,21 @@ def notebook7(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         server.stop()
 
 
-def test_notebook7_open_select_edit_undo(page: Page, notebook7: Lab, shots: Path) -> None:
+def test_notebook7_open_select_edit_undo(
+    page: Page, notebook7: Lab, shots: Path, request: pytest.FixtureRequest
+) -> None:
     nb = notebook7.write_notebook(
         "nb7.ipynb", RESNET_SETUP, "ex = tx.explore(model, x)\nex", "print(model.conv1)"
     )
     page.goto(f"{notebook7.url}/notebooks/{nb}")
     expect(page.locator(".jp-NotebookPanel")).to_be_visible()
+    # Notebook 7.6 itself throws while loading a notebook ("Cannot read properties of undefined
+    # (reading 'schema')" in its notebook_core bundle, with a plain print(1) notebook too): not
+    # ours, so it is not held against the flow. Any other page error still fails it.
+    page.wait_for_timeout(3000)
+    request.node.page_errors[:] = [
+        e for e in request.node.page_errors if "reading 'schema'" not in e
+    ]
     # Notebook 7 names the kernel's state in its toolbar's kernel status indicator.
     idle = page.locator(".jp-Notebook-ExecutionIndicator")
     expect(idle).to_have_attribute("data-status", "idle", timeout=120_000)
@@ -134,8 +152,7 @@ def test_notebook7_open_select_edit_undo(page: Page, notebook7: Lab, shots: Path
     expect(status).to_have_text(re.compile(r"probe failed at bn1\b"))
     page.screenshot(path=str(shots / "notebook7-edit.png"))
 
-    ex.get_by_role("tab", name="History").click()
-    ex.get_by_role("tabpanel", name="History").get_by_role("button", name="Undo").click()
+    ex.get_by_role("button", name="Undo", exact=True).click()
     expect(status).to_have_text(re.compile(r"^probe ok"))
     ex.get_by_role("tab", name="Form").click()
     expect(ex.get_by_label("out_channels", exact=True)).to_have_value("16")
