@@ -8,41 +8,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import sys
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 import torch
 
-from . import models, suites
+from . import models, real, suites
 from .gpu import gpu_suite
+from .machine import machine
 from .report import Results, render
 
 SECTIONS = ("walk", "probe", "edit", "sizes", "browser", "gpu")
-
-
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    try:
-        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-        mem_text = f", {mem:.0f} GiB RAM"
-    except (ValueError, OSError, AttributeError):
-        mem_text = ""
-    gpu = f", {torch.cuda.get_device_name()}" if torch.cuda.is_available() else ", no GPU"
-    return (
-        f"{cpu}, {os.cpu_count()} CPUs (torch threads {torch.get_num_threads()}){mem_text}{gpu}; "
-        f"Python {platform.python_version()}, torch {torch.__version__}, {platform.system()}"
-    )
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -82,14 +61,15 @@ def main(argv: list[str] | None = None) -> int:
 
     need_synth = {"walk", "probe"} & set(args.only)
     synth10 = models.synthetic(10_000).eval() if need_synth else None
-    llama = models.llama_70b() if need_synth else None
+    llama = real.llama_70b() if need_synth else None
     if "walk" in args.only:
         log("building the 100k-module model")
         synth100 = models.synthetic(100_000).eval()
         walk_models = {
             "synthetic 10k": synth10,
-            "Llama-70B (meta)": llama,
+            "Llama-70B (transformers, meta)": llama,
             "synthetic 100k": synth100,
+            "lookalike: Llama-70B (demo, meta)": models.llama_70b(),
         }
         for name, model in walk_models.items():
             log(f"walk: {name}")
@@ -101,19 +81,33 @@ def main(argv: list[str] | None = None) -> int:
         del synth100, walk_models
     if "probe" in args.only:
         img = suites.fresh_inputs("image")
-        cases = [
-            ("ResNet-50", models.resnet50().eval(), img, True),
-            ("ViT-B/16", models.vit_b16().eval(), img, True),
-            ("synthetic 10k", synth10, suites.fresh_inputs("synthetic"), True),
-            ("Llama-70B (meta)", llama, suites.fresh_inputs("tokens-meta"), False),
-        ]
-        for case in cases:
-            log(f"probe: {case[0]}")
-            suites.probe_suite(res, [case], repeats)  # type: ignore[list-item]
+        # (name, build, inputs, also run for real); each model is built when its turn comes and
+        # dropped after, so the run never holds them all.
+        cases: list[tuple[str, Any, Any, bool]] = [
+            ("Llama-70B (transformers, meta)", lambda: llama, _meta_tokens, False),
+            ("Mixtral-8x7B (transformers, meta)", real.mixtral_8x7b, _meta_tokens, False),
+            ("ResNet-50 (timm)", real.resnet50, lambda m: img, True),
+            ("ConvNeXt-T (timm)", real.convnext_tiny, lambda m: img, True),
+            ("ViT-B/16 (timm)", real.vit_b16, lambda m: img, True),
+            ("Llama 87M (transformers, CPU)", real.llama_cpu, real.tokens, True),
+            ("GPT-2 124M (transformers)", real.gpt2, real.tokens, True),
+            ("BERT-base (transformers)", real.bert, real.tokens, True),
+            ("Mixtral 8 experts (transformers, CPU)", real.mixtral_cpu, real.tokens, True),
+            ("synthetic 10k", lambda: synth10, lambda m: suites.fresh_inputs("synthetic"), True),
+            ("lookalike: ResNet-50", lambda: models.resnet50().eval(), lambda m: img, True),
+            ("lookalike: ViT-B/16", lambda: models.vit_b16().eval(), lambda m: img, True),
+            ("lookalike: Llama-70B (demo, meta)", models.llama_70b,
+             lambda m: suites.fresh_inputs("tokens-meta"), False),
+        ]  # fmt: skip
+        for name, make, inputs, run_real in cases:
+            log(f"probe: {name}")
+            model = make()
+            suites.probe_suite(res, [(name, model, inputs(model), run_real)], repeats)
+            del model
     if "edit" in args.only:
-        log("edit: ResNet-50")
+        log("edit: ResNet-50 (timm)")
         suites.edit_suite(
-            res, "ResNet-50", models.resnet50().eval(), suites.fresh_inputs("image"), repeats
+            res, "ResNet-50 (timm)", real.resnet50(), suites.fresh_inputs("image"), repeats
         )
     if "sizes" in args.only:
         suites.size_suite(res)
@@ -137,6 +131,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps(_as_json(res), indent=1))
     return 0
+
+
+def _meta_tokens(model: torch.nn.Module) -> tuple[torch.Tensor]:
+    return real.tokens(model, device="meta")
 
 
 def _as_json(res: Results) -> dict[str, object]:

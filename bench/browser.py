@@ -174,7 +174,7 @@ def measure(
 
 
 def machine() -> str:
-    from bench.__main__ import machine as bench_machine
+    from bench.machine import machine as bench_machine
 
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
