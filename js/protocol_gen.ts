@@ -233,11 +233,11 @@ export interface FormField {
   origin: string;
   annotation: string;
   optional: boolean;
-}
-
   group: string; // a config argument's sub-fields name it ("config"); "" otherwise
   read: boolean | null; // the class's own code reads this config field (None: unknown)
   note: string; // why the value is what it is (an argument recorded uncopied, ...)
+}
+
 export interface ProbeRow {
   path: string;
   cls: string;
@@ -327,9 +327,9 @@ export interface FormReply {
   fields: FormField[];
   rev: number;
   aliases: string[];
+  hint: string; // why values are missing or guessed, and how to get exact ones; "" if none
 }
 
-  hint: string; // why values are missing or guessed, and how to get exact ones; "" if none
 export interface PatchedReply {
   kind: "patched";
   id: number;

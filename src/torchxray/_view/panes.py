@@ -144,11 +144,11 @@ def form_dict(form: Form, path: str, rev: int, aliases: Sequence[str] = ()) -> F
                 "origin": f.origin,
                 "annotation": _clip(f.annotation, 200),
                 "optional": f.optional,
-            }
-        )
                 "group": f.group,
                 "read": f.read,
                 "note": _clip(f.note, 400),
+            }
+        )
     return {
         "kind": "form",
         "path": path,
@@ -157,9 +157,9 @@ def form_dict(form: Form, path: str, rev: int, aliases: Sequence[str] = ()) -> F
         "fields": fields,
         "rev": rev,
         "aliases": list(aliases),
+        "hint": _clip(form.hint, 1000),
     }
 
-        "hint": _clip(form.hint, 1000),
 
 def mro_dict(classes: Sequence[ClassInfo], dot: str) -> MroReply:
     return {

@@ -151,11 +151,11 @@ class FormField(TypedDict):
     origin: str
     annotation: str
     optional: bool
-
-
     group: str  # a config argument's sub-fields name it ("config"); "" otherwise
     read: bool | None  # the class's own code reads this config field (None: unknown)
     note: str  # why the value is what it is (an argument recorded uncopied, ...)
+
+
 class ProbeRow(TypedDict):
     path: str
     cls: str
@@ -239,9 +239,9 @@ class FormReply(TypedDict):
     fields: list[FormField]
     rev: int
     aliases: list[str]
-
-
     hint: str  # why values are missing or guessed, and how to get exact ones; "" if none
+
+
 class PatchedReply(TypedDict):
     kind: Literal["patched"]
     id: int
