@@ -22,6 +22,7 @@ __version__ = "0.1.0"
 from .catalog import CatalogEntry, catalog, register, resolve, unregister
 from .diff import ModelDiff, ParamChange, diff
 from .forms import Field, Form, FormError, form, record_init_args
+from .memory import MemoryRecord, MemoryReport, memory
 from .mro import ClassInfo, mro_class, mro_classes, mro_graph
 from .patch import PatchEntry, PatchLog
 from .probe import ProbeReport, probe
@@ -39,6 +40,8 @@ __all__ = [
     "Field",
     "Form",
     "FormError",
+    "MemoryRecord",
+    "MemoryReport",
     "ModelDiff",
     "ModelTree",
     "Node",
@@ -53,6 +56,7 @@ __all__ = [
     "diff",
     "explore",
     "form",
+    "memory",
     "mro_class",
     "mro_classes",
     "mro_graph",

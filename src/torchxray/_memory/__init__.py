@@ -1,0 +1,1 @@
+"""Private helpers of `torchxray.memory`: the fake run that measures a step, optimizer state."""

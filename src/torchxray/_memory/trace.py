@@ -1,0 +1,163 @@
+"""One fake step of a model: a forward (and, when training, a backward) on fake copies of its
+parameters, buffers and inputs, recording what autograd saves for backward, per module, and the
+live total over time. Nothing is allocated and the model is never changed: its tensors are
+swapped for fakes by `torch.func.functional_call` for the call only, train/eval flags and
+attributes a forward cached on a module are put back, and the global hooks are removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+from torch.func import functional_call
+from torch.nn.modules import module as module_hooks
+from torch.utils import _pytree as pytree
+
+from .live import LiveBytes, storage_key
+
+__all__ = ["StepTrace", "trace_step"]
+
+
+@dataclass
+class StepTrace:
+    """What one fake step measured: bytes saved for backward per module (charged to the
+    innermost module whose forward was running when autograd saved them, each storage once),
+    the highest live total within each module's forward, and over the whole step."""
+
+    saved: dict[str, int] = field(default_factory=dict)
+    peaks: dict[str, int] = field(default_factory=dict)
+    peak: int = 0
+    error: str | None = None
+    device: str = "cpu"  # where the step ran (an offloaded weight's execution device)
+
+
+class _Stack:
+    """The module calls in progress, from global forward hooks (removed when the step ends)."""
+
+    def __init__(self, paths: dict[int, str], live: LiveBytes, trace: StepTrace) -> None:
+        self.paths, self.live, self.trace = paths, live, trace
+        self.open: list[str] = []
+
+    def pre(self, module: nn.Module, args: Any) -> None:
+        path = self.paths.get(id(module))
+        if path is not None:
+            self.open.append(path)
+            self.live.enter()
+
+    def post(self, module: nn.Module, args: Any, output: Any) -> None:
+        path = self.paths.get(id(module))
+        if path is not None and self.open and self.open[-1] == path:
+            self.open.pop()
+            top = self.live.leave()
+            peaks = self.trace.peaks
+            if top > peaks.get(path, 0):
+                peaks[path] = top
+
+
+@contextlib.contextmanager
+def _flags(modules: list[nn.Module], training: bool) -> Iterator[None]:
+    """Every module in train (or eval) mode for the step, each flag put back exactly after."""
+    flags = [m.training for m in modules]
+    try:
+        for m in modules:
+            m.__dict__["training"] = training
+        yield
+    finally:
+        for m, flag in zip(modules, flags):
+            m.__dict__["training"] = flag
+
+
+@contextlib.contextmanager
+def _attributes_kept(modules: list[nn.Module]) -> Iterator[None]:
+    """A forward that caches a tensor on its module (a rotary table, a mask) would leave a fake
+    there: restore each module's plain attributes that changed during the step."""
+    before = [dict(vars(m)) for m in modules]
+    try:
+        yield
+    finally:
+        from torch._subclasses.fake_tensor import FakeTensor
+
+        for m, attrs in zip(modules, before):
+            now = vars(m)
+            if any(isinstance(v, FakeTensor) for v in now.values()):
+                for key in [k for k, v in now.items() if isinstance(v, FakeTensor)]:
+                    if key in attrs:
+                        now[key] = attrs[key]
+                    else:
+                        del now[key]
+
+
+def _loss(output: Any) -> torch.Tensor | None:
+    """A scalar to run backward from: the output's `loss` when the model computed one (Hugging
+    Face models given labels), else the sum of every floating output that requires grad."""
+    loss = getattr(output, "loss", None)
+    if isinstance(loss, torch.Tensor) and loss.requires_grad:
+        return loss
+    total = None
+    for leaf in pytree.tree_leaves(output):
+        if isinstance(leaf, torch.Tensor) and leaf.requires_grad and leaf.is_floating_point():
+            total = leaf.sum() if total is None else total + leaf.sum()
+    return total
+
+
+def trace_step(
+    model: nn.Module,
+    modules: list[tuple[str, nn.Module]],
+    fake_mode: Any,
+    tensors: dict[str, torch.Tensor],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    training: bool,
+) -> StepTrace:
+    """Run the step on `tensors` (fake parameters and buffers by name, tied names included) and
+    fake inputs; `modules` are the model's (path, module) pairs, each module once."""
+    trace = StepTrace()
+    live = LiveBytes()
+    stack = _Stack({id(m): p for p, m in modules}, live, trace)
+    fixed = {storage_key(t)[0] for t in tensors.values()}
+    seen: set[int] = set()
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        key, nbytes = storage_key(t)
+        if key not in fixed and key not in seen:  # weights are counted as weights
+            seen.add(key)
+            where = stack.open[-1] if stack.open else ""
+            trace.saved[where] = trace.saved.get(where, 0) + nbytes
+        return t
+
+    for t in tensors.values():
+        live.track(t)
+    for leaf in pytree.tree_leaves((args, kwargs)):
+        if isinstance(leaf, torch.Tensor):
+            live.track(leaf)
+    objs = [m for _, m in modules]
+    with contextlib.ExitStack() as es:
+        es.enter_context(_flags(objs, training))
+        es.enter_context(_attributes_kept(objs))
+        es.callback(module_hooks.register_module_forward_pre_hook(stack.pre).remove)
+        es.callback(module_hooks.register_module_forward_hook(stack.post).remove)
+        es.enter_context(fake_mode)
+        es.enter_context(live)
+        es.enter_context(torch.enable_grad() if training else torch.no_grad())
+        if training:
+            es.enter_context(torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t))
+        try:
+            output = functional_call(model, tensors, args, kwargs, strict=False)
+            if training:
+                loss = _loss(output)
+                del output
+                if loss is not None:
+                    loss.backward()
+                del loss
+            else:
+                del output
+        except Exception as exc:
+            where = stack.open[-1] if stack.open else ""
+            trace.error = f"{type(exc).__name__} in {where or 'the model'!r}: {exc}"
+    trace.peak = live.peak
+    return trace

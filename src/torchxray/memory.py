@@ -1,0 +1,297 @@
+"""`memory(model, *args, training=False, optimizer=None) -> MemoryReport`: what a forward (or a
+training step) costs in bytes, measured on fake tensors: nothing is allocated, so it works on
+meta models of any size, and on CPU and CUDA models without touching their memory.
+
+    >>> import torch, torch.nn as nn
+    >>> model = nn.Sequential(nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+    >>> rep = memory(model, torch.randn(32, 512), training=True, optimizer="adamw")
+    >>> rep.params == rep.grads == sum(p.numel() * 4 for p in model.parameters())
+    True
+    >>> rep.optimizer == 2 * rep.params, rep["0"].activations > 0
+    (True, True)
+
+Weights (`params`, `buffers`) count each tensor once, however often it is shared or tied.
+`grads` are the trainable parameters' gradients and `optimizer` the optimizer's state (see
+`_memory.optim`), both only when `training`. `activations` are the bytes autograd saves for
+backward, measured with saved-tensor hooks during a fake forward (each storage once; weights
+excluded), charged to the innermost module whose forward saved them. `peak` is the highest live
+total of a fake forward (and backward, plus the optimizer state, when training): weights, inputs,
+activations and every temporary an op makes, freed when the run lets go of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+from torch.utils import _pytree as pytree
+
+from ._memory.optim import state_bytes
+from ._memory.trace import StepTrace, trace_step
+from ._probe.placement import execution_devices, offload_paused
+
+__all__ = ["MemoryRecord", "MemoryReport", "memory"]
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRecord:
+    """One module's bytes: its whole subtree, each tensor once. `activations_own` are those
+    saved while this module's own code ran (not a child's); `peak` is the highest live total of
+    the whole run while this module's forward was running (0 when it was not called)."""
+
+    path: str
+    cls: str
+    params: int
+    buffers: int
+    grads: int
+    optimizer: int
+    activations: int
+    activations_own: int
+    peak: int
+
+    @property
+    def total(self) -> int:
+        """Weights, gradients, optimizer state and saved activations together."""
+        return self.params + self.buffers + self.grads + self.optimizer + self.activations
+
+
+@dataclass(frozen=True)
+class MemoryReport:
+    """Bytes of the whole model (see the module docstring); `report[path]` gives a module's
+    `MemoryRecord`. `fits(capacity)` compares the peak with a size in bytes or a device."""
+
+    training: bool
+    optimizer_name: str | None
+    device: str
+    dtypes: tuple[str, ...]
+    params: int
+    buffers: int
+    grads: int
+    optimizer: int
+    activations: int
+    peak: int
+    records: Mapping[str, MemoryRecord] = field(repr=False)
+    aliases: Mapping[str, str] = field(repr=False, default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return self.params + self.buffers + self.grads + self.optimizer + self.activations
+
+    def __getitem__(self, path: str) -> MemoryRecord:
+        path = self.aliases.get(path, path)
+        try:
+            return self.records[path]
+        except KeyError:
+            close = [p for p in self.records if p.startswith(path.rsplit(".", 1)[0])][:3]
+            raise KeyError(
+                f"no module at path {path!r}; paths are dotted as in model.named_modules()"
+                + (f", e.g. {', '.join(map(repr, close))}" if close else "")
+            ) from None
+
+    def __iter__(self) -> Iterator[MemoryRecord]:
+        return iter(self.records.values())
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def fits(self, capacity: int | str | torch.device) -> bool:
+        """Whether the peak fits in `capacity`: bytes, or a CUDA device ("cuda:0") whose total
+        memory is read from the driver."""
+        if isinstance(capacity, (str, torch.device)):
+            dev = torch.device(capacity)
+            if dev.type != "cuda":
+                raise ValueError(f"fits() reads the size of CUDA devices only, got {dev}")
+            capacity = torch.cuda.get_device_properties(dev).total_memory
+        return self.peak <= int(capacity)
+
+    def summary(self) -> str:
+        parts = [
+            f"{k} {_human(getattr(self, k))}"
+            for k in ("params", "buffers", "grads", "optimizer", "activations")
+            if getattr(self, k)
+        ]
+        what = "training step" if self.training else "forward"
+        return f"{what} on {self.device}: peak {_human(self.peak)} ({', '.join(parts)})"
+
+    def __repr__(self) -> str:
+        return f"MemoryReport({self.summary()})"
+
+
+def _human(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(size) < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} TiB"  # pragma: no cover
+
+
+def memory(
+    model: nn.Module,
+    *args: Any,
+    training: bool = False,
+    optimizer: str | torch.optim.Optimizer | None = None,
+    batch: Any = None,
+    **kwargs: Any,
+) -> MemoryReport:
+    """Measure `model(*args, **kwargs)` (a forward, or with ``training=True`` a training step)
+    on fake tensors; see the module docstring for the fields. ``optimizer``: one of
+    "adamw", "adam", "sgd" (with momentum), "rmsprop", "adagrad", or a `torch.optim.Optimizer`
+    whose state layout is read; None counts no optimizer state. ``batch``: inputs as a loader
+    gives them, a mapping of keyword inputs (a tokenizer's output) or a tensor or tuple of
+    positional ones, added to ``args``/``kwargs``. Raises ValueError when the forward fails."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"memory() needs a torch.nn.Module, got {type(model).__name__}")
+    if optimizer is not None and not training:
+        raise ValueError(
+            "memory(optimizer=...) counts optimizer state, which exists only when training: "
+            "pass training=True too"
+        )
+    args, kwargs = _with_batch(args, kwargs, batch)
+    modules = list(model.named_modules())
+    params = _unique(model.parameters())
+    buffers = _unique(model.buffers())
+    trainable = [p for p in params if p.requires_grad] if training else []
+    opt = state_bytes(optimizer, trainable) if optimizer is not None else {}
+    trace = _fake_step(model, modules, args, kwargs, training)
+    if trace.error is not None:
+        raise ValueError(
+            f"memory(): the fake forward failed: {trace.error}. Check the example inputs "
+            "(tx.probe(model, ...) shows the shapes each layer receives)"
+        )
+    grad_ids = {id(p) for p in trainable}
+    records = _records(modules, grad_ids, opt, trace)
+    root = records[""]
+    dtypes = sorted({str(t.dtype).removeprefix("torch.") for t in (*params, *buffers)})
+    aliases = {}
+    seen: dict[int, str] = {}
+    for path, m in model.named_modules(remove_duplicate=False):
+        if id(m) in seen and seen[id(m)] != path:
+            aliases[path] = seen[id(m)]
+        seen.setdefault(id(m), path)
+    return MemoryReport(
+        training=training,
+        optimizer_name=(
+            None
+            if optimizer is None
+            else optimizer
+            if isinstance(optimizer, str)
+            else type(optimizer).__name__
+        ),
+        device=trace.device,
+        dtypes=tuple(dtypes),
+        params=root.params,
+        buffers=root.buffers,
+        grads=root.grads,
+        optimizer=root.optimizer,
+        activations=root.activations,
+        peak=trace.peak + (root.optimizer if training else 0),
+        records=records,
+        aliases=aliases,
+    )
+
+
+def _with_batch(
+    args: tuple[Any, ...], kwargs: dict[str, Any], batch: Any
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    if batch is None:
+        return args, kwargs
+    if isinstance(batch, Mapping):
+        clash = sorted(set(batch) & set(kwargs))
+        if clash:
+            raise ValueError(f"memory(): {clash} given both in batch= and as keyword inputs")
+        return args, {**kwargs, **batch}
+    if isinstance(batch, (tuple, list)):
+        return (*args, *batch), kwargs
+    return (*args, batch), kwargs
+
+
+def _unique(tensors: Iterator[torch.Tensor]) -> list[torch.Tensor]:
+    seen: set[int] = set()
+    return [t for t in tensors if not (id(t) in seen or seen.add(id(t)))]  # type: ignore[func-returns-value]
+
+
+def _nbytes(t: torch.Tensor) -> int:
+    return t.numel() * t.element_size()
+
+
+def _fake_step(
+    model: nn.Module,
+    modules: list[tuple[str, nn.Module]],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    training: bool,
+) -> StepTrace:
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    # Non-fake inputs allowed: a tensor a forward makes with torch.tensor(...) or a cache
+    # built before the run is converted when an op first meets it.
+    fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
+    devices = execution_devices([m for _, m in modules])  # offloaded weights: where they run
+    made: dict[int, torch.Tensor] = {}
+    tensors: dict[str, torch.Tensor] = {}
+    named = (
+        *model.named_parameters(remove_duplicate=False),
+        *model.named_buffers(remove_duplicate=False),
+    )
+    for name, t in named:
+        fake = made.get(id(t))
+        if fake is None:
+            fake = fake_mode.from_tensor(t.detach())  # a view of its metadata: no copy
+            target = devices.get(id(t))
+            if target is not None and fake.device != target:
+                with fake_mode:
+                    fake = fake.to(target)
+            if training and isinstance(t, nn.Parameter) and t.requires_grad:
+                fake.requires_grad_(True)
+            made[id(t)] = fake
+        tensors[name] = fake
+    first = next(iter(made.values()), None)
+    device = first.device if first is not None else torch.device("cpu")
+    leaves, spec = pytree.tree_flatten((args, kwargs))
+    moved = []
+    for x in leaves:
+        if isinstance(x, torch.Tensor):
+            x = fake_mode.from_tensor(x)
+            if x.device != device:
+                with fake_mode:
+                    x = x.to(device)
+        moved.append(x)
+    fargs, fkwargs = pytree.tree_unflatten(moved, spec)
+    with offload_paused([m for _, m in modules]):
+        trace = trace_step(model, modules, fake_mode, tensors, fargs, fkwargs, training)
+    trace.device = str(device)
+    return trace
+
+
+def _records(
+    modules: list[tuple[str, nn.Module]],
+    grad_ids: set[int],
+    opt: dict[int, int],
+    trace: StepTrace,
+) -> dict[str, MemoryRecord]:
+    index = {p: i for i, (p, _) in enumerate(modules)}
+    own = [trace.saved.get(p, 0) for p, _ in modules]
+    acts = list(own)
+    for i in range(len(modules) - 1, 0, -1):  # pre-order: children after their parent
+        path = modules[i][0]
+        parent = index[path.rsplit(".", 1)[0] if "." in path else ""]
+        acts[parent] += acts[i]
+    out = {}
+    for i, (path, m) in enumerate(modules):
+        ps = list(m.parameters())  # deduplicated within the subtree by nn.Module
+        out[path] = MemoryRecord(
+            path=path,
+            cls=type(m).__name__,
+            params=sum(_nbytes(p) for p in ps),
+            buffers=sum(_nbytes(b) for b in m.buffers()),
+            grads=sum(_nbytes(p) for p in ps if id(p) in grad_ids),
+            optimizer=sum(opt.get(id(p), 0) for p in ps),
+            activations=acts[i],
+            activations_own=own[i],
+            peak=trace.peaks.get(path, 0),
+        )
+    return out

@@ -1,0 +1,173 @@
+"""`tx.memory`: weights, gradients and optimizer state exact; activations measured on fake
+tensors match the bytes autograd really saves in a real forward of the same model; the model is
+left exactly as it was; bad input gets a clear message (issue #14)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+from fixtures.real import build
+from torch import nn
+from torch.nn.modules import module as module_globals
+
+import torchxray as tx
+
+
+def _nbytes(ts: Any) -> int:
+    return sum(t.numel() * t.element_size() for t in ts)
+
+
+def _real_saved(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
+    """Bytes autograd saves for backward in a real training forward: each storage once, the
+    model's own weights and buffers left out (they are counted as weights)."""
+    weights = {t.untyped_storage().data_ptr() for t in (*model.parameters(), *model.buffers())}
+    saved: dict[int, int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        storage = t.untyped_storage()
+        if storage.data_ptr() not in weights:
+            saved[storage.data_ptr()] = storage.nbytes()
+        return t
+
+    was = model.training
+    model.train()
+    try:
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            model(*args, **kwargs)
+    finally:
+        model.train(was)
+    return sum(saved.values())
+
+
+def _state(model: nn.Module) -> tuple[Any, ...]:
+    return (
+        [(n, id(t), t.device, t.dtype, t.requires_grad) for n, t in model.named_parameters()],
+        [(n, id(t)) for n, t in model.named_buffers()],
+        [m.training for m in model.modules()],
+        [p.grad for p in model.parameters()],
+        [
+            (len(m._forward_hooks), len(m._forward_pre_hooks), len(m._backward_hooks))
+            for m in model.modules()
+        ],
+        len(module_globals._global_forward_hooks),
+        len(module_globals._global_forward_pre_hooks),
+        [sorted(vars(m)) for m in model.modules()],
+    )
+
+
+@pytest.mark.parametrize("name", ["timm-resnet18", "timm-vit_tiny", "hf-gpt2", "hf-llama"])
+def test_training_activations_match_what_autograd_really_saves(name: str) -> None:
+    model, args, kwargs = build(name)
+    real = _real_saved(model, args, kwargs)
+    before = _state(model)
+    rep = tx.memory(model, *args, training=True, optimizer="adamw", **kwargs)
+    assert _state(model) == before  # flags, hooks, grads, tensors and attributes as they were
+    assert real > 0
+    assert abs(rep.activations - real) <= 0.10 * real, (rep.activations, real)
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    assert rep.params == _nbytes(model.parameters())
+    assert rep.buffers == _nbytes(model.buffers())
+    assert rep.grads == _nbytes(trainable)
+    assert rep.optimizer == 2 * _nbytes(trainable)
+    # Charged to the modules that saved them: the per-module figures add up to the total.
+    assert sum(r.activations_own for r in rep) == rep.activations
+    assert rep.peak >= rep.params + rep.grads + rep.optimizer
+    inference = tx.memory(model, *args, **kwargs)
+    assert inference.activations == inference.grads == inference.optimizer == 0
+    assert rep.params < inference.peak < rep.peak
+
+
+def test_adamw_state_is_exactly_what_a_real_adamw_step_keeps() -> None:
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+    model[0].bias.requires_grad_(False)  # frozen: no gradient, no state
+    x = torch.randn(8, 16)
+    rep = tx.memory(model, x, training=True, optimizer="adamw")
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad])
+    model(x).sum().backward()
+    real_grads = _nbytes(p.grad for p in model.parameters() if p.grad is not None)
+    opt.step()
+    real_state = sum(
+        _nbytes(v for k, v in s.items() if k != "step" and isinstance(v, torch.Tensor))
+        for s in opt.state.values()
+    )
+    assert rep.grads == real_grads
+    assert rep.optimizer == real_state
+    # An optimizer that has stepped is read as it is (same figure).
+    assert tx.memory(model, x, training=True, optimizer=opt).optimizer == real_state
+
+
+def test_optimizer_instances_are_read_from_their_class_and_options() -> None:
+    model = nn.Sequential(nn.Linear(16, 32), nn.Linear(32, 4))
+    x = torch.randn(8, 16)
+    weights = _nbytes(model.parameters())
+
+    def state(opt: Any) -> int:
+        return tx.memory(model, x, training=True, optimizer=opt).optimizer
+
+    assert state(torch.optim.SGD(model.parameters(), lr=0.1)) == 0  # no momentum, no state
+    assert state(torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)) == weights
+    assert state(torch.optim.Adam(model.parameters(), amsgrad=True)) == 3 * weights
+    assert state(torch.optim.Adam(model[0].parameters())) == 2 * _nbytes(model[0].parameters())
+    groups = [
+        {"params": model[0].parameters(), "momentum": 0.9},
+        {"params": model[1].parameters()},
+    ]
+    assert state(torch.optim.SGD(groups, lr=0.1)) == _nbytes(model[0].parameters())
+    assert state("sgd") == weights and state("adam") == 2 * weights
+    assert all(p.grad is None for p in model.parameters())
+
+
+def test_tied_and_shared_parameters_count_once() -> None:
+    model, args, kwargs = build("hf-gpt2")  # lm_head.weight is wte.weight
+    assert model.lm_head.weight is model.transformer.wte.weight
+    rep = tx.memory(model, *args, training=True, optimizer="adam", **kwargs)
+    unique = {id(p): p for p in model.parameters()}.values()
+    assert rep.params == rep.grads == _nbytes(unique)
+    shared = nn.Linear(8, 8)
+    twice = nn.Sequential(shared, nn.ReLU(), shared)
+    rep = tx.memory(twice, torch.randn(2, 8), training=True, optimizer="sgd")
+    assert rep.params == rep["0"].params == rep["2"].params == _nbytes(shared.parameters())
+    assert rep["2"] is rep["0"]  # an alias path gives the module's one record
+
+
+def test_meta_models_are_measured_without_memory() -> None:
+    import transformers
+
+    cfg = transformers.LlamaConfig(
+        vocab_size=1000, hidden_size=256, intermediate_size=512, num_hidden_layers=4,
+        num_attention_heads=8, num_key_value_heads=2,
+    )  # fmt: skip
+    with torch.device("meta"):
+        model = transformers.LlamaForCausalLM(cfg).to(torch.bfloat16)
+    ids = torch.randint(0, 1000, (2, 64))
+    rep = tx.memory(model, input_ids=ids, training=True, optimizer="adamw")
+    params = sum(p.numel() for p in model.parameters()) * 2
+    assert rep.device == "meta" and rep.dtypes == ("bfloat16",)
+    assert rep.params == rep.grads == params and rep.optimizer == 2 * params
+    assert rep.activations > 0 and rep["model.layers.0"].activations > 0
+    assert rep.fits(10**12) and not rep.fits(params)  # a result either way, never an error
+    # Layers of one shape save the same bytes; the first also saved the rotary cos/sin tables
+    # that every layer reads (a storage saved twice counts once, for its first saver).
+    layers = [rep[f"model.layers.{i}"].activations for i in range(4)]
+    assert layers[1] == layers[2] == layers[3] < layers[0]
+
+
+def test_batch_mapping_is_passed_as_keyword_inputs() -> None:
+    model, args, kwargs = build("hf-llama")
+    assert tx.memory(model, batch=kwargs).peak == tx.memory(model, **kwargs).peak
+
+
+def test_bad_input_gets_a_clear_message_and_changes_nothing() -> None:
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    before = _state(model)
+    with pytest.raises(ValueError, match=r"unknown optimizer 'lion'.*'adamw'.*'sgd'"):
+        tx.memory(model, torch.randn(2, 4), training=True, optimizer="lion")
+    with pytest.raises(ValueError, match="training=True"):
+        tx.memory(model, torch.randn(2, 4), optimizer="adamw")
+    with pytest.raises(ValueError, match=r"failed: RuntimeError in '0'.*shapes"):
+        tx.memory(model, torch.randn(2, 5), training=True)
+    with pytest.raises(TypeError, match="Module"):
+        tx.memory(nn.Linear, torch.randn(2, 4))  # type: ignore[arg-type]
+    assert _state(model) == before
