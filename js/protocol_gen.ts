@@ -170,6 +170,8 @@ export interface Overview {
   params_total: number;
   trainable_total: number;
   bytes_total: number;
+  bytes_local: number; // what one rank holds (a DTensor's local shard); else bytes_total
+  placement: string; // "cpu", "offloaded: disk (runs on cpu)", "DTensor Shard(0) on mesh (4,)"
   devices: string[];
   dtypes: string[];
   training: boolean;

@@ -61,6 +61,7 @@ from ._probe.records import (
     ProbeReport,
     TensorInfo,
 )
+from ._probe.placement import fake_offloaded
 from ._probe.run import ProbeRun, gc_paused
 
 __all__ = [
@@ -169,7 +170,7 @@ def _execute(
     lazy = first_lazy(run)
     if lazy is not None:
         return lazy
-    with run:
+    with run, fake_offloaded(run.modules, run.fake_mode):  # accelerate's offloaded weights
         try:
             args, kwargs = prepare_inputs(run, args, kwargs)
             run.model(*args, **kwargs)

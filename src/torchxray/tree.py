@@ -106,6 +106,8 @@ class ModelTree:
         b.params_exact = late.exact[i]
         b.extra_repr = late.extra_repr[i]
         b.signature = late.digests[late.sids[i]]
+        b.placement = late.placement[i]
+        b.bytes_local = late.bytes_local[i]
         b.__class__ = Node
         return b  # type: ignore[no-any-return]
 

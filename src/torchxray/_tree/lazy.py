@@ -10,12 +10,17 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
+from torch import nn
+
 from .facts import class_facts, placeholder
 from .nodes import NODE_FIELDS
+from .placement import Placements
 from .totals import DTYPES, dag_fold, digest_signatures, dtype_info, exact_totals, packed_tensors
 
 _MISSING = object()
 QUALNAME, SIZE = NODE_FIELDS.index("qualname"), NODE_FIELDS.index("size")
+_PLAIN_TENSORS = frozenset({torch.Tensor, nn.Parameter})
 
 
 def _extra_repr(module: Any) -> str:
@@ -30,6 +35,7 @@ class Late:
     """Per module, by pre-order index: the fields the lazy pass fills in."""
 
     __slots__ = (
+        "bytes_local",
         "bytes_own",
         "bytes_total",
         "devices",
@@ -39,6 +45,7 @@ class Late:
         "extra_repr",
         "params_own",
         "params_total",
+        "placement",
         "sids",
         "trainable_own",
         "trainable_total",
@@ -57,6 +64,8 @@ class Late:
         self.extra_repr: list[str] = []
         self.sids: list[int] = []
         self.digests: list[str] = []
+        self.placement: list[str] = []
+        self.bytes_local: list[int] = []
 
 
 class LazyPass:
@@ -79,6 +88,10 @@ class LazyPass:
         self.records, self.modules, self.parents, self.inner = records, modules, parents, inner
         self.names, self.index, self.aliases, self.broken = names, index, aliases, broken
         self.interned: dict[Any, Any] = {}  # devices/dtypes tuples, so equal ones are one object
+        # For _tree.placement: modules with an accelerate hook, and tensors of other types
+        # than Tensor and Parameter (DTensors), with their module's index.
+        self.hooked: list[int] = []
+        self.odd: list[tuple[int, Any]] = []
 
     def run(self) -> Late:
         """Fill every module's late fields; signature id -1 (a module inside a reference
@@ -88,6 +101,8 @@ class LazyPass:
         late = Late(n)
         hids, heads, tensors = self._scan(late)
         self._totals(late, tensors)
+        where = Placements(self.modules, self.parents, self.hooked, self.odd)
+        late.placement, late.bytes_local = where.run(late.devices, late.bytes_total)
         keys: dict[tuple[Any, ...], int] = {}
         late.sids = self._sign(hids, keys)
         late.digests = digest_signatures(keys, heads)
@@ -141,6 +156,8 @@ class LazyPass:
                 qualname = r[QUALNAME] if type(r) is tuple else r.qualname
             tsig: Any = -1
             d = m.__dict__
+            if "_hf_hook" in d:
+                self.hooked.append(i)
             try:
                 params, buffers = d["_parameters"], d["_buffers"]
             except KeyError:  # not plain attributes on this class: the general way
@@ -159,6 +176,8 @@ class LazyPass:
                         if t is None:
                             continue
                         tensors_append(t)
+                        if type(t) not in _PLAIN_TENSORS:
+                            self.odd.append((i, t))
                         dtype, itemsize = DTYPES.get(t.dtype) or dtype_info(t.dtype)
                         try:
                             n = t.numel()

@@ -64,6 +64,10 @@ class Node:
     trainable_own: int
     bytes_own: int
     params_exact: bool  # False when the subtree holds uninitialised (lazy) parameters
+    # Where the subtree's tensors live: "cpu", "cuda:0", "offloaded: disk (runs on cpu)",
+    # "DTensor Shard(0) on mesh (4,); FSDP unit 'layers.0'" (see _tree.placement).
+    placement: str
+    bytes_local: int  # bytes_total as one rank holds it: a DTensor counts its local shard only
 
 
 # Nodes are built on a mutable twin with the identical slot layout, filled in place (totals and
@@ -103,5 +107,5 @@ def plain_leaf(
     return (
         path, name, facts.name, facts.qualname, (), (), ppath, depth, 0, 0, 0, 0, (), (), (),
         bool(trainings[i]), (), False, facts.is_custom, "", facts.container, "", (), None, i,
-        1, 0, 0, True,
+        1, 0, 0, True, "", 0,
     )  # fmt: skip

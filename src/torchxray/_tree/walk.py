@@ -185,7 +185,7 @@ class Walker:
                             (), (), training, hooks, patched,
                             is_custom, "", container, "",  # extra_repr, signature: _tree.lazy
                             parametrization_names(mods) if parametrized else (),
-                            wraps, i, 1, 0, 0, True,
+                            wraps, i, 1, 0, 0, True, "", 0,
                         )  # fmt: skip
                 except Exception as exc:  # a module too broken to inspect still gets a node
                     kids, text = None, placeholder("inspection", exc)
@@ -221,7 +221,7 @@ class Walker:
         return (
             path, name, cls.__name__, f"{cls.__module__}.{cls.__qualname__}", (), (), ppath,
             depth, 0, 0, 0, 0, (), (), (), training, (), False, True,
-            text, None, "", (), None, i, 1, 0, 0, False,
+            text, None, "", (), None, i, 1, 0, 0, False, "", 0,
         )  # fmt: skip
 
     def bottom_up(self) -> None:

@@ -79,6 +79,8 @@ def overview(node: Node, record: ModuleRecord | None) -> Overview:
         "params_total": node.params_total,
         "trainable_total": node.trainable_total,
         "bytes_total": node.bytes_total,
+        "bytes_local": node.bytes_local,
+        "placement": node.placement,
         "devices": list(node.devices),
         "dtypes": list(node.dtypes),
         "training": node.training,

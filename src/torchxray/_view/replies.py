@@ -88,6 +88,8 @@ class Overview(TypedDict):
     params_total: int
     trainable_total: int
     bytes_total: int
+    bytes_local: int  # what one rank holds (a DTensor's local shard); else bytes_total
+    placement: str  # "cpu", "offloaded: disk (runs on cpu)", "DTensor Shard(0) on mesh (4,)"
     devices: list[str]
     dtypes: list[str]
     training: bool
