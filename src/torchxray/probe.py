@@ -35,12 +35,35 @@ modules are refused (a failed report), since running them would initialise them.
 Records are made when first read (``rep.records`` is a mapping that builds each record on first
 access); the report holds metadata only, never a tensor or the model.
 
-Note: ``mode`` and ``flops`` are taken by the probe, so a model whose forward has an argument of
-either name cannot get it through ``probe``'s keyword arguments.
+Inputs are passed as the model takes them: ``probe(model, x)``, ``probe(model, **batch)`` for a
+tokenizer's ``BatchEncoding`` or a dict of tensors, and ``probe(model, batch)`` too when the
+batch is the only input, its keys all name the forward's parameters (or the forward takes
+``**kwargs`` and its first parameter is a key), and that first parameter is not annotated as a
+mapping: the batch is then opened into keyword arguments, as ``model(**batch)``. A forward that
+takes the mapping itself (``forward(self, batch: dict)``) gets it as it is. Outputs keep their
+names: a transformers ``ModelOutput`` gives "logits", its cache "past_key_values[0].keys" (the
+field's own name; ``cache`` in transformers 5).
+
+A submodule its parent never called has no record; ``rep.not_called`` maps the outermost such
+paths of a successful run to the reason when it is known (the fused fast path of
+``nn.TransformerEncoderLayer``, ``nn.MultiheadAttention``'s ``out_proj``), and
+``rep.why_not_called(path)`` answers for any path under them. A ``torch.compile``d model or a
+module compiled in place runs eagerly during a probe (``torch.compiler.set_stance("force_eager")``,
+torch >= 2.6): compiled code calls no module, so nothing inside it could be recorded, and compiling
+the probe's recording functions took seconds and recompiled on every probe. Times of a real probe
+are therefore the eager forward's.
+
+After a patch, ``patch_log=`` (a `torchxray.PatchLog` or its entries; the Explorer passes its own)
+lets a failure's hint name the patch it follows ("conv1 was edited to out_channels=64 (was 96);
+bn1 runs right after it and still has num_features=96 ...") instead of the example inputs.
+
+Note: ``mode``, ``flops`` and ``patch_log`` are taken by the probe, so a model whose forward has
+an argument of one of those names cannot get it through ``probe``'s keyword arguments.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import time
 from typing import Any
@@ -49,8 +72,9 @@ import torch
 from torch import nn
 
 from ._probe.calls import Call
+from ._probe.cause import entries_of
 from ._probe.failure import localise
-from ._probe.inputs import first_lazy, model_device, prepare_inputs
+from ._probe.inputs import first_lazy, model_device, prepare_inputs, unpack_batch
 from ._probe.records import (
     CallRecord,
     DiffEntry,
@@ -61,8 +85,8 @@ from ._probe.records import (
     ProbeReport,
     TensorInfo,
 )
-from ._probe.placement import fake_offloaded
 from ._probe.run import ProbeRun, gc_paused
+from ._probe.skipped import NotCalled
 
 __all__ = [
     "CallRecord",
@@ -79,15 +103,24 @@ _MODES = ("fake", "real")
 
 
 def probe(
-    model: nn.Module, *args: Any, mode: str = "fake", flops: bool | None = None, **kwargs: Any
+    model: nn.Module,
+    *args: Any,
+    mode: str = "fake",
+    flops: bool | None = None,
+    patch_log: Any = None,
+    **kwargs: Any,
 ) -> ProbeReport:
     """Run ``model(*args, **kwargs)`` once, recording every module call; return a `ProbeReport`.
 
     ``flops``: count FLOPs per module (default: in fake mode yes, in real mode no; see above).
-    Raises TypeError for a non-module and ValueError for an unknown mode; everything that goes
-    wrong *inside* the forward (wrong input shape, dtype or count included) gives a failed report.
+    ``patch_log``: the `PatchLog` (or its entries) of the patches applied to `model`, so that a
+    failure's hint names the patch it follows. A single mapping as the only input (a
+    ``BatchEncoding``) is opened into keyword arguments when the forward takes its keys (see
+    above). Raises TypeError for a non-module and ValueError for an unknown mode; everything that
+    goes wrong *inside* the forward (wrong input shape, dtype or count included) gives a failed
+    report.
     """
-    return run_probe(model, args, kwargs, mode=mode, flops=flops)
+    return run_probe(model, args, kwargs, mode=mode, flops=flops, patch_log=patch_log)
 
 
 def run_probe(
@@ -98,6 +131,7 @@ def run_probe(
     mode: str = "fake",
     memoise: bool = True,
     flops: bool | None = None,
+    patch_log: Any = None,
 ) -> ProbeReport:
     """`probe` with explicit arguments; ``memoise=False`` runs every block (tests compare both)."""
     if not isinstance(model, nn.Module):
@@ -111,8 +145,10 @@ def run_probe(
         flops = mode == "fake"
     elif not isinstance(flops, bool):
         raise TypeError(f"probe(flops=...) takes True, False or None, got {flops!r}")
+    patches = entries_of(patch_log)
+    args, kwargs = unpack_batch(model, args, kwargs)
     with gc_paused():
-        return _run(model, args, kwargs, mode, memoise, flops)
+        return _run(model, args, kwargs, mode, memoise, flops, patches)
 
 
 def _run(
@@ -122,6 +158,7 @@ def _run(
     mode: str,
     memoise: bool,
     flops: bool,
+    patches: tuple[Any, ...] = (),
 ) -> ProbeReport:
     device = model_device(model)
     run = ProbeRun(model, mode, device, memoise, flops)
@@ -129,7 +166,7 @@ def _run(
     start = time.perf_counter()
     failed = True  # also when _execute raises (KeyboardInterrupt)
     try:
-        error = _execute(run, args, kwargs, names)
+        error = _execute(run, args, kwargs, names, patches)
         failed = error is not None
     finally:
         if device.type == "cuda":
@@ -160,20 +197,34 @@ def _run(
         wall_ms=wall_ms,
         memoised=tuple(run.memo.hits) if run.memo is not None else (),
         aliases=run.aliases,
+        not_called=NotCalled(names, lambda: records) if error is None else {},
     )
 
 
 def _execute(
-    run: ProbeRun, args: tuple[Any, ...], kwargs: dict[str, Any], names: dict[str, str]
+    run: ProbeRun,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    names: dict[str, str],
+    patches: tuple[Any, ...],
 ) -> ProbeError | None:
     # A function of its own so that inputs and outputs are released when it returns.
     lazy = first_lazy(run)
     if lazy is not None:
         return lazy
-    with run, fake_offloaded(run.modules, run.fake_mode):  # accelerate's offloaded weights
+    with _eager(), run:
         try:
             args, kwargs = prepare_inputs(run, args, kwargs)
             run.model(*args, **kwargs)
         except Exception as exc:
-            return localise(run, exc, names, args, kwargs, _execute.__code__)
+            return localise(run, exc, names, args, kwargs, _execute.__code__, patches)
     return None
+
+
+def _eager() -> contextlib.AbstractContextManager[Any]:
+    """Compiled modules run eagerly for the probe (see the module docstring); torch < 2.6 has no
+    stance to set, and compiles as before."""
+    set_stance = getattr(getattr(torch, "compiler", None), "set_stance", None)
+    if set_stance is None:
+        return contextlib.nullcontext()
+    return set_stance("force_eager")  # type: ignore[no-any-return]

@@ -1,5 +1,7 @@
 """When a probed forward raises: which module it was (the innermost one the exception passed
-through), what that module was called with, and a hint that names the likely cause."""
+through), what that module was called with, and a hint that names the likely cause: torchxray's
+own bug, what fake tensors cannot do, memory, the patch the failure follows (`_probe.cause`),
+and only then the example inputs."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import torch
 from torch import nn
 
 from .calls import RECORDED_CODE, inner_code
+from .cause import patch_hint
 from .records import ProbeError, TensorInfo
 from .run import ProbeRun
 from .values import call_inputs
@@ -50,9 +53,10 @@ def localise(
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     caller: types.CodeType,
+    patches: tuple[Any, ...] = (),
 ) -> ProbeError:
     """The failed report's error; ``caller`` is the frame that called the model (its exceptions
-    belong to the model, not to torchxray)."""
+    belong to the model, not to torchxray); ``patches`` the applied patch entries, if known."""
     chain = _module_frames(run, exc)
     through = {run.paths[id(module)] for module, _ in chain}
     # Calls still open: those the exception went through stay (as incomplete calls); the others
@@ -62,6 +66,7 @@ def localise(
             run.log.remove(call)
     run.stack.clear()
     if chain:
+        inner: nn.Module | None
         inner, frame = chain[-1]
         path = run.paths[id(inner)]
         f_locals = frame.f_locals
@@ -69,14 +74,18 @@ def localise(
         infos = call_inputs(f_locals.get("args", ()), f_locals.get("kwargs"))
     else:  # raised before any module ran (preparing the inputs)
         path = ""
+        inner = None
         infos = call_inputs(args, kwargs)
+    hint = _own_error(exc, caller) or _special_hint(exc, run.mode, run.device)
+    if not hint and patches and chain:
+        hint = patch_hint(patches, path, inner, run.log)
     return ProbeError(
         path=path,
         cls=names.get(path, type(run.model).__name__),
         exc_type=_type_name(exc),
         message=_message(exc),
         input_shapes=tuple(i.shape for i in infos if isinstance(i, TensorInfo)),
-        hint=_own_error(exc, caller) or _hint(exc, run.mode, run.device),
+        hint=hint or _input_hint(exc),
     )
 
 
@@ -148,10 +157,10 @@ def _is_data_dependent(exc: BaseException) -> bool:
     return isinstance(exc, kinds) or "data-dependent" in str(exc).lower()
 
 
-def _hint(exc: BaseException, mode: str, device: torch.device) -> str:
+def _special_hint(exc: BaseException, mode: str, device: torch.device) -> str:
+    """Causes that hold whatever the inputs and patches: fake tensors, memory, meta; or ""."""
     from torch._subclasses import fake_tensor as ft
 
-    text = str(exc)
     if mode == "fake" and (
         _is_data_dependent(exc) or isinstance(exc, ft.UnsupportedOperatorException)
     ):
@@ -164,6 +173,11 @@ def _hint(exc: BaseException, mode: str, device: torch.device) -> str:
         return "out of memory in this module; probe with mode='fake' (no memory) or smaller inputs"
     if device.type == "meta" and mode == "real":
         return "the model is on the meta device and holds no values; use mode='fake'"
+    return ""
+
+
+def _input_hint(exc: BaseException) -> str:
+    text = str(exc)
     if isinstance(exc, TypeError) and ("argument" in text or "positional" in text):
         return "check the number and names of the example inputs against this forward's signature"
     lowered = text.lower()

@@ -1,9 +1,12 @@
-"""What a probe does before the forward: the model's device, refusing uninitialised lazy modules,
-and the example inputs turned into fake views (fake mode) on the model's device (never the model)."""
+"""What a probe does before the forward: a batch passed as one mapping opened into keyword
+arguments, the model's device, refusing uninitialised lazy modules, and the example inputs turned
+into fake views (fake mode) on the model's device (never the model)."""
 
 from __future__ import annotations
 
-from typing import Any
+import inspect
+from collections.abc import Mapping
+from typing import Any, get_origin
 
 import torch
 from torch import nn
@@ -12,7 +15,50 @@ from torch.utils import _pytree as pytree
 from .records import ProbeError
 from .run import ProbeRun
 
-__all__ = ["first_lazy", "model_device", "prepare_inputs"]
+__all__ = ["first_lazy", "model_device", "prepare_inputs", "unpack_batch"]
+
+
+def unpack_batch(
+    model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """``probe(model, batch)`` as ``probe(model, **batch)`` when that is what the forward takes.
+
+    A tokenizer's output (``BatchEncoding``) or a dict of tensors passed as the only input is
+    opened into keyword arguments when its keys are all names of the forward's parameters, or
+    the forward takes ``**kwargs`` and its first parameter's name is a key; never when that
+    first parameter is annotated as a mapping (a forward written to take the batch itself)."""
+    if len(args) != 1 or kwargs or not isinstance(args[0], Mapping):
+        return args, kwargs
+    batch = args[0]
+    keys = list(batch.keys())
+    if not keys or not all(isinstance(k, str) for k in keys):
+        return args, kwargs
+    try:
+        params = list(inspect.signature(model.forward).parameters.values())
+    except (TypeError, ValueError):  # no signature to read: call it as it was given
+        return args, kwargs
+    named = {
+        p.name: p
+        for p in params
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY, p.POSITIONAL_ONLY)
+    }
+    first = next(
+        (p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)), None
+    )
+    if first is not None and _takes_mapping(first.annotation):
+        return args, kwargs
+    var_kw = any(p.kind is p.VAR_KEYWORD for p in params)
+    keyword = {n for n, p in named.items() if p.kind is not p.POSITIONAL_ONLY}
+    if all(k in keyword for k in keys) or (var_kw and first is not None and first.name in keys):
+        return (), dict(batch)
+    return args, kwargs
+
+
+def _takes_mapping(annotation: Any) -> bool:
+    if isinstance(annotation, str):  # postponed annotations: read the text
+        return any(word in annotation for word in ("dict", "Dict", "Mapping", "BatchEncoding"))
+    origin = get_origin(annotation) or annotation
+    return isinstance(origin, type) and issubclass(origin, Mapping)
 
 
 def model_device(model: nn.Module) -> torch.device:

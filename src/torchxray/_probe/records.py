@@ -211,6 +211,10 @@ class ProbeReport:
     # (fake mode only; see `_probe.memo`). Their records equal what a full run gives.
     memoised: tuple[str, ...] = field(default=())
     aliases: Mapping[str, str] = field(default_factory=dict)
+    # After a successful run: the outermost modules that ran no call although their parent did,
+    # path -> why (a fused fast path, weights used by the parent directly, unused); everything
+    # under a listed path ran no call either. Empty after a failed run (see `_probe.skipped`).
+    not_called: Mapping[str, str] = field(default_factory=dict)
 
     def __getitem__(self, path: str) -> ModuleRecord:
         try:
@@ -223,6 +227,21 @@ class ProbeReport:
 
     def __contains__(self, path: object) -> bool:
         return isinstance(path, str) and self._canonical(path) in self.records
+
+    def why_not_called(self, path: str) -> str | None:
+        """Why `path` (or the listed module it sits under) ran no call; None when it ran, or when
+        the report does not know (a failed run, an unknown path)."""
+        path = self._canonical(path)
+        if path in self.records:
+            return None
+        probe = path
+        while True:
+            why = self.not_called.get(probe)
+            if why is not None:
+                return why if probe == path else f"inside {probe}, which ran no call: {why}"
+            if not probe:
+                return None
+            probe = probe.rpartition(".")[0]
 
     def _canonical(self, path: str) -> str:
         """`path` resolved one component at a time, as ``get_submodule`` walks it: each prefix

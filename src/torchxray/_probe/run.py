@@ -129,11 +129,11 @@ class ProbeRun:
             es.enter_context(torch.no_grad())
             if self.mode == "fake":
                 es.callback(_undo_fake_state, _snapshot_state(self.modules))
-                from torch._subclasses.fake_tensor import FakeTensorMode
+                from .fake import ProbeFakeMode  # FakeTensorMode, with CPU grouped_mm
 
                 # allow_non_fake_inputs: the model's real parameters are converted lazily to fake
                 # views (memoised per tensor) on first use - no copy of their data, no new memory.
-                self.fake_mode = es.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
+                self.fake_mode = es.enter_context(ProbeFakeMode(allow_non_fake_inputs=True))
                 # A meta kernel that fails logs a full traceback at ERROR level before raising; the
                 # report already carries that error, so keep it out of the notebook's output.
                 es.enter_context(_quiet_logger("torch._subclasses.fake_tensor"))

@@ -1,7 +1,12 @@
 """What a probe remembers of the values a module received and returned: metadata, never data.
 
-Tensors become `TensorInfo` (shape, dtype, device, where the tensor sat: "args[0]"); other leaves
-become short text. Containers are flattened with ``torch.utils._pytree`` (dataclasses too).
+Tensors become `TensorInfo` (shape, dtype, device, where the tensor sat); other leaves become short
+text. Containers are flattened with ``torch.utils._pytree`` (dataclasses too). Where a tensor sat
+reads as Python would reach it: inputs as "args[0]" and "kwargs['mask']", outputs from the returned
+value on, with string keys as attributes: "logits", "hidden_states[1]" for a transformers
+``ModelOutput``, "[0]" for a tuple. A transformers cache in an output (``past_key_values``) is
+opened into its tensors, "past_key_values[0].keys", ...; in inputs it stays "<DynamicCache>",
+since a layer's cache argument holds every earlier layer's tensors too.
 
 On the common case (one tensor in, one tensor out) the recording function (`_probe.calls`) keeps
 the raw ``(shape, dtype, device)`` triple, which holds no tensor, and `meta_info` turns it into a
@@ -65,22 +70,73 @@ def _info(value: object, name: str) -> TensorInfo | str:
 
 
 def leaf_infos(value: object, name: str) -> tuple[TensorInfo | str, ...]:
-    """Flatten `value` with torch.utils._pytree (dataclasses too) into TensorInfo / text leaves."""
+    """Flatten `value` with torch.utils._pytree (dataclasses too) into TensorInfo / text leaves.
+    ``name`` "" names an output (see the module docstring), anything else is an input's prefix."""
     if isinstance(value, torch.Tensor):  # the common case, without pytree's cost
         return (_info(value, name),)
     if type(value) is tuple and len(value) == 1 and isinstance(value[0], torch.Tensor):
         return (_info(value[0], name + "[0]"),)  # a forward's usual args: (x,)
     if isinstance(value, tuple) and all(isinstance(v, torch.Tensor) for v in value):
         return tuple(_info(v, f"{name}[{i}]") for i, v in enumerate(value))
+    output = not name
     out: list[TensorInfo | str] = []
     for key_path, leaf in pytree.tree_flatten_with_path(value)[0]:
-        leaf_name = name + pytree.keystr(key_path)
+        leaf_name = _key_text(name, key_path) if output else name + pytree.keystr(key_path)
         if dataclasses.is_dataclass(leaf) and not isinstance(leaf, type):
             fields = {f.name: getattr(leaf, f.name) for f in dataclasses.fields(leaf)}
-            out.extend(leaf_infos(fields, leaf_name))
+            out.extend(leaf_infos(fields, leaf_name) if leaf_name else leaf_infos(fields, ""))
+        elif output and _is_hf_cache(leaf):
+            out.extend(_cache_infos(leaf, leaf_name))
         else:
             out.append(_info(leaf, leaf_name))
     return tuple(out)
+
+
+def _key_text(prefix: str, key_path: tuple[Any, ...]) -> str:
+    """An output leaf's place as attribute access: ``['logits'][0]`` reads "logits[0]"."""
+    text = prefix
+    for key in key_path:
+        inner = getattr(key, "key", None)
+        if isinstance(key, pytree.MappingKey) and isinstance(inner, str) and inner.isidentifier():
+            text = f"{text}.{inner}" if text else inner
+        elif isinstance(key, pytree.GetAttrKey):
+            text = f"{text}.{key.name}" if text else key.name
+        else:
+            text += str(key)
+    return text
+
+
+def _is_hf_cache(value: object) -> bool:
+    """A transformers ``Cache`` (DynamicCache, EncoderDecoderCache, ...), found by its base
+    class's name so that transformers need not be imported."""
+    return any(
+        c.__name__ == "Cache" and c.__module__.startswith("transformers.")
+        for c in type(value).__mro__
+    )
+
+
+def _cache_infos(cache: object, name: str) -> list[TensorInfo | str]:
+    """A cache's tensors: ``name[i].keys`` / ``name[i].values`` per layer (transformers >= 4.56
+    keeps them in ``cache.layers``), the two caches of an encoder-decoder cache by their
+    attribute names; a cache laid out otherwise stays one text leaf."""
+    out: list[TensorInfo | str] = []
+    parts = [
+        (attr, getattr(cache, attr, None))
+        for attr in ("self_attention_cache", "cross_attention_cache")
+    ]
+    if all(_is_hf_cache(part) for _, part in parts):
+        for attr, part in parts:
+            out.extend(_cache_infos(part, f"{name}.{attr}"))
+        return out
+    layers = getattr(cache, "layers", None)
+    if not isinstance(layers, list):
+        return [_leaf_text(cache)]
+    for i, layer in enumerate(layers):
+        for attr in ("keys", "values"):
+            tensor = getattr(layer, attr, None)
+            if isinstance(tensor, torch.Tensor):
+                out.append(_info(tensor, f"{name}[{i}].{attr}"))
+    return out or [_leaf_text(cache)]
 
 
 def call_inputs(

@@ -152,7 +152,10 @@ class Session:
                 "no probe: pass example inputs, e.g. tx.explore(model, torch.randn(1, 3, 32, 32))"
             )
             return
-        report = probe(self._model(), *self.args, mode=self.mode, **self.kwargs)
+        # The patch log lets a failure's hint name the edit it follows, not the example inputs.
+        report = probe(
+            self._model(), *self.args, mode=self.mode, patch_log=self.log, **self.kwargs
+        )
         self.previous, self.report = self.report, report
         self.rev += 1
 

@@ -1,0 +1,116 @@
+"""The fake mode a probe runs in: torch's FakeTensorMode, except where a meta kernel refuses what
+the device's own kernel runs.
+
+A fake tensor keeps its device (``cpu``) but every op on it runs the op's *meta* kernel, which
+for a few ops mirrors the CUDA kernel's checks whatever the device. ``aten._grouped_mm`` is one:
+its meta kernel accepts bfloat16 and float16 only ("Expected mat_a to be BFloat16 or supported
+Float16 matrix, got torch.float32"), while the CPU kernel also multiplies float32. transformers'
+mixture-of-experts layers (Mixtral, Qwen2-MoE: ``@use_experts_implementation``, whose default
+"grouped_mm" calls ``torch.nn.functional.grouped_mm`` on CPU for torch > 2.8) therefore ran in a
+plain float32 forward and failed in a fake probe. The fake mode below answers such a call on CPU
+fake tensors as the CPU kernel would: same checks on dtypes (asked of the CPU kernel itself, once
+per dtype, on tiny real tensors), dimensions and offsets, and the output shape of the meta kernel.
+Nothing global is patched: the override lives in the probe's own mode object.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import torch
+from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode, unset_fake_temporarily
+
+__all__ = ["ProbeFakeMode"]
+
+_GROUPED_MM = getattr(torch.ops.aten, "_grouped_mm", None)
+_GROUPED_MM_DEFAULT = getattr(_GROUPED_MM, "default", None)
+
+
+class ProbeFakeMode(FakeTensorMode):
+    """FakeTensorMode with CPU semantics for the ops listed in the module docstring."""
+
+    def dispatch(
+        self, func: Any, types: Any, args: Any = (), kwargs: Any = None
+    ) -> Any:  # one identity test per op; everything else goes to torch's mode as before
+        if func is _GROUPED_MM_DEFAULT and func is not None:
+            return self._grouped_mm(func, types, args, kwargs or {})
+        return super().dispatch(func, types, args, kwargs)
+
+    def _grouped_mm(self, func: Any, types: Any, args: Any, kwargs: dict[str, Any]) -> Any:
+        try:
+            return super().dispatch(func, types, args, kwargs)
+        except RuntimeError:
+            out = _cpu_grouped_mm(*args, **kwargs)
+            if out is None:
+                raise
+            return out
+
+
+def _grouped_mm_params(
+    mat_a: Any,
+    mat_b: Any,
+    offs: Any = None,
+    bias: Any = None,
+    out_dtype: torch.dtype | None = None,
+) -> tuple[Any, Any, Any, Any, torch.dtype | None]:
+    return mat_a, mat_b, offs, bias, out_dtype
+
+
+def _cpu_grouped_mm(*args: Any, **kwargs: Any) -> torch.Tensor | None:
+    """The fake result of ``aten._grouped_mm`` as the CPU kernel computes it, or None when the
+    inputs are not all CPU tensors or the CPU kernel would refuse them too (the meta kernel's
+    error then stands)."""
+    mat_a, mat_b, offs, bias, out_dtype = _grouped_mm_params(*args, **kwargs)
+    tensors = [t for t in (mat_a, mat_b, offs, bias) if isinstance(t, torch.Tensor)]
+    fake = next((t for t in tensors if isinstance(t, FakeTensor)), None)
+    if fake is None or any(_device(t).type != "cpu" for t in tensors):
+        return None
+    if bias is not None or (out_dtype is not None and out_dtype != mat_a.dtype):
+        return None
+    if mat_b.dtype != mat_a.dtype or not _cpu_accepts(mat_a.dtype):
+        return None
+    a2, b2 = mat_a.dim() == 2, mat_b.dim() == 2
+    if mat_a.dim() not in (2, 3) or mat_b.dim() not in (2, 3):
+        return None
+    if (a2 or b2) != (offs is not None):
+        return None
+    if offs is not None and (offs.dim() != 1 or offs.dtype != torch.int32):
+        return None
+    if not (a2 and b2) and mat_a.size(-1) != mat_b.size(-2):
+        return None
+    # The output sizes of torch's meta kernel (_create_grouped_mm_output_tensor).
+    if a2 and b2:
+        size = [offs.size(0), mat_a.size(0), mat_b.size(1)]
+    elif a2:
+        if offs.size(0) != mat_b.size(0):
+            return None
+        size = [mat_a.size(0), mat_b.size(-1)]
+    elif b2:
+        if offs.size(0) != mat_a.size(0):
+            return None
+        size = [mat_a.size(1), mat_b.size(1)]
+    else:
+        if mat_a.size(0) != mat_b.size(0):
+            return None
+        size = [mat_a.size(0), mat_a.size(1), mat_b.size(-1)]
+    # new_empty on a fake tensor dispatches back into the fake mode: a fake result, no memory.
+    return fake.new_empty(size, dtype=mat_a.dtype, device=_device(mat_a))
+
+
+def _device(t: torch.Tensor) -> torch.device:
+    return t.fake_device if isinstance(t, FakeTensor) else t.device
+
+
+@functools.cache
+def _cpu_accepts(dtype: torch.dtype) -> bool:
+    """Whether torch's CPU grouped_mm kernel multiplies `dtype` (asked once, on 8x8 tensors,
+    16-byte aligned as the kernel wants)."""
+    with unset_fake_temporarily():
+        try:
+            a = torch.zeros(8, 8, dtype=dtype)
+            b = torch.zeros(1, 8, 8, dtype=dtype)
+            torch._grouped_mm(a, b, offs=torch.tensor([8], dtype=torch.int32))
+        except (RuntimeError, NotImplementedError, TypeError):
+            return False
+    return True
