@@ -36,6 +36,8 @@ from torch import nn
 
 from ._source.cells import Cell, find_in_cells, notebook_cells
 from ._source.defs import first_line, is_func, own_code
+from ._text import short_repr
+from ._unwrap import compiled_inner, original_class
 
 __all__ = ["Cell", "Source", "notebook_cells", "source"]
 
@@ -87,13 +89,15 @@ def source(obj: Any, *, cells: Iterable[Cell | tuple[str | None, str]] | None = 
     if isinstance(obj, torch.fx.GraphModule) and "forward" in vars(type(obj)):
         return _graph_module_source(obj)
     if isinstance(obj, nn.Module):
-        inner = _compiled_inner(obj)
+        inner = compiled_inner(obj)
         if inner is not None:
             obj, note = inner, "torch.compile wrapper; showing the compiled module's class"
         obj = type(obj)
     if isinstance(obj, type):
-        cls, why = _original_class(obj)
-        return _class_source(cls, cells, note or why)
+        cls = original_class(obj)
+        if cls is not obj:
+            note = note or f"parametrized module; showing its original class {cls.__qualname__}"
+        return _class_source(cls, cells, note)
     func, note = _unwrap_callable(obj)
     if func is not None:
         return _function_source(func, cells, note)
@@ -109,7 +113,7 @@ def source(obj: Any, *, cells: Iterable[Cell | tuple[str | None, str]] | None = 
         )
     raise TypeError(
         "source() expects an nn.Module instance, a class, a function or a method; got "
-        f"{type(obj).__name__} ({_short_repr(obj)}). For another object, pass its class: "
+        f"{type(obj).__name__} ({short_repr(obj)}). For another object, pass its class: "
         "source(type(x))."
     )
 
@@ -185,22 +189,6 @@ def _class_reason(cls: type) -> str:
         f"class {name} was created dynamically (e.g. with type()); there is no "
         f"'class {cls.__name__}' statement in {file}."
     )
-
-
-def _original_class(cls: type) -> tuple[type, str | None]:
-    # torch.nn.utils.parametrize swaps the instance's class for a generated subclass
-    # "Parametrized<Name>" with no source of its own; the user's class is its only base.
-    if cls.__module__ == "torch.nn.utils.parametrize" and cls.__name__.startswith("Parametrized"):
-        base = cls.__bases__[0]
-        return base, f"parametrized module; showing its original class {base.__qualname__}"
-    return cls, None
-
-
-def _compiled_inner(module: nn.Module) -> nn.Module | None:
-    if type(module).__name__ != "OptimizedModule":
-        return None
-    inner = module._modules.get("_orig_mod", module.__dict__.get("_orig_mod"))
-    return inner if isinstance(inner, nn.Module) else None
 
 
 def _forward_lines(cls: type, text: str, first: int, file: str | None) -> tuple[int, int] | None:
@@ -320,11 +308,3 @@ def _script_name(module: Any) -> str:
 
 def _dotted(module: str | None, qualname: str) -> str:
     return f"{module}.{qualname}" if module else qualname
-
-
-def _short_repr(obj: Any) -> str:
-    try:
-        text = repr(obj)
-    except Exception:  # a broken __repr__ must not hide the real error
-        text = f"<{type(obj).__name__} object>"
-    return text if len(text) <= 60 else text[:57] + "..."
