@@ -205,3 +205,56 @@ def test_user_attribute_named_layer_idx_keeps_blocks_apart() -> None:
     rep = assert_same(model, args, {})
     assert not any(p.count(".") == 1 and p.startswith("layers.") for p in rep.memoised)
     assert "layers.2.proj" in rep.memoised
+
+
+_SMALL = dict(
+    vocab_size=256,
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=6,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    max_position_embeddings=64,
+)
+_TOKENS = dict(pad_token_id=0, bos_token_id=0, eos_token_id=0)
+META_DECODERS = {
+    "mistral": ("MistralConfig", "MistralForCausalLM", _SMALL, "model.layers"),
+    "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", dict(_SMALL, head_dim=16), "model.layers"),
+    "phi3": ("Phi3Config", "Phi3ForCausalLM", dict(_SMALL, **_TOKENS), "model.layers"),
+    "mixtral": (
+        "MixtralConfig",
+        "MixtralForCausalLM",
+        dict(_SMALL, num_local_experts=4, num_experts_per_tok=2),
+        "model.layers",
+    ),
+    "gpt2": (
+        "GPT2Config",
+        "GPT2LMHeadModel",
+        dict(vocab_size=256, n_embd=64, n_layer=6, n_head=4, n_positions=64, **_TOKENS),
+        "transformer.h",
+    ),
+    # Sliding and full attention alternate: layers differ in more than their index, and none of
+    # them is replayed; the report must still equal the full one.
+    "gemma2": (
+        "Gemma2Config",
+        "Gemma2ForCausalLM",
+        dict(_SMALL, head_dim=16, sliding_window=8),
+        None,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(META_DECODERS))
+def test_meta_transformers_decoders_memoised_equal_full(name: str) -> None:
+    import transformers
+
+    config, cls, kw, layers = META_DECODERS[name]
+    with torch.device("meta"):
+        cfg = getattr(transformers, config)(**kw)
+        model = getattr(transformers, cls)(cfg).to(torch.bfloat16).eval()
+    ids = torch.zeros(1, 16, dtype=torch.long, device="meta")
+    rep = assert_same(model, (ids,), {})
+    assert rep.ok
+    if layers is not None:
+        replayed = {p for p in rep.memoised if p.rsplit(".", 1)[0] == layers}
+        assert replayed == {f"{layers}.{i}" for i in range(2, 6)}
