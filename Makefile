@@ -37,8 +37,12 @@ js: src/torchxray/static/widget.js
 # JupyterLab refuses to start as root unless told; containers and CI machines often run as root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
+# The tour runs in a copy (.demo/, gitignored, kept between runs), so running its cells never dirties
+# the tracked notebooks; the URL printed opens the first notebook, not the Launcher.
 demo: setup
-	$(BIN)/jupyter lab $(ROOT_FLAG) notebooks/01-explore.ipynb
+	mkdir -p .demo && cp -n notebooks/*.ipynb .demo/
+	cd .demo && $(abspath $(BIN))/jupyter lab $(ROOT_FLAG) --ServerApp.root_dir=. \
+	  --LabApp.default_url=/lab/tree/01-explore.ipynb
 
 # Browser tests need Debian's chromium; CI runs as root, so install it when missing.
 chromium:
