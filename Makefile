@@ -40,7 +40,7 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 # The tour runs in a copy (.demo/, gitignored, kept between runs), so running its cells never dirties
 # the tracked notebooks; the URL printed opens the first notebook, not the Launcher.
 demo: setup
-	mkdir -p .demo && cp -n notebooks/*.ipynb .demo/
+	mkdir -p .demo && for f in notebooks/*.ipynb; do test -e .demo/$${f##*/} || cp $$f .demo/; done
 	cd .demo && $(abspath $(BIN))/jupyter lab $(ROOT_FLAG) --ServerApp.root_dir=. \
 	  --LabApp.default_url=/lab/tree/01-explore.ipynb
 
