@@ -186,6 +186,7 @@ export interface Overview {
   nkids: number;
   buffers: BufferRow[];
   probe: OverviewProbe | null;
+  not_called?: string | null; // why the last probe saw no call of it, when it knows
 }
 
 export interface ProbeError {
@@ -355,6 +356,7 @@ export interface ProbeTableReply {
   total: number;
   removed: string[];
   not_reached: string[]; // after a failed probe: modules it stopped before (not removed)
+  not_called?: Record<string, string>;
   rev: number;
 }
 

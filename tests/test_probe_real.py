@@ -304,3 +304,23 @@ def test_explorer_header_names_the_edit() -> None:
 def test_probe_refuses_a_patch_log_of_the_wrong_type() -> None:
     with pytest.raises(TypeError, match="patch_log"):
         run_probe(ConvNet(), (torch.randn(1, 3, 8, 8),), {}, patch_log=3)
+
+
+def test_widget_data_carries_not_called_reasons() -> None:
+    layer = nn.TransformerEncoderLayer(16, 2, 32, batch_first=True)
+    model = nn.TransformerEncoder(layer, 1, enable_nested_tensor=False)
+    ex = tx.explore(model, torch.randn(2, 5, 16))
+    try:
+        session = ex._session
+        assert session is not None
+        reply, _ = session.handle({"kind": "probe_table", "offset": 0, "limit": 50})
+        assert "fused fast path" in reply["not_called"]["layers.0.linear1"]
+        session.select("layers.0.self_attn.out_proj")
+        why = session.overview()["not_called"]
+        assert why is not None and why.startswith("inside layers.0.self_attn")
+        session.select("layers.0")
+        assert session.overview()["not_called"] is None
+        snap = session.snapshot()
+        assert "fused fast path" in snap["overview"]["layers.0.linear1"]["not_called"]
+    finally:
+        ex.close()

@@ -69,7 +69,7 @@ def leaves_text(leaves: Iterable[TensorInfo | str]) -> str:
     return _clip(", ".join(out), 300)
 
 
-def overview(node: Node, record: ModuleRecord | None) -> Overview:
+def overview(node: Node, record: ModuleRecord | None, not_called: str | None = None) -> Overview:
     out: Overview = {
         "path": node.path,
         "name": node.name,
@@ -95,6 +95,7 @@ def overview(node: Node, record: ModuleRecord | None) -> Overview:
         "nkids": len(node.children),
         "buffers": [_buffer(b) for b in getattr(node, "buffers", ())][:50],
         "probe": None,
+        "not_called": not_called,
     }
     if record is not None:
         out["probe"] = {
@@ -297,6 +298,7 @@ def probe_table(
         "total": len(paths),
         "removed": diff.removed[:100],
         "not_reached": diff.not_reached[:100],
+        "not_called": dict(list(report.not_called.items())[:200]),
         "rev": rev,
     }
 

@@ -104,6 +104,7 @@ class Overview(TypedDict):
     nkids: int
     buffers: list[BufferRow]
     probe: OverviewProbe | None
+    not_called: NotRequired[str | None]  # why the last probe saw no call of it, when it knows
 
 
 class ProbeError(TypedDict):
@@ -260,6 +261,9 @@ class ProbeTableReply(TypedDict):
     total: int
     removed: list[str]
     not_reached: list[str]  # after a failed probe: modules it stopped before (not removed)
+    # After a successful probe: the outermost modules their parent's forward did not call -> why
+    # (a fused fast path, weights used directly, unused); nothing under them was called either.
+    not_called: NotRequired[dict[str, str]]
     rev: int
 
 

@@ -124,7 +124,8 @@ class Session:
     def overview(self) -> Overview:
         node = self.tree.get(self.selected) or self.tree.root
         rec = self.report.records.get(node.path) if self.report is not None else None
-        return panes.overview(node, rec)
+        why = self.report.why_not_called(node.path) if self.report is not None else None
+        return panes.overview(node, rec, why)
 
     def probe_summary(self) -> ProbeSummary:
         return panes.probe_summary(self.report, self.previous, self.rev, self.probe_note)
@@ -153,9 +154,7 @@ class Session:
             )
             return
         # The patch log lets a failure's hint name the edit it follows, not the example inputs.
-        report = probe(
-            self._model(), *self.args, mode=self.mode, patch_log=self.log, **self.kwargs
-        )
+        report = probe(self._model(), *self.args, mode=self.mode, patch_log=self.log, **self.kwargs)
         self.previous, self.report = self.report, report
         self.rev += 1
 

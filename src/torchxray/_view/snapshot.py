@@ -47,7 +47,8 @@ def snapshot(
             raw = [rows.child_row(tree, p) for p in node.children]
             data["children"][node.path] = {"folded": folded, "raw": raw}
         rec = report.records.get(node.path) if report is not None else None
-        data["overview"][node.path] = panes.overview(node, rec)
+        why = report.why_not_called(node.path) if report is not None else None
+        data["overview"][node.path] = panes.overview(node, rec, why)
         module = tree.module(node.path)
         key = f"{type(module).__module__}.{type(module).__qualname__}"
         data["cls_of"][node.path] = key
