@@ -32,7 +32,7 @@ from ._forms.field import Field, FormError
 from ._forms.infer import guessed, infer
 from ._forms.kinds import KindInfo
 from ._forms.make import brief, current, loose, make_field, same
-from ._forms.record import record_init_args, recorded_args, recorded_notes, remember
+from ._forms.record import record_init_args, recorded_args, recorded_notes, remember, snapshot
 from ._forms.recover import derived_values
 from ._forms.signature import original_class, signature
 from ._forms.values import ParseError, expected, parse
@@ -234,8 +234,10 @@ class Form:
             raise FormError(
                 {"__init__": f"arguments do not fit {self.cls.__name__}: {e}"}, self.cls
             ) from e
+        kept = snapshot(bound.args, bound.kwargs)  # the record, safe from a mutating constructor
         try:
-            new = typing.cast(nn.Module, self.cls(*bound.args, **bound.kwargs))
+            args, kwargs = snapshot(bound.args, bound.kwargs)
+            new = typing.cast(nn.Module, self.cls(*args, **kwargs))
         except Exception as e:  # noqa: BLE001 - any constructor failure becomes a form error
             msg = f"{self.cls.__name__}(...) raised {type(e).__name__}: {brief(e)}"
             errors = {"__init__": msg}
@@ -249,7 +251,7 @@ class Form:
             # makes the rebuilt module's form exact (a second edit must not fall back to guesses).
             # torch.nn classes are fully recoverable and keep canonical values (kernel_size
             # (5, 5), not the 5 that was passed).
-            remember(new, bound.args, bound.kwargs)
+            remember(new, *kept)
         return new
 
 

@@ -31,7 +31,7 @@ from .field import Field
 __all__ = ["Inferred", "infer"]
 
 MAX_BUILDS = 160
-MAX_SECONDS = 2.0
+MAX_SECONDS = 1.0
 MAX_MODULES = 1000  # bigger modules keep their guesses: one build is already costly
 MAX_CANDIDATES = 10
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from torch import Tensor, nn
 
-__all__ = ["record_init_args", "recorded_args", "recorded_notes", "remember"]
+__all__ = ["record_init_args", "recorded_args", "recorded_notes", "remember", "snapshot"]
 
 _lock = threading.RLock()
 _depth = 0
@@ -172,6 +172,19 @@ def recorded_args(module: nn.Module) -> tuple[tuple[Any, ...], dict[str, Any]] |
     """The (args, kwargs) a module was constructed with, if it was built while recording."""
     with _lock:
         return _records.get(module)
+
+
+def snapshot(
+    args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Copies of constructor arguments as a record keeps them (modules, tensors, classes and
+    functions shared): a constructor that mutates what it is given leaves the original alone."""
+    memo: dict[int, Any] = {}
+    notes: dict[str, str] = {}
+    return (
+        tuple(_snapshot(v, memo, notes, "") for v in args),
+        {k: _snapshot(v, memo, notes, k) for k, v in kwargs.items()},
+    )
 
 
 def recorded_notes(module: nn.Module) -> dict[str, str]:
