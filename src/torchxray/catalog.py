@@ -10,13 +10,14 @@ True
 
 from __future__ import annotations
 
-import difflib
 import functools
 import importlib
 from dataclasses import dataclass
 from typing import Literal, TypeVar
 
 import torch.nn as nn
+
+from ._text import closest
 
 Group = Literal["model", "registered", "torch"]
 _GROUP_ORDER: dict[str, int] = {"model": 0, "registered": 1, "torch": 2}
@@ -160,7 +161,7 @@ def resolve(name: str, model: nn.Module | None = None) -> type:
     if cls is not None:
         return cls
     candidates = list(known) + [e.name for _, e in known.values()]
-    close = difflib.get_close_matches(name, candidates, n=3, cutoff=0.5)
+    close = closest(name, candidates)
     if not close:
         short = name.rsplit(".", 1)[-1].lower()
         close = [q for q, (_, e) in known.items() if short and short in e.name.lower()][:3]

@@ -11,7 +11,6 @@ Paths are dotted exactly as in `model.named_modules()`; `tree[path]` resolves ev
 
 from __future__ import annotations
 
-import difflib
 import gc
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from typing import Any
 import torch.nn as nn
 from torch.nn.modules import module as _module_mod
 
+from ._text import closest
 from ._tree.nodes import BufferInfo, HookInfo, Node, _Builder, plain_leaf
 from ._tree.walk import Walker, hook_infos
 
@@ -181,7 +181,7 @@ class ModelTree:
         else:  # difflib over every path is slow past that: look near where resolution stopped
             siblings = self[deepest.parent].children if deepest.parent is not None else ()
             candidates = [deepest.path, *deepest.children, *siblings]
-        close = difflib.get_close_matches(path, candidates, n=3, cutoff=0.5)
+        close = closest(path, candidates)
         if not close:
             close = list(deepest.children[:3]) or [deepest.path]
         hint = ", ".join(repr(c) for c in close)

@@ -23,6 +23,7 @@ import torch
 import torch.nn as nn
 
 from .._forms.config import config_items, is_config
+from .._text import short_repr
 
 
 class Unwritable(ValueError):
@@ -85,7 +86,7 @@ def import_ref(obj: Any, imports: set[str]) -> str:
     ``torch.nn.modules.conv.Conv2d``); objects from ``__main__`` by bare name (notebook cells)."""
     mod, qual = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
     if not (isinstance(mod, str) and isinstance(qual, str)) or "<" in qual:
-        raise Unwritable(f"{_short(obj)} is defined inside a function or has no import path")
+        raise Unwritable(f"{short_repr(obj)} is defined inside a function or has no import path")
     if mod == "__main__":
         return qual
     parts = mod.split(".")
@@ -150,7 +151,7 @@ def value_code(value: Any, ctx: Ctx) -> str:
         return "{" + ", ".join(pairs) + "}"
     if inspect.isfunction(value) or inspect.isbuiltin(value):
         return import_ref(value, ctx.imports)
-    raise Unwritable(f"no source form for {type(value).__name__} value {_short(value)}")
+    raise Unwritable(f"no source form for {type(value).__name__} value {short_repr(value)}")
 
 
 def config_code(value: Any, ctx: Ctx) -> str:
@@ -190,14 +191,6 @@ def model_configs(model: nn.Module) -> list[tuple[str, Any]]:
             seen.add(id(cfg))
             out.append((f"model.get_submodule({path!r}).config" if path else "model.config", cfg))
     return out
-
-
-def _short(value: Any) -> str:
-    try:
-        text = repr(value)
-    except Exception:  # noqa: BLE001 - a hostile __repr__ must not break code generation
-        text = f"<{type(value).__name__}>"
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -342,7 +335,7 @@ def title(
     before, after = _class_names(i.old for i in items), _class_names(i.new for i in items)
     text = f"{entry_id}. {op} {where}: {before} -> {after}"
     if changes:
-        text += "; " + ", ".join(f"{k}={_short_value(new)}" for k, (_, new) in changes.items())
+        text += "; " + ", ".join(f"{k}={short_repr(new, 40)}" for k, (_, new) in changes.items())
     if op == "edit":
         text += (
             f"; kept {', '.join(kept) or 'nothing'}; re-initialised {', '.join(fresh) or 'nothing'}"
@@ -350,8 +343,3 @@ def title(
     if guessed:
         text += f"; guessed (defaults) {', '.join(guessed)}"
     return text.replace("\n", " ")
-
-
-def _short_value(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."

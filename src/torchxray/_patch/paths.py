@@ -8,7 +8,6 @@ name the same slot.
 
 from __future__ import annotations
 
-import difflib
 import itertools
 import re
 from collections.abc import Callable, Iterator
@@ -16,6 +15,8 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
+
+from .._text import closest
 
 # What replace_all accepts: module classes (isinstance) or a regex fully matching a dotted path.
 Match = type | tuple[type, ...] | str | re.Pattern[str]
@@ -84,7 +85,7 @@ class SlotIndex:
 
 def missing_path(path: str, known: list[str]) -> KeyError:
     """A KeyError that names the closest existing paths (so a typo is one glance away)."""
-    close = difflib.get_close_matches(path, [p for p in known if p], n=3, cutoff=0.5)
+    close = closest(path, [p for p in known if p])
     if not close:
         # Nothing similar: show the top level instead, which is where people start reading.
         close = [p for p in known if p and "." not in p][:5]

@@ -13,6 +13,8 @@ from typing import Any, NamedTuple
 
 import torch.nn as nn
 
+from .._unwrap import is_parametrized_class, original_class
+
 PLACEHOLDER = "<unavailable: {what} raised {exc}>"
 
 
@@ -78,8 +80,8 @@ def _compute_facts(cls: type) -> ClassFacts:
     parametrized = False
     # torch.nn.utils.parametrize swaps the instance's class for a generated subclass
     # "Parametrized<Original>"; users want to see the original class.
-    if cls.__module__ == "torch.nn.utils.parametrize" and cls.__name__.startswith("Parametrized"):
-        shown = cls.__bases__[0]
+    if is_parametrized_class(cls):
+        shown = original_class(cls)
         parametrized = True
     script = _subclass_of_loaded(cls, "torch.jit._script", "RecursiveScriptModule")
     if _subclass_of_loaded(cls, "torch.fx.graph_module", "GraphModule"):
