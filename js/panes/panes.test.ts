@@ -110,7 +110,7 @@ describe("form fields", () => {
   it("uses a select for optional bools and suggestions for open fields", async () => {
     const { renderFields } = await import("./form");
     const form = document.createElement("form");
-    const base = { default: null, required: false, origin: "attribute", annotation: "", optional: false };
+    const base = { default: null, required: false, origin: "attribute", annotation: "", optional: false, group: "", read: null, note: "" };
     const read = renderFields(
       form,
       [

@@ -123,8 +123,8 @@ export class ProbePane implements Pane {
     for (const row of this.rows) {
       const tr = h(
         "tr",
-        { class: `tx-${row.status}`, title: `${row.status} · click to select ${row.path || "(model)"}` },
-        h("td", { class: "tx-wrap" }, row.path || "(model)"),
+        { class: `tx-${row.status}`, title: row.status },
+        h("td", { class: "tx-wrap", title: "click to select it in the tree" }, row.path || "(model)"),
         h("td", {}, row.cls),
         h("td", {}, String(row.calls)),
         wrapped(row.inputs),
