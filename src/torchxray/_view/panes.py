@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from .._text import short
+
 if TYPE_CHECKING:
     from ..catalog import CatalogEntry
     from ..forms import Form
@@ -49,7 +51,7 @@ MAX_TEXT = 2000
 
 
 def _clip(text: str, limit: int = MAX_TEXT) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return short(text, limit, "…")
 
 
 def shape_text(shapes: Iterable[Sequence[int]]) -> str:
