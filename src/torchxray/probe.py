@@ -197,6 +197,7 @@ def _run(
         wall_ms=wall_ms,
         memoised=tuple(run.memo.hits) if run.memo is not None else (),
         aliases=run.aliases,
+        nonfinite=None if (bad := run.recorder.nonfinite.found) is None else records[bad.path],
         not_called=NotCalled(names, lambda: records) if error is None else {},
     )
 

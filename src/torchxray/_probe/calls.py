@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from .finite import NonFinite
 from .records import CallRecord, TensorInfo
 from .values import Meta, call_inputs, leaf_infos, meta_info
 
@@ -100,6 +101,8 @@ class Recorder:
         # is most often the tensor the previous module returned. Holding it keeps its id from
         # being reused; an in-place change (unsqueeze_, resize_, relu_) bumps its version.
         self.recent: list[Any] = [None, -1, None]
+        # Real mode: the first call returning NaN/Inf from finite inputs (`_probe.finite`).
+        self.nonfinite = NonFinite(real=timed, cuda=self.cuda)
 
     def function(
         self,
@@ -117,6 +120,7 @@ class Recorder:
         clock = time.perf_counter
         tensor = torch.Tensor
         fast = _FAST_META
+        watch = self.nonfinite
 
         def meta(x: torch.Tensor) -> Meta:
             """`x`'s metadata, read now (the caller checked `recent` already)."""
@@ -164,6 +168,8 @@ class Recorder:
             else:
                 call.outputs = leaf_infos(out, "")
             call.done = True
+            if watch.active:
+                watch.check(call, out, args, kwargs)
             return out
 
         return recorded
@@ -210,6 +216,7 @@ class Recorder:
                 if call.ev1 is not None:
                     call.cuda_ms = float(call.ev0.elapsed_time(call.ev1))
                 call.ev0 = call.ev1 = None
+        self.nonfinite.resolve()
 
 
 def inner_code(fn: Any, name: str) -> types.CodeType:

@@ -211,6 +211,9 @@ class ProbeReport:
     # (fake mode only; see `_probe.memo`). Their records equal what a full run gives.
     memoised: tuple[str, ...] = field(default=())
     aliases: Mapping[str, str] = field(default_factory=dict)
+    # Real mode: the record of the first module to return NaN/Inf from finite inputs (innermost
+    # first, see `_probe.finite`), or None.
+    nonfinite: ModuleRecord | None = None
     # After a successful run: the outermost modules that ran no call although their parent did,
     # path -> why (a fused fast path, weights used by the parent directly, unused); everything
     # under a listed path ran no call either. Empty after a failed run (see `_probe.skipped`).
