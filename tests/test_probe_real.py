@@ -264,14 +264,15 @@ def test_hint_names_the_edit_the_failure_follows() -> None:
         assert rep.error is not None and rep.error.path == "bn1"
         hint = rep.error.hint
         assert "conv1 was edited to out_channels=64 (was 96)" in hint
-        assert "bn1 runs right after it and still has num_features=96" in hint
+        assert "bn1 receives its output (1x64x8x8) and still has num_features=96" in hint
         assert "example inputs are not the cause" in hint
     # bn1 fixed too: conv2 fails later in the forward; the entries alone also work.
     log.edit("bn1", num_features=64)
     rep = tx.probe(model, x, patch_log=log.entries)
     assert rep.error is not None and rep.error.path == "conv2"
     assert "bn1 was edited to num_features=64" in rep.error.hint  # the last patch that ran
-    assert "conv2 runs right after it and still has in_channels=96" in rep.error.hint
+    # relu ran in between (a function, not a module): conv2 got bn1's output all the same.
+    assert "conv2 receives its output (1x64x8x8) and still has in_channels=96" in rep.error.hint
     log.undo()
     log.undo()
     assert tx.probe(model, x, patch_log=log).ok

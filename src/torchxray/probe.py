@@ -55,7 +55,8 @@ are therefore the eager forward's.
 
 After a patch, ``patch_log=`` (a `torchxray.PatchLog` or its entries; the Explorer passes its own)
 lets a failure's hint name the patch it follows ("conv1 was edited to out_channels=64 (was 96);
-bn1 runs right after it and still has num_features=96 ...") instead of the example inputs.
+bn1 receives its output (1x64x8x8) and still has num_features=96 ...") instead of the example
+inputs.
 
 Note: ``mode``, ``flops`` and ``patch_log`` are taken by the probe, so a model whose forward has
 an argument of one of those names cannot get it through ``probe``'s keyword arguments.

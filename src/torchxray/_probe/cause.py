@@ -2,10 +2,11 @@
 
 After ``log.edit("conv1", out_channels=64)`` the probe fails in ``bn1``: the inputs did not
 change, the edit did. The hint then names the edit ("conv1 was edited to out_channels=64 (was
-96); bn1 runs right after it and still has num_features=96 ...") instead of telling the user to
-check the example inputs. A patch counts when the failing module is at or inside a patched path,
-when the call that completed just before it ran at or inside one (its input most likely came from
-there), or, failing that, when a patched module ran earlier in the same forward.
+96); bn1 receives its output (1x64x8x8) and still has num_features=96 ...") instead of telling
+the user to check the example inputs. A patch counts when the failing module is at or inside a
+patched path, when the call that completed just before it ran at or inside one, or, failing
+that, when a patched module ran earlier in the same forward; the hint says "receives its output"
+when the failing call's first input has the shape of a tensor the patched call returned.
 
 The entries are read by attribute (``op``, ``paths``, ``changes``, ``old_cls``, ``new_cls``: a
 `torchxray.PatchEntry`), so the probe does not import the patch engine.
@@ -83,6 +84,23 @@ def _stale(module: nn.Module | None, entry: Any) -> list[str]:
     return found[:_STALE_SHOWN]
 
 
+def _shapes(leaves: Any) -> list[tuple[int, ...]]:
+    return [tuple(leaf.shape) for leaf in leaves if hasattr(leaf, "shape")]
+
+
+def _passed_on(producer: Any, consumer: Any) -> str:
+    """The shape, as text, of a tensor the patched call returned and the failing call received
+    first; "" when none matches (or the calls do not say)."""
+    try:
+        made = _shapes(producer.output_leaves())
+        got = _shapes(consumer.input_leaves()) if consumer is not None else []
+    except AttributeError:
+        return ""
+    if got and got[0] in made:
+        return "x".join(map(str, got[0])) or "scalar"
+    return ""
+
+
 def patch_hint(
     entries: Sequence[Any], path: str, module: nn.Module | None, calls: Sequence[Any]
 ) -> str:
@@ -112,6 +130,10 @@ def patch_hint(
     if at is None:
         return ""
     relation = "runs right after it" if owners[-1] is not None else "runs later in the same forward"
+    produced = next(c for c, o in zip(reversed(before), reversed(owners)) if o == at)
+    shape = _passed_on(produced, calls[failing] if failing < len(calls) else None)
+    if shape:
+        relation = f"receives its output ({shape})"
     entry = patched[at]
     stale = _stale(module, entry)
     still = f" and still has {', '.join(stale)}" if stale else ""
