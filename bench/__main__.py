@@ -16,10 +16,10 @@ from typing import Any
 
 import torch
 
-from . import models, real, suites
+from . import models, real, saved, suites
 from .gpu import gpu_suite
 from .machine import machine
-from .report import Results, render
+from .report import Results, probe_summary, render
 
 SECTIONS = ("walk", "probe", "edit", "sizes", "browser", "gpu")
 
@@ -44,11 +44,20 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--json", type=Path, help="also write every figure as JSON here")
     p.add_argument("--out", type=Path, help="also write the markdown here")
+    p.add_argument("--render", type=Path, metavar="JSON",
+                   help="measure nothing: print the report of a run saved with --json")  # fmt: skip
+    p.add_argument("--summary", action="store_true",
+                   help="print only the machine, the goals and one line per probed model "
+                   "(what README.md shows)")  # fmt: skip
     return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
+    if args.render:
+        res = saved.from_json(json.loads(args.render.read_text()))
+        print(probe_summary(res) if args.summary else render(res))
+        return 0
     repeats = args.repeats or (3 if args.quick else 7)
     warnings.filterwarnings("ignore")
     if args.threads:
@@ -124,38 +133,17 @@ def main(argv: list[str] | None = None) -> int:
     if "gpu" in args.only:
         gpu_suite(res, repeats)
     log("done")
-    text = render(res)
+    text = probe_summary(res) if args.summary else render(res)
     print(text)
     if args.out:
         args.out.write_text(text)
     if args.json:
-        args.json.write_text(json.dumps(_as_json(res), indent=1))
+        args.json.write_text(json.dumps(saved.to_json(res), indent=1))
     return 0
 
 
 def _meta_tokens(model: torch.nn.Module) -> tuple[torch.Tensor]:
     return real.tokens(model, device="meta")
-
-
-def _as_json(res: Results) -> dict[str, object]:
-    return {
-        "machine": res.machine,
-        "rows": [
-            {
-                "table": r.table,
-                "model": r.model,
-                "figure": r.figure,
-                "runs": r.ours.runs,
-                "error": r.ours.error,
-                "anchor": r.anchor_name,
-                "anchor_runs": r.anchor.runs if r.anchor else None,
-                "anchor_error": r.anchor.error if r.anchor else None,
-            }
-            for r in res.rows
-        ],
-        "values": res.values,
-        "notes": res.notes,
-    }
 
 
 if __name__ == "__main__":

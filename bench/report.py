@@ -229,9 +229,54 @@ def goals_table(res: Results) -> str:
     return "\n".join(out) + "\n"
 
 
+def _compact_ratio(res: Results, model: str, figure: str, anchors: tuple[str, ...]) -> str:
+    for anchor in anchors:
+        r = res.row(model, figure, anchor)
+        if r is not None:
+            if not r.ours.ok:
+                return _cell(r.ours)
+            return _ratio(r.ratio)
+    return "–"
+
+
+def probe_table(res: Results) -> str:
+    """One line per probed model: every probe ratio, and the anchors' medians."""
+    models = list(dict.fromkeys(r.model for r in res.rows if r.table == "Probe"))
+    if not models:
+        return ""
+    bare = ("bare forward", "bare meta forward")
+    out = [
+        "| model | fake / torchinfo | fake / bare | real / bare | real, flops=True / bare | "
+        "torchinfo / bare | bare forward |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for m in models:
+        anchor = next((r.anchor for r in res.rows if r.model == m and r.anchor_name in bare), None)
+        meta = any(r.model == m and r.anchor_name == "bare meta forward" for r in res.rows)
+        cells = [
+            _compact_ratio(res, m, "probe (fake)", ("torchinfo.summary",)),
+            _compact_ratio(res, m, "probe (fake)", bare),
+            _compact_ratio(res, m, "probe (real)", bare),
+            _compact_ratio(res, m, "probe (real), flops=True", bare),
+            _compact_ratio(res, m, "(anchor) torchinfo.summary", bare),
+            f"{_cell(anchor)}{' (meta)' if meta else ''}",
+        ]
+        out.append(f"| {m} | " + " | ".join(cells) + " |")
+    return (
+        "### Probe, per model (ratios of medians measured interleaved)\n\n" + "\n".join(out) + "\n"
+    )
+
+
+def probe_summary(res: Results) -> str:
+    """What README.md shows: the machine, the goals, the probe per model, walk and edit."""
+    walk = Results(rows=[r for r in res.rows if r.table in ("Walk and open", "Edit")])
+    parts = [f"Machine: {res.machine}\n", goals_table(res), probe_table(res), timing_tables(walk)]
+    return "\n".join(p for p in parts if p)
+
+
 def render(res: Results) -> str:
     parts = [f"## torchxray benchmarks\n\nMachine: {res.machine}\n", goals_table(res)]
-    parts += [timing_tables(res), size_table(res), *res.sections]
+    parts += [probe_table(res), timing_tables(res), size_table(res), *res.sections]
     if res.notes:
         parts.append("Notes:\n" + "\n".join(f"- {n}" for n in res.notes) + "\n")
     return "\n".join(p for p in parts if p)
