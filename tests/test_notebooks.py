@@ -22,6 +22,7 @@ def test_the_four_notebooks_exist() -> None:
         "02-edit-hyperparameters.ipynb",
         "03-probe.ipynb",
         "04-replace-layers.ipynb",
+        "05-real-models.ipynb",
         "06-memory-and-placement.ipynb",
     ):
         assert expected in names
