@@ -12,6 +12,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from .._text import short
 from .calls import RECORDED_CODE, inner_code
 from .cause import patch_hint
 from .records import ProbeError, TensorInfo
@@ -147,7 +148,7 @@ def _message(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     if _is_data_dependent(exc):
         text = f"fake tensors cannot run this data-dependent operation: {text}"
-    return text if len(text) <= 2000 else text[:1997] + "..."
+    return short(text, 2000)
 
 
 def _is_data_dependent(exc: BaseException) -> bool:

@@ -6,10 +6,11 @@ kept, compared (`ProbeReport.diff`) and serialised without holding a single tens
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from .._text import closest
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,7 +224,7 @@ class ProbeReport:
         try:
             return self.records[self._canonical(path)]
         except KeyError:
-            close = difflib.get_close_matches(path, list(self.records), n=3, cutoff=0.5)
+            close = closest(path, self.records)
             hint = f"; closest: {', '.join(map(repr, close))}" if close else ""
             why = "did not run in this probe" if self.records else "no module ran"
             raise KeyError(f"no module path {path!r} in the probe report ({why}){hint}") from None

@@ -23,6 +23,7 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
+from .._text import short
 from .records import TensorInfo
 
 _SUMMARY_CHARS = 40
@@ -33,7 +34,7 @@ Meta = tuple[torch.Size, torch.dtype, torch.device]
 def _leaf_text(value: object) -> str:
     if value is None or isinstance(value, (bool, int, float, str, torch.dtype, torch.device)):
         text = repr(value)
-        return text if len(text) <= _SUMMARY_CHARS else text[: _SUMMARY_CHARS - 3] + "..."
+        return short(text, _SUMMARY_CHARS)
     return f"<{type(value).__name__}>"
 
 
