@@ -1,8 +1,10 @@
 // Probe results: every module's shapes, the diff against the previous probe highlighted, a banner
-// naming the module that failed, and the fake/real switch. Mirrors src/torchxray/probe.py.
+// naming the module that failed, and the fake/real switch; runs of identical blocks fold
+// (probe_fold.ts) and a row leads to its module in the tree. Mirrors src/torchxray/probe.py.
 import { clear, formatBytes, formatCount, h, uid } from "../dom";
 import type { ProbeSummary } from "../protocol";
 import { messageOf, type Ctx, type Pane } from "./context";
+import { foldRuns, isProbeFold, type ProbeFold } from "./probe_fold";
 
 export interface ProbeRow {
   path: string;
@@ -28,6 +30,19 @@ interface TableReply {
 
 const PAGE = 500;
 
+/** The optional columns: each shows when some row has a value for it. */
+interface Columns {
+  before: boolean;
+  flops: boolean;
+  real: boolean;
+}
+
+type Totals = Pick<ProbeRow, "flops" | "time_ms" | "mem_peak">;
+
+function lastName(path: string): string {
+  return path.slice(path.lastIndexOf(".") + 1);
+}
+
 export function failureText(p: ProbeSummary): string | null {
   if (p.ok !== false || !p.error) return null;
   const e = p.error;
@@ -38,6 +53,8 @@ export class ProbePane implements Pane {
   readonly el = h("div", { class: "tx-probepane" });
   private shown = -1;
   private rows: ProbeRow[] = [];
+  private total = 0;
+  private readonly open = new Set<string>(); // folds the person opened, by first block path
   constructor(private readonly ctx: Ctx) {}
 
   async show(force = false): Promise<void> {
@@ -45,6 +62,7 @@ export class ProbePane implements Pane {
     if (p.rev === this.shown && !force) return;
     this.shown = p.rev;
     this.rows = [];
+    this.open.clear();
     clear(this.el);
     this.el.append(this.controls(p), this.banner(p));
     if (p.ok === null) return;
@@ -97,7 +115,7 @@ export class ProbePane implements Pane {
     }
     const first = this.rows.length === 0;
     this.rows.push(...r.rows);
-    this.el.querySelector(".tx-tablewrap")?.remove();
+    this.total = r.total;
     if (first && r.removed.length) {
       this.el.appendChild(h("p", { class: "tx-removed tx-bad" }, `removed since the previous probe: ${r.removed.join(", ")}`));
     }
@@ -107,48 +125,83 @@ export class ProbePane implements Pane {
         h("p", { class: "tx-removed tx-muted" }, `not reached (the probe stopped at ${where}): ${r.not_reached.join(", ")}`),
       );
     }
+    this.renderTable();
+  }
+
+  private renderTable(): void {
+    this.el.querySelector(".tx-tablewrap")?.remove();
     // Fake mode counts FLOPs and measures nothing; real mode measures and counts FLOPs only when
     // asked (probe.py): each column shows when some row has it, "before" when something changed.
-    const flops = this.rows.some((x) => x.flops !== null);
-    const real = this.rows.some((x) => x.time_ms !== null);
-    const before = this.rows.some((x) => x.status === "changed" || x.status === "added");
+    const cols: Columns = {
+      before: this.rows.some((x) => x.status === "changed" || x.status === "added"),
+      flops: this.rows.some((x) => x.flops !== null),
+      real: this.rows.some((x) => x.time_ms !== null),
+    };
     const head = ["module", "class", "calls", "input", "output"];
-    if (before) head.push("before");
-    if (flops) head.push("FLOPs");
-    if (real) head.push("time", "peak mem");
+    if (cols.before) head.push("before");
+    if (cols.flops) head.push("FLOPs");
+    if (cols.real) head.push("time", "peak mem");
     const table = h("table", { class: "tx-table" }, h("thead", {}, h("tr", {}, ...head.map((x) => h("th", {}, x)))));
     const body = h("tbody");
-    // Paths and shapes wrap (styles.css), so the table fits the pane without a sideways scroll.
-    const wrapped = (text: string) => h("td", { class: "tx-wrap tx-mono" }, text);
-    for (const row of this.rows) {
-      const tr = h(
-        "tr",
-        { class: `tx-${row.status}`, title: row.status },
-        h("td", { class: "tx-wrap", title: "click to select it in the tree" }, row.path || "(model)"),
-        h("td", {}, row.cls),
-        h("td", {}, String(row.calls)),
-        wrapped(row.inputs),
-        wrapped(row.outputs),
-      );
-      if (before) tr.append(wrapped(row.status === "changed" ? (row.before ?? "") : row.status === "added" ? "(new)" : ""));
-      if (flops) tr.append(h("td", {}, row.flops === null ? "" : formatCount(row.flops)));
-      if (real) {
-        tr.append(
-          h("td", {}, row.time_ms === null ? "" : `${row.time_ms.toFixed(3)} ms`),
-          h("td", {}, row.mem_peak === null ? "" : formatBytes(row.mem_peak)),
-        );
-      }
-      // The table is a way into the tree: a click selects the module there (issue #16).
-      tr.addEventListener("click", () => this.ctx.select(row.path));
-      body.appendChild(tr);
+    for (const line of foldRuns(this.rows, this.open)) {
+      body.appendChild(isProbeFold(line) ? this.foldRow(line, cols) : this.row(line, cols));
     }
     table.appendChild(body);
     const wrap = h("div", { class: "tx-tablewrap" }, table);
-    if (this.rows.length < r.total) {
-      const b = h("button", { type: "button" }, `Show more (${r.total - this.rows.length} left)`);
+    if (this.rows.length < this.total) {
+      const b = h("button", { type: "button" }, `Show more (${this.total - this.rows.length} left)`);
       b.addEventListener("click", () => void this.more());
       wrap.appendChild(b);
     }
     this.el.appendChild(wrap);
+  }
+
+  private row(row: ProbeRow, cols: Columns, label?: HTMLElement, totals: Totals = row): HTMLTableRowElement {
+    // Paths and shapes wrap (styles.css), so the table fits the pane without a sideways scroll.
+    const wrapped = (text: string) => h("td", { class: "tx-wrap tx-mono" }, text);
+    const tr = h(
+      "tr",
+      { class: `tx-${row.status}`, title: row.status },
+      label ?? h("td", { class: "tx-wrap", title: "click to select it in the tree" }, row.path || "(model)"),
+      h("td", {}, row.cls),
+      h("td", {}, String(row.calls)),
+      wrapped(row.inputs),
+      wrapped(row.outputs),
+    );
+    if (cols.before) tr.append(wrapped(row.status === "changed" ? (row.before ?? "") : row.status === "added" ? "(new)" : ""));
+    if (cols.flops) tr.append(h("td", {}, totals.flops === null ? "" : formatCount(totals.flops)));
+    if (cols.real) {
+      tr.append(
+        h("td", {}, totals.time_ms === null ? "" : `${totals.time_ms.toFixed(3)} ms`),
+        h("td", {}, totals.mem_peak === null ? "" : formatBytes(totals.mem_peak)),
+      );
+    }
+    // The table is a way into the tree: a click selects the module there (issue #16).
+    if (!label) tr.addEventListener("click", () => this.ctx.select(row.path));
+    return tr;
+  }
+
+  /** One row for a run of identical blocks: the first one's shapes, FLOPs and time summed. */
+  private foldRow(fold: ProbeFold<ProbeRow>, cols: Columns): HTMLTableRowElement {
+    const sum = (k: "flops" | "time_ms") =>
+      fold.heads.some((x) => x[k] === null) ? null : fold.heads.reduce((a, x) => a + (x[k] ?? 0), 0);
+    const peaks = fold.heads.map((x) => x.mem_peak).filter((x): x is number => x !== null);
+    const totals = { flops: sum("flops"), time_ms: sum("time_ms"), mem_peak: peaks.length ? Math.max(...peaks) : null };
+    const last = lastName(fold.heads[fold.heads.length - 1].path);
+    const label = h(
+      "td",
+      { class: "tx-wrap", title: `${fold.count} identical blocks: the first one's shapes; FLOPs and time of all` },
+      h("span", { class: "tx-caret", "aria-hidden": "true" }, fold.open ? "▾" : "▸"),
+      `${fold.key}–${last} ×${fold.count}`,
+    );
+    const tr = this.row(fold.heads[0], cols, label, totals);
+    tr.classList.add("tx-foldrow");
+    tr.setAttribute("aria-expanded", String(fold.open));
+    tr.addEventListener("click", () => {
+      if (fold.open) this.open.delete(fold.key);
+      else this.open.add(fold.key);
+      this.renderTable();
+    });
+    return tr;
   }
 }

@@ -1,9 +1,9 @@
 """Defects found by a person using the widget (issue #16), each walked as that person did.
 
 Every flow here failed on the widget before its fix: forward lines side by side in the Source tab,
-letter keys reaching the notebook, Undo only in the History tab, stale form drafts, a Probe table
-wider than its pane, names cut off in the tree, extra_repr broken mid-token, a light MRO graph in
-the dark theme.
+letter keys reaching the notebook, Undo only in the History tab, stale form drafts, a flat Probe
+table wider than its pane, names cut off in the tree, extra_repr broken mid-token, a light MRO
+graph in the dark theme.
 """
 
 from __future__ import annotations
@@ -201,6 +201,14 @@ def test_probe_table_fits_and_leads_to_the_tree(page: Page, lab: Lab, shots: Pat
     assert overflow(ex.locator(".tx-panels")) <= 1
     expect(probe.get_by_role("columnheader", name="FLOPs")).to_be_in_viewport(ratio=1)
     page.screenshot(path=str(shots / "probe-fits.png"))
+
+    # layer1's two blocks are alike: one row until opened, as in the tree.
+    fold = probe.get_by_role("row", name=re.compile(r"layer1\.0–1 ×2"))
+    expect(fold).to_have_attribute("aria-expanded", "false")
+    expect(probe.get_by_role("cell", name="layer1.1.conv1", exact=True)).to_have_count(0)
+    fold.click()
+    expect(fold).to_have_attribute("aria-expanded", "true")
+    expect(probe.get_by_role("cell", name="layer1.1.conv1", exact=True)).to_be_visible()
 
     # A click on a row selects that module in the tree (opening its parents).
     probe.get_by_role("cell", name="layer2.0.conv2", exact=True).click()
