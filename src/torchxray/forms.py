@@ -17,7 +17,6 @@ registry searched along ``__mro__`` (``_forms.recover.RECOVERERS``); see those m
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import enum
 import inspect
 import typing
@@ -34,8 +33,10 @@ from ._forms.kinds import KindInfo
 from ._forms.make import brief, current, loose, make_field, same
 from ._forms.record import record_init_args, recorded_args, recorded_notes, remember, snapshot
 from ._forms.recover import derived_values
-from ._forms.signature import original_class, signature
+from ._forms.signature import signature
 from ._forms.values import ParseError, expected, parse
+from ._text import closest
+from ._unwrap import original_class
 
 __all__ = ["Field", "Form", "FormError", "form", "record_init_args"]
 
@@ -76,7 +77,7 @@ class Form:
         return {f.name: f.value for f in self.fields}
 
     def _unknown(self, name: str) -> str:
-        close = difflib.get_close_matches(name, list(self._by_name), n=3, cutoff=0.5)
+        close = closest(name, self._by_name)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         known = ", ".join(self._by_name) or "(none)"
         return f"{name}: {self.cls.__name__} has no parameter {name!r}{hint} (fields: {known})"
@@ -270,7 +271,7 @@ def form(module_or_class: nn.Module | type) -> Form:
             "rebuild from (use the module you scripted)"
         )
     elif isinstance(module_or_class, nn.Module):
-        cls, module = original_class(module_or_class), module_or_class
+        cls, module = original_class(type(module_or_class)), module_or_class
     else:
         raise TypeError(
             f"form() expects an nn.Module or an nn.Module subclass, "

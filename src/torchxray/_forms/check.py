@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 
+from .._text import short_repr
 from .field import Field
 from .kinds import KindInfo
 from .values import expected
@@ -53,11 +54,6 @@ _NON_NEGATIVE = frozenset(
 _PROBABILITY = frozenset({"dropout", "label_smoothing"})
 
 
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 def _ints(value: Any) -> list[int]:
     if isinstance(value, int) and not isinstance(value, bool):
         return [value]
@@ -88,7 +84,7 @@ def check_type(f: Field, info: KindInfo, value: Any) -> str | None:
             label = info.choices[info.values.index(value)]
         bad = bool(f.choices) and label not in f.choices
         if bad:
-            return f"{f.name}: expected one of {', '.join(f.choices)}, got {_short(value)}"
+            return f"{f.name}: expected one of {', '.join(f.choices)}, got {short_repr(value)}"
     elif kind == "int_or_tuple":
         if isinstance(value, str):
             bad = value not in f.choices
@@ -115,7 +111,7 @@ def check_type(f: Field, info: KindInfo, value: Any) -> str | None:
     elif kind == "varkw":
         bad = not isinstance(value, dict)
     if bad:
-        return f"{f.name}: expected {expected(kind)}, got {_short(value)}"
+        return f"{f.name}: expected {expected(kind)}, got {short_repr(value)}"
     return None
 
 
@@ -143,17 +139,17 @@ def check_range(cls: type, f: Field, value: Any) -> str | None:
             ints = "1 int" if n == 1 else f"{n} ints"
             return (
                 f"{name}: {cls.__name__} takes an int or a tuple of {ints}, "
-                f"got {len(value)}: {_short(value)}"
+                f"got {len(value)}: {short_repr(value)}"
             )
     if name in _POSITIVE and any(v < 1 for v in _ints(value)):
-        return f"{name}: expected a size >= 1, got {_short(value)}"
+        return f"{name}: expected a size >= 1, got {short_repr(value)}"
     is_pad_module = cls.__name__.endswith(("Pad1d", "Pad2d", "Pad3d"))
     if (name in _NON_NEGATIVE or name == "padding" and not is_pad_module) and any(
         v < 0 for v in _ints(value)
     ):
-        return f"{name}: expected a size >= 0, got {_short(value)}"
+        return f"{name}: expected a size >= 0, got {short_repr(value)}"
     is_dropout = "Dropout" in cls.__name__
     if (name in _PROBABILITY or name == "p" and is_dropout) and isinstance(value, (int, float)):
         if not 0.0 <= float(value) <= 1.0:
-            return f"{name}: expected a probability in [0, 1], got {_short(value)}"
+            return f"{name}: expected a probability in [0, 1], got {short_repr(value)}"
     return None

@@ -11,6 +11,8 @@ from typing import Any
 
 from torch import nn
 
+from .._text import short_repr
+
 __all__ = ["mismatch", "structure"]
 
 
@@ -43,12 +45,7 @@ def mismatch(live: nn.Module, built: nn.Module) -> str | None:
         labels = ("path", "class", "extra_repr", "children", "parameters", "buffers")
         for label, x, y in zip(labels, ra, rb):
             if x != y:
-                return f"{where}: {label} differ: {_short(x)} vs {_short(y)}"
+                return f"{where}: {label} differ: {short_repr(x, 120)} vs {short_repr(y, 120)}"
     if len(a) != len(b):
         return f"{len(a)} submodules vs {len(b)}"
     return None
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 120 else text[:117] + "..."

@@ -11,6 +11,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from .._text import short
 from .field import Field
 from .kinds import KindInfo, kind_of
 from .recover import tensor_device_dtype
@@ -122,4 +123,4 @@ def same(a: Any, b: Any) -> bool:
 def brief(exc: BaseException) -> str:
     # torch's C++ errors append "Exception raised from ..." and a native stack: keep the sentence.
     text = str(exc).split("\nException raised from", 1)[0].strip()
-    return text if len(text) <= 300 else text[:297] + "..."
+    return short(text, 300)

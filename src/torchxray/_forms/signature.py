@@ -10,7 +10,7 @@ from typing import Any
 
 from torch import nn
 
-__all__ = ["SIGNATURE_OVERRIDES", "ann_text", "original_class", "signature"]
+__all__ = ["SIGNATURE_OVERRIDES", "ann_text", "signature"]
 
 _MISSING = inspect.Parameter.empty
 
@@ -66,13 +66,3 @@ def ann_text(ann: Any) -> str:
             else f"{ann.__module__}.{ann.__qualname__}"
         )
     return str(ann).replace("typing.", "")
-
-
-def original_class(module: nn.Module) -> type:
-    """The user's class; torch.nn.utils.parametrize swaps in a generated subclass."""
-    from torch.nn.utils import parametrize
-
-    cls = type(module)
-    if parametrize.is_parametrized(module) and cls.__bases__:
-        return cls.__bases__[0]
-    return cls

@@ -15,6 +15,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F  # noqa: N812
 
+from .._text import short_repr
+
 __all__ = [
     "CALLABLE_CHOICES",
     "CLASS_CHOICES",
@@ -115,7 +117,7 @@ def resolve_dotted(text: str) -> Any:
     """Object at a dotted path inside an already imported module; attribute walk only."""
     parts = text.split(".")
     if not all(p.isidentifier() and not p.startswith("__") for p in parts):
-        raise ParseError(f"{_shown(text)} is not a dotted name")
+        raise ParseError(f"{short_repr(text)} is not a dotted name")
     for cut in range(len(parts), 0, -1):
         mod = sys.modules.get(".".join(parts[:cut]))
         if mod is None:
@@ -127,7 +129,7 @@ def resolve_dotted(text: str) -> Any:
         except AttributeError:
             break
         return obj
-    raise ParseError(f"{_shown(text)} names nothing in an imported module")
+    raise ParseError(f"{short_repr(text)} names nothing in an imported module")
 
 
 def to_text(kind: str, value: Any) -> str:
@@ -184,7 +186,7 @@ def _literal(text: str) -> Any:
         return ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         raise ParseError(
-            f"expected {expected('literal')}, got {_shown(text)}{_not_code(text)}"
+            f"expected {expected('literal')}, got {short_repr(text)}{_not_code(text)}"
         ) from None
 
 
@@ -193,10 +195,10 @@ def _int(text: str) -> int:
         v = _literal(text)
     except ParseError:
         raise ParseError(
-            f"expected {expected('int')}, got {_shown(text)}{_not_code(text)}"
+            f"expected {expected('int')}, got {short_repr(text)}{_not_code(text)}"
         ) from None
     if type(v) is not int:
-        raise ParseError(f"expected {expected('int')}, got {_shown(text)}")
+        raise ParseError(f"expected {expected('int')}, got {short_repr(text)}")
     return v
 
 
@@ -204,7 +206,7 @@ def _float(text: str) -> float:
     try:
         return float(text)
     except ValueError:
-        raise ParseError(f"expected {expected('float')}, got {_shown(text)}") from None
+        raise ParseError(f"expected {expected('float')}, got {short_repr(text)}") from None
 
 
 def _bool(text: str) -> bool:
@@ -213,7 +215,7 @@ def _bool(text: str) -> bool:
         return True
     if low in ("false", "0", "no", "off"):
         return False
-    raise ParseError(f"expected {expected('bool')}, got {_shown(text)}")
+    raise ParseError(f"expected {expected('bool')}, got {short_repr(text)}")
 
 
 def _sizes(text: str, elem: str, none_elems: bool) -> Any:
@@ -226,7 +228,9 @@ def _sizes(text: str, elem: str, none_elems: bool) -> Any:
         (isinstance(e, scalar) and not isinstance(e, bool)) or (none_elems and e is None) for e in v
     ):
         return v
-    raise ParseError(f"expected {expected('int_or_tuple')}, got {_shown(text)}{_not_code(text)}")
+    raise ParseError(
+        f"expected {expected('int_or_tuple')}, got {short_repr(text)}{_not_code(text)}"
+    )
 
 
 def _literal_or(text: str, kind: str) -> Any:
@@ -234,14 +238,8 @@ def _literal_or(text: str, kind: str) -> Any:
         return _literal(text)
     except ParseError:
         raise ParseError(
-            f"expected {expected(kind)}, got {_shown(text)}{_not_code(text)}"
+            f"expected {expected(kind)}, got {short_repr(text)}{_not_code(text)}"
         ) from None
-
-
-def _shown(text: str) -> str:
-    """The bad text as a message quotes it: cut short, so a pasted megabyte stays a one-liner."""
-    shown = repr(text)
-    return shown if len(shown) <= 60 else shown[:57] + "..."
 
 
 def _not_code(text: str) -> str:
@@ -255,7 +253,7 @@ def _dtype(text: str) -> torch.dtype:
     name = text.removeprefix("torch.")
     obj = getattr(torch, name, None) if name.isidentifier() else None
     if not isinstance(obj, torch.dtype):
-        raise ParseError(f"expected {expected('dtype')}, got {_shown(text)}")
+        raise ParseError(f"expected {expected('dtype')}, got {short_repr(text)}")
     return obj
 
 
@@ -263,7 +261,7 @@ def _device(text: str) -> torch.device:
     try:
         return torch.device(text.strip("'\""))
     except (RuntimeError, ValueError, TypeError):
-        raise ParseError(f"expected {expected('device')}, got {_shown(text)}") from None
+        raise ParseError(f"expected {expected('device')}, got {short_repr(text)}") from None
 
 
 def _callable(text: str, kind: str, choices: tuple[str, ...]) -> Any:
@@ -278,11 +276,11 @@ def _callable(text: str, kind: str, choices: tuple[str, ...]) -> Any:
     top = text.split(".", 1)[0]
     if top not in ("torch", "torchvision", "timm", "transformers"):
         raise ParseError(
-            f"expected {expected(kind)} (one of {', '.join(choices[:6])}, ...), got {_shown(text)}"
+            f"expected {expected(kind)} (one of {', '.join(choices[:6])}, ...), got {short_repr(text)}"
         )
     obj = resolve_dotted(text)
     if kind == "class" and not isinstance(obj, type) or not callable(obj):
-        raise ParseError(f"expected {expected(kind)}, got {_shown(text)}")
+        raise ParseError(f"expected {expected(kind)}, got {short_repr(text)}")
     return obj
 
 
@@ -307,7 +305,7 @@ def parse(
     if kind == "choice":
         bare = text.strip("'\"")
         if choices and bare not in choices:
-            raise ParseError(f"expected one of {', '.join(choices)}, got {_shown(text)}")
+            raise ParseError(f"expected one of {', '.join(choices)}, got {short_repr(text)}")
         if enum_cls is not None:
             return enum_cls[bare]
         return bare
@@ -332,15 +330,15 @@ def parse(
         try:
             return torch.tensor(v)
         except (TypeError, ValueError, RuntimeError):
-            raise ParseError(f"expected {expected(kind)}, got {_shown(text)}") from None
+            raise ParseError(f"expected {expected(kind)}, got {short_repr(text)}") from None
     if kind == "varargs":
         v = _literal_or(text, kind)
         if not isinstance(v, (tuple, list)):
-            raise ParseError(f"expected {expected(kind)}, got {_shown(text)}")
+            raise ParseError(f"expected {expected(kind)}, got {short_repr(text)}")
         return tuple(v)
     if kind == "varkw":
         v = _literal_or(text, kind)
         if not isinstance(v, dict) or not all(isinstance(k, str) for k in v):
-            raise ParseError(f"expected {expected(kind)}, got {_shown(text)}")
+            raise ParseError(f"expected {expected(kind)}, got {short_repr(text)}")
         return v
     return _literal(text)
