@@ -57,7 +57,9 @@ def _state(model: nn.Module) -> tuple[Any, ...]:
     )
 
 
-@pytest.mark.parametrize("name", ["timm-resnet18", "timm-vit_tiny", "hf-gpt2", "hf-llama"])
+@pytest.mark.parametrize(
+    "name", ["timm-resnet18", "timm-vit_tiny", "hf-gpt2", "hf-llama", "hf-mixtral", "hf-t5"]
+)
 def test_training_activations_match_what_autograd_really_saves(name: str) -> None:
     model, args, kwargs = build(name)
     real = _real_saved(model, args, kwargs)

@@ -203,3 +203,9 @@ def test_fake_probe_runs_an_fsdp2_model_and_leaves_its_shards(fsdp_llama: Any) -
     assert _weights(model) == weights
     q = model.model.layers[0].self_attn.q_proj.weight
     assert q.to_local().shape == (16, 64)  # still sharded: nothing was left gathered
+
+
+def test_memory_of_a_sharded_model_says_what_to_do_instead(fsdp_llama: Any) -> None:
+    model, args, kwargs = fsdp_llama
+    with pytest.raises(ValueError, match=r"DTensor parameters.*mesh \(4,\).*bytes_local"):
+        tx.memory(model, *args, **kwargs)

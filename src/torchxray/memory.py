@@ -21,6 +21,7 @@ activations and every temporary an op makes, freed when the run lets go of it.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -153,6 +154,7 @@ def memory(
     args, kwargs = _with_batch(args, kwargs, batch)
     modules = list(model.named_modules())
     params = _unique(model.parameters())
+    _refuse_sharded(params)
     buffers = _unique(model.buffers())
     trainable = [p for p in params if p.requires_grad] if training else []
     opt = state_bytes(optimizer, trainable) if optimizer is not None else {}
@@ -209,6 +211,20 @@ def _with_batch(
     return (*args, batch), kwargs
 
 
+def _refuse_sharded(params: list[torch.Tensor]) -> None:
+    dtensor = getattr(sys.modules.get("torch.distributed.tensor"), "DTensor", None)
+    if dtensor is None:
+        return
+    sharded = next((p for p in params if isinstance(p, dtensor)), None)
+    if sharded is not None:
+        raise ValueError(
+            "memory() measures a model on one device; this one holds DTensor parameters "
+            f"({tuple(sharded.placements)} on mesh {tuple(sharded.device_mesh.shape)}). "
+            "tx.walk(model) gives each module's bytes per rank (node.bytes_local); measure the "
+            "model before fully_shard / distribute_tensor for its activations"
+        )
+
+
 def _unique(tensors: Iterator[torch.Tensor]) -> list[torch.Tensor]:
     seen: set[int] = set()
     return [t for t in tensors if not (id(t) in seen or seen.add(id(t)))]  # type: ignore[func-returns-value]
@@ -225,11 +241,11 @@ def _fake_step(
     kwargs: dict[str, Any],
     training: bool,
 ) -> StepTrace:
-    from torch._subclasses.fake_tensor import FakeTensorMode
+    from ._probe.fake import ProbeFakeMode  # FakeTensorMode, with CPU grouped_mm (MoE experts)
 
     # Non-fake inputs allowed: a tensor a forward makes with torch.tensor(...) or a cache
     # built before the run is converted when an op first meets it.
-    fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
+    fake_mode = ProbeFakeMode(allow_non_fake_inputs=True)
     devices = execution_devices([m for _, m in modules])  # offloaded weights: where they run
     made: dict[int, torch.Tensor] = {}
     tensors: dict[str, torch.Tensor] = {}
