@@ -105,3 +105,15 @@ def test_on_cuda_flags_are_read_after_the_run() -> None:
     _poison(model.layer3[1].bn1.running_var, -1.0)  # sqrt of a negative variance: NaN
     rep = tx.probe(model, *args, mode="real")
     assert rep.ok and rep.nonfinite is not None and rep.nonfinite.path == "layer3.1.bn1"
+
+
+def test_the_deferred_cuda_search_on_cpu_tensors() -> None:
+    # The CUDA path's logic (flags kept per call, read after the run), run here without a GPU.
+    search = finite_mod.NonFinite(real=True, cuda=True)
+    ok, bad = torch.ones(3), torch.tensor([1.0, float("inf")])
+    search.check("fed nan", bad, (bad,), {})
+    search.check("made nan", (ok, {"x": bad}), (ok,), {"mask": torch.ones(2, dtype=torch.bool)})
+    search.check("later", bad, (ok,), {})
+    assert search.found is None and search.active  # nothing is read before the run ends
+    search.resolve()
+    assert search.found == "made nan"

@@ -1,7 +1,7 @@
 """Reading a tensor's values a bounded piece at a time, as float64, wherever the tensor lives.
 
 Statistics and differences of big tensors are accumulated over chunks so that the extra memory is
-a few chunks (``CHUNK`` elements, 32 MiB as float64), never a float64 copy of a whole 4 GiB
+a few chunks (``CHUNK`` elements, 8 MiB as float64), never a float64 copy of a whole 4 GiB
 weight. float16 and bfloat16 values are exact in float64, so sums over them are not rounded in
 their own dtype; quantized tensors are dequantized one slice at a time.
 """
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import torch
 
-CHUNK = 1 << 22  # elements per chunk
+CHUNK = 1 << 20  # elements per chunk
 
 
 def no_values(t: torch.Tensor) -> str | None:
