@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import sys
 import time
 from typing import Any
 
@@ -76,6 +77,7 @@ from ._probe.calls import Call
 from ._probe.cause import entries_of
 from ._probe.failure import localise
 from ._probe.inputs import first_lazy, model_device, prepare_inputs, unpack_batch
+from ._probe.placement import fake_offloaded
 from ._probe.records import (
     CallRecord,
     DiffEntry,
@@ -214,7 +216,11 @@ def _execute(
     lazy = first_lazy(run)
     if lazy is not None:
         return lazy
-    with _eager(), run:
+    with (
+        _eager(),
+        run,
+        fake_offloaded(run.modules, run.fake_mode),
+    ):  # accelerate's offloaded weights
         try:
             args, kwargs = prepare_inputs(run, args, kwargs)
             run.model(*args, **kwargs)
@@ -225,8 +231,9 @@ def _execute(
 
 def _eager() -> contextlib.AbstractContextManager[Any]:
     """Compiled modules run eagerly for the probe (see the module docstring); torch < 2.6 has no
-    stance to set, and compiles as before."""
+    stance to set, and compiles as before. Nothing was compiled while ``torch._dynamo`` is not
+    imported (``torch.compile`` imports it), and importing it for the stance took seconds."""
     set_stance = getattr(getattr(torch, "compiler", None), "set_stance", None)
-    if set_stance is None:
+    if set_stance is None or "torch._dynamo" not in sys.modules:
         return contextlib.nullcontext()
     return set_stance("force_eager")  # type: ignore[no-any-return]
