@@ -417,3 +417,32 @@ def test_edit_names_the_hyperparameters_it_had_to_guess() -> None:
     with tx.record_init_args():
         model[0] = Block(4, act="gelu")
     assert log.edit("0", scale=3.0).guessed == ()
+
+
+# -- compare, health and selection (#15) ---------------------------------------------------------
+
+
+def test_diff_stats_select_freeze_and_nonfinite(model: nn.Module) -> None:
+    other = copy.deepcopy(model)
+    with torch.no_grad():
+        other.fc.weight.mul_(2)
+    d = tx.diff(model, other)
+    assert (d.added, d.removed, d.retyped, d.changed) == ((), (), (), ())
+    assert d.params["fc.weight"].kind == "values" and d.params["fc.bias"].kind == "same"
+    assert d.params["fc.weight"].rel_change == pytest.approx(1.0, rel=1e-6)
+    s = tx.stats(model)["fc.weight"]
+    assert {"norm", "mean", "std", "min", "max", "zeros", "nonfinite", "hist"} <= {
+        f.name for f in dataclasses.fields(s)
+    }
+    convs = tx.select(model, r"^layer1\.", cls=nn.Conv2d)
+    assert convs == [
+        p for p, m in model.named_modules() if p.startswith("layer1.") and isinstance(m, nn.Conv2d)
+    ]
+    assert tx.peft_targets(model, convs) == convs  # "conv1", "0.conv1" would take layer2s too
+    log = tx.PatchLog(model)
+    log.freeze(convs)
+    assert not any(model.get_submodule(p).weight.requires_grad for p in convs)
+    assert [e.op for e in log.entries] == ["freeze"]
+    log.undo()
+    assert all(p.requires_grad for p in model.parameters())
+    assert tx.probe(model, images(), mode="real").nonfinite is None

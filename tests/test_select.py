@@ -127,3 +127,8 @@ def test_peft_targets_bad_input() -> None:
     with pytest.raises(ValueError, match="'' is the model itself"):
         tx.peft_targets(model, [""])
     assert tx.peft_targets(model, "fc") == ["fc"]  # one path as a plain string
+    model.head_alias = model.fc  # the same module at a second path
+    with pytest.raises(
+        ValueError, match="'head_alias' is another path of the module peft names 'fc'"
+    ):
+        tx.peft_targets(model, ["head_alias"])

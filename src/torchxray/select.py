@@ -89,7 +89,7 @@ def peft_targets(model: nn.Module, paths: Iterable[str]) -> list[str] | str:
         if p == "":
             raise ValueError("'' is the model itself, which peft cannot target; select submodules")
         if p not in known:
-            raise missing_path(p, keys)
+            raise _unknown(model, p, keys)
     targets = set(wanted)
     # Each suffix of each name, with how many *unwanted* names end with it: a suffix is usable
     # when that count is zero.
@@ -114,6 +114,19 @@ def peft_targets(model: nn.Module, paths: Iterable[str]) -> list[str] | str:
         return list(chosen)
     alternatives = [rf"(?:.*\.)?{re.escape(s)}" for s in chosen] + [re.escape(k) for k in exact]
     return "(?:" + "|".join(alternatives) + ")"
+
+
+def _unknown(model: nn.Module, path: str, keys: list[str]) -> Exception:
+    """A second path of a shared module is not a name peft sees: say which one it sees."""
+    try:
+        module = model.get_submodule(path)
+    except (AttributeError, TypeError):
+        return missing_path(path, keys)
+    first = next((k for k, m in model.named_modules() if m is module), None)
+    return ValueError(
+        f"{path!r} is another path of the module peft names {first!r} (named_modules lists a "
+        f"shared module once); use {first!r}"
+    )
 
 
 def peft_matches(target_modules: list[str] | str, key: str) -> bool:
