@@ -325,3 +325,23 @@ def test_widget_data_carries_not_called_reasons() -> None:
         assert "fused fast path" in snap["overview"]["layers.0.linear1"]["not_called"]
     finally:
         ex.close()
+
+
+def test_small_old_values_are_named_only_for_related_attributes() -> None:
+    from types import SimpleNamespace
+
+    from torchxray._probe.cause import patch_hint
+
+    class Heads(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.num_heads, self.layer_idx, self.dim = 4, 4, 64
+
+    entry = SimpleNamespace(
+        op="edit", paths=("a",), changes={"num_heads": (4, 2)}, old_cls="A", new_cls="A"
+    )
+    calls = [SimpleNamespace(path="a", done=True), SimpleNamespace(path="b", done=False)]
+    hint = patch_hint([entry], "b", Heads(), calls)
+    assert "a was edited to num_heads=2 (was 4); b runs right after it" in hint
+    assert "still has num_heads=4" in hint and "layer_idx" not in hint
+    assert patch_hint([entry], "c", Heads(), [SimpleNamespace(path="c", done=False)]) == ""

@@ -39,12 +39,12 @@ def entries_of(patches: Any) -> tuple[Any, ...]:
 
 def _owner(patched: dict[str, Any], path: str) -> str | None:
     """The patched path that `path` is at or inside (the longest), or None."""
-    best = None
-    for p in patched:
-        if p == path or p == "" or path.startswith(p + "."):
-            if best is None or len(p) > len(best):
-                best = p
-    return best
+    probe = path
+    while probe not in patched:
+        if not probe:
+            return None
+        probe = probe.rpartition(".")[0]
+    return probe
 
 
 def _where(path: str) -> str:
@@ -64,12 +64,20 @@ def _describe(path: str, entry: Any) -> str:
     return f"{_where(path)} was replaced by a new {entry.new_cls}"
 
 
+def _tokens(name: str) -> set[str]:
+    return {t for t in name.replace(".", "_").split("_") if len(t) > 2}
+
+
 def _stale(module: nn.Module | None, entry: Any) -> list[str]:
     """The failing module's own hyperparameters that still hold a value the patch changed:
-    ``num_features=96`` after conv1 went from 96 to 64 output channels."""
+    ``num_features=96`` after conv1 went from 96 to 64 output channels. Small values (heads,
+    kernel sizes) count only for an attribute whose name shares a word with the changed field,
+    since a 4 elsewhere is most often a coincidence."""
     changes: dict[str, tuple[Any, Any]] = getattr(entry, "changes", None) or {}
     olds = {
-        v[0] for v in changes.values() if type(v[0]) is int and v[0] != v[1] and v[0] not in (0, 1)
+        v[0]: _tokens(k)
+        for k, v in changes.items()
+        if type(v[0]) is int and v[0] != v[1] and v[0] not in (0, 1)
     }
     if module is None or not olds:
         return []
@@ -77,9 +85,9 @@ def _stale(module: nn.Module | None, entry: Any) -> list[str]:
     for name, value in vars(module).items():
         if name.startswith("_") or name == "training":
             continue
-        if (type(value) is int and value in olds) or (
-            type(value) is tuple and len(value) == 1 and value[0] in olds
-        ):
+        if type(value) is tuple and len(value) == 1:
+            value = value[0]
+        if type(value) is int and value in olds and (value >= 8 or olds[value] & _tokens(name)):
             found.append(f"{name}={value!r}")
     return found[:_STALE_SHOWN]
 
