@@ -1,9 +1,10 @@
-// Keys typed inside the widget stay inside it. In command mode JupyterLab's notebook acts on plain
-// letters wherever focus is in the notebook (b inserts a cell, m makes it Markdown, d d deletes the
-// cell holding this widget, z undoes a cell operation: issue #16), so the widget stops their
-// propagation, as JupyterLab's own text fields do. Escape and Shift/Ctrl/Alt+Enter still reach
-// the notebook (leave the widget, run the cell), and so do other Ctrl/Cmd shortcuts (save, ...).
-// Ctrl+Z / Ctrl+Shift+Z (or Ctrl+Y) undo and redo patches here, and only here.
+// Keys typed inside the widget stay inside it. In command mode JupyterLab's notebook acts on keys
+// wherever focus is in the notebook, data-lm-suppress-shortcuts notwithstanding (b inserts a cell,
+// m makes it Markdown, d d deletes the cell holding this widget, z undoes a cell operation, and
+// Ctrl+X would cut the cell: issue #16), so the widget stops their propagation, as ipywidgets'
+// text fields do. Escape and Shift/Ctrl/Alt+Enter still reach the notebook (leave the widget, run
+// the cell), and so does Ctrl/Cmd+S (save). Ctrl+Z / Ctrl+Shift+Z (or Ctrl+Y) undo and redo
+// patches here, and only here.
 
 export interface UndoRedo {
   undo(): void;
@@ -16,7 +17,7 @@ const EVENTS = ["keydown", "keypress", "keyup"] as const;
 function passesThrough(e: KeyboardEvent): boolean {
   if (e.key === "Escape") return true;
   if (e.key === "Enter") return e.shiftKey || e.ctrlKey || e.altKey || e.metaKey;
-  return (e.ctrlKey || e.metaKey) && !isUndoKey(e);
+  return (e.ctrlKey || e.metaKey) && e.key.toLowerCase() === "s";
 }
 
 function isUndoKey(e: KeyboardEvent): boolean {

@@ -38,17 +38,19 @@ describe("keys typed in the widget", () => {
     document.body.innerHTML = "";
   });
 
-  it("keeps letters from the notebook, lets Escape and Shift+Enter through", () => {
+  it("keeps letters and Ctrl+X from the notebook, lets Escape, Shift+Enter and Ctrl+S through", () => {
     const { el } = setup();
     const seen: string[] = [];
     const listen = (e: KeyboardEvent) => seen.push(e.key);
     document.addEventListener("keydown", listen);
     const tree = el.querySelector('[role="tree"]') as HTMLElement;
     for (const k of ["b", "m", "d", "d", "z"]) key(tree, k);
+    key(tree, "x", { ctrlKey: true }); // JupyterLab: cut the cell
     key(tree, "Escape");
     key(tree, "Enter", { shiftKey: true });
+    key(tree, "s", { ctrlKey: true });
     document.removeEventListener("keydown", listen);
-    expect(seen).toEqual(["Escape", "Enter"]);
+    expect(seen).toEqual(["Escape", "Enter", "s"]);
   });
 
   it("Ctrl+Z / Ctrl+Shift+Z undo and redo, but not while editing text", async () => {
