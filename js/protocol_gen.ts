@@ -104,7 +104,7 @@ export interface NodeRow {
   nkids: number;
   params: number;
   out?: string; // output shapes, once probed
-  marks?: string[];
+  marks?: Mark[];
   alias_of?: string; // an alias path: the canonical path of the same module object
   depth?: number; // filter results and snapshots only
   match?: boolean; // filter results only
@@ -385,6 +385,8 @@ export interface ErrorReply {
 }
 
 export type Item = NodeRow | FoldRow | MoreRow;
+
+export type Mark = "alias" | "hooks" | "fwd" | "custom" | "param" | "wrap" | "patched" | "error";
 
 export type Request =
   | PingRequest

@@ -2,10 +2,10 @@
 // output shape, parameter count), under a header naming the columns. Text only: module names come
 // from the model.
 import { formatCount, h } from "./dom";
-import type { Item } from "./protocol";
+import type { Item, Mark } from "./protocol";
 import { isFold, isMore } from "./protocol";
 
-const MARK_TEXT: Record<string, [string, string]> = {
+const MARK_TEXT: Record<Mark, [string, string]> = {
   alias: ["alias", "the same module object is reachable under other paths"],
   hooks: ["hook", "has hooks registered"],
   fwd: ["fwd*", "forward is patched on this instance"],

@@ -33,13 +33,13 @@ HEADER = """\
 // declarations and regenerate; tests/test_protocol.py fails when this file is stale."""
 
 # Unions that have a name on the TypeScript side too, so that fields read `Item[]`, not the union.
-ALIASES: dict[str, Any] = {"Item": replies.Item}
+ALIASES: dict[str, Any] = {"Item": replies.Item, "Mark": replies.Mark}
 
 
-def ts_type(hint: Any) -> str:
-    """The TypeScript spelling of a field's Python annotation."""
+def ts_type(hint: Any, named: bool = True) -> str:
+    """The TypeScript spelling of a field's Python annotation (``named``: an alias by its name)."""
     for name, alias in ALIASES.items():
-        if hint == alias:
+        if named and hint == alias:
             return name
     origin, args = get_origin(hint), get_args(hint)
     if hint is type(None):
@@ -119,7 +119,7 @@ def generate() -> str:
     for cls in list(protocol.REQUEST_TYPES.values()) + _typeddicts(replies):
         parts.append(_interface(cls))
     for name, alias in ALIASES.items():
-        parts.append(f"export type {name} = {' | '.join(ts_type(a) for a in get_args(alias))};")
+        parts.append(f"export type {name} = {ts_type(alias, named=False)};")
     kinds = list(protocol.REQUEST_TYPES)
     requests = [protocol.REQUEST_TYPES[k] for k in kinds]
     parts.append("export type Request =" + "".join(f"\n  | {t.__name__}" for t in requests) + ";")

@@ -7,6 +7,9 @@ from typing import Literal, TypeAlias
 
 from typing_extensions import NotRequired, TypedDict
 
+# A tree row's markers; js/tree_row.ts labels each (a Record<Mark, ...>, so tsc fails on drift).
+Mark: TypeAlias = Literal["alias", "hooks", "fwd", "custom", "param", "wrap", "patched", "error"]
+
 
 class NodeRow(TypedDict):
     """One module row of the tree."""
@@ -17,7 +20,7 @@ class NodeRow(TypedDict):
     nkids: int
     params: int
     out: NotRequired[str]  # output shapes, once probed
-    marks: NotRequired[list[str]]
+    marks: NotRequired[list[Mark]]
     alias_of: NotRequired[str]  # an alias path: the canonical path of the same module object
     depth: NotRequired[int]  # filter results and snapshots only
     match: NotRequired[bool]  # filter results only

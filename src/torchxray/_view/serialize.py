@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ..patch import PatchLog
     from ..probe import ProbeReport
     from ..tree import ModelTree, Node
-    from .replies import FilterResult, Item, NodeRow, Page, RevealStep, TreeState
+    from .replies import FilterResult, Item, Mark, NodeRow, Page, RevealStep, TreeState
 
 __all__ = [
     "FOLD_MIN",
@@ -59,7 +59,7 @@ class RowMaker:
         self.failed = report.error.path if report is not None and report.error is not None else None
 
     def row(self, node: Node) -> NodeRow:
-        marks = []
+        marks: list[Mark] = []
         if node.aliases:
             marks.append("alias")
         if node.hooks:
