@@ -24,10 +24,10 @@ node_modules/.stamp: package.json package-lock.json
 	npm ci --no-audit --no-fund
 	touch $@
 
-# The frontend's message types are generated from the Python declarations (one contract); the
-# committed copy is checked by tests/test_protocol.py.
+# The frontend's message types are generated from the Python declarations (one contract), into
+# js/protocol_gen.ts and js/requests_gen.ts; tests/test_protocol.py checks the committed copies.
 js/protocol_gen.ts: src/torchxray/protocol.py src/torchxray/_view/replies.py src/torchxray/_view/protocol_ts.py | $(VENV)/.stamp
-	$(BIN)/python -m torchxray._view.protocol_ts $@
+	$(BIN)/python -m torchxray._view.protocol_ts js
 
 src/torchxray/static/widget.js: node_modules/.stamp js/protocol_gen.ts $(wildcard js/*.ts js/*/*.ts js/*.css)
 	npm run --silent build

@@ -1,7 +1,7 @@
-// The frontend's half of the protocol: the message shapes come from protocol_gen.ts, generated
-// from src/torchxray/protocol.py (`make js`); this file adds the synced state and the Rpc client.
-// Every request and reply is a plain object with a `kind`; the kernel answers a bad request with
-// {kind: "error"} rather than raising.
+// The frontend's half of the protocol. The message shapes come from protocol_gen.ts and
+// requests_gen.ts, generated from src/torchxray/protocol.py (`make js`); this file adds the synced
+// state and the Rpc client. Every request and reply is a plain object with a `kind`; the kernel
+// answers a bad request with {kind: "error"} rather than raising.
 import type { AnyModel, Experimental } from "@anywidget/types";
 import type {
   ErrorReply,
@@ -18,6 +18,7 @@ import type {
 import { SLOW_TIMEOUT_KINDS } from "./protocol_gen";
 
 export type * from "./protocol_gen";
+export type * from "./requests_gen";
 export { REQUEST_KINDS, SLOW_KINDS } from "./protocol_gen";
 
 /** A form field (the Python side calls it FormField: forms.Field is the IR record). */

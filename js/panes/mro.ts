@@ -3,24 +3,11 @@
 // when this tab first opens, and it is imported from a blob: URL (anywidget itself loads our ESM
 // from a blob, so a relative chunk import would not resolve). No network request is made.
 import { clear, h } from "../dom";
-import type { Rpc } from "../protocol";
+import type { MroClass, MroReply, Rpc } from "../protocol";
 import { messageOf, type Ctx, type Pane } from "./context";
 import { renderSource, type SourceReply } from "./source";
 
-export interface MroClass {
-  name: string;
-  qualname: string;
-  module: string;
-  group: string;
-  defines: string[];
-  node: string;
-}
-
-interface MroReply {
-  kind: "mro";
-  dot: string;
-  classes: MroClass[];
-}
+export type { MroClass };
 
 export type RenderSvg = (dot: string) => SVGSVGElement | Element;
 export type RendererLoader = (rpc: Rpc) => Promise<RenderSvg>;

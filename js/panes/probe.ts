@@ -2,31 +2,11 @@
 // naming the module that failed, and the fake/real switch; runs of identical blocks fold
 // (probe_fold.ts) and a row leads to its module in the tree. Mirrors src/torchxray/probe.py.
 import { clear, formatBytes, formatCount, h, uid } from "../dom";
-import type { ProbeSummary } from "../protocol";
+import type { ProbeRow, ProbeSummary, ProbeTableReply } from "../protocol";
 import { messageOf, type Ctx, type Pane } from "./context";
 import { foldRuns, isProbeFold, type ProbeFold } from "./probe_fold";
 
-export interface ProbeRow {
-  path: string;
-  cls: string;
-  calls: number;
-  inputs: string;
-  outputs: string;
-  status: "same" | "changed" | "added" | "failed";
-  before: string | null;
-  flops: number | null;
-  time_ms: number | null;
-  mem_peak: number | null;
-}
-
-interface TableReply {
-  kind: "probe_table";
-  rows: ProbeRow[];
-  total: number;
-  removed: string[];
-  not_reached?: string[]; // after a failed probe: modules it stopped before (not removed)
-  rev: number;
-}
+export type { ProbeRow };
 
 const PAGE = 500;
 
@@ -106,9 +86,9 @@ export class ProbePane implements Pane {
   }
 
   private async more(): Promise<void> {
-    let r: TableReply;
+    let r: ProbeTableReply;
     try {
-      r = await this.ctx.rpc.call<TableReply>({ kind: "probe_table", offset: this.rows.length, limit: PAGE });
+      r = await this.ctx.rpc.call<ProbeTableReply>({ kind: "probe_table", offset: this.rows.length, limit: PAGE });
     } catch (e) {
       this.el.appendChild(h("p", { class: "tx-note" }, messageOf(e)));
       return;
