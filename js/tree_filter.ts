@@ -1,13 +1,9 @@
 // The tree's filter bar: a substring (or regex) query answered by the kernel, debounced while the
 // person types; an answer to an older query is dropped, and the count of matches is announced.
 import { h } from "./dom";
-import type { NodeRow } from "./protocol";
+import type { FilterResult } from "./protocol";
 
-export interface FilterResult {
-  count: number;
-  rows: NodeRow[];
-  truncated: boolean;
-}
+export type { FilterResult };
 
 const DEBOUNCE_MS = 200;
 

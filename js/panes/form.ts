@@ -3,27 +3,9 @@
 // Mirrors src/torchxray/forms.py through serialize.form_dict. What the person types is a draft of
 // one form for one module: it goes when the selection changes, after Apply, or on Reset.
 import { clear, h, uid } from "../dom";
-import type { Field } from "../protocol";
+import type { CatalogReply, CatalogRow, Field, FormReply } from "../protocol";
 import { RpcError } from "../protocol";
 import { messageOf, type Ctx, type Pane } from "./context";
-
-interface FormReply {
-  kind: "form";
-  path: string;
-  cls: string;
-  qualname: string;
-  fields: Field[];
-  rev: number;
-  aliases: string[];
-  [k: string]: unknown;
-}
-
-interface CatalogEntry {
-  name: string;
-  qualname: string;
-  group: string;
-  doc: string;
-}
 
 // Only "default" is a guess (issue #2): "derived" values are read from the module's state
 // (e.g. bias = module.bias is not None), so they get a neutral badge, not a warning.
@@ -200,7 +182,7 @@ export class FormPane implements Pane {
     const refresh = async () => {
       const mine = ++seq;
       try {
-        const r = await this.ctx.rpc.call<{ kind: string; entries: CatalogEntry[] }>({
+        const r = await this.ctx.rpc.call<CatalogReply>({
           kind: "catalog",
           query: search.value,
           path: target.path,
@@ -228,7 +210,7 @@ export class FormPane implements Pane {
     search.focus();
   }
 
-  private async chooseClass(target: FormReply, entry: CatalogEntry): Promise<void> {
+  private async chooseClass(target: FormReply, entry: CatalogRow): Promise<void> {
     let r: FormReply;
     try {
       r = await this.ctx.rpc.call<FormReply>({ kind: "form", cls: entry.qualname, prefill: target.path });
