@@ -62,8 +62,9 @@ export class TreeView implements TreeNav {
     this.spacer.appendChild(this.tree);
     this.el = h("div", { class: "tx-treepane" }, this.filter.el, rowHeader(), this.viewport);
     this.viewport.addEventListener("scroll", () => this.render());
+    // Modified keys are not the tree's: Shift+Enter runs the cell (keys.ts lets it through).
     this.tree.addEventListener("keydown", (e) => {
-      if (!e.altKey && !e.ctrlKey && !e.metaKey && treeKey(this, e.key)) e.preventDefault();
+      if (!e.altKey && !e.ctrlKey && !e.metaKey && !e.shiftKey && treeKey(this, e.key)) e.preventDefault();
     });
   }
 
