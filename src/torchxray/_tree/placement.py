@@ -102,24 +102,31 @@ class Placements:
         self.modules, self.parents, self.hf, self.odd = modules, parents, hf, odd
 
     def run(
-        self, devices: Sequence[tuple[str, ...]], bytes_total: Sequence[int]
+        self, devices: Sequence[tuple[str, ...]], bytes_total: list[int]
     ) -> tuple[list[str], list[int]]:
-        n = len(self.modules)
+        parents = self.parents
         joined: dict[int, str] = {}
-        place = []
-        for devs in devices:  # the usual case: the subtree's devices
-            text = joined.get(id(devs))
+        place: list[str] = []
+        append = place.append
+        for i, devs in enumerate(devices):  # the usual case: the subtree's devices
+            text = joined.get(id(devs))  # device tuples are interned by the lazy pass
             if text is None:
                 text = joined[id(devs)] = "; ".join(devs)
-            place.append(text)
+            # Pre-order: a module without tensors takes its parent's, already final.
+            append(text if text or not i else place[parents[i]])
+        special = self._special() if self.hf or self.odd else {}
+        fsdp = _fsdp_class()
+        if fsdp is not None and not any(issubclass(c, fsdp) for c in set(map(type, self.modules))):
+            fsdp = None  # imported (accelerate does), yet no module of this model is sharded
+        if not special and fsdp is None:
+            return place, bytes_total
         local = list(bytes_total)
-        special = self._special()
         if special:
             self._mixed(special, place, local)
-        self._fsdp_units(place)
-        parents = self.parents
-        for i in range(1, n):  # pre-order: a parent's placement is final before its children
-            if not place[i]:
+        if fsdp is not None:
+            self._fsdp_units(fsdp, place)
+        for i in range(1, len(place)):
+            if not devices[i]:
                 place[i] = place[parents[i]]
         return place, local
 
@@ -176,10 +183,7 @@ class Placements:
                 place[i] = "; ".join(sorted(sets[i], key=lambda s: (s.startswith(_SPECIAL), s)))
                 local[i] -= less[i]
 
-    def _fsdp_units(self, place: list[str]) -> None:
-        fsdp = _fsdp_class()
-        if fsdp is None:
-            return
+    def _fsdp_units(self, fsdp: type, place: list[str]) -> None:
         units = [-1] * len(self.modules)  # index of the innermost fully_shard module around
         texts: dict[int, str] = {}
         for i, m in enumerate(self.modules):
