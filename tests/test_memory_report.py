@@ -121,6 +121,24 @@ def test_optimizer_instances_are_read_from_their_class_and_options() -> None:
     assert all(p.grad is None for p in model.parameters())
 
 
+def test_peak_follows_tensors_as_they_live_and_die() -> None:
+    # Inference, worked by hand: while ReLU runs, the weights, the input x (32x512 floats), the
+    # first Linear's output h and ReLU's output are alive; h dies before the last Linear runs.
+    model = nn.Sequential(nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+    x = torch.randn(32, 512)
+    act = 32 * 512 * 4
+    weights = _nbytes(model.parameters())
+    rep = tx.memory(model, x)
+    assert rep.peak == weights + 3 * act
+    assert rep["1"].peak == rep.peak  # reached inside ReLU's forward
+    assert rep["2"].peak == weights + 2 * act + 32 * 10 * 4  # x, relu(h), output
+    # Training keeps x (for the first Linear's weight gradient) and ReLU's output (for ReLU's and
+    # the last Linear's backward, one storage): 2 x act, on top of weights, grads and momentum.
+    train = tx.memory(model, x, training=True, optimizer="sgd")
+    assert train.activations == 2 * act
+    assert train.peak >= weights * 3 + x.numel() * 4 + train.activations - act
+
+
 def test_tied_and_shared_parameters_count_once() -> None:
     model, args, kwargs = build("hf-gpt2")  # lm_head.weight is wte.weight
     assert model.lm_head.weight is model.transformer.wte.weight
