@@ -392,7 +392,7 @@ def test_probe_sees_structured_io(name: str) -> None:
     root = rep[""]
     names = [o.name for o in root.outputs if not isinstance(o, str)]
     if name == "dict_in_dict_out":
-        assert names == ["['image']", "['text']", "['score']"]
+        assert names == ["image", "text", "score"]  # output keys read as attributes
         assert root.input_shapes == ((2, 6), (2, 3))
     elif name == "dataclass_out":
         assert root.output_shapes == ((2, 3), (2, 8), ())
