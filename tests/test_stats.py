@@ -66,6 +66,9 @@ def test_chunks_give_the_same_figures_as_one_pass() -> None:
         for key in ("norm", "mean", "std", "min", "max"):
             assert getattr(part, key) == pytest.approx(getattr(whole, key), rel=1e-12)
     _close(whole, _reference(t))
+    x = t.double()[torch.isfinite(t)]
+    reference = torch.histc(x, HIST_BINS, float(x.min()), float(x.max())).long().tolist()
+    assert list(whole.hist) == reference  # torch's own binning
     # A non-contiguous view is read slice by slice, same figures.
     assert tensor_stats(t.t(), chunk=11).hist == whole.hist
     assert tensor_stats(t.t(), chunk=11).std == pytest.approx(whole.std, rel=1e-12)

@@ -40,6 +40,7 @@ import torch
 import torch.nn as nn
 
 from ._compare.checkpoint import TensorSource, open_source
+from ._compare.chunks import Scratch
 from ._compare.values import compare
 
 __all__ = ["ModelDiff", "ParamChange", "diff"]
@@ -121,6 +122,7 @@ def _dtype(d: torch.dtype | None) -> str | None:
 
 def _params(left: TensorSource, right: TensorSource) -> dict[str, ParamChange]:
     out: dict[str, ParamChange] = {}
+    scratch = Scratch()
     for name, meta_a in left.meta.items():
         meta_b = right.meta.get(name)
         if meta_b is None:
@@ -132,7 +134,7 @@ def _params(left: TensorSource, right: TensorSource) -> dict[str, ParamChange]:
             tb = right.load(name)
             dtype_b = tb.dtype  # safetensors may use a dtype it has no name for in its header
             kind = "dtype" if meta_a[1] != dtype_b else None
-            result = compare(left.load(name), tb)
+            result = compare(left.load(name), tb, scratch=scratch)
             del tb  # let the checkpoint's tensor go before the next one is read
             if result is not None:
                 same, rel = result

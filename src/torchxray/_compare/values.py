@@ -6,10 +6,12 @@ import math
 
 import torch
 
-from .chunks import CHUNK, no_values, paired_chunks
+from .chunks import CHUNK, Scratch, no_values, paired_chunks
 
 
-def compare(a: torch.Tensor, b: torch.Tensor, chunk: int = CHUNK) -> tuple[bool, float] | None:
+def compare(
+    a: torch.Tensor, b: torch.Tensor, chunk: int = CHUNK, scratch: Scratch | None = None
+) -> tuple[bool, float] | None:
     """``(identical, ||b - a|| / ||a||)`` for two tensors of one shape, or None when either has no
     values (meta, fake) or only one is complex. NaNs at the same place count as identical; the
     relative change is 0.0 for two zero tensors and inf when only ``a`` is zero."""
@@ -17,10 +19,11 @@ def compare(a: torch.Tensor, b: torch.Tensor, chunk: int = CHUNK) -> tuple[bool,
         return None
     same = True
     diff2 = norm2 = 0.0
-    for ca, cb in paired_chunks(a, b, chunk):
+    scratch = scratch or Scratch()
+    for ca, cb in paired_chunks(a, b, chunk, scratch):
         if same and not torch.equal(ca, cb):
             same = bool(((ca == cb) | (ca.isnan() & cb.isnan())).all())
-        d = cb - ca
+        d = torch.sub(cb, ca, out=scratch.get("work", ca.numel(), ca.device))
         # dot rather than (d * d).sum(): one chunk-sized temporary less.
         diff2 += float(torch.dot(d, d))
         norm2 += float(torch.dot(ca, ca))
