@@ -1,6 +1,7 @@
 // @vitest-environment happy-dom
 import { describe, expect, it } from "vitest";
 import { FAST_TIMEOUT, REQUEST_KINDS, Rpc, RpcError, SLOW_KINDS, SLOW_TIMEOUT } from "./protocol";
+import { renderSource } from "./panes/source";
 import { SnapshotRpc } from "./snapshot";
 
 describe("Rpc", () => {
@@ -71,5 +72,15 @@ describe("the generated contract", () => {
       await expect(timedOut.call({ kind })).rejects.toThrow(`after ${seconds} s (${kind})`);
     }
     expect([...SLOW_KINDS].sort()).toEqual(["edit", "probe", "redo", "replace", "undo"]);
+  });
+});
+
+describe("the source reply", () => {
+  it("shows the kernel's note (e.g. the original class of a parametrized module) as text", () => {
+    const el = document.createElement("div");
+    const note = "parametrized module; showing its original class <Linear>";
+    renderSource(el, { kind: "source", html: null, file: null, line: null, reason: "r", qualname: "q", forward_lines: null, note });
+    expect(el.textContent).toContain(note);
+    expect(el.querySelector("Linear")).toBeNull(); // text, never markup
   });
 });
