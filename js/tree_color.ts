@@ -1,0 +1,145 @@
+// Colours tree rows by a chosen figure (parameters, bytes, activations, FLOPs, time) as a share of
+// the whole model's, with a legend. Values come lazily: only rows the tree renders are asked for,
+// a batch at a time, and kept until the tree changes.
+import { clear, formatBytes, formatCount, h } from "./dom";
+import type { FiguresReply, NodeRow } from "./protocol";
+
+export const FIGURES = [
+  ["params", "parameters"],
+  ["bytes", "bytes"],
+  ["activations", "activations (training)"],
+  ["flops", "FLOPs"],
+  ["time", "time (real probe)"],
+] as const;
+export type Figure = (typeof FIGURES)[number][0];
+
+/** Shares shown in the legend; colours run on a log scale between the first and the last. */
+export const STOPS = [0.0001, 0.001, 0.01, 0.1, 1];
+const BATCH = 200;
+
+/** A share of the model (0..1) -> a colour from blue (tiny) to red (all of it). */
+export function heat(share: number): string {
+  const t = share > 0 ? Math.min(1, Math.max(0, (Math.log10(share) + 4) / 4)) : 0;
+  return `hsl(${Math.round(220 * (1 - t))} 80% 52%)`;
+}
+
+export function figureText(figure: Figure, v: number): string {
+  if (figure === "bytes" || figure === "activations") return formatBytes(v);
+  if (figure === "time") return `${v.toFixed(3)} ms`;
+  return formatCount(v);
+}
+
+function percent(share: number): string {
+  const p = 100 * share;
+  return p >= 1 || p === 0 ? `${Math.round(p)}%` : `${p.toPrecision(1)}%`;
+}
+
+export type FetchFigures = (figure: Figure, paths: string[]) => Promise<{ kind: string }>;
+
+export class TreeColor {
+  readonly el = h("div", { class: "tx-colorbar" });
+  readonly select = h("select", { "aria-label": "colour the tree by" });
+  private readonly legend = h("div", { class: "tx-legend", "aria-label": "colour legend" });
+  private values = new Map<string, number | null>();
+  private total: number | null = null;
+  private note = "";
+  private pending = new Set<string>();
+  private asked = new Set<string>();
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private generation = 0;
+
+  constructor(
+    private readonly fetch: FetchFigures,
+    private readonly redraw: () => void,
+    private readonly onError: (message: string) => void,
+  ) {
+    this.select.appendChild(h("option", { value: "" }, "nothing"));
+    for (const [value, label] of FIGURES) this.select.appendChild(h("option", { value }, label));
+    this.select.addEventListener("change", () => {
+      this.reset();
+      this.redraw();
+    });
+    this.el.append(h("label", {}, "colour by ", this.select), this.legend);
+    this.legend.hidden = true;
+  }
+
+  get figure(): Figure | "" {
+    return this.select.value as Figure | "";
+  }
+
+  /** Forget every value (the model or the figure changed); rows ask again when drawn. */
+  reset(): void {
+    this.generation += 1;
+    this.values.clear();
+    this.asked.clear();
+    this.pending.clear();
+    this.total = null;
+    this.note = "";
+    this.drawLegend();
+  }
+
+  /** Called for each row the tree draws: a swatch before its name, or a request for its value. */
+  paint(el: HTMLElement, item: NodeRow): void {
+    const figure = this.figure;
+    if (!figure) return;
+    if (!this.values.has(item.path)) {
+      if (!this.asked.has(item.path)) this.queue(item.path);
+      return;
+    }
+    const v = this.values.get(item.path) ?? null;
+    const share = v !== null && this.total ? v / this.total : null;
+    const label = FIGURES.find(([f]) => f === figure)?.[1] ?? figure;
+    const title = v === null ? `${label}: not known` : `${label}: ${figureText(figure, v)}${share !== null ? ` (${percent(share)} of the model)` : ""}`;
+    const swatch = h("span", { class: "tx-heat", title, "aria-label": title });
+    if (share !== null) swatch.style.background = heat(share);
+    else swatch.classList.add("tx-heat-none");
+    el.querySelector(".tx-name")?.before(swatch);
+  }
+
+  private queue(path: string): void {
+    this.pending.add(path);
+    this.asked.add(path);
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.load(), 30);
+  }
+
+  private async load(): Promise<void> {
+    const figure = this.figure;
+    const generation = this.generation;
+    const paths = [...this.pending];
+    this.pending.clear();
+    if (!figure || !paths.length) return;
+    for (let i = 0; i < paths.length; i += BATCH) {
+      let r: FiguresReply;
+      try {
+        r = (await this.fetch(figure, paths.slice(i, i + BATCH))) as FiguresReply;
+      } catch (e) {
+        this.onError(e instanceof Error ? e.message : String(e));
+        return;
+      }
+      if (generation !== this.generation) return; // the figure or the model changed meanwhile
+      for (const [p, v] of Object.entries(r.values)) this.values.set(p, v);
+      this.total = r.total;
+      this.note = r.note;
+    }
+    this.drawLegend();
+    this.redraw();
+  }
+
+  private drawLegend(): void {
+    clear(this.legend);
+    const figure = this.figure;
+    this.legend.hidden = !figure;
+    if (!figure) return;
+    const label = FIGURES.find(([f]) => f === figure)?.[1] ?? figure;
+    this.legend.append(`share of the model's ${label}: `);
+    for (const s of STOPS) {
+      const sw = h("span", { class: "tx-heat" });
+      sw.style.background = heat(s);
+      this.legend.append(h("span", { class: "tx-stop" }, sw, percent(s)));
+    }
+    this.legend.append(h("span", { class: "tx-stop" }, h("span", { class: "tx-heat tx-heat-none" }), "not known"));
+    if (this.total !== null) this.legend.append(h("span", { class: "tx-muted" }, ` · model: ${figureText(figure, this.total)}`));
+    if (this.note) this.legend.append(h("div", { class: "tx-muted" }, this.note));
+  }
+}
