@@ -438,7 +438,7 @@ def test_diff_stats_select_freeze_and_nonfinite(model: nn.Module) -> None:
     assert convs == [
         p for p, m in model.named_modules() if p.startswith("layer1.") and isinstance(m, nn.Conv2d)
     ]
-    assert tx.peft_targets(model, convs) == convs  # "conv1", "0.conv1" would take layer2s too
+    assert tx.peft_targets(model, convs) == convs  # "conv1", "0.conv1" would take layer2's too
     log = tx.PatchLog(model)
     log.freeze(convs)
     assert not any(model.get_submodule(p).weight.requires_grad for p in convs)

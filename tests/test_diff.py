@@ -118,7 +118,11 @@ def test_meta_model_compares_shapes_and_dtypes_only() -> None:
     assert {c.kind for c in d.params.values()} == {"same"}
     sd = real.state_dict()
     sd["lm_head.weight"] = torch.zeros(1, 1)
-    assert tx.diff(meta, sd).params["lm_head.weight"].kind == "shape"
+    sd["transformer.ln_f.bias"] = sd["transformer.ln_f.bias"].half()
+    d = tx.diff(meta, sd)
+    assert d.params["lm_head.weight"].kind == "shape"
+    assert d.params["transformer.ln_f.bias"].kind == "dtype"
+    assert d.params["transformer.ln_f.weight"].kind == "same"
 
 
 def test_a_large_checkpoint_is_read_one_tensor_at_a_time(

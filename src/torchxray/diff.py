@@ -40,7 +40,7 @@ import torch
 import torch.nn as nn
 
 from ._compare.checkpoint import TensorSource, open_source
-from ._compare.chunks import Scratch
+from ._compare.chunks import Scratch, no_values
 from ._compare.values import compare
 
 __all__ = ["ModelDiff", "ParamChange", "diff"]
@@ -130,11 +130,14 @@ def _params(left: TensorSource, right: TensorSource) -> dict[str, ParamChange]:
             continue
         kind: Any = "shape" if meta_a[0] != meta_b[0] else None
         rel, dtype_b = None, meta_b[1]
-        if kind is None:
+        ta = left.load(name)
+        if kind is None and no_values(ta) and dtype_b is not None:
+            kind = "dtype" if meta_a[1] != dtype_b else None  # a meta model: no file read at all
+        elif kind is None:
             tb = right.load(name)
             dtype_b = tb.dtype  # safetensors may use a dtype it has no name for in its header
             kind = "dtype" if meta_a[1] != dtype_b else None
-            result = compare(left.load(name), tb, scratch=scratch)
+            result = compare(ta, tb, scratch=scratch)
             del tb  # let the checkpoint's tensor go before the next one is read
             if result is not None:
                 same, rel = result
