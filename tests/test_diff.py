@@ -150,6 +150,11 @@ def test_a_large_checkpoint_is_read_one_tensor_at_a_time(
     d = tx.diff(model, path)
     assert {c.kind for c in d.params.values()} == {"values"} and len(d.params) == 16
     assert peak[0] == 1 and live == []  # never two checkpoint tensors alive at once
+    peak[0] = 0
+    with torch.device("meta"):
+        meta = nn.Sequential(*[nn.Linear(64, 64, bias=False) for _ in range(16)])
+    assert {c.kind for c in tx.diff(meta, path).params.values()} == {"same"}
+    assert peak[0] == 0  # shapes and dtypes come from the header: no tensor read
 
 
 def test_bad_inputs_give_clear_errors_and_change_nothing(tmp_path: Path) -> None:
