@@ -119,6 +119,23 @@ def test_meta_fake_and_lazy_tensors_are_skipped_with_a_reason() -> None:
     assert "lazy" in (lazy["weight"].skipped or "")
 
 
+def test_a_tensor_whose_values_cannot_be_read_is_skipped_not_fatal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    stats_mod = importlib.import_module("torchxray.stats")
+    real = stats_mod.float64_chunks
+
+    def broken(t: torch.Tensor, *args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        if t.dim() == 1:
+            raise RuntimeError("no storage here")
+        return real(t, *args, **kwargs)
+
+    monkeypatch.setattr(stats_mod, "float64_chunks", broken)
+    got = tx.stats(nn.Linear(4, 2))
+    assert got["bias"].skipped == "values could not be read: no storage here"
+    assert got["weight"].skipped is None and got["weight"].norm is not None
+
+
 def test_edge_values() -> None:
     assert tensor_stats(torch.empty(0)).norm is None
     nan = tensor_stats(torch.full((3,), float("nan")))

@@ -92,7 +92,6 @@ def _tensors(module: nn.Module) -> dict[str, torch.Tensor]:
 
 def tensor_stats(t: torch.Tensor, chunk: int = CHUNK, scratch: Scratch | None = None) -> ParamStats:
     """`ParamStats` of one tensor, read ``chunk`` elements at a time."""
-    scratch = scratch or Scratch()
     why = no_values(t)
     if is_lazy(t):  # not even a shape yet
         return ParamStats((), "", 0, skipped=why)
@@ -101,6 +100,20 @@ def tensor_stats(t: torch.Tensor, chunk: int = CHUNK, scratch: Scratch | None = 
     numel = t.numel()
     if why is not None:
         return ParamStats(shape, dtype, numel, skipped=why)
+    try:
+        return _read(t, shape, dtype, numel, chunk, scratch or Scratch())
+    except Exception as exc:  # noqa: BLE001 - one odd tensor subclass must not sink a model's stats
+        return ParamStats(shape, dtype, numel, skipped=f"values could not be read: {exc}")
+
+
+def _read(
+    t: torch.Tensor,
+    shape: tuple[int, ...],
+    dtype: str,
+    numel: int,
+    chunk: int,
+    scratch: Scratch,
+) -> ParamStats:
     # First pass: counts, extremes, and mean/variance merged per chunk (Chan et al.), which stays
     # accurate where a running sum of squares would cancel.
     count = zeros = bad = 0
