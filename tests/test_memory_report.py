@@ -188,6 +188,8 @@ def test_bad_input_gets_a_clear_message_and_changes_nothing() -> None:
         tx.memory(model, torch.randn(2, 4), optimizer="adamw")
     with pytest.raises(ValueError, match=r"failed: RuntimeError in '0'.*shapes"):
         tx.memory(model, torch.randn(2, 5), training=True)
+    with pytest.raises(ValueError, match="TorchScript"):
+        tx.memory(torch.jit.script(nn.Linear(4, 2)), torch.randn(2, 4))
     with pytest.raises(TypeError, match="Module"):
         tx.memory(nn.Linear, torch.randn(2, 4))  # type: ignore[arg-type]
     assert _state(model) == before

@@ -146,6 +146,11 @@ def memory(
     positional ones, added to ``args``/``kwargs``. Raises ValueError when the forward fails."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"memory() needs a torch.nn.Module, got {type(model).__name__}")
+    if isinstance(model, torch.jit.ScriptModule):
+        raise ValueError(
+            "memory() swaps a model's weights for fake ones, which TorchScript modules do not "
+            "allow: measure the eager model (before torch.jit.script) instead"
+        )
     if optimizer is not None and not training:
         raise ValueError(
             "memory(optimizer=...) counts optimizer state, which exists only when training: "

@@ -66,11 +66,19 @@ def _flags(modules: list[nn.Module], training: bool) -> Iterator[None]:
     flags = [m.training for m in modules]
     try:
         for m in modules:
-            m.__dict__["training"] = training
+            _set_training(m, training)
         yield
     finally:
         for m, flag in zip(modules, flags):
-            m.__dict__["training"] = flag
+            _set_training(m, flag)
+
+
+def _set_training(m: nn.Module, flag: bool) -> None:
+    d = m.__dict__
+    if "training" in d:  # the flag itself, not .train(): a user's override may do more
+        d["training"] = flag
+    else:  # a ScriptModule keeps it in C++, behind its own __setattr__
+        m.training = flag
 
 
 @contextlib.contextmanager
