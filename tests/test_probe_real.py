@@ -345,3 +345,20 @@ def test_small_old_values_are_named_only_for_related_attributes() -> None:
     assert "a was edited to num_heads=2 (was 4); b runs right after it" in hint
     assert "still has num_heads=4" in hint and "layer_idx" not in hint
     assert patch_hint([entry], "c", Heads(), [SimpleNamespace(path="c", done=False)]) == ""
+
+
+def test_nested_output_names_read_as_attribute_access() -> None:
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Pair:
+        a: torch.Tensor
+        b: torch.Tensor
+
+    class Model(nn.Module):
+        def forward(self, x: torch.Tensor) -> dict[str, Any]:
+            return {"out": Pair(x, x * 2), "n": [x, x], "odd key": x}
+
+    rep = tx.probe(Model(), torch.randn(2, 3))
+    names = [o.name for o in rep[""].outputs]  # type: ignore[union-attr]
+    assert names == ["out.a", "out.b", "n[0]", "n[1]", "['odd key']"]

@@ -73,19 +73,22 @@ def _info(value: object, name: str) -> TensorInfo | str:
 def leaf_infos(value: object, name: str) -> tuple[TensorInfo | str, ...]:
     """Flatten `value` with torch.utils._pytree (dataclasses too) into TensorInfo / text leaves.
     ``name`` "" names an output (see the module docstring), anything else is an input's prefix."""
+    return _leaves(value, name, output=not name)
+
+
+def _leaves(value: object, name: str, output: bool) -> tuple[TensorInfo | str, ...]:
     if isinstance(value, torch.Tensor):  # the common case, without pytree's cost
         return (_info(value, name),)
     if type(value) is tuple and len(value) == 1 and isinstance(value[0], torch.Tensor):
         return (_info(value[0], name + "[0]"),)  # a forward's usual args: (x,)
     if isinstance(value, tuple) and all(isinstance(v, torch.Tensor) for v in value):
         return tuple(_info(v, f"{name}[{i}]") for i, v in enumerate(value))
-    output = not name
     out: list[TensorInfo | str] = []
     for key_path, leaf in pytree.tree_flatten_with_path(value)[0]:
         leaf_name = _key_text(name, key_path) if output else name + pytree.keystr(key_path)
         if dataclasses.is_dataclass(leaf) and not isinstance(leaf, type):
             fields = {f.name: getattr(leaf, f.name) for f in dataclasses.fields(leaf)}
-            out.extend(leaf_infos(fields, leaf_name) if leaf_name else leaf_infos(fields, ""))
+            out.extend(_leaves(fields, leaf_name, output))
         elif output and _is_hf_cache(leaf):
             out.extend(_cache_infos(leaf, leaf_name))
         else:
