@@ -67,11 +67,11 @@ describe("the generated contract", () => {
       throw new DOMException("signal timed out", "TimeoutError");
     }) as never);
     for (const kind of REQUEST_KINDS) {
-      const slow = SLOW_KINDS.has(kind) || kind === "asset";
+      const slow = SLOW_KINDS.has(kind) || kind === "asset" || kind === "diff";
       const seconds = (slow ? SLOW_TIMEOUT : FAST_TIMEOUT) / 1000;
       await expect(timedOut.call({ kind })).rejects.toThrow(`after ${seconds} s (${kind})`);
     }
-    expect([...SLOW_KINDS].sort()).toEqual(["edit", "probe", "redo", "replace", "undo"]);
+    expect([...SLOW_KINDS].sort()).toEqual(["bulk", "edit", "probe", "redo", "replace", "undo"]);
   });
 });
 

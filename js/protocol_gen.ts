@@ -277,6 +277,81 @@ export interface ErrorReply {
   request?: string; // the kind of the request it answers
 }
 
+export interface PickReply {
+  kind: "pick";
+  paths: string[];
+}
+
+export interface PlanReply {
+  kind: "plan";
+  count: number; // modules a bulk replace would swap (outermost, shared ones once)
+  classes: Record<string, number>; // their classes -> how many
+  note: string; // what would happen, or why nothing would
+}
+
+export interface PeftLayer {
+  path: string;
+  cls: string;
+  in_features: number;
+  out_features: number;
+  lora: number; // r * (in + out)
+}
+
+export interface PeftReply {
+  kind: "peft";
+  targets: string; // the target_modules value as Python source
+  r: number;
+  lora_params: number;
+  layers: PeftLayer[];
+  skipped: string[]; // selected modules that are neither Linear nor Conv (LoRA adds no count)
+}
+
+export interface DiffRow {
+  path: string; // a module path, or a tensor name
+  kind: string; // added, removed, retyped, changed, values, shape, dtype, missing, unexpected
+  detail: string;
+  rel_change: number | null;
+  module: string | null; // the tree row it belongs to; None when it is no longer in the model
+}
+
+export interface DiffReply {
+  kind: "diff";
+  label: string; // what the model was compared against
+  rows: DiffRow[];
+  total: number; // rows before the limit
+  badges: Record<string, string>; // module path -> its row badge
+  counts: Record<string, number>; // kind -> how many
+}
+
+export interface StatRow {
+  name: string;
+  shape: string;
+  dtype: string;
+  numel: number;
+  norm: number | null;
+  mean: number | null;
+  std: number | null;
+  min: number | null;
+  max: number | null;
+  zeros: number;
+  nonfinite: number;
+  hist: number[];
+  skipped: string | null;
+}
+
+export interface StatsReply {
+  kind: "stats";
+  path: string;
+  rows: StatRow[];
+}
+
+export interface HealthReply {
+  kind: "health";
+  nonfinite: string[]; // of the paths asked about: those whose own weights hold NaN or Inf
+  probe_path: string | null; // the last real probe's first module with non-finite outputs
+  probe_note: string;
+}
+
 export type Item = NodeRow | FoldRow | MoreRow;
 
 export type Mark = "alias" | "hooks" | "fwd" | "custom" | "param" | "wrap" | "patched" | "error";
@@ -295,7 +370,13 @@ export type Reply =
   | MroReply
   | CatalogReply
   | AssetReply
-  | ErrorReply;
+  | ErrorReply
+  | PickReply
+  | PlanReply
+  | PeftReply
+  | DiffReply
+  | StatsReply
+  | HealthReply;
 
 /** The reply each request kind gets when it succeeds (any may get an ErrorReply). */
 export interface Replies {
@@ -315,15 +396,22 @@ export interface Replies {
   mro: MroReply;
   catalog: CatalogReply;
   asset: AssetReply;
+  pick: PickReply;
+  plan: PlanReply;
+  bulk: PatchedReply;
+  peft: PeftReply;
+  diff: DiffReply;
+  stats: StatsReply;
+  health: HealthReply;
 }
 
 export type RequestKind = keyof Replies;
-export const REQUEST_KINDS: readonly RequestKind[] = ["asset", "catalog", "children", "edit", "filter", "form", "mro", "ping", "probe", "probe_table", "redo", "replace", "reveal", "select", "source", "undo"];
+export const REQUEST_KINDS: readonly RequestKind[] = ["asset", "bulk", "catalog", "children", "diff", "edit", "filter", "form", "health", "mro", "peft", "pick", "ping", "plan", "probe", "probe_table", "redo", "replace", "reveal", "select", "source", "stats", "undo"];
 
 /** Kinds that patch the model or re-run the probe: busy while they run; a stale `rev` is
  * refused. */
-export const SLOW_KINDS: ReadonlySet<string> = new Set(["edit", "probe", "redo", "replace", "undo"]);
+export const SLOW_KINDS: ReadonlySet<string> = new Set(["bulk", "edit", "probe", "redo", "replace", "undo"]);
 /** Kinds the frontend waits SLOW_TIMEOUT for: the slow ones and the graph renderer. */
 export const SLOW_TIMEOUT_KINDS: ReadonlySet<string> = new Set(
-  ["asset", "edit", "probe", "redo", "replace", "undo"],
+  ["asset", "bulk", "diff", "edit", "probe", "redo", "replace", "undo"],
 );

@@ -96,6 +96,50 @@ export interface AssetRequest {
   name: "viz";
 }
 
+export interface PickRequest {
+  kind: "pick";
+  query: string; // the tree filter's query: every match, not only the rows the filter shows
+  regex?: boolean;
+}
+
+export interface PlanRequest {
+  kind: "plan";
+  paths?: string[];
+  cls?: string | null; // the class a bulk replace would build
+}
+
+export interface BulkRequest {
+  kind: "bulk";
+  op: "freeze" | "unfreeze" | "replace";
+  paths?: string[];
+  cls?: string | null; // replace: the catalog class
+  changes?: Record<string, string>; // replace: fields for every new module
+  prefill?: boolean; // replace: each from its old module's values
+  rev?: number | null; // the revision it was made at: refused when stale
+}
+
+export interface PeftRequest {
+  kind: "peft";
+  paths?: string[];
+  r?: number;
+}
+
+export interface DiffRequest {
+  kind: "diff";
+  against: "open" | "checkpoint";
+  file?: string; // the checkpoint's path (.safetensors, .pt, .bin)
+}
+
+export interface StatsRequest {
+  kind: "stats";
+  path: string;
+}
+
+export interface HealthRequest {
+  kind: "health";
+  paths?: string[]; // the rows in view: only their weights are read
+}
+
 export type Request =
   | PingRequest
   | SelectRequest
@@ -112,4 +156,11 @@ export type Request =
   | ProbeTableRequest
   | MroRequest
   | CatalogRequest
-  | AssetRequest;
+  | AssetRequest
+  | PickRequest
+  | PlanRequest
+  | BulkRequest
+  | PeftRequest
+  | DiffRequest
+  | StatsRequest
+  | HealthRequest;

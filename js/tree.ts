@@ -46,6 +46,8 @@ export class TreeView implements TreeNav {
   visible: VisibleRow[] = [];
   selected = "";
   focus = 0;
+  /** Adds cells and listeners of other tools (tree_select.ts) to a module row. */
+  decorate?: (el: HTMLElement, item: NodeRow, index: number) => void;
 
   constructor(
     private readonly source: TreeSource,
@@ -315,6 +317,7 @@ export class TreeView implements TreeNav {
       if (item.match) el.classList.add("tx-match");
     }
     el.append(...rowCells(item));
+    if (!isMore(item) && !isFold(item)) this.decorate?.(el, item, index);
     el.addEventListener("click", () => this.activate(index, false));
     el.addEventListener("dblclick", () => void this.toggle(row));
     return el;

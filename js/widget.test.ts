@@ -99,7 +99,8 @@ describe("Explorer widget", () => {
     await flush();
     byRole(el, "treeitem", "bn1 BatchNorm2d")[0].click();
     await new Promise((r) => setTimeout(r, 120));
-    expect(kernel.calls.at(-1)).toEqual({ kind: "select", path: "bn1" });
+    // The tree also asks which rows in view hold NaN weights (health): not this flow.
+    expect(kernel.calls.filter((c) => c.kind !== "health").at(-1)).toEqual({ kind: "select", path: "bn1" });
     // The kernel answers by setting the traitlets; Python-side select does the same.
     model.set("selected", "conv1");
     await flush();

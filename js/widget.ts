@@ -4,6 +4,7 @@ import type { RenderProps } from "@anywidget/types";
 import { clear, h, uid } from "./dom";
 import { containKeys } from "./keys";
 import { FormPane } from "./panes/form";
+import { DiffPane } from "./panes/diff";
 import { HistoryPane } from "./panes/history";
 import { MroPane } from "./panes/mro";
 import { OverviewPane } from "./panes/overview";
@@ -15,11 +16,12 @@ import type { HistoryState, Page, State } from "./protocol";
 import { Rpc, SLOW_KINDS } from "./protocol";
 import { SnapshotRpc } from "./snapshot";
 import { TreeView, type FilterResult } from "./tree";
+import { TreeSelect } from "./tree_select";
 
 const READ_ONLY_NOTE = "read-only snapshot: no kernel, actions disabled";
 const PING_TIMEOUT = 8000;
 
-export const TABS = ["Overview", "Source", "Form", "MRO", "Probe", "History"] as const;
+export const TABS = ["Overview", "Source", "Form", "MRO", "Probe", "History", "Diff"] as const;
 type Tab = (typeof TABS)[number];
 
 export interface Explorer {
@@ -155,6 +157,8 @@ export function createExplorer(
     },
     showError,
   );
+  const picker = new TreeSelect(tree, ctx);
+  tree.decorate = (row, item, index) => picker.decorate(row, item, index);
 
   const panes: Record<Tab, Pane> = {
     Overview: new OverviewPane(ctx),
@@ -163,6 +167,7 @@ export function createExplorer(
     MRO: new MroPane(ctx),
     Probe: new ProbePane(ctx),
     History: new HistoryPane(ctx),
+    Diff: new DiffPane(ctx, (badges) => picker.setBadges("diff", badges)),
   };
   let active: Tab = "Overview";
   const tablist = h("div", { role: "tablist", class: "tx-tabs", "aria-label": "Module details" });
@@ -220,14 +225,14 @@ export function createExplorer(
   const title = h("span", { class: "tx-title" }, "torchxray");
   const note = h("span", { class: "tx-note" }, readonly ? READ_ONLY_NOTE : "");
   root.append(
-    h("div", { class: "tx-header" }, title, status, undoFailed, busyEl, note, h("span", { class: "tx-buttons" }, undoBtn, redoBtn)),
+    h("div", { class: "tx-header" }, title, status, picker.probeNote, undoFailed, busyEl, note, h("span", { class: "tx-buttons" }, undoBtn, redoBtn)),
     alert,
     h("div", { class: "tx-main" }, tree.el, h("div", { class: "tx-side" }, tablist, panelBox)),
   );
   clear(el);
   el.appendChild(root);
 
-  on("change:tree", () => void tree.setState(model.get("tree")).then(refreshPane));
+  on("change:tree", () => void tree.setState(model.get("tree")).then(refreshPane).then(() => picker.scheduleHealth()));
   on("change:selected", () => {
     for (const name of TABS) panes[name].selectionChanged?.();
     void tree.reveal(model.get("selected"));
@@ -237,6 +242,7 @@ export function createExplorer(
     if (active === "Overview") refreshPane();
   });
   on("change:probe", () => {
+    picker.scheduleHealth();
     syncStatus();
     syncHistory();
     if (active === "Probe" || active === "Overview") refreshPane();
@@ -253,6 +259,7 @@ export function createExplorer(
     void tree.setState(initial).then(() => {
       const sel = model.get("selected");
       if (sel) void tree.reveal(sel); // e.g. ex.select(...) ran before the view was shown
+      picker.scheduleHealth();
     });
   }
   syncStatus();
@@ -281,6 +288,7 @@ export function createExplorer(
     openTab,
     dispose: () => {
       clearTimeout(selectTimer);
+      picker.dispose();
       for (const d of disposers) d();
     },
   };

@@ -235,6 +235,13 @@ _SESSION = [
     {"kind": "mro", "path": "0"},
     {"kind": "catalog", "query": "conv"},
     {"kind": "asset", "name": "viz"},
+    {"kind": "pick", "query": "act"},
+    {"kind": "plan", "paths": ["0.act", "1.act"], "cls": "torch.nn.GELU"},
+    {"kind": "bulk", "op": "freeze", "paths": ["0", "1"]},
+    {"kind": "peft", "paths": ["5"]},
+    {"kind": "diff", "against": "open"},
+    {"kind": "stats", "path": "5"},
+    {"kind": "health", "paths": ["", "5"]},
     {"kind": "edit", "path": "5", "changes": {"out_features": "x"}},  # an ErrorReply, per field
 ]
 

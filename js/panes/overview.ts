@@ -1,6 +1,7 @@
 // Overview of the selected module: class, sizes, devices, hooks, extra_repr and its last probe record.
 import { clear, formatBytes, formatCount, h } from "../dom";
 import type { Ctx, Pane } from "./context";
+import { statsSection } from "./stats";
 
 type O = Record<string, unknown>;
 
@@ -57,5 +58,6 @@ export class OverviewPane implements Pane {
     if (o.extra_repr) {
       this.el.append(h("h4", {}, "extra_repr"), h("pre", { class: "tx-pre" }, String(o.extra_repr)));
     }
+    this.el.appendChild(statsSection(this.ctx, String(o.path)));
   }
 }

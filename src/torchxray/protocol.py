@@ -21,7 +21,7 @@ the model.
     >>> REQUESTS["replace"]["which"]  # (type, required, default)
     (('all', 'this'), False, 'all')
     >>> REPLIES["undo"].__name__, sorted(SLOW)
-    ('PatchedReply', ['edit', 'probe', 'redo', 'replace', 'undo'])
+    ('PatchedReply', ['bulk', 'edit', 'probe', 'redo', 'replace', 'undo'])
 """
 
 # No `from __future__ import annotations`: the TypedDicts' annotations are read at run time.
@@ -31,6 +31,7 @@ from typing import Annotated, Any, Literal, TypeAlias, Union, cast, get_args, ge
 
 from typing_extensions import NotRequired, TypedDict, get_type_hints
 
+from ._view import compare_types as ct
 from ._view.replies import (
     AssetReply,
     CatalogReply,
@@ -174,7 +175,9 @@ class AssetRequest(TypedDict):
 Request: TypeAlias = (
     PingRequest | SelectRequest | ChildrenRequest | FilterRequest | RevealRequest | SourceRequest |
     FormRequest | EditRequest | ReplaceRequest | UndoRequest | RedoRequest | ProbeRequest |
-    ProbeTableRequest | MroRequest | CatalogRequest | AssetRequest
+    ProbeTableRequest | MroRequest | CatalogRequest | AssetRequest | ct.PickRequest |
+    ct.PlanRequest | ct.BulkRequest | ct.PeftRequest | ct.DiffRequest | ct.StatsRequest |
+    ct.HealthRequest
 )  # fmt: skip
 REQUEST_TYPES: dict[str, type] = {
     get_args(t.__annotations__["kind"])[0]: t for t in get_args(Request)
@@ -182,8 +185,8 @@ REQUEST_TYPES: dict[str, type] = {
 
 # Requests that patch the model or re-run the probe: the widget shows them as busy, and a stale
 # `rev` is refused. The frontend waits longer for them, and for the graph renderer's code (1.4 MB).
-SLOW = frozenset({"edit", "replace", "undo", "redo", "probe"})
-SLOW_TIMEOUT_KINDS = SLOW | {"asset"}
+SLOW = frozenset({"edit", "replace", "undo", "redo", "probe", "bulk"})
+SLOW_TIMEOUT_KINDS = SLOW | {"diff", "asset"}
 
 # The reply each request kind gets when it succeeds (any kind may get an ErrorReply instead).
 REPLIES: dict[str, type] = {
@@ -203,11 +206,18 @@ REPLIES: dict[str, type] = {
     "mro": MroReply,
     "catalog": CatalogReply,
     "asset": AssetReply,
+    "pick": ct.PickReply,
+    "plan": ct.PlanReply,
+    "bulk": PatchedReply,
+    "peft": ct.PeftReply,
+    "diff": ct.DiffReply,
+    "stats": ct.StatsReply,
+    "health": ct.HealthReply,
 }
 # -- validation ---------------------------------------------------------------------------------
 
 # Field specs: (type, required, default). "str?" is a string or None, "int?" an int or None,
-# "changes" a str -> str dict; a tuple lists the allowed values.
+# "changes" a str -> str dict, "paths" a list of strings; a tuple lists the allowed values.
 _Spec = tuple[Any, bool, Any]
 
 
@@ -223,6 +233,8 @@ def _spec(hint: Any) -> Any:
         return args + ((None,) if optional else ())
     if get_origin(hint) is dict and args == (str, str):
         return "changes"
+    if get_origin(hint) is list and args == (str,):
+        return "paths"
     if hint in (str, int, bool):
         return hint
     raise TypeError(f"no validator for request field type {hint!r}")  # pragma: no cover
@@ -280,7 +292,7 @@ def validate(msg: Any) -> Request:
         if name not in msg:
             if required:
                 raise ProtocolError(f"{kind}: missing field {name!r}")
-            out[name] = dict(default) if isinstance(default, dict) else default
+            out[name] = type(default)(default) if isinstance(default, (dict, list)) else default
             continue
         out[name] = _check(kind, name, typ, msg[name])
     # Every field was checked against the TypedDict of `kind`, which mypy cannot follow.
@@ -332,4 +344,12 @@ def _check(kind: str, name: str, typ: Any, value: Any) -> Any:
             if len(k) > MAX_STRING or len(v) > MAX_STRING:
                 raise ProtocolError(f"{where}[{k[:40]!r}] is too long")
         return dict(value)
+    if typ == "paths":
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ProtocolError(f"{where} must be a list of strings, got {_type_name(value)}")
+        if len(value) > MAX_CHANGES:
+            raise ProtocolError(f"{where} has {len(value)} entries (at most {MAX_CHANGES})")
+        if any(len(v) > MAX_STRING for v in value):
+            raise ProtocolError(f"{where} holds a string over {MAX_STRING} characters")
+        return list(value)
     raise AssertionError(f"bad spec for {where}: {typ!r}")  # pragma: no cover

@@ -26,7 +26,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from typing_extensions import NotRequired, get_type_hints, is_typeddict
 
 from .. import protocol
-from . import replies
+from . import compare_types, replies
 
 __all__ = ["generate", "main", "ts_type"]
 
@@ -125,7 +125,10 @@ def generate() -> dict[str, str]:
     requests = [protocol.REQUEST_TYPES[k] for k in kinds]
     ask = [HEADER, *(_interface(cls) for cls in requests)]
     ask.append("export type Request =" + "".join(f"\n  | {t.__name__}" for t in requests) + ";")
-    parts = [HEADER, *(_interface(cls) for cls in _typeddicts(replies))]
+    shapes = _typeddicts(replies) + [
+        t for t in _typeddicts(compare_types) if t not in protocol.REQUEST_TYPES.values()
+    ]
+    parts = [HEADER, *(_interface(cls) for cls in shapes)]
     for name, alias in ALIASES.items():
         parts.append(f"export type {name} = {ts_type(alias, named=False)};")
     answers = get_args(replies.Reply)

@@ -7,6 +7,8 @@ from typing import Literal, TypeAlias
 
 from typing_extensions import NotRequired, TypedDict
 
+from . import compare_types as ct
+
 # A tree row's markers; js/tree_row.ts labels each (a Record<Mark, ...>, so tsc fails on drift).
 Mark: TypeAlias = Literal["alias", "hooks", "fwd", "custom", "param", "wrap", "patched", "error"]
 
@@ -296,5 +298,6 @@ class ErrorReply(TypedDict):
 
 Reply: TypeAlias = (
     PongReply | SelectReply | ChildrenReply | FilterReply | RevealReply | SourceReply | FormReply |
-    PatchedReply | ProbeReply | ProbeTableReply | MroReply | CatalogReply | AssetReply | ErrorReply
+    PatchedReply | ProbeReply | ProbeTableReply | MroReply | CatalogReply | AssetReply | ErrorReply |
+    ct.PickReply | ct.PlanReply | ct.PeftReply | ct.DiffReply | ct.StatsReply | ct.HealthReply
 )  # fmt: skip

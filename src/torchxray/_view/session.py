@@ -43,7 +43,7 @@ from ..protocol import (
 )
 from ..source import source
 from ..tree import ModelTree, walk
-from . import assets, panes
+from . import assets, panes, tools_compare
 from . import serialize as ser
 from .highlight import highlight
 from .replies import (
@@ -107,6 +107,7 @@ class Session:
         except TypeError as e:
             self.patch_refusal = str(e)
         self.tree: ModelTree = walk(model)
+        self.origin: tools_compare.Opened | None = tools_compare.Opened.of(model)
         self.report: ProbeReport | None = None
         self.previous: ProbeReport | None = None
         self.probe_note = ""
@@ -194,7 +195,7 @@ class Session:
         self.model = None
         self.log = None
         self.tree = None  # type: ignore[assignment]
-        self.report = self.previous = None
+        self.report = self.previous = self.origin = None
         self.args, self.kwargs = (), {}
 
     def patch_log(self) -> PatchLog:
@@ -359,6 +360,7 @@ HANDLERS: dict[str, Callable[[Session, Any], Result]] = {
     "mro": Session._on_mro,
     "catalog": Session._on_catalog,
     "asset": Session._on_asset,
+    **tools_compare.HANDLERS,  # pick, plan, bulk, peft, diff, stats, health (issue #15)
 }
 
 

@@ -1,0 +1,374 @@
+"""Handlers of the selection, compare and health tools (issue #15), registered into
+``session.HANDLERS``: "select all N matches" of the tree filter, bulk freeze / unfreeze /
+replace as one undoable patch, PEFT ``target_modules`` with the LoRA parameters rank r adds, the
+Diff tab (against the model as it was when the explorer opened, or a checkpoint file), parameter
+statistics of one module and the modules whose weights hold NaN or Inf.
+
+The session is taken as a `Host` (what this module needs of it), not imported: no cycle.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import torch
+from torch import nn
+
+from ..diff import ModelDiff, diff
+from ..forms import form
+from ..patch import PatchEntry
+from ..probe import ProbeReport
+from ..select import peft_targets
+from ..stats import tensor_stats
+from ..tree import ModelTree
+from ._compare_rows import stat_row
+from .compare_types import (
+    BulkRequest,
+    DiffReply,
+    DiffRequest,
+    DiffRow,
+    HealthReply,
+    HealthRequest,
+    PeftLayer,
+    PeftReply,
+    PeftRequest,
+    PickReply,
+    PickRequest,
+    PlanReply,
+    PlanRequest,
+    StatsReply,
+    StatsRequest,
+)
+from .replies import PatchedReply
+
+__all__ = ["HANDLERS", "Opened"]
+
+# The synced states a patch changes (session.ALL), and none.
+PATCHED = frozenset({"tree", "selected", "overview", "probe", "history"})
+NONE: frozenset[str] = frozenset()
+MAX_ROWS = 500  # diff rows sent; `total` says how many there were
+CHUNK = 1 << 20  # elements read at a time by the non-finite check
+
+
+class Host(Protocol):
+    tree: ModelTree
+    rev: int
+    report: ProbeReport | None
+    origin: Opened | None
+
+    def _model(self) -> nn.Module: ...
+    def patch(self, op: str, *args: Any, **kwargs: Any) -> PatchEntry: ...
+    def _resolve(self, qualname: str) -> type: ...
+
+
+@dataclass(frozen=True)
+class Opened:
+    """The model as the explorer first saw it, for the Diff tab: references to its tensors (a
+    patch swaps modules and leaves the old tensors as they were, so nothing is copied) and each
+    module's class and ``extra_repr``."""
+
+    tensors: Mapping[str, torch.Tensor]
+    modules: Mapping[str, tuple[type, str]]
+
+    @classmethod
+    def of(cls, model: nn.Module) -> Opened:
+        return cls(model.state_dict(keep_vars=True), _module_table(model))
+
+
+def _module_table(model: nn.Module) -> dict[str, tuple[type, str]]:
+    out = {}
+    for path, m in model.named_modules():
+        try:
+            text = m.extra_repr()
+        except Exception as e:  # noqa: BLE001 - a broken extra_repr must not break a diff
+            text = f"<extra_repr raised {type(e).__name__}>"
+        out[path] = (type(m), text)
+    return out
+
+
+# -- selection ------------------------------------------------------------------------------------
+
+
+def _on_pick(s: Host, req: PickRequest) -> tuple[PickReply, frozenset[str]]:
+    """Every path the tree filter matches (it shows at most a page of them)."""
+    query = req["query"].strip()
+    if not query:
+        raise ValueError("type a filter first: 'select all' selects the modules it matches")
+    if req["regex"]:
+        try:
+            rx = re.compile(query, re.IGNORECASE)
+        except re.error as e:
+            raise ValueError(f"bad regular expression {query!r}: {e}") from None
+
+        def test(text: str) -> bool:
+            return rx.search(text) is not None
+    else:
+        q = query.lower()
+
+        def test(text: str) -> bool:
+            return q in text.lower()
+
+    return {
+        "kind": "pick",
+        "paths": [n.path for n in s.tree.nodes if test(n.path) or test(n.cls)],
+    }, NONE
+
+
+def _paths(s: Host, paths: list[str]) -> list[str]:
+    if not paths:
+        raise ValueError("nothing selected: tick modules in the tree (or 'select all' matches)")
+    return list(dict.fromkeys(s.tree[p].path for p in paths))  # KeyError names close paths
+
+
+def _outermost(s: Host, paths: list[str]) -> list[tuple[nn.Module, str]]:
+    """The modules a bulk replace swaps: a selected module inside another selected one goes with
+    it, and a module reachable at several paths counts once."""
+    chosen, seen, out = set(paths), set(), []
+    for p in paths:
+        parent = s.tree[p].parent
+        nested = False
+        while parent is not None:
+            if parent in chosen:
+                nested = True
+                break
+            parent = s.tree[parent].parent
+        m = s.tree.module(p)
+        if not nested and id(m) not in seen and p != "":
+            seen.add(id(m))
+            out.append((m, p))
+    return out
+
+
+def _on_plan(s: Host, req: PlanRequest) -> tuple[PlanReply, frozenset[str]]:
+    found = _outermost(s, _paths(s, req["paths"]))
+    classes: dict[str, int] = {}
+    for m, _ in found:
+        classes[type(m).__name__] = classes.get(type(m).__name__, 0) + 1
+    what = ", ".join(f"{n}×{c}" for n, c in classes.items())
+    target = req["cls"].rsplit(".", 1)[-1] if req["cls"] else "…"
+    note = f"replace {len(found)} module{'s' if len(found) != 1 else ''} ({what}) with {target}"
+    if not found:
+        note = "nothing to replace: the model itself cannot be replaced from here"
+    return {"kind": "plan", "count": len(found), "classes": classes, "note": note}, NONE
+
+
+def _on_bulk(s: Host, req: BulkRequest) -> tuple[PatchedReply, frozenset[str]]:
+    paths = _paths(s, req["paths"])
+    if req["op"] in ("freeze", "unfreeze"):
+        entry = s.patch(req["op"], paths)
+        return {"kind": "patched", "id": entry.id, "rev": s.rev}, PATCHED
+    if not req["cls"]:
+        raise ValueError("choose the class to replace the selected modules with")
+    cls = s._resolve(req["cls"])
+    found = _outermost(s, paths)
+    if not found:
+        raise ValueError("nothing to replace: the model itself cannot be replaced from here")
+    # Built before anything changes: a field that fails for one module leaves the model as it was.
+    made = {id(m): _build(cls, m, req["changes"], req["prefill"]) for m, _ in found}
+    match = "|".join(re.escape(p) for _, p in found)
+    entry = s.patch("replace_all", match, lambda old: made.get(id(old), old))
+    return {"kind": "patched", "id": entry.id, "rev": s.rev}, PATCHED
+
+
+def _build(cls: type, old: nn.Module, changes: dict[str, str], prefill: bool) -> nn.Module:
+    new_form = form(cls)
+    values = dict(changes)
+    if prefill:
+        names = {f.name for f in new_form.fields if f.kind not in ("varargs", "varkw")}
+        for f in form(old).fields:
+            if f.name in names and f.name not in values and f.origin in ("attribute", "recorded"):
+                values[f.name] = f.text
+    return new_form.build(**values)
+
+
+def _lora_size(m: nn.Module) -> tuple[int, int] | None:
+    """(in, out) features of a layer LoRA adapts: A is r x in, B is out x r (a conv's A is a conv
+    of the same kernel with r output channels: r * in_channels/groups * kernel)."""
+    if isinstance(m, nn.Linear):
+        return m.in_features, m.out_features
+    if isinstance(m, nn.modules.conv._ConvNd):
+        return m.in_channels * math.prod(m.kernel_size) // m.groups, m.out_channels
+    if type(m).__name__ == "Conv1D" and hasattr(m, "nf"):  # transformers' GPT-2 Conv1D
+        w = getattr(m, "weight", None)
+        if isinstance(w, torch.Tensor) and w.dim() == 2:
+            return int(w.shape[0]), int(w.shape[1])
+    return None
+
+
+def _on_peft(s: Host, req: PeftRequest) -> tuple[PeftReply, frozenset[str]]:
+    paths = _paths(s, req["paths"])
+    r = req["r"]
+    if r < 1:
+        raise ValueError(f"rank r must be at least 1, got {r}")
+    targets = peft_targets(s._model(), paths)
+    layers: list[PeftLayer] = []
+    skipped = []
+    for p in paths:
+        m = s.tree.module(p)
+        size = _lora_size(m)
+        if size is None:
+            skipped.append(p)
+            continue
+        fin, fout = size
+        layers.append({"path": p, "cls": type(m).__name__, "in_features": fin,
+                       "out_features": fout, "lora": r * (fin + fout)})  # fmt: skip
+    total = sum(layer["lora"] for layer in layers)
+    return {"kind": "peft", "targets": repr(targets), "r": r, "lora_params": total,
+            "layers": layers, "skipped": skipped}, NONE  # fmt: skip
+
+
+# -- diff ---------------------------------------------------------------------------------------
+
+_BADGE_ORDER = ("added", "retyped", "changed", "shape", "dtype", "values", "missing")
+
+
+def _on_diff(s: Host, req: DiffRequest) -> tuple[DiffReply, frozenset[str]]:
+    model = s._model()
+    rows: list[DiffRow] = []
+    badges: dict[str, str] = {}
+    if req["against"] == "open":
+        if s.origin is None:
+            raise ValueError("the model as opened was not kept (this Explorer was closed)")
+        d = diff(model, s.origin.tensors)
+        label = "the model when the explorer opened"
+        rows += _module_rows(s.origin.modules, _module_table(model), badges)
+        # diff(now, opened): "missing" is a tensor only now has, "unexpected" one only then had.
+        rename = {"missing": "added", "unexpected": "removed"}
+    else:
+        file = os.path.expanduser(req["file"].strip())
+        if not file:
+            raise ValueError("type a checkpoint path (.safetensors, .pt or .bin) to compare with")
+        d = diff(model, file)
+        label = file
+        rename = {}
+    rows += _param_rows(d, rename, s.tree)
+    for path, kind in d.by_module(("shape", "dtype", "values", "missing")).items():
+        _badge(badges, path, kind)
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row["kind"]] = counts.get(row["kind"], 0) + 1
+    return {"kind": "diff", "label": label, "rows": rows[:MAX_ROWS], "total": len(rows),
+            "badges": badges, "counts": counts}, NONE  # fmt: skip
+
+
+def _badge(badges: dict[str, str], path: str, kind: str) -> None:
+    old = badges.get(path)
+    if old is None or _BADGE_ORDER.index(kind) < _BADGE_ORDER.index(old):
+        badges[path] = kind
+
+
+def _module_rows(
+    before: Mapping[str, tuple[type, str]],
+    now: Mapping[str, tuple[type, str]],
+    badges: dict[str, str],
+) -> list[DiffRow]:
+    rows: list[DiffRow] = []
+    for path, (cls, text) in now.items():
+        old = before.get(path)
+        if old is None:
+            rows.append(_row(path, "added", cls.__name__))
+        elif old[0] is not cls:
+            rows.append(_row(path, "retyped", f"{old[0].__name__} → {cls.__name__}"))
+        elif old[1] != text:
+            rows.append(_row(path, "changed", f"{old[1]} → {text}"))
+        else:
+            continue
+        _badge(badges, path, rows[-1]["kind"])
+    rows += [
+        _row(p, "removed", cls.__name__, module=None)
+        for p, (cls, _) in before.items()
+        if p not in now
+    ]
+    return rows
+
+
+def _row(
+    path: str, kind: str, detail: str, rel: float | None = None, module: str | None = ""
+) -> DiffRow:
+    module = path if module == "" else module
+    return {"path": path or "(model)", "kind": kind, "detail": detail[:300], "rel_change": rel,
+            "module": module}  # fmt: skip
+
+
+def _param_rows(d: ModelDiff, rename: dict[str, str], tree: ModelTree) -> list[DiffRow]:
+    rows = []
+    for c in d.params.values():
+        if c.kind == "same":
+            continue
+        if c.kind == "shape":
+            detail = f"shape {c.shape_a} → {c.shape_b}"
+        elif c.kind == "dtype":
+            detail = f"dtype {c.dtype_a} → {c.dtype_b}"
+        else:
+            detail = f"{c.dtype_a or c.dtype_b} {c.shape_a or c.shape_b}"
+        kind = rename.get(c.kind, c.kind)
+        owner = c.name.rpartition(".")[0]
+        module = None if kind in ("removed", "unexpected") and owner not in tree else owner
+        rows.append(_row(c.name, kind, detail, _finite(c.rel_change), module))
+    return rows
+
+
+def _finite(x: float | None) -> float | None:
+    return x if x is not None and math.isfinite(x) else None  # JSON has no NaN or Infinity
+
+
+# -- stats and health ----------------------------------------------------------------------------
+
+
+def _own(m: nn.Module) -> dict[str, torch.Tensor]:
+    return {**dict(m.named_parameters(recurse=False)), **dict(m.named_buffers(recurse=False))}
+
+
+def _on_stats(s: Host, req: StatsRequest) -> tuple[StatsReply, frozenset[str]]:
+    path = s.tree[req["path"]].path
+    own = _own(s.tree.module(path))
+    return {"kind": "stats", "path": path,
+            "rows": [stat_row(n, tensor_stats(t)) for n, t in own.items()]}, NONE  # fmt: skip
+
+
+def has_nonfinite(t: torch.Tensor) -> bool:
+    """NaN or Inf anywhere in ``t``, read a chunk at a time (no tensor-sized temporary)."""
+    if t.is_meta or not (t.is_floating_point() or t.is_complex()) or _fake(t):
+        return False
+    flat = t.detach().reshape(-1)
+    return any(
+        not bool(torch.isfinite(flat[i : i + CHUNK]).all()) for i in range(0, flat.numel(), CHUNK)
+    )
+
+
+def _fake(t: torch.Tensor) -> bool:
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    return isinstance(t, FakeTensor)
+
+
+def _on_health(s: Host, req: HealthRequest) -> tuple[HealthReply, frozenset[str]]:
+    bad = []
+    for p in dict.fromkeys(req["paths"]):
+        node = s.tree.get(p)
+        if node is not None and any(
+            has_nonfinite(t) for t in _own(s.tree.module(node.path)).values()
+        ):
+            bad.append(p)
+    rec = s.report.nonfinite if s.report is not None else None
+    note = ""
+    if rec is not None:
+        note = f"non-finite values: first in the outputs of {rec.path or '(model)'} ({rec.cls})"
+    return {"kind": "health", "nonfinite": bad,
+            "probe_path": None if rec is None else rec.path, "probe_note": note}, NONE  # fmt: skip
+
+
+HANDLERS: dict[str, Callable[[Any, Any], tuple[Any, frozenset[str]]]] = {
+    "pick": _on_pick,
+    "plan": _on_plan,
+    "bulk": _on_bulk,
+    "peft": _on_peft,
+    "diff": _on_diff,
+    "stats": _on_stats,
+    "health": _on_health,
+}
