@@ -41,6 +41,7 @@ from ._unwrap import original_class
 __all__ = ["Field", "Form", "FormError", "form", "record_init_args"]
 
 _MISSING = inspect.Parameter.empty
+_SCALARS = ("int", "float", "bool", "int_or_tuple")
 
 
 class Form:
@@ -352,12 +353,19 @@ def _infer(
 
     def make(changes: dict[str, Any]) -> nn.Module:
         bound = draft._bind({**base, **changes})
-        return typing.cast(nn.Module, cls(*bound.args, **bound.kwargs))
+        # Copies: a constructor may set fields of the config it is given (T5Stack's use_cache),
+        # and the candidates are the live model's own objects.
+        args, kwargs = snapshot(bound.args, bound.kwargs)
+        return typing.cast(nn.Module, cls(*args, **kwargs))
 
     def fits(f: Field, value: Any) -> bool:
         return check_type(f, infos[f.name], value) is None
 
     found = infer(module, fields, fits, make)
+    if not found.exact:
+        # A same-named attribute may hold a transformed value (num_scales - 1): search those too.
+        stored = frozenset(f.name for f in fields if f.origin == "attribute" and f.kind in _SCALARS)
+        found = infer(module, fields, fits, make, stored) if stored else found
     if found.exact:
         for i, f in enumerate(fields):
             if f.name not in found.values:

@@ -149,6 +149,13 @@ def expand(cls: type, parent: Field, info: KindInfo) -> list[tuple[Field, KindIn
     class reads first."""
     items = config_items(parent.value)
     read = reads(cls, parent.name)
+    # transformers configs alias fields (GPT-2's num_attention_heads is n_head): show a field
+    # under the name the class reads it by, once.
+    aliases = getattr(type(parent.value), "attribute_map", None) or {}
+    for alias in read:
+        target = aliases.get(alias)
+        if alias not in items and target in items:
+            items = {(alias if k == target else k): v for k, v in items.items()}
     order = [n for n in read if n in items] + [n for n in items if n not in read]
     known = bool(read)
     out = [(dataclasses.replace(parent, kind="config"), dataclasses.replace(info, kind="config"))]

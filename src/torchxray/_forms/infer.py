@@ -30,9 +30,11 @@ from .field import Field
 
 __all__ = ["Inferred", "infer"]
 
-MAX_BUILDS = 160
-MAX_SECONDS = 1.0
-MAX_MODULES = 1000  # bigger modules keep their guesses: one build is already costly
+MAX_BUILDS = 120
+MAX_SECONDS = 30.0  # a safety net only: the build count is what bounds the search
+MODULE_BUILDS = 2000  # submodules built, summed over the search
+MAX_MODULES = 1000
+SMALL = 60  # modules this small also get their stored attributes re-checked  # bigger modules keep their guesses: one build is already costly
 MAX_CANDIDATES = 10
 
 # Parameter name -> attribute names that hold the same value in common libraries.
@@ -147,6 +149,45 @@ def _floats(module: nn.Module) -> list[float]:
     return out
 
 
+def _stages(module: nn.Module) -> list[tuple[int, ...]]:
+    """How many blocks each stage holds, as a tuple (ResNet's ``layers``)."""
+    sizes = tuple(
+        len(c._modules) for c in module.children() if isinstance(c, (nn.Sequential, nn.ModuleList))
+    )
+    return [sizes] if len(sizes) >= 2 else []
+
+
+def _per_stage(module: nn.Module, n: int) -> list[tuple[int, ...]]:
+    """For the first container of ``n`` stages: each stage's output width and its block count
+    (ConvNeXt's ``dims`` and ``depths``)."""
+    for c in _descendants(module, 2):
+        if isinstance(c, (nn.Sequential, nn.ModuleList)) and len(c) == n:
+            widths, depths = [], []
+            for stage in c:
+                outs = [
+                    _width(v)
+                    for m in stage.modules()
+                    for a in ("out_channels", "out_features", "num_features", "normalized_shape")
+                    if type(_width(v := m.__dict__.get(a))) is int
+                ]
+                inner = [
+                    x for x in stage.children() if isinstance(x, (nn.Sequential, nn.ModuleList))
+                ]
+                widths.append(outs[-1] if outs else 0)
+                depths.append(max(len(x) for x in inner) if inner else len(stage._modules))
+            return [tuple(widths), tuple(depths)]
+    return []
+
+
+def _lengths(module: nn.Module) -> list[int]:
+    """How many modules each container child holds (a stage's depth)."""
+    return [
+        len(c._modules)
+        for c in _descendants(module, 2)
+        if isinstance(c, (nn.Sequential, nn.ModuleList))
+    ]
+
+
 def _classes(module: nn.Module) -> list[type]:
     return [type(m) for m in module.modules() if m is not module]
 
@@ -194,6 +235,14 @@ def _units(row: tuple[Any, ...]) -> tuple[tuple[Any, ...], ...]:
     return ((cls,), tuple(extra.split(", ")), children, params, buffers)
 
 
+def _rank(f: Field, pools: dict[str, list[Any]]) -> tuple[bool, int]:
+    """Per-stage tuples (ConvNeXt's dims, depths) shape the most: they go first; then the fields
+    with the fewest candidates."""
+    d = f.default
+    stages = isinstance(d, tuple) and bool(d) and all(type(x) is int for x in d)
+    return (not stages, len(pools[f.name]))
+
+
 def _same(a: Any, b: Any) -> bool:
     return a is b or type(a) is type(b) and _eq(a, b)
 
@@ -216,7 +265,7 @@ def _class_rank(name: str) -> Callable[[type], int]:
         low = c.__name__.lower()
         if stem and stem in low or stem == "se" and "excite" in low:
             return 0
-        if stem == "act" and c.__module__ == "torch.nn.modules.activation":
+        if "act" in stem.split("_") and c.__module__ == "torch.nn.modules.activation":
             return 0
         return 1
 
@@ -238,33 +287,49 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
     name = f.name
     low = name.lower()
     first: list[Any] = []
+    own_names: set[str] = set()
     for m in [module, *_descendants(module)]:
         for a in (name, *ALIASES.get(name, ())):
             if m is module and a == name:
                 continue  # the form already tried the module's own same-named attribute
             if a in m.__dict__ or (m is not module and hasattr(type(m), a)):
                 first.append(_attr(m, a))
+                if a == name and not first[:-1]:
+                    own_names.add(a)
     pool: list[Any] = []
     numeric = f.kind in ("int", "int_or_tuple") or type(f.default) is int
     if f.kind == "literal" and not isinstance(f.value, (bool, float, str)):
         numeric = True
+        if f.required:
+            stages = _stages(module)
+            classes = sorted(
+                dict.fromkeys(_classes(module)), key=lambda c: c.__module__.startswith("torch.")
+            )
+            by_class = any(w in low for w in ("block", "layer", "cls", "fn", "type"))
+            first += classes if by_class else stages
     if f.kind == "bool":
         pool = [f.value, not f.value] if isinstance(f.value, bool) else [True, False]
     elif numeric and any(w in low for w in _KERNEL_WORDS):
         pool = _sizes(module)
+    elif numeric and any(w in low for w in ("depth", "layers", "blocks", "num_")):
+        pool = [*_lengths(module), 1, 2, 3, 4, *_ints(module)]
+        if f.kind != "int":
+            pool = [*_stages(module), *pool]
     elif numeric:
         ints = _ints(module)
         pool = list(reversed(ints)) if low.startswith("out") else ints
         if not any(w in low for w in _WIDTH_WORDS) and not f.required:
             pool = [0, 1, 2, *pool[:3]]
         if f.kind != "int":
-            pool += _sizes(module)
-    elif f.kind == "float" or type(f.default) is float:
+            pool = [*_stages(module), *pool, *_sizes(module)]
+    if isinstance(f.default, tuple) and f.default and all(type(x) is int for x in f.default):
+        pool = [*_per_stage(module, len(f.default)), *pool]
+    if f.kind == "float" or type(f.default) is float:
         pool = _floats(module)
         if "ratio" in low:
-            pool = [*_ratios(_ints(module)), *pool]
+            pool = [*_ratios(_ints(module)), 0.0, *pool]
     elif f.kind in ("class", "callable"):
-        pool = sorted(_classes(module), key=_class_rank(name))[:4]
+        pool = sorted(dict.fromkeys(_classes(module)), key=_class_rank(name))[:6]
     if f.kind == "literal" and (name == "config" or "config" in f.annotation.lower()):
         pool = [
             c
@@ -272,9 +337,15 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
             if is_config(c := m.__dict__.get(name, m.__dict__.get("config")))
         ]
         pool += _holding_configs(module)
-    values = [v for v in [*first, *pool] if v is not None and fits(v)]
-    if not f.required:
-        values.insert(0, f.value)
+    elif f.kind == "str":
+        pool = [""]
+    if f.optional or f.default is None:
+        pool.append(None)
+    values = [v for v in [*first, *pool] if (v is not None or pool) and fits(v)]
+    if not f.required or f.value is not None:
+        # A child's attribute of the same name (patch_embed.img_size) beats the default.
+        at = 1 if values and name in own_names and values[0] is not None else 0
+        values.insert(at, f.value)
     return _uniq(values)
 
 
@@ -283,15 +354,21 @@ def infer(
     fields: list[Field],
     fits: Callable[[Field, Any], bool],
     make: Callable[[dict[str, Any]], nn.Module],
+    also: frozenset[str] = frozenset(),
 ) -> Inferred:
-    """Values for the guessed fields that rebuild ``module`` exactly (see the module doc)."""
-    searched = [f for f in fields if guessed(f)]
+    """Values for the guessed fields (and those named in ``also``) that rebuild ``module``
+    exactly (see the module doc)."""
+    searched = [f for f in fields if guessed(f) or f.name in also]
     if not searched:
         return Inferred({}, True, "")
     live = {r[0]: _units(r) for r in structure(module)}
+    if also and len(live) > SMALL:
+        return Inferred({}, False, "no candidate values rebuild it exactly")
     if len(live) > MAX_MODULES:
         return Inferred({}, False, f"too big to check ({len(live)} submodules)")
     best_total = sum(len(u) for units in live.values() for u in units)
+    # Bounded in work, not time (the same form on any machine): fewer builds for bigger modules.
+    max_builds = max(12, min(MAX_BUILDS, MODULE_BUILDS // len(live)))
     start = time.perf_counter()
     builds = 0
     last_error = ""
@@ -327,7 +404,7 @@ def infer(
         if best == best_total or out_of_time:
             break
         trial_best, trial_current = first_score, start_values
-        order = sorted(searched, key=lambda f: (f.required == required_last, len(pools[f.name])))
+        order = sorted(searched, key=lambda f: (f.required == required_last, _rank(f, pools)))
         for _ in range(3):
             improved = False
             for f in order:
@@ -336,7 +413,7 @@ def infer(
                         break
                     if _same(c, trial_current[f.name]):
                         continue
-                    if builds >= MAX_BUILDS or time.perf_counter() - start > MAX_SECONDS:
+                    if builds >= max_builds or time.perf_counter() - start > MAX_SECONDS:
                         out_of_time = True
                         break
                     trial = {**trial_current, f.name: c}

@@ -180,7 +180,9 @@ def _callables(cls: type, name: str, ann: Any, default: Any, value: Any) -> Kind
 
 
 def _tensor(cls: type, name: str, ann: Any, default: Any, value: Any) -> KindInfo | Any:
-    if ann is torch.Tensor or isinstance(value, torch.Tensor):
+    # A tensor attribute named like a parameter annotated otherwise (timm's `pos_embed: str`
+    # next to its `self.pos_embed` Parameter) is not that parameter's value.
+    if ann is torch.Tensor or isinstance(value, torch.Tensor) and ann is inspect_empty:
         return KindInfo("tensor")
     return NotImplemented
 
