@@ -315,6 +315,7 @@ def test_widget_data_carries_not_called_reasons() -> None:
         session = ex._session
         assert session is not None
         reply, _ = session.handle({"kind": "probe_table", "offset": 0, "limit": 50})
+        assert "8 not called" in session.probe_summary()["status"]
         assert "fused fast path" in reply["not_called"]["layers.0.linear1"]
         session.select("layers.0.self_attn.out_proj")
         why = session.overview()["not_called"]

@@ -222,6 +222,8 @@ def probe_summary(
         status = _clip(f"probe failed at {where}: {e.exc_type}: {first}", 300)
     else:
         status = f"probe ok: {len(report.records)} modules"
+        if report.not_called:  # e.g. a fused fast path: say so, rather than leave rows blank
+            status += f"; {len(report.not_called)} not called (reasons in the table)"
     return {
         "ok": report.ok,
         "mode": report.mode,
