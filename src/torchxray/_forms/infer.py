@@ -31,6 +31,7 @@ from .field import Field
 __all__ = ["Inferred", "infer"]
 
 MAX_BUILDS = 120
+MIN_BUILDS = 12
 MAX_SECONDS = 30.0  # a safety net only: the build count is what bounds the search
 MODULE_BUILDS = 2000  # submodules built, summed over the search
 MAX_MODULES = 1000
@@ -368,7 +369,7 @@ def infer(
         return Inferred({}, False, f"too big to check ({len(live)} submodules)")
     best_total = sum(len(u) for units in live.values() for u in units)
     # Bounded in work, not time (the same form on any machine): fewer builds for bigger modules.
-    max_builds = max(12, min(MAX_BUILDS, MODULE_BUILDS // len(live)))
+    max_builds = max(MIN_BUILDS, min(MAX_BUILDS, MODULE_BUILDS // len(live)))
     start = time.perf_counter()
     builds = 0
     last_error = ""
