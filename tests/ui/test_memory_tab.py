@@ -128,3 +128,55 @@ def test_memory_tab_on_a_transformers_llama_in_the_dark_theme(
         assert bg != "rgb(255, 255, 255)", bg
     finally:
         set_theme(page, "JupyterLab Light")
+
+
+OFFLOADED = """\
+import tempfile, accelerate
+from torch import nn
+
+encoder = nn.Sequential(nn.TransformerEncoderLayer(16, 2, 32, batch_first=True)).eval()
+device_map = {"model.embed_tokens": "cpu", "model.layers.0": "cpu", "model.layers.1.self_attn": "disk",
+              "model.layers.1.mlp": "cpu", "model.layers.1.input_layernorm": "cpu",
+              "model.layers.1.post_attention_layernorm": "cpu", "model.norm": "cpu",
+              "model.rotary_emb": "cpu", "lm_head": "cpu"}
+accelerate.dispatch_model(model, device_map=device_map, offload_dir=tempfile.mkdtemp())"""
+
+
+def test_placement_and_not_called_on_rows_and_in_the_overview(
+    page: Page, lab: Lab, shots: Path
+) -> None:
+    ex = open_explorer(
+        page,
+        lab,
+        "placement",
+        LLAMA,
+        OFFLOADED,
+        "ex = tx.explore(model, input_ids=ids)\nex",
+        "tx.explore(encoder, torch.randn(2, 5, 16))",
+        cell=2,
+    )
+    # The offloaded attention: a badge on its row, and its placement and size in the Overview.
+    treeitem(ex, "model").get_by_text("▸").click()
+    treeitem(ex, "layers").get_by_text("▸").click()
+    treeitem(ex, "1").get_by_text("▸").click()
+    attn = treeitem(ex, "self_attn").last
+    expect(attn.locator(".tx-mark-place")).to_have_text("offloaded: disk")
+    expect(treeitem(ex, "mlp").last.locator(".tx-mark-place")).to_have_count(0)
+    attn.click()
+    overview = ex.get_by_role("tabpanel", name="Overview")
+    expect(overview).to_contain_text("model.layers.1.self_attn")
+    expect(overview).to_contain_text(re.compile(r"placement\s*offloaded: disk \(runs on cpu\)"))
+    page.screenshot(path=str(shots / "placement-offloaded.png"))
+    # The encoder layer's fused fast path: its children say "not called", and why.
+    enc = page.locator(".tx-root").last
+    expect(enc.get_by_role("status")).to_have_text(re.compile(r"^probe ok"))
+    treeitem(enc, "0").get_by_text("▸").click()
+    row = treeitem(enc, "self_attn")
+    expect(row.locator(".tx-notcalled")).to_have_text("not called")
+    expect(row.locator(".tx-notcalled")).to_have_attribute("title", re.compile("fast path"))
+    row.click()
+    expect(enc.get_by_role("tabpanel", name="Overview")).to_contain_text(
+        re.compile(r"not called: .*fast path")
+    )
+    enc.scroll_into_view_if_needed()
+    page.screenshot(path=str(shots / "not-called.png"))
