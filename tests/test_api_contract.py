@@ -203,7 +203,9 @@ def test_record_init_args_makes_custom_forms_exact() -> None:
             self.fc = nn.Linear(dim, int(dim * ratio))
 
     guessed = tx.form(Block(8, ratio=2.0))
-    assert {fl.name: fl.origin for fl in guessed.fields}["ratio"] == "default"  # flagged guess
+    # Not stored, but it shapes the layers: inferred and checked by a meta-device build (#12).
+    assert guessed["ratio"].origin == "inferred" and guessed["ratio"].value == 2.0
+    assert guessed["sizes"].origin == "default"  # shapes nothing: still a flagged guess
     with tx.record_init_args():
         block = Block(8, ratio=2.0, sizes=[1])
     f = tx.form(block)
