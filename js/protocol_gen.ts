@@ -12,6 +12,8 @@ export interface NodeRow {
   out?: string; // output shapes, once probed
   marks?: Mark[];
   alias_of?: string; // an alias path: the canonical path of the same module object
+  placement?: string; // only where unusual: offloaded, DTensor / FSDP2, several devices
+  not_called?: string; // the last probe saw no call of it: why
   depth?: number; // filter results and snapshots only
   match?: boolean; // filter results only
 }
@@ -270,6 +272,38 @@ export interface AssetReply {
   code: string;
 }
 
+export interface DeviceSize {
+  name: string; // "CPU RAM", "cuda:0 (NVIDIA H200)"
+  bytes: number; // total memory
+}
+
+/** Bytes of the selected subtree in a fake forward or training step, and the whole model's peak to compare with the devices present. */
+export interface MemoryReply {
+  kind: "memory";
+  path: string;
+  training: boolean;
+  optimizer: string; // "none" when not training
+  device: string; // where the fake step ran
+  dtypes: string[]; // of the subtree's weights
+  params: number; // weights: parameters and buffers
+  grads: number;
+  optimizer_state: number;
+  activations: number; // saved for backward (training only)
+  peak: number; // the subtree's highest live total while it ran; 0 when it was not called
+  model_peak: number; // the whole model's peak: what "fits on" compares
+  devices: DeviceSize[];
+  note: string; // e.g. why activations are 0 in inference
+}
+
+/** One figure per path asked for, for colouring the tree; `total` is the model's (the scale). */
+export interface FiguresReply {
+  kind: "figures";
+  figure: string;
+  values: Record<string, number | null>; // None: not known for that module (not called, no probe)
+  total: number | null;
+  note: string; // why the figure is missing, e.g. "no probe has run"
+}
+
 export interface ErrorReply {
   kind: "error";
   message: string;
@@ -371,6 +405,8 @@ export type Reply =
   | CatalogReply
   | AssetReply
   | ErrorReply
+  | MemoryReply
+  | FiguresReply
   | PickReply
   | PlanReply
   | PeftReply
@@ -403,15 +439,17 @@ export interface Replies {
   diff: DiffReply;
   stats: StatsReply;
   health: HealthReply;
+  memory: MemoryReply;
+  figures: FiguresReply;
 }
 
 export type RequestKind = keyof Replies;
-export const REQUEST_KINDS: readonly RequestKind[] = ["asset", "bulk", "catalog", "children", "diff", "edit", "filter", "form", "health", "mro", "peft", "pick", "ping", "plan", "probe", "probe_table", "redo", "replace", "reveal", "select", "source", "stats", "undo"];
+export const REQUEST_KINDS: readonly RequestKind[] = ["asset", "bulk", "catalog", "children", "diff", "edit", "figures", "filter", "form", "health", "memory", "mro", "peft", "pick", "ping", "plan", "probe", "probe_table", "redo", "replace", "reveal", "select", "source", "stats", "undo"];
 
 /** Kinds that patch the model or re-run the probe: busy while they run; a stale `rev` is
  * refused. */
-export const SLOW_KINDS: ReadonlySet<string> = new Set(["bulk", "edit", "probe", "redo", "replace", "undo"]);
+export const SLOW_KINDS: ReadonlySet<string> = new Set(["bulk", "edit", "memory", "probe", "redo", "replace", "undo"]);
 /** Kinds the frontend waits SLOW_TIMEOUT for: the slow ones and the graph renderer. */
 export const SLOW_TIMEOUT_KINDS: ReadonlySet<string> = new Set(
-  ["asset", "bulk", "diff", "edit", "probe", "redo", "replace", "undo"],
+  ["asset", "bulk", "diff", "edit", "memory", "probe", "redo", "replace", "undo"],
 );

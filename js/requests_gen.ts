@@ -140,6 +140,20 @@ export interface HealthRequest {
   paths?: string[]; // the rows in view: only their weights are read
 }
 
+export interface MemoryRequest {
+  kind: "memory";
+  path?: string; // the subtree whose bytes the bar shows
+  training?: boolean;
+  optimizer?: "adamw" | "adam" | "sgd" | "none";
+  rev?: number | null; // the revision it was made at: refused when stale
+}
+
+export interface FiguresRequest {
+  kind: "figures";
+  figure: "params" | "bytes" | "activations" | "flops" | "time";
+  paths?: string[]; // the rows on screen: values come lazily
+}
+
 export type Request =
   | PingRequest
   | SelectRequest
@@ -163,4 +177,6 @@ export type Request =
   | PeftRequest
   | DiffRequest
   | StatsRequest
-  | HealthRequest;
+  | HealthRequest
+  | MemoryRequest
+  | FiguresRequest;

@@ -16,6 +16,13 @@ const MARK_TEXT: Record<Mark, [string, string]> = {
   wrap: ["wrap", "wraps another module"],
 };
 
+/** A placement badge's text: "offloaded: disk" (the title keeps "(runs on cpu)"), "DTensor
+ * Shard(0)" (the title keeps the mesh and FSDP unit), "mixed" for several. */
+export function placeShort(p: string): string {
+  if (p.includes(";")) return "mixed";
+  return p.replace(/ \(runs on [^)]*\)/, "").replace(/ on mesh .*/, "");
+}
+
 /** The share of the widget's width the tree may take to show its names whole. */
 const MAX_PANE = 0.55;
 
@@ -72,8 +79,10 @@ export function rowCells(item: Item): HTMLElement[] {
     const [text, title] = MARK_TEXT[m] ?? [m, m];
     cells.push(h("span", { class: `tx-mark tx-mark-${m}`, title }, text));
   }
+  if (item.placement) cells.push(h("span", { class: "tx-mark tx-mark-place", title: `placement: ${item.placement}` }, placeShort(item.placement)));
   cells.push(h("span", { class: "tx-spring" }));
-  cells.push(h("span", { class: "tx-shape", title: item.out ? `output shape (last probe): ${item.out}` : undefined }, item.out ?? ""));
+  if (item.not_called && !item.out) cells.push(h("span", { class: "tx-shape tx-notcalled", title: `not called in the last probe: ${item.not_called}` }, "not called"));
+  else cells.push(h("span", { class: "tx-shape", title: item.out ? `output shape (last probe): ${item.out}` : undefined }, item.out ?? ""));
   cells.push(h("span", { class: "tx-params", title: `${item.params} parameters` }, formatCount(item.params)));
   return cells;
 }

@@ -6,6 +6,7 @@ import { containKeys } from "./keys";
 import { FormPane } from "./panes/form";
 import { DiffPane } from "./panes/diff";
 import { HistoryPane } from "./panes/history";
+import { MemoryPane } from "./panes/memory";
 import { MroPane } from "./panes/mro";
 import { OverviewPane } from "./panes/overview";
 import { ProbePane } from "./panes/probe";
@@ -16,12 +17,13 @@ import type { HistoryState, Page, State } from "./protocol";
 import { Rpc, SLOW_KINDS } from "./protocol";
 import { SnapshotRpc } from "./snapshot";
 import { TreeView, type FilterResult } from "./tree";
+import { TreeColor } from "./tree_color";
 import { TreeSelect } from "./tree_select";
 
 const READ_ONLY_NOTE = "read-only snapshot: no kernel, actions disabled";
 const PING_TIMEOUT = 8000;
 
-export const TABS = ["Overview", "Source", "Form", "MRO", "Probe", "History", "Diff"] as const;
+export const TABS = ["Overview", "Source", "Form", "MRO", "Probe", "History", "Diff", "Memory"] as const;
 type Tab = (typeof TABS)[number];
 
 export interface Explorer {
@@ -158,7 +160,13 @@ export function createExplorer(
     showError,
   );
   const picker = new TreeSelect(tree, ctx);
-  tree.decorate = (row, item, index) => picker.decorate(row, item, index);
+  // Rows coloured by a figure (Memory, #14): values asked for as rows are drawn.
+  const color = new TreeColor((figure, paths) => rpc.call({ kind: "figures", figure, paths }), () => tree.render(), showError);
+  tree.el.insertBefore(color.el, tree.el.children[1] ?? null);
+  tree.decorate = (row, item, index) => {
+    picker.decorate(row, item, index);
+    color.paint(row, item);
+  };
 
   const panes: Record<Tab, Pane> = {
     Overview: new OverviewPane(ctx),
@@ -168,6 +176,7 @@ export function createExplorer(
     Probe: new ProbePane(ctx),
     History: new HistoryPane(ctx),
     Diff: new DiffPane(ctx, (badges) => picker.setBadges("diff", badges)),
+    Memory: new MemoryPane(ctx),
   };
   let active: Tab = "Overview";
   const tablist = h("div", { role: "tablist", class: "tx-tabs", "aria-label": "Module details" });
@@ -232,6 +241,7 @@ export function createExplorer(
   clear(el);
   el.appendChild(root);
 
+  on("change:tree", () => color.reset());
   on("change:tree", () => void tree.setState(model.get("tree")).then(refreshPane).then(() => picker.scheduleHealth()));
   on("change:selected", () => {
     for (const name of TABS) panes[name].selectionChanged?.();
@@ -242,6 +252,7 @@ export function createExplorer(
     if (active === "Overview") refreshPane();
   });
   on("change:probe", () => {
+    if (color.figure === "flops" || color.figure === "time") color.reset();
     picker.scheduleHealth();
     syncStatus();
     syncHistory();

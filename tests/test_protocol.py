@@ -215,6 +215,11 @@ def _model() -> nn.Module:
 
 
 # Every kind, in an order where each succeeds (undo after a patch, redo after the undo).
+# Kinds that need a forward that works (the model above fails at 1.conv): sent to a second one.
+_WORKING = [
+    {"kind": "memory", "path": "0", "training": True},
+    {"kind": "figures", "figure": "activations", "paths": ["0", "0.conv", "9"]},
+]
 _SESSION = [
     {"kind": "ping"},
     {"kind": "select", "path": "4"},
@@ -242,6 +247,7 @@ _SESSION = [
     {"kind": "diff", "against": "open"},
     {"kind": "stats", "path": "5"},
     {"kind": "health", "paths": ["", "5"]},
+    {"kind": "figures", "figure": "flops", "paths": ["0", "4"]},
     {"kind": "edit", "path": "5", "changes": {"out_features": "x"}},  # an ErrorReply, per field
 ]
 
@@ -254,11 +260,12 @@ def test_every_request_kind_gets_the_reply_it_declares() -> None:
         pytest.skip("the frontend is not built (make js): no asset to send")
     session = Session(_model(), (torch.randn(1, 3, 8, 8),))
     session.run_probe()
-    assert {m["kind"] for m in _SESSION} == set(REQUESTS)
+    assert {m["kind"] for m in _SESSION + _WORKING} == set(REQUESTS)
+    working = Session(nn.Sequential(_Block(), nn.Flatten(), nn.Linear(256, 2)), session.args)
     problems: list[str] = []
     seen: dict[str, set[str]] = {}
-    for msg in _SESSION:
-        reply, _changed = session.handle(msg)
+    for msg in _SESSION + _WORKING:
+        reply, _changed = (working if msg in _WORKING else session).handle(msg)
         declared = ErrorReply if msg is _SESSION[-1] else REPLIES[str(msg["kind"])]
         problems += _problems(reply, declared, f"{msg['kind']}")
         seen.setdefault(declared.__name__, set()).update(reply)

@@ -12,6 +12,12 @@ function text(v: unknown): string {
   return String(v);
 }
 
+/** Bytes in total, and per rank where one rank holds less (a DTensor's shard). */
+export function sizeText(total: number, local: unknown): string {
+  if (typeof local !== "number" || local === total) return formatBytes(total);
+  return `${formatBytes(total)} in total, ${formatBytes(local)} per rank`;
+}
+
 export class OverviewPane implements Pane {
   readonly el = h("div", { class: "tx-overview" });
   constructor(private readonly ctx: Ctx) {}
@@ -29,7 +35,8 @@ export class OverviewPane implements Pane {
       ["qualname", text(o.qualname)],
       ["parameters", `${formatCount(Number(o.params_total))} (${Number(o.params_total).toLocaleString()}; own ${Number(o.params_own).toLocaleString()})`],
       ["trainable", Number(o.trainable_total).toLocaleString()],
-      ["size", formatBytes(Number(o.bytes_total))],
+      ["size", sizeText(Number(o.bytes_total), o.bytes_local)],
+      ["placement", text(o.placement)],
       ["devices", text(o.devices)],
       ["dtypes", text(o.dtypes)],
       ["mode", o.training ? "train" : "eval"],
@@ -44,6 +51,7 @@ export class OverviewPane implements Pane {
     const buffers = (o.buffers as { name: string; shape: string; dtype: string }[] | undefined) ?? [];
     if (buffers.length) rows.push(["buffers", buffers.map((b) => `${b.name} ${b.shape} ${b.dtype}`).join(", ")]);
     const probe = o.probe as O | null | undefined;
+    if (!probe && o.not_called) rows.push(["calls", `not called: ${String(o.not_called)}`]);
     if (probe) {
       rows.push(["calls", text(probe.calls)]);
       rows.push(["input", text(probe.inputs)]);

@@ -21,7 +21,7 @@ the model.
     >>> REQUESTS["replace"]["which"]  # (type, required, default)
     (('all', 'this'), False, 'all')
     >>> REPLIES["undo"].__name__, sorted(SLOW)
-    ('PatchedReply', ['bulk', 'edit', 'probe', 'redo', 'replace', 'undo'])
+    ('PatchedReply', ['bulk', 'edit', 'memory', 'probe', 'redo', 'replace', 'undo'])
 """
 
 # No `from __future__ import annotations`: the TypedDicts' annotations are read at run time.
@@ -37,8 +37,10 @@ from ._view.replies import (
     CatalogReply,
     ChildrenReply,
     ErrorReply,
+    FiguresReply,
     FilterReply,
     FormReply,
+    MemoryReply,
     MroReply,
     PatchedReply,
     PongReply,
@@ -172,20 +174,35 @@ class AssetRequest(TypedDict):
     name: Literal["viz"]
 
 
+class MemoryRequest(TypedDict):
+    kind: Literal["memory"]
+    path: NotRequired[Annotated[str, ""]]  # the subtree whose bytes the bar shows
+    training: NotRequired[Annotated[bool, False]]
+    optimizer: NotRequired[Annotated[Literal["adamw", "adam", "sgd", "none"], "adamw"]]
+    rev: NotRequired[Annotated[int | None, None]]  # the revision it was made at: refused when stale
+
+
+class FiguresRequest(TypedDict):
+    kind: Literal["figures"]
+    figure: Literal["params", "bytes", "activations", "flops", "time"]
+    paths: NotRequired[Annotated[list[str], []]]  # the rows on screen: values come lazily
+
+
 Request: TypeAlias = (
     PingRequest | SelectRequest | ChildrenRequest | FilterRequest | RevealRequest | SourceRequest |
     FormRequest | EditRequest | ReplaceRequest | UndoRequest | RedoRequest | ProbeRequest |
     ProbeTableRequest | MroRequest | CatalogRequest | AssetRequest | ct.PickRequest |
     ct.PlanRequest | ct.BulkRequest | ct.PeftRequest | ct.DiffRequest | ct.StatsRequest |
-    ct.HealthRequest
+    ct.HealthRequest | MemoryRequest | FiguresRequest
 )  # fmt: skip
 REQUEST_TYPES: dict[str, type] = {
     get_args(t.__annotations__["kind"])[0]: t for t in get_args(Request)
 }
 
-# Requests that patch the model or re-run the probe: the widget shows them as busy, and a stale
-# `rev` is refused. The frontend waits longer for them, and for the graph renderer's code (1.4 MB).
-SLOW = frozenset({"edit", "replace", "undo", "redo", "probe", "bulk"})
+# Requests that patch the model, re-run the probe or run a fake training step (memory): the widget
+# shows them as busy, and a stale `rev` is refused. The frontend waits longer for them, and for the
+# graph renderer's code (1.4 MB).
+SLOW = frozenset({"edit", "replace", "undo", "redo", "probe", "memory", "bulk"})
 SLOW_TIMEOUT_KINDS = SLOW | {"diff", "asset"}
 
 # The reply each request kind gets when it succeeds (any kind may get an ErrorReply instead).
@@ -213,6 +230,8 @@ REPLIES: dict[str, type] = {
     "diff": ct.DiffReply,
     "stats": ct.StatsReply,
     "health": ct.HealthReply,
+    "memory": MemoryReply,
+    "figures": FiguresReply,
 }
 # -- validation ---------------------------------------------------------------------------------
 

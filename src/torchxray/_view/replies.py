@@ -24,6 +24,8 @@ class NodeRow(TypedDict):
     out: NotRequired[str]  # output shapes, once probed
     marks: NotRequired[list[Mark]]
     alias_of: NotRequired[str]  # an alias path: the canonical path of the same module object
+    placement: NotRequired[str]  # only where unusual: offloaded, DTensor / FSDP2, several devices
+    not_called: NotRequired[str]  # the last probe saw no call of it: why
     depth: NotRequired[int]  # filter results and snapshots only
     match: NotRequired[bool]  # filter results only
 
@@ -289,6 +291,41 @@ class AssetReply(TypedDict):
     code: str
 
 
+class DeviceSize(TypedDict):
+    name: str  # "CPU RAM", "cuda:0 (NVIDIA H200)"
+    bytes: int  # total memory
+
+
+class MemoryReply(TypedDict):
+    """Bytes of the selected subtree in a fake forward or training step, and the whole model's
+    peak to compare with the devices present."""
+
+    kind: Literal["memory"]
+    path: str
+    training: bool
+    optimizer: str  # "none" when not training
+    device: str  # where the fake step ran
+    dtypes: list[str]  # of the subtree's weights
+    params: int  # weights: parameters and buffers
+    grads: int
+    optimizer_state: int
+    activations: int  # saved for backward (training only)
+    peak: int  # the subtree's highest live total while it ran; 0 when it was not called
+    model_peak: int  # the whole model's peak: what "fits on" compares
+    devices: list[DeviceSize]
+    note: str  # e.g. why activations are 0 in inference
+
+
+class FiguresReply(TypedDict):
+    """One figure per path asked for, for colouring the tree; `total` is the model's (the scale)."""
+
+    kind: Literal["figures"]
+    figure: str
+    values: dict[str, float | None]  # None: not known for that module (not called, no probe)
+    total: float | None
+    note: str  # why the figure is missing, e.g. "no probe has run"
+
+
 class ErrorReply(TypedDict):
     kind: Literal["error"]
     message: str
@@ -299,5 +336,6 @@ class ErrorReply(TypedDict):
 Reply: TypeAlias = (
     PongReply | SelectReply | ChildrenReply | FilterReply | RevealReply | SourceReply | FormReply |
     PatchedReply | ProbeReply | ProbeTableReply | MroReply | CatalogReply | AssetReply | ErrorReply |
+    MemoryReply | FiguresReply |
     ct.PickReply | ct.PlanReply | ct.PeftReply | ct.DiffReply | ct.StatsReply | ct.HealthReply
 )  # fmt: skip

@@ -86,6 +86,13 @@ class RowMaker:
         rec = self.report.records.get(node.path) if self.report is not None else None
         if rec is not None and rec.output_shapes:
             row["out"] = shape_text(rec.output_shapes)
+        elif rec is None and self.report is not None and self.report.ok:
+            why = self.report.why_not_called(node.path)
+            if why is not None:
+                row["not_called"] = why
+        place = getattr(node, "placement", "")
+        if place.startswith(("offloaded", "DTensor")) or ";" in place:  # not one plain device
+            row["placement"] = place
         if marks:
             row["marks"] = marks
         return row

@@ -43,7 +43,7 @@ from ..protocol import (
 )
 from ..source import source
 from ..tree import ModelTree, walk
-from . import assets, panes, tools_compare
+from . import assets, panes, tools_compare, tools_memory
 from . import serialize as ser
 from .highlight import highlight
 from .replies import (
@@ -361,6 +361,7 @@ HANDLERS: dict[str, Callable[[Session, Any], Result]] = {
     "catalog": Session._on_catalog,
     "asset": Session._on_asset,
     **tools_compare.HANDLERS,  # pick, plan, bulk, peft, diff, stats, health (issue #15)
+    **tools_memory.HANDLERS,  # memory, figures (the Memory tab)
 }
 
 
