@@ -95,8 +95,9 @@ def test_fake_grouped_mm_follows_the_cpu_kernel() -> None:
     from torchxray._probe.fake import ProbeFakeMode
 
     offs = torch.tensor([8, 16], dtype=torch.int32)
-    for dtype, runs in ((torch.float32, True), (torch.float64, False)):
-        a, b = torch.randn(16, 8, dtype=dtype), torch.randn(2, 8, 4, dtype=dtype)
+    cases = ((torch.float32, 8, True), (torch.float64, 8, False), (torch.float32, 6, False))
+    for dtype, width, runs in cases:  # 6 floats a row: not the 16-byte strides the kernel wants
+        a, b = torch.randn(16, width, dtype=dtype), torch.randn(2, width, 4, dtype=dtype)
         if runs:
             expected = torch._grouped_mm(a, b, offs=offs)
         mode = ProbeFakeMode(allow_non_fake_inputs=True)
@@ -107,8 +108,11 @@ def test_fake_grouped_mm_follows_the_cpu_kernel() -> None:
                 out = torch._grouped_mm(fa, b, offs=foffs)
                 assert out.shape == expected.shape and out.dtype == expected.dtype
             else:
-                with pytest.raises(RuntimeError, match="BFloat16"):
+                with pytest.raises(RuntimeError, match="BFloat16"):  # the meta kernel's error
                     torch._grouped_mm(fa, b, offs=foffs)
+        if not runs:  # and the CPU kernel refuses it too
+            with pytest.raises(RuntimeError):
+                torch._grouped_mm(a, b, offs=offs)
 
 
 # -- inputs as the model takes them, outputs by name ------------------------------------------

@@ -9,7 +9,8 @@ mixture-of-experts layers (Mixtral, Qwen2-MoE: ``@use_experts_implementation``, 
 "grouped_mm" calls ``torch.nn.functional.grouped_mm`` on CPU for torch > 2.8) therefore ran in a
 plain float32 forward and failed in a fake probe. The fake mode below answers such a call on CPU
 fake tensors as the CPU kernel would: same checks on dtypes (asked of the CPU kernel itself, once
-per dtype, on tiny real tensors), dimensions and offsets, and the output shape of the meta kernel.
+per dtype, on tiny real tensors), dimensions, offsets and 16-byte strides, and the output shape
+of the meta kernel.
 Nothing global is patched: the override lives in the probe's own mode object.
 """
 
@@ -79,6 +80,8 @@ def _cpu_grouped_mm(*args: Any, **kwargs: Any) -> torch.Tensor | None:
         return None
     if not (a2 and b2) and mat_a.size(-1) != mat_b.size(-2):
         return None
+    if not (_aligned(mat_a) and _aligned(mat_b)):
+        return None  # the CPU kernel: "strides should be multiple of 16 bytes"
     # The output sizes of torch's meta kernel (_create_grouped_mm_output_tensor).
     if a2 and b2:
         size = [offs.size(0), mat_a.size(0), mat_b.size(1)]
@@ -96,6 +99,19 @@ def _cpu_grouped_mm(*args: Any, **kwargs: Any) -> torch.Tensor | None:
         size = [mat_a.size(0), mat_a.size(1), mat_b.size(-1)]
     # new_empty on a fake tensor dispatches back into the fake mode: a fake result, no memory.
     return fake.new_empty(size, dtype=mat_a.dtype, device=_device(mat_a))
+
+
+def _aligned(mat: torch.Tensor) -> bool:
+    """Row- or column-major in the last two dimensions with the other stride a multiple of 16
+    bytes: what the CPU kernel accepts (checked against it on 2-d and 3-d, plain and
+    transposed operands)."""
+    end = mat.dim() - 1
+    stride, size = mat.stride(), mat.element_size()
+    if stride[end - 1] == 1 and stride[end] >= max(1, mat.shape[end - 1]):
+        return bool(stride[end] * size % 16 == 0)
+    if stride[end] == 1 and stride[end - 1] >= max(1, mat.shape[end]):
+        return bool(stride[end - 1] * size % 16 == 0)
+    return False
 
 
 def _device(t: torch.Tensor) -> torch.device:
