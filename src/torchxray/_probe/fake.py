@@ -81,7 +81,8 @@ def _cpu_grouped_mm(*args: Any, **kwargs: Any) -> torch.Tensor | None:
     if not (a2 and b2) and mat_a.size(-1) != mat_b.size(-2):
         return None
     if not (_aligned(mat_a) and _aligned(mat_b)):
-        return None  # the CPU kernel: "strides should be multiple of 16 bytes"
+        # What the CPU kernel says of these operands (the meta kernel's dtype error would not).
+        raise RuntimeError("strides should be multiple of 16 bytes")
     # The output sizes of torch's meta kernel (_create_grouped_mm_output_tensor).
     if a2 and b2:
         size = [offs.size(0), mat_a.size(0), mat_b.size(1)]
