@@ -263,7 +263,9 @@ def probe_table(res: Results) -> str:
         ]
         out.append(f"| {m} | " + " | ".join(cells) + " |")
     return (
-        "### Probe, per model (ratios of medians measured interleaved)\n\n" + "\n".join(out) + "\n"
+        "### Probe, per model (each ratio: the median of run-by-run ratios, measured interleaved)\n\n"
+        + "\n".join(out)
+        + "\n"
     )
 
 
