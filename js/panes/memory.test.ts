@@ -126,3 +126,19 @@ describe("sizeText", () => {
     expect(sizeText(4096, 1024)).toBe("4.0 KiB in total, 1.0 KiB per rank");
   });
 });
+
+describe("OverviewPane", () => {
+  it("shows the placement, bytes per rank and why a module was not called", async () => {
+    const { OverviewPane } = await import("./overview");
+    const model = new FakeModel({
+      selected: "fc",
+      overview: { path: "fc", name: "fc", cls: "Linear", qualname: "torch.nn.Linear", params_total: 3, params_own: 3, trainable_total: 3, bytes_total: 4096, bytes_local: 1024, placement: "DTensor Shard(0) on mesh (4,)", devices: ["cpu"], dtypes: ["float32"], hooks: [], probe: null, not_called: "fused fast path" } as never,
+    });
+    const pane = new OverviewPane({ rpc: new Rpc(null), model: model as never, readonly: true, run: async (_l, fn) => fn(), error: () => undefined, select: () => undefined });
+    pane.show();
+    const text = pane.el.textContent ?? "";
+    expect(text).toContain("size4.0 KiB in total, 1.0 KiB per rank");
+    expect(text).toContain("placementDTensor Shard(0) on mesh (4,)");
+    expect(text).toContain("callsnot called: fused fast path");
+  });
+});
