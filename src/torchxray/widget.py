@@ -29,7 +29,7 @@ import traitlets as t
 from anywidget.experimental import command
 from torch import nn
 
-from ._view import assets
+from ._view import assets, static_html
 from ._view.session import ALL, PROBE, SELECT, Session
 from .patch import PatchEntry
 from .probe import ProbeReport
@@ -55,7 +55,12 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
     readonly = t.Bool(False).tag(sync=True)
     snapshot = t.Dict().tag(sync=True)
 
+    # Shown after the widget as a second output: a read-only tree for a notebook reopened without
+    # its kernel or saved widget state (#16). Set False on the class to show the widget alone.
+    static_snapshot = True
+
     def __init__(self, model: nn.Module, *args: Any, mode: str = "fake", **kwargs: Any) -> None:
+        self._static: Any = None  # the stand-in's display handle, once shown
         cls = type(self)
         if not isinstance(cls.__dict__.get("_esm"), str):
             cls._esm, cls._css = assets.bundle()
@@ -113,10 +118,37 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
                 return
         super()._handle_custom_msg(content, buffers)
 
+    def __repr__(self) -> str:
+        # The text fallback of the display: one line, not "<torchxray.widget.Explorer at 0x..>".
+        s = getattr(self, "_session", None)
+        if s is None or s.tree is None:
+            return static_html.summary_line(None, None, None)
+        rep = s.report
+        failed = rep.error.path if rep is not None and rep.error is not None else None
+        return static_html.summary_line(s.tree, None if rep is None else rep.ok, failed)
+
+    def _stand_in(self) -> dict[str, str]:
+        s = self._live()
+        return {"text/html": static_html.static_html(s.tree, s.rows(), repr(self))}
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        if self._repr_mimebundle_ is None:  # closed: ipywidgets dropped the view
+            display({"text/plain": repr(self)}, raw=True)
+            return
+        bundle = self._repr_mimebundle_()
+        data, meta = bundle if isinstance(bundle, tuple) else (bundle, {})
+        display(data, metadata=meta, raw=True)
+        if self.static_snapshot and self._session is not None:
+            self._static = display(self._stand_in(), raw=True, display_id=True)
+
     def _sync(self, changed: frozenset[str]) -> None:
         s = self._session
         if s is None:
             return
+        if self._static is not None and changed & {"tree", "probe"}:
+            self._static.update(self._stand_in(), raw=True)  # a saved notebook shows the latest
         with self.hold_sync():
             if "tree" in changed:
                 self.tree = dict(s.tree_state())
