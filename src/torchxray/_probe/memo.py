@@ -67,13 +67,15 @@ def _tensor_key(t: torch.Tensor | None) -> Hashable:
 
 
 _INDEX_ATTRS = frozenset({"layer_idx"})
+_NONE: frozenset[int] = frozenset()
 
 
 class Signatures:
     """Per module (by id): `exact`, equal for interchangeable blocks; `relaxed`, equal for blocks
     that differ at most in their cache index (an int attribute ``layer_idx``, transformers' name
-    for it); `index`, the one index value a block's subtree holds, if exactly one. Modules that
-    cannot be memoised (hooks, or a child that cannot) are absent from all three."""
+    for it), kept only for modules holding an index (elsewhere it is the exact one); `index`, the
+    one index value a block's subtree holds, if exactly one. Modules that cannot be memoised
+    (hooks, or a child that cannot) are absent from all of them."""
 
     def __init__(self, model: nn.Module, paths: dict[int, str]) -> None:
         self.exact: dict[int, int] = {}
@@ -93,53 +95,61 @@ class Signatures:
         if key in self._seen:  # shared object: its records live at its first path only
             if self._paths.get(key) != path or key not in self.exact:
                 return None
-            return self.exact[key], self.relaxed[key], self._indices[key]
+            exact = self.exact[key]
+            return exact, self.relaxed.get(key, exact), self._indices.get(key, _NONE)
         self._seen.add(key)
         ok = not (m._forward_hooks or m._forward_pre_hooks or m._backward_hooks)
         ok = ok and not getattr(m, "_backward_pre_hooks", None)
         kids: list[tuple[str, int | None]] = []
-        rkids: list[tuple[str, int | None]] = []
-        indices: set[int] = set()
+        # Children whose relaxed signature differs from their exact one: (position, relaxed).
+        moved: list[tuple[int, int]] = []
+        indices = _NONE
         for name, child in m._modules.items():
             if child is None:
                 kids.append((name, None))
-                rkids.append((name, None))
                 continue
             sub = self._visit(child, f"{path}.{name}" if path else name)
             if sub is None:
                 ok = False
                 continue
+            if sub[2]:
+                moved.append((len(kids), sub[1]))
+                indices = indices | sub[2]
             kids.append((name, sub[0]))
-            rkids.append((name, sub[1]))
-            indices |= sub[2]
         if not ok:
             return None
         # The few non-internal attributes found by a set difference (a C loop over ~20 keys),
         # sorted so that the key does not depend on the order they were set in.
         d = vars(m)
         attrs = tuple(sorted((k, _attr_key(d[k])) for k in d.keys() - _MODULE_INTERNALS))
-        rattrs: list[tuple[str, Hashable]] = []
         # transformers' convention only (checked across its models): ``layer_idx`` is the layer's
         # cache slot, or a scalar factor; a user's own attribute of that name keeps its value.
-        hf = type(m).__module__.startswith("transformers.")
-        for k, v in attrs:
-            value = d[k]
-            if hf and k in _INDEX_ATTRS and type(value) is int:
-                indices.add(value)
-                v = ("index",)
-            rattrs.append((k, v))
+        rattrs = attrs
+        if type(m).__module__.startswith("transformers.") and not _INDEX_ATTRS.isdisjoint(d):
+            own = frozenset(d[k] for k in _INDEX_ATTRS if type(d.get(k)) is int)
+            if own:
+                rattrs = tuple(
+                    (k, ("index",)) if k in _INDEX_ATTRS and type(d[k]) is int else (k, v)
+                    for k, v in attrs
+                )
+                indices = indices | own
         params = tuple((k, _tensor_key(p)) for k, p in m._parameters.items())
         buffers = tuple((k, _tensor_key(b)) for k, b in m._buffers.items())
         forward = id(d.get("forward", _MISSING))
         exact = self._intern((type(m), forward, attrs, params, buffers, tuple(kids)))
-        relaxed = self._intern(
-            ("relaxed", type(m), forward, tuple(rattrs), params, buffers, tuple(rkids))
-        )
-        found = frozenset(indices)
-        self.exact[key], self.relaxed[key], self._indices[key] = exact, relaxed, found
-        if len(found) == 1:
-            self.index[key] = next(iter(found))
-        return exact, relaxed, found
+        self.exact[key] = exact
+        if not indices:
+            # No index below: the relaxed signature is the exact one, and no second key is built
+            # (this runs for every module).
+            return exact, exact, _NONE
+        rkids = list(kids)
+        for pos, sub_relaxed in moved:
+            rkids[pos] = (rkids[pos][0], sub_relaxed)
+        relaxed = self._intern(("relaxed", type(m), forward, rattrs, params, buffers, tuple(rkids)))
+        self.relaxed[key], self._indices[key] = relaxed, indices
+        if len(indices) == 1:
+            self.index[key] = next(iter(indices))
+        return exact, relaxed, indices
 
 
 def _input_key(
