@@ -12,6 +12,7 @@ import { messageOf, type Ctx, type Pane } from "./context";
 const ORIGIN_BADGE: Record<string, [string, string, string]> = {
   derived: ["tx-derived", "derived", "read from the module's state (e.g. bias = module.bias is not None)"],
   recorded: ["tx-derived", "recorded", "recorded by record_init_args() when the module was built"],
+  inferred: ["tx-derived", "inferred", "not stored on the module: inferred from its layers and checked by rebuilding it"],
   default: ["tx-guess", "guess", "guessed: not stored on the module, showing the signature default"],
 };
 
@@ -27,7 +28,26 @@ export function renderFields(
   errors: Map<string, HTMLElement>,
 ): (all: boolean) => Record<string, string> {
   const readers: [Field, () => string][] = [];
+  // A config argument is a collapsible group of its fields: those the class reads first (the
+  // kernel orders them), the others in a closed group of their own.
+  const groups = new Map<string, [HTMLElement, HTMLElement | null]>();
+  const holder = (f: Field): HTMLElement => {
+    const g = f.group ? groups.get(f.group) : undefined;
+    if (!g) return form;
+    if (f.read !== false) return g[0];
+    if (!g[1]) {
+      g[1] = h("details", { class: "tx-group" }, h("summary", {}, "fields this class does not read"));
+      g[0].appendChild(g[1]);
+    }
+    return g[1];
+  };
   for (const f of fields) {
+    if (f.kind === "config") {
+      const box = h("details", { class: "tx-group", open: true }, h("summary", { title: f.annotation }, `${f.name}: ${f.text}`));
+      groups.set(f.name, [box, null]);
+      form.appendChild(box);
+      continue;
+    }
     const id = uid("f");
     const errId = `${id}-err`;
     const label = h("label", { for: id }, f.name);
@@ -67,7 +87,8 @@ export function renderFields(
     const origin = badge ? h("span", { class: badge[0], title: badge[2] }, badge[1]) : null;
     const err = h("div", { class: "tx-fielderr", id: errId });
     errors.set(f.name, err);
-    form.appendChild(h("div", { class: "tx-field" }, label, input, hint, origin, err));
+    const note = f.note ? h("div", { class: "tx-muted" }, f.note) : null;
+    holder(f).appendChild(h("div", { class: "tx-field" }, label, input, hint, origin, err, note));
   }
   return (all: boolean) => {
     const out: Record<string, string> = {};
@@ -134,6 +155,7 @@ export class FormPane implements Pane {
     });
     replace.addEventListener("click", () => this.openCatalog(r));
     if (!r.fields.length) form.prepend(h("p", { class: "tx-muted" }, "This constructor takes no parameters."));
+    if (r.hint) form.prepend(h("p", { class: "tx-note", role: "note" }, r.hint));
     this.el.append(this.header(`${r.cls}(…) at ${r.path || "(model)"}`), form);
   }
 

@@ -131,4 +131,32 @@ describe("form fields", () => {
     padding.value = "same";
     expect(read(false)).toEqual({ align_corners: "True", padding: "same" });
   });
+
+  it("groups a config's fields, read ones open, the others folded", async () => {
+    const { renderFields } = await import("./form");
+    const form = document.createElement("form");
+    const base = { default: null, required: false, origin: "attribute", annotation: "", optional: false, note: "", choices: [] };
+    const read = renderFields(
+      form,
+      [
+        { ...base, name: "config", kind: "config", text: "<LlamaConfig>", group: "", read: null },
+        { ...base, name: "config.num_attention_heads", kind: "int", text: "4", group: "config", read: true },
+        { ...base, name: "config.vocab_size", kind: "int", text: "128", group: "config", read: false },
+        { ...base, name: "layer_idx", kind: "int", text: "0", group: "", read: null, origin: "inferred", note: "why" },
+      ],
+      new Map(),
+    );
+    const group = form.querySelector("details.tx-group") as HTMLDetailsElement;
+    expect(group.open).toBe(true);
+    expect(group.querySelector("summary")?.textContent).toContain("config");
+    const heads = group.querySelector('input[data-kind="int"]') as HTMLInputElement;
+    expect(heads.value).toBe("4");
+    const folded = group.querySelector("details.tx-group") as HTMLDetailsElement;
+    expect(folded.open).toBe(false);
+    expect((folded.querySelector("input") as HTMLInputElement).value).toBe("128");
+    expect(form.textContent).toContain("inferred");
+    heads.value = "8";
+    expect(read(false)).toEqual({ "config.num_attention_heads": "8" });
+    expect(Object.keys(read(true))).not.toContain("config");
+  });
 });
