@@ -21,6 +21,7 @@ The synced state, and the probe mode, which refuses anything but the two modes:
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ import traitlets as t
 from anywidget.experimental import command
 from torch import nn
 
-from ._view import assets, static_html
+from ._view import assets, background, static_html
 from ._view.session import ALL, PROBE, SELECT, Session
 from .patch import PatchEntry
 from .probe import ProbeReport
@@ -59,19 +60,77 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
     # its kernel or saved widget state (#16). Set False on the class to show the widget alone.
     static_snapshot = True
 
-    def __init__(self, model: nn.Module, *args: Any, mode: str = "fake", **kwargs: Any) -> None:
+    def __init__(
+        self, model: nn.Module, *args: Any, mode: str = "fake", probe: bool = True, **kwargs: Any
+    ) -> None:
         self._static: Any = None  # the stand-in's display handle, once shown
+        # Held while the session's state changes or is copied into traitlets: the first probe
+        # installs its report from a thread (`_view/background.py`).
+        self._lock = threading.RLock()
+        self._background = background.Background()
         cls = type(self)
         if not isinstance(cls.__dict__.get("_esm"), str):
             cls._esm, cls._css = assets.bundle()
-        self._session: Session | None = Session(model, args, kwargs, mode=mode)
+        session = Session(model, args, kwargs, mode=mode)
+        self._session: Session | None = session
         super().__init__(probe_mode=mode)
-        try:
-            self._session.run_probe()
-        except Exception as e:  # noqa: BLE001 - show the model even when its probe cannot run
-            self._session.probe_note = f"probe could not run: {type(e).__name__}: {e}"
-        self._sync(ALL)
         self.observe(self._on_mode, names="probe_mode")
+        if not probe:
+            session.probe_note = "probe skipped (probe=False): ex.run_probe() runs it"
+        elif (args or kwargs) and background.in_kernel():
+            # The tree shows now; the probe's results fill in when it is done.
+            self._start_probe()
+            return
+        else:
+            self._probe_now(session)
+        self._sync(ALL)
+
+    # -- the frontend's requests ------------------------------------------------------------
+
+    # -- the probe, now or in the background ------------------------------------------------
+
+    def _probe_now(self, session: Session) -> None:
+        try:
+            session.run_probe()
+        except Exception as e:  # noqa: BLE001 - show the model even when its probe cannot run
+            session.probe_note = f"probe could not run: {type(e).__name__}: {e}"
+
+    def _start_probe(self) -> None:
+        session = self._live()
+        session.probe_note = background.PROBING
+        # Apply and Undo are disabled while the kernel is busy (and wait for the probe anyway).
+        self.busy = "probe"
+        self._sync(ALL)
+
+        def job() -> None:
+            note = ""
+            report: ProbeReport | None = None
+            try:
+                report = session.compute_probe()
+            except Exception as e:  # noqa: BLE001 - the thread must finish and say why
+                note = f"probe could not run: {type(e).__name__}: {e}"
+            with self._lock:
+                if self._session is not session:  # closed meanwhile: nothing to show
+                    return
+                if report is not None:
+                    session.install(report)
+                else:
+                    session.probe_note = note
+                self._sync(PROBE)
+                self.busy = ""
+
+        self._background.start(job)
+
+    def wait(self, timeout: float | None = None) -> ProbeReport | None:
+        """Wait for a probe running in the background (``tx.explore`` in a kernel starts one);
+        returns the report (None when there is none yet: ``timeout`` passed, or no inputs)."""
+        self._background.wait(timeout)
+        return self._live().report
+
+    @property
+    def probing(self) -> bool:
+        """Whether the first probe is still running in the background."""
+        return self._background.running
 
     # -- the frontend's requests ------------------------------------------------------------
 
@@ -84,11 +143,15 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
             return error_reply("this Explorer was closed", request=str(kind or "")), []
         slow = isinstance(kind, str) and kind in SLOW
         if slow:
+            # Apply, Undo, a probe...: they change the model or the report, so the background
+            # probe finishes first (outside the lock: it installs its report under it).
+            self._background.wait()
             self.busy = str(kind)
         try:
-            reply, changed = session.handle(msg)
-            if changed:
-                self._sync(changed)
+            with self._lock:
+                reply, changed = session.handle(msg)
+                if changed:
+                    self._sync(changed)
             if slow:
                 self.error = reply["message"] if reply["kind"] == "error" else ""
             return reply, []
@@ -128,8 +191,9 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
         return static_html.summary_line(s.tree, None if rep is None else rep.ok, failed)
 
     def _stand_in(self) -> dict[str, str]:
-        s = self._live()
-        return {"text/html": static_html.static_html(s.tree, s.rows(), repr(self))}
+        with self._lock:
+            s = self._live()
+            return {"text/html": static_html.static_html(s.tree, s.rows(), repr(self))}
 
     def _ipython_display_(self) -> None:
         from IPython.display import display
@@ -149,7 +213,7 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
             return
         if self._static is not None and changed & {"tree", "probe"}:
             self._static.update(self._stand_in(), raw=True)  # a saved notebook shows the latest
-        with self.hold_sync():
+        with self._lock, self.hold_sync():
             if "tree" in changed:
                 self.tree = dict(s.tree_state())
             if "selected" in changed:
@@ -189,8 +253,9 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
 
     def select(self, path: str) -> str:
         """Select the module at ``path`` in the view; returns its canonical path."""
-        found = self._live().select(path)
-        self._sync(SELECT)
+        with self._lock:
+            found = self._live().select(path)
+            self._sync(SELECT)
         return found
 
     def edit(self, path: str | None = None, **hyperparameters: Any) -> PatchEntry:
@@ -212,11 +277,14 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
         return self._patch("redo")
 
     def run_probe(self, mode: str | None = None) -> ProbeReport | None:
-        """Probe again (``mode`` "fake" or "real"; default: the current mode)."""
+        """Probe again (``mode`` "fake" or "real"; default: the current mode). Also runs the
+        probe that ``tx.explore(..., probe=False)`` skipped."""
+        self._background.wait()
         s = self._live()
         self.busy = "probe"
         try:
-            s.run_probe(mode)
+            with self._lock:
+                s.run_probe(mode)
         finally:
             self.busy = ""
             self._sync(PROBE)
@@ -247,27 +315,43 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
         """Drop every reference to the model (it can be garbage-collected) and close the view."""
         # getattr: ipywidgets calls close() from __del__, also on a half-built instance.
         session: Session | None = getattr(self, "_session", None)
+        bg: background.Background | None = getattr(self, "_background", None)
+        if bg is not None:
+            bg.wait()  # the probe still uses the model; it drops its result once closed
         if session is not None:
             session.close()
             self._session = None
         super().close()
 
     def _patch(self, op: str, *args: Any, **kwargs: Any) -> PatchEntry:
+        self._background.wait()  # the model changes only once the probe is done with it
         s = self._live()
         self.busy = op
         try:
-            return s.patch(op, *args, **kwargs)
+            with self._lock:
+                return s.patch(op, *args, **kwargs)
         finally:
             self.busy = ""
             self._sync(ALL)
 
 
 def explore(
-    model: nn.Module, *example_args: Any, mode: str = "fake", **example_kwargs: Any
+    model: nn.Module,
+    *example_args: Any,
+    mode: str = "fake",
+    probe: bool = True,
+    **example_kwargs: Any,
 ) -> Explorer:
     """Open the Explorer on ``model``; example inputs (if given) drive the shape probe.
 
     ``mode="real"`` runs the probe on real tensors where the model lives (time and memory per
     module); the default "fake" needs no memory and runs no compute.
+
+    ``probe=False`` skips the probe (``ex.run_probe()`` runs it later). In a Jupyter kernel the
+    tree shows at once and the probe runs in the background, its results filling in when done
+    (Apply and Undo wait for it; ``ex.wait()`` does too); elsewhere it runs before this returns.
+
+    ``mode`` and ``probe`` are taken by ``explore``: a model whose forward has a keyword argument
+    of either name gets it through ``tx.probe(model, ..., **kwargs)`` instead.
     """
-    return Explorer(model, *example_args, mode=mode, **example_kwargs)
+    return Explorer(model, *example_args, mode=mode, probe=probe, **example_kwargs)

@@ -112,6 +112,8 @@ class Session:
         self.previous: ProbeReport | None = None
         self.probe_note = ""
         self.rev = 0
+        # The revision of the last model change: a probe alone bumps `rev` but leaves forms valid.
+        self.model_rev = 0
         self.selected = ""
 
     # -- state snapshots for the traitlets ----------------------------------------------------
@@ -154,15 +156,23 @@ class Session:
                 "no probe: pass example inputs, e.g. tx.explore(model, torch.randn(1, 3, 32, 32))"
             )
             return
+        self.install(self.compute_probe())
+
+    def compute_probe(self) -> ProbeReport:
+        """The probe alone, changing nothing here (``widget.py`` runs it in a thread)."""
         # The patch log lets a failure's hint name the edit it follows, not the example inputs.
-        report = probe(self._model(), *self.args, mode=self.mode, patch_log=self.log, **self.kwargs)
+        return probe(self._model(), *self.args, mode=self.mode, patch_log=self.log, **self.kwargs)
+
+    def install(self, report: ProbeReport) -> None:
         self.previous, self.report = self.report, report
+        self.probe_note = ""
         self.rev += 1
 
     def changed(self) -> None:
         """After a patch: new tree, new probe."""
         self.tree = walk(self._model())
         self.rev += 1
+        self.model_rev = self.rev
         if self.selected not in self.tree:
             self.selected = ""
         try:
@@ -221,7 +231,7 @@ class Session:
         if self.model is None:
             return error_reply("this Explorer was closed", request=kind), NONE
         rev = req.get("rev")
-        if kind in SLOW and rev is not None and rev != self.rev:
+        if kind in SLOW and isinstance(rev, int) and not self.model_rev <= rev <= self.rev:
             return error_reply(
                 f"stale request: the model changed since this form was opened (revision {rev}, now "
                 f"{self.rev}); reopen it and apply again",

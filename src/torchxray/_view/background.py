@@ -1,0 +1,63 @@
+"""The Explorer's first probe, run off the kernel's main thread (issue #13).
+
+In a kernel, ``tx.explore(model, x)`` returns with the tree walked and shown, and the probe runs in
+a daemon thread: the kernel keeps answering the view (selection, Source, Form, MRO) meanwhile, and
+the report is installed and synced when it is done. Why a thread and not a callback on the
+kernel's event loop: a callback would run the probe on the main thread and the view's requests
+would queue behind it for the whole probe.
+
+Why this is safe: ``FakeTensorMode``, ``no_grad`` and the dispatch-mode stack are thread-local,
+so the probe's modes do not leak into the user's cells; the probe's own patches take
+``_probe.wrap``'s lock, so two probes never interleave; whatever changes the model (Apply, Undo,
+a Python ``ex.edit``) first waits for the probe (``wait``). Outside a kernel (plain Python,
+tests) the probe runs synchronously, so ``tx.explore`` returns a probed Explorer there.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+__all__ = ["PROBING", "Background", "in_kernel"]
+
+PROBING = "probing… (the tree is usable; shapes fill in when the probe is done)"
+
+
+def in_kernel() -> bool:
+    """Whether this runs in a Jupyter kernel (where the view can show before the probe ends)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython comes with ipywidgets
+        return False
+    shell = get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
+class Background:
+    """One job at a time in a daemon thread; ``wait`` joins it (from any thread but its own)."""
+
+    def __init__(self) -> None:
+        self._thread: threading.Thread | None = None
+
+    @property
+    def running(self) -> bool:
+        t = self._thread
+        return t is not None and t.is_alive()
+
+    def start(self, job: Callable[[], None], name: str = "torchxray-probe") -> None:
+        if self.running:
+            raise RuntimeError("a background probe is already running; call wait() first")
+        # Daemon: a kernel shutting down does not wait for a probe nobody will see.
+        self._thread = threading.Thread(target=job, name=name, daemon=True)
+        self._thread.start()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Join the running job; True when none is running any more."""
+        t = self._thread
+        if t is None or t is threading.current_thread():
+            return True
+        t.join(timeout)
+        if t.is_alive():
+            return False
+        self._thread = None
+        return True

@@ -1,0 +1,160 @@
+"""The Explorer's first probe in the background (issue #13, item 3): in a kernel the tree is
+usable before the probe ends, whatever changes the model waits for it, and the report it
+installs is the synchronous one; ``probe=False`` skips it. ``background.in_kernel`` is patched
+to True here: these tests run outside a kernel, where the probe runs synchronously."""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+import pytest
+import torch
+from fixtures.real import build
+from torch import nn
+
+import torchxray as tx
+from torchxray._view import background
+from torchxray.widget import Explorer, explore
+
+
+def call(ex: Explorer, **msg: Any) -> dict[str, Any]:
+    reply, _ = ex.rpc(msg, [])
+    json.dumps(reply)
+    return reply
+
+
+class Gate(nn.Module):
+    """Blocks its forward until the test opens the gate: a probe that takes as long as we like."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.opened = threading.Event()
+        self.entered = threading.Event()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.entered.set()
+        assert self.opened.wait(30), "the test never opened the gate"
+        return x
+
+
+class Slow(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = Gate()
+        self.body = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.body(self.gate(x))
+
+
+@pytest.fixture
+def kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(background, "in_kernel", lambda: True)
+
+
+@pytest.mark.parametrize("mode", ["fake", "real"])
+def test_tree_and_panes_work_while_the_probe_runs(kernel: None, mode: str) -> None:
+    model = Slow()
+    ex = explore(model, torch.randn(3, 4), mode=mode)
+    try:
+        assert model.gate.entered.wait(30)
+        # The tree is there, the report is not, and the view says why.
+        assert [r["name"] for r in ex.tree["pages"][""]["items"]] == ["gate", "body"]
+        assert ex.probing and ex.probe_report is None and ex.busy == "probe"
+        assert ex.probe["status"].startswith("probing") and ex.probe["ok"] is None
+        assert call(ex, kind="select", path="body.0")["path"] == "body.0"
+        assert ex.selected == "body.0" and ex.overview["path"] == "body.0"
+        for kind in ("source", "form", "mro", "children"):
+            assert call(ex, kind=kind, path="body.0")["kind"] != "error", kind
+        rev = call(ex, kind="form", path="body.2")["rev"]
+        ex.select("body.2")  # the Python mirror too
+    finally:
+        model.gate.opened.set()
+    report = ex.wait(30)
+    assert report is not None and report.ok and not ex.probing and ex.busy == ""
+    assert report["body.2"].output_shapes == ((3, 2),)
+    assert ex.probe["status"].startswith("probe ok") and ex.selected == "body.2"
+    # A form opened while the probe ran still applies: only a model change makes it stale.
+    got = call(ex, kind="edit", path="body.2", changes={"out_features": "5"}, rev=rev)
+    assert got["kind"] == "patched", got
+    assert ex.probe_report is not None and ex.probe_report["body.2"].output_shapes == ((3, 5),)
+    ex.close()
+
+
+def test_apply_and_undo_wait_for_the_probe(kernel: None) -> None:
+    model = Slow()
+    ex = explore(model, torch.randn(3, 4))
+    assert model.gate.entered.wait(30)
+    done: list[dict[str, Any]] = []
+    apply = threading.Thread(
+        target=lambda: done.append(
+            call(ex, kind="edit", path="body.0", changes={"out_features": "6"})
+        )
+    )
+    apply.start()
+    apply.join(0.3)
+    # The gate is closed, so the probe cannot have ended, and Apply has not touched the model.
+    assert apply.is_alive() and not done and model.body[0].out_features == 8
+    model.gate.opened.set()
+    apply.join(30)
+    assert done and done[0]["kind"] == "patched" and model.body[0].out_features == 6
+    # Applied after the probe, then re-probed: 6 features do not fit body.2.
+    assert ex.probe_report is not None and ex.probe["ok"] is False
+    assert ex.probe_report.error is not None and ex.probe_report.error.path == "body.2"
+    assert call(ex, kind="undo")["kind"] == "patched" and model.body[0].out_features == 8
+    assert ex.probe_report is not None and ex.probe_report.ok
+    ex.close()
+
+
+def test_background_report_is_the_synchronous_one(kernel: None) -> None:
+    model, args, kwargs = build("hf-gpt2")
+    ex = explore(model, *args, **kwargs)
+    report = ex.wait(120)
+    assert report is not None
+    sync = tx.probe(model, *args, **kwargs)
+    assert report.ok == sync.ok and report.records.keys() == sync.records.keys()
+    for path, rec in sync.records.items():
+        assert report.records[path] == rec, path
+    ex.close()
+
+
+def test_a_failing_background_probe_is_reported(kernel: None) -> None:
+    model = nn.Sequential(nn.Linear(4, 8), nn.Linear(5, 2))
+    ex = explore(model, torch.randn(3, 4))
+    report = ex.wait(30)
+    assert report is not None and not report.ok and report.error is not None
+    assert report.error.path == "1" and ex.probe["ok"] is False and ex.busy == ""
+    ex.close()
+
+
+def test_probe_false_skips_it_and_run_probe_runs_it_later() -> None:
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU())
+    ex = explore(model, torch.randn(3, 4), probe=False)
+    assert ex.probe_report is None and "probe=False" in ex.probe["status"]
+    assert [r["name"] for r in ex.tree["pages"][""]["items"]] == ["0", "1"]
+    report = ex.run_probe()
+    assert report is not None and report["0"].output_shapes == ((3, 8),)
+    assert ex.probe["status"].startswith("probe ok")
+
+
+def test_outside_a_kernel_explore_returns_probed() -> None:
+    assert not background.in_kernel()
+    ex = explore(nn.Linear(4, 2), torch.randn(1, 4))
+    assert not ex.probing and ex.probe_report is not None and ex.wait() is ex.probe_report
+
+
+def test_close_during_the_probe_waits_and_drops_the_model(kernel: None) -> None:
+    model = Slow()
+    ex = explore(model, torch.randn(3, 4))
+    assert model.gate.entered.wait(30)
+    closer = threading.Thread(target=ex.close)
+    closer.start()
+    model.gate.opened.set()
+    closer.join(30)
+    assert not closer.is_alive()
+    with pytest.raises(RuntimeError, match="closed"):
+        _ = ex.model
+    # The probe put back everything it patched.
+    assert "forward" not in model.gate.__dict__ and model.training
