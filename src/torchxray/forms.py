@@ -25,6 +25,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from ._forms import unchanged
 from ._forms.check import check_range, check_type
 from ._forms.config import expand, is_config, with_changes
 from ._forms.field import Field, FormError
@@ -181,6 +182,11 @@ class Form:
             else:
                 out[name] = raw
         return out
+
+    def changed(self, **changes: Any) -> dict[str, Any]:
+        """The subset of ``changes`` whose parsed value differs from the live one (``"(2,2)"``
+        for ``(2, 2)`` changes nothing); values that do not parse are kept for ``validate``."""
+        return unchanged.changed(self, changes)
 
     def _range(self, f: Field, value: Any) -> str | None:
         if not f.group:

@@ -132,12 +132,21 @@ class PatchLog:
     def edit(self, path: str, **hyperparameters: Any) -> PatchEntry:
         """Rebuild the module at ``path`` from its form with ``hyperparameters`` changed, carry over
         every parameter and buffer whose name and shape still match, then replace it everywhere
-        it is registered. Invalid values raise ``FormError`` (per field) and change nothing."""
+        it is registered. Invalid values raise ``FormError`` (per field) and change nothing.
+        Values equal to the live ones (compared parsed: ``"(2,2)"`` is ``(2, 2)``) are dropped;
+        when none is left, ``ValueError("nothing changed: ...")`` and no entry is recorded."""
+        from ._forms.unchanged import equal, nothing_message
         from .forms import form
 
         index = SlotIndex(self.model)
         old = _existing(index, path)
+        asked = tuple(hyperparameters)
         before = form(old)
+        # Values are compared parsed, not as text: "(2,2)" for (2, 2) or "float16" for
+        # torch.float16 changes nothing, and an edit that changes nothing records no entry.
+        hyperparameters = before.changed(**hyperparameters)
+        if not hyperparameters:
+            raise ValueError(nothing_message(before, path, asked))
         new = before.build(**hyperparameters)
         _check_module(new, f"the rebuilt {type(old).__name__} at {path!r}")
         try:
@@ -146,6 +155,10 @@ class PatchLog:
             after = {}
         old_values = dict(before.values)
         changes = {k: (old_values.get(k), after.get(k, v)) for k, v in hyperparameters.items()}
+        # A value the constructor canonicalises (kernel_size=3 is (3, 3)) may also be unchanged.
+        changes = {k: v for k, v in changes.items() if not (k in after and equal(*v))}
+        if not changes:
+            raise ValueError(nothing_message(before, path, asked))
         # Values the form could not recover are rebuilt from the signature's defaults: say so, since
         # the rebuilt module may then differ from the old one in more than the requested changes.
         guessed = tuple(
