@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -77,3 +78,61 @@ def test_form_changed_compares_parsed_values() -> None:
         "kernel_size": "(3,3)",
         "out_channels": "x",  # does not parse: kept so build/validate name it
     }
+
+
+# -- 9. history and code agree; the replay starts with the patches --------------------------------
+
+
+def test_history_numbers_and_code_comments_agree_after_an_undo() -> None:
+    s = _session()
+    for n in (10, 12, 14):
+        assert _edit(s, "0", out_channels=str(n))["kind"] == "patched"
+    s.handle({"kind": "undo"})
+    s.handle({"kind": "undo"})
+    for n in (16, 18):
+        assert _edit(s, "0", out_channels=str(n))["kind"] == "patched"
+    history = s.history()
+    ids = [e["id"] for e in history["entries"]]
+    assert ids == [1, 2, 3]
+    titles = re.findall(r"^# (\d+)\. ", history["code"], re.M)
+    assert titles == ["1", "2", "3"]
+    assert all(e["code"].startswith(f"# {e['id']}. ") for e in history["entries"])
+
+
+def test_replay_code_starts_with_the_patches_and_replays() -> None:
+    model = _cnn()
+    log = tx.PatchLog(model)
+    log.edit("0", out_channels=16)
+    log.edit("3", in_features=16)
+    code = log.to_code()
+    lines = [line for line in code.splitlines() if line.strip()]
+    # Header: a comment, `import torch`, the helpers' import; then the first patch.
+    assert (
+        lines[2]
+        == "from torchxray.replay import carry as _carry, config as _config, place as _place"
+    )
+    assert lines[3].startswith("# 1. edit 0")
+    assert "def " not in code
+    fresh = _cnn().double().train(False)
+    exec(code, {"model": fresh})  # noqa: S102 - the code under test
+    assert fresh[0].out_channels == 16 and fresh[3].in_features == 16
+    assert fresh[0].weight.dtype == torch.float64 and not fresh[0].training
+
+
+def test_replay_helpers_are_public_and_documented() -> None:
+    from torchxray import replay
+
+    model = nn.Sequential(nn.Linear(2, 3).half())
+    new = replay.place(nn.Linear(2, 5), model, "0")
+    assert new.weight.dtype == torch.float16
+    old, new2 = nn.BatchNorm1d(3), nn.BatchNorm1d(3)
+    old.running_mean.fill_(2.0)
+    old.weight.requires_grad_(False)
+    replay.carry(new2, old, ["running_mean", "weight"])
+    assert torch.equal(new2.running_mean, old.running_mean) and not new2.weight.requires_grad
+    from types import SimpleNamespace
+
+    base = SimpleNamespace(hidden=4, heads=2)
+    copy = replay.config(base, {"heads": 4})
+    assert (copy.heads, base.heads) == (4, 2)
+    assert all(getattr(replay, n).__doc__ for n in replay.__all__)

@@ -56,7 +56,8 @@ export class HistoryPane implements Pane {
       for (const e of entries) {
         const changes = Object.entries(e.changes ?? {}).map(([k, v]) => `${k}=${v}`).join(", ");
         const what = e.old_cls === e.new_cls ? e.new_cls : `${e.old_cls} → ${e.new_cls}`;
-        ol.appendChild(h("li", {}, h("strong", {}, e.op), ` ${e.paths.join(", ")}: ${what}${changes ? ` (${changes})` : ""}`));
+        // Numbered by the entry's id, as the code's "# N." comments are (not by list position).
+        ol.appendChild(h("li", { value: String(e.id) }, h("strong", {}, e.op), ` ${e.paths.join(", ")}: ${what}${changes ? ` (${changes})` : ""}`));
       }
       this.el.appendChild(ol);
     }

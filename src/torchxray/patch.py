@@ -103,7 +103,6 @@ class PatchLog:
         self._done: list[_Record] = []
         self._undone: list[_Record] = []
         self._cleared: list[_Record] = []  # applied before clear(): code only, no modules
-        self._next_id = 1
 
     # -- changes -----------------------------------------------------------------------------
 
@@ -216,12 +215,17 @@ class PatchLog:
         classes = _names(index.module(p) for p in paths)
         entry = PatchEntry(self._next_id, op, paths, classes, classes, code=text)
         freezing.apply(flags)
-        self._next_id += 1
         self._done.append(_Record(entry, (), frozenset(), flags))
         self._undone.clear()
         return entry
 
     # -- history -----------------------------------------------------------------------------
+
+    @property
+    def _next_id(self) -> int:
+        # Ids number the applied entries (1..N, as the History lists them and to_code's comments
+        # say): an entry made after an undo takes the undone one's number, which redo dropped.
+        return len(self._cleared) + len(self._done) + 1
 
     @property
     def can_undo(self) -> bool:
@@ -275,7 +279,7 @@ class PatchLog:
 
     def to_code(self) -> str:
         """Python that replays the applied entries on a fresh instance of the model bound to
-        ``model`` (public torch APIs only)."""
+        ``model`` (public torch APIs and the helpers of ``torchxray.replay``)."""
         records = self._cleared + self._done
         imports: set[str] = set().union(*(r.imports for r in records))
         return code.header(imports) + "\n".join(r.entry.code for r in records)
@@ -332,7 +336,6 @@ class PatchLog:
             code=text,
             guessed=guessed,
         )
-        self._next_id += 1
         self._done.append(_Record(entry, tuple(swaps), frozenset(imports)))
         self._undone.clear()
         return entry

@@ -1,6 +1,6 @@
 """Python source that replays patch-log entries on a fresh instance of the model (``model``).
 
-Only public torch APIs appear in the output: ``get_submodule``, attribute / item assignment,
+Only public torch APIs (and `torchxray.replay`'s helpers) appear in the output: ``get_submodule``, attribute / item assignment,
 constructor calls, ``Module.to`` / ``train`` and ``Tensor.copy_``. Constructor arguments come from
 the replacement's form values (``tx.form(module).values``); values that have no faithful source form
 make the entry's code raise ``NotImplementedError`` at replay, naming what to write by hand, rather
@@ -30,55 +30,14 @@ class Unwritable(ValueError):
     """A value (or constructor) that cannot be written as Python source."""
 
 
-HEADER = '''\
+# The helpers live in torchxray.replay (public), imported under private names so that running the
+# script in a notebook does not shadow a user's own `config` or `place`.
+HEADER = """\
 # Replays torchxray patches. `model` must be a fresh instance of the patched model.
-import copy
-import dataclasses
-import itertools
-
 import torch
-{imports}
+{imports}from torchxray.replay import carry as _carry, config as _config, place as _place
 
-def _place(new, model, path, cast=True):
-    """Give `new` the device and floating dtype of the module at `path` (or of its nearest ancestor
-    holding tensors; not when `cast` is False) and that module's train/eval mode, as torchxray's
-    PatchLog did."""
-    parts = path.split(".")
-    mode = model.get_submodule(path).training
-    for i in range(len(parts), -1, -1):
-        ref = model.get_submodule(".".join(parts[:i]))
-        found = list(itertools.chain(ref.parameters(), ref.buffers()))
-        if found:
-            floats = [t for t in found if t.is_floating_point()]
-            on_meta = any(t.is_meta for t in itertools.chain(new.parameters(), new.buffers()))
-            if cast and not on_meta:
-                new.to(device=found[0].device, dtype=floats[0].dtype if floats else None)
-            break
-    return new.train(mode)
-
-
-def _config(base, changes):
-    """A copy of `base` (a config the model's layers share, never changed itself) with `changes`
-    set, as torchxray's form built it."""
-    new = copy.deepcopy(base)
-    try:
-        for name, value in changes.items():
-            setattr(new, name, value)
-    except dataclasses.FrozenInstanceError:
-        return dataclasses.replace(base, **changes)
-    return new
-
-
-@torch.no_grad()
-def _carry(new, old, names):
-    """Copy the named parameters and buffers (same name, same shape) from `old` into `new`."""
-    src = dict(itertools.chain(old.named_parameters(), old.named_buffers()))
-    dst = dict(itertools.chain(new.named_parameters(), new.named_buffers()))
-    for name in names:
-        dst[name].copy_(src[name])
-        dst[name].requires_grad_(src[name].requires_grad)
-
-'''
+"""
 
 
 def import_ref(obj: Any, imports: set[str]) -> str:
