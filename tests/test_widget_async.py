@@ -62,7 +62,8 @@ def test_tree_and_panes_work_while_the_probe_runs(kernel: None, mode: str) -> No
         assert model.gate.entered.wait(30)
         # The tree is there, the report is not, and the view says why.
         assert [r["name"] for r in ex.tree["pages"][""]["items"]] == ["gate", "body"]
-        assert ex.probing and ex.probe_report is None and ex.busy == "probe"
+        assert ex.probing and ex._session is not None and ex._session.report is None
+        assert ex.busy == "probe"
         assert ex.probe["status"].startswith("probing") and ex.probe["ok"] is None
         assert call(ex, kind="select", path="body.0")["path"] == "body.0"
         assert ex.selected == "body.0" and ex.overview["path"] == "body.0"
@@ -74,6 +75,7 @@ def test_tree_and_panes_work_while_the_probe_runs(kernel: None, mode: str) -> No
         model.gate.opened.set()
     report = ex.wait(30)
     assert report is not None and report.ok and not ex.probing and ex.busy == ""
+    assert ex.probe_report is report
     assert report["body.2"].output_shapes == ((3, 2),)
     assert ex.probe["status"].startswith("probe ok") and ex.selected == "body.2"
     # A form opened while the probe ran still applies: only a model change makes it stale.
@@ -87,6 +89,11 @@ def test_apply_and_undo_wait_for_the_probe(kernel: None) -> None:
     model = Slow()
     ex = explore(model, torch.randn(3, 4))
     assert model.gate.entered.wait(30)
+    # The Python mirror waits too: a notebook's next cell reads the report as before.
+    reader = threading.Thread(target=lambda: ex.probe_report)
+    reader.start()
+    reader.join(0.2)
+    assert reader.is_alive()
     done: list[dict[str, Any]] = []
     apply = threading.Thread(
         target=lambda: done.append(
@@ -99,6 +106,8 @@ def test_apply_and_undo_wait_for_the_probe(kernel: None) -> None:
     assert apply.is_alive() and not done and model.body[0].out_features == 8
     model.gate.opened.set()
     apply.join(30)
+    reader.join(30)
+    assert not reader.is_alive()
     assert done and done[0]["kind"] == "patched" and model.body[0].out_features == 6
     # Applied after the probe, then re-probed: 6 features do not fit body.2.
     assert ex.probe_report is not None and ex.probe["ok"] is False

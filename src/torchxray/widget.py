@@ -243,7 +243,9 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
 
     @property
     def probe_report(self) -> ProbeReport | None:
-        """The last probe (None when no example inputs were given)."""
+        """The last probe (None when no example inputs were given); waits for one running in the
+        background, so that a notebook's next cell reads the report as it did before."""
+        self._background.wait()
         return self._live().report
 
     @property
@@ -298,11 +300,13 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
     def save_snapshot(self) -> None:
         """Store a read-only snapshot in the widget state, so that a notebook saved with widget
         state shows the tree and panes without a kernel (actions disabled)."""
+        self._background.wait()
         self.snapshot = self._live().snapshot()
 
     def to_html(self, path: str | os.PathLike[str] | None = None) -> str:
         """A standalone HTML page (bundle and current state inlined, no network) that browses the
         tree and panes read-only; written to ``path`` too when given."""
+        self._background.wait()
         state = {name: getattr(self, name) for name in _STATE}
         state.update(readonly=True, snapshot=self._live().snapshot())
         title = f"torchxray: {self.tree.get('root', {}).get('cls', 'model')}"
