@@ -308,12 +308,18 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
             )
             by_class = any(w in low for w in ("block", "layer", "cls", "fn", "type"))
             first += classes if by_class else stages
+    if "drop" in low and f.kind != "bool":
+        # Rates and probabilities: a width or a kernel size is never one; per-block rates are a
+        # list as long as a stage.
+        numeric = False
+        if "rates" in low:
+            pool = [[0.0] * n for n in dict.fromkeys(_lengths(module)) if n]
     if f.kind == "bool":
         pool = [f.value, not f.value] if isinstance(f.value, bool) else [True, False]
     elif numeric and any(w in low for w in _KERNEL_WORDS):
         pool = _sizes(module)
     elif numeric and any(w in low for w in ("depth", "layers", "blocks", "num_")):
-        pool = [*_lengths(module), 1, 2, 3, 4, *_ints(module)]
+        pool = [*_lengths(module), 0, 1, 2, 3, 4, *_ints(module)]
         if f.kind != "int":
             pool = [*_stages(module), *pool]
     elif numeric:
