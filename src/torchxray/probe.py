@@ -32,6 +32,11 @@ the records (``rep.memoised`` lists the skipped paths): 80 identical decoder lay
 tensors a forward caches on its modules are removed afterwards. Models with uninitialised lazy
 modules are refused (a failed report), since running them would initialise them.
 
+Each record lists where its module was called from (``rep[path].sites``: file, line, the
+caller's function and source line, with a count per distinct line), and ``rep.flow`` lists every
+call in the order it began, nested as it ran (path, call index, depth, parent): one frame lookup a
+call, kept as the caller's code and line number, never its frame.
+
 Records are made when first read (``rep.records`` is a mapping that builds each record on first
 access); the report holds metadata only, never a tensor or the model.
 
@@ -76,6 +81,7 @@ from torch import nn
 from ._probe.calls import Call
 from ._probe.cause import entries_of
 from ._probe.failure import localise
+from ._probe.flow import Flow, FlowEntry
 from ._probe.inputs import first_lazy, model_device, prepare_inputs, unpack_batch
 from ._probe.placement import fake_offloaded
 from ._probe.records import (
@@ -89,15 +95,18 @@ from ._probe.records import (
     TensorInfo,
 )
 from ._probe.run import ProbeRun, gc_paused
+from ._probe.sites import Site, sites_of
 from ._probe.skipped import NotCalled
 
 __all__ = [
     "CallRecord",
     "DiffEntry",
+    "FlowEntry",
     "ModuleRecord",
     "ProbeDiff",
     "ProbeError",
     "ProbeReport",
+    "Site",
     "TensorInfo",
     "probe",
 ]
@@ -183,7 +192,7 @@ def _run(
 
     def build(path: str, calls: list[Call]) -> ModuleRecord:
         made = tuple(call.record(flops) for call in calls)
-        return ModuleRecord.from_calls(path, names.get(path, "?"), made)
+        return ModuleRecord.from_calls(path, names.get(path, "?"), made, sites_of(calls))
 
     # The builder holds the calls and the names, nothing of `run`: a report keeps no model alive.
     records = LazyRecords(run.log, build)
@@ -202,6 +211,7 @@ def _run(
         aliases=run.aliases,
         nonfinite=None if (bad := run.recorder.nonfinite.found) is None else records[bad.path],
         not_called=NotCalled(names, lambda: records) if error is None else {},
+        flow=Flow(run.log),
     )
 
 

@@ -7,6 +7,7 @@ repeated blocks are replayed by `_probe.memo`.
 
 from __future__ import annotations
 
+import sys
 import time
 import types
 from collections.abc import Callable
@@ -16,6 +17,7 @@ import torch
 
 from .finite import NonFinite
 from .records import CallRecord, TensorInfo
+from .sites import skipped_codes
 from .values import Meta, call_inputs, leaf_infos, meta_info
 
 # One tensor in / one tensor out keeps raw metadata (see `_probe.values`); tests turn it off to
@@ -48,14 +50,28 @@ class Call:
     peak = 0
     mem_alloc: int | None = None
     flops = 0
+    # Where it was called from (`_probe.sites`): the caller's code and line, never its frame;
+    # `parent` is the call that was open when it began (`_probe.flow`).
+    code: types.CodeType | None = None
+    line = 0
+    parent: Call | None = None
 
     @classmethod
     def made(
-        cls, path: str, inputs: _Leaves, outputs: _Leaves, flops: int | None, done: bool = True
+        cls,
+        path: str,
+        inputs: _Leaves,
+        outputs: _Leaves,
+        flops: int | None,
+        done: bool = True,
+        site: tuple[types.CodeType | None, int] = (None, 0),
+        parent: Call | None = None,
     ) -> Call:
         call = cls()
         call.path, call.inputs, call.outputs, call.done = path, inputs, outputs, done
         call.flops = flops or 0
+        call.code, call.line = site
+        call.parent = parent
         return call
 
     def input_leaves(self) -> _Leaves:
@@ -121,6 +137,8 @@ class Recorder:
         tensor = torch.Tensor
         fast = _FAST_META
         watch = self.nonfinite
+        getframe = sys._getframe
+        skip = _SKIPPED
 
         def meta(x: torch.Tensor) -> Meta:
             """`x`'s metadata, read now (the caller checked `recent` already)."""
@@ -138,6 +156,15 @@ class Recorder:
                 return original(self, *args, **kwargs)
             call = Call()
             call.path = path
+            # The caller: the frame that called `module(...)`, past torch's __call__ machinery
+            # and our own recording frames (for the direct path, the very next frame).
+            f: types.FrameType | None = getframe(1)
+            while f is not None and id(f.f_code) in skip:
+                f = f.f_back
+            if f is not None:
+                call.code, call.line = f.f_code, f.f_lineno
+            if stack:
+                call.parent = stack[-1]
             # Inputs as the forward receives them, taken before it can change them in place.
             if fast and len(args) == 1 and not kwargs and isinstance(x := args[0], tensor):
                 # The common hit inline: `x` was read before, so its version can be read again.
@@ -230,3 +257,4 @@ def inner_code(fn: Any, name: str) -> types.CodeType:
 # The code of every recording function: a traceback frame running it is a module call
 # (`probe._module_frames`).
 RECORDED_CODE = inner_code(Recorder.function, "recorded")
+_SKIPPED = skipped_codes() | {id(RECORDED_CODE)}

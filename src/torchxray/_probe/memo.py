@@ -352,19 +352,41 @@ class Memo:
                 return None
             effects.append((tmpl, now))
         cut = len(own.path)
-        descendants = []
+        descendants: list[Any] = []
+        # Each descendant's call site and caller (its position among them, -1 for `own`): a
+        # replay gives the same sites and flow as a run (`_probe.sites`, `_probe.flow`).
+        where = {id(own): -1}
         for call in run.log[start:]:
             if not call.done or not call.path.startswith(own.path + "."):
                 return None
+            up = where.get(id(call.parent), -1)
+            where[id(call)] = len(descendants)
             descendants.append(
-                (call.path[cut:], call.input_leaves(), call.output_leaves(), call.flops)
+                (
+                    call.path[cut:],
+                    call.input_leaves(),
+                    call.output_leaves(),
+                    call.flops,
+                    (call.code, call.line),
+                    up,
+                )
             )
         return _Entry(spec, leaves, descendants, own.flops, index, effects)
 
     def _replay(self, own: Call, entry: _Entry, caches: list[Any], index: int | None) -> Any:
         run = self.run
-        for rel, inputs, outputs, flops in entry.descendants:
-            run.log.append(Call.made(own.path + rel, inputs, outputs, flops))
+        made: list[Call] = []
+        for rel, inputs, outputs, flops, site, up in entry.descendants:
+            call = Call.made(
+                own.path + rel,
+                inputs,
+                outputs,
+                flops,
+                site=site,
+                parent=own if up < 0 else made[up],
+            )
+            made.append(call)
+            run.log.append(call)
         for outer in run.stack:  # own is on the stack: it and its callers get the block's FLOPs
             outer.flops += entry.flops
         if index is not None:

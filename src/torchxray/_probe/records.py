@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._text import closest
+from .flow import FlowEntry
+from .sites import Site
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,9 +64,17 @@ class ModuleRecord:
     mem_peak: int | None
     call_records: tuple[CallRecord, ...] = ()
     complete: bool = True
+    # Every distinct place it was called from, with its count, in order of first use.
+    sites: tuple[Site, ...] = ()
 
     @classmethod
-    def from_calls(cls, path: str, cls_name: str, calls: tuple[CallRecord, ...]) -> ModuleRecord:
+    def from_calls(
+        cls,
+        path: str,
+        cls_name: str,
+        calls: tuple[CallRecord, ...],
+        sites: tuple[Site, ...] = (),
+    ) -> ModuleRecord:
         first = calls[0]
         if len(calls) == 1:  # the usual case, without building four lists (10,000 times a probe)
             return cls(
@@ -81,6 +91,7 @@ class ModuleRecord:
                 mem_peak=first.mem_peak,
                 call_records=calls,
                 complete=first.complete,
+                sites=sites,
             )
         flops = [c.flops for c in calls if c.flops is not None]
         times = [c.time_ms for c in calls if c.time_ms is not None]
@@ -100,6 +111,7 @@ class ModuleRecord:
             mem_peak=max(peaks) if peaks else None,
             call_records=calls,
             complete=all(c.complete for c in calls),
+            sites=sites,
         )
 
 
@@ -219,6 +231,8 @@ class ProbeReport:
     # path -> why (a fused fast path, weights used by the parent directly, unused); everything
     # under a listed path ran no call either. Empty after a failed run (see `_probe.skipped`).
     not_called: Mapping[str, str] = field(default_factory=dict)
+    # Every module call in the order it began, nested as it ran (`_probe.flow`).
+    flow: Sequence[FlowEntry] = field(default=())
 
     def __getitem__(self, path: str) -> ModuleRecord:
         try:
