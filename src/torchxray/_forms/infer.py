@@ -14,64 +14,26 @@ time so a form opens fast.
 from __future__ import annotations
 
 import functools
-import gc
 import time
 import warnings
-import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import torch
 from torch import nn
 
+from .candidates import candidates, same_value
 from .compare import structure
-from .config import is_config
 from .field import Field
 
-__all__ = ["Inferred", "infer"]
+__all__ = ["Inferred", "guessed", "infer"]
 
 MAX_BUILDS = 120
 MIN_BUILDS = 12
 MAX_SECONDS = 30.0  # a safety net only: the build count is what bounds the search
 MODULE_BUILDS = 2000  # submodules built, summed over the search
-MAX_MODULES = 1000
-SMALL = 60  # modules this small also get their stored attributes re-checked  # bigger modules keep their guesses: one build is already costly
-MAX_CANDIDATES = 10
-
-# Parameter name -> attribute names that hold the same value in common libraries.
-ALIASES: dict[str, tuple[str, ...]] = {
-    "eps": ("variance_epsilon", "epsilon", "layer_norm_eps", "norm_eps"),
-    "dim": ("hidden_size", "embed_dim", "num_features", "in_features", "in_channels", "channels"),
-    "hidden_size": ("dim", "embed_dim", "num_features", "hidden_dim"),
-    "in_chs": ("in_channels", "in_features", "dim", "in_dim"),
-    "out_chs": ("out_channels", "out_features", "dim", "out_dim"),
-    "in_channels": ("in_chs", "in_features", "dim"),
-    "out_channels": ("out_chs", "out_features", "dim"),
-    "in_features": ("in_chs", "in_channels", "dim"),
-    "out_features": ("out_chs", "out_channels"),
-    "num_heads": ("heads", "n_head", "num_attention_heads"),
-    "drop_path": ("drop_prob", "drop_path_rate"),
-    "drop_prob": ("drop_path",),
-    "num_classes": ("out_features",),
-    "init_values": ("init_value",),
-}
-
-_WIDTH_ATTRS = (
-    "in_channels",
-    "out_channels",
-    "in_features",
-    "out_features",
-    "num_features",
-    "num_channels",
-    "embedding_dim",
-    "num_embeddings",
-    "num_heads",
-    "hidden_size",
-    "dim",
-    "groups",
-)
-_SIZE_ATTRS = ("kernel_size", "stride", "padding", "dilation", "img_size", "patch_size")
-_FLOAT_ATTRS = ("eps", "p", "drop_prob", "variance_epsilon", "negative_slope", "momentum")
+MAX_MODULES = 1000  # bigger modules keep their guesses: one build is already costly
+SMALL = 60  # modules this small also get their stored attributes re-checked
 
 
 class Inferred:
@@ -90,145 +52,6 @@ def guessed(f: Field) -> bool:
     return f.origin == "default" or (f.required and f.value is None)
 
 
-def _descendants(module: nn.Module, depth: int = 3) -> Iterator[nn.Module]:
-    """Children first, breadth first, ``depth`` levels down."""
-    level = [module]
-    for _ in range(depth):
-        level = [c for m in level for c in m.children()]
-        yield from level
-
-
-def _attr(obj: Any, name: str) -> Any:
-    try:
-        return obj.__dict__.get(name, getattr(obj, name, None))
-    except Exception:  # noqa: BLE001 - a property that raises
-        return None
-
-
-def _width(value: Any) -> Any:
-    if isinstance(value, (tuple, list, torch.Size)) and len(value) >= 1:
-        return value[0]
-    return value
-
-
-def _ints(module: nn.Module) -> list[int]:
-    out: list[int] = []
-    for t in [*module._parameters.values(), *module._buffers.values()]:
-        if t is not None:
-            out += list(t.shape)
-    for v in vars(module).values():
-        if type(v) is int:
-            out.append(v)
-    for m in module.modules():
-        for t in m._parameters.values():
-            if t is not None and m is not module:
-                out += list(t.shape)
-        for a in _WIDTH_ATTRS:
-            v = _width(_attr(m, a)) if a in m.__dict__ or hasattr(type(m), a) else None
-            if type(v) is int:
-                out.append(v)
-    return out
-
-
-def _sizes(module: nn.Module) -> list[Any]:
-    out: list[Any] = []
-    for m in module.modules():
-        for a in _SIZE_ATTRS:
-            v = m.__dict__.get(a)
-            if isinstance(v, (int, tuple)) and not isinstance(v, bool):
-                out += [v, _width(v)] if isinstance(v, tuple) else [v]
-    return out
-
-
-def _floats(module: nn.Module) -> list[float]:
-    out = [v for v in vars(module).values() if type(v) is float]
-    for m in module.modules():
-        for a in _FLOAT_ATTRS:
-            v = m.__dict__.get(a)
-            if type(v) is float:
-                out.append(v)
-    return out
-
-
-def _stages(module: nn.Module) -> list[tuple[int, ...]]:
-    """How many blocks each stage holds, as a tuple (ResNet's ``layers``)."""
-    sizes = tuple(
-        len(c._modules) for c in module.children() if isinstance(c, (nn.Sequential, nn.ModuleList))
-    )
-    return [sizes] if len(sizes) >= 2 else []
-
-
-def _per_stage(module: nn.Module, n: int) -> list[tuple[int, ...]]:
-    """For the first container of ``n`` stages: each stage's output width and its block count
-    (ConvNeXt's ``dims`` and ``depths``)."""
-    for c in _descendants(module, 2):
-        if isinstance(c, (nn.Sequential, nn.ModuleList)) and len(c) == n:
-            widths, depths = [], []
-            for stage in c:
-                outs = [
-                    _width(v)
-                    for m in stage.modules()
-                    for a in ("out_channels", "out_features", "num_features", "normalized_shape")
-                    if type(_width(v := m.__dict__.get(a))) is int
-                ]
-                inner = [
-                    x for x in stage.children() if isinstance(x, (nn.Sequential, nn.ModuleList))
-                ]
-                widths.append(outs[-1] if outs else 0)
-                depths.append(max(len(x) for x in inner) if inner else len(stage._modules))
-            return [tuple(widths), tuple(depths)]
-    return []
-
-
-def _lengths(module: nn.Module) -> list[int]:
-    """How many modules each container child holds (a stage's depth)."""
-    return [
-        len(c._modules)
-        for c in _descendants(module, 2)
-        if isinstance(c, (nn.Sequential, nn.ModuleList))
-    ]
-
-
-def _classes(module: nn.Module) -> list[type]:
-    return [type(m) for m in module.modules() if m is not module]
-
-
-# module -> configs of the models holding it, nearest first (filled by one scan of gc objects).
-_holders: weakref.WeakKeyDictionary[nn.Module, list[Any]] = weakref.WeakKeyDictionary()
-
-
-def _holding_configs(module: nn.Module) -> list[Any]:
-    """Configs of the live modules that contain ``module`` (a transformers model holds its
-    config; its layers are often given it without keeping it), smallest container first."""
-    if module in _holders:
-        return _holders[module]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # isinstance on deprecated proxies (torch.distributed)
-        holders = [
-            o
-            for o in gc.get_objects()
-            if isinstance(o, nn.Module) and is_config(o.__dict__.get("config"))
-        ]
-    found: dict[nn.Module, list[tuple[int, Any]]] = {}
-    for h in holders:
-        subs = list(h.modules())
-        for s in subs:
-            found.setdefault(s, []).append((len(subs), h.__dict__["config"]))
-    for s, pairs in found.items():
-        _holders[s] = [c for _, c in sorted(pairs, key=lambda p: p[0])]
-    return _holders.get(module, [])
-
-
-def _uniq(values: list[Any], limit: int = MAX_CANDIDATES) -> list[Any]:
-    out: list[Any] = []
-    for v in values:
-        if not any(type(v) is type(o) and (v is o or _eq(v, o)) for o in out):
-            out.append(v)
-        if len(out) >= limit:
-            break
-    return out
-
-
 def _units(row: tuple[Any, ...]) -> tuple[tuple[Any, ...], ...]:
     """A structure row cut into the pieces a score counts: a candidate that fixes one number of
     a layer's extra_repr (its stride, not yet its padding) scores higher than one that does not."""
@@ -242,118 +65,6 @@ def _rank(f: Field, pools: dict[str, list[Any]]) -> tuple[bool, int]:
     d = f.default
     stages = isinstance(d, tuple) and bool(d) and all(type(x) is int for x in d)
     return (not stages, len(pools[f.name]))
-
-
-def _same(a: Any, b: Any) -> bool:
-    return a is b or type(a) is type(b) and _eq(a, b)
-
-
-def _eq(a: Any, b: Any) -> bool:
-    try:
-        return bool(a == b)
-    except Exception:  # noqa: BLE001
-        return a is b
-
-
-_WIDTH_WORDS = ("chs", "channels", "features", "dim", "size", "planes", "width", "classes")
-_KERNEL_WORDS = ("kernel", "stride", "dilation", "padding", "patch", "img_size")
-
-
-def _class_rank(name: str) -> Callable[[type], int]:
-    stem = name.removesuffix("_layer").removesuffix("_fn").lower()
-
-    def rank(c: type) -> int:
-        low = c.__name__.lower()
-        if stem and stem in low or stem == "se" and "excite" in low:
-            return 0
-        if "act" in stem.split("_") and c.__module__ == "torch.nn.modules.activation":
-            return 0
-        return 1
-
-    return rank
-
-
-def _ratios(ints: list[int]) -> list[float]:
-    widths = list(dict.fromkeys(i for i in ints if i > 1))[:6]
-    out = []
-    for a in widths:
-        for b in widths:
-            if a != b and (a / b) * 4 == int((a / b) * 4):
-                out.append(a / b)
-    return out
-
-
-def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list[Any]:
-    """Plausible values for field ``f`` of ``module``, most likely first."""
-    name = f.name
-    low = name.lower()
-    first: list[Any] = []
-    own_names: set[str] = set()
-    for m in [module, *_descendants(module)]:
-        for a in (name, *ALIASES.get(name, ())):
-            if m is module and a == name:
-                continue  # the form already tried the module's own same-named attribute
-            if a in m.__dict__ or (m is not module and hasattr(type(m), a)):
-                first.append(_attr(m, a))
-                if a == name and not first[:-1]:
-                    own_names.add(a)
-    pool: list[Any] = []
-    numeric = f.kind in ("int", "int_or_tuple") or type(f.default) is int
-    if f.kind == "literal" and not isinstance(f.value, (bool, float, str)):
-        numeric = True
-        if f.required:
-            stages = _stages(module)
-            classes = sorted(
-                dict.fromkeys(_classes(module)), key=lambda c: c.__module__.startswith("torch.")
-            )
-            by_class = any(w in low for w in ("block", "layer", "cls", "fn", "type"))
-            first += classes if by_class else stages
-    if "drop" in low and f.kind != "bool":
-        # Rates and probabilities: a width or a kernel size is never one; per-block rates are a
-        # list as long as a stage.
-        numeric = False
-        if "rates" in low:
-            pool = [[0.0] * n for n in dict.fromkeys(_lengths(module)) if n]
-    if f.kind == "bool":
-        pool = [f.value, not f.value] if isinstance(f.value, bool) else [True, False]
-    elif numeric and any(w in low for w in _KERNEL_WORDS):
-        pool = _sizes(module)
-    elif numeric and any(w in low for w in ("depth", "layers", "blocks", "num_")):
-        pool = [*_lengths(module), 0, 1, 2, 3, 4, *_ints(module)]
-        if f.kind != "int":
-            pool = [*_stages(module), *pool]
-    elif numeric:
-        ints = _ints(module)
-        pool = list(reversed(ints)) if low.startswith("out") else ints
-        if not any(w in low for w in _WIDTH_WORDS) and not f.required:
-            pool = [0, 1, 2, *pool[:3]]
-        if f.kind != "int":
-            pool = [*_stages(module), *pool, *_sizes(module)]
-    if isinstance(f.default, tuple) and f.default and all(type(x) is int for x in f.default):
-        pool = [*_per_stage(module, len(f.default)), *pool]
-    if f.kind == "float" or type(f.default) is float:
-        pool = _floats(module)
-        if "ratio" in low:
-            pool = [*_ratios(_ints(module)), 0.0, *pool]
-    elif f.kind in ("class", "callable"):
-        pool = sorted(dict.fromkeys(_classes(module)), key=_class_rank(name))[:6]
-    if f.kind == "literal" and (name == "config" or "config" in f.annotation.lower()):
-        pool = [
-            c
-            for m in _descendants(module)
-            if is_config(c := m.__dict__.get(name, m.__dict__.get("config")))
-        ]
-        pool += _holding_configs(module)
-    elif f.kind == "str":
-        pool = [""]
-    if f.optional or f.default is None:
-        pool.append(None)
-    values = [v for v in [*first, *pool] if (v is not None or pool) and fits(v)]
-    if not f.required or f.value is not None:
-        # A child's attribute of the same name (patch_embed.img_size) beats the default.
-        at = 1 if values and name in own_names and values[0] is not None else 0
-        values.insert(at, f.value)
-    return _uniq(values)
 
 
 def infer(
@@ -418,7 +129,7 @@ def infer(
                 for c in pools[f.name]:
                     if trial_best == best_total:
                         break
-                    if _same(c, trial_current[f.name]):
+                    if same_value(c, trial_current[f.name]):
                         continue
                     if builds >= max_builds or time.perf_counter() - start > MAX_SECONDS:
                         out_of_time = True
