@@ -23,6 +23,7 @@ export interface FilterRequest {
   kind: "filter";
   query: string;
   regex?: boolean;
+  names?: boolean;
 }
 
 export interface RevealRequest {

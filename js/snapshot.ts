@@ -42,7 +42,7 @@ export class SnapshotRpc {
         return { kind: "children", items, total: items.length, offset } as unknown as T;
       }
       case "filter":
-        return this.filter(String(msg.query ?? ""), Boolean(msg.regex)) as unknown as T;
+        return this.filter(String(msg.query ?? ""), Boolean(msg.regex), Boolean(msg.names)) as unknown as T;
       case "reveal": {
         const chain: { parent: string; index: number }[] = [];
         const parts = path ? path.split(".") : [];
@@ -82,7 +82,7 @@ export class SnapshotRpc {
     }
   }
 
-  private filter(query: string, regex: boolean): Reply {
+  private filter(query: string, regex: boolean, names = false): Reply {
     let test: (s: string) => boolean;
     if (regex) {
       let re: RegExp;
@@ -100,7 +100,8 @@ export class SnapshotRpc {
     const keep = new Map<string, boolean>();
     let count = 0;
     for (const n of nodes) {
-      if (!test(n.path) && !test(n.cls)) continue;
+      const hit = names ? n.path !== "" && test(n.path.split(".").pop() ?? "") : test(n.path) || test(n.cls);
+      if (!hit) continue;
       count += 1;
       keep.set(n.path, true);
       const parts = n.path ? n.path.split(".") : [];

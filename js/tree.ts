@@ -18,7 +18,7 @@ const FALLBACK_VIEW_HEIGHT = 400;
 
 export interface TreeSource {
   children(parent: string, offset: number, limit: number, unfold: boolean): Promise<Page>;
-  filter(query: string, regex: boolean): Promise<FilterResult>;
+  filter(query: string, regex: boolean, names: boolean): Promise<FilterResult>;
   reveal?(path: string): Promise<{ chain: { parent: string; index: number }[] }>;
 }
 
@@ -55,7 +55,7 @@ export class TreeView implements TreeNav {
     private readonly onError: (message: string) => void,
   ) {
     this.filter = new TreeFilter(
-      (query, regex) => this.source.filter(query, regex),
+      (query, regex, names) => this.source.filter(query, regex, names),
       (result) => this.showFiltered(result),
     );
     this.spacer = h("div", { class: "tx-spacer" });

@@ -11,12 +11,13 @@ export class TreeFilter {
   readonly el: HTMLElement;
   private readonly input: HTMLInputElement;
   private readonly regexBox: HTMLInputElement;
+  private readonly namesBox: HTMLInputElement;
   private readonly countEl: HTMLElement;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private seq = 0;
 
   constructor(
-    private readonly query: (query: string, regex: boolean) => Promise<FilterResult>,
+    private readonly query: (query: string, regex: boolean, names: boolean) => Promise<FilterResult>,
     /** null: no filter (the plain tree again). */
     private readonly onResult: (result: FilterResult | null) => Promise<void>,
   ) {
@@ -27,16 +28,20 @@ export class TreeFilter {
       "aria-label": "Filter modules",
     });
     this.regexBox = h("input", { type: "checkbox" });
+    this.namesBox = h("input", { type: "checkbox" });
     this.countEl = h("span", { class: "tx-count", "aria-live": "polite" });
     this.el = h(
       "div",
       { class: "tx-filterbar" },
       this.input,
       h("label", { class: "tx-regex" }, this.regexBox, "regex"),
+      // "attn" matches every child of an attention by its path; its own name leaves them out.
+      h("label", { class: "tx-regex", title: "match each module's own name, not its path or class" }, this.namesBox, "names only"),
       this.countEl,
     );
     this.input.addEventListener("input", () => this.schedule());
     this.regexBox.addEventListener("change", () => this.schedule());
+    this.namesBox.addEventListener("change", () => this.schedule());
   }
 
   set(query: string, regex: boolean): Promise<void> {
@@ -61,7 +66,7 @@ export class TreeFilter {
     }
     let result: FilterResult;
     try {
-      result = await this.query(query, this.regexBox.checked);
+      result = await this.query(query, this.regexBox.checked, this.namesBox.checked);
       if (seq !== this.seq) return;
       const n = result.count;
       this.countEl.textContent = `${n} match${n === 1 ? "" : "es"}${result.truncated ? " (first shown)" : ""}`;

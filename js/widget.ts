@@ -128,8 +128,8 @@ export function createExplorer(
   const source = {
     children: (parent: string, offset: number, limit: number, unfold: boolean) =>
       rpc.call<{ kind: string } & Page>({ kind: "children", path: parent, offset, limit, unfold }),
-    filter: (query: string, regex: boolean) =>
-      rpc.call<{ kind: string } & FilterResult>({ kind: "filter", query, regex }),
+    filter: (query: string, regex: boolean, names: boolean) =>
+      rpc.call<{ kind: string } & FilterResult>({ kind: "filter", query, regex, names }),
     reveal: (path: string) =>
       rpc.call<{ kind: string; chain: { parent: string; index: number }[] }>({ kind: "reveal", path }),
   };

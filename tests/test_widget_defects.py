@@ -136,3 +136,63 @@ def test_replay_helpers_are_public_and_documented() -> None:
     copy = replay.config(base, {"heads": 4})
     assert (copy.heads, base.heads) == (4, 2)
     assert all(getattr(replay, n).__doc__ for n in replay.__all__)
+
+
+# -- 10. reading: argument names, names-only filter, catalog fit -----------------------------------
+
+
+def test_overview_inputs_are_labelled_by_argument_name() -> None:
+    from fixtures.real import build
+
+    model, args, kwargs = build("hf-llama")
+    s = Session(model, args, kwargs)
+    s.run_probe()
+    s.handle({"kind": "select", "path": "model.layers.0"})
+    inputs = s.overview()["probe"]["inputs"]
+    assert inputs.startswith("hidden_states: 2×"), inputs
+    assert "position_ids: 1×" in inputs and "position_embeddings[0]: " in inputs, inputs
+    s.handle({"kind": "select", "path": "model.layers.0.mlp.down_proj"})
+    assert s.overview()["probe"]["inputs"].startswith("input: "), s.overview()["probe"]
+
+
+def test_filter_names_only_leaves_out_the_children_of_matches() -> None:
+    from fixtures.real import build
+
+    model, _, _ = build("hf-gpt2")
+    s = Session(model)
+
+    def matches(**opts: Any) -> list[str]:
+        reply, _ = s.handle({"kind": "filter", "query": "attn", **opts})
+        return [r["path"] for r in reply["rows"] if r["match"]]
+
+    everything = matches()
+    assert "transformer.h.0.attn.c_proj" in everything
+    names = matches(names=True)
+    assert "transformer.h.0.attn" in names and "transformer.h.0.attn.c_attn" in names
+    assert not any(p.endswith(("c_proj", "resid_dropout")) for p in names), names
+    assert set(names) < set(everything)
+    regex, _ = s.handle({"kind": "filter", "query": "^attn$", "regex": True, "names": True})
+    assert {r["path"] for r in regex["rows"] if r["match"]} == {
+        p for p in names if p.endswith(".attn")
+    }
+
+
+def test_catalog_ranks_classes_that_fit_the_selected_module_first() -> None:
+    from fixtures.real import build
+
+    model, _, _ = build("hf-llama")
+    s = Session(model)
+
+    def names(path: str | None) -> list[str]:
+        reply, _ = s.handle({"kind": "catalog", "path": path})
+        return [e["name"] for e in reply["entries"]]
+
+    plain = names(None)
+    assert plain[0].startswith("Llama")  # the model's own classes first, as before
+    linear = names("model.layers.0.mlp.down_proj")
+    assert linear[0] == "Linear"
+    assert set(linear[:4]) == {"Linear", "Bilinear", "LazyLinear", "Identity"}, linear[:6]
+    norm = names("model.layers.0.input_layernorm")
+    assert norm[0] == "LlamaRMSNorm"
+    assert "RMSNorm" in norm[:12] and "LayerNorm" in norm[:12], norm[:12]
+    assert norm.index("RMSNorm") < norm.index("Linear")

@@ -128,20 +128,87 @@ def _rank(entry: CatalogEntry, query: str) -> int | None:
     return None
 
 
-def catalog(query: str | None = None, model: nn.Module | None = None) -> tuple[CatalogEntry, ...]:
+# A class's role, from the torch.nn file its nearest torch ancestor comes from, else from words in
+# its name (a model's own RMSNorm or Attention subclasses nn.Module only).
+_ROLE_FILES = {
+    "batchnorm": "norm",
+    "instancenorm": "norm",
+    "normalization": "norm",
+    "sparse": "embed",
+}
+_ROLE_WORDS = (
+    ("norm", "norm"),
+    ("attn", "attention"),
+    ("attention", "attention"),
+    ("conv", "conv"),
+    ("embed", "embed"),
+    ("dropout", "dropout"),
+    ("pool", "pooling"),
+    ("mlp", "mlp"),
+    ("feedforward", "mlp"),
+    ("linear", "linear"),
+    ("proj", "linear"),
+)
+_GENERIC = frozenset({"container", "module"})
+
+
+def _torch_base(cls: type) -> type | None:
+    for base in cls.__mro__:
+        mod = base.__module__
+        if mod.startswith("torch.nn.modules.") and mod.rsplit(".", 1)[-1] not in _GENERIC:
+            return base
+    return None
+
+
+def _role(cls: type) -> str | None:
+    base = _torch_base(cls)
+    if base is not None:
+        file = base.__module__.rsplit(".", 1)[-1]
+        return _ROLE_FILES.get(file, file)
+    name = cls.__name__.lower()
+    return next((role for word, role in _ROLE_WORDS if word in name), None)
+
+
+def _bases(cls: type) -> set[type]:
+    return {b for b in cls.__mro__ if b not in (object, nn.Module) and b is not cls}
+
+
+def _fit(cls: type, like: type | None) -> int:
+    """0 the selected module's class, 1 a shared base class or a name ending the other (RMSNorm for
+    a LlamaRMSNorm), 2 the same role, 3 anything else."""
+    if like is None:
+        return 0
+    if cls is like:
+        return 0
+    if like in _bases(cls) or cls in _bases(like) or _bases(cls) & _bases(like):
+        return 1
+    a, b = cls.__name__.lower(), like.__name__.lower()
+    if a.endswith(b) or b.endswith(a):
+        return 1
+    role = _role(like)
+    return 2 if role is not None and _role(cls) == role else 3
+
+
+def catalog(
+    query: str | None = None, model: nn.Module | None = None, like: nn.Module | type | None = None
+) -> tuple[CatalogEntry, ...]:
     """Replacement candidates. ``query`` filters by case-insensitive substring of the name or
-    qualname, best matches first (exact name, then prefix, then substring; then the model's own
-    classes, registered ones, torch's; then by name). Pass ``model`` to include its own classes."""
+    qualname, best matches first (exact name, then prefix, then substring; then, with ``like`` (the
+    module to replace, or its class), classes that fit it: its own, those sharing a base class,
+    those of the same role (a Linear: other linear layers; an RMSNorm: other norms); then the
+    model's own classes, registered ones, torch's; then by name). Pass ``model`` to include its own
+    classes."""
     if model is not None and not isinstance(model, nn.Module):
         raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
-    entries = [e for _, e in _entries(model).values()]
+    target = like if isinstance(like, type) or like is None else type(like)
     q = (query or "").strip().lower()
     ranked = []
-    for e in entries:
+    for cls, e in _entries(model).values():
         rank = _rank(e, q) if q else 0
         if rank is not None:
-            ranked.append((rank, _GROUP_ORDER[e.group], e.name.lower(), e.qualname, e))
-    ranked.sort(key=lambda r: r[:4])
+            fit = _fit(cls, target)
+            ranked.append((rank, fit, _GROUP_ORDER[e.group], e.name.lower(), e.qualname, e))
+    ranked.sort(key=lambda r: r[:5])
     return tuple(r[-1] for r in ranked)
 
 

@@ -101,6 +101,9 @@ class FilterRequest(TypedDict):
     kind: Literal["filter"]
     query: str
     regex: NotRequired[Annotated[bool, False]]
+    # Match each module's own name only (not its path, not its class): "attn" then leaves out
+    # the children of every attention, whose paths contain it.
+    names: NotRequired[Annotated[bool, False]]
 
 
 class RevealRequest(TypedDict):

@@ -5,6 +5,8 @@ tree's rows and pages are in ``serialize.py``.
 
 from __future__ import annotations
 
+import inspect
+import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -38,6 +40,7 @@ __all__ = [
     "catalog_list",
     "form_dict",
     "history_dict",
+    "forward_params",
     "leaves_text",
     "mro_dict",
     "overview",
@@ -60,18 +63,55 @@ def shape_text(shapes: Iterable[Sequence[int]]) -> str:
     return _clip(", ".join(parts), 120)
 
 
-def leaves_text(leaves: Iterable[TensorInfo | str]) -> str:
+def leaves_text(leaves: Iterable[TensorInfo | str], params: Sequence[str] | None = None) -> str:
+    """Leaves as text; with ``params`` (the forward's parameter names), each tensor is labelled
+    by the argument it sat in: ``hidden_states: 2×8×64 float32`` for ``args[0]``."""
     out = []
     for leaf in leaves:
         if isinstance(leaf, str):
             out.append(leaf)
         else:
             dims = "×".join(map(str, leaf.shape)) if leaf.shape else "scalar"
-            out.append(f"{dims} {leaf.dtype}" + (f" {leaf.device}" if leaf.device != "cpu" else ""))
+            text = f"{dims} {leaf.dtype}" + (f" {leaf.device}" if leaf.device != "cpu" else "")
+            label = _argument(leaf.name, params) if params is not None else ""
+            out.append(f"{label}: {text}" if label else text)
     return _clip(", ".join(out), 300)
 
 
-def overview(node: Node, record: ModuleRecord | None, not_called: str | None = None) -> Overview:
+_WHERE = re.compile(r"^(?:args\[(\d+)\]|kwargs\[(['\"])(.+?)\2\])(.*)$")
+
+
+def _argument(where: str, params: Sequence[str]) -> str:
+    """ "args[0]" -> the first parameter's name, "kwargs['mask'][1]" -> "mask[1]"; a position past
+    the named parameters (``*args``) keeps "args[i]"."""
+    m = _WHERE.match(where or "")
+    if m is None:
+        return where or ""
+    index, _, key, rest = m.groups()
+    if key is not None:
+        return key + rest
+    i = int(index)
+    return (params[i] if i < len(params) else f"args[{i}]") + rest
+
+
+def forward_params(module: Any) -> list[str]:
+    """Names of the parameters ``forward`` takes positionally, in order (``self`` excluded)."""
+    try:
+        sig = inspect.signature(module.forward)
+    except (TypeError, ValueError, AttributeError):
+        return []
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return [p.name for p in sig.parameters.values() if p.kind in kinds]
+
+
+def overview(
+    node: Node,
+    record: ModuleRecord | None,
+    not_called: str | None = None,
+    params: Sequence[str] | None = None,
+) -> Overview:
+    """``params``: the forward's positional parameter names (``forward_params``), which label the
+    inputs by argument."""
     out: Overview = {
         "path": node.path,
         "name": node.name,
@@ -102,7 +142,7 @@ def overview(node: Node, record: ModuleRecord | None, not_called: str | None = N
     if record is not None:
         out["probe"] = {
             "calls": record.calls,
-            "inputs": leaves_text(record.inputs),
+            "inputs": leaves_text(record.inputs, params),
             "outputs": leaves_text(record.outputs),
             "flops": record.flops,
             "time_ms": record.time_ms,

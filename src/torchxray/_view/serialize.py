@@ -223,9 +223,12 @@ def reveal_chain(tree: ModelTree, path: str) -> list[RevealStep]:
     return chain[::-1]
 
 
-def filter_rows(tree: ModelTree, rows: RowMaker, query: str, regex: bool) -> FilterResult:
-    """Matches of ``query`` (substring, case-insensitive, or a regex) in the path or the class, with
-    their ancestors, in tree order: at most ``FILTER_ROWS`` rows."""
+def filter_rows(
+    tree: ModelTree, rows: RowMaker, query: str, regex: bool, names: bool = False
+) -> FilterResult:
+    """Matches of ``query`` (substring, case-insensitive, or a regex) in the path or the class (or,
+    with ``names``, in the module's own name only), with their ancestors, in tree order: at most
+    ``FILTER_ROWS`` rows."""
     if regex:
         try:
             pattern = re.compile(query, re.IGNORECASE)
@@ -240,7 +243,10 @@ def filter_rows(tree: ModelTree, rows: RowMaker, query: str, regex: bool) -> Fil
         def test(text: str) -> bool:
             return q in text.lower()
 
-    matches = [n for n in tree.nodes if test(n.path) or test(n.cls)]
+    if names:
+        matches = [n for n in tree.nodes if n.path and test(n.name)]
+    else:
+        matches = [n for n in tree.nodes if test(n.path) or test(n.cls)]
     keep: dict[str, bool] = {}
     truncated = False
     for n in matches:

@@ -128,7 +128,8 @@ class Session:
         node = self.tree.get(self.selected) or self.tree.root
         rec = self.report.records.get(node.path) if self.report is not None else None
         why = self.report.why_not_called(node.path) if self.report is not None else None
-        return panes.overview(node, rec, why)
+        params = panes.forward_params(self.tree.module(node.path))
+        return panes.overview(node, rec, why, params)
 
     def probe_summary(self) -> ProbeSummary:
         return panes.probe_summary(self.report, self.previous, self.rev, self.probe_note)
@@ -265,7 +266,7 @@ class Session:
         return {"kind": "children", "path": parent, **got}, NONE
 
     def _on_filter(self, req: FilterRequest) -> tuple[FilterReply, frozenset[str]]:
-        got = ser.filter_rows(self.tree, self.rows(), req["query"], req["regex"])
+        got = ser.filter_rows(self.tree, self.rows(), req["query"], req["regex"], req["names"])
         return {"kind": "filter", **got}, NONE
 
     def _on_reveal(self, req: RevealRequest) -> tuple[RevealReply, frozenset[str]]:
@@ -344,7 +345,8 @@ class Session:
         return panes.mro_dict(mro_classes(module), mro_graph(module).source), NONE
 
     def _on_catalog(self, req: CatalogRequest) -> tuple[CatalogReply, frozenset[str]]:
-        entries = panes.catalog_list(catalog(req["query"], self._model()))
+        like = self._module(req["path"]) if req["path"] is not None else None
+        entries = panes.catalog_list(catalog(req["query"], self._model(), like=like))
         return {"kind": "catalog", "entries": entries}, NONE
 
     def _on_asset(self, req: AssetRequest) -> tuple[AssetReply, frozenset[str]]:
