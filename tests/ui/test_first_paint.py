@@ -1,0 +1,60 @@
+"""A person explores a model whose probe takes a while: the tree is there at once, they select and
+read panes while the probe runs, Apply waits for it, and its results fill in when it is done."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from lab import Lab, errors, explorer, hide_file_browser, open_notebook, run_all, treeitem
+from playwright.sync_api import Page, expect
+
+pytestmark = pytest.mark.ui
+
+# A real-mode probe runs the forward: one custom module sleeps in it, long enough to look around.
+SETUP = """\
+import time
+import torch
+from torch import nn
+import torchxray as tx
+
+class Sleepy(nn.Module):
+    def forward(self, x):
+        time.sleep(12)
+        return x
+
+model = nn.Sequential(Sleepy(), nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+"""
+
+
+def test_tree_before_the_probe_then_results_fill_in(page: Page, lab: Lab, shots: Path) -> None:
+    nb = lab.write_notebook(
+        "first_paint.ipynb", SETUP, 'ex = tx.explore(model, torch.randn(3, 4), mode="real")\nex'
+    )
+    open_notebook(page, lab, nb, "first_paint")
+    hide_file_browser(page)
+    run_all(page)  # the cell returns while the probe still sleeps
+    assert errors(page) == []
+
+    ex = explorer(page, 1)
+    status = ex.get_by_role("status")
+    expect(treeitem(ex, "1")).to_be_visible()
+    expect(status).to_have_text(re.compile(r"^probing"))
+    expect(ex).to_have_attribute("aria-busy", "true")
+
+    # Selection and the panes work meanwhile.
+    treeitem(ex, "1").click()
+    expect(ex.get_by_role("tabpanel", name="Overview")).to_contain_text("Linear")
+    ex.get_by_role("tab", name="Source").click()
+    expect(ex.get_by_role("tabpanel", name="Source")).to_contain_text("class Linear")
+    expect(status).to_have_text(re.compile(r"^probing"))  # still running: all of it was live
+    ex.screenshot(path=str(shots / "first_paint_probing.png"))
+
+    # Then the probe's results fill in, and the kernel is free again.
+    expect(status).to_have_text(re.compile(r"^probe ok: 5 modules"), timeout=60_000)
+    expect(ex).to_have_attribute("aria-busy", "false")
+    treeitem(ex, "3").click()
+    ex.get_by_role("tab", name="Overview").click()
+    expect(ex.get_by_role("tabpanel", name="Overview")).to_contain_text("3×2 float32")
+    ex.screenshot(path=str(shots / "first_paint_done.png"))
