@@ -46,6 +46,7 @@ export class TreeSelect {
   private pickSeq = 0;
   private pickTimer: ReturnType<typeof setTimeout> | undefined;
   private healthTimer: ReturnType<typeof setTimeout> | undefined;
+  private healthKey = "";
   private readonly countEl = h("span", { class: "tx-count", "aria-live": "polite" });
   private readonly allBtn = h("button", { type: "button", class: "tx-link", hidden: true });
   private readonly tools = h("div", { class: "tx-bulktools" });
@@ -77,7 +78,7 @@ export class TreeSelect {
     filter.input?.addEventListener("input", () => this.schedulePick());
     filter.regex?.addEventListener("change", () => this.schedulePick());
     // Scrolling shows other rows: check their weights too (capture: scroll does not bubble).
-    tree.el.addEventListener("scroll", () => this.scheduleHealth(), true);
+    tree.el.addEventListener("scroll", () => this.scheduleHealth(false), true);
     tree.el.insertBefore(this.el, tree.el.children[1] ?? null);
     this.sync();
   }
@@ -270,7 +271,9 @@ export class TreeSelect {
     void refresh();
   }
 
-  scheduleHealth(): void {
+  /** `force`: the model or probe changed, so rows already checked may have changed too. */
+  scheduleHealth(force = true): void {
+    if (force) this.healthKey = "";
     clearTimeout(this.healthTimer);
     this.healthTimer = setTimeout(() => void this.health(), 150);
   }
@@ -279,7 +282,12 @@ export class TreeSelect {
    * non-finite module: marked like a failure (status text and a row badge). */
   async health(): Promise<void> {
     if (this.ctx.readonly) return;
-    const paths = rangePaths(this.tree.visible, 0, this.tree.visible.length - 1).slice(0, 250);
+    // Only the rows drawn (the viewport and its overscan): each check reads their weights.
+    const drawn = [...this.tree.tree.children].map((el) => Number(el.id.slice(el.id.lastIndexOf("-") + 1)));
+    const paths = drawn.length ? rangePaths(this.tree.visible, Math.min(...drawn), Math.max(...drawn)) : [];
+    const key = paths.join("\n");
+    if (key === this.healthKey) return;
+    this.healthKey = key;
     let r: HealthReply;
     try {
       r = await this.ctx.rpc.call<HealthReply>({ kind: "health", paths });

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -331,14 +332,27 @@ def _on_stats(s: Host, req: StatsRequest) -> tuple[StatsReply, frozenset[str]]:
             "rows": [stat_row(n, tensor_stats(t)) for n, t in own.items()]}, NONE  # fmt: skip
 
 
+# id(tensor) -> (a weak reference to it, its version counter then, the answer): scrolling the tree
+# asks again about the same rows, and a weight read once is not read again until an in-place
+# change bumps its version (writes through ``.data`` do not: torch does not count them).
+_checked: dict[int, tuple[weakref.ref[torch.Tensor], int, bool]] = {}
+
+
 def has_nonfinite(t: torch.Tensor) -> bool:
     """NaN or Inf anywhere in ``t``, read a chunk at a time (no tensor-sized temporary)."""
     if t.is_meta or not (t.is_floating_point() or t.is_complex()) or _fake(t):
         return False
+    seen = _checked.get(id(t))
+    if seen is not None and seen[0]() is t and seen[1] == t._version:
+        return seen[2]
     flat = t.detach().reshape(-1)
-    return any(
+    bad = any(
         not bool(torch.isfinite(flat[i : i + CHUNK]).all()) for i in range(0, flat.numel(), CHUNK)
     )
+    if len(_checked) > 100_000:
+        _checked.clear()
+    _checked[id(t)] = (weakref.ref(t), t._version, bad)
+    return bad
 
 
 def _fake(t: torch.Tensor) -> bool:
