@@ -159,3 +159,14 @@ def test_a_real_probe_names_the_first_nonfinite_module() -> None:
     s.run_probe()
     h = _ok(s, {"kind": "health"})
     assert h["probe_path"] == "2" and "non-finite" in h["probe_note"]
+
+
+def test_a_selection_of_hundreds_of_modules_fits_in_one_request() -> None:
+    # "select all N matches" of a deep model: 600 layers frozen by one message, one entry.
+    model = nn.Sequential(*(nn.Linear(2, 2) for _ in range(600)))
+    s = Session(model)
+    paths = _ok(s, {"kind": "pick", "query": "Linear"})["paths"]
+    assert len(paths) == 600
+    _ok(s, {"kind": "bulk", "op": "freeze", "paths": paths})
+    assert not any(p.requires_grad for p in model.parameters())
+    assert len(s.history()["entries"]) == 1

@@ -70,6 +70,7 @@ __all__ = [
 MAX_MESSAGE_BYTES = 64 * 1024
 MAX_STRING = 4096
 MAX_CHANGES = 256
+MAX_PATHS = 4096  # a selection of modules; the message size bounds it too
 MAX_INT = 10**9
 
 
@@ -369,8 +370,8 @@ def _check(kind: str, name: str, typ: Any, value: Any) -> Any:
     if typ == "paths":
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ProtocolError(f"{where} must be a list of strings, got {_type_name(value)}")
-        if len(value) > MAX_CHANGES:
-            raise ProtocolError(f"{where} has {len(value)} entries (at most {MAX_CHANGES})")
+        if len(value) > MAX_PATHS:
+            raise ProtocolError(f"{where} has {len(value)} entries (at most {MAX_PATHS})")
         if any(len(v) > MAX_STRING for v in value):
             raise ProtocolError(f"{where} holds a string over {MAX_STRING} characters")
         return list(value)
