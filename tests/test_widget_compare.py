@@ -170,3 +170,15 @@ def test_a_selection_of_hundreds_of_modules_fits_in_one_request() -> None:
     _ok(s, {"kind": "bulk", "op": "freeze", "paths": paths})
     assert not any(p.requires_grad for p in model.parameters())
     assert len(s.history()["entries"]) == 1
+
+
+def test_a_model_whose_state_dict_fails_still_opens_and_the_diff_says_why() -> None:
+    model = _model()
+
+    def broken(*_args: object) -> None:
+        raise RuntimeError("hook broke")
+
+    model.register_state_dict_post_hook(broken)
+    s = Session(model)
+    assert "state_dict() failed" in _err(s, {"kind": "diff", "against": "open"})
+    assert _ok(s, {"kind": "pick", "query": "gelu"})["paths"] == ["1", "3"]

@@ -77,8 +77,13 @@ class Opened:
     modules: Mapping[str, tuple[type, str]]
 
     @classmethod
-    def of(cls, model: nn.Module) -> Opened:
-        return cls(model.state_dict(keep_vars=True), _module_table(model))
+    def of(cls, model: nn.Module) -> Opened | None:
+        """None when the model cannot list its state (a broken ``state_dict`` hook): the
+        explorer opens all the same, and the Diff tab says why it has nothing to compare."""
+        try:
+            return cls(model.state_dict(keep_vars=True), _module_table(model))
+        except Exception:  # noqa: BLE001 - the model's own code must not keep the explorer shut
+            return None
 
 
 def _module_table(model: nn.Module) -> dict[str, tuple[type, str]]:
@@ -234,7 +239,10 @@ def _on_diff(s: Host, req: DiffRequest) -> tuple[DiffReply, frozenset[str]]:
     badges: dict[str, str] = {}
     if req["against"] == "open":
         if s.origin is None:
-            raise ValueError("the model as opened was not kept (this Explorer was closed)")
+            raise ValueError(
+                "the model as opened was not kept (its state_dict() failed when the explorer "
+                "opened, or the explorer was closed); compare with a checkpoint file instead"
+            )
         d = diff(model, s.origin.tensors)
         label = "the model when the explorer opened"
         rows += _module_rows(s.origin.modules, _module_table(model), badges)
