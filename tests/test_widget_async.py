@@ -109,6 +109,9 @@ def test_apply_and_undo_wait_for_the_probe(kernel: None) -> None:
     reader.join(30)
     assert not reader.is_alive()
     assert done and done[0]["kind"] == "patched" and model.body[0].out_features == 6
+    # The Diff tab's base was taken in the background, before Apply changed the model.
+    opened = ex._session.origin if ex._session is not None else None
+    assert opened is not None and "out_features=8" in opened.modules["body.0"][1]
     # Applied after the probe, then re-probed: 6 features do not fit body.2.
     assert ex.probe_report is not None and ex.probe["ok"] is False
     assert ex.probe_report.error is not None and ex.probe_report.error.path == "body.2"

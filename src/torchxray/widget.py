@@ -77,11 +77,12 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
         self.observe(self._on_mode, names="probe_mode")
         if not probe:
             session.probe_note = "probe skipped (probe=False): ex.run_probe() runs it"
-        elif (args or kwargs) and background.in_kernel():
+        if probe and (args or kwargs) and background.in_kernel():
             # The tree shows now; the probe's results fill in when it is done.
             self._start_probe()
             return
-        else:
+        _ = session.origin  # the Diff tab's base, before the model can change
+        if probe:
             self._probe_now(session)
         self._sync(ALL)
 
@@ -106,6 +107,7 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
             note = ""
             report: ProbeReport | None = None
             try:
+                _ = session.origin  # the Diff tab's base, before Apply (which waits) can run
                 report = session.compute_probe()
             except Exception as e:  # noqa: BLE001 - the thread must finish and say why
                 note = f"probe could not run: {type(e).__name__}: {e}"

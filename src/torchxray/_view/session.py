@@ -14,6 +14,7 @@ from typing import Any
 
 from torch import nn
 
+from .._patch.size import TooLarge
 from ..catalog import catalog, resolve
 from ..forms import FormError, form
 from ..mro import mro_class, mro_classes, mro_graph
@@ -107,7 +108,9 @@ class Session:
         except TypeError as e:
             self.patch_refusal = str(e)
         self.tree: ModelTree = walk(model)
-        self.origin: tools_compare.Opened | None = tools_compare.Opened.of(model)
+        # The Diff tab's base, taken on first use (1.4 s on 100k modules): by `widget.py` at once
+        # or first thing in its background probe, and before any patch (`patch`).
+        self._origin: tools_compare.Opened | None = None
         self.report: ProbeReport | None = None
         self.previous: ProbeReport | None = None
         self.probe_note = ""
@@ -115,6 +118,12 @@ class Session:
         # The revision of the last model change: a probe alone bumps `rev` but leaves forms valid.
         self.model_rev = 0
         self.selected = ""
+
+    @property
+    def origin(self) -> tools_compare.Opened | None:
+        if self._origin is None and self.model is not None:
+            self._origin = tools_compare.Opened.of(self.model)
+        return self._origin
 
     # -- state snapshots for the traitlets ----------------------------------------------------
 
@@ -136,13 +145,8 @@ class Session:
 
     def history(self) -> HistoryState:
         if self.log is None:
-            return {
-                "entries": [],
-                "can_undo": False,
-                "can_redo": False,
-                "code": "",
-                "note": self.patch_refusal,
-            }
+            no: HistoryState = {"entries": [], "can_undo": False, "can_redo": False, "code": ""}
+            return {**no, "note": self.patch_refusal}
         return panes.history_dict(self.log)
 
     # -- actions (also the Python API) ----------------------------------------------------------
@@ -189,6 +193,7 @@ class Session:
             raise
 
     def patch(self, op: str, *args: Any, **kwargs: Any) -> PatchEntry:
+        _ = self.origin  # the model as opened, before its first change
         entry: PatchEntry = getattr(self.patch_log(), op)(*args, **kwargs)
         self.changed()
         return entry
@@ -206,7 +211,7 @@ class Session:
         self.model = None
         self.log = None
         self.tree = None  # type: ignore[assignment]
-        self.report = self.previous = self.origin = None
+        self.report = self.previous = self._origin = None
         self.args, self.kwargs = (), {}
 
     def patch_log(self) -> PatchLog:
@@ -317,7 +322,11 @@ class Session:
         errors = form(self.tree.module(path)).validate(**changes)
         if errors:
             raise FormError(errors)
-        return self._patched("edit", path, **changes)
+        try:
+            return self._patched("edit", path, _confirm=req["confirm"], **changes)
+        except TooLarge as e:
+            # "__confirm__": the form shows the estimate with a "Build anyway" button.
+            raise FormError({"__confirm__": str(e)}) from None
 
     def _on_replace(self, req: ReplaceRequest) -> tuple[PatchedReply, frozenset[str]]:
         path = self.tree[req["path"]].path
