@@ -49,6 +49,7 @@ export interface EditRequest {
   path: string;
   changes: Record<string, string>; // field -> the text typed into it
   rev?: number | null; // the revision it was made at: refused when stale
+  confirm?: boolean;
 }
 
 export interface ReplaceRequest {

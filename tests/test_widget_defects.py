@@ -196,3 +196,58 @@ def test_catalog_ranks_classes_that_fit_the_selected_module_first() -> None:
     assert norm[0] == "LlamaRMSNorm"
     assert "RMSNorm" in norm[:12] and "LayerNorm" in norm[:12], norm[:12]
     assert norm.index("RMSNorm") < norm.index("Linear")
+
+
+# -- 6. huge sizes ---------------------------------------------------------------------------------
+
+
+def test_a_huge_edit_is_refused_before_building_with_its_estimate() -> None:
+    s = _session()
+    conv = s.tree.module("0")
+    reply = _edit(s, "0", out_channels=str(10**8))
+    assert reply["kind"] == "error", reply
+    message = reply["fields"]["__confirm__"]
+    # 10**8 x 3 x 3 x 3 float32 weights and 10**8 biases: 11.2e9 bytes = 10.4 GiB.
+    assert "would hold 10.4 GiB" in message and "Build anyway" in message, message
+    assert s.patch_log().entries == () and s.tree.module("0") is conv
+
+
+def test_a_large_edit_is_built_once_confirmed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from torchxray._patch import size
+
+    # A tiny limit stands in for a big module, so the confirmed build stays small.
+    monkeypatch.setattr(size, "FLOOR", 4096)
+    monkeypatch.setattr(size, "available", lambda device=None: 0)
+    s = _session()
+    reply = _edit(s, "0", out_channels="64")
+    assert "__confirm__" in reply.get("fields", {}), reply
+    # 64 x 3 x 3 x 3 float32 weights and 64 biases.
+    assert "would hold 7168 bytes" in reply["fields"]["__confirm__"], reply
+    assert s.patch_log().entries == ()
+    reply, _ = s.handle(
+        {
+            "kind": "edit",
+            "path": "0",
+            "changes": {"out_channels": "64"},
+            "rev": s.rev,
+            "confirm": True,
+        }
+    )
+    assert reply["kind"] == "patched", reply
+    assert s.tree.module("0").out_channels == 64
+    # From Python: TooLarge (a ValueError) names the confirmation keyword.
+    log = tx.PatchLog(_cnn())
+    with pytest.raises(ValueError, match=r"_confirm=True"):
+        log.edit("0", out_channels=64)
+    assert log.entries == ()
+    assert log.edit("0", out_channels=64, _confirm=True).changes == {"out_channels": (8, 64)}
+
+
+def test_the_estimate_is_made_on_meta_and_follows_device_arguments() -> None:
+    from torchxray._patch import size
+
+    f = tx.form(nn.Linear(4, 8))
+    assert size.estimate(f, {"out_features": 10**9}) == (4 * 10**9 + 10**9) * 4
+    assert size.estimate(f, {"out_features": 10, "dtype": "float16"}) == (40 + 10) * 2
+    assert size.estimate(f, {"out_features": 10**9, "device": "cpu"}) == 5 * 10**9 * 4
+    assert size.limit() >= size.FLOOR

@@ -170,6 +170,13 @@ export class FormPane implements Pane {
       try {
         return await this.ctx.rpc.call(msg);
       } catch (e) {
+        if (e instanceof RpcError && e.fields.__confirm__ && msg.kind === "edit") {
+          // Too large to build unasked: the estimate, and a button that sends it again, confirmed.
+          const anyway = h("button", { type: "button", class: "tx-primary" }, "Build anyway");
+          anyway.addEventListener("click", () => void this.submit(errors, general, { ...msg, confirm: true }));
+          general.append(e.fields.__confirm__, " ", anyway);
+          return null;
+        }
         if (e instanceof RpcError && Object.keys(e.fields).length) {
           for (const [name, m] of Object.entries(e.fields)) {
             const slot = errors.get(name);

@@ -38,7 +38,7 @@ from typing import Any, Literal
 import torch
 import torch.nn as nn
 
-from ._patch import code, freezing
+from ._patch import code, freezing, size
 from ._patch.paths import Match, SlotIndex, no_match, targets, tensor_bytes, tensors
 from ._patch.placement import carry, place
 
@@ -128,12 +128,14 @@ class PatchLog:
         item = _Item(old, new_module, paths)
         return self._commit("replace", index, [item], {}, (), ())
 
-    def edit(self, path: str, **hyperparameters: Any) -> PatchEntry:
+    def edit(self, path: str, /, *, _confirm: bool = False, **hyperparameters: Any) -> PatchEntry:
         """Rebuild the module at ``path`` from its form with ``hyperparameters`` changed, carry over
         every parameter and buffer whose name and shape still match, then replace it everywhere
         it is registered. Invalid values raise ``FormError`` (per field) and change nothing.
         Values equal to the live ones (compared parsed: ``"(2,2)"`` is ``(2, 2)``) are dropped;
-        when none is left, ``ValueError("nothing changed: ...")`` and no entry is recorded."""
+        when none is left, ``ValueError("nothing changed: ...")`` and no entry is recorded. A
+        module whose parameters would pass ``max(1 GiB, 25% of free memory)`` (estimated on meta)
+        raises ``TooLarge`` (a ValueError) unless ``_confirm=True``."""
         from ._forms.unchanged import equal, nothing_message
         from .forms import form
 
@@ -146,6 +148,8 @@ class PatchLog:
         hyperparameters = before.changed(**hyperparameters)
         if not hyperparameters:
             raise ValueError(nothing_message(before, path, asked))
+        if not _confirm:
+            size.check(before, hyperparameters, old, path)
         new = before.build(**hyperparameters)
         _check_module(new, f"the rebuilt {type(old).__name__} at {path!r}")
         try:

@@ -130,6 +130,9 @@ class EditRequest(TypedDict):
     path: str
     changes: dict[str, str]  # field -> the text typed into it
     rev: NotRequired[Annotated[int | None, None]]  # the revision it was made at: refused when stale
+    # Build even when the rebuilt module's parameters pass the size limit (the person confirmed
+    # the "__confirm__" message of an earlier reply).
+    confirm: NotRequired[Annotated[bool, False]]
 
 
 class ReplaceRequest(TypedDict):
