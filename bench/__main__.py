@@ -118,6 +118,20 @@ def main(argv: list[str] | None = None) -> int:
         suites.edit_suite(
             res, "ResNet-50 (timm)", real.resnet50(), suites.fresh_inputs("image"), repeats
         )
+        # Issue #13: Apply on ConvNeXt and GPT-2, a small edit that keeps every shape.
+        log("edit: ConvNeXt-T (timm), GPT-2 (transformers)")
+        suites.edit_suite(
+            res,
+            "ConvNeXt-T (timm)",
+            real.convnext_tiny(),
+            suites.fresh_inputs("image"),
+            repeats,
+            "stages.0.blocks.0.norm",
+            {"eps": 1e-5},
+        )
+        gpt2 = real.gpt2()
+        suites.edit_suite(res, "GPT-2 (transformers)", gpt2, real.tokens(gpt2), repeats,
+                          "transformer.h.0.ln_1", {"eps": 1e-6})  # fmt: skip
     if "sizes" in args.only:
         suites.size_suite(res)
     if "browser" in args.only:

@@ -138,11 +138,18 @@ def probe_suite(
 
 
 def edit_suite(
-    res: Results, name: str, model: nn.Module, args: tuple[Any, ...], repeats: int
+    res: Results,
+    name: str,
+    model: nn.Module,
+    args: tuple[Any, ...],
+    repeats: int,
+    path: str = "layer1.0.conv2",
+    changes: dict[str, Any] | None = None,
 ) -> None:
-    """Edit one conv (keeping shapes) and re-probe in fake mode; the undo is not timed."""
+    """Edit one module (keeping shapes: a conv's bias by default) and re-probe in fake mode; the
+    undo is not timed."""
     table = "Edit"
-    path = "layer1.0.conv2"
+    edit = changes or {"bias": True}
     try:
         from torchxray import PatchLog
 
@@ -154,7 +161,7 @@ def edit_suite(
         return
 
     def round_trip() -> Any:
-        log.edit(path, bias=True)
+        log.edit(path, **edit)
         return _probe(model, args, "fake")
 
     def undo(_: Any) -> None:
@@ -167,7 +174,7 @@ def edit_suite(
     )
     if log.can_undo:  # a failed round trip may leave its edit applied
         log.undo()
-    explorer_suite(res, name, model, args, path, repeats, fake)
+    explorer_suite(res, name, model, args, path, repeats, fake, edit)
 
 
 def explorer_suite(
@@ -178,6 +185,7 @@ def explorer_suite(
     path: str,
     repeats: int,
     fake: Timing,
+    edit: dict[str, Any] | None = None,
 ) -> None:
     """The same round trip as a user gets it: Explorer.edit re-walks, re-probes and re-syncs."""
     try:
@@ -196,7 +204,10 @@ def explorer_suite(
         return
     try:
         ours = measure(
-            lambda: ex.edit(path, bias=True), repeats, after=lambda _: ex.undo(), warmup=1
+            lambda: ex.edit(path, **(edit or {"bias": True})),
+            repeats,
+            after=lambda _: ex.undo(),
+            warmup=1,
         )
         res.add(
             Row(
