@@ -55,6 +55,7 @@ export function createExplorer(
   // failure status (issue #16); Ctrl+Z / Ctrl+Shift+Z inside the widget do the same (keys.ts).
   const undoBtn = h("button", { type: "button", title: "Undo the last patch (Ctrl+Z)" }, "Undo");
   const redoBtn = h("button", { type: "button", title: "Redo the undone patch (Ctrl+Shift+Z)" }, "Redo");
+  const buttons = h("span", { class: "tx-buttons" }, undoBtn, redoBtn);
   const undoFailed = h("button", { type: "button", class: "tx-link tx-undofailed", hidden: true }, "Undo last patch");
   const alert = h("div", { role: "alert", class: "tx-alert", hidden: true }, alertText, dismiss);
   // Lumino (JupyterLab) would otherwise take arrows/Enter in the tree for notebook commands.
@@ -73,6 +74,8 @@ export function createExplorer(
     root.setAttribute("aria-busy", String(busy));
     root.classList.toggle("tx-isbusy", busy);
     busyEl.textContent = busy ? `working${kernel ? `: ${kernel}` : ""}…` : "";
+    // The buttons take no pointer events while busy (styles.css): their box says why instead.
+    buttons.title = busy ? `Apply, Undo and Redo wait until the ${kernel || "request"} is done` : "";
   };
 
   const ctx: Ctx = {
@@ -234,7 +237,7 @@ export function createExplorer(
   const title = h("span", { class: "tx-title" }, "torchxray");
   const note = h("span", { class: "tx-note" }, readonly ? READ_ONLY_NOTE : "");
   root.append(
-    h("div", { class: "tx-header" }, title, status, picker.probeNote, undoFailed, busyEl, note, h("span", { class: "tx-buttons" }, undoBtn, redoBtn)),
+    h("div", { class: "tx-header" }, title, status, picker.probeNote, undoFailed, busyEl, note, buttons),
     alert,
     h("div", { class: "tx-main" }, tree.el, h("div", { class: "tx-side" }, tablist, panelBox)),
   );

@@ -42,6 +42,10 @@ def test_tree_before_the_probe_then_results_fill_in(page: Page, lab: Lab, shots:
     expect(treeitem(ex, "1")).to_be_visible()
     expect(status).to_have_text(re.compile(r"^probing"))
     expect(ex).to_have_attribute("aria-busy", "true")
+    # Undo and Redo take no clicks meanwhile; their box says why.
+    expect(ex.locator(".tx-header .tx-buttons")).to_have_attribute(
+        "title", re.compile(r"until the probe")
+    )
 
     # Selection and the panes work meanwhile.
     treeitem(ex, "1").click()
