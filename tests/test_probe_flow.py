@@ -135,3 +135,80 @@ def test_zoo_call_sites_resolve_to_a_source_line_for_99_percent_of_calls() -> No
         assert sum(s.count for p in rep for s in rep[p].sites) == len(rep.flow)
     assert resolved / total >= 0.99, (resolved, total, unresolved[:10])
     assert not unresolved  # only each model's root (called by the probe) has no caller line
+
+
+def _input_shapes(rep: object, path: str, index: int) -> set[tuple[int, ...]]:
+    call = rep[path].call_records[index]  # type: ignore[index]
+    return {leaf.shape for leaf in call.inputs if not isinstance(leaf, str)}
+
+
+def test_a_residual_block_has_its_skip_edge() -> None:
+    torchvision = pytest.importorskip("torchvision")
+    block = torchvision.models.resnet.BasicBlock(8, 8)
+    rep = run_probe(nn.Sequential(nn.Conv2d(3, 8, 1), block), (torch.randn(1, 3, 6, 6),), {})
+    edges = {(e.src, e.dst): e for e in rep.edges}
+    assert ("0", "1.conv1") in edges  # into the block's first layer
+    skip = edges[("0", "1.relu")]  # the identity, added to bn2's output, reaches the last ReLU
+    assert skip.ops == ("add_",) and skip.shape == (1, 8, 6, 6)
+    assert ("1.bn2", "1.relu") in edges
+    assert "0#0 -> 1.relu#" in str(skip)
+
+
+def test_edges_of_a_loop_and_a_functional_op() -> None:
+    rep = run_probe(Looped(), (torch.randn(2, 4),), {})
+    got = [(e.src, e.src_index, e.dst, e.dst_index, e.ops) for e in rep.edges]
+    assert got == [
+        ("shared", 0, "shared", 1, ()),
+        ("shared", 1, "shared", 2, ()),
+        ("shared", 2, "inp", 0, ()),
+        ("inp", 0, "shared", 3, ()),
+        ("shared", 3, "out", 0, ()),
+    ]
+    assert run_probe(Looped(), (torch.randn(2, 4),), {}, mode="real").edges == ()
+
+
+@pytest.mark.parametrize("name", ["timm-resnet50", "hf-gpt2", "hf-llama"])
+def test_every_edge_has_the_shape_its_consumer_received(name: str) -> None:
+    if name == "timm-resnet50":
+        timm = pytest.importorskip("timm")
+        model = timm.create_model("resnet50", pretrained=False, num_classes=10).eval()
+        args, kwargs = (torch.randn(1, 3, 64, 64),), {}
+    else:
+        model, args, kwargs = build(name)
+    rep = run_probe(model, args, kwargs)
+    full = run_probe(model, args, kwargs, memoise=False)
+    assert len(rep.edges) > len(rep) / 2
+    for edge in rep.edges:
+        assert edge.shape in _input_shapes(rep, edge.dst, edge.dst_index), edge
+        assert edge.src in rep and edge.src_index < rep[edge.src].calls
+    assert rep.edges == full.edges  # memoised blocks give the edges a full run gives
+    if name == "timm-resnet50":  # each bottleneck's skip: its input, added after bn3
+        skips = [e for e in rep.edges if e.dst.endswith(".act3") and "add_" in e.ops]
+        assert len(skips) == 2 * 16
+
+
+class Block(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(8)
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.proj(self.norm(x))
+
+
+@pytest.mark.parametrize("name", [None, *ENTRIES])
+def test_memoised_edges_equal_a_full_probes(name: str | None) -> None:
+    # The first block takes the model's input (no producer), the replayed ones a block's output:
+    # a replay must give the edges from whatever produced its own inputs.
+    if name is None:
+        model, args, kwargs = nn.Sequential(*(Block() for _ in range(4))), (torch.randn(2, 8),), {}
+    else:
+        model, args, kwargs = build(name)
+    fast = run_probe(model, args, kwargs)
+    full = run_probe(model, args, kwargs, memoise=False)
+    assert fast.ok and full.ok
+    assert list(fast.edges) == list(full.edges)
+    if name is None:
+        assert fast.memoised
+        assert ("2", "3.norm") in {(e.src, e.dst) for e in fast.edges}

@@ -35,7 +35,9 @@ modules are refused (a failed report), since running them would initialise them.
 Each record lists where its module was called from (``rep[path].sites``: file, line, the
 caller's function and source line, with a count per distinct line), and ``rep.flow`` lists every
 call in the order it began, nested as it ran (path, call index, depth, parent): one frame lookup a
-call, kept as the caller's code and line number, never its frame.
+call, kept as the caller's code and line number, never its frame. A fake probe also gives
+``rep.edges``: module A's output received by module B, with its shape and the functional ops in
+between, followed by tensor identity (`_probe.edges`); a real probe gives none.
 
 Records are made when first read (``rep.records`` is a mapping that builds each record on first
 access); the report holds metadata only, never a tensor or the model.
@@ -80,6 +82,7 @@ from torch import nn
 
 from ._probe.calls import Call
 from ._probe.cause import entries_of
+from ._probe.edges import Edge, Edges
 from ._probe.failure import localise
 from ._probe.flow import Flow, FlowEntry
 from ._probe.inputs import first_lazy, model_device, prepare_inputs, unpack_batch
@@ -101,6 +104,7 @@ from ._probe.skipped import NotCalled
 __all__ = [
     "CallRecord",
     "DiffEntry",
+    "Edge",
     "FlowEntry",
     "ModuleRecord",
     "ProbeDiff",
@@ -212,6 +216,7 @@ def _run(
         nonfinite=None if (bad := run.recorder.nonfinite.found) is None else records[bad.path],
         not_called=NotCalled(names, lambda: records) if error is None else {},
         flow=Flow(run.log),
+        edges=Edges(run.log, produced.raw) if (produced := run.recorder.produced) else (),
     )
 
 

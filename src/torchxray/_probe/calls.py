@@ -14,7 +14,9 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch.utils import _pytree as pytree
 
+from .edges import Produced
 from .finite import NonFinite
 from .records import CallRecord, TensorInfo
 from .sites import skipped_codes
@@ -119,6 +121,8 @@ class Recorder:
         self.recent: list[Any] = [None, -1, None]
         # Real mode: the first call returning NaN/Inf from finite inputs (`_probe.finite`).
         self.nonfinite = NonFinite(real=timed, cuda=self.cuda)
+        # Fake mode: which call produced each tensor, for the dataflow edges (`_probe.edges`).
+        self.produced: Produced | None = None if timed else Produced()
 
     def function(
         self,
@@ -138,6 +142,8 @@ class Recorder:
         fast = _FAST_META
         watch = self.nonfinite
         getframe = sys._getframe
+        produced = self.produced
+        leaves = pytree.tree_leaves
         skip = _SKIPPED
 
         def meta(x: torch.Tensor) -> Meta:
@@ -172,6 +178,9 @@ class Recorder:
                 call.in_meta = recent[2] if hit else meta(x)
             else:
                 call.inputs = call_inputs(args, kwargs)
+            if produced is not None:
+                one = len(args) == 1 and not kwargs and isinstance(args[0], tensor)
+                produced.consume(call, args if one else leaves((args, kwargs)))
             stack.append(call)
             log.append(call)
             if cuda:
@@ -195,6 +204,8 @@ class Recorder:
             else:
                 call.outputs = leaf_infos(out, "")
             call.done = True
+            if produced is not None:
+                produced.produce(call, (out,) if isinstance(out, tensor) else leaves(out))
             if watch.active:
                 watch.check(call, out, args, kwargs)
             return out
@@ -203,6 +214,8 @@ class Recorder:
 
     def release(self) -> None:
         self.recent[:] = [None, -1, None]
+        if self.produced is not None:
+            self.produced.release()
 
     def _drop_stale(self, call: Call) -> None:
         # Calls above this one raised an exception that a forward caught: they never finished.

@@ -15,6 +15,7 @@ from torch.utils.flop_counter import flop_registry
 
 if TYPE_CHECKING:
     from .calls import Call
+    from .edges import Produced
 
 
 def _shape_of(value: Any) -> Any:
@@ -88,9 +89,17 @@ class FlopCount(TorchDispatchMode):
     keeps the fake-weight conversion and counts nothing.
     """
 
-    def __init__(self, stack: list[Call], fake_mode: Any = None, count: bool = True) -> None:
+    def __init__(
+        self,
+        stack: list[Call],
+        fake_mode: Any = None,
+        count: bool = True,
+        produced: Produced | None = None,
+    ) -> None:
         super().__init__()
         self.stack = stack
+        # Fake mode: the dataflow edges' producers, carried through every op (`_probe.edges`).
+        self.produced = produced
         self.count = count
         self.fake_mode = fake_mode
         self.fake_type: type | None = None
@@ -110,6 +119,8 @@ class FlopCount(TorchDispatchMode):
         if self.fake_mode is not None and seen[2]:
             args = self._fake_args(args)
         out = func(*args, **kwargs)
+        if self.produced is not None:
+            self.produced.follow(func, args, out)
         if not self.stack or not self.count:
             return out
         entry = seen[1]

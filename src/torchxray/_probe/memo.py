@@ -33,6 +33,7 @@ from torch import nn
 from torch.utils import _pytree as pytree
 
 from .calls import Call, Recorder
+from .edges import inner_edges, mark, replay_edges, unmark
 from .memo_cache import (
     is_hf_cache,
     materialise,
@@ -220,13 +221,15 @@ class _Entry:
             and [k for _, k in self.effects] == [k for _, k in other.effects]
         )
 
-    def outputs(self) -> Any:
+    def outputs(self, fresh: bool = False) -> Any:
         # The first call's own output tensors are handed out again: they are fake (no data to
         # get wrong) and making new ones costs a fake dispatch each. Only if a caller changed one
         # in place (unsqueeze_, resize_) is a fresh tensor of the recorded metadata made.
         for i, meta in enumerate(self.metas):
             leaf = self.leaves[i]
-            if meta is not None and _meta(leaf) != meta:
+            # `fresh`: dataflow edges follow tensor identity (`_probe.edges`), so each replay
+            # needs tensors of its own, as a run would make.
+            if meta is not None and (fresh or _meta(leaf) != meta):
                 shape, stride, dtype, device = meta
                 self.leaves[i] = torch.empty_strided(shape, stride, dtype=dtype, device=device)
         return pytree.tree_unflatten(self.leaves, self.spec)
@@ -311,12 +314,18 @@ class Memo:
         if entry is _REFUSED:
             return original(*args, **kwargs)
         if entry is not None and (entry.confirmed or entry.index == index):
-            return self._replay(own, entry, caches, index)
+            return self._replay(own, entry, caches, index, args, kwargs)
         # The forward is called here, not in a helper: `_probe.failure` knows this frame as one
         # that calls out to the model.
         start, before = len(run.log), [snapshot(c) for c in caches]
+        produced, first_edge, marked = run.produced, 0, []
+        if produced is not None:  # the block's edges from its inputs, kept as such (`_probe.edges`)
+            first_edge = len(produced.raw)
+            marked = mark(produced, pytree.tree_leaves((args, kwargs)))
         result = original(*args, **kwargs)
-        fresh = self._describe(own, result, start, caches, before, index)
+        fresh = self._describe(own, result, start, caches, before, index, first_edge)
+        if produced is not None:
+            unmark(produced, marked, first_edge)
         if entry is None:
             if fresh is not None:
                 self.entries[key] = fresh
@@ -334,6 +343,7 @@ class Memo:
         caches: list[Any],
         before: list[Any],
         index: int | None,
+        first_edge: int = 0,
     ) -> _Entry | None:
         """What the block just did (its calls from ``log[start]`` on, its outputs, its caches'
         slots), or None where a replay could not repeat it."""
@@ -371,12 +381,27 @@ class Memo:
                     up,
                 )
             )
+        if run.produced is not None:
+            inner = inner_edges(run.produced.raw, first_edge, where)
+            if inner is None:
+                return None  # a tensor reached the block other than through its inputs
+            descendants = [(*d, inner.get(i, ())) for i, d in enumerate(descendants)]
         return _Entry(spec, leaves, descendants, own.flops, index, effects)
 
-    def _replay(self, own: Call, entry: _Entry, caches: list[Any], index: int | None) -> Any:
+    def _replay(
+        self,
+        own: Call,
+        entry: _Entry,
+        caches: list[Any],
+        index: int | None,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> Any:
         run = self.run
         made: list[Call] = []
-        for rel, inputs, outputs, flops, site, up in entry.descendants:
+        produced = run.produced
+        given = pytree.tree_leaves((args, kwargs)) if produced is not None else []
+        for rel, inputs, outputs, flops, site, up, *edges in entry.descendants:
             call = Call.made(
                 own.path + rel,
                 inputs,
@@ -387,10 +412,12 @@ class Memo:
             )
             made.append(call)
             run.log.append(call)
+            if produced is not None and edges:
+                replay_edges(produced, call, edges[0], made, given)
         for outer in run.stack:  # own is on the stack: it and its callers get the block's FLOPs
             outer.flops += entry.flops
         if index is not None:
             for cache, (tmpl, _) in zip(caches, entry.effects):
                 materialise(cache.layers[index], tmpl)
         self.hits.append(own.path)
-        return entry.outputs()
+        return entry.outputs(fresh=produced is not None)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._text import closest
+from .edges import Edge
 from .flow import FlowEntry
 from .sites import Site
 
@@ -233,6 +234,8 @@ class ProbeReport:
     not_called: Mapping[str, str] = field(default_factory=dict)
     # Every module call in the order it began, nested as it ran (`_probe.flow`).
     flow: Sequence[FlowEntry] = field(default=())
+    # Fake mode: module A's output received by module B, A -> B with the shape (`_probe.edges`).
+    edges: Sequence[Edge] = field(default=())
 
     def __getitem__(self, path: str) -> ModuleRecord:
         try:

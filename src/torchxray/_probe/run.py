@@ -139,7 +139,14 @@ class ProbeRun:
                 es.enter_context(_quiet_logger("torch._subclasses.fake_tensor"))
             if self.mode == "fake" or self.flops:
                 # In fake mode the counter also hands FakeTensorMode fake views of the weights.
-                es.enter_context(FlopCount(self.stack, self.fake_mode, count=self.flops))
+                es.enter_context(
+                    FlopCount(
+                        self.stack,
+                        self.fake_mode,
+                        count=self.flops,
+                        produced=self.recorder.produced,
+                    )
+                )
             if self.memoise:
                 self.memo = Memo(self.model, self.modules, self.paths, self.recorder)
                 for m, stub in self.memo.stubs():
