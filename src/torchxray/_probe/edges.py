@@ -171,9 +171,11 @@ class Marker:
         self.k = k
 
 
-def mark(produced: Produced, leaves: list[Any]) -> _Saved:
+def mark(produced: Produced | None, leaves: list[Any]) -> _Saved:
     """Mark the block's input leaves; returns what they were, for `unmark`."""
     saved: _Saved = []
+    if produced is None:  # a real probe keeps no edges
+        return saved
     for k, t in enumerate(leaves):
         hit = produced.map.get(id(t)) if isinstance(t, torch.Tensor) else None
         saved.append((t, hit if hit is not None and hit[0] is t else None))
@@ -191,9 +193,11 @@ def _expand(raw: list[Any], call: Any, k: int, shape: Any, ops: Any, saved: _Sav
             raw.append((src, call, shape, _merge(before, ops)))
 
 
-def unmark(produced: Produced, saved: _Saved, first: int) -> None:
+def unmark(produced: Produced | None, saved: _Saved, first: int) -> None:
     """Put back the input leaves' producers, and turn the edges found since `first` from a
     marked leaf into edges from that leaf's producers."""
+    if produced is None:
+        return
     for t, hit in saved:
         if isinstance(t, torch.Tensor):
             now = produced.map.get(id(t))

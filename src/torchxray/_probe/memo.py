@@ -227,8 +227,7 @@ class _Entry:
         # in place (unsqueeze_, resize_) is a fresh tensor of the recorded metadata made.
         for i, meta in enumerate(self.metas):
             leaf = self.leaves[i]
-            # `fresh`: dataflow edges follow tensor identity (`_probe.edges`), so each replay
-            # needs tensors of its own, as a run would make.
+            # `fresh`: edges follow tensor identity (`_probe.edges`): a replay needs its own.
             if meta is not None and (fresh or _meta(leaf) != meta):
                 shape, stride, dtype, device = meta
                 self.leaves[i] = torch.empty_strided(shape, stride, dtype=dtype, device=device)
@@ -314,18 +313,17 @@ class Memo:
         if entry is _REFUSED:
             return original(*args, **kwargs)
         if entry is not None and (entry.confirmed or entry.index == index):
-            return self._replay(own, entry, caches, index, args, kwargs)
+            # The inputs' leaves: a replay's edges come from whatever produced them.
+            return self._replay(own, entry, caches, index, *pytree.tree_leaves((args, kwargs)))
         # The forward is called here, not in a helper: `_probe.failure` knows this frame as one
         # that calls out to the model.
         start, before = len(run.log), [snapshot(c) for c in caches]
-        produced, first_edge, marked = run.produced, 0, []
-        if produced is not None:  # the block's edges from its inputs, kept as such (`_probe.edges`)
-            first_edge = len(produced.raw)
-            marked = mark(produced, pytree.tree_leaves((args, kwargs)))
+        produced = run.produced  # the block's edges from its inputs, kept as such (`_probe.edges`)
+        first_edge = len(produced.raw) if produced is not None else 0
+        marked = mark(produced, pytree.tree_leaves((args, kwargs)))
         result = original(*args, **kwargs)
         fresh = self._describe(own, result, start, caches, before, index, first_edge)
-        if produced is not None:
-            unmark(produced, marked, first_edge)
+        unmark(produced, marked, first_edge)
         if entry is None:
             if fresh is not None:
                 self.entries[key] = fresh
@@ -363,24 +361,15 @@ class Memo:
             effects.append((tmpl, now))
         cut = len(own.path)
         descendants: list[Any] = []
-        # Each descendant's call site and caller (its position among them, -1 for `own`): a
-        # replay gives the same sites and flow as a run (`_probe.sites`, `_probe.flow`).
+        # Sites and callers (a position among them, -1: `own`): a replay gives the run's flow.
         where = {id(own): -1}
         for call in run.log[start:]:
             if not call.done or not call.path.startswith(own.path + "."):
                 return None
             up = where.get(id(call.parent), -1)
             where[id(call)] = len(descendants)
-            descendants.append(
-                (
-                    call.path[cut:],
-                    call.input_leaves(),
-                    call.output_leaves(),
-                    call.flops,
-                    (call.code, call.line),
-                    up,
-                )
-            )
+            ins, outs, site = call.input_leaves(), call.output_leaves(), (call.code, call.line)
+            descendants.append((call.path[cut:], ins, outs, call.flops, site, up))
         if run.produced is not None:
             inner = inner_edges(run.produced.raw, first_edge, where)
             if inner is None:
@@ -389,31 +378,18 @@ class Memo:
         return _Entry(spec, leaves, descendants, own.flops, index, effects)
 
     def _replay(
-        self,
-        own: Call,
-        entry: _Entry,
-        caches: list[Any],
-        index: int | None,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
+        self, own: Call, entry: _Entry, caches: list[Any], index: int | None, *given: Any
     ) -> Any:
         run = self.run
         made: list[Call] = []
         produced = run.produced
-        given = pytree.tree_leaves((args, kwargs)) if produced is not None else []
         for rel, inputs, outputs, flops, site, up, *edges in entry.descendants:
-            call = Call.made(
-                own.path + rel,
-                inputs,
-                outputs,
-                flops,
-                site=site,
-                parent=own if up < 0 else made[up],
-            )
+            parent = own if up < 0 else made[up]
+            call = Call.made(own.path + rel, inputs, outputs, flops, True, site, parent)
             made.append(call)
             run.log.append(call)
             if produced is not None and edges:
-                replay_edges(produced, call, edges[0], made, given)
+                replay_edges(produced, call, edges[0], made, list(given))
         for outer in run.stack:  # own is on the stack: it and its callers get the block's FLOPs
             outer.flops += entry.flops
         if index is not None:
