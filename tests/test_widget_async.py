@@ -170,3 +170,19 @@ def test_close_during_the_probe_waits_and_drops_the_model(kernel: None) -> None:
         _ = ex.model
     # The probe put back everything it patched.
     assert "forward" not in model.gate.__dict__ and model.training
+
+
+def test_a_forward_in_another_thread_is_not_recorded(kernel: None) -> None:
+    # The user runs the model in a cell while the Explorer probes it in the background.
+    model = Slow()
+    ex = explore(model, torch.randn(3, 4))
+    assert model.gate.entered.wait(30)
+    try:
+        out = model.body(torch.randn(5, 4))
+    finally:
+        model.gate.opened.set()
+    assert out.shape == (5, 2) and not isinstance(out, torch._subclasses.FakeTensor)
+    report = ex.wait(30)
+    assert report is not None and report.ok
+    assert report["body.0"].calls == 1 and report["body.0"].input_shapes == ((3, 4),)
+    ex.close()

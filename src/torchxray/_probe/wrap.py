@@ -57,6 +57,17 @@ def global_hooks() -> bool:
     )
 
 
+def _this_thread(get: Callable[[int], str | None]) -> Callable[[int], str | None]:
+    """`get` for calls from the probing thread only: a forward that runs meanwhile in another
+    thread (the user's cell, while the Explorer probes in the background) is not recorded."""
+    owner, ident = threading.get_ident(), threading.get_ident
+
+    def path_of(key: int) -> str | None:
+        return get(key) if ident() == owner else None
+
+    return path_of
+
+
 class Patches:
     """Where each module of one probe is recorded, and the patches that make it so.
     `ProbeRun._walk` fills `direct` and `instances`: a module goes to `direct` when its class
@@ -93,7 +104,9 @@ class Patches:
             for m, path in self.instances.values():
                 self._record_instance(m, path, recorder)
             if self.direct:
-                call = recorder.function(_MODULE_CALL, self.direct.get, call_forward=True)
+                call = recorder.function(
+                    _MODULE_CALL, _this_thread(self.direct.get), call_forward=True
+                )
                 call.__name__ = call.__qualname__ = "_wrapped_call_impl"
                 type.__setattr__(nn.Module, "__call__", call)
                 self._call_patched = True
@@ -111,7 +124,7 @@ class Patches:
         def unbound(_module: nn.Module, *args: Any, **kwargs: Any) -> Any:
             return forward(*args, **kwargs)
 
-        recorded = recorder.function(unbound, {id(m): path}.get, call_forward=False)
+        recorded = recorder.function(unbound, _this_thread({id(m): path}.get), call_forward=False)
         inner = getattr(forward, "__func__", None)
         if inner is not None:
             # inspect.signature(module.forward), which some forwards consult, still sees the
