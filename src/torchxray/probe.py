@@ -37,7 +37,9 @@ caller's function and source line, with a count per distinct line), and ``rep.fl
 call in the order it began, nested as it ran (path, call index, depth, parent): one frame lookup a
 call, kept as the caller's code and line number, never its frame. A fake probe also gives
 ``rep.edges``: module A's output received by module B, with its shape and the functional ops in
-between, followed by tensor identity (`_probe.edges`); a real probe gives none.
+between, followed by tensor identity (`_probe.edges`); a real probe gives none. Where a forward
+is annotated (``Tensor``, ``tuple``, ``Optional``..., jaxtyping's ``Float[Tensor, "b c h w"]``),
+``rep[path].contract`` lists where a call disagreed with it (`_probe.contracts`).
 
 Records are made when first read (``rep.records`` is a mapping that builds each record on first
 access); the report holds metadata only, never a tensor or the model.
@@ -196,7 +198,8 @@ def _run(
 
     def build(path: str, calls: list[Call]) -> ModuleRecord:
         made = tuple(call.record(flops) for call in calls)
-        return ModuleRecord.from_calls(path, names.get(path, "?"), made, sites_of(calls))
+        contract = tuple(dict.fromkeys(m for call in calls for m in call.contract))
+        return ModuleRecord.from_calls(path, names.get(path, "?"), made, sites_of(calls), contract)
 
     # The builder holds the calls and the names, nothing of `run`: a report keeps no model alive.
     records = LazyRecords(run.log, build)

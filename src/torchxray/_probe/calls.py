@@ -16,6 +16,7 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
+from .contracts import contract_of
 from .edges import Produced
 from .finite import NonFinite
 from .records import CallRecord, TensorInfo
@@ -57,6 +58,7 @@ class Call:
     code: types.CodeType | None = None
     line = 0
     parent: Call | None = None
+    contract: tuple[str, ...] = ()  # where its forward's annotations disagree (`_probe.contracts`)
 
     @classmethod
     def made(
@@ -66,15 +68,20 @@ class Call:
         outputs: _Leaves,
         flops: int | None,
         done: bool = True,
-        site: tuple[types.CodeType | None, int] = (None, 0),
+        site: tuple[Any, ...] = (None, 0),
         parent: Call | None = None,
     ) -> Call:
         call = cls()
         call.path, call.inputs, call.outputs, call.done = path, inputs, outputs, done
         call.flops = flops or 0
-        call.code, call.line = site
+        call.code, call.line, *checked = site  # the memo passes the contract's messages too
+        call.contract = checked[0] if checked else ()
         call.parent = parent
         return call
+
+    def where(self) -> tuple[Any, ...]:
+        """Its site and contract messages, as `made` takes them (for the memo's replays)."""
+        return (self.code, self.line, self.contract)
 
     def input_leaves(self) -> _Leaves:
         if self.in_meta is not None:
@@ -123,6 +130,7 @@ class Recorder:
         self.nonfinite = NonFinite(real=timed, cuda=self.cuda)
         # Fake mode: which call produced each tensor, for the dataflow edges (`_probe.edges`).
         self.produced: Produced | None = None if timed else Produced()
+        self.contracts: dict[type, Any] = {}  # per class: its forward's contract, or None
 
     def function(
         self,
@@ -143,6 +151,7 @@ class Recorder:
         watch = self.nonfinite
         getframe = sys._getframe
         produced = self.produced
+        contracts = self.contracts
         leaves = pytree.tree_leaves
         skip = _SKIPPED
 
@@ -204,6 +213,12 @@ class Recorder:
             else:
                 call.outputs = leaf_infos(out, "")
             call.done = True
+            kind = type(self)
+            checked = contracts.get(kind, contracts)
+            if checked is contracts:
+                checked = contracts[kind] = contract_of(kind)
+            if checked is not None:
+                call.contract = checked.check(self, args, kwargs, out)
             if produced is not None:
                 produced.produce(call, (out,) if isinstance(out, tensor) else leaves(out))
             if watch.active:

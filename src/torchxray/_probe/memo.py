@@ -368,7 +368,7 @@ class Memo:
                 return None
             up = where.get(id(call.parent), -1)
             where[id(call)] = len(descendants)
-            ins, outs, site = call.input_leaves(), call.output_leaves(), (call.code, call.line)
+            ins, outs, site = call.input_leaves(), call.output_leaves(), call.where()
             descendants.append((call.path[cut:], ins, outs, call.flops, site, up))
         if run.produced is not None:
             inner = inner_edges(run.produced.raw, first_edge, where)

@@ -67,6 +67,8 @@ class ModuleRecord:
     complete: bool = True
     # Every distinct place it was called from, with its count, in order of first use.
     sites: tuple[Site, ...] = ()
+    # Where its forward's annotations disagree with what it received or returned, every call.
+    contract: tuple[str, ...] = ()
 
     @classmethod
     def from_calls(
@@ -75,6 +77,7 @@ class ModuleRecord:
         cls_name: str,
         calls: tuple[CallRecord, ...],
         sites: tuple[Site, ...] = (),
+        contract: tuple[str, ...] = (),
     ) -> ModuleRecord:
         first = calls[0]
         if len(calls) == 1:  # the usual case, without building four lists (10,000 times a probe)
@@ -93,6 +96,7 @@ class ModuleRecord:
                 call_records=calls,
                 complete=first.complete,
                 sites=sites,
+                contract=contract,
             )
         flops = [c.flops for c in calls if c.flops is not None]
         times = [c.time_ms for c in calls if c.time_ms is not None]
@@ -113,6 +117,7 @@ class ModuleRecord:
             call_records=calls,
             complete=all(c.complete for c in calls),
             sites=sites,
+            contract=contract,
         )
 
 
