@@ -251,3 +251,14 @@ def test_the_estimate_is_made_on_meta_and_follows_device_arguments() -> None:
     assert size.estimate(f, {"out_features": 10, "dtype": "float16"}) == (40 + 10) * 2
     assert size.estimate(f, {"out_features": 10**9, "device": "cpu"}) == 5 * 10**9 * 4
     assert size.limit() >= size.FLOOR
+
+
+def test_only_edits_that_grow_a_number_are_estimated() -> None:
+    from torchxray._patch import size
+
+    f = tx.form(nn.Linear(16, 4))
+    assert not size.grows(f, {"bias": "False"})
+    assert not size.grows(f, {"out_features": "8"})  # below the largest number it has (16)
+    assert size.grows(f, {"out_features": "17"})
+    assert size.grows(f, {"dtype": "float64"})
+    assert size.grows(f, {"out_features": "oops"})  # unparsable: build decides

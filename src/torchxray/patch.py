@@ -135,7 +135,7 @@ class PatchLog:
         Values equal to the live ones (compared parsed: ``"(2,2)"`` is ``(2, 2)``) are dropped;
         when none is left, ``ValueError("nothing changed: ...")`` and no entry is recorded. A
         module whose parameters would pass ``max(1 GiB, 25% of free memory)`` (estimated on meta)
-        raises ``TooLarge`` (a ValueError) unless ``_confirm=True``."""
+        raises ``TooLarge`` (a FormError) unless ``_confirm=True``."""
         from ._forms.unchanged import equal, nothing_message
         from .forms import form
 

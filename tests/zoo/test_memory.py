@@ -85,8 +85,8 @@ def test_edit_undo_cycles_do_not_grow() -> None:
     log = PatchLog(model)
 
     def cycles(n: int) -> None:
-        for i in range(n):
-            log.edit("2", bias=i % 2 == 0)
+        for _ in range(n):
+            log.edit("2", bias=False)  # the live value is True: each edit changes it
             log.undo()
 
     cycles(50)  # warm caches, interned strings, ...
@@ -114,7 +114,7 @@ def test_history_is_what_grows_and_clear_frees_it() -> None:
     replaced = []
     for i in range(20):
         replaced.append(weakref.ref(model[0]))
-        log.edit("0", bias=i % 2 == 0)
+        log.edit("0", bias=i % 2 == 1)  # alternates, starting from the live True
     assert len(log.entries) == 20
     kept = log.retained_bytes
     assert kept >= 20 * 64 * 64 * 4  # each replaced Linear's weight is held for undo
@@ -170,7 +170,7 @@ def test_caches_hold_classes_and_modules_weakly() -> None:
     probe(model, x)
     probe(model, x, mode="real")
     log = PatchLog(model)
-    log.edit("0", width=4)
+    log.edit("0", width=6)  # 4 is the live value: an edit must change something
     log.undo()
     cls_ref, model_ref, inner_ref = weakref.ref(cls), weakref.ref(model), weakref.ref(model[0])
     del cls, model, log

@@ -11,7 +11,9 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch.nn.parameter import UninitializedTensorMixin
+from torch.nn.parameter import is_lazy
+
+from .._forms.field import FormError
 
 __all__ = ["TooLarge", "check", "estimate", "limit"]
 
@@ -19,11 +21,13 @@ FLOOR = 1 << 30  # never ask below 1 GiB
 SHARE = 0.25  # nor below a quarter of the memory still available
 
 
-class TooLarge(ValueError):
-    """An edit whose rebuilt module would hold more than ``limit`` bytes; nothing was built."""
+class TooLarge(FormError):
+    """An edit whose rebuilt module would hold more than ``limit`` bytes; nothing was built. A
+    ``FormError`` under the key "__confirm__", which the widget's form answers with "Build
+    anyway"."""
 
     def __init__(self, message: str, size: int, limit: int) -> None:
-        super().__init__(message)
+        super().__init__({"__confirm__": message})
         self.size = size
         self.limit = limit
 
@@ -69,7 +73,7 @@ def estimate(form: Any, changes: dict[str, Any]) -> int | None:
         return None
     seen: dict[int, int] = {}
     for t in [*module.parameters(), *module.buffers()]:
-        if not isinstance(t, UninitializedTensorMixin):  # lazy: no size until the first call
+        if not is_lazy(t):  # a lazy module's tensors have no size until its first call
             seen.setdefault(id(t), t.numel() * t.element_size())
     return sum(seen.values())
 
@@ -80,9 +84,37 @@ def gib(n: int) -> str:
     return f"{n / (1 << 20):.1f} MiB" if n >= 1 << 20 else f"{n} bytes"
 
 
+def _ints(value: Any) -> list[int]:
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, int):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [i for v in value for i in _ints(v)]
+    return []
+
+
+def grows(form: Any, changes: dict[str, Any]) -> bool:
+    """Could the edit make the module much larger? Only by a number above every number the module
+    has now (a width, a count, a kernel size), a dtype or a config (whose fields are widths): the
+    other edits (a flag, an eps) are not estimated, which saves a meta build per edit."""
+    top = max((i for v in form.values.values() for i in _ints(v)), default=0)
+    for name, raw in changes.items():
+        try:
+            f = form[name]
+            value = form.parse(name, raw) if isinstance(raw, str) and f.kind != "str" else raw
+        except Exception:  # noqa: BLE001 - an unknown or unparsable value: build decides
+            return True
+        if f.kind in ("dtype", "config") or f.group or max(_ints(value), default=0) > top:
+            return True
+    return False
+
+
 def check(form: Any, changes: dict[str, Any], old: nn.Module, path: str) -> None:
     """Raise ``TooLarge`` when rebuilding ``old`` (at ``path``) with ``changes`` would pass
     ``limit`` on the device it is on."""
+    if not grows(form, changes):
+        return
     size = estimate(form, changes)
     first = next(itertools.chain(old.parameters(), old.buffers()), None)
     cap = limit(first.device if first is not None else None)

@@ -14,7 +14,6 @@ from typing import Any
 
 from torch import nn
 
-from .._patch.size import TooLarge
 from ..catalog import catalog, resolve
 from ..forms import FormError, form
 from ..mro import mro_class, mro_classes, mro_graph
@@ -322,11 +321,9 @@ class Session:
         errors = form(self.tree.module(path)).validate(**changes)
         if errors:
             raise FormError(errors)
-        try:
-            return self._patched("edit", path, _confirm=req["confirm"], **changes)
-        except TooLarge as e:
-            # "__confirm__": the form shows the estimate with a "Build anyway" button.
-            raise FormError({"__confirm__": str(e)}) from None
+        # Too large a module raises TooLarge, a FormError under "__confirm__": the form shows the
+        # estimate with a "Build anyway" button, which sends the edit again with confirm.
+        return self._patched("edit", path, _confirm=req["confirm"], **changes)
 
     def _on_replace(self, req: ReplaceRequest) -> tuple[PatchedReply, frozenset[str]]:
         path = self.tree[req["path"]].path
