@@ -24,6 +24,7 @@ def test_the_four_notebooks_exist() -> None:
         "04-replace-layers.ipynb",
         "05-real-models.ipynb",
         "06-memory-and-placement.ipynb",
+        "07-execution-flow.ipynb",
     ):
         assert expected in names
 
