@@ -19,6 +19,7 @@ import { SLOW_TIMEOUT_KINDS } from "./protocol_gen";
 
 export type * from "./protocol_gen";
 export type * from "./requests_gen";
+export type * from "./tools_gen";
 export { REQUEST_KINDS, SLOW_KINDS } from "./protocol_gen";
 
 /** A form field (the Python side calls it FormField: forms.Field is the IR record). */

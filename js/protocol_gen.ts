@@ -2,6 +2,8 @@
 // src/torchxray/protocol.py and src/torchxray/_view/replies.py. Do not edit: change the Python
 // declarations and regenerate; tests/test_protocol.py fails when this file is stale.
 
+import type { DiffReply, HealthReply, PeftReply, PickReply, PlanReply, StatsReply } from "./tools_gen";
+
 /** One module row of the tree. */
 export interface NodeRow {
   path: string;
@@ -309,81 +311,6 @@ export interface ErrorReply {
   message: string;
   fields?: Record<string, string>; // field -> its own message (form errors)
   request?: string; // the kind of the request it answers
-}
-
-export interface PickReply {
-  kind: "pick";
-  paths: string[];
-}
-
-export interface PlanReply {
-  kind: "plan";
-  count: number; // modules a bulk replace would swap (outermost, shared ones once)
-  classes: Record<string, number>; // their classes -> how many
-  note: string; // what would happen, or why nothing would
-}
-
-export interface PeftLayer {
-  path: string;
-  cls: string;
-  in_features: number;
-  out_features: number;
-  lora: number; // r * (in + out)
-}
-
-export interface PeftReply {
-  kind: "peft";
-  targets: string; // the target_modules value as Python source
-  r: number;
-  lora_params: number;
-  layers: PeftLayer[];
-  skipped: string[]; // selected modules that are neither Linear nor Conv (LoRA adds no count)
-}
-
-export interface DiffRow {
-  path: string; // a module path, or a tensor name
-  kind: string; // added, removed, retyped, changed, values, shape, dtype, missing, unexpected
-  detail: string;
-  rel_change: number | null;
-  module: string | null; // the tree row it belongs to; None when it is no longer in the model
-}
-
-export interface DiffReply {
-  kind: "diff";
-  label: string; // what the model was compared against
-  rows: DiffRow[];
-  total: number; // rows before the limit
-  badges: Record<string, string>; // module path -> its row badge
-  counts: Record<string, number>; // kind -> how many
-}
-
-export interface StatRow {
-  name: string;
-  shape: string;
-  dtype: string;
-  numel: number;
-  norm: number | null;
-  mean: number | null;
-  std: number | null;
-  min: number | null;
-  max: number | null;
-  zeros: number;
-  nonfinite: number;
-  hist: number[];
-  skipped: string | null;
-}
-
-export interface StatsReply {
-  kind: "stats";
-  path: string;
-  rows: StatRow[];
-}
-
-export interface HealthReply {
-  kind: "health";
-  nonfinite: string[]; // of the paths asked about: those whose own weights hold NaN or Inf
-  probe_path: string | null; // the last real probe's first module with non-finite outputs
-  probe_note: string;
 }
 
 export type Item = NodeRow | FoldRow | MoreRow;
