@@ -58,7 +58,7 @@ def test_tour_notebook_runs_and_the_tree_can_be_explored(page: Page, lab: Lab, s
     search.fill("downsample")
     expect(treeitem(tree, "downsample")).to_have_count(1)
     expect(treeitem(tree, "fc")).to_have_count(0)
-    expect(ex.locator(".tx-count")).to_have_text(re.compile(r"^\s*3 match"))
+    expect(ex.locator(".tx-filterbar .tx-count")).to_have_text(re.compile(r"^\s*3 match"))
     expect(tree.get_by_role("treeitem")).to_have_count(6)  # root, layer2, 0, downsample, 0, 1
 
     # Select the match: the Overview follows.
