@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import torch
-from fixtures.real import build
+from fixtures.real import LLAMA_DISK_MAP, build
 from torch import nn
 
 import torchxray as tx
@@ -19,18 +19,7 @@ from torchxray._view.panes import overview
 
 accelerate = pytest.importorskip("accelerate")
 
-# Layer 1's attention goes to disk, the rest stays on the CPU (the main device without a GPU).
-DISK_MAP = {
-    "model.embed_tokens": "cpu",
-    "model.layers.0": "cpu",
-    "model.layers.1.self_attn": "disk",
-    "model.layers.1.mlp": "cpu",
-    "model.layers.1.input_layernorm": "cpu",
-    "model.layers.1.post_attention_layernorm": "cpu",
-    "model.norm": "cpu",
-    "model.rotary_emb": "cpu",
-    "lm_head": "cpu",
-}
+DISK_MAP = LLAMA_DISK_MAP  # layer 1's attention on disk, the rest on the CPU
 
 
 class _Reads:

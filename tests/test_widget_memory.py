@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import torch
-from fixtures.real import build
+from fixtures.real import LLAMA_DISK_MAP, build
 from torch import nn
 
 import torchxray as tx
@@ -147,17 +147,7 @@ def test_rows_and_overview_say_why_a_module_was_not_called() -> None:
 def test_offloaded_rows_carry_their_placement(tmp_path: Path) -> None:
     accelerate = pytest.importorskip("accelerate")
     model, args, kwargs = build("hf-llama")
-    device_map = {
-        "model.embed_tokens": "cpu",
-        "model.layers.0": "cpu",
-        "model.layers.1.self_attn": "disk",
-        "model.layers.1.mlp": "cpu",
-        "model.layers.1.input_layernorm": "cpu",
-        "model.layers.1.post_attention_layernorm": "cpu",
-        "model.norm": "cpu",
-        "model.rotary_emb": "cpu",
-        "lm_head": "cpu",
-    }
+    device_map = LLAMA_DISK_MAP
     accelerate.dispatch_model(model, device_map=device_map, offload_dir=str(tmp_path / "off"))
     s = _session(model, *args, **kwargs)
     rows = {

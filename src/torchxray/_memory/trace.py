@@ -8,7 +8,6 @@ attributes a forward cached on a module are put back, and the global hooks are r
 from __future__ import annotations
 
 import contextlib
-import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +18,7 @@ from torch.func import functional_call
 from torch.nn.modules import module as module_hooks
 from torch.utils import _pytree as pytree
 
+from .._probe.run import quiet_logger
 from .live import LiveBytes, storage_key
 
 __all__ = ["StepTrace", "trace_step"]
@@ -101,19 +101,6 @@ def _attributes_kept(modules: list[nn.Module]) -> Iterator[None]:
                         del now[key]
 
 
-@contextlib.contextmanager
-def _quiet(name: str) -> Iterator[None]:
-    """A meta kernel that fails logs a full traceback at ERROR level before raising; the error
-    is raised to the caller with the module that failed, so keep it out of the output."""
-    logger = logging.getLogger(name)
-    level = logger.level
-    logger.setLevel(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
-
-
 def _loss(output: Any) -> torch.Tensor | None:
     """A scalar to run backward from: the output's `loss` when the model computed one (Hugging
     Face models given labels), else the sum of every floating output that requires grad."""
@@ -161,7 +148,7 @@ def trace_step(
     with contextlib.ExitStack() as es:
         es.enter_context(_flags(objs, training))
         es.enter_context(_attributes_kept(objs))
-        es.enter_context(_quiet("torch._subclasses.fake_tensor"))
+        es.enter_context(quiet_logger("torch._subclasses.fake_tensor"))
         es.callback(module_hooks.register_module_forward_pre_hook(stack.pre).remove)
         es.callback(module_hooks.register_module_forward_hook(stack.post).remove)
         es.enter_context(fake_mode)

@@ -136,7 +136,7 @@ class ProbeRun:
                 self.fake_mode = es.enter_context(ProbeFakeMode(allow_non_fake_inputs=True))
                 # A meta kernel that fails logs a full traceback at ERROR level before raising; the
                 # report already carries that error, so keep it out of the notebook's output.
-                es.enter_context(_quiet_logger("torch._subclasses.fake_tensor"))
+                es.enter_context(quiet_logger("torch._subclasses.fake_tensor"))
             if self.mode == "fake" or self.flops:
                 # In fake mode the counter also hands FakeTensorMode fake views of the weights.
                 es.enter_context(
@@ -246,7 +246,9 @@ def _restore_training(modules: list[nn.Module], flags: list[bool]) -> None:
 
 
 @contextlib.contextmanager
-def _quiet_logger(name: str) -> Iterator[None]:
+def quiet_logger(name: str) -> Iterator[None]:
+    """A meta kernel that fails logs a full traceback at ERROR level before raising; the caller
+    reports that error itself, so keep the log out of the notebook's output meanwhile."""
     logger = logging.getLogger(name)
     level = logger.level
     logger.setLevel(logging.CRITICAL)
