@@ -107,8 +107,8 @@ class Session:
         except TypeError as e:
             self.patch_refusal = str(e)
         self.tree: ModelTree = walk(model)
-        # The Diff tab's base, taken on first use (1.4 s on 100k modules): by `widget.py` at once
-        # or first thing in its background probe, and before any patch (`patch`).
+        # The Diff tab's base, taken on first use (1.4 s on 100k modules): first thing in the
+        # widget's background probe, else by the first diff request or before the first patch.
         self._origin: tools_compare.Opened | None = None
         self.report: ProbeReport | None = None
         self.previous: ProbeReport | None = None
