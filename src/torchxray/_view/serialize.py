@@ -9,6 +9,7 @@ The shapes are declared in ``replies.py`` (and generated for ``js/protocol_gen.t
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .panes import shape_text
@@ -223,26 +224,26 @@ def reveal_chain(tree: ModelTree, path: str) -> list[RevealStep]:
     return chain[::-1]
 
 
+def matcher(query: str, regex: bool) -> Callable[[str], bool]:
+    """The filter's test: a case-insensitive substring, or a regex (ValueError when it does not
+    compile), searched in a text."""
+    if regex:
+        try:
+            pattern = re.compile(query, re.IGNORECASE)
+        except re.error as e:
+            raise ValueError(f"bad regular expression {query!r}: {e}") from None
+        return lambda text: pattern.search(text) is not None
+    q = query.lower()
+    return lambda text: q in text.lower()
+
+
 def filter_rows(
     tree: ModelTree, rows: RowMaker, query: str, regex: bool, names: bool = False
 ) -> FilterResult:
     """Matches of ``query`` (substring, case-insensitive, or a regex) in the path or the class (or,
     with ``names``, in the module's own name only), with their ancestors, in tree order: at most
     ``FILTER_ROWS`` rows."""
-    if regex:
-        try:
-            pattern = re.compile(query, re.IGNORECASE)
-        except re.error as e:
-            raise ValueError(f"bad regular expression {query!r}: {e}") from None
-
-        def test(text: str) -> bool:
-            return pattern.search(text) is not None
-    else:
-        q = query.lower()
-
-        def test(text: str) -> bool:
-            return q in text.lower()
-
+    test = matcher(query, regex)
     if names:
         matches = [n for n in tree.nodes if n.path and test(n.name)]
     else:

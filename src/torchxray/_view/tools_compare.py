@@ -27,6 +27,7 @@ from ..probe import ProbeReport
 from ..select import peft_targets
 from ..stats import tensor_stats
 from ..tree import ModelTree
+from . import serialize as ser
 from ._compare_rows import stat_row
 from .compare_types import (
     BulkRequest,
@@ -105,19 +106,7 @@ def _on_pick(s: Host, req: PickRequest) -> tuple[PickReply, frozenset[str]]:
     query = req["query"].strip()
     if not query:
         raise ValueError("type a filter first: 'select all' selects the modules it matches")
-    if req["regex"]:
-        try:
-            rx = re.compile(query, re.IGNORECASE)
-        except re.error as e:
-            raise ValueError(f"bad regular expression {query!r}: {e}") from None
-
-        def test(text: str) -> bool:
-            return rx.search(text) is not None
-    else:
-        q = query.lower()
-
-        def test(text: str) -> bool:
-            return q in text.lower()
+    test = ser.matcher(query, req["regex"])
 
     return {
         "kind": "pick",
