@@ -16,6 +16,7 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
+from . import cancel
 from .contracts import contract_of
 from .edges import Produced
 from .finite import NonFinite
@@ -131,6 +132,7 @@ class Recorder:
         # Fake mode: which call produced each tensor, for the dataflow edges (`_probe.edges`).
         self.produced: Produced | None = None if timed else Produced()
         self.contracts: dict[type, Any] = {}  # per class: its forward's contract, or None
+        self.cancel = cancel.current()  # set from another thread: stop at the next module call
 
     def function(
         self,
@@ -154,6 +156,7 @@ class Recorder:
         contracts = self.contracts
         leaves = pytree.tree_leaves
         skip = _SKIPPED
+        token = self.cancel
 
         def meta(x: torch.Tensor) -> Meta:
             """`x`'s metadata, read now (the caller checked `recent` already)."""
@@ -169,6 +172,9 @@ class Recorder:
             path = path_of(id(self))
             if path is None:
                 return original(self, *args, **kwargs)
+            if token is not None and token.is_set:
+                token.where = path
+                raise cancel.ProbeCancelled(f"probe cancelled before {path or '(root)'}")
             call = Call()
             call.path = path
             # The caller: the frame that called `module(...)`, past torch's __call__ machinery
