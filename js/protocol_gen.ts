@@ -247,6 +247,11 @@ export interface ProbeReply extends ProbeSummary {
   kind: "probe";
 }
 
+export interface CancelReply {
+  kind: "cancel";
+  running: boolean; // whether a probe was running (it stops at its next module call)
+}
+
 export interface ProbeTableReply {
   kind: "probe_table";
   rows: ProbeRow[];
@@ -334,6 +339,7 @@ export type Reply =
   | ErrorReply
   | MemoryReply
   | FiguresReply
+  | CancelReply
   | PickReply
   | PlanReply
   | PeftReply
@@ -368,10 +374,11 @@ export interface Replies {
   health: HealthReply;
   memory: MemoryReply;
   figures: FiguresReply;
+  cancel: CancelReply;
 }
 
 export type RequestKind = keyof Replies;
-export const REQUEST_KINDS: readonly RequestKind[] = ["asset", "bulk", "catalog", "children", "diff", "edit", "figures", "filter", "form", "health", "memory", "mro", "peft", "pick", "ping", "plan", "probe", "probe_table", "redo", "replace", "reveal", "select", "source", "stats", "undo"];
+export const REQUEST_KINDS: readonly RequestKind[] = ["asset", "bulk", "cancel", "catalog", "children", "diff", "edit", "figures", "filter", "form", "health", "memory", "mro", "peft", "pick", "ping", "plan", "probe", "probe_table", "redo", "replace", "reveal", "select", "source", "stats", "undo"];
 
 /** Kinds that patch the model or re-run the probe: busy while they run; a stale `rev` is
  * refused. */

@@ -156,6 +156,11 @@ export interface FiguresRequest {
   paths?: string[]; // the rows on screen: values come lazily
 }
 
+/** Stop the probe running in the background (at its next module call). */
+export interface CancelRequest {
+  kind: "cancel";
+}
+
 export type Request =
   | PingRequest
   | SelectRequest
@@ -181,4 +186,5 @@ export type Request =
   | StatsRequest
   | HealthRequest
   | MemoryRequest
-  | FiguresRequest;
+  | FiguresRequest
+  | CancelRequest;

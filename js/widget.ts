@@ -58,6 +58,16 @@ export function createExplorer(
   const buttons = h("span", { class: "tx-buttons" }, undoBtn, redoBtn);
   const undoFailed = h("button", { type: "button", class: "tx-link tx-undofailed", hidden: true }, "Undo last patch");
   const alert = h("div", { role: "alert", class: "tx-alert", hidden: true }, alertText, dismiss);
+  // A probe runs in the kernel's background thread: this stops it at its next layer (issue #16).
+  const cancelBtn = h(
+    "button",
+    { type: "button", class: "tx-cancel", hidden: true, title: "Stop the probe at its next layer; the model stays as it is" },
+    "Cancel probe",
+  );
+  cancelBtn.addEventListener("click", () => {
+    cancelBtn.disabled = true;
+    rpc.call({ kind: "cancel" }).catch((e: unknown) => showError(messageOf(e)));
+  });
   // Lumino (JupyterLab) would otherwise take arrows/Enter in the tree for notebook commands.
   const root = h("div", { class: "tx-root", "data-lm-suppress-shortcuts": "true" });
   let localBusy = 0;
@@ -74,6 +84,8 @@ export function createExplorer(
     root.setAttribute("aria-busy", String(busy));
     root.classList.toggle("tx-isbusy", busy);
     busyEl.textContent = busy ? `working${kernel ? `: ${kernel}` : ""}…` : "";
+    cancelBtn.hidden = readonly || kernel !== "probe";
+    if (cancelBtn.hidden) cancelBtn.disabled = false;
     // The buttons take no pointer events while busy (styles.css): their box says why instead.
     buttons.title = busy ? `Apply, Undo and Redo wait until the ${kernel || "request"} is done` : "";
   };
@@ -231,13 +243,15 @@ export function createExplorer(
     const p = model.get("probe");
     status.textContent = p?.status ?? "";
     status.classList.toggle("tx-bad", p?.ok === false);
+    // No report (probing, cancelled, skipped, no inputs): neither green nor red.
+    status.classList.toggle("tx-none", p?.ok === null || p?.ok === undefined);
     root.classList.toggle("tx-failed", p?.ok === false);
   }
 
   const title = h("span", { class: "tx-title" }, "torchxray");
   const note = h("span", { class: "tx-note" }, readonly ? READ_ONLY_NOTE : "");
   root.append(
-    h("div", { class: "tx-header" }, title, status, picker.probeNote, undoFailed, busyEl, note, buttons),
+    h("div", { class: "tx-header" }, title, status, picker.probeNote, undoFailed, busyEl, cancelBtn, note, buttons),
     alert,
     h("div", { class: "tx-main" }, tree.el, h("div", { class: "tx-side" }, tablist, panelBox)),
   );

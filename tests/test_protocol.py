@@ -219,6 +219,7 @@ def _model() -> nn.Module:
 _WORKING = [
     {"kind": "memory", "path": "0", "training": True},
     {"kind": "figures", "figure": "activations", "paths": ["0", "0.conv", "9"]},
+    {"kind": "cancel"},
 ]
 _SESSION = [
     {"kind": "ping"},

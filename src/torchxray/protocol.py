@@ -34,6 +34,7 @@ from typing_extensions import NotRequired, TypedDict, get_type_hints
 from ._view import compare_types as ct
 from ._view.replies import (
     AssetReply,
+    CancelReply,
     CatalogReply,
     ChildrenReply,
     ErrorReply,
@@ -159,6 +160,12 @@ class ProbeRequest(TypedDict):
     mode: NotRequired[Annotated[Literal["fake", "real"] | None, None]]
 
 
+class CancelRequest(TypedDict):
+    """Stop the probe running in the background (at its next module call)."""
+
+    kind: Literal["cancel"]
+
+
 class ProbeTableRequest(TypedDict):
     kind: Literal["probe_table"]
     offset: NotRequired[Annotated[int, 0]]
@@ -200,7 +207,7 @@ Request: TypeAlias = (
     FormRequest | EditRequest | ReplaceRequest | UndoRequest | RedoRequest | ProbeRequest |
     ProbeTableRequest | MroRequest | CatalogRequest | AssetRequest | ct.PickRequest |
     ct.PlanRequest | ct.BulkRequest | ct.PeftRequest | ct.DiffRequest | ct.StatsRequest |
-    ct.HealthRequest | MemoryRequest | FiguresRequest
+    ct.HealthRequest | MemoryRequest | FiguresRequest | CancelRequest
 )  # fmt: skip
 REQUEST_TYPES: dict[str, type] = {
     get_args(t.__annotations__["kind"])[0]: t for t in get_args(Request)
@@ -227,6 +234,7 @@ REPLIES: dict[str, type] = {
     "redo": PatchedReply,
     "probe": ProbeReply,
     "probe_table": ProbeTableReply,
+    "cancel": CancelReply,
     "mro": MroReply,
     "catalog": CatalogReply,
     "asset": AssetReply,

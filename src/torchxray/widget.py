@@ -30,6 +30,7 @@ import traitlets as t
 from anywidget.experimental import command
 from torch import nn
 
+from ._probe.cancel import ProbeCancelled
 from ._view import assets, background, static_html
 from ._view.session import ALL, PROBE, SELECT, Session
 from .patch import PatchEntry
@@ -99,7 +100,7 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
 
     def _start_probe(self) -> None:
         session = self._live()
-        session.probe_note = background.PROBING
+        session.pending, session.probe_note = False, background.PROBING
         # Apply and Undo are disabled while the kernel is busy (and wait for the probe anyway).
         self.busy = "probe"
         self._sync(ALL)
@@ -110,6 +111,8 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
             try:
                 _ = session.origin  # the Diff tab's base, before Apply (which waits) can run
                 report = session.compute_probe()
+            except ProbeCancelled as e:
+                note = f"{e}; Run probe (Probe tab) runs it again"
             except Exception as e:  # noqa: BLE001 - the thread must finish and say why
                 note = f"probe could not run: {type(e).__name__}: {e}"
             with self._lock:
@@ -123,6 +126,12 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
                 self.busy = ""
 
         self._background.start(job)
+
+    def cancel(self) -> bool:
+        """Stop the probe running in the background at its next module call (the Cancel button
+        of the widget); the model is left as it was. False when no probe was running."""
+        session = self._session
+        return session is not None and session.cancel()
 
     def wait(self, timeout: float | None = None) -> ProbeReport | None:
         """Wait for a probe running in the background (``tx.explore`` in a kernel starts one);
@@ -150,6 +159,8 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
             # probe finishes first (outside the lock: it installs its report under it).
             self._background.wait()
             self.busy = str(kind)
+            # In a kernel the probe they ask for runs in the background, where Cancel can stop it.
+            session.defer = background.in_kernel()
         try:
             with self._lock:
                 reply, changed = session.handle(msg)
@@ -157,17 +168,20 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
                     self._sync(changed)
             if slow:
                 self.error = reply["message"] if reply["kind"] == "error" else ""
-            return reply, []
         except Exception as e:  # noqa: BLE001 - syncing state must not raise into the kernel either
-            return error_reply(f"{kind}: {type(e).__name__}: {e}"), []
+            reply = error_reply(f"{kind}: {type(e).__name__}: {e}")
         except KeyboardInterrupt:
             # Kernel interrupt during a slow request: answer it, or the view waits for its
             # timeout; the model may have changed before the interrupt, so re-send the state.
             self._sync(ALL)
-            return error_reply(f"{kind}: interrupted", request=str(kind)), []
+            reply = error_reply(f"{kind}: interrupted", request=str(kind))
         finally:
+            session.defer = False
             if slow:
                 self.busy = ""
+        if session.pending and self._session is session:
+            self._start_probe()
+        return reply, []
 
     def _handle_custom_msg(self, content: Any, buffers: list[bytes]) -> None:
         # anywidget indexes its command table with the message's name and id unchecked; answer a
@@ -324,6 +338,8 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
         session: Session | None = getattr(self, "_session", None)
         bg: background.Background | None = getattr(self, "_background", None)
         if bg is not None:
+            if session is not None:
+                session.cancel()  # nobody will see its result: stop at the next module call
             bg.wait()  # the probe still uses the model; it drops its result once closed
         if session is not None:
             session.close()

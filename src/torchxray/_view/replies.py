@@ -262,6 +262,11 @@ class ProbeReply(ProbeSummary):
     kind: Literal["probe"]
 
 
+class CancelReply(TypedDict):
+    kind: Literal["cancel"]
+    running: bool  # whether a probe was running (it stops at its next module call)
+
+
 class ProbeTableReply(TypedDict):
     kind: Literal["probe_table"]
     rows: list[ProbeRow]
@@ -336,6 +341,6 @@ class ErrorReply(TypedDict):
 Reply: TypeAlias = (
     PongReply | SelectReply | ChildrenReply | FilterReply | RevealReply | SourceReply | FormReply |
     PatchedReply | ProbeReply | ProbeTableReply | MroReply | CatalogReply | AssetReply | ErrorReply |
-    MemoryReply | FiguresReply |
+    MemoryReply | FiguresReply | CancelReply |
     ct.PickReply | ct.PlanReply | ct.PeftReply | ct.DiffReply | ct.StatsReply | ct.HealthReply
 )  # fmt: skip

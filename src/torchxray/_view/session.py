@@ -14,6 +14,8 @@ from typing import Any
 
 from torch import nn
 
+from .._probe.cancel import Cancel
+from .._probe.cancel import scope as cancel_scope
 from ..catalog import catalog, resolve
 from ..forms import FormError, form
 from ..mro import mro_class, mro_classes, mro_graph
@@ -29,8 +31,6 @@ from ..protocol import (
     FormRequest,
     MroRequest,
     PingRequest,
-    ProbeRequest,
-    ProbeTableRequest,
     ProtocolError,
     RedoRequest,
     ReplaceRequest,
@@ -43,8 +43,9 @@ from ..protocol import (
 )
 from ..source import source
 from ..tree import ModelTree, walk
-from . import assets, panes, tools_compare, tools_memory
+from . import assets, panes, tools_compare, tools_memory, tools_probe
 from . import serialize as ser
+from .background import PROBING
 from .highlight import highlight
 from .replies import (
     AssetReply,
@@ -57,9 +58,7 @@ from .replies import (
     Overview,
     PatchedReply,
     PongReply,
-    ProbeReply,
     ProbeSummary,
-    ProbeTableReply,
     Reply,
     RevealReply,
     SelectReply,
@@ -113,6 +112,11 @@ class Session:
         self.report: ProbeReport | None = None
         self.previous: ProbeReport | None = None
         self.probe_note = ""
+        # In a kernel the widget probes in a background thread (`_view/background.py`): `defer`
+        # makes run_probe leave the probe `pending` for it; `token` cancels the one running.
+        self.defer = False
+        self.pending = False
+        self.token: Cancel | None = None
         self.rev = 0
         # The revision of the last model change: a probe alone bumps `rev` but leaves forms valid.
         self.model_rev = 0
@@ -160,15 +164,33 @@ class Session:
                 "no probe: pass example inputs, e.g. tx.explore(model, torch.randn(1, 3, 32, 32))"
             )
             return
+        if self.defer:
+            self.pending, self.probe_note = True, PROBING
+            return
         self.install(self.compute_probe())
 
     def compute_probe(self) -> ProbeReport:
-        """The probe alone, changing nothing here (``widget.py`` runs it in a thread)."""
-        # The patch log lets a failure's hint name the edit it follows, not the example inputs.
-        return probe(self._model(), *self.args, mode=self.mode, patch_log=self.log, **self.kwargs)
+        """The probe alone, changing nothing here (``widget.py`` runs it in a thread); `cancel`
+        from another thread stops it with `ProbeCancelled`."""
+        self.token = token = Cancel()
+        try:
+            with cancel_scope(token):
+                # The patch log lets a failure's hint name the edit it follows.
+                log, mode = self.log, self.mode
+                return probe(self._model(), *self.args, mode=mode, patch_log=log, **self.kwargs)
+        finally:
+            self.token = None
+
+    def cancel(self) -> bool:
+        """Stop the running probe at its next module call; False when none is running."""
+        token = self.token
+        if token is not None:
+            token.set()
+        return token is not None
 
     def install(self, report: ProbeReport) -> None:
-        self.previous, self.report = self.report, report
+        # After a cancelled or failed probe, `previous` stays the last report there was.
+        self.previous, self.report = self.report or self.previous, report
         self.probe_note = ""
         self.rev += 1
 
@@ -181,6 +203,8 @@ class Session:
             self.selected = ""
         try:
             self.run_probe()
+            if self.pending:  # probed in the background: meanwhile no shapes of the old model
+                self.previous, self.report = self.report or self.previous, None
         except Exception as e:  # noqa: BLE001 - a broken probe must not break the view
             # No stale report: the view would show shapes of a model that no longer exists.
             self.previous, self.report = self.report, None
@@ -336,16 +360,6 @@ class Session:
     def _on_redo(self, req: RedoRequest) -> tuple[PatchedReply, frozenset[str]]:
         return self._patched("redo")
 
-    def _on_probe(self, req: ProbeRequest) -> tuple[ProbeReply, frozenset[str]]:
-        self.run_probe(req["mode"])
-        return {"kind": "probe", **self.probe_summary()}, PROBE
-
-    def _on_probe_table(self, req: ProbeTableRequest) -> tuple[ProbeTableReply, frozenset[str]]:
-        if self.report is None:
-            raise ValueError(self.probe_note or "no probe has run yet")
-        offset, limit = req["offset"], req["limit"]
-        return panes.probe_table(self.report, self.previous, offset, limit, self.rev), NONE
-
     def _on_mro(self, req: MroRequest) -> tuple[MroReply, frozenset[str]]:
         module = self._module(req["path"])
         return panes.mro_dict(mro_classes(module), mro_graph(module).source), NONE
@@ -373,13 +387,12 @@ HANDLERS: dict[str, Callable[[Session, Any], Result]] = {
     "replace": Session._on_replace,
     "undo": Session._on_undo,
     "redo": Session._on_redo,
-    "probe": Session._on_probe,
-    "probe_table": Session._on_probe_table,
     "mro": Session._on_mro,
     "catalog": Session._on_catalog,
     "asset": Session._on_asset,
     **tools_compare.HANDLERS,  # pick, plan, bulk, peft, diff, stats, health (issue #15)
     **tools_memory.HANDLERS,  # memory, figures (the Memory tab)
+    **tools_probe.HANDLERS,  # probe, probe_table, cancel
 }
 
 
