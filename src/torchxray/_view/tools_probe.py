@@ -15,7 +15,7 @@ from . import panes
 
 if TYPE_CHECKING:
     from ..protocol import CancelRequest, ProbeRequest, ProbeTableRequest
-    from .replies import CancelReply, ProbeReply, ProbeTableReply, Reply
+    from .replies import CancelReply, ProbeReply, ProbeSummary, ProbeTableReply, Reply
 
 __all__ = ["HANDLERS"]
 
@@ -25,7 +25,8 @@ PROBE = frozenset({"tree", "overview", "probe"})
 
 def on_probe(s: Any, req: ProbeRequest) -> tuple[ProbeReply, frozenset[str]]:
     s.run_probe(req["mode"])
-    return {"kind": "probe", **s.probe_summary()}, PROBE
+    summary: ProbeSummary = s.probe_summary()
+    return {"kind": "probe", **summary}, PROBE
 
 
 def on_probe_table(s: Any, req: ProbeTableRequest) -> tuple[ProbeTableReply, frozenset[str]]:
