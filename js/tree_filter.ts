@@ -36,7 +36,7 @@ export class TreeFilter {
       this.input,
       h("label", { class: "tx-regex" }, this.regexBox, "regex"),
       // "attn" matches every child of an attention by its path; its own name leaves them out.
-      h("label", { class: "tx-regex", title: "match each module's own name, not its path or class" }, this.namesBox, "names only"),
+      h("label", { class: "tx-regex tx-names", title: "match each module's own name, not its path or class" }, this.namesBox, "names only"),
       this.countEl,
     );
     this.input.addEventListener("input", () => this.schedule());

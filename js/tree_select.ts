@@ -77,16 +77,18 @@ export class TreeSelect {
     const filter = this.filterInputs();
     filter.input?.addEventListener("input", () => this.schedulePick());
     filter.regex?.addEventListener("change", () => this.schedulePick());
+    filter.names?.addEventListener("change", () => this.schedulePick());
     // Scrolling shows other rows: check their weights too (capture: scroll does not bubble).
     tree.el.addEventListener("scroll", () => this.scheduleHealth(false), true);
     tree.el.insertBefore(this.el, tree.el.children[1] ?? null);
     this.sync();
   }
 
-  private filterInputs(): { input: HTMLInputElement | null; regex: HTMLInputElement | null } {
+  private filterInputs(): { input: HTMLInputElement | null; regex: HTMLInputElement | null; names: HTMLInputElement | null } {
     return {
       input: this.tree.el.querySelector<HTMLInputElement>("input.tx-filter"),
-      regex: this.tree.el.querySelector<HTMLInputElement>(".tx-regex input"),
+      regex: this.tree.el.querySelector<HTMLInputElement>(".tx-regex:not(.tx-names) input"),
+      names: this.tree.el.querySelector<HTMLInputElement>(".tx-names input"),
     };
   }
 
@@ -168,7 +170,7 @@ export class TreeSelect {
 
   /** Every match of the filter (it shows a page of them): offered as "select all N matches". */
   async pick(): Promise<void> {
-    const { input, regex } = this.filterInputs();
+    const { input, regex, names } = this.filterInputs();
     const query = input?.value.trim() ?? "";
     const seq = ++this.pickSeq;
     if (!query || this.ctx.readonly) {
@@ -176,7 +178,12 @@ export class TreeSelect {
       return;
     }
     try {
-      const r = await this.ctx.rpc.call<PickReply>({ kind: "pick", query, regex: Boolean(regex?.checked) });
+      const r = await this.ctx.rpc.call<PickReply>({
+        kind: "pick",
+        query,
+        regex: Boolean(regex?.checked),
+        names: Boolean(names?.checked),
+      });
       if (seq !== this.pickSeq) return;
       this.matches = r.paths;
       this.allBtn.textContent = `select all ${r.paths.length} match${r.paths.length === 1 ? "" : "es"}`;

@@ -182,3 +182,19 @@ def test_a_model_whose_state_dict_fails_still_opens_and_the_diff_says_why() -> N
     s = Session(model)
     assert "state_dict() failed" in _err(s, {"kind": "diff", "against": "open"})
     assert _ok(s, {"kind": "pick", "query": "gelu"})["paths"] == ["1", "3"]
+
+
+def test_pick_follows_the_filters_names_only() -> None:
+    # "attn" in path or class matches an attention and every child of it; in names only, itself.
+    class Attn(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.q = nn.Linear(4, 4)
+            self.k = nn.Linear(4, 4)
+
+    s = Session(nn.Sequential(nn.ModuleDict({"attn": Attn(), "mlp": nn.Linear(4, 4)})))
+    assert _ok(s, {"kind": "pick", "query": "attn"})["paths"] == ["0.attn", "0.attn.q", "0.attn.k"]
+    assert _ok(s, {"kind": "pick", "query": "attn", "names": True})["paths"] == ["0.attn"]
+    # The filter's rows agree: the same matches.
+    rows = _ok(s, {"kind": "filter", "query": "attn", "names": True})
+    assert [r["path"] for r in rows["rows"] if r.get("match")] == ["0.attn"]

@@ -16,6 +16,7 @@ class PickRequest(TypedDict):
     kind: Literal["pick"]
     query: str  # the tree filter's query: every match, not only the rows the filter shows
     regex: NotRequired[Annotated[bool, False]]
+    names: NotRequired[Annotated[bool, False]]  # the filter's "names only"
 
 
 class PlanRequest(TypedDict):

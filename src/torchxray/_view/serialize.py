@@ -237,17 +237,22 @@ def matcher(query: str, regex: bool) -> Callable[[str], bool]:
     return lambda text: q in text.lower()
 
 
+def matching(tree: ModelTree, query: str, regex: bool, names: bool) -> list[Node]:
+    """The nodes the filter matches, in tree order: ``query`` in the path or the class, or with
+    ``names`` in the module's own name only (the root has none)."""
+    test = matcher(query, regex)
+    if names:
+        return [n for n in tree.nodes if n.path and test(n.name)]
+    return [n for n in tree.nodes if test(n.path) or test(n.cls)]
+
+
 def filter_rows(
     tree: ModelTree, rows: RowMaker, query: str, regex: bool, names: bool = False
 ) -> FilterResult:
     """Matches of ``query`` (substring, case-insensitive, or a regex) in the path or the class (or,
     with ``names``, in the module's own name only), with their ancestors, in tree order: at most
     ``FILTER_ROWS`` rows."""
-    test = matcher(query, regex)
-    if names:
-        matches = [n for n in tree.nodes if n.path and test(n.name)]
-    else:
-        matches = [n for n in tree.nodes if test(n.path) or test(n.cls)]
+    matches = matching(tree, query, regex, names)
     keep: dict[str, bool] = {}
     truncated = False
     for n in matches:

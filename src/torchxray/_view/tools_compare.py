@@ -106,12 +106,8 @@ def _on_pick(s: Host, req: PickRequest) -> tuple[PickReply, frozenset[str]]:
     query = req["query"].strip()
     if not query:
         raise ValueError("type a filter first: 'select all' selects the modules it matches")
-    test = ser.matcher(query, req["regex"])
-
-    return {
-        "kind": "pick",
-        "paths": [n.path for n in s.tree.nodes if test(n.path) or test(n.cls)],
-    }, NONE
+    found = ser.matching(s.tree, query, req["regex"], req["names"])
+    return {"kind": "pick", "paths": [n.path for n in found]}, NONE
 
 
 def _paths(s: Host, paths: list[str]) -> list[str]:
