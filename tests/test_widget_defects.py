@@ -153,6 +153,9 @@ def test_overview_inputs_are_labelled_by_argument_name() -> None:
     assert "position_ids: 1×" in inputs and "position_embeddings[0]: " in inputs, inputs
     s.handle({"kind": "select", "path": "model.layers.0.mlp.down_proj"})
     assert s.overview()["probe"]["inputs"].startswith("input: "), s.overview()["probe"]
+    # The saved notebook's read-only view labels them too.
+    saved = s.snapshot()["overview"]["model.layers.0"]["probe"]["inputs"]
+    assert saved.startswith("hidden_states: 2×") and "position_ids: 1×" in saved, saved
 
 
 def test_filter_names_only_leaves_out_the_children_of_matches() -> None:

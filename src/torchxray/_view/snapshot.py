@@ -48,8 +48,9 @@ def snapshot(
             data["children"][node.path] = {"folded": folded, "raw": raw}
         rec = report.records.get(node.path) if report is not None else None
         why = report.why_not_called(node.path) if report is not None else None
-        data["overview"][node.path] = panes.overview(node, rec, why)
         module = tree.module(node.path)
+        # Inputs by argument name, as the live Overview shows them ("hidden_states: 2x16x128").
+        data["overview"][node.path] = panes.overview(node, rec, why, panes.forward_params(module))
         key = f"{type(module).__module__}.{type(module).__qualname__}"
         data["cls_of"][node.path] = key
         try:
