@@ -2,7 +2,7 @@
 // src/torchxray/protocol.py and src/torchxray/_view/replies.py. Do not edit: change the Python
 // declarations and regenerate; tests/test_protocol.py fails when this file is stale.
 
-import type { DiffReply, HealthReply, PeftReply, PickReply, PlanReply, StatsReply } from "./tools_gen";
+import type { DiffReply, FlowReply, GraphReply, HealthReply, PeftReply, PickReply, PlanReply, SiteRow, StatsReply } from "./tools_gen";
 
 /** One module row of the tree. */
 export interface NodeRow {
@@ -97,6 +97,7 @@ export interface Overview {
   buffers: BufferRow[];
   probe: OverviewProbe | null;
   not_called?: string | null; // why the last probe saw no call of it, when it knows
+  sites?: SiteRow[]; // where the last probe saw it called from (issue #18)
 }
 
 export interface ProbeError {
@@ -345,7 +346,9 @@ export type Reply =
   | PeftReply
   | DiffReply
   | StatsReply
-  | HealthReply;
+  | HealthReply
+  | FlowReply
+  | GraphReply;
 
 /** The reply each request kind gets when it succeeds (any may get an ErrorReply). */
 export interface Replies {
@@ -374,11 +377,13 @@ export interface Replies {
   health: HealthReply;
   memory: MemoryReply;
   figures: FiguresReply;
+  flow: FlowReply;
+  graph: GraphReply;
   cancel: CancelReply;
 }
 
 export type RequestKind = keyof Replies;
-export const REQUEST_KINDS: readonly RequestKind[] = ["asset", "bulk", "cancel", "catalog", "children", "diff", "edit", "figures", "filter", "form", "health", "memory", "mro", "peft", "pick", "ping", "plan", "probe", "probe_table", "redo", "replace", "reveal", "select", "source", "stats", "undo"];
+export const REQUEST_KINDS: readonly RequestKind[] = ["asset", "bulk", "cancel", "catalog", "children", "diff", "edit", "figures", "filter", "flow", "form", "graph", "health", "memory", "mro", "peft", "pick", "ping", "plan", "probe", "probe_table", "redo", "replace", "reveal", "select", "source", "stats", "undo"];
 
 /** Kinds that patch the model or re-run the probe: busy while they run; a stale `rev` is
  * refused. */

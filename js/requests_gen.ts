@@ -35,6 +35,7 @@ export interface SourceRequest {
   kind: "source";
   path: string;
   cls?: string | null; // a class of the module's MRO
+  line?: number | null; // a line to highlight (a call site), not forward
 }
 
 export interface FormRequest {
@@ -102,6 +103,7 @@ export interface PickRequest {
   kind: "pick";
   query: string; // the tree filter's query: every match, not only the rows the filter shows
   regex?: boolean;
+  names?: boolean; // the filter's "names only"
 }
 
 export interface PlanRequest {
@@ -156,6 +158,21 @@ export interface FiguresRequest {
   paths?: string[]; // the rows on screen: values come lazily
 }
 
+/** A page of the last probe's calls as a call tree; runs of identical calls fold. */
+export interface FlowRequest {
+  kind: "flow";
+  offset?: number;
+  limit?: number;
+  open?: string[]; // the folds the person opened, by their `key`
+}
+
+/** The dataflow graph of a module's direct children (one level), as graphviz DOT. */
+export interface GraphRequest {
+  kind: "graph";
+  path: string;
+  open?: string[]; // the groups the person expanded, by their `key`
+}
+
 /** Stop the probe running in the background (at its next module call). */
 export interface CancelRequest {
   kind: "cancel";
@@ -187,4 +204,6 @@ export type Request =
   | HealthRequest
   | MemoryRequest
   | FiguresRequest
+  | FlowRequest
+  | GraphRequest
   | CancelRequest;

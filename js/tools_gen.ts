@@ -2,6 +2,8 @@
 // src/torchxray/protocol.py and src/torchxray/_view/replies.py. Do not edit: change the Python
 // declarations and regenerate; tests/test_protocol.py fails when this file is stale.
 
+import type { Overview } from "./protocol_gen";
+
 export interface PickReply {
   kind: "pick";
   paths: string[];
@@ -75,4 +77,58 @@ export interface HealthReply {
   nonfinite: string[]; // of the paths asked about: those whose own weights hold NaN or Inf
   probe_path: string | null; // the last real probe's first module with non-finite outputs
   probe_note: string;
+}
+
+/** One line a module was called from (the Overview's "called from"). */
+export interface SiteRow {
+  function: string; // "ResNet.forward"
+  file: string;
+  line: number; // 0 when there is no Python line (see `reason`)
+  text: string; // the source line, stripped
+  count: number; // calls from this line
+  reason: string; // why there is no line: "called from C++ code, ..."
+  caller: string | null; // the module whose source holds the line (its path); None: unknown
+  cls: string | null; // the class of that module's MRO that defines `function` (a `source` cls)
+}
+
+/** One line of the call tree: a call, or a fold of `count` identical sibling calls. */
+export interface FlowLine {
+  pos: number; // the call's position in the flow (a fold: its first call's)
+  path: string;
+  cls: string;
+  index: number; // the call's index among its path's calls
+  calls: number; // how many calls the path made in all (an index shows when more than one)
+  depth: number;
+  count: number; // a fold: how many calls it stands for; 0 for a call
+  key: string; // a fold's key (for `open`); "" for a call
+  last: string; // a fold: the last call's path
+  open: boolean; // a fold: whether its calls follow
+}
+
+export interface FlowReply {
+  kind: "flow";
+  lines: FlowLine[];
+  offset: number;
+  total: number; // lines in all, with the open folds' calls
+  calls: number; // calls in the flow
+  note: string; // e.g. why there is no flow (no probe)
+}
+
+/** A node of the graph: a child module, a folded run of them, or the input or output. */
+export interface GraphNode {
+  id: string; // the DOT node id (the SVG node's <title>)
+  path: string; // the module (a group: its first); "" for the input and output
+  kind: "module" | "group" | "input" | "output";
+  key: string; // a group's key (for `open`); "" otherwise
+  count: number; // a group: how many modules it stands for
+  nkids: number; // the module's children: 0 means there is nothing to go into
+}
+
+export interface GraphReply {
+  kind: "graph";
+  path: string;
+  dot: string;
+  nodes: GraphNode[];
+  edges: number; // edges drawn
+  note: string; // e.g. "a real probe records no dataflow: run a fake probe"
 }

@@ -249,6 +249,8 @@ _SESSION = [
     {"kind": "stats", "path": "5"},
     {"kind": "health", "paths": ["", "5"]},
     {"kind": "figures", "figure": "flops", "paths": ["0", "4"]},
+    {"kind": "flow", "offset": 0, "limit": 50},
+    {"kind": "graph", "path": ""},
     {"kind": "edit", "path": "5", "changes": {"out_features": "x"}},  # an ErrorReply, per field
 ]
 

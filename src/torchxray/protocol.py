@@ -32,6 +32,7 @@ from typing import Annotated, Any, Literal, TypeAlias, Union, cast, get_args, ge
 from typing_extensions import NotRequired, TypedDict, get_type_hints
 
 from ._view import compare_types as ct
+from ._view import flow_types as ft
 from ._view.replies import (
     AssetReply,
     CancelReply,
@@ -117,6 +118,7 @@ class SourceRequest(TypedDict):
     kind: Literal["source"]
     path: str
     cls: NotRequired[Annotated[str | None, None]]  # a class of the module's MRO
+    line: NotRequired[Annotated[int | None, None]]  # a line to highlight (a call site), not forward
 
 
 class FormRequest(TypedDict):
@@ -207,7 +209,7 @@ Request: TypeAlias = (
     FormRequest | EditRequest | ReplaceRequest | UndoRequest | RedoRequest | ProbeRequest |
     ProbeTableRequest | MroRequest | CatalogRequest | AssetRequest | ct.PickRequest |
     ct.PlanRequest | ct.BulkRequest | ct.PeftRequest | ct.DiffRequest | ct.StatsRequest |
-    ct.HealthRequest | MemoryRequest | FiguresRequest | CancelRequest
+    ct.HealthRequest | MemoryRequest | FiguresRequest | ft.FlowRequest | ft.GraphRequest | CancelRequest
 )  # fmt: skip
 REQUEST_TYPES: dict[str, type] = {
     get_args(t.__annotations__["kind"])[0]: t for t in get_args(Request)
@@ -247,6 +249,8 @@ REPLIES: dict[str, type] = {
     "health": ct.HealthReply,
     "memory": MemoryReply,
     "figures": FiguresReply,
+    "flow": ft.FlowReply,
+    "graph": ft.GraphReply,
 }
 # -- validation ---------------------------------------------------------------------------------
 

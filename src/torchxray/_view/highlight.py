@@ -19,20 +19,33 @@ from pygments.lexers import PythonLexer
 
 from ..source import Source
 
-__all__ = ["CSS_CLASS", "highlight", "highlight_code", "highlight_css"]
+__all__ = ["CSS_CLASS", "highlight", "highlight_code", "highlight_css", "holds"]
 
 CSS_CLASS = "tx-src"
 
 
-def highlight(source: Source) -> str:
-    """HTML for a ``Source``: its code with the ``forward`` lines marked, or why there is none."""
+def highlight(source: Source, line: int | None = None) -> str:
+    """HTML for a ``Source``: its code with the ``forward`` lines marked, or why there is none.
+    ``line`` (absolute, e.g. a call site) is marked instead when the code holds it."""
     if source.text is not None:
-        return highlight_code(source.text, first_line=source.line or 1, marked=source.forward_lines)
+        first = source.line or 1
+        marked = source.forward_lines
+        if line is not None and holds(source, line):
+            marked = (line, line)
+        return highlight_code(source.text, first_line=first, marked=marked)
     reason = source.reason or "no source available"
     parts = [f'<div class="{CSS_CLASS}-reason">{html.escape(reason)}</div>']
     if source.script_code:  # TorchScript keeps its own code: better than nothing, and labelled
         parts.append(highlight_code(source.script_code))
     return "".join(parts)
+
+
+def holds(source: Source, line: int) -> bool:
+    """Whether the source's text holds absolute line ``line``."""
+    if source.text is None:
+        return False
+    first = source.line or 1
+    return first <= line < first + len(source.text.splitlines())
 
 
 def highlight_code(text: str, *, first_line: int = 1, marked: tuple[int, int] | None = None) -> str:

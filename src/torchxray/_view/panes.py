@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ..probe import ModuleRecord, ProbeReport, TensorInfo
     from ..source import Source
     from ..tree import Node
+    from .flow_types import SiteRow
     from .replies import (
         BufferRow,
         CatalogRow,
@@ -109,9 +110,10 @@ def overview(
     record: ModuleRecord | None,
     not_called: str | None = None,
     params: Sequence[str] | None = None,
+    sites: Sequence[SiteRow] = (),
 ) -> Overview:
     """``params``: the forward's positional parameter names (``forward_params``), which label the
-    inputs by argument."""
+    inputs by argument; ``sites``: where the last probe saw it called from."""
     out: Overview = {
         "path": node.path,
         "name": node.name,
@@ -138,6 +140,7 @@ def overview(
         "buffers": [_buffer(b) for b in getattr(node, "buffers", ())][:50],
         "probe": None,
         "not_called": not_called,
+        "sites": list(sites),
     }
     if record is not None:
         out["probe"] = {
@@ -161,7 +164,15 @@ def _buffer(b: Any) -> BufferRow:
     }
 
 
-def source_dict(src: Source, html: str) -> SourceReply:
+def source_dict(src: Source, html: str, line: int | None = None) -> SourceReply:
+    """``line``: the line asked to be marked (a call site); the note says whether it is shown."""
+    note = src.note
+    if line is not None and src.text is not None:
+        first, last = src.line or 1, (src.line or 1) + len(src.text.splitlines()) - 1
+        said = f"line {line} (the call) is marked"
+        if not first <= line <= last:
+            said = f"line {line} is not in this source (lines {first}–{last})"
+        note = f"{note}; {said}" if note else said
     return {
         "kind": "source",
         "html": html if src.text is not None else None,
@@ -170,7 +181,7 @@ def source_dict(src: Source, html: str) -> SourceReply:
         "reason": src.reason,
         "qualname": src.qualname,
         "forward_lines": src.forward_lines or None,
-        "note": src.note,
+        "note": note,
     }
 
 

@@ -1,5 +1,5 @@
 """Writes ``js/requests_gen.ts``, ``js/protocol_gen.ts`` and ``js/tools_gen.ts`` from the TypedDicts
-of ``protocol.py``, ``replies.py`` and ``compare_types.py``: one TypeScript interface per request, reply and state, the kind -> reply map
+of ``protocol.py``, ``replies.py``, ``compare_types.py`` and ``flow_types.py``: one TypeScript interface per request, reply and state, the kind -> reply map
 and the slow kinds, so that the frontend's types cannot drift from what the kernel sends.
 ``make js`` runs it:
 
@@ -26,7 +26,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from typing_extensions import NotRequired, get_type_hints, is_typeddict
 
 from .. import protocol
-from . import compare_types, replies
+from . import compare_types, flow_types, replies
 
 __all__ = ["generate", "main", "ts_type"]
 
@@ -128,7 +128,12 @@ def generate() -> dict[str, str]:
     shapes = _typeddicts(replies)
     # The tools' reply shapes (selection, compare, health) in a file of their own, so that no
     # generated file passes the project's 400 lines; each side imports the names it uses.
-    tools = [t for t in _typeddicts(compare_types) if t not in protocol.REQUEST_TYPES.values()]
+    tools = [
+        t
+        for m in (compare_types, flow_types)
+        for t in _typeddicts(m)
+        if t not in protocol.REQUEST_TYPES.values()
+    ]
     tool_text = [_interface(cls) for cls in tools]
     parts = [HEADER, *(_interface(cls) for cls in shapes)]
     for name, alias in ALIASES.items():

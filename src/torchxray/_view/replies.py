@@ -8,6 +8,7 @@ from typing import Literal, TypeAlias
 from typing_extensions import NotRequired, TypedDict
 
 from . import compare_types as ct
+from . import flow_types as ft
 
 # A tree row's markers; js/tree_row.ts labels each (a Record<Mark, ...>, so tsc fails on drift).
 Mark: TypeAlias = Literal["alias", "hooks", "fwd", "custom", "param", "wrap", "patched", "error"]
@@ -112,6 +113,7 @@ class Overview(TypedDict):
     buffers: list[BufferRow]
     probe: OverviewProbe | None
     not_called: NotRequired[str | None]  # why the last probe saw no call of it, when it knows
+    sites: NotRequired[list[ft.SiteRow]]  # where the last probe saw it called from (issue #18)
 
 
 class ProbeError(TypedDict):
@@ -342,5 +344,6 @@ Reply: TypeAlias = (
     PongReply | SelectReply | ChildrenReply | FilterReply | RevealReply | SourceReply | FormReply |
     PatchedReply | ProbeReply | ProbeTableReply | MroReply | CatalogReply | AssetReply | ErrorReply |
     MemoryReply | FiguresReply | CancelReply |
-    ct.PickReply | ct.PlanReply | ct.PeftReply | ct.DiffReply | ct.StatsReply | ct.HealthReply
+    ct.PickReply | ct.PlanReply | ct.PeftReply | ct.DiffReply | ct.StatsReply | ct.HealthReply |
+    ft.FlowReply | ft.GraphReply
 )  # fmt: skip

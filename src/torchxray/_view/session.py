@@ -43,7 +43,7 @@ from ..protocol import (
 )
 from ..source import source
 from ..tree import ModelTree, walk
-from . import assets, panes, tools_compare, tools_memory, tools_probe
+from . import assets, panes, tools_compare, tools_flow, tools_memory, tools_probe
 from . import serialize as ser
 from .background import PROBING
 from .highlight import highlight
@@ -141,7 +141,7 @@ class Session:
         rec = self.report.records.get(node.path) if self.report is not None else None
         why = self.report.why_not_called(node.path) if self.report is not None else None
         params = panes.forward_params(self.tree.module(node.path))
-        return panes.overview(node, rec, why, params)
+        return panes.overview(node, rec, why, params, tools_flow.site_rows(self, node.path))
 
     def probe_summary(self) -> ProbeSummary:
         return panes.probe_summary(self.report, self.previous, self.rev, self.probe_note)
@@ -308,7 +308,7 @@ class Session:
         cls = req["cls"]
         target: Any = mro_class(module, cls) if cls else module
         src = source(target)
-        return panes.source_dict(src, highlight(src)), NONE
+        return panes.source_dict(src, highlight(src, req["line"]), req["line"]), NONE
 
     def _resolve(self, qualname: str) -> type:
         # A message must not make the kernel import a package it has not imported (importing runs
@@ -393,6 +393,7 @@ HANDLERS: dict[str, Callable[[Session, Any], Result]] = {
     **tools_compare.HANDLERS,  # pick, plan, bulk, peft, diff, stats, health (issue #15)
     **tools_memory.HANDLERS,  # memory, figures (the Memory tab)
     **tools_probe.HANDLERS,  # probe, probe_table, cancel
+    **tools_flow.HANDLERS,  # flow, graph (the call tree and the Graph tab, issue #18)
 }
 
 
