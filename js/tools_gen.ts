@@ -2,8 +2,6 @@
 // src/torchxray/protocol.py and src/torchxray/_view/replies.py. Do not edit: change the Python
 // declarations and regenerate; tests/test_protocol.py fails when this file is stale.
 
-import type { Overview } from "./protocol_gen";
-
 export interface PickReply {
   kind: "pick";
   paths: string[];
@@ -79,7 +77,7 @@ export interface HealthReply {
   probe_note: string;
 }
 
-/** One line a module was called from (the Overview's "called from"). */
+/** One line a module was called from (listed under "called from" when a module is selected). */
 export interface SiteRow {
   function: string; // "ResNet.forward"
   file: string;

@@ -4,6 +4,7 @@ import type { RenderProps } from "@anywidget/types";
 import { clear, h, uid } from "./dom";
 import { containKeys } from "./keys";
 import { FormPane } from "./panes/form";
+import { GraphPane } from "./panes/graph";
 import { DiffPane } from "./panes/diff";
 import { HistoryPane } from "./panes/history";
 import { MemoryPane } from "./panes/memory";
@@ -23,7 +24,7 @@ import { TreeSelect } from "./tree_select";
 const READ_ONLY_NOTE = "read-only snapshot: no kernel, actions disabled";
 const PING_TIMEOUT = 8000;
 
-export const TABS = ["Overview", "Source", "Form", "MRO", "Probe", "History", "Diff", "Memory"] as const;
+export const TABS = ["Overview", "Source", "Form", "MRO", "Graph", "Probe", "History", "Diff", "Memory"] as const;
 type Tab = (typeof TABS)[number];
 
 export interface Explorer {
@@ -119,6 +120,10 @@ export function createExplorer(
     },
     error: showError,
     select: (path) => void selectPath(path),
+    openSource: (path, cls, line) => {
+      (panes.Source as SourcePane).at({ path, cls, line });
+      void openTab("Source");
+    },
   };
 
   const history = () => model.get("history") as HistoryState | undefined;
@@ -188,6 +193,7 @@ export function createExplorer(
     Source: new SourcePane(ctx),
     Form: new FormPane(ctx),
     MRO: new MroPane(ctx),
+    Graph: new GraphPane(ctx),
     Probe: new ProbePane(ctx),
     History: new HistoryPane(ctx),
     Diff: new DiffPane(ctx, (badges) => picker.setBadges("diff", badges)),

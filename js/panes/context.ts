@@ -10,6 +10,8 @@ export interface Ctx {
   run<T>(label: string, fn: () => Promise<T>): Promise<T | undefined>;
   error(message: string): void;
   select(path: string): void;
+  /** Opens the Source tab on `path`'s class (or `cls` of its MRO) with `line` marked. */
+  openSource?(path: string, cls: string | null, line: number): void;
 }
 
 export interface Pane {

@@ -1,5 +1,6 @@
 // Overview of the selected module: class, sizes, devices, hooks, extra_repr and its last probe record.
 import { clear, formatBytes, formatCount, h } from "../dom";
+import type { SiteRow } from "../protocol";
 import type { Ctx, Pane } from "./context";
 import { statsSection } from "./stats";
 
@@ -62,10 +63,30 @@ export class OverviewPane implements Pane {
     }
     const dl = h("dl", { class: "tx-dl" });
     for (const [k, v] of rows) dl.append(h("dt", {}, k), h("dd", {}, v));
+    const sites = (o.sites as SiteRow[] | undefined) ?? [];
+    if (sites.length) dl.append(h("dt", {}, "called from"), h("dd", { class: "tx-sites" }, ...sites.map((x) => this.site(x))));
     this.el.appendChild(dl);
     if (o.extra_repr) {
       this.el.append(h("h4", {}, "extra_repr"), h("pre", { class: "tx-pre" }, String(o.extra_repr)));
     }
     this.el.appendChild(statsSection(this.ctx, String(o.path)));
+  }
+
+  /** "called from `ResNet.forward`, line 120: `x = self.layer1(x)`", the line a link to the
+   * caller's source with that line marked (issue #18); a reason where there is no line. */
+  private site(x: SiteRow): HTMLElement {
+    const times = x.count > 1 ? ` (${x.count} calls)` : "";
+    if (!x.line || x.reason) return h("div", { class: "tx-site tx-muted" }, `${x.function || "?"}: ${x.reason}${times}`);
+    const where = `${x.function}, line ${x.line}`;
+    const open = this.ctx.openSource;
+    const link =
+      x.caller !== null && open
+        ? h("button", { type: "button", class: "tx-link", title: `open ${x.file} at line ${x.line} in the Source tab` }, where)
+        : h("span", { title: x.file }, where);
+    if (link instanceof HTMLButtonElement && x.caller !== null && open) {
+      const caller = x.caller;
+      link.addEventListener("click", () => open(caller, x.cls, x.line));
+    }
+    return h("div", { class: "tx-site" }, link, ": ", h("code", {}, x.text), times);
   }
 }

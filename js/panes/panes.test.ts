@@ -99,7 +99,7 @@ describe("mountSnapshot", () => {
     await flush();
     expect(el.textContent).toContain("read-only snapshot");
     expect(el.querySelector('[role="status"]')?.textContent).toBe("probe ok: 2 modules");
-    (el.querySelectorAll('[role="tab"]')[5] as HTMLElement).click();
+    (el.querySelectorAll('[role="tab"]')[6] as HTMLElement).click(); // History
     await flush();
     const undo = [...el.querySelectorAll("button")].find((b) => b.textContent === "Undo") as HTMLButtonElement;
     expect(undo.disabled).toBe(true);

@@ -4,6 +4,7 @@
 import { clear, formatBytes, formatCount, h, uid } from "../dom";
 import type { ProbeRow, ProbeSummary, ProbeTableReply } from "../protocol";
 import { messageOf, type Ctx, type Pane } from "./context";
+import { FlowView } from "./flow";
 import { foldRuns, isProbeFold, type ProbeFold } from "./probe_fold";
 
 export type { ProbeRow };
@@ -35,18 +36,43 @@ export class ProbePane implements Pane {
   private rows: ProbeRow[] = [];
   private total = 0;
   private readonly open = new Set<string>(); // folds the person opened, by first block path
-  constructor(private readonly ctx: Ctx) {}
+  private view: "table" | "tree" = "table";
+  private readonly flow: FlowView;
+  constructor(private readonly ctx: Ctx) {
+    this.flow = new FlowView(ctx);
+  }
 
   async show(force = false): Promise<void> {
     const p = this.ctx.model.get("probe");
     if (p.rev === this.shown && !force) return;
+    if (p.rev !== this.shown) this.flow.reset();
     this.shown = p.rev;
     this.rows = [];
     this.open.clear();
     clear(this.el);
     this.el.append(this.controls(p), this.banner(p));
     if (p.ok === null) return;
+    if (this.view === "tree") {
+      this.el.appendChild(this.flow.el);
+      await this.flow.load();
+      return;
+    }
     await this.more();
+  }
+
+  /** Table or call tree (the flow of calls, issue #18). */
+  private toggle(): HTMLElement {
+    const box = h("span", { class: "tx-viewtoggle", role: "group", "aria-label": "probe view" });
+    for (const [view, label] of [["table", "Table"], ["tree", "Call tree"]] as const) {
+      const b = h("button", { type: "button", "aria-pressed": String(this.view === view) }, label);
+      b.addEventListener("click", () => {
+        if (this.view === view) return;
+        this.view = view;
+        void this.show(true);
+      });
+      box.appendChild(b);
+    }
+    return box;
   }
 
   private controls(p: ProbeSummary): HTMLElement {
@@ -70,7 +96,9 @@ export class ProbePane implements Pane {
       void this.ctx.run("probe", () => this.ctx.rpc.call({ kind: "probe", mode: mode.value }));
     });
     const summary = p.ok === null ? p.status : `${p.status} · mode ${p.mode}${p.changed ? ` · ${p.changed} changed` : ""}`;
-    return h("div", { class: "tx-buttons" }, h("label", { for: id }, "mode"), mode, run, h("span", { class: "tx-muted" }, summary));
+    const bar = h("div", { class: "tx-buttons" }, h("label", { for: id }, "mode"), mode, run, h("span", { class: "tx-muted" }, summary));
+    if (p.ok !== null) bar.appendChild(this.toggle());
+    return bar;
   }
 
   private banner(p: ProbeSummary): HTMLElement | string {

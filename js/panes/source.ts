@@ -51,15 +51,34 @@ export function scrollToForward(el: HTMLElement): void {
   scroller.scrollTop = Math.max(0, scroller.scrollTop + offset - header - 2 * line);
 }
 
+/** Another module's source with one line marked: a call site's caller (issue #18). */
+export interface SourceTarget {
+  path: string;
+  cls: string | null;
+  line: number;
+}
+
 export class SourcePane implements Pane {
   readonly el = h("div", { class: "tx-sourcepane" });
   private shown: string | null = null;
   private seq = 0;
+  private target: SourceTarget | null = null;
   constructor(private readonly ctx: Ctx) {}
 
+  /** Shows `target` (instead of the selected module's class) until the selection changes. */
+  at(target: SourceTarget): void {
+    this.target = target;
+    this.shown = null;
+  }
+
+  selectionChanged(): void {
+    this.target = null;
+  }
+
   async show(): Promise<void> {
-    const path = this.ctx.model.get("selected");
-    const key = `${path}@${this.ctx.model.get("tree")?.rev}`;
+    const t = this.target;
+    const path = t ? t.path : this.ctx.model.get("selected");
+    const key = `${t ? `${t.path}|${t.cls}|${t.line}` : path}@${this.ctx.model.get("tree")?.rev}`;
     if (key === this.shown) {
       scrollToForward(this.el);
       return;
@@ -69,9 +88,11 @@ export class SourcePane implements Pane {
     clear(this.el);
     this.el.appendChild(h("p", { class: "tx-muted" }, "loading source…"));
     try {
-      const r = await this.ctx.rpc.call<SourceReply & { [k: string]: unknown }>({ kind: "source", path });
+      const ask = t ? { kind: "source" as const, path, cls: t.cls, line: t.line } : { kind: "source" as const, path };
+      const r = await this.ctx.rpc.call<SourceReply & { [k: string]: unknown }>(ask);
       if (seq === this.seq) {
         renderSource(this.el, r);
+        if (t) this.el.querySelector(".tx-source")?.classList.add("tx-callsite");
         scrollToForward(this.el);
       }
     } catch (e) {

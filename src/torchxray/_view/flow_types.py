@@ -33,7 +33,7 @@ class GraphRequest(TypedDict):
 
 
 class SiteRow(TypedDict):
-    """One line a module was called from (the Overview's "called from")."""
+    """One line a module was called from (listed under "called from" when a module is selected)."""
 
     function: str  # "ResNet.forward"
     file: str

@@ -1,0 +1,161 @@
+// The Graph tab (issue #18): the dataflow between the selected module's direct children, from the
+// kernel's DOT ("graph" request, src/torchxray/_view/graph_dot.py) laid out by @viz-js/viz, loaded
+// as the MRO tab loads it. A click on a node selects its module (the graph stays); a double click
+// or "Go into" draws that module's own children; a folded run of blocks expands on click. Shapes
+// are on the edges, the functional ops in their tooltips; the theme's colours come from styles.css.
+import { clear, h } from "../dom";
+import type { GraphNode, GraphReply } from "../protocol";
+import { messageOf, type Ctx, type Pane } from "./context";
+import { loadViz, type RendererLoader } from "./mro";
+
+export type { GraphNode };
+
+function parentOf(path: string): string {
+  const i = path.lastIndexOf(".");
+  return i < 0 ? "" : path.slice(0, i);
+}
+
+function nameOf(path: string): string {
+  return path ? path.slice(path.lastIndexOf(".") + 1) : "(model)";
+}
+
+export class GraphPane implements Pane {
+  readonly el = h("div", { class: "tx-graphpane" });
+  private readonly bar = h("div", { class: "tx-buttons tx-graphbar" });
+  private readonly graph = h("div", { class: "tx-graph tx-flowgraph" });
+  private readonly note = h("p", { class: "tx-muted" });
+  private base: string | null = null; // the module whose children are drawn
+  private clicked: string | null = null; // a node clicked here: selecting it keeps the graph
+  private readonly open = new Set<string>(); // groups expanded, by key
+  private nodes: GraphNode[] = [];
+  private shown: string | null = null;
+  private seq = 0;
+  /** Milliseconds the last layout took in the browser (DOT to SVG), for the bench. */
+  layoutMs = 0;
+
+  constructor(
+    private readonly ctx: Ctx,
+    private readonly loader: RendererLoader = loadViz,
+  ) {
+    this.el.append(this.bar, this.note, this.graph);
+  }
+
+  async show(): Promise<void> {
+    const selected = String(this.ctx.model.get("selected") ?? "");
+    if (this.base === null || selected !== this.clicked) this.goTo(selected);
+    const base = this.base ?? "";
+    const key = `${base}@${this.ctx.model.get("tree")?.rev}@${this.ctx.model.get("probe")?.rev}@${[...this.open].join(",")}`;
+    if (key === this.shown) {
+      this.mark();
+      return;
+    }
+    this.shown = key;
+    const seq = ++this.seq;
+    clear(this.graph);
+    this.note.textContent = "drawing the dataflow…";
+    let r: GraphReply;
+    try {
+      r = await this.ctx.rpc.call<GraphReply>({ kind: "graph", path: base, open: [...this.open] });
+    } catch (e) {
+      if (seq !== this.seq) return;
+      this.shown = null;
+      this.note.textContent = messageOf(e);
+      return;
+    }
+    if (seq !== this.seq) return;
+    this.nodes = r.nodes;
+    this.note.textContent = r.note || `${r.edges} edges between ${r.nodes.filter((n) => n.path).length} nodes`;
+    this.toolbar();
+    try {
+      const render = await this.loader(this.ctx.rpc);
+      if (seq !== this.seq) return;
+      const t0 = performance.now();
+      const svg = render(r.dot);
+      this.layoutMs = performance.now() - t0;
+      this.graph.dataset.layoutMs = this.layoutMs.toFixed(1);
+      clear(this.graph);
+      this.graph.appendChild(svg);
+      this.wire(svg);
+      this.mark();
+    } catch (e) {
+      if (seq !== this.seq) return;
+      clear(this.graph);
+      this.graph.appendChild(h("p", { class: "tx-note" }, `graph unavailable: ${messageOf(e)}`));
+    }
+  }
+
+  /** Draws `path`'s children from now on (its groups folded again). */
+  private goTo(path: string): void {
+    if (path !== this.base) this.open.clear();
+    this.base = path;
+    this.clicked = null;
+  }
+
+  private into(path: string): void {
+    this.goTo(path);
+    this.ctx.select(path);
+    void this.show();
+  }
+
+  private toolbar(): void {
+    clear(this.bar);
+    const base = this.base ?? "";
+    this.bar.appendChild(h("span", {}, "Dataflow inside ", h("strong", {}, base || "(model)")));
+    if (base !== "") {
+      const up = h("button", { type: "button", title: `draw the children of ${parentOf(base) || "the model"}` }, "Up");
+      up.addEventListener("click", () => this.into(parentOf(base)));
+      this.bar.appendChild(up);
+    }
+    const target = this.nodes.find((n) => n.kind === "module" && n.path === this.clicked && n.nkids > 0);
+    if (target) {
+      const go = h("button", { type: "button", title: "draw its children" }, `Go into ${nameOf(target.path)}`);
+      go.addEventListener("click", () => this.into(target.path));
+      this.bar.appendChild(go);
+    }
+    for (const key of this.open) {
+      const b = h("button", { type: "button", title: "show the run of blocks as one node again" }, `Fold ${nameOf(key)}…`);
+      b.addEventListener("click", () => {
+        this.open.delete(key);
+        void this.show();
+      });
+      this.bar.appendChild(b);
+    }
+  }
+
+  private wire(svg: Element): void {
+    const byId = new Map(this.nodes.map((n) => [n.id, n]));
+    svg.querySelectorAll("g.node").forEach((g) => {
+      const n = byId.get(g.querySelector("title")?.textContent ?? "");
+      if (!n || !n.path) return;
+      const el = g as SVGGElement;
+      el.style.cursor = "pointer";
+      el.setAttribute("role", "button");
+      el.dataset.path = n.path;
+      g.classList.add(n.kind === "group" ? "tx-group" : "tx-module");
+      if (n.kind === "group") {
+        el.setAttribute("aria-label", `expand ${n.count} blocks from ${n.path}`);
+        g.addEventListener("click", () => {
+          this.open.add(n.key);
+          void this.show();
+        });
+        return;
+      }
+      el.setAttribute("aria-label", `select ${n.path}`);
+      g.addEventListener("click", () => {
+        this.clicked = n.path;
+        this.ctx.select(n.path);
+        this.toolbar();
+        this.mark();
+      });
+      if (n.nkids > 0) g.addEventListener("dblclick", () => this.into(n.path));
+    });
+  }
+
+  /** Outlines the node of the selected module. */
+  private mark(): void {
+    const selected = String(this.ctx.model.get("selected") ?? "");
+    this.graph.querySelectorAll("g.node").forEach((g) => {
+      g.classList.toggle("tx-current", (g as SVGGElement).dataset.path === selected);
+    });
+  }
+}
