@@ -128,14 +128,16 @@ class LazyPass:
         head_ids: dict[tuple[Any, ...], int] = {}
         tsig_ids: dict[tuple[Any, ...], int] = {}
         repr_memo: dict[Any, tuple[str, int]] = {}  # see ClassFacts.repr_keys
-        broken, records, interned = self.broken, self.records, self.interned
+        broken, records = self.broken, self.records
         known: dict[type, Any] = {}  # class -> facts, for this pass (FACTS is weak)
         p_own, t_own, b_own = late.params_own, late.trainable_own, late.bytes_own
         devs, dts, exacts = late.devices, late.dtypes, late.exact
         ers: list[str] = []
         hids: list[int] = []
         tensors: list[Any] = []  # every param/buffer (kept alive so ids stay unique)
-        ers_append, hids_append, tensors_append = ers.append, hids.append, tensors.append
+        ers_append, hids_append, tensors_extend = ers.append, hids.append, tensors.extend
+        # own tensors' layout -> what _tensors returns (see below)
+        tmemo: dict[Any, tuple[Any, ...]] = {}
         for i, m in enumerate(self.modules):
             if broken and i in broken:
                 er = broken[i]
@@ -166,47 +168,35 @@ class LazyPass:
                 # A quantized layer's packed weights count as its parameters.
                 params = {**(params or {}), **packed}
             if params or buffers:
-                tl = []
-                own = trainable = nbytes = 0
-                devices: tuple[str, ...] = ()
-                dtypes: tuple[str, ...] = ()
-                for group in (params, buffers) if buffers else (params,):
-                    is_param = group is params
-                    for k, t in group.items():
-                        if t is None:
-                            continue
-                        tensors_append(t)
-                        if type(t) not in _PLAIN_TENSORS:
-                            self.odd.append((i, t))
-                        dtype, itemsize = DTYPES.get(t.dtype) or dtype_info(t.dtype)
-                        try:
-                            n = t.numel()
-                            shape = t.shape
-                        except Exception:  # UninitializedParameter (lazy modules)
-                            n, shape = 0, None
-                            exacts[i] = False
-                        nbytes += n * itemsize
-                        if is_param:
-                            own += n
-                            if t.requires_grad:
-                                trainable += n
-                        dev = "cpu" if t.is_cpu else str(t.device)
-                        if not devices:
-                            devices = interned.get(dev) or self._one(dev)
-                        elif dev not in devices:
-                            devices = self._set({dev, *devices})
-                        if not dtypes:
-                            dtypes = interned.get(dtype) or self._one(dtype)
-                        elif dtype not in dtypes:
-                            dtypes = self._set({dtype, *dtypes})
-                        tl.append((k, shape, dtype))
-                p_own[i], t_own[i], b_own[i], devs[i], dts[i] = (
-                    own, trainable, nbytes, devices, dtypes
-                )  # fmt: skip
-                # Interned so the memo key and the head hash an int, not shapes.
-                tsig = tsig_ids.get(key := tuple(tl))
-                if tsig is None:
-                    tsig = tsig_ids[key] = len(tsig_ids)
+                # What decides this module's counts, devices, dtypes and tensor signature: per
+                # tensor its name, type, shape, dtype, requires_grad and device. Repeated
+                # layers share it, so the per-tensor work below runs once per distinct layout.
+                key: Any
+                try:
+                    kp = tuple(
+                        [(k, type(t), t.shape, t.dtype, t.requires_grad, t.is_cpu or t.device)
+                         for k, t in params.items() if t is not None]
+                    )  # fmt: skip
+                    kb = (
+                        tuple([(k, type(t), t.shape, t.dtype, t.is_cpu or t.device)
+                               for k, t in buffers.items() if t is not None])
+                        if buffers else ()
+                    )  # fmt: skip
+                    got = tmemo.get(key := (kp, kb))
+                except Exception:  # UninitializedParameter (lazy modules) and other odd tensors
+                    key = got = None
+                if got is None:
+                    got = self._tensors(i, params, buffers, late, tsig_ids, tensors)
+                    if key is not None and got[6]:
+                        tmemo[key] = got
+                else:  # the tensors themselves, for the shared-tensor check in _totals
+                    if len(kp) == len(params):
+                        tensors_extend(params.values())
+                    else:
+                        tensors_extend([t for t in params.values() if t is not None])
+                    if kb:
+                        tensors_extend([t for t in buffers.values() if t is not None])
+                p_own[i], t_own[i], b_own[i], devs[i], dts[i], tsig, _ = got
             if facts.plain_repr and "extra_repr" not in d:
                 er = ""
                 hid = head_ids.setdefault((qualname, er, tsig), len(head_ids))
@@ -239,6 +229,60 @@ class LazyPass:
         tsigs = list(tsig_ids)
         heads = [(q, er, tsigs[t] if t >= 0 else ()) for q, er, t in head_ids]
         return hids, heads, tensors
+
+    def _tensors(
+        self,
+        i: int,
+        params: Any,
+        buffers: Any,
+        late: Late,
+        tsig_ids: dict[tuple[Any, ...], int],
+        tensors: list[Any],
+    ) -> tuple[int, int, int, tuple[str, ...], tuple[str, ...], int, bool]:
+        """(own, trainable, bytes, devices, dtypes, tensor signature id, memoisable) of module
+        i's own tensors, each read."""
+        interned = self.interned
+        tl = []
+        own = trainable = nbytes = 0
+        devices: tuple[str, ...] = ()
+        dtypes: tuple[str, ...] = ()
+        plain = True
+        for group in (params, buffers) if buffers else (params,):
+            is_param = group is params
+            for k, t in group.items():
+                if t is None:
+                    continue
+                tensors.append(t)
+                if type(t) not in _PLAIN_TENSORS:
+                    self.odd.append((i, t))
+                    plain = False
+                dtype, itemsize = DTYPES.get(t.dtype) or dtype_info(t.dtype)
+                try:
+                    n = t.numel()
+                    shape = t.shape
+                except Exception:  # UninitializedParameter (lazy modules)
+                    n, shape = 0, None
+                    late.exact[i] = plain = False
+                nbytes += n * itemsize
+                if is_param:
+                    own += n
+                    if t.requires_grad:
+                        trainable += n
+                dev = "cpu" if t.is_cpu else str(t.device)
+                if not devices:
+                    devices = interned.get(dev) or self._one(dev)
+                elif dev not in devices:
+                    devices = self._set({dev, *devices})
+                if not dtypes:
+                    dtypes = interned.get(dtype) or self._one(dtype)
+                elif dtype not in dtypes:
+                    dtypes = self._set({dtype, *dtypes})
+                tl.append((k, shape, dtype))
+        # Interned so the memo key and the head hash an int, not shapes.
+        tsig = tsig_ids.get(key := tuple(tl))
+        if tsig is None:
+            tsig = tsig_ids[key] = len(tsig_ids)
+        return own, trainable, nbytes, devices, dtypes, tsig, plain
 
     def _totals(self, late: Late, tensors: list[Any]) -> None:
         """Subtree totals, devices, dtypes and exactness, summed up the canonical tree; along
