@@ -16,7 +16,8 @@ function lastName(path: string): string {
 }
 
 export class FlowView {
-  readonly el = h("div", { class: "tx-flow", role: "tree", "aria-label": "call tree" });
+  // A list, not a second role=tree: the model tree's rows stay the only treeitems in the widget.
+  readonly el = h("div", { class: "tx-flow", role: "list", "aria-label": "call tree" });
   private lines: FlowLine[] = [];
   private total = 0;
   private readonly open = new Set<string>(); // folds the person opened, by key
@@ -65,7 +66,7 @@ export class FlowView {
     const index = line.calls > 1 ? ` #${line.index}` : "";
     const row = h(
       "div",
-      { class: "tx-flowline", role: "treeitem", "aria-level": String(line.depth + 1), title: `${line.path || "(model)"}: click to select it` },
+      { class: "tx-flowline", role: "listitem", "data-depth": String(line.depth), title: `${line.path || "(model)"}: click to select it` },
       h("span", { class: "tx-flowname" }, `${line.path ? lastName(line.path) : "(model)"}${index}`),
       h("span", { class: "tx-muted" }, ` ${line.cls}`),
     );
@@ -79,8 +80,8 @@ export class FlowView {
       "div",
       {
         class: "tx-flowline tx-foldrow",
-        role: "treeitem",
-        "aria-level": String(line.depth + 1),
+        role: "listitem",
+        "data-depth": String(line.depth),
         "aria-expanded": String(line.open),
         title: `${line.count} identical calls: ${line.path} to ${line.last} (click to ${line.open ? "fold" : "open"})`,
       },
