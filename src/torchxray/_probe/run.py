@@ -24,6 +24,7 @@ from torch.nn.parameter import is_lazy
 
 from .calls import Call, Recorder
 from .flops import FlopCount
+from .fsdp import fsdp_kept, fsdp_resharded
 from .memo import Memo
 from .wrap import Patches
 
@@ -129,6 +130,7 @@ class ProbeRun:
             es.enter_context(torch.no_grad())
             if self.mode == "fake":
                 es.callback(_undo_fake_state, _snapshot_state(self.modules))
+                es.enter_context(fsdp_kept(self.modules))  # FSDP2's bookkeeping, as it was
                 from .fake import ProbeFakeMode  # FakeTensorMode, with CPU grouped_mm
 
                 # allow_non_fake_inputs: the model's real parameters are converted lazily to fake
@@ -137,6 +139,8 @@ class ProbeRun:
                 # A meta kernel that fails logs a full traceback at ERROR level before raising; the
                 # report already carries that error, so keep it out of the notebook's output.
                 es.enter_context(quiet_logger("torch._subclasses.fake_tensor"))
+            else:
+                es.enter_context(fsdp_resharded(self.modules))  # sharded units as they were
             if self.mode == "fake" or self.flops:
                 # In fake mode the counter also hands FakeTensorMode fake views of the weights.
                 es.enter_context(
