@@ -66,7 +66,9 @@ def _fsdp_flags(model: nn.Module) -> list[tuple[str, str]]:
 
 def test_real_probe_after_a_fake_probe_runs_and_leaves_the_shards(mesh: Any) -> None:
     model, args, kwargs = build("hf-llama")
-    _shard(model, list(model.model.layers), mesh)
+    inner: Any = model.model
+    layers = inner.layers
+    _shard(model, list(layers), mesh)
     params, flags = _sharded(model), _fsdp_flags(model)
     assert {cls for _, cls, _ in params} == {"DTensor"}
     fake = tx.probe(model, *args, **kwargs)

@@ -119,7 +119,7 @@ def fsdp_kept(modules: list[nn.Module]) -> Iterator[None]:
 @contextlib.contextmanager
 def fsdp_resharded(modules: list[nn.Module]) -> Iterator[None]:
     """The units sharded before a real run resharded after it, as a forward left them."""
-    sharded = []
+    sharded: list[Any] = []  # FSDPModule units (their class is made at fully_shard time)
     for m, state in _units(modules):
         groups = getattr(state, "_fsdp_param_groups", ())
         if groups and all(getattr(g, "is_sharded", False) for g in groups):
