@@ -25,7 +25,7 @@ from .forms import Field, Form, FormError, form, record_init_args
 from .memory import MemoryRecord, MemoryReport, memory
 from .mro import ClassInfo, mro_class, mro_classes, mro_graph
 from .patch import PatchEntry, PatchLog
-from .probe import ProbeReport, probe
+from .probe import Edge, FlowEntry, ProbeReport, Site, probe
 from .select import peft_targets, select
 from .source import Source, source
 from .stats import ParamStats, stats
@@ -36,8 +36,10 @@ _LAZY: dict[str, str] = {"explore": "widget", "Explorer": "widget"}
 __all__ = [
     "CatalogEntry",
     "ClassInfo",
+    "Edge",
     "Explorer",
     "Field",
+    "FlowEntry",
     "Form",
     "FormError",
     "MemoryRecord",
@@ -50,6 +52,7 @@ __all__ = [
     "ParamStats",
     "PatchLog",
     "ProbeReport",
+    "Site",
     "Source",
     "__version__",
     "catalog",
