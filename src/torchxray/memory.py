@@ -32,6 +32,7 @@ from torch.utils import _pytree as pytree
 
 from ._memory.optim import state_bytes
 from ._memory.trace import StepTrace, trace_step
+from ._memory.weights import fake_weights, subtree_bytes
 from ._probe.placement import execution_devices, offload_paused
 
 __all__ = ["MemoryRecord", "MemoryReport", "memory"]
@@ -76,6 +77,8 @@ class MemoryReport:
     peak: int
     records: Mapping[str, MemoryRecord] = field(repr=False)
     aliases: Mapping[str, str] = field(repr=False, default_factory=dict)
+    # Blocks whose figures were replayed from an identical earlier one (`_memory.memo`).
+    memoised: tuple[str, ...] = field(repr=False, default=())
 
     @property
     def total(self) -> int:
@@ -144,6 +147,21 @@ def memory(
     whose state layout is read; None counts no optimizer state. ``batch``: inputs as a loader
     gives them, a mapping of keyword inputs (a tokenizer's output) or a tensor or tuple of
     positional ones, added to ``args``/``kwargs``. Raises ValueError when the forward fails."""
+    return run_memory(model, args, kwargs, training=training, optimizer=optimizer, batch=batch)
+
+
+def run_memory(
+    model: nn.Module,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    *,
+    training: bool = False,
+    optimizer: str | torch.optim.Optimizer | None = None,
+    batch: Any = None,
+    memoise: bool = True,
+) -> MemoryReport:
+    """`memory()` with its inputs as a tuple and a dict; ``memoise=False`` traces every block
+    (the reference the memo is tested against, `_memory.memo`)."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"memory() needs a torch.nn.Module, got {type(model).__name__}")
     if isinstance(model, torch.jit.ScriptModule):
@@ -163,7 +181,7 @@ def memory(
     buffers = _unique(model.buffers())
     trainable = [p for p in params if p.requires_grad] if training else []
     opt = state_bytes(optimizer, trainable) if optimizer is not None else {}
-    trace = _fake_step(model, modules, args, kwargs, training)
+    trace = _fake_step(model, modules, args, kwargs, training, memoise)
     if trace.error is not None:
         raise ValueError(
             f"memory(): the fake forward failed: {trace.error}. Check the example inputs "
@@ -198,6 +216,7 @@ def memory(
         peak=trace.peak + (root.optimizer if training else 0),
         records=records,
         aliases=aliases,
+        memoised=tuple(trace.memoised),
     )
 
 
@@ -245,6 +264,7 @@ def _fake_step(
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     training: bool,
+    memoise: bool,
 ) -> StepTrace:
     from ._probe.fake import ProbeFakeMode  # FakeTensorMode, with CPU grouped_mm (MoE experts)
 
@@ -252,25 +272,12 @@ def _fake_step(
     # built before the run is converted when an op first meets it.
     fake_mode = ProbeFakeMode(allow_non_fake_inputs=True)
     devices = execution_devices([m for _, m in modules])  # offloaded weights: where they run
-    made: dict[int, torch.Tensor] = {}
-    tensors: dict[str, torch.Tensor] = {}
     named = (
         *model.named_parameters(remove_duplicate=False),
         *model.named_buffers(remove_duplicate=False),
     )
-    for name, t in named:
-        fake = made.get(id(t))
-        if fake is None:
-            fake = fake_mode.from_tensor(t.detach())  # a view of its metadata: no copy
-            target = devices.get(id(t))
-            if target is not None and fake.device != target:
-                with fake_mode:
-                    fake = fake.to(target)
-            if training and isinstance(t, nn.Parameter) and t.requires_grad:
-                fake.requires_grad_(True)
-            made[id(t)] = fake
-        tensors[name] = fake
-    first = next(iter(made.values()), None)
+    tensors = fake_weights(named, fake_mode, devices, training)
+    first = next(iter(tensors.values()), None)
     device = first.device if first is not None else torch.device("cpu")
     leaves, spec = pytree.tree_flatten((args, kwargs))
     moved = []
@@ -283,7 +290,7 @@ def _fake_step(
         moved.append(x)
     fargs, fkwargs = pytree.tree_unflatten(moved, spec)
     with offload_paused([m for _, m in modules]):
-        trace = trace_step(model, modules, fake_mode, tensors, fargs, fkwargs, training)
+        trace = trace_step(model, modules, fake_mode, tensors, fargs, fkwargs, training, memoise)
     trace.device = str(device)
     return trace
 
@@ -302,15 +309,16 @@ def _records(
         parent = index[path.rsplit(".", 1)[0] if "." in path else ""]
         acts[parent] += acts[i]
     out = {}
+    sums = subtree_bytes(modules, grad_ids, opt)
     for i, (path, m) in enumerate(modules):
-        ps = list(m.parameters())  # deduplicated within the subtree by nn.Module
+        params, buffers, grads, optimizer = sums[i]
         out[path] = MemoryRecord(
             path=path,
             cls=type(m).__name__,
-            params=sum(_nbytes(p) for p in ps),
-            buffers=sum(_nbytes(b) for b in m.buffers()),
-            grads=sum(_nbytes(p) for p in ps if id(p) in grad_ids),
-            optimizer=sum(opt.get(id(p), 0) for p in ps),
+            params=params,
+            buffers=buffers,
+            grads=grads,
+            optimizer=optimizer,
             activations=acts[i],
             activations_own=own[i],
             peak=trace.peaks.get(path, 0),

@@ -62,6 +62,14 @@ class LiveBytes(TorchDispatchMode):
             del self.refs[key]
             self.live -= entry[1]
 
+    def reach(self, total: int) -> None:
+        """A replayed block's recorded peak (`_memory.memo`): the total it rose to, counted for
+        the run and the innermost open span as if its tensors had been made."""
+        if total > self.peak:
+            self.peak = total
+        if self.spans and total > self.spans[-1]:
+            self.spans[-1] = total
+
     def enter(self) -> None:
         self.spans.append(self.live)
 

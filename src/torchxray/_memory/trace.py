@@ -20,6 +20,7 @@ from torch.utils import _pytree as pytree
 
 from .._probe.run import quiet_logger
 from .live import LiveBytes, storage_key
+from .memo import StepMemo
 
 __all__ = ["StepTrace", "trace_step"]
 
@@ -35,6 +36,7 @@ class StepTrace:
     peak: int = 0
     error: str | None = None
     device: str = "cpu"  # where the step ran (an offloaded weight's execution device)
+    memoised: list[str] = field(default_factory=list)  # blocks replayed (`_memory.memo`)
 
 
 class _Stack:
@@ -43,6 +45,8 @@ class _Stack:
     def __init__(self, paths: dict[int, str], live: LiveBytes, trace: StepTrace) -> None:
         self.paths, self.live, self.trace = paths, live, trace
         self.open: list[str] = []
+        # Every (path, peak) as calls end, while the memo records a block; else None.
+        self.log: list[tuple[str, int]] | None = None
 
     def pre(self, module: nn.Module, args: Any) -> None:
         path = self.paths.get(id(module))
@@ -58,6 +62,8 @@ class _Stack:
             peaks = self.trace.peaks
             if top > peaks.get(path, 0):
                 peaks[path] = top
+            if self.log is not None:
+                self.log.append((path, top))
 
 
 @contextlib.contextmanager
@@ -122,9 +128,11 @@ def trace_step(
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     training: bool,
+    memoise: bool = True,
 ) -> StepTrace:
     """Run the step on `tensors` (fake parameters and buffers by name, tied names included) and
-    fake inputs; `modules` are the model's (path, module) pairs, each module once."""
+    fake inputs; `modules` are the model's (path, module) pairs, each module once. `memoise`:
+    replay repeated blocks of a forward (`_memory.memo`; not when training)."""
     trace = StepTrace()
     live = LiveBytes()
     stack = _Stack({id(m): p for p, m in modules}, live, trace)
@@ -154,6 +162,11 @@ def trace_step(
         es.enter_context(fake_mode)
         es.enter_context(live)
         es.enter_context(torch.enable_grad() if training else torch.no_grad())
+        memo = (
+            StepMemo(model, modules, stack, live, fake_mode) if memoise and not training else None
+        )
+        if memo is not None and memo.stubbed:
+            es.enter_context(memo.install())
         if training:
             es.enter_context(torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t))
         try:
@@ -170,4 +183,6 @@ def trace_step(
             where = stack.open[-1] if stack.open else ""
             trace.error = f"{type(exc).__name__} in {where or 'the model'!r}: {exc}"
     trace.peak = live.peak
+    if memo is not None:
+        trace.memoised = memo.hits
     return trace

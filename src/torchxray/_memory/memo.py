@@ -1,0 +1,279 @@
+"""Repeated identical blocks in a fake memory trace (`_memory.trace`): run twice, then replayed.
+
+The blocks are those the probe's memo (`_probe.memo`) replays, found by the same signatures
+(class, forward, plain attributes, parameter metadata, children; transformers' decoder layers up
+to their cache index) and called with the same input metadata. Fake tensors hold no data, so such
+a block's bytes depend only on that metadata, up to what the live total (`_memory.live`) sees of
+the world outside the block. A block is therefore recorded as offsets from the live total when it
+was entered: the highest total within its forward and within each descendant's, the total when it
+returned, and what it left alive: its outputs and, for a Hugging Face cache, its own cache slot.
+
+Nothing else may change. A recording is refused (the block runs every time) when the block freed a
+storage that was alive before it, left alive one that is neither an output nor its cache slot (a
+tensor cached on a module, say), returned a view of an input or two outputs sharing a storage, or
+changed another slot of the cache. Two recorded calls must agree field by field (for transformers'
+layers, two of different cache indices) before the rest are replayed: the replay raises the live
+total to the recorded peak, makes fresh fake outputs (and cache slot tensors) of the recorded
+metadata, which the live total then counts and frees as any other tensor, and writes the
+descendants' peaks under its own path. `tests/test_memory_memo.py` checks the result equals the
+full trace, field by field.
+
+Only forwards without autograd are replayed: a training step's backward walks the graph each
+block builds, which a replay does not have, so `training=True` traces every block.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import torch
+from torch import nn
+from torch._subclasses.fake_tensor import FakeTensor
+from torch.utils import _pytree as pytree
+from torch.utils._python_dispatch import _disable_current_modes
+
+from .._probe.memo import _PLAIN, Signatures, _input_key
+from .._probe.memo_cache import _TensorMeta, only_slot_changed, snapshot, state_key, template
+from .live import LiveBytes, storage_key
+
+__all__ = ["StepMemo"]
+
+_Meta = tuple[tuple[int, ...], tuple[int, ...], torch.dtype, torch.device]
+_REFUSED = object()
+
+
+def _fresh_bytes(t: torch.Tensor) -> int:
+    """Bytes of the storage `torch.empty_strided` gives a tensor of `t`'s shape and strides."""
+    if t.numel() == 0:
+        return 0
+    span = 1 + sum((s - 1) * st for s, st in zip(t.shape, t.stride()))
+    return span * t.element_size()
+
+
+def _slot_tensors(slot: Any) -> Iterator[torch.Tensor]:
+    for v in vars(slot).values():
+        if isinstance(v, torch.Tensor):
+            yield v
+        elif type(v) in (list, tuple):
+            yield from (x for x in v if isinstance(x, torch.Tensor))
+
+
+class _Entry:
+    __slots__ = ("spec", "metas", "top", "end", "events", "effects", "index", "confirmed")
+
+    def __init__(self, spec: Any, metas: list[Any], top: int, end: int, events: list[Any],
+                 effects: list[tuple[dict[str, Any], Hashable]], index: int | None) -> None:  # fmt: skip
+        self.spec, self.metas, self.top, self.end = spec, metas, top, end
+        self.events = events  # (descendant path below the block, its peak - live at entry)
+        self.effects = effects  # per cache argument: its slot's state after (template, key)
+        self.index = index
+        self.confirmed = False
+
+    def same(self, other: _Entry) -> bool:
+        return (
+            str(self.spec) == str(other.spec)
+            and self.metas == other.metas
+            and (self.top, self.end) == (other.top, other.end)
+            and self.events == other.events
+            and [k for _, k in self.effects] == [k for _, k in other.effects]
+        )
+
+    def outputs(self, make: Callable[..., torch.Tensor]) -> Any:
+        # Fresh fakes every time: the live total counts each replay's outputs as new storages.
+        leaves = [make(*m) if isinstance(m, tuple) else m for m in self.metas]
+        return pytree.tree_unflatten(leaves, self.spec)
+
+
+class StepMemo:
+    """Stubs on the outermost repeated blocks of a fake step (`install` puts them on for the
+    run); `stack` is the trace's module stack (open paths, peaks, and its `log` of peaks while a
+    block is recorded), `live` its live total."""
+
+    def __init__(self, model: nn.Module, modules: list[tuple[str, nn.Module]], stack: Any,
+                 live: LiveBytes, fake_mode: Any) -> None:  # fmt: skip
+        self.stack, self.live, self.fake_mode = stack, live, fake_mode
+        self.modules = modules
+        paths = {id(m): p for p, m in modules}
+        self.sigs = Signatures(model, paths)
+        self.entries: dict[Hashable, Any] = {}
+        self.hits: list[str] = []
+        self.stubbed: dict[int, tuple[Hashable, int | None]] = {}
+        exact = Counter(self.sigs.exact.values())
+        relaxed = Counter(self.sigs.relaxed[k] for k in self.sigs.index)
+        self._mark(model, exact, relaxed, False)
+
+    def _mark(self, m: nn.Module, exact: Counter[int], relaxed: Counter[int], inside: bool) -> None:
+        # As the probe's memo: the outermost exactly repeated blocks; inside a block repeated up
+        # to its cache index only, children keep theirs (that block may never replay).
+        sigs, key = self.sigs, id(m)
+        sig = sigs.exact.get(key)
+        repeats = sig is not None and exact[sig] > 1
+        if not inside:
+            if repeats:
+                self.stubbed[key] = (("exact", sig), None)
+            elif key in sigs.index and relaxed[sigs.relaxed[key]] > 1:
+                self.stubbed[key] = (("relaxed", sigs.relaxed[key]), sigs.index[key])
+        for child in m._modules.values():
+            if child is not None:
+                self._mark(child, exact, relaxed, inside or repeats)
+
+    @contextmanager
+    def install(self) -> Iterator[None]:
+        """Each stubbed module's `forward` routed through the memo for the run, put back after."""
+        done: list[tuple[nn.Module, Any]] = []
+        try:
+            for path, m in self.modules:
+                stubbed = self.stubbed.get(id(m))
+                if stubbed is None:
+                    continue
+                d = vars(m)
+                done.append((m, d.get("forward", _REFUSED)))
+                d["forward"] = self._stub(path, *stubbed, m.forward)
+            yield
+        finally:
+            for m, was in done:
+                if was is _REFUSED:
+                    del vars(m)["forward"]
+                else:
+                    vars(m)["forward"] = was
+
+    def _stub(
+        self, path: str, sig: Hashable, index: int | None, original: Callable[..., Any]
+    ) -> Callable[..., Any]:
+        def forward(*args: Any, **kwargs: Any) -> Any:
+            return self._call(path, sig, index, original, args, kwargs)
+
+        return forward
+
+    def _call(self, path: str, sig: Hashable, index: int | None, original: Callable[..., Any],
+              args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:  # fmt: skip
+        stack, live = self.stack, self.live
+        keyed = _input_key(args, kwargs, index)
+        if not stack.open or stack.open[-1] != path or keyed is None or torch.is_grad_enabled():
+            return original(*args, **kwargs)
+        ikey, caches = keyed
+        key = (sig, ikey)
+        entry = self.entries.get(key)
+        if entry is _REFUSED:
+            return original(*args, **kwargs)
+        if entry is not None and entry.confirmed:
+            return self._replay(path, entry, caches, index)
+        start, refs = live.live, dict(live.refs)
+        before = [snapshot(c) for c in caches]
+        outer = stack.log is not None
+        if not outer:
+            stack.log = []
+        first = len(stack.log)
+        try:
+            result = original(*args, **kwargs)
+            fresh = self._describe(path, result, start, refs, caches, before, index, first)
+        finally:
+            if not outer:
+                stack.log = None
+        if entry is None:
+            self.entries[key] = fresh if fresh is not None else _REFUSED
+        elif index is not None and entry.index == index:
+            pass  # the same layer again: a second index must confirm
+        elif fresh is not None and entry.same(fresh):
+            entry.confirmed = True
+        else:
+            self.entries[key] = _REFUSED
+        return result
+
+    def _describe(self, path: str, result: Any, start: int, refs: dict[int, Any], caches: list[Any],
+                  before: list[Any], index: int | None, first: int) -> _Entry | None:  # fmt: skip
+        live = self.live
+        now = live.refs
+        if any(now.get(k) is not e for k, e in refs.items()):
+            return None  # freed a storage it did not make
+        made = {k for k, e in now.items() if refs.get(k) is not e}
+        left: set[int] = set()
+
+        def own(t: torch.Tensor) -> bool:  # a storage the block made, as a fresh fake would be
+            key, nbytes = storage_key(t)
+            ok = key in made and key not in left and nbytes == _fresh_bytes(t)
+            left.add(key)
+            return ok and int(t.storage_offset()) == 0
+
+        leaves, spec = pytree.tree_flatten(result)
+        metas: list[Any] = []
+        for leaf in leaves:
+            if isinstance(leaf, torch.Tensor):
+                # A fake tensor: a subclass (a DTensor) would not be remade as one.
+                if type(leaf) is not FakeTensor or not own(leaf):
+                    return None
+                metas.append((tuple(leaf.shape), leaf.stride(), leaf.dtype, leaf.device))
+            elif isinstance(leaf, _PLAIN):
+                metas.append(leaf)
+            else:
+                return None
+        effects = []
+        for cache, was in zip(caches, before):
+            if was is None or index is None or not only_slot_changed(cache, was, index):
+                return None
+            slot = cache.layers[index]
+            tmpl, key = template(slot), state_key(slot)
+            if tmpl is None or key is None or not all(own(t) for t in _slot_tensors(slot)):
+                return None
+            effects.append((tmpl, key))
+        if left != made:
+            return None  # something else of its making is still alive (a cached tensor)
+        prefix, cut = path + ".", len(path)
+        events = []
+        for p, top in self.stack.log[first:]:
+            if not p.startswith(prefix):
+                return None  # a module outside the block was called from inside it
+            events.append((p[cut:], top - start))
+        return _Entry(
+            spec, metas, live.spans[-1] - start, live.live - start, events, effects, index
+        )
+
+    def _replay(self, path: str, entry: _Entry, caches: list[Any], index: int | None) -> Any:
+        live, stack = self.live, self.stack
+        start = live.live
+        live.reach(start + entry.top)
+        peaks, log = stack.trace.peaks, stack.log
+        for rel, top in entry.events:
+            p, v = path + rel, start + top
+            if v > peaks.get(p, 0):
+                peaks[p] = v
+            if log is not None:
+                log.append((p, v))
+        made: list[torch.Tensor] = []
+        fake_mode = self.fake_mode
+
+        def make(shape: Any, stride: Any, dtype: torch.dtype, device: torch.device) -> Any:
+            # A FakeTensor made directly (~25 us; through the modes ~200 us), counted below.
+            meta = torch.empty_strided(shape, stride, dtype=dtype, device="meta")
+            made.append(FakeTensor(fake_mode, meta, device))
+            return made[-1]
+
+        with _disable_current_modes():
+            out = entry.outputs(make)
+            if index is not None:
+                for cache, (tmpl, _) in zip(caches, entry.effects):
+                    _materialise(cache.layers[index], tmpl, make)
+        for t in made:
+            live.track(t)
+        self.hits.append(path)
+        return out
+
+
+def _materialise(obj: Any, tmpl: dict[str, Any], make: Callable[..., torch.Tensor]) -> None:
+    """`memo_cache.materialise`, each tensor made by `make` (shape, stride, dtype, device)."""
+    d = vars(obj)
+    d.clear()
+    d.update({k: _fresh(v, make) for k, v in tmpl.items()})
+
+
+def _fresh(v: Any, make: Callable[..., torch.Tensor]) -> Any:
+    # A module-level function, not a recursive closure: that would be a reference cycle holding
+    # every tensor the replay made until a garbage collection, and the live total with them.
+    if isinstance(v, _TensorMeta):
+        return make(v.shape, v.stride, v.dtype, v.device)
+    if type(v) in (list, tuple):
+        return type(v)(_fresh(x, make) for x in v)
+    return v
