@@ -244,6 +244,12 @@ def test_a_real_probe_has_no_dataflow_and_says_so() -> None:
     assert err["kind"] == "error" and "layer9" in err["message"]
 
 
+def test_a_leaf_has_no_graph_and_says_so() -> None:
+    reply = _ok(_resnet().handle({"kind": "graph", "path": "layer1.0.conv1"})[0])
+    assert reply["nodes"] == [] and reply["edges"] == 0
+    assert reply["note"].startswith("layer1.0.conv1 has no child modules")
+
+
 @pytest.mark.parametrize("path", ["", "layer2.0"])
 def test_every_node_id_in_the_reply_is_in_the_dot(path: str) -> None:
     reply = _ok(_resnet().handle({"kind": "graph", "path": path})[0])

@@ -104,3 +104,34 @@ def test_call_site_call_tree_and_dataflow_graph(page: Page, lab: Lab, shots: Pat
         page.screenshot(path=str(shots / "flow-graph-dark.png"))
     finally:
         set_theme(page, "JupyterLab Light")  # the theme is a user setting shared by later flows
+
+
+EVIL = """\
+import torch
+import torch.nn as nn
+import torchxray as tx
+
+
+class Evil(nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+Evil.__name__ = Evil.__qualname__ = "<img src=x onerror=alert(1)>"
+model = nn.Sequential()
+model.add_module("<script>alert(2)</script>", nn.Linear(4, 4))
+model.add_module('q"\\\\n', Evil())
+x = torch.randn(2, 4)"""
+
+
+def test_graph_shows_hostile_names_as_text(page: Page, lab: Lab, shots: Path) -> None:
+    ex = open_explorer(page, lab, "flowevil", EVIL, "ex = tx.explore(model, x)\nex")
+    ex.get_by_role("tab", name="Graph").click()
+    svg = ex.get_by_role("tabpanel", name="Graph").locator("svg")
+    expect(svg).to_be_visible(timeout=60_000)
+    expect(svg).to_contain_text("<script>alert(2)</script>")
+    expect(svg).to_contain_text("<img src=x onerror=alert(1)>")
+    expect(svg).to_contain_text('q"\\n')
+    assert svg.locator("script, img, foreignObject").count() == 0
+    page.screenshot(path=str(shots / "flow-graph-names.png"))
+    # The page fixture fails the flow if a dialog opened (model text run as code).

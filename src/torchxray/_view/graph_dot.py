@@ -127,6 +127,11 @@ def build(
         for k in range(start, start + count):
             owner[kids[k].name] = nid
     links, note = _links(report, path, owner)
+    if not kids:
+        links, note = (
+            {},
+            f"{node.path or 'the model'} has no child modules: its inputs and outputs are in the Overview",
+        )
     if links:
         for end in ("input", "output"):
             if any(end in pair for pair in links):
