@@ -194,18 +194,23 @@ def _links(
         direct = b == "output" or e.dst.count(".") == depth
         links.setdefault((a, b), _Link()).add((e.src, e.src_index), e.shape, e.ops, direct)
     has = {end for pair in links for end in pair}
+    if "input" in has and "output" in has:
+        return links, ""
+    calls: dict[str, int] = {}  # the children's calls (records are made only where needed)
+    for f in report.flow:
+        if f.path.startswith(prefix) and f.path[cut:] in owner:
+            calls[f.path] = calls.get(f.path, 0) + 1
     for name, nid in owner.items():
         kid = prefix + name
-        rec = report.records.get(kid)
-        if rec is None:  # not called (a ModuleList's blocks are called one by one)
+        if kid not in calls:  # not called (a ModuleList's blocks are called one by one)
             continue
         if "input" not in has and kid not in fed:
             link = links.setdefault(("input", nid), _Link(inferred=True))
-            for shape in rec.input_shapes[:1]:
+            for shape in report.records[kid].input_shapes[:1]:
                 link.add(("", 0), tuple(shape), (), True)
-        if "output" not in has and any((kid, i) not in used for i in range(rec.calls)):
+        if "output" not in has and any((kid, i) not in used for i in range(calls[kid])):
             link = links.setdefault((nid, "output"), _Link(inferred=True))
-            for shape in rec.output_shapes[:1]:
+            for shape in report.records[kid].output_shapes[:1]:
                 link.add(("", 0), tuple(shape), (), True)
     note = "" if links else "no dataflow between these modules in the last probe"
     return links, note

@@ -44,6 +44,7 @@ class _Derived:
         self.callers: dict[str, list[str]] | None = None
         self.lines: tuple[frozenset[str], list[tuple[Any, ...]]] | None = None
         self.counts: dict[str, int] | None = None
+        self.keys: dict[int, Any] = {}  # flow_lines' subtree keys, kept for the next open fold
 
     def parents(self, path: str) -> list[str]:
         """The paths whose calls called `path`, in order of first call."""
@@ -124,10 +125,11 @@ def site_rows(host: Host, path: str) -> list[SiteRow]:
 
 
 def flow_lines(
-    report: ProbeReport, tree: ModelTree, open_: frozenset[str]
+    report: ProbeReport, tree: ModelTree, open_: frozenset[str], keys: dict[int, Any] | None = None
 ) -> list[tuple[Any, ...]]:
     """The call tree's lines: ``("call", pos)`` or ``("fold", pos, count, last_pos, open)``; a
-    run of >= 2 sibling calls with equal subtrees (the same modules, relative to each) folds."""
+    run of >= 2 sibling calls with equal subtrees (the same modules, relative to each) folds.
+    ``keys``: the calls' subtree keys from an earlier call on this report (filled in here)."""
     entries = list(report.flow)
     n = len(entries)
     end = [n] * n
@@ -138,7 +140,8 @@ def flow_lines(
             end[stack.pop()] = i
         stack.append(i)
         kids.setdefault(e.parent, []).append(i)
-    keys: dict[int, Any] = {}
+    if keys is None:
+        keys = {}
 
     def key(i: int) -> Any:
         got = keys.get(i)
@@ -156,12 +159,18 @@ def flow_lines(
 
     out: list[tuple[Any, ...]] = []
 
+    def alike(i: int, j: int) -> bool:
+        # Sizes first: most siblings differ there, and a key walks a whole subtree.
+        if end[i] - i != end[j] - j:
+            return False
+        return bool(key(i) == key(j))
+
     def walk(siblings: list[int]) -> None:
         k = 0
         while k < len(siblings):
             i, m = siblings[k], k + 1
-            if end[i] - i > 1 and key(i)[1]:
-                while m < len(siblings) and key(siblings[m]) == key(i):
+            if end[i] - i > 1 and m < len(siblings) and alike(i, siblings[m]) and key(i)[1]:
+                while m < len(siblings) and alike(i, siblings[m]):
                     m += 1
             if m - k >= 2:
                 is_open = str(i) in open_
@@ -188,7 +197,7 @@ def on_flow(host: Host, req: FlowRequest) -> tuple[FlowReply, frozenset[str]]:
     flow, tree = got.report.flow, host.tree
     open_ = frozenset(req["open"])
     if got.lines is None or got.lines[0] != open_:
-        got.lines = (open_, flow_lines(got.report, tree, open_))
+        got.lines = (open_, flow_lines(got.report, tree, open_, got.keys))
     lines = got.lines[1]
     if got.counts is None:
         got.counts = {}
