@@ -64,8 +64,16 @@ def _slot_tensors(slot: Any) -> Iterator[torch.Tensor]:
 class _Entry:
     __slots__ = ("spec", "metas", "top", "end", "events", "effects", "index", "confirmed")
 
-    def __init__(self, spec: Any, metas: list[Any], top: int, end: int, events: list[Any],
-                 effects: list[tuple[dict[str, Any], Hashable]], index: int | None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        spec: Any,
+        metas: list[Any],
+        top: int,
+        end: int,
+        events: list[Any],
+        effects: list[tuple[dict[str, Any], Hashable]],
+        index: int | None,
+    ) -> None:
         self.spec, self.metas, self.top, self.end = spec, metas, top, end
         self.events = events  # (descendant path below the block, its peak - live at entry)
         self.effects = effects  # per cache argument: its slot's state after (template, key)
@@ -92,8 +100,14 @@ class StepMemo:
     run); `stack` is the trace's module stack (open paths, peaks, and its `log` of peaks while a
     block is recorded), `live` its live total."""
 
-    def __init__(self, model: nn.Module, modules: list[tuple[str, nn.Module]], stack: Any,
-                 live: LiveBytes, fake_mode: Any) -> None:  # fmt: skip
+    def __init__(
+        self,
+        model: nn.Module,
+        modules: list[tuple[str, nn.Module]],
+        stack: Any,
+        live: LiveBytes,
+        fake_mode: Any,
+    ) -> None:
         self.stack, self.live, self.fake_mode = stack, live, fake_mode
         self.modules = modules
         paths = {id(m): p for p, m in modules}
@@ -148,8 +162,15 @@ class StepMemo:
 
         return forward
 
-    def _call(self, path: str, sig: Hashable, index: int | None, original: Callable[..., Any],
-              args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:  # fmt: skip
+    def _call(
+        self,
+        path: str,
+        sig: Hashable,
+        index: int | None,
+        original: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> Any:
         stack, live = self.stack, self.live
         keyed = _input_key(args, kwargs, index)
         if not stack.open or stack.open[-1] != path or keyed is None or torch.is_grad_enabled():
@@ -183,8 +204,17 @@ class StepMemo:
             self.entries[key] = _REFUSED
         return result
 
-    def _describe(self, path: str, result: Any, start: int, refs: dict[int, Any], caches: list[Any],
-                  before: list[Any], index: int | None, first: int) -> _Entry | None:  # fmt: skip
+    def _describe(
+        self,
+        path: str,
+        result: Any,
+        start: int,
+        refs: dict[int, Any],
+        caches: list[Any],
+        before: list[Any],
+        index: int | None,
+        first: int,
+    ) -> _Entry | None:
         live = self.live
         now = live.refs
         if any(now.get(k) is not e for k, e in refs.items()):

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from torch import nn
@@ -40,20 +40,21 @@ from torch import nn
 __all__ = ["fsdp_kept", "fsdp_resharded"]
 
 
-def _units(modules: list[nn.Module]) -> list[tuple[nn.Module, Any]]:
-    """(module, its FSDP state) for each `fully_shard` unit among `modules`, in their order."""
+def _units(modules: list[nn.Module], classes: Iterable[type]) -> list[tuple[nn.Module, Any]]:
+    """(module, its FSDP state) for each `fully_shard` unit among `modules`, in their order;
+    `classes`: those of `modules`, each once (the probe's walk has them)."""
     mod = sys.modules.get("torch.distributed.fsdp")  # no FSDP2 model without it imported
     cls = getattr(mod, "FSDPModule", None) if mod is not None else None
-    # Distinct classes first (a C loop): fully_shard gives each unit a class of its own, so on a
-    # model without units nothing more is read, at any size.
-    if cls is None or not any(issubclass(t, cls) for t in set(map(type, modules))):
+    # fully_shard gives each unit a class of its own: on a model without units, nothing more is
+    # read, at any size.
+    if cls is None or not any(issubclass(t, cls) for t in classes):
         return []
     return [(m, m._get_fsdp_state()) for m in modules if isinstance(m, cls)]
 
 
-def _states(modules: list[nn.Module]) -> list[Any]:
+def _states(modules: list[nn.Module], classes: Iterable[type]) -> list[Any]:
     states: dict[int, Any] = {}
-    for _, state in _units(modules):  # pre-order: an outer unit before the units inside it
+    for _, state in _units(modules, classes):  # pre-order: an outer unit before the units inside it
         states.setdefault(id(state), state)
     return list(states.values())
 
@@ -96,9 +97,9 @@ def _restore(snap: tuple[Any, dict[str, Any], list[tuple[Any, Any]]]) -> None:
 
 
 @contextlib.contextmanager
-def fsdp_kept(modules: list[nn.Module]) -> Iterator[None]:
+def fsdp_kept(modules: list[nn.Module], classes: Iterable[type]) -> Iterator[None]:
     """FSDP's state in `modules` exactly as before, after whatever a fake run does to it."""
-    states = _states(modules)
+    states = _states(modules, classes)
     if not states:
         yield
         return
@@ -117,10 +118,10 @@ def fsdp_kept(modules: list[nn.Module]) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def fsdp_resharded(modules: list[nn.Module]) -> Iterator[None]:
+def fsdp_resharded(modules: list[nn.Module], classes: Iterable[type]) -> Iterator[None]:
     """The units sharded before a real run resharded after it, as a forward left them."""
     sharded: list[Any] = []  # FSDPModule units (their class is made at fully_shard time)
-    for m, state in _units(modules):
+    for m, state in _units(modules, classes):
         groups = getattr(state, "_fsdp_param_groups", ())
         if groups and all(getattr(g, "is_sharded", False) for g in groups):
             sharded.append(m)

@@ -117,6 +117,7 @@ class ProbeRun:
                 for name, child in reversed(children.items()):
                     if child is not None:
                         push((prefix + name, child))
+        self.classes = tuple(kinds)  # each module class once (`_probe.fsdp` looks for units)
 
     # -- setup / teardown ---------------------------------------------------------------------
     def __enter__(self) -> ProbeRun:
@@ -130,7 +131,8 @@ class ProbeRun:
             es.enter_context(torch.no_grad())
             if self.mode == "fake":
                 es.callback(_undo_fake_state, _snapshot_state(self.modules))
-                es.enter_context(fsdp_kept(self.modules))  # FSDP2's bookkeeping, as it was
+                # FSDP2 units: lazily initialised for real, their bookkeeping put back after.
+                es.enter_context(fsdp_kept(self.modules, self.classes))
                 from .fake import ProbeFakeMode  # FakeTensorMode, with CPU grouped_mm
 
                 # allow_non_fake_inputs: the model's real parameters are converted lazily to fake
@@ -140,7 +142,8 @@ class ProbeRun:
                 # report already carries that error, so keep it out of the notebook's output.
                 es.enter_context(quiet_logger("torch._subclasses.fake_tensor"))
             else:
-                es.enter_context(fsdp_resharded(self.modules))  # sharded units as they were
+                # FSDP2 units sharded before the run are sharded again after it.
+                es.enter_context(fsdp_resharded(self.modules, self.classes))
             if self.mode == "fake" or self.flops:
                 # In fake mode the counter also hands FakeTensorMode fake views of the weights.
                 es.enter_context(
