@@ -149,3 +149,15 @@ def test_the_architecture_map_names_every_module_and_only_real_ones() -> None:
     stale = sorted(c for c in cited if not (src / c).exists() and not c.startswith("test"))
     assert not stale, f"docs/ARCHITECTURE.md cites modules that do not exist: {stale}"
     assert "DESIGN.md" not in doc
+
+
+def test_no_source_file_is_over_400_lines() -> None:
+    # One job per file (issue #17): a file past 400 lines is split, not grown; generated TS too.
+    root = Path(__file__).parents[1]
+    files = [*(root / "src" / "torchxray").rglob("*.py"), *(root / "js").rglob("*.ts")]
+    long = {
+        f.relative_to(root).as_posix(): n
+        for f in files
+        if (n := len(f.read_text(encoding="utf-8").splitlines())) > 400
+    }
+    assert not long, f"split these files (over 400 lines): {long}"

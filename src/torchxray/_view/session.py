@@ -8,7 +8,6 @@ answered with ``{"kind": "error", ...}`` and leaves the model as it was.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -16,45 +15,32 @@ from torch import nn
 
 from .._probe.cancel import Cancel
 from .._probe.cancel import scope as cancel_scope
-from ..catalog import catalog, resolve
 from ..forms import FormError, form
-from ..mro import mro_class, mro_classes, mro_graph
 from ..patch import PatchEntry, PatchLog
 from ..probe import ProbeReport, probe
 from ..protocol import (
     SLOW,
-    AssetRequest,
-    CatalogRequest,
     ChildrenRequest,
     EditRequest,
     FilterRequest,
-    FormRequest,
-    MroRequest,
     PingRequest,
     ProtocolError,
     RedoRequest,
     ReplaceRequest,
     RevealRequest,
     SelectRequest,
-    SourceRequest,
     UndoRequest,
     error_reply,
     validate,
 )
-from ..source import source
 from ..tree import ModelTree, walk
-from . import assets, panes, tools_compare, tools_flow, tools_memory, tools_probe
+from . import panes, tools_classes, tools_compare, tools_flow, tools_memory, tools_probe
 from . import serialize as ser
 from .background import PROBING
-from .highlight import highlight
 from .replies import (
-    AssetReply,
-    CatalogReply,
     ChildrenReply,
     FilterReply,
-    FormReply,
     HistoryState,
-    MroReply,
     Overview,
     PatchedReply,
     PongReply,
@@ -62,7 +48,6 @@ from .replies import (
     Reply,
     RevealReply,
     SelectReply,
-    SourceReply,
     TreeState,
 )
 from .snapshot import SNAPSHOT_NODES, snapshot
@@ -303,36 +288,6 @@ class Session:
     def _module(self, path: str | None) -> nn.Module:
         return self.tree.module(self.tree[path or ""].path)
 
-    def _on_source(self, req: SourceRequest) -> tuple[SourceReply, frozenset[str]]:
-        module = self._module(req["path"])
-        cls = req["cls"]
-        target: Any = mro_class(module, cls) if cls else module
-        src = source(target)
-        return panes.source_dict(src, highlight(src, req["line"]), req["line"]), NONE
-
-    def _resolve(self, qualname: str) -> type:
-        # A message must not make the kernel import a package it has not imported (importing runs
-        # that package's code: `antigravity` opens a browser). The catalog offers only classes of
-        # imported packages, so a request that names another one did not come from it.
-        top = qualname.split(".", 1)[0]
-        if top not in sys.modules:
-            raise ValueError(
-                f"{qualname!r}: package {top!r} is not imported in this kernel; import it in a "
-                "cell first (or tx.register(cls)), then choose the class again"
-            )
-        return resolve(qualname, self._model())
-
-    def _on_form(self, req: FormRequest) -> tuple[FormReply, frozenset[str]]:
-        cls, prefill = req["cls"], req["prefill"]
-        if cls:
-            reply = panes.form_dict(form(self._resolve(cls)), prefill or "", self.rev)
-            if prefill is not None:
-                _prefill(reply, form(self._module(prefill)))
-            return reply, NONE
-        node = self.tree[req["path"] or ""]
-        module = self.tree.module(node.path)
-        return panes.form_dict(form(module), node.path, self.rev, node.aliases), NONE
-
     def _patched(self, op: str, *args: Any, **kwargs: Any) -> tuple[PatchedReply, frozenset[str]]:
         entry = self.patch(op, *args, **kwargs)
         return {"kind": "patched", "id": entry.id, "rev": self.rev}, ALL
@@ -351,7 +306,7 @@ class Session:
 
     def _on_replace(self, req: ReplaceRequest) -> tuple[PatchedReply, frozenset[str]]:
         path = self.tree[req["path"]].path
-        new = form(self._resolve(req["cls"])).build(**req["changes"])
+        new = form(tools_classes.imported(self, req["cls"])).build(**req["changes"])
         return self._patched("replace", path, new, which=req["which"])
 
     def _on_undo(self, req: UndoRequest) -> tuple[PatchedReply, frozenset[str]]:
@@ -359,18 +314,6 @@ class Session:
 
     def _on_redo(self, req: RedoRequest) -> tuple[PatchedReply, frozenset[str]]:
         return self._patched("redo")
-
-    def _on_mro(self, req: MroRequest) -> tuple[MroReply, frozenset[str]]:
-        module = self._module(req["path"])
-        return panes.mro_dict(mro_classes(module), mro_graph(module).source), NONE
-
-    def _on_catalog(self, req: CatalogRequest) -> tuple[CatalogReply, frozenset[str]]:
-        like = self._module(req["path"]) if req["path"] is not None else None
-        entries = panes.catalog_list(catalog(req["query"], self._model(), like=like))
-        return {"kind": "catalog", "entries": entries}, NONE
-
-    def _on_asset(self, req: AssetRequest) -> tuple[AssetReply, frozenset[str]]:
-        return {"kind": "asset", "name": "viz", "code": assets.read("viz.js")}, NONE
 
 
 # One handler per request kind (tests/test_protocol.py checks that it covers REQUESTS). A table,
@@ -381,29 +324,13 @@ HANDLERS: dict[str, Callable[[Session, Any], Result]] = {
     "children": Session._on_children,
     "filter": Session._on_filter,
     "reveal": Session._on_reveal,
-    "source": Session._on_source,
-    "form": Session._on_form,
     "edit": Session._on_edit,
     "replace": Session._on_replace,
     "undo": Session._on_undo,
     "redo": Session._on_redo,
-    "mro": Session._on_mro,
-    "catalog": Session._on_catalog,
-    "asset": Session._on_asset,
+    **tools_classes.HANDLERS,  # source, form, mro, catalog, asset (a module's class, read)
     **tools_compare.HANDLERS,  # pick, plan, bulk, peft, diff, stats, health (issue #15)
     **tools_memory.HANDLERS,  # memory, figures (the Memory tab)
     **tools_probe.HANDLERS,  # probe, probe_table, cancel
     **tools_flow.HANDLERS,  # flow, graph (the call tree and the Graph tab, issue #18)
 }
-
-
-def _prefill(reply: FormReply, old: Any) -> None:
-    """Prefill a new class's form from the old module's values where parameter names match."""
-    old_fields = {f.name: f for f in old.fields}
-    for field in reply["fields"]:
-        match = old_fields.get(field["name"])
-        if match is not None and field["kind"] not in ("varargs", "varkw"):
-            field["text"] = match.text
-            field["origin"] = (
-                "prefilled" if match.origin in ("attribute", "recorded") else match.origin
-            )

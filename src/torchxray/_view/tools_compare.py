@@ -28,6 +28,7 @@ from ..select import peft_targets
 from ..stats import tensor_stats
 from ..tree import ModelTree
 from . import serialize as ser
+from . import tools_classes
 from ._compare_rows import stat_row
 from .compare_types import (
     BulkRequest,
@@ -65,7 +66,6 @@ class Host(Protocol):
 
     def _model(self) -> nn.Module: ...
     def patch(self, op: str, *args: Any, **kwargs: Any) -> PatchEntry: ...
-    def _resolve(self, qualname: str) -> type: ...
 
 
 @dataclass(frozen=True)
@@ -155,7 +155,7 @@ def _on_bulk(s: Host, req: BulkRequest) -> tuple[PatchedReply, frozenset[str]]:
         return {"kind": "patched", "id": entry.id, "rev": s.rev}, PATCHED
     if not req["cls"]:
         raise ValueError("choose the class to replace the selected modules with")
-    cls = s._resolve(req["cls"])
+    cls = tools_classes.imported(s, req["cls"])
     found = _outermost(s, paths)
     if not found:
         raise ValueError("nothing to replace: the model itself cannot be replaced from here")
