@@ -144,6 +144,16 @@ def main(argv: list[str] | None = None) -> int:
             except Exception as e:  # a broken browser run leaves the goals "not measured"
                 res.notes.append(f"browser run failed: {type(e).__name__}: {e}"[:500])
         suites.browser_suite(res, args.browser)
+        flows = args.browser.with_name("flows.json")
+        if args.browser_run or not flows.exists():
+            log("flows: JupyterLab + headless Chromium (python -m bench.flows)")
+            from bench import flows as flow_bench  # needs playwright and JupyterLab
+
+            try:
+                flow_bench.run(3, flows)
+            except Exception as e:  # a broken run leaves the goals "not measured"
+                res.notes.append(f"flows run failed: {type(e).__name__}: {e}"[:500])
+        suites.flows_suite(res, flows)
     if "gpu" in args.only:
         gpu_suite(res, repeats)
     log("done")

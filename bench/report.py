@@ -186,6 +186,30 @@ def _paint_100k(res: Results) -> tuple[str, bool | None]:
     return f"{ms(paint)}, {'?' if rows is None else int(rows)} DOM rows", ok
 
 
+def _flow(
+    key: str, models: tuple[str, ...], limit: float
+) -> Callable[[Results], tuple[str, bool | None]]:
+    """Browser flow figures (bench/flows.py) of `models`, each within `limit` seconds."""
+
+    def check(res: Results) -> tuple[str, bool | None]:
+        got = {m: res.values.get(f"flows:{key}:{m}") for m in models}
+        if all(v is None for v in got.values()):
+            return "not measured (python -m bench.flows)", None
+        text = "; ".join(f"{m} {'not measured' if v is None else ms(v)}" for m, v in got.items())
+        return text, all(v is not None and v <= limit for v in got.values())
+
+    return check
+
+
+def _memory_open(res: Results) -> tuple[str, bool | None]:
+    held = res.values.get("flows:memory_held_bytes")
+    left = res.values.get("flows:memory_after_close_bytes")
+    if held is None or left is None:
+        return "not measured (python -m bench.flows)", None
+    mb = 1024 * 1024
+    return f"{held / mb:.1f} MB held; {left / mb:.2f} MB left after close", left <= 0.01 * held
+
+
 def _bundle(res: Results) -> tuple[str, bool | None]:
     size = res.values.get("bytes:widget.js (minified)")
     if size is None:
@@ -217,6 +241,12 @@ GOALS = (
     Goal("edit + fake re-probe, ResNet-50 (timm)", "<= 0.5 s", _edit_r50),
     Goal("tree first paint, 100k modules", "<= 0.5 s, <= ~200 DOM rows", _paint_100k),
     Goal("JS bundle without graph renderer", "<= 150 KB minified", _bundle),
+    Goal("cell run -> tree visible, browser", "<= 1 s",
+         _flow("tree_visible_s", ("synthetic 100k", LLAMA_70B), 1.0)),
+    Goal("Apply in the Form tab -> re-probed tree, browser", "<= 0.5 s",
+         _flow("apply_s", ("ConvNeXt-T (timm)", "GPT-2, 4 layers (transformers)"), 0.5)),
+    Goal("memory of an open explorer, 100k modules", "reported; freed by close (<= 1% left)",
+         _memory_open),
 )  # fmt: skip
 
 

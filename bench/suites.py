@@ -266,6 +266,56 @@ def browser_suite(res: Results, path: Path) -> None:
     res.sections.append("\n".join(rows) + "\n")
 
 
+def flows_suite(res: Results, path: Path) -> None:
+    """Issue #13's end-to-end figures from `bench/flows.json` (written by `python -m bench.flows`):
+    cell run -> tree visible / probe shown, Apply -> re-probed tree, memory of an open explorer."""
+    if not path.exists():
+        res.notes.append(
+            f"flow figures: {path.relative_to(ROOT)} not found (python -m bench.flows)"
+        )
+        return
+    data = json.loads(path.read_text())
+    mb = 1024 * 1024
+    rows = ["### End to end (JupyterLab + headless Chromium)", ""]
+    explore, apply = data.get("explore", {}), data.get("apply", {})
+    if explore:
+        rows += ["| model | cell run -> tree visible | cell run -> probe shown | kernel: tx.explore() |",
+                 "|---|---|---|---|"]  # fmt: skip
+        for model, r in explore.items():
+            if "error" in r:
+                rows.append(f"| {model} | fails: {r['error'][:120]} | | |")
+                continue
+            res.values[f"flows:tree_visible_s:{model}"] = r["tree_visible_s"]
+            res.values[f"flows:probe_shown_s:{model}"] = r["probe_shown_s"]
+            rows.append(f"| {model} | {r['tree_visible_s'] * 1000:.0f} ms | "
+                        f"{r['probe_shown_s'] * 1000:.0f} ms | {r['kernel_explore_s'] * 1000:.0f} ms |")  # fmt: skip
+        rows.append("")
+    if apply:
+        rows += ["| model | edit | Apply -> re-probed tree | anchor: fake probe in the kernel |",
+                 "|---|---|---|---|"]  # fmt: skip
+        for model, r in apply.items():
+            if "error" in r:
+                rows.append(f"| {model} | | fails: {r['error'][:120]} | |")
+                continue
+            res.values[f"flows:apply_s:{model}"] = r["apply_s"]
+            rows.append(f"| {model} | `{r['edit']}` | {r['apply_s'] * 1000:.0f} ms | "
+                        f"{r['fake_probe_s'] * 1000:.0f} ms |")  # fmt: skip
+        rows.append("")
+    mem = data.get("memory")
+    if mem:
+        res.values["flows:memory_held_bytes"] = mem["held_bytes"]
+        res.values["flows:memory_after_close_bytes"] = mem["after_close_bytes"]
+        rows.append(
+            f"Memory of an open explorer on 100k modules (probe done; tracemalloc): "
+            f"{mem['held_bytes'] / mb:.1f} MB held, {mem['after_close_bytes'] / mb:.2f} MB left "
+            f"after `ex.close()` + `gc.collect()` (RSS: +{mem['rss_held_bytes'] / mb:.0f} MB open, "
+            f"+{mem['rss_after_close_bytes'] / mb:.0f} MB after close; the allocator keeps pages)."
+        )
+    if data.get("machine"):
+        rows.append(f"\nMeasured on: {data['machine']}; {data.get('how', '')}")
+    res.sections.append("\n".join(rows) + "\n")
+
+
 def finite(x: float) -> bool:
     return not (math.isnan(x) or math.isinf(x))
 
