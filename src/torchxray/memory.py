@@ -17,6 +17,10 @@ backward, measured with saved-tensor hooks during a fake forward (each storage o
 excluded), charged to the innermost module whose forward saved them. `peak` is the highest live
 total of a fake forward (and backward, plus the optimizer state, when training): weights, inputs,
 activations and every temporary an op makes, freed when the run lets go of it.
+
+A forward's repeated identical blocks (80 decoder layers) are traced twice and the rest replayed
+from what those two did (`_memory.memo`, listed in `report.memoised`), with the same figures as
+tracing every block; a training step traces every block.
 """
 
 from __future__ import annotations
