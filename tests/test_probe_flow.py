@@ -212,3 +212,25 @@ def test_memoised_edges_equal_a_full_probes(name: str | None) -> None:
     if name is None:
         assert fast.memoised
         assert ("2", "3.norm") in {(e.src, e.dst) for e in fast.edges}
+    # The memo's replays hand out fresh fake tensors (`_probe.fake.fresh`), made past the
+    # dispatch modes: they are fake tensors of the run's mode, and nothing counted them as ops.
+    assert fast.total_flops == full.total_flops
+
+
+def test_the_bench_switch_turns_sites_and_edges_off_and_nothing_else(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # bench/flow_cost.py prices sites and edges by probing with `_TRACE_FLOW` off: that arm
+    # must do the same probe otherwise (same records but for sites, no edges).
+    from torchxray._probe import calls
+
+    model = nn.Sequential(*(Block() for _ in range(4)))
+    on = run_probe(model, (torch.randn(2, 8),), {})
+    monkeypatch.setattr(calls, "_TRACE_FLOW", False)
+    off = run_probe(model, (torch.randn(2, 8),), {})
+    assert len(on.edges) > 0 and len(off.edges) == 0
+    assert on.records.keys() == off.records.keys() and on.total_flops == off.total_flops
+    for path, rec in on.records.items():
+        assert rec.output_shapes == off.records[path].output_shapes, path
+        if path:  # the root's site is the probe itself, with or without
+            assert rec.sites[0].text and not off.records[path].sites[0].text, path

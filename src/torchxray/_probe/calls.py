@@ -27,6 +27,9 @@ from .values import Meta, call_inputs, leaf_infos, meta_info
 # One tensor in / one tensor out keeps raw metadata (see `_probe.values`); tests turn it off to
 # compare with the general path.
 _FAST_META = True
+# Call sites (one frame lookup per call) and dataflow edges (fake mode) are recorded; the bench
+# (bench/flow_cost.py) turns this off for its "without" arm, to price them (issue #18: <= 1.2x).
+_TRACE_FLOW = True
 _Leaves = tuple[TensorInfo | str, ...]
 
 
@@ -130,7 +133,7 @@ class Recorder:
         # Real mode: the first call returning NaN/Inf from finite inputs (`_probe.finite`).
         self.nonfinite = NonFinite(real=timed, cuda=self.cuda)
         # Fake mode: which call produced each tensor, for the dataflow edges (`_probe.edges`).
-        self.produced: Produced | None = None if timed else Produced()
+        self.produced: Produced | None = None if timed or not _TRACE_FLOW else Produced()
         self.contracts: dict[type, Any] = {}  # per class: its forward's contract, or None
         self.cancel = cancel.current()  # set from another thread: stop at the next module call
 
@@ -156,6 +159,7 @@ class Recorder:
         contracts = self.contracts
         leaves = pytree.tree_leaves
         skip = _SKIPPED
+        sites = _TRACE_FLOW
         token = self.cancel
 
         def meta(x: torch.Tensor) -> Meta:
@@ -179,7 +183,7 @@ class Recorder:
             call.path = path
             # The caller: the frame that called `module(...)`, past torch's __call__ machinery
             # and our own recording frames (for the direct path, the very next frame).
-            f: types.FrameType | None = getframe(1)
+            f: types.FrameType | None = getframe(1) if sites else None
             while f is not None and id(f.f_code) in skip:
                 f = f.f_back
             if f is not None:

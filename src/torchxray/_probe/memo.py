@@ -34,6 +34,7 @@ from torch.utils import _pytree as pytree
 
 from .calls import Call, Recorder
 from .edges import inner_edges, mark, replay_edges, unmark
+from .fake import fresh as new_tensor
 from .memo_cache import (
     is_hf_cache,
     materialise,
@@ -229,8 +230,7 @@ class _Entry:
             leaf = self.leaves[i]
             # `fresh`: edges follow tensor identity (`_probe.edges`): a replay needs its own.
             if meta is not None and (fresh or _meta(leaf) != meta):
-                shape, stride, dtype, device = meta
-                self.leaves[i] = torch.empty_strided(shape, stride, dtype=dtype, device=device)
+                self.leaves[i] = new_tensor(meta, leaf)
         return pytree.tree_unflatten(self.leaves, self.spec)
 
 
