@@ -81,12 +81,14 @@ class LazyPass:
         parents: list[int],
         inner: list[int],
         names: dict[int, tuple[str, ...]],
+        kid_ids: dict[int, list[int]],
         index: dict[str, int],
         aliases: dict[int, list[str]],
         broken: dict[int, str],
     ) -> None:
         self.records, self.modules, self.parents, self.inner = records, modules, parents, inner
         self.names, self.index, self.aliases, self.broken = names, index, aliases, broken
+        self.kid_ids = kid_ids  # children's indices, in the order of `names`
         self.interned: dict[Any, Any] = {}  # devices/dtypes tuples, so equal ones are one object
         # For _tree.placement: modules with an accelerate hook, and tensors of other types
         # than Tensor and Parameter (DTensors), with their module's index.
@@ -304,8 +306,8 @@ class LazyPass:
             if not exacts[i]:
                 exacts[j] = False
         if self.aliases or len(set(map(id, tensors))) != len(tensors):
-            index, records, children = self.index, self.records, self.children
-            edges = [[index[c] for c in children[i]] if i in children else () for i in range(n)]
+            records, kid_ids = self.records, self.kid_ids
+            edges = [kid_ids.get(i, ()) for i in range(n)]
             if self.aliases:  # a shared module's tensors count under each of its parents
                 late.devices = dag_fold(n, edges, lambda i, k: self._merge(own_devs[i], k), ())
                 late.dtypes = dag_fold(n, edges, lambda i, k: self._merge(own_dts[i], k), ())
@@ -327,8 +329,7 @@ class LazyPass:
 
     def _sign(self, hids: list[int], keys: dict[tuple[Any, ...], int]) -> list[int]:
         """Signature id per module: key (head id, child names, child ids), interned in `keys`."""
-        n, children, names, index = len(hids), self.children, self.names, self.index
-        edges = {i: [index[p] for p in paths] for i, paths in children.items()}
+        n, children, names, edges = len(hids), self.children, self.names, self.kid_ids
         leaf_sids: dict[int, int] = {}
         for hid in set(hids):  # a leaf's key is its head alone
             leaf_sids[hid] = keys.setdefault((hid, (), ()), len(keys))

@@ -63,6 +63,7 @@ class Walker:
         self.modules: list[Any] = []
         self.parents: list[int] = []
         self.names: dict[int, tuple[str, ...]] = {}  # child names of each module that has some
+        self.kid_ids: dict[int, list[int]] = {}  # and their indices (alias edges included)
         self.inner: list[int] = []  # indices of nodes that have children, pre-order
         self.index: dict[str, int] = {}
         self.aliases: dict[int, list[str]] = {}
@@ -87,6 +88,7 @@ class Walker:
             self.parents,
             self.inner,
             self.names,
+            self.kid_ids,
             self.index,
             self.aliases,
             self.broken,
@@ -119,6 +121,9 @@ class Walker:
         # index and builder, the children's path prefix and depth, the parent's path.
         it: Any = iter([("", model)])
         pi, pb, prefix, depth, ppath = -1, None, "", 0, None
+        # pka: appends to the list of the parent's children's indices (kid_ids) so far
+        kid_ids = self.kid_ids
+        pka: Any = [].append
         while True:
             for name, m in it:
                 path = prefix + name
@@ -127,10 +132,12 @@ class Walker:
                 if i is not None:  # reached again through another path: an alias, not a new node
                     self.aliases.setdefault(i, []).append(path)
                     index[path] = i
+                    pka(i)
                     continue
                 i = len(nodes)
                 seen[mid] = i
                 index[path] = i
+                pka(i)
                 modules_append(m)
                 parents_append(pi)
                 try:
@@ -198,8 +205,11 @@ class Walker:
                     nodes_append(b)
                     names_of[i] = tuple([k for k, _ in kids])
                     inner_append(i)
-                    stack.append((it, pi, pb, prefix, depth, ppath))
+                    stack.append((it, pi, pb, prefix, depth, ppath, pka))
                     it, pi, pb, prefix, depth, ppath = iter(kids), i, b, cprefix, depth + 1, path
+                    kl: list[int] = []
+                    kid_ids[i] = kl
+                    pka = kl.append
                     break
                 nodes_append(rec)  # a leaf
                 if pb is not None:
@@ -207,7 +217,7 @@ class Walker:
             else:  # this parent's children are done: resume its parent's loop
                 if not stack:
                     return
-                it, pi, pb, prefix, depth, ppath = stack.pop()
+                it, pi, pb, prefix, depth, ppath, pka = stack.pop()
 
     @staticmethod
     def _broken(
