@@ -69,6 +69,7 @@ export interface OverviewProbe {
   time_ms: number | null;
   mem_alloc: number | null;
   mem_peak: number | null;
+  contract: string[];
 }
 
 export interface Overview {
@@ -321,7 +322,7 @@ export interface ErrorReply {
 
 export type Item = NodeRow | FoldRow | MoreRow;
 
-export type Mark = "alias" | "hooks" | "fwd" | "custom" | "param" | "wrap" | "patched" | "error";
+export type Mark = "alias" | "hooks" | "fwd" | "custom" | "param" | "wrap" | "patched" | "error" | "contract";
 
 export type Reply =
   | PongReply

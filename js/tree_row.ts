@@ -14,6 +14,7 @@ const MARK_TEXT: Record<Mark, [string, string]> = {
   error: ["failed", "the last probe failed here"],
   param: ["param", "parametrized"],
   wrap: ["wrap", "wraps another module"],
+  contract: ["contract", "forward's annotations disagree with what the probe saw (see Overview)"],
 };
 
 /** A placement badge's text: "offloaded: disk" (the title keeps "(runs on cpu)"), "DTensor

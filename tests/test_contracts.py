@@ -103,3 +103,21 @@ def test_no_false_positives_on_the_zoo() -> None:
         rep = run_probe(model, args, kwargs)
         found |= {(name, m) for p in rep for m in rep[p].contract}
     assert found == KNOWN
+
+
+def test_the_view_shows_a_violation_as_a_warning_not_a_failure() -> None:
+    from torchxray._view.session import Session
+
+    model = nn.Sequential(nn.Conv2d(3, 4, 1), WrongPool(), nn.Flatten())
+    s = Session(model, (torch.randn(2, 3, 5, 6),))
+    s.run_probe()
+    assert s.report is not None and s.report.ok  # the probe went through: nothing failed
+    rows = {r["path"]: r for r in s.tree_state()["pages"][""]["items"] if "path" in r}
+    assert "contract" in rows["1"]["marks"] and "error" not in rows["1"].get("marks", [])
+    assert "contract" not in rows["0"].get("marks", []) and "contract" not in rows["2"].get(
+        "marks", []
+    )
+    s.select("1")
+    probe = s.overview()["probe"]
+    assert probe is not None
+    assert probe["contract"] == ["return value: forward says 'b c' but got 3 dims (2, 4, 6)"]

@@ -63,6 +63,9 @@ export class OverviewPane implements Pane {
     }
     const dl = h("dl", { class: "tx-dl" });
     for (const [k, v] of rows) dl.append(h("dt", {}, k), h("dd", {}, v));
+    // forward's annotations against what the probe saw: a warning, not a failure (issue #18).
+    const contract = ((probe?.contract as string[] | undefined) ?? []).map((m) => h("div", {}, m));
+    if (contract.length) dl.append(h("dt", {}, "contract"), h("dd", { class: "tx-warnrow", role: "note" }, ...contract));
     const sites = (o.sites as SiteRow[] | undefined) ?? [];
     if (sites.length) dl.append(h("dt", {}, "called from"), h("dd", { class: "tx-sites" }, ...sites.map((x) => this.site(x))));
     this.el.appendChild(dl);

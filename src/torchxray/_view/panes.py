@@ -151,6 +151,7 @@ def overview(
             "time_ms": record.time_ms,
             "mem_alloc": record.mem_alloc,
             "mem_peak": record.mem_peak,
+            "contract": list(record.contract),
         }
     return out
 

@@ -11,7 +11,9 @@ from . import compare_types as ct
 from . import flow_types as ft
 
 # A tree row's markers; js/tree_row.ts labels each (a Record<Mark, ...>, so tsc fails on drift).
-Mark: TypeAlias = Literal["alias", "hooks", "fwd", "custom", "param", "wrap", "patched", "error"]
+Mark: TypeAlias = Literal[
+    "alias", "hooks", "fwd", "custom", "param", "wrap", "patched", "error", "contract"
+]
 
 
 class NodeRow(TypedDict):
@@ -85,6 +87,9 @@ class OverviewProbe(TypedDict):
     time_ms: float | None
     mem_alloc: int | None
     mem_peak: int | None
+    # Where forward's annotations disagree with what the probe saw (a warning, not a failure):
+    # "forward says `b c h w` but got 3 dims" (issue #18).
+    contract: list[str]
 
 
 class Overview(TypedDict):

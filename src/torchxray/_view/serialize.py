@@ -85,6 +85,8 @@ class RowMaker:
             "params": node.params_total,
         }
         rec = self.report.records.get(node.path) if self.report is not None else None
+        if rec is not None and rec.contract:
+            marks.append("contract")
         if rec is not None and rec.output_shapes:
             row["out"] = shape_text(rec.output_shapes)
         elif rec is None and self.report is not None and self.report.ok:
