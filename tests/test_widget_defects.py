@@ -156,6 +156,9 @@ def test_overview_inputs_are_labelled_by_argument_name() -> None:
     # The saved notebook's read-only view labels them too.
     saved = s.snapshot()["overview"]["model.layers.0"]["probe"]["inputs"]
     assert saved.startswith("hidden_states: 2×") and "position_ids: 1×" in saved, saved
+    # And where it was called from, as the live Overview says it.
+    sites = s.snapshot()["overview"]["model.layers.0"]["sites"]
+    assert sites and sites[0]["text"].startswith("hidden_states = decoder_layer("), sites
 
 
 def test_filter_names_only_leaves_out_the_children_of_matches() -> None:

@@ -10,13 +10,18 @@ from ..mro import mro_classes, mro_graph
 from ..probe import ProbeReport
 from ..source import source
 from ..tree import ModelTree
-from . import panes
+from . import panes, tools_flow
 from . import serialize as ser
 from .highlight import highlight
 
 __all__ = ["SNAPSHOT_NODES", "snapshot"]
 
 SNAPSHOT_NODES = 2000
+
+
+class _Host:
+    def __init__(self, tree: ModelTree, report: ProbeReport | None) -> None:
+        self.tree, self.report = tree, report
 
 
 def snapshot(
@@ -40,6 +45,7 @@ def snapshot(
         "probe_table": None,
         "truncated": len(tree) > max_nodes,
     }
+    host = _Host(tree, report)  # what `tools_flow.site_rows` reads: "called from" lines too
     for node in tree.nodes[:max_nodes]:
         data["nodes"].append({**rows.row(node), "depth": node.depth})
         if node.children:
@@ -50,7 +56,9 @@ def snapshot(
         why = report.why_not_called(node.path) if report is not None else None
         module = tree.module(node.path)
         # Inputs by argument name, as the live Overview shows them ("hidden_states: 2x16x128").
-        data["overview"][node.path] = panes.overview(node, rec, why, panes.forward_params(module))
+        params = panes.forward_params(module)
+        sites = tools_flow.site_rows(host, node.path)
+        data["overview"][node.path] = panes.overview(node, rec, why, params, sites)
         key = f"{type(module).__module__}.{type(module).__qualname__}"
         data["cls_of"][node.path] = key
         try:
