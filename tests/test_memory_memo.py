@@ -145,3 +145,44 @@ def test_plain_repeated_blocks_are_replayed_with_the_same_peaks() -> None:
     rep = assert_same(model, (torch.randn(8, 32),), {})
     assert rep.memoised == ("2", "3", "4", "5")
     assert rep["5.1"].peak == rep["4.1"].peak > 0
+
+
+class _Odd(nn.Module):
+    """Weights a forward meets in odd ways: two parameters viewing one storage, a weight inside a
+    list (torch.cat), and a buffer the forward replaces."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        big = torch.randn(16, 8)
+        self.p1, self.p2 = nn.Parameter(big[:8]), nn.Parameter(big[8:])
+        self.lin = nn.Linear(8, 8)
+        self.register_buffer("table", torch.ones(4))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.table = self.table * 2  # a buffer replaced: the real one must be put back
+        w = torch.cat([self.lin.weight, self.p1, self.p2])
+        return (x @ w.t()).sum(-1, keepdim=True) * self.table.sum()
+
+
+def test_weights_made_fake_as_ops_meet_them_count_as_all_made_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A forward's weights are made fake lazily (`LazyWeights`); a training step makes them all
+    # first. Forcing the latter for a forward (as offloaded weights do) must not change a figure.
+    import sys
+
+    torch.manual_seed(0)
+    model = nn.Sequential(_Odd(), nn.Linear(1, 4), nn.Linear(4, 4))
+    table = model[0].table
+    x = torch.randn(3, 8)
+    lazy = run_memory(model, (x,), {})
+    assert model[0].table is table
+    module = sys.modules["torchxray.memory"]
+    real_devices = module.execution_devices
+    monkeypatch.setattr(
+        module, "execution_devices", lambda ms: {**real_devices(ms), -1: torch.device("cpu")}
+    )
+    eager = run_memory(model, (x,), {})
+    assert model[0].table is table
+    assert lazy == eager
+    assert lazy.params == sum(p.numel() * 4 for p in model.parameters())

@@ -36,7 +36,7 @@ from torch.utils import _pytree as pytree
 
 from ._memory.optim import state_bytes
 from ._memory.trace import StepTrace, trace_step
-from ._memory.weights import fake_weights, subtree_bytes
+from ._memory.weights import LazyWeights, fake_weights, subtree_bytes
 from ._probe.placement import execution_devices, offload_paused
 
 __all__ = ["MemoryRecord", "MemoryReport", "memory"]
@@ -280,8 +280,13 @@ def _fake_step(
         *model.named_parameters(remove_duplicate=False),
         *model.named_buffers(remove_duplicate=False),
     )
-    tensors = fake_weights(named, fake_mode, devices, training)
-    first = next(iter(tensors.values()), None)
+    tensors: dict[str, torch.Tensor] | LazyWeights
+    if training or devices:  # autograd needs fake leaves; offloaded weights move where they run
+        tensors = fake_weights(named, fake_mode, devices, training)
+        first = next(iter(tensors.values()), None)
+    else:
+        tensors = LazyWeights(named, fake_mode)
+        first = next(iter(tensors.real.values()), None)
     device = first.device if first is not None else torch.device("cpu")
     leaves, spec = pytree.tree_flatten((args, kwargs))
     moved = []

@@ -39,6 +39,25 @@ class LiveBytes(TorchDispatchMode):
         self.peak = 0
         self.refs: dict[int, list[int]] = {}  # storage -> [tensor objects alive, bytes]
         self.spans: list[int] = []  # running maximum of each open span, innermost last
+        # Inference: weights made fake when first met (`_memory.weights.LazyWeights`), their bytes
+        # counted from the start.
+        self.lazy: Any = None
+        self.held: set[int] = set()  # their storages
+
+    def start(self, nbytes: int) -> None:
+        """Bytes alive from the start without tensors tracked yet (lazily made weights)."""
+        self.live += nbytes
+        self.peak = max(self.peak, self.live)
+
+    def hold(self, t: torch.Tensor) -> None:
+        """A tensor whose bytes `start` already counted: alive until the run ends."""
+        key, nbytes = storage_key(t)
+        self.held.add(key)
+        entry = self.refs.get(key)
+        if entry is None:
+            self.refs[key] = [1, nbytes]  # one count held for good: never released
+        else:
+            entry[0] += 1
 
     def track(self, t: torch.Tensor) -> None:
         key, nbytes = storage_key(t)
@@ -81,7 +100,10 @@ class LiveBytes(TorchDispatchMode):
         return top
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        out = func(*args, **(kwargs or {}))
+        kwargs = kwargs or {}
+        if self.lazy is not None:
+            args, kwargs = self.lazy.lift(args, kwargs)
+        out = func(*args, **kwargs)
         for leaf in pytree.tree_leaves(out):
             if isinstance(leaf, torch.Tensor):
                 self.track(leaf)

@@ -219,7 +219,8 @@ class StepMemo:
         now = live.refs
         if any(now.get(k) is not e for k, e in refs.items()):
             return None  # freed a storage it did not make
-        made = {k for k, e in now.items() if refs.get(k) is not e}
+        # Weights made fake as the block met them (`LazyWeights`) were counted from the start.
+        made = {k for k, e in now.items() if refs.get(k) is not e and k not in live.held}
         left: set[int] = set()
 
         def own(t: torch.Tensor) -> bool:  # a storage the block made, as a fresh fake would be

@@ -1,8 +1,10 @@
 """One fake step of a model: a forward (and, when training, a backward) on fake copies of its
 parameters, buffers and inputs, recording what autograd saves for backward, per module, and the
-live total over time. Nothing is allocated and the model is never changed: its tensors are
-swapped for fakes by `torch.func.functional_call` for the call only, train/eval flags and
-attributes a forward cached on a module are put back, and the global hooks are removed.
+live total over time. Nothing is allocated and the model is never changed: for a training step
+its tensors are swapped for fakes by `torch.func.functional_call` for the call only (a forward
+without autograd gets each weight's fake as an op first meets it: `_memory.weights.LazyWeights`,
+with parameters and buffers the forward replaced put back), train/eval flags and attributes a
+forward cached on a module are put back, and the global hooks are removed.
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ from torch.func import functional_call
 from torch.nn.modules import module as module_hooks
 from torch.utils import _pytree as pytree
 
-from .._probe.run import gc_paused, quiet_logger
+from .._probe.run import _snapshot_state, _undo_fake_state, gc_paused, quiet_logger
 from .live import LiveBytes, storage_key
 from .memo import StepMemo
+from .weights import LazyWeights
 
 __all__ = ["StepTrace", "trace_step"]
 
@@ -134,19 +137,25 @@ def trace_step(
     model: nn.Module,
     modules: list[tuple[str, nn.Module]],
     fake_mode: Any,
-    tensors: dict[str, torch.Tensor],
+    tensors: dict[str, torch.Tensor] | LazyWeights,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     training: bool,
     memoise: bool = True,
 ) -> StepTrace:
-    """Run the step on `tensors` (fake parameters and buffers by name, tied names included) and
-    fake inputs; `modules` are the model's (path, module) pairs, each module once. `memoise`:
-    replay repeated blocks of a forward (`_memory.memo`; not when training)."""
+    """Run the step on `tensors` (fake parameters and buffers by name, tied names included; or,
+    for a forward without autograd, `LazyWeights` making them fake as ops meet them) and fake
+    inputs; `modules` are the model's (path, module) pairs, each module once. `memoise`: replay
+    repeated blocks of a forward (`_memory.memo`; not when training)."""
     trace = StepTrace()
     live = LiveBytes()
+    lazy = tensors if isinstance(tensors, LazyWeights) else None
+    weights: dict[str, torch.Tensor] = {} if isinstance(tensors, LazyWeights) else tensors
+    if lazy is not None:
+        live.start(lazy.base)
+        lazy.held, live.lazy = live.hold, lazy
     stack = _Stack({id(m): p for p, m in modules}, live, trace)
-    fixed = {storage_key(t)[0] for t in tensors.values()}
+    fixed = {storage_key(t)[0] for t in weights.values()}
     seen: set[int] = set()
 
     def pack(t: torch.Tensor) -> torch.Tensor:
@@ -157,7 +166,7 @@ def trace_step(
             trace.saved[where] = trace.saved.get(where, 0) + nbytes
         return t
 
-    for t in tensors.values():
+    for t in weights.values():
         live.track(t)
     for leaf in pytree.tree_leaves((args, kwargs)):
         if isinstance(leaf, torch.Tensor):
@@ -166,6 +175,8 @@ def trace_step(
     with contextlib.ExitStack() as es:
         es.enter_context(_flags(objs, training))
         es.enter_context(_attributes_kept(objs))
+        if lazy is not None:  # a forward that sets a parameter or buffer: the real one put back
+            es.callback(_undo_fake_state, _snapshot_state(objs))
         es.enter_context(quiet_logger("torch._subclasses.fake_tensor"))
         # No cyclic collection during the step: what is freed when follows reference counts only,
         # the same in every run (a collection's timing depends on how many objects were made, and
@@ -184,7 +195,7 @@ def trace_step(
         if training:
             es.enter_context(torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t))
         try:
-            output = functional_call(model, tensors, args, kwargs, strict=False)
+            output = functional_call(model, weights, args, kwargs, strict=False)
             if training:
                 loss = _loss(output)
                 del output
