@@ -38,6 +38,7 @@ from ._memory.optim import state_bytes
 from ._memory.trace import StepTrace, trace_step
 from ._memory.weights import LazyWeights, fake_weights, subtree_bytes
 from ._probe.placement import execution_devices, offload_paused
+from ._probe.run import gc_paused
 
 __all__ = ["MemoryRecord", "MemoryReport", "memory"]
 
@@ -166,6 +167,21 @@ def run_memory(
 ) -> MemoryReport:
     """`memory()` with its inputs as a tuple and a dict; ``memoise=False`` traces every block
     (the reference the memo is tested against, `_memory.memo`)."""
+    # No cyclic collection meanwhile: with torch's large heap its passes over the objects a run
+    # makes cost more than the run (as in the probe, `_probe.run.gc_paused`).
+    with gc_paused():
+        return _run_memory(model, args, kwargs, training, optimizer, batch, memoise)
+
+
+def _run_memory(
+    model: nn.Module,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    training: bool,
+    optimizer: str | torch.optim.Optimizer | None,
+    batch: Any,
+    memoise: bool,
+) -> MemoryReport:
     if not isinstance(model, nn.Module):
         raise TypeError(f"memory() needs a torch.nn.Module, got {type(model).__name__}")
     if isinstance(model, torch.jit.ScriptModule):
