@@ -303,10 +303,13 @@ export function createExplorer(
   if (model.get("error")) showError(model.get("error"));
   void panes.Overview.show();
 
+  // The first request tells the kernel the view has drawn: its first probe starts then (widget.py).
   // A notebook saved with widget state and reopened without its kernel: nothing answers. If the
   // kernel left a snapshot (ex.save_snapshot()), browse that read-only instead.
-  if (!readonly && (snapshot as { nodes?: unknown[] })?.nodes?.length) {
+  const saved = (snapshot as { nodes?: unknown[] })?.nodes?.length;
+  if (!readonly) {
     (rpc as Rpc).call({ kind: "ping" }, PING_TIMEOUT).catch(() => {
+      if (!saved) return;
       readonly = true;
       rpc = new SnapshotRpc(snapshot, assets);
       note.textContent = READ_ONLY_NOTE;

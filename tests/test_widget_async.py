@@ -186,3 +186,23 @@ def test_a_forward_in_another_thread_is_not_recorded(kernel: None) -> None:
     assert report is not None and report.ok
     assert report["body.0"].calls == 1 and report["body.0"].input_shapes == ((3, 4),)
     ex.close()
+
+
+def test_the_first_probe_starts_when_the_view_has_drawn(kernel: None) -> None:
+    # A probe started at once competes with the display for the interpreter: it waits for the
+    # view's first request (or `first_probe_delay`, or anything that needs the report).
+    model = Slow()
+    model.gate.opened.set()
+    ex = explore(model, torch.randn(3, 4))
+    assert ex.probing and not model.gate.entered.wait(0.3)
+    assert call(ex, kind="ping")["kind"] == "pong"
+    assert model.gate.entered.wait(30)
+    assert ex.wait(30) is not None
+    ex.close()
+
+
+def test_close_before_the_view_draws_never_starts_the_probe(kernel: None) -> None:
+    model = Slow()
+    ex = explore(model, torch.randn(3, 4))
+    ex.close()
+    assert not ex.probing and not model.gate.entered.is_set()

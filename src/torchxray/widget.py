@@ -60,6 +60,10 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
     # Shown after the widget as a second output: a read-only tree for a notebook reopened without
     # its kernel or saved widget state (#16). Set False on the class to show the widget alone.
     static_snapshot = True
+    # In a kernel the first probe waits until the view has drawn (its first request) or this many
+    # seconds: a probe started at once competes with the display for the interpreter and slowed
+    # "cell run -> tree visible" on 100k modules. Anything that needs the report starts it at once.
+    first_probe_delay = 1.0
 
     def __init__(
         self, model: nn.Module, *args: Any, mode: str = "fake", probe: bool = True, **kwargs: Any
@@ -69,6 +73,8 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
         # installs its report from a thread (`_view/background.py`).
         self._lock = threading.RLock()
         self._background = background.Background()
+        self._view_ready = threading.Event()  # set by the view's first request, or by a wait
+        self._closing = False
         cls = type(self)
         if not isinstance(cls.__dict__.get("_esm"), str):
             cls._esm, cls._css = assets.bundle()
@@ -80,7 +86,7 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
             session.probe_note = "probe skipped (probe=False): ex.run_probe() runs it"
         if probe and (args or kwargs) and background.in_kernel():
             # The tree shows now; the probe's results fill in when it is done.
-            self._start_probe()
+            self._start_probe(first=True)
             return
         # The Diff tab's base (session.origin, 1.4 s on 100k modules) is taken lazily: by the
         # first patch or diff request, or by the background probe; not before the tree shows.
@@ -98,7 +104,7 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
         except Exception as e:  # noqa: BLE001 - show the model even when its probe cannot run
             session.probe_note = f"probe could not run: {type(e).__name__}: {e}"
 
-    def _start_probe(self) -> None:
+    def _start_probe(self, first: bool = False) -> None:
         session = self._live()
         session.pending, session.probe_note = False, background.PROBING
         # Apply and Undo are disabled while the kernel is busy (and wait for the probe anyway).
@@ -108,6 +114,10 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
         def job() -> None:
             note = ""
             report: ProbeReport | None = None
+            if first:
+                self._view_ready.wait(self.first_probe_delay)
+                if self._closing:
+                    return
             try:
                 _ = session.origin  # the Diff tab's base, before Apply (which waits) can run
                 report = session.compute_probe()
@@ -136,8 +146,13 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
     def wait(self, timeout: float | None = None) -> ProbeReport | None:
         """Wait for a probe running in the background (``tx.explore`` in a kernel starts one);
         returns the report (None when there is none yet: ``timeout`` passed, or no inputs)."""
-        self._background.wait(timeout)
+        self._join(timeout)
         return self._live().report
+
+    def _join(self, timeout: float | None = None) -> bool:
+        """Wait for the background probe, starting a first probe that still waits for the view."""
+        self._view_ready.set()
+        return self._background.wait(timeout)
 
     @property
     def probing(self) -> bool:
@@ -150,6 +165,7 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
     def rpc(self, msg: Any, buffers: list[bytes]) -> tuple[Reply, list[bytes]]:
         """Answer one request; never raises (errors are ``{"kind": "error"}`` replies)."""
         kind = msg.get("kind") if isinstance(msg, dict) else None
+        self._view_ready.set()  # the view has drawn: the first probe may start
         session = self._session
         if session is None:
             return error_reply("this Explorer was closed", request=str(kind or "")), []
@@ -157,7 +173,7 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
         if slow:
             # Apply, Undo, a probe...: they change the model or the report, so the background
             # probe finishes first (outside the lock: it installs its report under it).
-            self._background.wait()
+            self._join()
             self.busy = str(kind)
             # In a kernel the probe they ask for runs in the background, where Cancel can stop it.
             session.defer = background.in_kernel()
@@ -262,7 +278,7 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
     def probe_report(self) -> ProbeReport | None:
         """The last probe (None when no example inputs were given); waits for one running in the
         background, so that a notebook's next cell reads the report as it did before."""
-        self._background.wait()
+        self._join()
         return self._live().report
 
     @property
@@ -298,7 +314,7 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
     def run_probe(self, mode: str | None = None) -> ProbeReport | None:
         """Probe again (``mode`` "fake" or "real"; default: the current mode). Also runs the
         probe that ``tx.explore(..., probe=False)`` skipped."""
-        self._background.wait()
+        self._join()
         s = self._live()
         self.busy = "probe"
         try:
@@ -317,13 +333,13 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
     def save_snapshot(self) -> None:
         """Store a read-only snapshot in the widget state, so that a notebook saved with widget
         state shows the tree and panes without a kernel (actions disabled)."""
-        self._background.wait()
+        self._join()
         self.snapshot = self._live().snapshot()
 
     def to_html(self, path: str | os.PathLike[str] | None = None) -> str:
         """A standalone HTML page (bundle and current state inlined, no network) that browses the
         tree and panes read-only; written to ``path`` too when given."""
-        self._background.wait()
+        self._join()
         state = {name: getattr(self, name) for name in _STATE}
         state.update(readonly=True, snapshot=self._live().snapshot())
         title = f"torchxray: {self.tree.get('root', {}).get('cls', 'model')}"
@@ -338,8 +354,10 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
         session: Session | None = getattr(self, "_session", None)
         bg: background.Background | None = getattr(self, "_background", None)
         if bg is not None:
+            self._closing = True  # a first probe still waiting for the view never starts
             if session is not None:
                 session.cancel()  # nobody will see its result: stop at the next module call
+            self._view_ready.set()
             bg.wait()  # the probe still uses the model; it drops its result once closed
         if session is not None:
             session.close()
@@ -347,7 +365,7 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
         super().close()
 
     def _patch(self, op: str, *args: Any, **kwargs: Any) -> PatchEntry:
-        self._background.wait()  # the model changes only once the probe is done with it
+        self._join()  # the model changes only once the probe is done with it
         s = self._live()
         self.busy = op
         try:
