@@ -21,6 +21,10 @@ activations and every temporary an op makes, freed when the run lets go of it.
 A forward's repeated identical blocks (80 decoder layers) are traced twice and the rest replayed
 from what those two did (`_memory.memo`, listed in `report.memoised`), with the same figures as
 tracing every block; a training step traces every block.
+
+``mode="real"`` runs the step for real on a CUDA model and measures the same fields with the
+allocator, defined so that they compare with the fake ones (`_memory.real`); the model is left
+as it was. Other devices get a ValueError: the CPU has no allocator peak to read.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import torch
 from torch import nn
 from torch.utils import _pytree as pytree
 
+from ._memory import real
 from ._memory.optim import state_bytes
 from ._memory.trace import StepTrace, trace_step
 from ._memory.weights import LazyWeights, fake_weights, subtree_bytes
@@ -84,6 +89,7 @@ class MemoryReport:
     aliases: Mapping[str, str] = field(repr=False, default_factory=dict)
     # Blocks whose figures were replayed from an identical earlier one (`_memory.memo`).
     memoised: tuple[str, ...] = field(repr=False, default=())
+    mode: str = "fake"  # "real": measured with the CUDA allocator (`_memory.real`)
 
     @property
     def total(self) -> int:
@@ -123,6 +129,7 @@ class MemoryReport:
             if getattr(self, k)
         ]
         what = "training step" if self.training else "forward"
+        what = f"{what} measured" if self.mode == "real" else what
         return f"{what} on {self.device}: peak {_human(self.peak)} ({', '.join(parts)})"
 
     def __repr__(self) -> str:
@@ -144,6 +151,7 @@ def memory(
     training: bool = False,
     optimizer: str | torch.optim.Optimizer | None = None,
     batch: Any = None,
+    mode: str = "fake",
     **kwargs: Any,
 ) -> MemoryReport:
     """Measure `model(*args, **kwargs)` (a forward, or with ``training=True`` a training step)
@@ -151,8 +159,13 @@ def memory(
     "adamw", "adam", "sgd" (with momentum), "rmsprop", "adagrad", or a `torch.optim.Optimizer`
     whose state layout is read; None counts no optimizer state. ``batch``: inputs as a loader
     gives them, a mapping of keyword inputs (a tokenizer's output) or a tensor or tuple of
-    positional ones, added to ``args``/``kwargs``. Raises ValueError when the forward fails."""
-    return run_memory(model, args, kwargs, training=training, optimizer=optimizer, batch=batch)
+    positional ones, added to ``args``/``kwargs`` (a forward that takes its own ``training``,
+    ``optimizer``, ``batch`` or ``mode`` argument gets it this way). ``mode``: "fake", or
+    "real" to run the step on a CUDA model and read the allocator (`_memory.real`). Raises
+    ValueError when the forward fails."""
+    return run_memory(
+        model, args, kwargs, training=training, optimizer=optimizer, batch=batch, mode=mode
+    )
 
 
 def run_memory(
@@ -164,13 +177,19 @@ def run_memory(
     optimizer: str | torch.optim.Optimizer | None = None,
     batch: Any = None,
     memoise: bool = True,
+    mode: str = "fake",
 ) -> MemoryReport:
     """`memory()` with its inputs as a tuple and a dict; ``memoise=False`` traces every block
     (the reference the memo is tested against, `_memory.memo`)."""
+    if mode not in ("fake", "real"):
+        raise ValueError(
+            f"memory(mode={mode!r}): use 'fake' (the default: an estimate on fake tensors, any "
+            "device) or 'real' (the step run and measured with the CUDA allocator)"
+        )
     # No cyclic collection meanwhile: with torch's large heap its passes over the objects a run
     # makes cost more than the run (as in the probe, `_probe.run.gc_paused`).
     with gc_paused():
-        return _run_memory(model, args, kwargs, training, optimizer, batch, memoise)
+        return _run_memory(model, args, kwargs, training, optimizer, batch, memoise, mode)
 
 
 def _run_memory(
@@ -181,6 +200,7 @@ def _run_memory(
     optimizer: str | torch.optim.Optimizer | None,
     batch: Any,
     memoise: bool,
+    mode: str = "fake",
 ) -> MemoryReport:
     if not isinstance(model, nn.Module):
         raise TypeError(f"memory() needs a torch.nn.Module, got {type(model).__name__}")
@@ -200,14 +220,20 @@ def _run_memory(
     _refuse_sharded(params)
     buffers = _unique(model.buffers())
     trainable = [p for p in params if p.requires_grad] if training else []
-    opt = state_bytes(optimizer, trainable) if optimizer is not None else {}
-    trace = _fake_step(model, modules, args, kwargs, training, memoise)
+    if mode == "real":
+        if optimizer is not None:
+            state_bytes(optimizer, [])  # a bad name or type is refused before the run
+        step = real.measure(model, modules, params, buffers, args, kwargs, training, optimizer)
+        trace, grad_ids, opt = step.trace, step.grad_ids, step.opt
+    else:
+        opt = state_bytes(optimizer, trainable) if optimizer is not None else {}
+        trace = _fake_step(model, modules, args, kwargs, training, memoise)
+        grad_ids = {id(p) for p in trainable}
     if trace.error is not None:
         raise ValueError(
-            f"memory(): the fake forward failed: {trace.error}. Check the example inputs "
+            f"memory(): the {mode} forward failed: {trace.error}. Check the example inputs "
             "(tx.probe(model, ...) shows the shapes each layer receives)"
         )
-    grad_ids = {id(p) for p in trainable}
     records = _records(modules, grad_ids, opt, trace)
     root = records[""]
     dtypes = sorted({str(t.dtype).removeprefix("torch.") for t in (*params, *buffers)})
@@ -237,6 +263,7 @@ def _run_memory(
         records=records,
         aliases=aliases,
         memoised=tuple(trace.memoised),
+        mode=mode,
     )
 
 
