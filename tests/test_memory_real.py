@@ -246,6 +246,20 @@ def test_the_model_is_left_exactly_as_it_was(on_cpu: Meter) -> None:
     assert torch.equal(torch.get_rng_state(), rng)  # dropout ran, the generator is put back
 
 
+class Broken(torch.optim.SGD):
+    def step(self, closure: Any = None) -> Any:
+        raise RuntimeError("no step today")
+
+
+def test_an_optimizer_whose_step_fails_gets_a_clear_message(on_cpu: Meter) -> None:
+    model, x = _mlp(), torch.randn(8, 64)
+    opt = Broken(model.parameters(), lr=0.1)
+    before, values = _state(model), _values(model)
+    with pytest.raises(ValueError, match="a step of Broken on copies .* RuntimeError: no step"):
+        tx.memory(model, x, training=True, optimizer=opt, mode="real")
+    assert _state(model) == before and _same_values(_values(model), values)
+
+
 class Failing(nn.Module):
     """Updates BatchNorm statistics, caches a tensor on itself, then fails in its last layer."""
 

@@ -22,6 +22,8 @@ Nothing of the model changes: train/eval flags, gradients (the very tensors, Non
 parameters and buffers (a forward's in-place buffer updates, BatchNorm's running statistics, are
 copied back; a replaced parameter, buffer or tensor attribute is put back), the user's optimizer
 and the RNG state; the run's memory goes back to the device (`empty_cache`) whatever happened.
+The allocator's peak counter is reset as the run reads it (as the real probe does): read
+`torch.cuda.max_memory_allocated()` before the call if you need its earlier value.
 """
 
 from __future__ import annotations
@@ -284,18 +286,24 @@ def optimizer_bytes(optimizer: Any, params: list[torch.Tensor]) -> dict[int, int
         g["params"] = clones
     if not origin:
         return out
+    failed, twin = None, None
     try:
         try:
             twin = cls(groups, **options)
         except TypeError:  # a subclass whose own signature takes no such options
             twin = cls(groups)
         twin.step()
+        out.update({pid: _state_of(twin.state.get(c, {})) for pid, c in origin})
     except Exception as exc:
+        failed = f"{type(exc).__name__}: {exc}"
+    if failed is not None:
+        origin.clear()  # the copies are let go of before the error leaves with this frame
+        groups.clear()
+        twin = None
         raise ValueError(
             f"memory(mode='real'): a step of {cls.__name__} on copies of the parameters raised "
-            f"{type(exc).__name__}: {exc}"
-        ) from None
-    out.update({pid: _state_of(twin.state.get(c, {})) for pid, c in origin})
+            f"{failed}"
+        )
     return out
 
 
