@@ -11,37 +11,13 @@ from typing import Any
 
 import pytest
 import torch
+from fixtures.slow import Slow
 from torch import nn
 
 import torchxray as tx
 from torchxray._probe import cancel
 from torchxray._view import background
 from torchxray.widget import Explorer, explore
-
-
-class Gate(nn.Module):
-    """Blocks its forward until the test opens the gate; says when a probe has reached it."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.opened = threading.Event()
-        self.entered = threading.Event()
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        self.entered.set()
-        assert self.opened.wait(30), "the test never opened the gate"
-        return x
-
-
-class Slow(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.gate = Gate()
-        self.body = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
-        self.body.train()
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.body(self.gate(x))
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import torch
 from fixtures.real import build
+from fixtures.slow import Slow
 from torch import nn
 
 import torchxray as tx
@@ -23,30 +24,6 @@ def call(ex: Explorer, **msg: Any) -> dict[str, Any]:
     reply, _ = ex.rpc(msg, [])
     json.dumps(reply)
     return reply
-
-
-class Gate(nn.Module):
-    """Blocks its forward until the test opens the gate: a probe that takes as long as we like."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.opened = threading.Event()
-        self.entered = threading.Event()
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        self.entered.set()
-        assert self.opened.wait(30), "the test never opened the gate"
-        return x
-
-
-class Slow(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.gate = Gate()
-        self.body = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.body(self.gate(x))
 
 
 @pytest.fixture
