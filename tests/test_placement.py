@@ -5,7 +5,6 @@ FSDP2 / DTensor sharding on a fake process group of four ranks, all on the CPU (
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -138,21 +137,6 @@ def test_cpu_offload_and_memory_of_an_offloaded_model(monkeypatch: pytest.Monkey
 
 
 # -- FSDP2 / DTensor on a fake process group ------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def mesh() -> Iterator[Any]:
-    import torch.distributed as dist
-    from torch.distributed.device_mesh import init_device_mesh
-    from torch.testing._internal.distributed.fake_pg import FakeStore
-
-    if dist.is_initialized():
-        pytest.skip("a process group is already initialised in this process")
-    dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=4)
-    try:
-        yield init_device_mesh("cpu", (4,))
-    finally:
-        dist.destroy_process_group()
 
 
 @pytest.fixture

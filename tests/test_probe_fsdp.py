@@ -8,31 +8,14 @@ user's own, failed with "mixed torch.Tensor and DTensor".
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 import torch
 from fixtures.real import build
 from torch import nn
 from torch._subclasses.fake_tensor import FakeTensor
 
 import torchxray as tx
-
-
-@pytest.fixture(scope="module")
-def mesh() -> Iterator[Any]:
-    import torch.distributed as dist
-    from torch.distributed.device_mesh import init_device_mesh
-    from torch.testing._internal.distributed.fake_pg import FakeStore
-
-    if dist.is_initialized():
-        pytest.skip("a process group is already initialised in this process")
-    dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=4)
-    try:
-        yield init_device_mesh("cpu", (4,))
-    finally:
-        dist.destroy_process_group()
 
 
 def _shard(model: nn.Module, units: list[nn.Module], mesh: Any) -> nn.Module:
