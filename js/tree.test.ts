@@ -2,7 +2,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { fakeKernel, firstState, flush, type FakeNode } from "./fake_model";
 import { MAX_DOM_ROWS, TreeView } from "./tree";
-import { Rpc, type Page } from "./protocol";
+import { Rpc, type Item, type Page } from "./protocol";
 
 const MODEL: FakeNode = {
   name: "",
@@ -124,6 +124,25 @@ describe("TreeView", () => {
     vp.dispatchEvent(new Event("scroll"));
     expect(labels(view)).toContain("5000 Linear");
     expect(items(view).length).toBeLessThanOrEqual(MAX_DOM_ROWS);
+  });
+
+  it("keeps the rows loaded with 'more' when a new state arrives (a probe's results)", async () => {
+    const model: FakeNode = { name: "", cls: "Seq", kids: Array.from({ length: 10 }, (_, i) => ({ name: `${i}`, cls: "Linear" })) };
+    const { view } = setup(model, 3);
+    const state = (rev: number) => {
+      const s = firstState(model, rev);
+      const first: Item[] = [...s.pages[""].items.slice(0, 3), { more: 7, parent: "", offset: 3, unfold: false }];
+      return { ...s, pages: { "": { items: first, total: 10, offset: 0 } } };
+    };
+    await view.setState(state(1));
+    items(view).find((r) => r.getAttribute("aria-label") === "7 more")!.click();
+    await flush();
+    expect(labels(view)).toEqual(expect.arrayContaining(["5 Linear", "4 more"]));
+    await view.setState(state(2));
+    await flush();
+    // Loaded again up to where the person had got, not further.
+    expect(labels(view)).toEqual(expect.arrayContaining(["3 Linear", "5 Linear", "4 more"]));
+    expect(labels(view)).not.toContain("6 Linear");
   });
 
   it("opens folds and loads 'more' rows", async () => {

@@ -6,21 +6,16 @@ import type { FoldRow, Item, MoreRow, NodeRow, Page, TreeState } from "./protoco
 import { isFold, isMore } from "./protocol";
 import { TreeFilter, type FilterResult } from "./tree_filter";
 import { treeKey, type TreeNav } from "./tree_keys";
+import { extents, reload, type TreeSource } from "./tree_pages";
 import { fitNames, foldKey, itemKey, rowCells, rowHeader, rowLabel } from "./tree_row";
 
-export { foldKey, rowLabel, type FilterResult };
+export { foldKey, rowLabel, type FilterResult, type TreeSource };
 
 export const ROW_HEIGHT = 22;
 /** Rows kept in the DOM at most, whatever the model size. */
 export const MAX_DOM_ROWS = 200;
 const OVERSCAN = 10;
 const FALLBACK_VIEW_HEIGHT = 400;
-
-export interface TreeSource {
-  children(parent: string, offset: number, limit: number, unfold: boolean): Promise<Page>;
-  filter(query: string, regex: boolean, names: boolean): Promise<FilterResult>;
-  reveal?(path: string): Promise<{ chain: { parent: string; index: number }[] }>;
-}
 
 interface VisibleRow {
   item: Item | null; // null: "loading" placeholder
@@ -73,6 +68,7 @@ export class TreeView implements TreeNav {
   /** New tree state from the kernel (first load or after a patch): keep what the user expanded. */
   async setState(state: TreeState): Promise<void> {
     const first = this.root === null;
+    const reached = extents(this.lists); // rows loaded with "more" are loaded again (tree_pages.ts)
     this.root = state.root;
     this.lists.clear();
     for (const [parent, page] of Object.entries(state.pages)) this.lists.set(parent, page.items.slice());
@@ -87,6 +83,7 @@ export class TreeView implements TreeNav {
       const fold = [...this.lists.values()].flat().find((it) => isFold(it) && foldKey(it.parent, it.start) === key);
       if (fold) await this.expandFold(fold as FoldRow);
     }
+    await reload(this.lists, reached, (m, limit) => this.fetch(m.parent, m.offset, limit, m.unfold, true));
     this.rebuild();
     if (this.filtered) await this.runFilter();
   }
