@@ -24,7 +24,6 @@ block builds, which a replay does not have, so `training=True` traces every bloc
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -36,7 +35,14 @@ from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import _disable_current_modes
 
 from .._probe.memo import _PLAIN, Signatures, _input_key
-from .._probe.memo_cache import _TensorMeta, only_slot_changed, snapshot, state_key, template
+from .._probe.memo_cache import (
+    _TensorMeta,
+    only_slot_changed,
+    snapshot,
+    state_key,
+    stub_targets,
+    template,
+)
 from .live import LiveBytes, storage_key
 
 __all__ = ["StepMemo"]
@@ -114,25 +120,8 @@ class StepMemo:
         self.sigs = Signatures(model, paths)
         self.entries: dict[Hashable, Any] = {}
         self.hits: list[str] = []
-        self.stubbed: dict[int, tuple[Hashable, int | None]] = {}
-        exact = Counter(self.sigs.exact.values())
-        relaxed = Counter(self.sigs.relaxed[k] for k in self.sigs.index)
-        self._mark(model, exact, relaxed, False)
-
-    def _mark(self, m: nn.Module, exact: Counter[int], relaxed: Counter[int], inside: bool) -> None:
-        # As the probe's memo: the outermost exactly repeated blocks; inside a block repeated up
-        # to its cache index only, children keep theirs (that block may never replay).
-        sigs, key = self.sigs, id(m)
-        sig = sigs.exact.get(key)
-        repeats = sig is not None and exact[sig] > 1
-        if not inside:
-            if repeats:
-                self.stubbed[key] = (("exact", sig), None)
-            elif key in sigs.index and relaxed[sigs.relaxed[key]] > 1:
-                self.stubbed[key] = (("relaxed", sigs.relaxed[key]), sigs.index[key])
-        for child in m._modules.values():
-            if child is not None:
-                self._mark(child, exact, relaxed, inside or repeats)
+        # As the probe's memo: the outermost repeated blocks (`_probe.memo_cache.stub_targets`).
+        self.stubbed = stub_targets(self.sigs, model)
 
     @contextmanager
     def install(self) -> Iterator[None]:

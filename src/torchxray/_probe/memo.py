@@ -24,7 +24,6 @@ once get, inside the probe's recording (`_probe.wrap`), a stub that consults the
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Hashable
 from typing import Any
 
@@ -42,6 +41,7 @@ from .memo_cache import (
     slot_key,
     snapshot,
     state_key,
+    stub_targets,
     template,
 )
 
@@ -249,30 +249,7 @@ class Memo:
         self.entries: dict[Hashable, Any] = {}
         self.hits: list[str] = []
         # id(module) -> (signature key, cache index or None) for each stubbed module
-        self.stubbed: dict[int, tuple[Hashable, int | None]] = {}
-        exact = Counter(self.sigs.exact.values())
-        relaxed = Counter(self.sigs.relaxed[k] for k in self.sigs.index)
-        self._mark(model, exact, relaxed, parent_repeats=False)
-
-    def _mark(
-        self, m: nn.Module, exact: Counter[int], relaxed: Counter[int], parent_repeats: bool
-    ) -> None:
-        # Only the outermost exactly repeated modules get a stub: inside such a block the first
-        # instance runs its children anyway, and fewer stubs keep set-up and calls cheap. Inside a
-        # block repeated up to its cache index, children keep theirs: that block may not replay
-        # (no cache argument, or its second instance did something else).
-        key = id(m)
-        sigs = self.sigs
-        sig = sigs.exact.get(key)
-        repeats = sig is not None and exact[sig] > 1
-        if not parent_repeats:
-            if repeats:
-                self.stubbed[key] = (("exact", sig), None)
-            elif key in sigs.index and relaxed[sigs.relaxed[key]] > 1:
-                self.stubbed[key] = (("relaxed", sigs.relaxed[key]), sigs.index[key])
-        for child in m._modules.values():
-            if child is not None:
-                self._mark(child, exact, relaxed, parent_repeats or repeats)
+        self.stubbed = stub_targets(self.sigs, model)
 
     def stubs(self) -> list[tuple[nn.Module, Callable[..., Any]]]:
         """(module, stub) for each outermost repeated block: the stub consults the memo and

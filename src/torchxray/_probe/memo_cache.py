@@ -15,10 +15,12 @@ only and gives up (None) on anything it cannot compare by value.
 from __future__ import annotations
 
 import types
+from collections import Counter
 from collections.abc import Hashable
 from typing import Any
 
 import torch
+from torch import nn
 
 _PLAIN = (bool, int, float, str, type(None), torch.dtype, torch.device)
 _DEPTH = 3
@@ -138,3 +140,31 @@ def materialise(obj: Any, tmpl: dict[str, Any]) -> None:
     d = vars(obj)
     d.clear()
     d.update({k: make(v) for k, v in tmpl.items()})
+
+
+def stub_targets(sigs: Any, model: nn.Module) -> dict[int, tuple[Hashable, int | None]]:
+    """The blocks a memo stubs, by id, from `sigs` (`_probe.memo.Signatures`): (signature key,
+    cache index or None). Only the outermost exactly repeated modules: inside such a block the
+    first instance runs its children anyway, and fewer stubs keep set-up and calls cheap. Inside
+    a block repeated up to its cache index, children keep theirs: that block may not replay (no
+    cache argument, or its second instance did something else). The probe's memo and the memory
+    trace's (`_memory.memo`) share it."""
+    out: dict[int, tuple[Hashable, int | None]] = {}
+    exact = Counter(sigs.exact.values())
+    relaxed = Counter(sigs.relaxed[k] for k in sigs.index)
+
+    def mark(m: nn.Module, inside: bool) -> None:
+        key = id(m)
+        sig = sigs.exact.get(key)
+        repeats = sig is not None and exact[sig] > 1
+        if not inside:
+            if repeats:
+                out[key] = (("exact", sig), None)
+            elif key in sigs.index and relaxed[sigs.relaxed[key]] > 1:
+                out[key] = (("relaxed", sigs.relaxed[key]), sigs.index[key])
+        for child in m._modules.values():
+            if child is not None:
+                mark(child, inside or repeats)
+
+    mark(model, False)
+    return out
