@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING
 
 import graphviz
 
-from .serialize import FOLD_MIN
+from .serialize import folded
 
 if TYPE_CHECKING:
     from ..probe import ProbeReport
-    from ..tree import ModelTree, Node
+    from ..tree import ModelTree
     from .flow_types import GraphNode
 
 __all__ = ["Graph", "build"]
@@ -76,19 +76,14 @@ class Graph:
     note: str
 
 
-def _groups(kids: Sequence[Node], open_: set[str]) -> list[tuple[int, int]]:
-    """Runs of children as (start, count); count > 1 is a folded group."""
+def _groups(tree: ModelTree, path: str, open_: set[str]) -> list[tuple[int, int]]:
+    """The tree's runs of `path`'s children (`serialize.folded`), an opened group as single kids."""
     out: list[tuple[int, int]] = []
-    i = 0
-    while i < len(kids):
-        sig, j = kids[i].signature, i + 1
-        while j < len(kids) and sig and kids[j].signature == sig:
-            j += 1
-        if j - i >= FOLD_MIN and kids[i].path not in open_:
-            out.append((i, j - i))
+    for start, count in folded(tree, path):
+        if count > 1 and tree[path].children[start] in open_:
+            out.extend((k, 1) for k in range(start, start + count))
         else:
-            out.extend((k, 1) for k in range(i, j))
-        i = j
+            out.append((start, count))
     return out
 
 
@@ -109,7 +104,7 @@ def build(
                    "fontsize": "10", "fillcolor": "#eef2f7", "color": "#555555"},
         edge_attr={"fontname": "Helvetica", "fontsize": "9", "color": "#777777"},
     )  # fmt: skip
-    for start, count in _groups(kids, set(open_)):
+    for start, count in _groups(tree, path, set(open_)):
         kid = kids[start]
         if count > 1:
             nid, last = f"g{start}", kids[start + count - 1]

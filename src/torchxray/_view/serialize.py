@@ -115,7 +115,7 @@ class RowMaker:
         return row
 
 
-def _folded(tree: ModelTree, parent: str) -> list[tuple[int, int]]:
+def folded(tree: ModelTree, parent: str) -> list[tuple[int, int]]:
     """Runs of the parent's children as (start, count); count >= FOLD_MIN means folded."""
     kids = tree[parent].children
     runs: list[tuple[int, int]] = []
@@ -153,7 +153,7 @@ def page(
         end = min(len(kids), offset + limit)
         items = [rows.child_row(tree, p) for p in kids[offset:end]]
         return {"items": items, "total": len(kids), "offset": offset}
-    runs = _folded(tree, parent)
+    runs = folded(tree, parent)
     for start, count in runs[offset : offset + limit]:
         first = tree[node.children[start]]
         if count == 1:
