@@ -34,6 +34,7 @@ from torch._subclasses.fake_tensor import FakeTensor
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import _disable_current_modes
 
+from .._probe.fake import new_fake
 from .._probe.memo import _PLAIN, Signatures, _input_key
 from .._probe.memo_cache import (
     _TensorMeta,
@@ -266,9 +267,7 @@ class StepMemo:
         fake_mode = self.fake_mode
 
         def make(shape: Any, stride: Any, dtype: torch.dtype, device: torch.device) -> Any:
-            # A FakeTensor made directly (~25 us; through the modes ~200 us), counted below.
-            meta = torch.empty_strided(shape, stride, dtype=dtype, device="meta")
-            made.append(FakeTensor(fake_mode, meta, device))
+            made.append(new_fake(fake_mode, shape, stride, dtype, device))  # counted below
             return made[-1]
 
         with _disable_current_modes():

@@ -14,7 +14,8 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch._subclasses.fake_tensor import FakeTensor
+
+from .._probe.fake import new_fake
 
 __all__ = ["LazyWeights", "fake_weights", "subtree_bytes"]
 
@@ -59,8 +60,7 @@ def fake_weights(
         fake = made.get(id(t))
         if fake is None:
             if _alone(t, storages[id(t)], uses):
-                meta = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
-                fake = FakeTensor(fake_mode, meta, t.device)
+                fake = new_fake(fake_mode, t.shape, t.stride(), t.dtype, t.device)
             else:
                 fake = fake_mode.from_tensor(t.detach())  # a view of its metadata: no copy
             target = devices.get(id(t))
@@ -150,8 +150,7 @@ class LazyWeights:
         fake = self.fakes.get(key)
         if fake is None:
             if _alone(t, self.storages[key], self.uses):
-                meta = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
-                fake = FakeTensor(self.fake_mode, meta, t.device)
+                fake = new_fake(self.fake_mode, t.shape, t.stride(), t.dtype, t.device)
             else:
                 fake = self.fake_mode.from_tensor(t.detach())
             self.fakes[key] = fake

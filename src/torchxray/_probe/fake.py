@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode, unset_fake_temporarily
 
-__all__ = ["ProbeFakeMode", "fresh"]
+__all__ = ["ProbeFakeMode", "fresh", "new_fake"]
 
 # The dispatch keys through which Python dispatch modes (the fake mode, the FLOP counter) run.
 _MODES = torch._C.DispatchKeySet(torch._C.DispatchKey.Python) | torch._C.DispatchKeySet(
@@ -149,6 +149,13 @@ def fresh(meta: tuple[Any, ...], like: torch.Tensor) -> torch.Tensor:
     mode = getattr(like, "fake_mode", None)
     if not isinstance(like, FakeTensor) or mode is None:
         return torch.empty_strided(shape, stride, dtype=dtype, device=device)
-    with torch._C._ExcludeDispatchKeyGuard(_MODES):  # no dispatch mode sees it (~20 us)
+    return new_fake(mode, shape, stride, dtype, device)
+
+
+def new_fake(mode: Any, shape: Any, stride: Any, dtype: torch.dtype, device: Any) -> FakeTensor:
+    """A FakeTensor of `mode` with this metadata, made directly from a meta tensor that no
+    dispatch mode sees (~20 us; through the modes 110-330 us). The probe's memo and the memory
+    trace's fake weights and replays make theirs here."""
+    with torch._C._ExcludeDispatchKeyGuard(_MODES):
         elem = torch.empty_strided(shape, stride, dtype=dtype, device="meta")
     return FakeTensor(mode, elem, device)
