@@ -264,8 +264,23 @@ export function createExplorer(
   clear(el);
   el.appendChild(root);
 
+  // In a kernel the tree comes after the view (widget.py DEFERRED): the first one reveals the
+  // selection made before the view was shown (e.g. ex.select(...) in the same cell).
+  let shown = false;
+  const showTree = (refresh: boolean): void => {
+    const state = model.get("tree");
+    if (!state?.root) return;
+    const first = !shown;
+    shown = true;
+    void tree.setState(state).then(() => {
+      const sel = model.get("selected");
+      if (first && sel) void tree.reveal(sel);
+      if (refresh) refreshPane();
+      picker.scheduleHealth();
+    });
+  };
   on("change:tree", () => color.reset());
-  on("change:tree", () => void tree.setState(model.get("tree")).then(refreshPane).then(() => picker.scheduleHealth()));
+  on("change:tree", () => showTree(true));
   on("change:selected", () => {
     for (const name of TABS) panes[name].selectionChanged?.();
     void tree.reveal(model.get("selected"));
@@ -288,14 +303,7 @@ export function createExplorer(
   on("change:busy", syncBusy);
   on("change:error", () => showError(model.get("error")));
 
-  const initial = model.get("tree");
-  if (initial?.root) {
-    void tree.setState(initial).then(() => {
-      const sel = model.get("selected");
-      if (sel) void tree.reveal(sel); // e.g. ex.select(...) ran before the view was shown
-      picker.scheduleHealth();
-    });
-  }
+  showTree(false);
   syncStatus();
   syncBusy();
   syncHistory();

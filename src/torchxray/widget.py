@@ -20,9 +20,7 @@ The synced state, and the probe mode, which refuses anything but the two modes:
 
 from __future__ import annotations
 
-import os
 import threading
-from pathlib import Path
 from typing import Any
 
 import anywidget
@@ -32,17 +30,18 @@ from torch import nn
 
 from ._probe.cancel import ProbeCancelled
 from ._view import assets, background, static_html
-from ._view.session import ALL, PROBE, SELECT, Session
-from .patch import PatchEntry
+from ._view.mirror import PythonApi
+from ._view.session import ALL, PROBE, Session
 from .probe import ProbeReport
 from .protocol import SLOW, Reply, error_reply
 
 __all__ = ["Explorer", "explore"]
 
-_STATE = ("tree", "selected", "overview", "probe", "history", "probe_mode")
+# The synced states that need the model's walk (see Explorer.__init__).
+DEFERRED = frozenset({"tree", "overview"})
 
 
-class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
+class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
     """Explore and edit a live ``nn.Module``. Build it with ``tx.explore(model, *example_inputs)``."""
 
     tree = t.Dict().tag(sync=True)
@@ -75,6 +74,15 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
         self._background = background.Background()
         self._view_ready = threading.Event()  # set by the view's first request, or by a wait
         self._closing = False
+        # In a kernel the states that need the walk (the tree and the root's Overview) are sent
+        # after the view itself (`_ipython_display_`), so the browser draws the view while the
+        # kernel walks the model; the first request or sync sends them too if never displayed.
+        kernel = background.in_kernel()
+        self._later: frozenset[str] = DEFERRED if kernel else frozenset()
+        self._holding = kernel  # until __init__ ends, syncs leave the deferred states out
+        self._sent = threading.Event()  # the deferred states went out (the first probe waits)
+        if not kernel:
+            self._sent.set()
         cls = type(self)
         if not isinstance(cls.__dict__.get("_esm"), str):
             cls._esm, cls._css = assets.bundle()
@@ -84,17 +92,16 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
         self.observe(self._on_mode, names="probe_mode")
         if not probe:
             session.probe_note = "probe skipped (probe=False): ex.run_probe() runs it"
-        if probe and (args or kwargs) and background.in_kernel():
+        if probe and (args or kwargs) and kernel:
             # The tree shows now; the probe's results fill in when it is done.
             self._start_probe(first=True)
-            return
-        # The Diff tab's base (session.origin, 1.4 s on 100k modules) is taken lazily: by the
-        # first patch or diff request, or by the background probe; not before the tree shows.
-        if probe:
-            self._probe_now(session)
-        self._sync(ALL)
-
-    # -- the frontend's requests ------------------------------------------------------------
+        else:
+            # The Diff tab's base (session.origin, 1.4 s on 100k modules) is taken lazily: by
+            # the first patch or diff request, or by the background probe; not before the tree.
+            if probe:
+                self._probe_now(session)
+            self._sync(ALL)
+        self._holding = False
 
     # -- the probe, now or in the background ------------------------------------------------
 
@@ -115,9 +122,12 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
             note = ""
             report: ProbeReport | None = None
             if first:
+                # Not while the kernel walks the model for the view: wait for the tree to go out.
+                self._sent.wait(self.first_probe_delay)
                 self._view_ready.wait(self.first_probe_delay)
                 if self._closing:
                     return
+                self._sync(frozenset())  # never displayed: the deferred states go out now
             try:
                 _ = session.origin  # the Diff tab's base, before Apply (which waits) can run
                 report = session.compute_probe()
@@ -152,6 +162,9 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
     def _join(self, timeout: float | None = None) -> bool:
         """Wait for the background probe, starting a first probe that still waits for the view."""
         self._view_ready.set()
+        if self._later:  # what the Python API reads (e.g. to_html) includes the tree
+            self._sync(frozenset())
+        self._sent.set()
         return self._background.wait(timeout)
 
     @property
@@ -179,6 +192,8 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
             session.defer = background.in_kernel()
         try:
             with self._lock:
+                if self._later:  # a view drawn without _ipython_display_ (e.g. inside a VBox)
+                    self._sync(frozenset())
                 reply, changed = session.handle(msg)
                 if changed:
                     self._sync(changed)
@@ -237,6 +252,8 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
         bundle = self._repr_mimebundle_()
         data, meta = bundle if isinstance(bundle, tuple) else (bundle, {})
         display(data, metadata=meta, raw=True)
+        # The view is on its way to the browser, which loads and draws it meanwhile: now walk.
+        self._sync(frozenset())
         if self.static_snapshot and self._session is not None:
             self._static = display(self._stand_in(), raw=True, display_id=True)
 
@@ -244,20 +261,29 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
         s = self._session
         if s is None:
             return
-        if self._static is not None and changed & {"tree", "probe"}:
-            self._static.update(self._stand_in(), raw=True)  # a saved notebook shows the latest
-        with self._lock, self.hold_sync():
-            if "tree" in changed:
-                self.tree = dict(s.tree_state())
-            if "selected" in changed:
-                self.selected = s.selected
-            if "overview" in changed:
-                self.overview = dict(s.overview())
-            if "probe" in changed:
-                self.probe = dict(s.probe_summary())
-                self.probe_mode = s.mode
-            if "history" in changed:
-                self.history = dict(s.history())
+        with self._lock:
+            later = self._later
+            if later:  # the deferred states go out with the first sync after __init__
+                if self._holding:
+                    changed = changed - later
+                else:
+                    changed, self._later = changed | later, frozenset()
+            if self._static is not None and changed & {"tree", "probe"}:
+                self._static.update(self._stand_in(), raw=True)  # a saved notebook shows the latest
+            with self.hold_sync():
+                if "tree" in changed:
+                    self.tree = dict(s.tree_state())
+                if "selected" in changed:
+                    self.selected = s.selected
+                if "overview" in changed:
+                    self.overview = dict(s.overview())
+                if "probe" in changed:
+                    self.probe = dict(s.probe_summary())
+                    self.probe_mode = s.mode
+                if "history" in changed:
+                    self.history = dict(s.history())
+            if later and not self._later:
+                self._sent.set()
 
     def _on_mode(self, change: dict[str, Any]) -> None:
         if self._session is not None:  # the Enum trait has refused any other mode
@@ -267,86 +293,6 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
         if self._session is None:
             raise RuntimeError("this Explorer was closed; call tx.explore(model) again")
         return self._session
-
-    # -- the Python mirror ------------------------------------------------------------------
-
-    @property
-    def model(self) -> nn.Module:
-        return self._live()._model()
-
-    @property
-    def probe_report(self) -> ProbeReport | None:
-        """The last probe (None when no example inputs were given); waits for one running in the
-        background, so that a notebook's next cell reads the report as it did before."""
-        self._join()
-        return self._live().report
-
-    @property
-    def patches(self) -> tuple[PatchEntry, ...]:
-        log = self._live().log
-        return log.entries if log is not None else ()
-
-    def select(self, path: str) -> str:
-        """Select the module at ``path`` in the view; returns its canonical path."""
-        with self._lock:
-            found = self._live().select(path)
-            self._sync(SELECT)
-        return found
-
-    def edit(self, path: str | None = None, **hyperparameters: Any) -> PatchEntry:
-        """``PatchLog.edit`` on ``path`` (default: the selected module), then re-probe."""
-        return self._patch(
-            "edit", self._live().selected if path is None else path, **hyperparameters
-        )
-
-    def replace(self, path: str, new_module: nn.Module, which: str = "all") -> PatchEntry:
-        return self._patch("replace", path, new_module, which=which)
-
-    def replace_all(self, match: Any, factory: Any) -> PatchEntry:
-        return self._patch("replace_all", match, factory)
-
-    def undo(self) -> PatchEntry:
-        return self._patch("undo")
-
-    def redo(self) -> PatchEntry:
-        return self._patch("redo")
-
-    def run_probe(self, mode: str | None = None) -> ProbeReport | None:
-        """Probe again (``mode`` "fake" or "real"; default: the current mode). Also runs the
-        probe that ``tx.explore(..., probe=False)`` skipped."""
-        self._join()
-        s = self._live()
-        self.busy = "probe"
-        try:
-            with self._lock:
-                s.run_probe(mode)
-        finally:
-            self.busy = ""
-            self._sync(PROBE)
-        return s.report
-
-    def to_code(self) -> str:
-        """Python that replays this session's patches on a fresh model (``PatchLog.to_code``)."""
-        log = self._live().log
-        return log.to_code() if log is not None else ""
-
-    def save_snapshot(self) -> None:
-        """Store a read-only snapshot in the widget state, so that a notebook saved with widget
-        state shows the tree and panes without a kernel (actions disabled)."""
-        self._join()
-        self.snapshot = self._live().snapshot()
-
-    def to_html(self, path: str | os.PathLike[str] | None = None) -> str:
-        """A standalone HTML page (bundle and current state inlined, no network) that browses the
-        tree and panes read-only; written to ``path`` too when given."""
-        self._join()
-        state = {name: getattr(self, name) for name in _STATE}
-        state.update(readonly=True, snapshot=self._live().snapshot())
-        title = f"torchxray: {self.tree.get('root', {}).get('cls', 'model')}"
-        page = assets.standalone_page(state, title)
-        if path is not None:
-            Path(path).write_text(page, encoding="utf-8")
-        return page
 
     def close(self) -> None:
         """Drop every reference to the model (it can be garbage-collected) and close the view."""
@@ -363,17 +309,6 @@ class Explorer(anywidget.AnyWidget):  # type: ignore[misc]
             session.close()
             self._session = None
         super().close()
-
-    def _patch(self, op: str, *args: Any, **kwargs: Any) -> PatchEntry:
-        self._join()  # the model changes only once the probe is done with it
-        s = self._live()
-        self.busy = op
-        try:
-            with self._lock:
-                return s.patch(op, *args, **kwargs)
-        finally:
-            self.busy = ""
-            self._sync(ALL)
 
 
 def explore(

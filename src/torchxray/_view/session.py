@@ -8,6 +8,7 @@ answered with ``{"kind": "error", ...}`` and leaves the model as it was.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -90,7 +91,10 @@ class Session:
             self.log = PatchLog(model)
         except TypeError as e:
             self.patch_refusal = str(e)
-        self.tree: ModelTree = walk(model)
+        # Walked on first use (`tree`): in a kernel the widget's view is sent before the walk, so
+        # the browser draws it while the kernel reads the model (`widget.py`, DEFERRED).
+        self._tree: ModelTree | None = None
+        self._walking = threading.Lock()
         # The Diff tab's base, taken on first use (1.4 s on 100k modules): first thing in the
         # widget's background probe, else by the first diff request or before the first patch.
         self._origin: tools_compare.Opened | None = None
@@ -106,6 +110,19 @@ class Session:
         # The revision of the last model change: a probe alone bumps `rev` but leaves forms valid.
         self.model_rev = 0
         self.selected = ""
+
+    @property
+    def tree(self) -> ModelTree:
+        """The model's tree, walked on first use (and again after every patch)."""
+        if self._tree is None:
+            with self._walking:
+                if self._tree is None:
+                    self._tree = walk(self._model())
+        return self._tree
+
+    @tree.setter
+    def tree(self, tree: ModelTree | None) -> None:
+        self._tree = tree
 
     @property
     def origin(self) -> tools_compare.Opened | None:
