@@ -7,8 +7,10 @@ JupyterLab (the UI tests' `Lab`, as `bench/browser.py`):
   re-run; from the keypress that runs it to the paint of the new view's first tree row, and to
   the moment its status reads "probe ok" / "probe failed" (the probe runs in the background in a
   kernel). Models: the synthetic 100k-module model (`bench.models.synthetic`) and transformers'
-  Llama with the Llama-3-70B architecture on meta (`bench.real.llama_70b`). The kernel's own
-  share (`tx.explore()` returning) is printed by the cell.
+  Llama with the Llama-3-70B architecture on meta (`bench.real.llama_70b`). Also: when the view
+  (still without its tree) appeared, and the kernel's own shares, printed by the cell:
+  `tx.explore()` returning, and `display(ex)` (in a kernel the walk and the first tree state are
+  sent after the view, so the browser draws the view meanwhile).
 - **Apply -> re-probed tree**: in the Form tab of a selected module, a field is changed and Apply
   clicked; from the click to the paint after the status reads "probe ok" again (having read
   "probe running after apply" or "probing" in between: Apply's probe runs in the background). Models: timm `convnext_tiny`
@@ -137,8 +139,10 @@ def explore_flow(page: Any, lab: Any, key: str, setup: str, repeats: int) -> dic
     name = lab.write_notebook(
         f"flow_{abs(hash(key))}.ipynb",
         "import time, torch, torchxray as tx\n" + _PATH + setup,
-        "t0 = time.perf_counter(); ex = tx.explore(model, *args)\n"
-        "print(f'explore_s={time.perf_counter() - t0:.4f}'); ex",
+        "from IPython.display import display\n"
+        "t0 = time.perf_counter(); ex = tx.explore(model, *args); t1 = time.perf_counter()\n"
+        "display(ex); t2 = time.perf_counter()\n"
+        "print(f'explore_s={t1 - t0:.4f} display_s={t2 - t1:.4f}')",
     )
     open_notebook(page, lab, name, f"flow{abs(hash(key))}")
     run_cell(page, 0, timeout=600_000)
@@ -155,7 +159,9 @@ def explore_flow(page: Any, lab: Any, key: str, setup: str, repeats: int) -> dic
         run = {
             "tree_visible_s": (w["paint"] - w["run"]) / 1000,
             "probe_shown_s": (w["probe"] - w["run"]) / 1000,
+            "view_s": (w["view"] - w["run"]) / 1000,
             "kernel_explore_s": float(out.split("explore_s=")[1].split()[0]),
+            "kernel_display_s": float(out.split("display_s=")[1].split()[0]),
         }
         print(f"  {key}: run {i}: {run}", file=sys.stderr, flush=True)
         if i:

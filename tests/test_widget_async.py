@@ -183,3 +183,78 @@ def test_close_before_the_view_draws_never_starts_the_probe(kernel: None) -> Non
     ex = explore(model, torch.randn(3, 4))
     ex.close()
     assert not ex.probing and not model.gate.entered.is_set()
+
+
+# -- in a kernel the view goes out before the walk (widget.DEFERRED) ---------------------------
+
+
+def test_in_a_kernel_the_view_is_sent_before_the_model_is_walked(
+    kernel: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    InteractiveShell.instance()
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    ex = explore(model, probe=False)
+    try:
+        session = ex._session
+        assert session is not None and session._tree is None  # explore() did not walk
+        assert ex.tree == {} and ex.overview == {}  # not sent yet: no tree to send
+        assert ex.probe["status"].startswith("probe skipped")  # the cheap states are there
+        walked_at: list[object] = []
+        import IPython.display
+
+        real = IPython.display.display
+
+        def spy(*args: Any, **kwargs: Any) -> Any:
+            walked_at.append(session._tree)  # what was walked when each output went out
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(IPython.display, "display", spy)
+        with capture_output() as out:
+            ex._ipython_display_()
+        assert len(out.outputs) == 2  # the widget, then the read-only stand-in
+        assert walked_at[0] is None and walked_at[1] is not None
+        assert [r["name"] for r in ex.tree["pages"][""]["items"]] == ["0", "1", "2"]
+        assert ex.overview["cls"] == "Sequential"
+        ex._ipython_display_()  # shown again: nothing is walked twice
+        assert session._tree is walked_at[1]
+    finally:
+        ex.close()
+
+
+def test_a_view_drawn_without_display_gets_the_tree_with_its_first_request(kernel: None) -> None:
+    ex = explore(nn.Sequential(nn.Linear(4, 8), nn.ReLU()), probe=False)
+    try:
+        assert ex.tree == {}
+        assert call(ex, kind="ping")["kind"] == "pong"  # e.g. a view inside an ipywidgets VBox
+        assert ex.tree["root"]["cls"] == "Sequential" and ex.overview["cls"] == "Sequential"
+    finally:
+        ex.close()
+
+
+def test_python_calls_and_an_undisplayed_probe_send_the_tree(kernel: None) -> None:
+    # Never shown: the background probe sends the tree before it starts (and waits for it).
+    ex = explore(nn.Sequential(nn.Linear(4, 8), nn.ReLU()), torch.randn(2, 4))
+    try:
+        assert ex.wait(30) is not None and ex.tree["root"]["cls"] == "Sequential"
+    finally:
+        ex.close()
+    ex = explore(nn.Sequential(nn.Linear(4, 8), nn.ReLU()), probe=False)
+    try:
+        assert "Sequential" in ex.to_html()  # the page's state has the tree
+        assert ex.tree["root"]["cls"] == "Sequential"
+    finally:
+        ex.close()
+
+
+def test_tree_after_view_false_sends_the_tree_with_the_view(
+    kernel: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(Explorer, "tree_after_view", False)
+    ex = explore(nn.Sequential(nn.Linear(4, 8)), probe=False)
+    try:
+        assert ex.tree["root"]["cls"] == "Sequential" and ex.overview["cls"] == "Sequential"
+    finally:
+        ex.close()

@@ -63,6 +63,9 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
     # seconds: a probe started at once competes with the display for the interpreter and slowed
     # "cell run -> tree visible" on 100k modules. Anything that needs the report starts it at once.
     first_probe_delay = 1.0
+    # In a kernel the tree and the Overview follow the view (DEFERRED); False sends them with it
+    # (bench/browser.py times the tree's own first paint from the view's insertion).
+    tree_after_view = True
 
     def __init__(
         self, model: nn.Module, *args: Any, mode: str = "fake", probe: bool = True, **kwargs: Any
@@ -78,10 +81,11 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
         # after the view itself (`_ipython_display_`), so the browser draws the view while the
         # kernel walks the model; the first request or sync sends them too if never displayed.
         kernel = background.in_kernel()
-        self._later: frozenset[str] = DEFERRED if kernel else frozenset()
-        self._holding = kernel  # until __init__ ends, syncs leave the deferred states out
+        later = kernel and self.tree_after_view
+        self._later: frozenset[str] = DEFERRED if later else frozenset()
+        self._holding = later  # until __init__ ends, syncs leave the deferred states out
         self._sent = threading.Event()  # the deferred states went out (the first probe waits)
-        if not kernel:
+        if not later:
             self._sent.set()
         cls = type(self)
         if not isinstance(cls.__dict__.get("_esm"), str):
@@ -232,8 +236,10 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
     def __repr__(self) -> str:
         # The text fallback of the display: one line, not "<torchxray.widget.Explorer at 0x..>".
         s = getattr(self, "_session", None)
-        if s is None or s.tree is None:
+        if s is None or s.model is None:
             return static_html.summary_line(None, None, None)
+        if self._later:  # the view's own display, before the walk (DEFERRED): what is known now
+            return f"torchxray Explorer: {type(s.model).__name__}"
         rep = s.report
         failed = rep.error.path if rep is not None and rep.error is not None else None
         return static_html.summary_line(s.tree, None if rep is None else rep.ok, failed)
