@@ -245,11 +245,19 @@ def memory_open(n: int = 100_000) -> dict[str, Any]:
     }
 
 
-def run(repeats: int, out: Path = OUT, browser: bool = True) -> dict[str, Any]:
-    data: dict[str, Any] = {"memory": memory_open()}
-    print(f"memory: {data['memory']}", file=sys.stderr, flush=True)
-    if browser:
-        data.update(_browser(repeats))
+def run(
+    repeats: int,
+    out: Path = OUT,
+    browser: bool = True,
+    only: str = "",
+    tree_with_view: bool = False,
+) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    if only in ("", "memory"):
+        data["memory"] = memory_open()
+        print(f"memory: {data['memory']}", file=sys.stderr, flush=True)
+    if browser and only != "memory":
+        data.update(_browser(repeats, only, tree_with_view))
     from bench.machine import machine
 
     data["machine"] = machine()
@@ -258,7 +266,7 @@ def run(repeats: int, out: Path = OUT, browser: bool = True) -> dict[str, Any]:
     return data
 
 
-def _browser(repeats: int) -> dict[str, Any]:
+def _browser(repeats: int, only: str = "", tree_with_view: bool = False) -> dict[str, Any]:
     from bench.browser import CHROMIUM, CHROMIUM_ARGS  # puts tests/ui on sys.path
 
     # isort: split
@@ -273,11 +281,13 @@ def _browser(repeats: int) -> dict[str, Any]:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             try:
+                # The A/B switch: the tree sent with the view rather than after it.
+                pre = "tx.Explorer.tree_after_view = False\n" if tree_with_view else ""
                 jobs: list[tuple[dict[str, Any], str, Any]] = [
-                    *((explore, k, lambda pg, k=k, s=s: explore_flow(pg, lab, k, s, repeats))
-                      for k, s in EXPLORE_MODELS.items()),
+                    *((explore, k, lambda pg, k=k, s=s: explore_flow(pg, lab, k, pre + s, repeats))
+                      for k, s in EXPLORE_MODELS.items() if only in ("", "explore")),
                     *((apply, k, lambda pg, k=k, s=s: apply_flow(pg, lab, k, s, repeats))
-                      for k, s in APPLY_MODELS.items()),
+                      for k, s in APPLY_MODELS.items() if only in ("", "apply")),
                 ]  # fmt: skip
                 for into, key, job in jobs:
                     print(f"flows: {key}", file=sys.stderr, flush=True)
@@ -305,8 +315,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--skip-browser", action="store_true", help="the memory figure only")
+    ap.add_argument("--only", choices=["explore", "apply", "memory"], default="")
+    ap.add_argument(
+        "--tree-with-view",
+        action="store_true",
+        help="A/B: the explore flows with tx.Explorer.tree_after_view = False",
+    )
     args = ap.parse_args(argv)
-    print(json.dumps(run(args.repeats, args.out, not args.skip_browser), indent=1))
+    data = run(args.repeats, args.out, not args.skip_browser, args.only, args.tree_with_view)
+    print(json.dumps(data, indent=1))
     return 0
 
 
