@@ -7,7 +7,17 @@ import re
 from pathlib import Path
 
 import pytest
-from lab import Lab, errors, explorer, hide_file_browser, open_notebook, run_all, treeitem
+from lab import (
+    Lab,
+    code_cells,
+    errors,
+    explorer,
+    hide_file_browser,
+    open_notebook,
+    run_all,
+    run_cell,
+    treeitem,
+)
 from playwright.sync_api import Page, expect
 
 pytestmark = pytest.mark.ui
@@ -62,3 +72,47 @@ def test_tree_before_the_probe_then_results_fill_in(page: Page, lab: Lab, shots:
     ex.get_by_role("tab", name="Overview").click()
     expect(ex.get_by_role("tabpanel", name="Overview")).to_contain_text("3×2 float32")
     ex.screenshot(path=str(shots / "first_paint_done.png"))
+
+
+# A module slow to read (its extra_repr takes seconds): the walk that the tree needs is slow too.
+SLOW_WALK = """\
+import time
+import torch
+from torch import nn
+import torchxray as tx
+
+class SlowToRead(nn.Linear):
+    def extra_repr(self):
+        time.sleep(4)
+        return super().extra_repr()
+
+model = nn.Sequential(SlowToRead(4, 8), nn.ReLU(), nn.Linear(8, 2))
+"""
+
+
+def test_the_view_shows_before_the_tree_of_a_model_slow_to_read(
+    page: Page, lab: Lab, shots: Path
+) -> None:
+    nb = lab.write_notebook("slow_walk.ipynb", SLOW_WALK, "tx.explore(model, torch.randn(3, 4))")
+    open_notebook(page, lab, nb, "slow_walk")
+    hide_file_browser(page)
+    run_cell(page, 0)
+    # Run the explore cell without waiting for it: the view is drawn while the kernel still reads
+    # the model (header, status, an empty tree pane), before the cell ends.
+    code_cells(page).nth(1).locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Control+Enter")
+    ex = explorer(page, 1)
+    expect(ex.get_by_role("status")).to_have_text(re.compile(r"^probing"))
+    expect(ex.get_by_placeholder(re.compile("^filter"))).to_be_visible()
+    assert ex.get_by_role("treeitem").count() == 0
+    placeholder = ex.get_by_role("tree").evaluate("(t) => getComputedStyle(t, '::before').content")
+    assert "reading the model" in placeholder
+    prompt = code_cells(page).nth(1).locator(".jp-InputPrompt")
+    assert prompt.inner_text().strip() == "[*]:"  # the cell is still running: the walk
+    ex.screenshot(path=str(shots / "slow_walk_reading.png"))
+    # Then the tree arrives, and the probe's results after it.
+    expect(treeitem(ex, "0")).to_be_visible(timeout=30_000)
+    expect(treeitem(ex, "0")).to_contain_text("SlowToRead")
+    expect(ex.get_by_role("status")).to_have_text(re.compile(r"^probe ok"), timeout=30_000)
+    assert errors(page) == []
+    ex.screenshot(path=str(shots / "slow_walk_done.png"))
