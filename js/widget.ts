@@ -247,7 +247,8 @@ export function createExplorer(
   function syncStatus(): void {
     if (localBusy > 0) return;
     const p = model.get("probe");
-    status.textContent = p?.status ?? "";
+    // In a kernel the tree follows the view (widget.py DEFERRED): until then the kernel reads the model.
+    status.textContent = model.get("tree")?.root || readonly ? (p?.status ?? "") : "reading the model…";
     status.classList.toggle("tx-bad", p?.ok === false);
     // No report (probing, cancelled, skipped, no inputs): neither green nor red.
     status.classList.toggle("tx-none", p?.ok === null || p?.ok === undefined);
@@ -280,6 +281,7 @@ export function createExplorer(
     });
   };
   on("change:tree", () => color.reset());
+  on("change:tree", syncStatus);
   on("change:tree", () => showTree(true));
   on("change:selected", () => {
     for (const name of TABS) panes[name].selectionChanged?.();
