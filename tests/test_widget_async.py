@@ -258,3 +258,26 @@ def test_tree_after_view_false_sends_the_tree_with_the_view(
         assert ex.tree["root"]["cls"] == "Sequential" and ex.overview["cls"] == "Sequential"
     finally:
         ex.close()
+
+
+def test_an_interrupted_walk_sends_the_tree_with_the_next_request(
+    kernel: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from torchxray._view import session as session_mod
+
+    ex = explore(nn.Sequential(nn.Linear(4, 8), nn.ReLU()), probe=False)
+    try:
+        real_walk = session_mod.walk
+
+        def interrupted(model: nn.Module) -> Any:
+            raise KeyboardInterrupt  # the user stops the kernel while a huge model is read
+
+        monkeypatch.setattr(session_mod, "walk", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            ex._sync(frozenset())
+        assert ex.tree == {}
+        monkeypatch.setattr(session_mod, "walk", real_walk)
+        assert call(ex, kind="ping")["kind"] == "pong"  # the view's next request: sent now
+        assert ex.tree["root"]["cls"] == "Sequential"
+    finally:
+        ex.close()

@@ -274,22 +274,29 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
                     changed = changed - later
                 else:
                     changed, self._later = changed | later, frozenset()
-            if self._static is not None and changed & {"tree", "probe"}:
-                self._static.update(self._stand_in(), raw=True)  # a saved notebook shows the latest
-            with self.hold_sync():
-                if "tree" in changed:
-                    self.tree = dict(s.tree_state())
-                if "selected" in changed:
-                    self.selected = s.selected
-                if "overview" in changed:
-                    self.overview = dict(s.overview())
-                if "probe" in changed:
-                    self.probe = dict(s.probe_summary())
-                    self.probe_mode = s.mode
-                if "history" in changed:
-                    self.history = dict(s.history())
+            try:
+                self._push(s, changed)
+            except BaseException:  # e.g. the kernel interrupted during the walk: send it next time
+                self._later |= later
+                raise
             if later and not self._later:
                 self._sent.set()
+
+    def _push(self, s: Session, changed: frozenset[str]) -> None:
+        if self._static is not None and changed & {"tree", "probe"}:
+            self._static.update(self._stand_in(), raw=True)  # a saved notebook shows the latest
+        with self.hold_sync():
+            if "tree" in changed:
+                self.tree = dict(s.tree_state())
+            if "selected" in changed:
+                self.selected = s.selected
+            if "overview" in changed:
+                self.overview = dict(s.overview())
+            if "probe" in changed:
+                self.probe = dict(s.probe_summary())
+                self.probe_mode = s.mode
+            if "history" in changed:
+                self.history = dict(s.history())
 
     def _on_mode(self, change: dict[str, Any]) -> None:
         if self._session is not None:  # the Enum trait has refused any other mode
