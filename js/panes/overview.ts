@@ -27,7 +27,9 @@ export class OverviewPane implements Pane {
     const o = this.ctx.model.get("overview") as O;
     clear(this.el);
     if (!o || o.path === undefined) {
-      this.el.appendChild(h("p", { class: "tx-muted" }, "Select a module in the tree."));
+      // No tree yet: in a kernel it follows the view (widget.py DEFERRED).
+      const reading = !this.ctx.model.get("tree")?.root;
+      this.el.appendChild(h("p", { class: "tx-muted" }, reading ? "reading the model…" : "Select a module in the tree."));
       return;
     }
     const rows: [string, string][] = [

@@ -107,6 +107,7 @@ def test_the_view_shows_before_the_tree_of_a_model_slow_to_read(
     assert ex.get_by_role("treeitem").count() == 0
     placeholder = ex.get_by_role("tree").evaluate("(t) => getComputedStyle(t, '::before').content")
     assert "reading the model" in placeholder
+    expect(ex.get_by_role("tabpanel", name="Overview")).to_have_text("reading the model…")
     prompt = code_cells(page).nth(1).locator(".jp-InputPrompt")
     assert prompt.inner_text().strip() == "[*]:"  # the cell is still running: the walk
     ex.screenshot(path=str(shots / "slow_walk_reading.png"))
