@@ -131,7 +131,7 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
                 self._view_ready.wait(self.first_probe_delay)
                 if self._closing:
                     return
-                self._sync(frozenset())  # never displayed: the deferred states go out now
+                self._flush()  # never displayed: the deferred states go out now
             try:
                 _ = session.origin  # the Diff tab's base, before Apply (which waits) can run
                 report = session.compute_probe()
@@ -166,8 +166,7 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
     def _join(self, timeout: float | None = None) -> bool:
         """Wait for the background probe, starting a first probe that still waits for the view."""
         self._view_ready.set()
-        if self._later:  # what the Python API reads (e.g. to_html) includes the tree
-            self._sync(frozenset())
+        self._flush()  # what the Python API reads (e.g. to_html) includes the tree
         self._sent.set()
         return self._background.wait(timeout)
 
@@ -196,8 +195,7 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
             session.defer = background.in_kernel()
         try:
             with self._lock:
-                if self._later:  # a view drawn without _ipython_display_ (e.g. inside a VBox)
-                    self._sync(frozenset())
+                self._flush()  # a view drawn without _ipython_display_ (e.g. inside a VBox)
                 reply, changed = session.handle(msg)
                 if changed:
                     self._sync(changed)
@@ -259,9 +257,14 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
         data, meta = bundle if isinstance(bundle, tuple) else (bundle, {})
         display(data, metadata=meta, raw=True)
         # The view is on its way to the browser, which loads and draws it meanwhile: now walk.
-        self._sync(frozenset())
+        self._flush()
         if self.static_snapshot and self._session is not None:
             self._static = display(self._stand_in(), raw=True, display_id=True)
+
+    def _flush(self) -> None:
+        """Send the deferred states (DEFERRED) now, if they have not gone out yet."""
+        if self._later:
+            self._sync(frozenset())
 
     def _sync(self, changed: frozenset[str]) -> None:
         s = self._session
