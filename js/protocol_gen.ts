@@ -10,7 +10,7 @@ export interface NodeRow {
   name: string;
   cls: string;
   nkids: number;
-  params: number;
+  params?: number; // parameters in the subtree; not in an outline (not counted yet)
   out?: string; // output shapes, once probed
   marks?: Mark[];
   alias_of?: string; // an alias path: the canonical path of the same module object
@@ -48,6 +48,7 @@ export interface TreeState {
   rev: number;
   root: NodeRow;
   pages: Record<string, Page>;
+  outline?: boolean; // rows of the walk alone; the full tree follows
 }
 
 export interface HookRow {

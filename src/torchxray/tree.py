@@ -21,6 +21,7 @@ from torch.nn.modules import module as _module_mod
 
 from ._text import closest
 from ._tree.nodes import BufferInfo, HookInfo, Node, _Builder, plain_leaf
+from ._tree.outline import Outline
 from ._tree.walk import Walker, hook_infos
 
 __all__ = ["BufferInfo", "HookInfo", "ModelTree", "Node", "walk"]
@@ -113,6 +114,28 @@ class ModelTree:
     @property
     def root(self) -> Node:
         return self._node(0)
+
+    def outline(self) -> Outline | None:
+        """What the walk alone knows of every module (`_tree/outline.py`: no counts, folds by
+        structure), while no Node has been built; None after (the Nodes say more, at once)."""
+        rest = self._lazy.rest
+        if rest is None:
+            return None
+        was_enabled = _gc_pause()  # ~20,000 keys at 100,000 modules: see _gc_pause
+        try:
+            return Outline(
+                self._records,
+                self._index,
+                self._modules,
+                rest.classes,
+                self._parents,
+                self._trainings,
+                rest.inner,
+                rest.kid_ids,
+                rest.names,
+            )
+        finally:
+            _gc_resume(was_enabled)
 
     @property
     def unwrapped(self) -> Node:

@@ -70,14 +70,16 @@ class Late:
 
 class LazyPass:
     """`records[i]` holds what the walk recorded for module i (a mutable builder for modules with
-    children, a tuple of Node field values or a plain leaf's path); `inner` lists the first, `names[i]`
-    their child names (alias edges included); `index` maps every path to its module's position;
-    `broken` maps modules too broken to inspect to their placeholder text."""
+    children, a tuple of Node field values or a plain leaf's path), `classes[i]` its class;
+    `inner` lists the first, `names[i]` their child names (alias edges included); `index` maps
+    every path to its module's position; `broken` maps modules too broken to inspect to their
+    placeholder text."""
 
     def __init__(
         self,
         records: list[Any],
         modules: list[Any],
+        classes: list[type],
         parents: list[int],
         inner: list[int],
         names: dict[int, tuple[str, ...]],
@@ -87,6 +89,7 @@ class LazyPass:
         broken: dict[int, str],
     ) -> None:
         self.records, self.modules, self.parents, self.inner = records, modules, parents, inner
+        self.classes = classes  # each module's class, by index
         self.names, self.index, self.aliases, self.broken = names, index, aliases, broken
         self.kid_ids = kid_ids  # children's indices, in the order of `names`
         self.interned: dict[Any, Any] = {}  # devices/dtypes tuples, so equal ones are one object
@@ -140,15 +143,14 @@ class LazyPass:
         ers_append, hids_append, tensors_extend = ers.append, hids.append, tensors.extend
         # own tensors' layout -> what _tensors returns (see below)
         tmemo: dict[Any, tuple[Any, ...]] = {}
-        for i, m in enumerate(self.modules):
+        for i, (m, cls) in enumerate(zip(self.modules, self.classes)):
             if broken and i in broken:
                 er = broken[i]
-                hid = head_ids.setdefault((type(m).__qualname__, er, -1), len(head_ids))
+                hid = head_ids.setdefault((cls.__qualname__, er, -1), len(head_ids))
                 exacts[i] = False
                 ers_append(er)
                 hids_append(hid)
                 continue
-            cls = type(m)
             facts = known.get(cls)
             if facts is None:
                 facts = known[cls] = class_facts(cls)

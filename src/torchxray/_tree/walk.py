@@ -61,6 +61,7 @@ class Walker:
         self.builder = builder  # mutable twin of Node with the same slots
         self.nodes: list[Any] = []
         self.modules: list[Any] = []
+        self.classes: list[type] = []  # each module's class (the outline's folds read them)
         self.parents: list[int] = []
         self.names: dict[int, tuple[str, ...]] = {}  # child names of each module that has some
         self.kid_ids: dict[int, list[int]] = {}  # and their indices (alias edges included)
@@ -85,6 +86,7 @@ class Walker:
         rest = LazyPass(
             self.nodes,
             self.modules,
+            self.classes,
             self.parents,
             self.inner,
             self.names,
@@ -114,6 +116,7 @@ class Walker:
         known: dict[type, tuple[Any, ...]] = {}  # FACTS is weak, and slower to read
         known_get = known.get
         modules_append, parents_append = self.modules.append, parents.append
+        classes_append = self.classes.append
         trainings_append = self.trainings.append
         seen: dict[int, int] = {}
         stack: list[tuple[Any, ...]] = []
@@ -140,8 +143,9 @@ class Walker:
                 pka(i)
                 modules_append(m)
                 parents_append(pi)
+                cls = type(m)
+                classes_append(cls)
                 try:
-                    cls = type(m)
                     facts = known_get(cls)
                     if facts is None:
                         facts = known[cls] = tuple(

@@ -23,7 +23,7 @@ class NodeRow(TypedDict):
     name: str
     cls: str
     nkids: int
-    params: int
+    params: NotRequired[int]  # parameters in the subtree; not in an outline (not counted yet)
     out: NotRequired[str]  # output shapes, once probed
     marks: NotRequired[list[Mark]]
     alias_of: NotRequired[str]  # an alias path: the canonical path of the same module object
@@ -66,6 +66,9 @@ class TreeState(TypedDict):
     rev: int
     root: NodeRow
     pages: dict[str, Page]
+    # A big model's first state, from the walk alone (`_tree/outline.py`): rows without counts,
+    # runs folded by structure; the full state follows once the kernel has read the tensors.
+    outline: NotRequired[bool]  # rows of the walk alone; the full tree follows
 
 
 class HookRow(TypedDict):

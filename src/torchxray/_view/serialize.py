@@ -4,6 +4,9 @@ The tree travels lazily: ``first_state`` sends the root and the first levels wit
 ``page`` sends one node's children on demand, folding runs of structurally identical siblings
 (equal ``Node.signature``) into one row ("x80 LlamaDecoderLayer") and paging long child lists.
 The shapes are declared in ``replies.py`` (and generated for ``js/protocol_gen.ts``).
+
+``first_state`` also takes a tree's ``Outline`` (``_tree/outline.py``): the same rows from the walk
+alone, without counts, folded by structure, sent first for a big model while its tensors are read.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import TYPE_CHECKING
 from .panes import shape_text
 
 if TYPE_CHECKING:
+    from .._tree.outline import Outline, Sketch
     from ..patch import PatchLog
     from ..probe import ProbeReport
     from ..tree import ModelTree, Node
@@ -59,7 +63,7 @@ class RowMaker:
         self.patched = _patched(log)
         self.failed = report.error.path if report is not None and report.error is not None else None
 
-    def row(self, node: Node) -> NodeRow:
+    def row(self, node: Node | Sketch) -> NodeRow:
         marks: list[Mark] = []
         if node.aliases:
             marks.append("alias")
@@ -82,8 +86,10 @@ class RowMaker:
             "name": node.name,
             "cls": node.cls,
             "nkids": len(node.children),
-            "params": node.params_total,
         }
+        params = getattr(node, "params_total", None)  # an outline's Sketch has no counts yet
+        if params is not None:
+            row["params"] = params
         rec = self.report.records.get(node.path) if self.report is not None else None
         if rec is not None and rec.contract:
             marks.append("contract")
@@ -100,7 +106,7 @@ class RowMaker:
             row["marks"] = marks
         return row
 
-    def child_row(self, tree: ModelTree, path: str) -> NodeRow:
+    def child_row(self, tree: ModelTree | Outline, path: str) -> NodeRow:
         """The row at ``path`` among its parent's children. An alias path (the same module object
         registered twice, e.g. ``Sequential(lin, lin)``) keeps its own path and name, so that it
         does not show as a second copy of the canonical row with the same key."""
@@ -115,7 +121,7 @@ class RowMaker:
         return row
 
 
-def folded(tree: ModelTree, parent: str) -> list[tuple[int, int]]:
+def folded(tree: ModelTree | Outline, parent: str) -> list[tuple[int, int]]:
     """Runs of the parent's children as (start, count); count >= FOLD_MIN means folded."""
     kids = tree[parent].children
     runs: list[tuple[int, int]] = []
@@ -134,7 +140,7 @@ def folded(tree: ModelTree, parent: str) -> list[tuple[int, int]]:
 
 
 def page(
-    tree: ModelTree,
+    tree: ModelTree | Outline,
     parent: str,
     rows: RowMaker,
     offset: int = 0,
@@ -193,14 +199,14 @@ def unfold_page(tree: ModelTree, parent: str, rows: RowMaker, offset: int, want:
     return got
 
 
-def first_state(tree: ModelTree, rows: RowMaker, rev: int) -> TreeState:
+def first_state(tree: ModelTree | Outline, rows: RowMaker, rev: int) -> TreeState:
     """Root row plus pages of the first levels, breadth first, within ``FIRST_ROWS`` rows."""
     root = tree.root
     pages: dict[str, Page] = {}
     budget = FIRST_ROWS
-    frontier = [root]
+    frontier: list[Node | Sketch] = [root]
     for _ in range(FIRST_DEPTH):
-        nxt: list[Node] = []
+        nxt: list[Node | Sketch] = []
         for node in frontier:
             if not node.children or budget <= 0:
                 continue
@@ -212,7 +218,10 @@ def first_state(tree: ModelTree, rows: RowMaker, rev: int) -> TreeState:
                 if isinstance(path, str):
                     nxt.append(tree[path])
         frontier = nxt
-    return {"rev": rev, "root": rows.row(root), "pages": pages}
+    state: TreeState = {"rev": rev, "root": rows.row(root), "pages": pages}
+    if not hasattr(root, "params_total"):
+        state["outline"] = True
+    return state
 
 
 def reveal_chain(tree: ModelTree, path: str) -> list[RevealStep]:
