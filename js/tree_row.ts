@@ -84,7 +84,9 @@ export function rowCells(item: Item): HTMLElement[] {
   cells.push(h("span", { class: "tx-spring" }));
   if (item.not_called && !item.out) cells.push(h("span", { class: "tx-shape tx-notcalled", title: `not called in the last probe: ${item.not_called}` }, "not called"));
   else cells.push(h("span", { class: "tx-shape", title: item.out ? `output shape (last probe): ${item.out}` : undefined }, item.out ?? ""));
-  cells.push(h("span", { class: "tx-params", title: `${item.params} parameters` }, formatCount(item.params)));
+  // An outline (TreeState.outline) has no counts yet: the kernel is still reading the tensors.
+  if (item.params === undefined) cells.push(h("span", { class: "tx-params", title: "parameters: still being counted" }, "…"));
+  else cells.push(h("span", { class: "tx-params", title: `${item.params} parameters` }, formatCount(item.params)));
   return cells;
 }
 

@@ -247,8 +247,10 @@ export function createExplorer(
   function syncStatus(): void {
     if (localBusy > 0) return;
     const p = model.get("probe");
-    // In a kernel the tree follows the view (widget.py DEFERRED): until then the kernel reads the model.
-    status.textContent = model.get("tree")?.root || readonly ? (p?.status ?? "") : "reading the model…";
+    // In a kernel the tree follows the view (widget.py DEFERRED): until then the kernel reads the
+    // model. A big model's outline comes first (rows without counts) while it reads the tensors.
+    const state = model.get("tree");
+    status.textContent = (state?.root && !state.outline) || readonly ? (p?.status ?? "") : "reading the model…";
     status.classList.toggle("tx-bad", p?.ok === false);
     // No report (probing, cancelled, skipped, no inputs): neither green nor red.
     status.classList.toggle("tx-none", p?.ok === null || p?.ok === undefined);

@@ -281,3 +281,50 @@ def test_an_interrupted_walk_sends_the_tree_with_the_next_request(
         assert ex.tree["root"]["cls"] == "Sequential"
     finally:
         ex.close()
+
+
+def _shown_trees(ex: Explorer) -> list[tuple[dict[str, Any], bool]]:
+    """Display ``ex`` as a kernel would; every tree state it sent, and whether the tree's tensors
+    were still unread when it went out."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    InteractiveShell.instance()
+    sent: list[tuple[dict[str, Any], bool]] = []
+
+    def seen(change: dict[str, Any]) -> None:
+        assert ex._session is not None
+        sent.append((dict(change["new"]), ex._session.tree._lazy.late is None))
+
+    ex.observe(seen, names="tree")
+    with capture_output():
+        ex._ipython_display_()
+    return sent
+
+
+def test_a_big_model_sends_its_outline_before_its_tree(
+    kernel: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(Explorer, "outline_from", 50)
+    model = nn.Sequential(*[nn.Sequential(nn.Linear(4, 4), nn.ReLU()) for _ in range(30)])
+    ex = explore(model, probe=False)
+    try:
+        (outline, unread), (full, _) = _shown_trees(ex)
+        assert unread and outline["outline"] is True  # out before any tensor was read
+        assert "params" not in outline["root"] and full["root"]["params"] == 30 * 20
+        assert "outline" not in full
+        fold = {"fold": 30, "parent": "", "start": 0, "cls": "Sequential"}
+        assert outline["pages"][""]["items"][0] == full["pages"][""]["items"][0]
+        assert fold.items() <= outline["pages"][""]["items"][0].items()
+        assert ex.overview["cls"] == "Sequential"  # the Overview came with the full tree
+    finally:
+        ex.close()
+
+
+def test_a_model_below_outline_from_sends_its_tree_at_once(kernel: None) -> None:
+    ex = explore(nn.Sequential(*[nn.Linear(4, 4) for _ in range(30)]), probe=False)
+    try:
+        ((state, _),) = _shown_trees(ex)
+        assert "outline" not in state and state["root"]["params"] == 30 * 20
+    finally:
+        ex.close()

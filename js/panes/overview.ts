@@ -27,8 +27,9 @@ export class OverviewPane implements Pane {
     const o = this.ctx.model.get("overview") as O;
     clear(this.el);
     if (!o || o.path === undefined) {
-      // No tree yet: in a kernel it follows the view (widget.py DEFERRED).
-      const reading = !this.ctx.model.get("tree")?.root;
+      // No tree yet, or only its outline: in a kernel they follow the view (widget.py DEFERRED).
+      const tree = this.ctx.model.get("tree");
+      const reading = !tree?.root || tree.outline === true;
       this.el.appendChild(h("p", { class: "tx-muted" }, reading ? "reading the model…" : "Select a module in the tree."));
       return;
     }

@@ -66,6 +66,10 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
     # In a kernel the tree and the Overview follow the view (DEFERRED); False sends them with it
     # (bench/browser.py times the tree's own first paint from the view's insertion).
     tree_after_view = True
+    # ...and a model of at least this many modules sends its outline before its tree: the rows
+    # of the walk alone (`_tree/outline.py`, no counts yet), while the kernel reads every tensor
+    # (~0.4 s at 100,000 modules). Below it the full tree comes about as soon (~40 ms at 10,000).
+    outline_from = 10_000
 
     def __init__(
         self, model: nn.Module, *args: Any, mode: str = "fake", probe: bool = True, **kwargs: Any
@@ -278,12 +282,20 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
                 else:
                     changed, self._later = changed | later, frozenset()
             try:
+                if later and not self._later and "tree" in changed:
+                    self._outline(s)
                 self._push(s, changed)
             except BaseException:  # e.g. the kernel interrupted during the walk: send it next time
                 self._later |= later
                 raise
             if later and not self._later:
                 self._sent.set()
+
+    def _outline(self, s: Session) -> None:
+        """Send the outline of a big model's tree at once (see `outline_from`); the full tree
+        follows with the next push."""
+        if len(s.tree) >= self.outline_from and (state := s.outline_state()) is not None:
+            self.tree = dict(state)
 
     def _push(self, s: Session, changed: frozenset[str]) -> None:
         if self._static is not None and changed & {"tree", "probe"}:

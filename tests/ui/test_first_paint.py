@@ -117,3 +117,43 @@ def test_the_view_shows_before_the_tree_of_a_model_slow_to_read(
     expect(ex.get_by_role("status")).to_have_text(re.compile(r"^probe ok"), timeout=30_000)
     assert errors(page) == []
     ex.screenshot(path=str(shots / "slow_walk_done.png"))
+
+
+# A big model (here: lowered to 50 modules) shows its outline first, while the kernel reads its
+# tensors: one module's extra_repr sleeps in that read.
+SLOW_DETAILS = SLOW_WALK.replace(
+    "model = nn.Sequential(SlowToRead(4, 8), nn.ReLU(), nn.Linear(8, 2))",
+    """\
+blocks = nn.Sequential(*[nn.Sequential(nn.Linear(8, 8), nn.ReLU()) for _ in range(30)])
+model = nn.Sequential(SlowToRead(4, 8), nn.ReLU(), blocks, nn.Linear(8, 2))
+tx.Explorer.outline_from = 50""",
+)
+
+
+def test_a_big_model_shows_its_outline_while_its_tensors_are_read(
+    page: Page, lab: Lab, shots: Path
+) -> None:
+    nb = lab.write_notebook("outline.ipynb", SLOW_DETAILS, "tx.explore(model, torch.randn(3, 4))")
+    open_notebook(page, lab, nb, "outline")
+    hide_file_browser(page)
+    run_cell(page, 0)
+    code_cells(page).nth(1).locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Control+Enter")
+    ex = explorer(page, 1)
+    # The rows are there while the cell still runs; their counts are not, and the view says so.
+    expect(treeitem(ex, "0")).to_contain_text("SlowToRead", timeout=30_000)
+    prompt = code_cells(page).nth(1).locator(".jp-InputPrompt")
+    assert prompt.inner_text().strip() == "[*]:"
+    expect(treeitem(ex, "0").locator(".tx-params")).to_have_text("…")
+    # Alike blocks are folded already, and the first levels open without asking the busy kernel.
+    treeitem(ex, "2").locator(".tx-caret").click()
+    expect(ex.get_by_role("treeitem", name=re.compile(r"^0-29 ×30 Sequential"))).to_be_visible()
+    expect(ex.get_by_role("status")).to_have_text("reading the model…")
+    expect(ex.get_by_role("tabpanel", name="Overview")).to_have_text("reading the model…")
+    ex.screenshot(path=str(shots / "outline_reading.png"))
+    # Then the counts, the Overview, and the probe's results.
+    expect(treeitem(ex, "0").locator(".tx-params")).to_have_text("40", timeout=30_000)
+    expect(ex.get_by_role("status")).to_have_text(re.compile(r"^probe ok"), timeout=30_000)
+    expect(ex.get_by_role("tabpanel", name="Overview")).to_contain_text("Sequential")
+    assert errors(page) == []
+    ex.screenshot(path=str(shots / "outline_done.png"))
