@@ -250,14 +250,16 @@ def run(
     out: Path = OUT,
     browser: bool = True,
     only: str = "",
-    tree_with_view: bool = False,
+    settings: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     data: dict[str, Any] = {}
     if only in ("", "memory"):
         data["memory"] = memory_open()
         print(f"memory: {data['memory']}", file=sys.stderr, flush=True)
     if browser and only != "memory":
-        data.update(_browser(repeats, only, tree_with_view))
+        data.update(_browser(repeats, only, settings))
+    if settings:
+        data["settings"] = list(settings)
     from bench.machine import machine
 
     data["machine"] = machine()
@@ -266,7 +268,7 @@ def run(
     return data
 
 
-def _browser(repeats: int, only: str = "", tree_with_view: bool = False) -> dict[str, Any]:
+def _browser(repeats: int, only: str = "", settings: tuple[str, ...] = ()) -> dict[str, Any]:
     from bench.browser import CHROMIUM, CHROMIUM_ARGS  # puts tests/ui on sys.path
 
     # isort: split
@@ -281,8 +283,8 @@ def _browser(repeats: int, only: str = "", tree_with_view: bool = False) -> dict
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             try:
-                # The A/B switch: the tree sent with the view rather than after it.
-                pre = "tx.Explorer.tree_after_view = False\n" if tree_with_view else ""
+                # The A/B switches: Explorer class settings, e.g. outline_from=10**9.
+                pre = "".join(f"tx.Explorer.{s}\n" for s in settings)
                 jobs: list[tuple[dict[str, Any], str, Any]] = [
                     *((explore, k, lambda pg, k=k, s=s: explore_flow(pg, lab, k, pre + s, repeats))
                       for k, s in EXPLORE_MODELS.items() if only in ("", "explore")),
@@ -317,12 +319,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-browser", action="store_true", help="the memory figure only")
     ap.add_argument("--only", choices=["explore", "apply", "memory"], default="")
     ap.add_argument(
-        "--tree-with-view",
-        action="store_true",
-        help="A/B: the explore flows with tx.Explorer.tree_after_view = False",
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="A/B: an Explorer class setting for the flows, e.g. outline_from=10**9 or "
+        "tree_after_view=False (repeatable)",
     )
     args = ap.parse_args(argv)
-    data = run(args.repeats, args.out, not args.skip_browser, args.only, args.tree_with_view)
+    from torchxray.widget import Explorer
+
+    for s in args.set:
+        name = s.partition("=")[0].strip()
+        if "=" not in s or not name.isidentifier() or not hasattr(Explorer, name):
+            ap.error(f"--set takes NAME=VALUE, NAME a tx.Explorer class setting; got {s!r}")
+    settings = tuple(args.set)
+    data = run(args.repeats, args.out, not args.skip_browser, args.only, settings)
     print(json.dumps(data, indent=1))
     return 0
 
