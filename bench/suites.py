@@ -53,6 +53,14 @@ def _open(model: nn.Module) -> tuple[Any, dict[str, Any]]:
     return ex, ex.get_state()
 
 
+def _outline(model: nn.Module) -> Any:
+    """A big model's first state in a kernel (`Explorer.outline_from`): the walk and its outline,
+    rows without counts; the full state follows once the tensors are read."""
+    from torchxray._view.session import Session
+
+    return Session(model).outline_state()
+
+
 def state_bytes(state: dict[str, Any]) -> int:
     """Bytes of the first comm message: JSON plus any binary buffers, as ipywidgets sends them."""
     from ipywidgets.widgets.widget import _remove_buffers
@@ -98,6 +106,10 @@ def walk_suite(
                 "named_modules loop",
                 bare,
             )
+        )
+        outlined = measure(lambda m=model: _outline(m), repeats)
+        res.add(
+            Row(table, name, "first rows (walk + outline)", outlined, "named_modules loop", bare)
         )
         if opened.ok:
             ex, state = _open(model)
