@@ -115,7 +115,10 @@ def load_more(page: Page, pages: int) -> int:
             more.wait_for(timeout=5_000)
         except PlaywrightTimeout:
             break  # everything is loaded
-        more.click()
+        # Not more.click(): its actionability checks scroll the row into view, which re-renders
+        # the virtual rows (as does the background probe's tree state), and the click could chase
+        # a replaced element until its timeout (seen in 2 of 4 runs). The row's own handler runs.
+        more.evaluate("(e) => e.click()")
         page.wait_for_function(
             "([v, h]) => v.scrollHeight > h", arg=[vp.element_handle(), height], timeout=60_000
         )
