@@ -10,8 +10,9 @@ UI tests' `Lab`), builds `torchxray.demo.many_modules(n)` in one cell and re-run
 - run cell -> tree visible: from the keypress that runs the cell to that paint, explained by the
   kernel side (`tx.explore()` inside the cell, which walks, probes and opens the comm with the
   state; printed by the cell) plus transport and first paint;
-- scroll: the tree's viewport scrolled by one step per animation frame for ~2 s; the frame
-  intervals (median, p95) and the synchronous JS cost of each step (scroll handler + layout);
+- scroll: once the last view's probe is done, the tree's viewport scrolled by one step per
+  animation frame for ~2 s; the frame intervals (median, p95) and the synchronous JS cost of
+  each step (scroll handler + layout);
 - DOM rows: the most `role=treeitem` elements seen in the view at any time.
 """
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import re
 import statistics
 import sys
 import tempfile
@@ -30,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "ui"))
 
 from lab import Lab, code_cells, errors, open_notebook, run_cell  # noqa: E402
-from playwright.sync_api import Page, sync_playwright  # noqa: E402
+from playwright.sync_api import Page, expect, sync_playwright  # noqa: E402
 from playwright.sync_api import TimeoutError as PlaywrightTimeout  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
@@ -160,6 +162,10 @@ def measure(
         print(f"  {n}: run {i}: {run}", file=sys.stderr, flush=True)
         if i:
             runs.append(run)
+    # Scroll a settled view: the background probes of the runs above would re-send the tree
+    # (resetting the loaded pages) and compete with the scroll for the kernel.
+    status = page.locator(".tx-root").last.get_by_role("status")
+    expect(status).to_have_text(re.compile(r"^probe (ok|failed)"), timeout=300_000)
     loaded = load_more(page, more_pages)
     sc = page.evaluate(_SCROLL, scroll_ms)
     max_rows = max(max_rows, int(sc["maxRows"]))
