@@ -124,15 +124,7 @@ class ModelTree:
         was_enabled = _gc_pause()  # ~20,000 keys at 100,000 modules: see _gc_pause
         try:
             return Outline(
-                self._records,
-                self._index,
-                self._modules,
-                rest.classes,
-                self._parents,
-                self._trainings,
-                rest.inner,
-                rest.kid_ids,
-                rest.names,
+                self._records, self._index, self._modules, self._parents, self._trainings, rest
             )
         finally:
             _gc_resume(was_enabled)

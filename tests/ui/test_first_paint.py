@@ -18,7 +18,7 @@ from lab import (
     run_cell,
     treeitem,
 )
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Locator, Page, expect
 
 pytestmark = pytest.mark.ui
 
@@ -90,25 +90,30 @@ model = nn.Sequential(SlowToRead(4, 8), nn.ReLU(), nn.Linear(8, 2))
 """
 
 
+def start_explore(page: Page, lab: Lab, name: str, setup: str) -> tuple[Locator, Locator]:
+    """Runs the `setup` cell, then `tx.explore(model, torch.randn(3, 4))` without waiting for it
+    to end; (the view, the explore cell's prompt)."""
+    nb = lab.write_notebook(f"{name}.ipynb", setup, "tx.explore(model, torch.randn(3, 4))")
+    open_notebook(page, lab, nb, name)
+    hide_file_browser(page)
+    run_cell(page, 0)
+    code_cells(page).nth(1).locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Control+Enter")
+    return explorer(page, 1), code_cells(page).nth(1).locator(".jp-InputPrompt")
+
+
 def test_the_view_shows_before_the_tree_of_a_model_slow_to_read(
     page: Page, lab: Lab, shots: Path
 ) -> None:
-    nb = lab.write_notebook("slow_walk.ipynb", SLOW_WALK, "tx.explore(model, torch.randn(3, 4))")
-    open_notebook(page, lab, nb, "slow_walk")
-    hide_file_browser(page)
-    run_cell(page, 0)
-    # Run the explore cell without waiting for it: the view is drawn while the kernel still reads
-    # the model (header, status, an empty tree pane), before the cell ends.
-    code_cells(page).nth(1).locator(".jp-InputArea-editor").click()
-    page.keyboard.press("Control+Enter")
-    ex = explorer(page, 1)
+    # The view is drawn while the kernel still reads the model (header, status, an empty tree
+    # pane), before the cell ends.
+    ex, prompt = start_explore(page, lab, "slow_walk", SLOW_WALK)
     expect(ex.get_by_role("status")).to_have_text("reading the model…")
     expect(ex.get_by_placeholder(re.compile("^filter"))).to_be_visible()
     assert ex.get_by_role("treeitem").count() == 0
     placeholder = ex.get_by_role("tree").evaluate("(t) => getComputedStyle(t, '::before').content")
     assert "reading the model" in placeholder
     expect(ex.get_by_role("tabpanel", name="Overview")).to_have_text("reading the model…")
-    prompt = code_cells(page).nth(1).locator(".jp-InputPrompt")
     assert prompt.inner_text().strip() == "[*]:"  # the cell is still running: the walk
     ex.screenshot(path=str(shots / "slow_walk_reading.png"))
     # Then the tree arrives, and the probe's results after it.
@@ -133,16 +138,9 @@ tx.Explorer.outline_from = 50""",
 def test_a_big_model_shows_its_outline_while_its_tensors_are_read(
     page: Page, lab: Lab, shots: Path
 ) -> None:
-    nb = lab.write_notebook("outline.ipynb", SLOW_DETAILS, "tx.explore(model, torch.randn(3, 4))")
-    open_notebook(page, lab, nb, "outline")
-    hide_file_browser(page)
-    run_cell(page, 0)
-    code_cells(page).nth(1).locator(".jp-InputArea-editor").click()
-    page.keyboard.press("Control+Enter")
-    ex = explorer(page, 1)
+    ex, prompt = start_explore(page, lab, "outline", SLOW_DETAILS)
     # The rows are there while the cell still runs; their counts are not, and the view says so.
     expect(treeitem(ex, "0")).to_contain_text("SlowToRead", timeout=30_000)
-    prompt = code_cells(page).nth(1).locator(".jp-InputPrompt")
     assert prompt.inner_text().strip() == "[*]:"
     expect(treeitem(ex, "0").locator(".tx-params")).to_have_text("…")
     # Alike blocks are folded already, and the first levels open without asking the busy kernel.

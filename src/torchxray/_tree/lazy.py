@@ -8,6 +8,7 @@ walk visited: one consistent snapshot, as of that first look.
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
 from typing import Any
 
 import torch
@@ -101,15 +102,14 @@ class LazyPass:
     def run(self) -> Late:
         """Fill every module's late fields; signature id -1 (a module inside a reference
         cycle) is the last digest, "cycle"."""
-        records, n = self.records, len(self.records)
-        self.children = {i: records[i].children for i in self.inner}
+        n = len(self.records)
         late = Late(n)
         hids, heads, tensors = self._scan(late)
         self._totals(late, tensors)
         where = Placements(self.modules, self.parents, self.hooked, self.odd)
         late.placement, late.bytes_local = where.run(late.devices, late.bytes_total)
         keys: dict[tuple[Any, ...], int] = {}
-        late.sids = self._sign(hids, keys)
+        late.sids = self.sign(hids, keys)
         late.digests = digest_signatures(keys, heads)
         late.digests.append("cycle")
         return late
@@ -329,10 +329,12 @@ class LazyPass:
             items.update(k)
         return self._set(items) if items else ()
 
-    def _sign(self, hids: list[int], keys: dict[tuple[Any, ...], int]) -> list[int]:
-        """Signature id per module: key (head id, child names, child ids), interned in `keys`."""
-        n, children, names, edges = len(hids), self.children, self.names, self.kid_ids
-        leaf_sids: dict[int, int] = {}
+    def sign(self, hids: Sequence[Hashable], keys: dict[tuple[Any, ...], int]) -> list[int]:
+        """Signature id per module: key (head, child names, child ids), interned in `keys`; a
+        head is what sets a module apart on its own (here an id of its class, extra_repr and
+        tensors; for `_tree/outline.py` its class alone)."""
+        n, names, edges = len(hids), self.names, self.kid_ids
+        leaf_sids: dict[Hashable, int] = {}
         for hid in set(hids):  # a leaf's key is its head alone
             leaf_sids[hid] = keys.setdefault((hid, (), ()), len(keys))
         sids = [leaf_sids[h] for h in hids]
@@ -346,8 +348,10 @@ class LazyPass:
                 sids[i] = sid
             return sids
 
+        inner = set(self.inner)
+
         def combine(i: int, kids: list[int]) -> int:
-            if i not in children:
+            if i not in inner:
                 return sids[i]
             key = (hids[i], names[i], tuple(kids))
             sid = keys.get(key)

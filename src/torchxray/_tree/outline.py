@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .lazy import LazyPass
 from .nodes import NODE_FIELDS, HookInfo, plain_leaf
 
 __all__ = ["Outline", "Sketch"]
@@ -63,39 +64,16 @@ class Outline:
         records: list[Any],
         index: dict[str, int],
         modules: tuple[Any, ...],
-        classes: list[type],
         parents: list[int],
         trainings: bytearray,
-        inner: list[int],
-        kid_ids: dict[int, list[int]],
-        names: dict[int, tuple[str, ...]],
+        rest: LazyPass,
     ) -> None:
         self._records, self._index, self._modules = records, index, modules
         self._parents, self._trainings = parents, trainings
         self._known: dict[type, Any] = {}
         self._sketches: dict[int, Sketch] = {}
-        self._sids = self._structure(classes, inner, kid_ids, names)
-
-    @staticmethod
-    def _structure(
-        classes: list[type],
-        inner: list[int],
-        kid_ids: dict[int, list[int]],
-        names: dict[int, tuple[str, ...]],
-    ) -> list[Any]:
-        """Structure per module: a leaf's class, or an int id of (class, child names,
-        children's structure) for a module with children, bottom-up (reverse pre-order:
-        children first). An alias edge to an earlier module reads that module's structure as
-        far as it is known; a fold it misjudges is set right by the full tree."""
-        keys: dict[tuple[Any, ...], int] = {}
-        sids: list[Any] = list(classes)  # a module's own entry: its class, until done
-        for i in reversed(inner):
-            key = (sids[i], names[i], tuple([sids[j] for j in kid_ids[i]]))
-            sid = keys.get(key)
-            if sid is None:
-                sid = keys[key] = len(keys)
-            sids[i] = sid
-        return sids
+        # The full tree's signatures with each module's class for its head (see module docstring).
+        self._sids = rest.sign(rest.classes, {})
 
     def __len__(self) -> int:
         return len(self._records)
@@ -123,7 +101,5 @@ class Outline:
             values = [r[k] for k in _AT]
         else:  # a builder (module with children) or, once built, a Node
             values = [getattr(r, f) for f in _FIELDS]
-        sid = self._sids[i]
-        sign = str(sid) if type(sid) is int else f"{sid.__module__}.{sid.__qualname__}"
-        got = self._sketches[i] = Sketch(*[*values, sign])
+        got = self._sketches[i] = Sketch(*[*values, str(self._sids[i])])
         return got
