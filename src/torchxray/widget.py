@@ -68,7 +68,7 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
     tree_after_view = True
     # ...and a model of at least this many modules sends its outline before its tree: the rows
     # of the walk alone (`_tree/outline.py`, no counts yet), while the kernel reads every tensor
-    # (~0.4 s at 100,000 modules). Below it the full tree comes about as soon (~40 ms at 10,000).
+    # (0.4-0.7 s at 100,000 modules). Below it the full tree follows within tens of milliseconds.
     outline_from = 10_000
 
     def __init__(
