@@ -296,7 +296,7 @@ def flows_suite(res: Results, path: Path) -> None:
                  "|---|---|---|---|---|"]  # fmt: skip
         for model, r in explore.items():
             if "error" in r:
-                rows.append(f"| {model} | fails: {r['error'][:120]} | | |")
+                rows.append(f"| {model} | fails: {r['error'][:120]} | | | |")
                 continue
             res.values[f"flows:tree_visible_s:{model}"] = r["tree_visible_s"]
             res.values[f"flows:probe_shown_s:{model}"] = r["probe_shown_s"]
