@@ -32,6 +32,7 @@ import torch.nn as nn
 from torch.nn.parameter import is_lazy
 
 from ._compare.chunks import CHUNK, Scratch, float64_chunks, no_values
+from ._tensors import plain_values
 from ._tree.totals import packed_tensors
 
 __all__ = ["HIST_BINS", "ParamStats", "stats", "tensor_stats"]
@@ -100,8 +101,12 @@ def tensor_stats(t: torch.Tensor, chunk: int = CHUNK, scratch: Scratch | None = 
     numel = t.numel()
     if why is not None:
         return ParamStats(shape, dtype, numel, skipped=why)
+    values = plain_values(t)  # a quantized wrapper (torchao): its dequantized values
+    if values is None:
+        why = f"a {type(t).__name__} keeps its values in its own format and cannot dequantize them"
+        return ParamStats(shape, dtype, numel, skipped=why)
     try:
-        return _read(t, shape, dtype, numel, chunk, scratch or Scratch())
+        return _read(values, shape, dtype, numel, chunk, scratch or Scratch())
     except Exception as exc:  # noqa: BLE001 - one odd tensor subclass must not sink a model's stats
         return ParamStats(shape, dtype, numel, skipped=f"values could not be read: {exc}")
 

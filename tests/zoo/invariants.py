@@ -53,6 +53,13 @@ def tensor_digest(t: torch.Tensor) -> str:
     head = f"{t.dtype}|{tuple(t.shape)}|{t.device}|{t.requires_grad}|{type(t).__name__}"
     if t.device.type == "meta":
         return head + "|meta"
+    flatten = getattr(type(t), "__tensor_flatten__", None)
+    if flatten is not None and type(t) is not nn.Parameter:
+        # A wrapper subclass (torchao's quantized weights, DTensor) holds its data in inner
+        # tensors, and may implement no view op on itself: hash those.
+        names, ctx = t.__tensor_flatten__()  # type: ignore[attr-defined]
+        inner = ",".join(tensor_digest(getattr(t, n)) for n in names)
+        return f"{head}|{ctx!r}|{inner}"
     data = t.detach()
     if data.is_quantized:
         data = data.int_repr()

@@ -6,6 +6,7 @@ import math
 
 import torch
 
+from .._tensors import inner_tensors, is_wrapper, layout, plain_values
 from .chunks import CHUNK, Scratch, no_values, paired_chunks
 
 
@@ -14,9 +15,18 @@ def compare(
 ) -> tuple[bool, float] | None:
     """``(identical, ||b - a|| / ||a||)`` for two tensors of one shape, or None when either has no
     values (meta, fake) or only one is complex. NaNs at the same place count as identical; the
-    relative change is 0.0 for two zero tensors and inf when only ``a`` is zero."""
+    relative change is 0.0 for two zero tensors and inf when only ``a`` is zero.
+
+    A tensor subclass that stores its data in other tensors (torchao's quantized weights) is
+    compared through its dequantized values; one that cannot dequantize, by its inner tensors
+    (identical or not; no relative change)."""
     if no_values(a) or no_values(b) or a.is_complex() != b.is_complex():
         return None
+    if is_wrapper(a) or is_wrapper(b):
+        pa, pb = plain_values(a), plain_values(b)
+        if pa is None or pb is None:
+            return _compare_inner(a, b)
+        a, b = pa, pb
     same = True
     diff2 = norm2 = 0.0
     scratch = scratch or Scratch()
@@ -32,3 +42,18 @@ def compare(
     if norm2 == 0.0:
         return False, math.inf if diff2 > 0 else (0.0 if diff2 == 0 else math.nan)
     return False, math.sqrt(diff2) / math.sqrt(norm2)
+
+
+def _compare_inner(a: torch.Tensor, b: torch.Tensor) -> tuple[bool, float] | None:
+    """Two wrappers whose values cannot be read one by one: identical when they are stored
+    alike (class, inner tensors equal); how much they differ is then unknown."""
+    if layout(a) != layout(b):
+        return None
+    ia, ib = inner_tensors(a), inner_tensors(b)
+    if len(ia) != len(ib) or any(no_values(t) for t in (*ia, *ib)):
+        return None
+    same = all(
+        x.shape == y.shape and x.dtype == y.dtype and torch.equal(x, y.to(x.device))
+        for x, y in zip(ia, ib)
+    )
+    return (True, 0.0) if same else None

@@ -1,0 +1,344 @@
+"""The checks the sweep runs on one model, each guarded (an exception or a time-out fails that
+check only), and what "the model is untouched" means after each torchxray call.
+
+`run(entry)` builds the model (on meta first, to count its parameters; on the CPU where it is
+small enough), runs its bare forward, then `tx.walk`, the fake probe, the real probe (CPU models),
+`tx.memory(training=True, optimizer="adamw")` and `tx.diff` against a copy with one changed tensor,
+and after each torchxray call compares the model with its fingerprint taken before: module
+objects, every parameter and buffer (values included), train/eval flags, hooks, devices, and the
+RNG state. A check whose question does not apply (a real probe of a meta model) is "n/a".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import gc
+import signal
+import time
+import traceback
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+from torch.utils import _pytree as pytree
+
+import torchxray as tx
+
+from .entry import CPU_PARAMS, Entry, Inputs, count_params
+
+CHECKS = (
+    "bare",
+    "walk",
+    "fake",
+    "fake_shapes",
+    "real",
+    "real_shapes",
+    "memory",
+    "memory_exact",
+    "diff",
+    "untouched",
+)
+TIMEOUT_S = 300
+RETRY_CPU_PARAMS = 300_000_000
+
+
+@dataclass
+class Outcome:
+    family: str
+    group: str
+    name: str
+    device: str = "-"
+    params: int = 0
+    modules: int = 0
+    seconds: float = 0.0
+    note: str = ""
+    checks: dict[str, tuple[str, str]] = field(default_factory=dict)  # check -> (status, text)
+
+    def status(self, check: str) -> str:
+        return self.checks.get(check, ("n/a", ""))[0]
+
+    def first_error(self) -> tuple[str, str] | None:
+        for check in CHECKS:
+            status, text = self.checks.get(check, ("n/a", ""))
+            if status == "fail":
+                return check, text
+        return None
+
+
+class TimedOut(Exception):
+    pass
+
+
+class TooBig(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def _deadline(seconds: int) -> Iterator[None]:
+    def fire(signum: int, frame: Any) -> None:
+        raise TimedOut(f"took more than {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, fire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
+
+
+def tensor_shapes(value: Any) -> tuple[tuple[int, ...], ...]:
+    """Shapes of a value's tensors in pytree order (what the probe's root record lists), a
+    transformers cache opened into its layers' keys and values as a user reads them."""
+    out: list[tuple[int, ...]] = []
+    for leaf in pytree.tree_leaves(value):
+        if isinstance(leaf, torch.Tensor):
+            out.append(tuple(leaf.shape))
+        else:
+            out.extend(_cache_shapes(leaf))
+    return tuple(out)
+
+
+def _cache_shapes(cache: Any) -> list[tuple[int, ...]]:
+    parts = [getattr(cache, a, None) for a in ("self_attention_cache", "cross_attention_cache")]
+    if all(p is not None and hasattr(p, "layers") for p in parts):
+        return [s for p in parts for s in _cache_shapes(p)]
+    layers = getattr(cache, "layers", None)
+    if not isinstance(layers, list):
+        return []
+    return [
+        tuple(t.shape)
+        for layer in layers
+        for t in (getattr(layer, "keys", None), getattr(layer, "values", None))
+        if isinstance(t, torch.Tensor)
+    ]
+
+
+def stored_bytes(t: torch.Tensor) -> int:
+    """Bytes a tensor holds in memory: a wrapper subclass (torchao, DTensor) by its inner
+    tensors, a plain tensor by its elements."""
+    flatten = getattr(t, "__tensor_flatten__", None)
+    if flatten is not None and type(t) is not nn.Parameter:
+        names, _ = flatten()
+        return sum(stored_bytes(getattr(t, n)) for n in names)
+    return t.numel() * t.element_size()
+
+
+def _distinct_params(model: nn.Module) -> list[nn.Parameter]:
+    return list({id(p): p for p in model.parameters()}.values())
+
+
+def _modules(model: nn.Module) -> int:
+    return len({id(m) for m in model.modules()})
+
+
+def _fingerprint(model: nn.Module) -> Any:
+    from tests.zoo.invariants import state_fingerprint
+
+    devices = tuple(sorted({str(t.device) for t in model.state_dict(keep_vars=True).values()
+                            if isinstance(t, torch.Tensor)}))  # fmt: skip
+    return state_fingerprint(model), devices, torch.random.get_rng_state()
+
+
+def _untouched(before: Any, model: nn.Module, step: str) -> str | None:
+    from tests.zoo.invariants import diff_fingerprints
+
+    fp, devices, rng = _fingerprint(model)
+    problems = diff_fingerprints(before[0], fp, limit=2)
+    if devices != before[1]:
+        problems.append(f"devices {before[1]} -> {devices}")
+    if not torch.equal(rng, before[2]):
+        problems.append("the RNG state changed")
+    if problems:
+        return (
+            f"after {step}: "
+            + problems[0].splitlines()[0]
+            + " "
+            + " ".join(p.strip() for p in problems[0].splitlines()[1:2])
+        )
+    return None
+
+
+def _build(entry: Entry, device: str | None = None) -> tuple[nn.Module, str, int]:
+    """The model on `device`, or where its size says (meta above `CPU_PARAMS`)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = entry.build("meta")
+        params = count_params(model)
+        if device is None:
+            small = entry.cpu is None and params <= CPU_PARAMS
+            device = "cpu" if entry.cpu or small else "meta"
+        if device == "meta":
+            return model, "meta", params
+        if params > RETRY_CPU_PARAMS and entry.cpu is None:
+            raise TooBig(f"{params / 1e6:.0f} M parameters: too big for a CPU retry")
+        del model
+        return entry.build("cpu"), "cpu", params
+
+
+def _bare(model: nn.Module, inputs: Inputs) -> Any:
+    args, kwargs = inputs
+    torch.manual_seed(0)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return model(*args, **kwargs)
+
+
+def prepare(entry: Entry, out: Outcome) -> tuple[nn.Module, Inputs, Any] | None:
+    """Build the model and run its bare forward; None (with the failure in `out`) if either
+    fails, after trying the entry's fallback."""
+    tries: list[tuple[Entry, str | None]] = [(entry, None)]
+    if entry.cpu is None:
+        # A forward with data-dependent ops (a detector's nonzero) cannot run on meta at all:
+        # a model too big for the default CPU budget then runs on the CPU if it is not huge.
+        tries.append((entry, "cpu"))
+    if entry.fallback is not None:
+        tries.append((entry.fallback, None))
+    last = ""
+    for candidate, where in tries:
+        if where == "cpu" and last == "cpu":
+            continue  # it failed on the CPU already
+        try:
+            with _deadline(TIMEOUT_S):
+                model, device, params = _build(candidate, where)
+                last = device
+                inputs = candidate.inputs(model, torch.device(device))
+                bare = _bare(model, inputs)
+        except TooBig:
+            continue
+        except Exception as exc:
+            if "bare" not in out.checks or where is None:  # the first failure is the telling one
+                out.checks["bare"] = ("fail", f"{candidate.name} [{last}]: {_line(exc)}")
+            continue
+        out.name, out.device, out.params = candidate.name, device, params
+        out.note = candidate.note
+        out.modules = _modules(model)
+        out.checks["bare"] = ("ok", "")
+        return model, inputs, bare
+    return None
+
+
+def run(entry: Entry) -> Outcome:
+    out = Outcome(entry.family, entry.group, entry.name, note=entry.note)
+    start = time.perf_counter()
+    try:
+        prepared = prepare(entry, out)
+        if prepared is not None:
+            _checks(*prepared, out)
+    finally:
+        out.seconds = time.perf_counter() - start
+        gc.collect()
+    return out
+
+
+def _checks(model: nn.Module, inputs: Inputs, bare: Any, out: Outcome) -> None:
+    args, kwargs = inputs
+    shapes = tensor_shapes(bare)
+    del bare
+    cpu = out.device == "cpu"
+    before = _fingerprint(model)
+    touched: list[str] = []
+
+    def guarded(check: str, fn: Any) -> Any:
+        try:
+            with _deadline(TIMEOUT_S), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return fn()
+        except Exception as exc:
+            out.checks[check] = ("fail", _line(exc))
+            if isinstance(exc, TimedOut) or not isinstance(exc, AssertionError):
+                out.checks[check] = ("fail", _line(exc) + " | " + _where(exc))
+            return None
+        finally:
+            if (problem := _untouched(before, model, check)) is not None and not touched:
+                touched.append(problem)
+
+    def walk() -> None:
+        tree = tx.walk(model)
+        want = (_modules(model), count_params(model))
+        got = (len(tree), tree.root.params_total)
+        assert got == want, f"walk counts {got} modules/params, the model has {want}"
+        out.checks["walk"] = ("ok", "")
+
+    guarded("walk", walk)
+    for mode in ("fake", "real"):
+        if mode == "real" and not cpu:
+            out.checks["real"] = out.checks["real_shapes"] = ("n/a", "meta")
+            continue
+        rep = guarded(mode, lambda mode=mode: tx.probe(model, *args, mode=mode, **kwargs))
+        if rep is None:
+            continue
+        if not rep.ok:
+            e = rep.error
+            out.checks[mode] = ("fail", f"{e.exc_type} in {e.path or '(root)'}: {e.message}"[:300])
+            continue
+        out.checks[mode] = ("ok", "")
+        got = rep[""].output_shapes
+        out.checks[f"{mode}_shapes"] = (
+            ("ok", "")
+            if tuple(got) == shapes
+            else ("fail", f"{_short(got)} != bare {_short(shapes)}")
+        )
+
+    def memory() -> None:
+        rep = tx.memory(model, *args, training=True, optimizer="adamw", **kwargs)
+        out.checks["memory"] = ("ok", "")
+        params = _distinct_params(model)
+        want_p = sum(stored_bytes(p) for p in params)
+        trainable = [p for p in params if p.requires_grad]
+        want_g = sum(p.numel() * p.element_size() for p in trainable)
+        got = (rep.params, rep.grads, rep.optimizer)
+        want = (want_p, want_g, 2 * want_g)
+        out.checks["memory_exact"] = (
+            ("ok", "") if got == want else ("fail", f"params/grads/optimizer {got} != {want}")
+        )
+
+    guarded("memory", memory)
+    if cpu:
+        guarded("diff", lambda: _diff(model, out))
+    else:
+        out.checks["diff"] = ("n/a", "meta")
+    out.checks["untouched"] = ("fail", touched[0]) if touched else ("ok", "")
+
+
+def _diff(model: nn.Module, out: Outcome) -> None:
+    same = tx.diff(model, copy.deepcopy(model))
+    moved = {n: c.kind for n, c in same.params.items() if c.kind != "same"}
+    assert not moved and not same.retyped, f"an unchanged copy differs: {_short(moved)}"
+    twin = copy.deepcopy(model)
+    state = twin.state_dict(keep_vars=True)
+    name = next(
+        (n for n, t in state.items() if isinstance(t, torch.Tensor) and t.is_floating_point()
+         and t.numel() and type(t) in (torch.Tensor, nn.Parameter)),
+        None,
+    )  # fmt: skip
+    if name is None:
+        out.checks["diff"] = ("n/a", "no plain floating tensor to change")
+        return
+    with torch.no_grad():
+        state[name].view(-1)[0] += 1.0
+    d = tx.diff(model, twin)
+    moved = {n: c.kind for n, c in d.params.items() if c.kind != "same"}
+    assert moved == {name: "values"}, f"changed {name}, diff names {_short(moved)}"
+    out.checks["diff"] = ("ok", "")
+
+
+def _where(exc: BaseException) -> str:
+    frames = traceback.extract_tb(exc.__traceback__)
+    ours = [f for f in frames if "torchxray" in f.filename]
+    f = (ours or frames)[-1] if (ours or frames) else None
+    return f"{f.filename.rsplit('/', 2)[-2:]}:{f.lineno}" if f else ""
+
+
+def _short(value: Any, n: int = 120) -> str:
+    text = repr(value)
+    return text if len(text) <= n else text[: n - 1] + "…"

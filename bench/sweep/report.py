@@ -1,0 +1,68 @@
+"""The sweep's table: per family, how many models were attempted, how many ran bare, and each
+check's rate among those whose bare forward ran; then every failing model with its first error."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+from .checks import CHECKS, Outcome
+
+_RATED = tuple(c for c in CHECKS if c != "bare")
+
+
+def rates(outcomes: Iterable[Outcome]) -> dict[str, dict[str, tuple[int, int]]]:
+    """{family: {check: (ok, applicable)}}, checks counted over models whose bare forward ran;
+    "attempted" and "bare" count every model."""
+    table: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
+    for o in outcomes:
+        row = table[o.family]
+        row["attempted"][0] += 1
+        row["attempted"][1] += 1
+        bare = o.status("bare") == "ok"
+        row["bare"][0] += bare
+        row["bare"][1] += 1
+        if not bare:
+            continue
+        for check in _RATED:
+            status = o.status(check)
+            if status == "n/a":
+                continue
+            row[check][1] += 1
+            row[check][0] += status == "ok"
+    return {f: {c: (v[0], v[1]) for c, v in row.items()} for f, row in table.items()}
+
+
+def _cell(ok: int, n: int) -> str:
+    return "-" if n == 0 else f"{ok}/{n} ({100 * ok / n:.0f}%)" if ok != n else f"{n}/{n}"
+
+
+def render(outcomes: list[Outcome], header: str = "") -> str:
+    table = rates(outcomes)
+    cols = ("attempted", "bare", *_RATED)
+    lines = [header] if header else []
+    lines.append("| family | " + " | ".join(cols) + " |")
+    lines.append("|---" * (len(cols) + 1) + "|")
+    total: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for family, row in table.items():
+        cells = []
+        for c in cols:
+            ok, n = row.get(c, (0, 0))
+            total[c][0] += ok
+            total[c][1] += n
+            cells.append(str(n) if c == "attempted" else _cell(ok, n))
+        lines.append(f"| {family} | " + " | ".join(cells) + " |")
+    if len(table) > 1:
+        cells = [str(total[c][1]) if c == "attempted" else _cell(*total[c]) for c in cols]
+        lines.append("| **all** | " + " | ".join(cells) + " |")
+    failing = [o for o in outcomes if o.status("bare") == "ok" and o.first_error()]
+    if failing:
+        lines += ["", "Failing (bare forward ran; first failing check):", ""]
+        for o in failing:
+            check, text = o.first_error()  # type: ignore[misc]
+            lines.append(f"- {o.family}/{o.name} [{o.device}] {check}: {text}")
+    broken = [o for o in outcomes if o.status("bare") != "ok"]
+    if broken:
+        lines += ["", f"Not counted: bare forward or build failed ({len(broken)}):", ""]
+        lines += [f"- {o.family}/{o.name}: {o.checks['bare'][1]}" for o in broken]
+    return "\n".join(lines)
