@@ -3,10 +3,11 @@
 The blocks, and when a call of one runs or is replayed, are the shared memo's (`_fake.memo`, as
 in the probe): the same signatures (class, forward, plain attributes, parameter metadata,
 children; transformers' decoder layers up to their cache index) and the same input metadata.
-Fake tensors hold no data, so such a block's bytes depend only on that metadata, up to what the live total (`_memory.live`) sees of
-the world outside the block. A block is therefore recorded as offsets from the live total when it
-was entered: the highest total within its forward and within each descendant's, the total when it
-returned, and what it left alive: its outputs and, for a Hugging Face cache, its own cache slot.
+Fake tensors hold no data, so such a block's bytes depend only on that metadata, up to what the
+live total (`_memory.live`) sees of the world outside the block. A block is therefore recorded as
+offsets from the live total when it was entered: the highest total within its forward and within
+each descendant's, the total when it returned, and what it left alive: its outputs and, for a
+Hugging Face cache, its own cache slot.
 
 Nothing else may change. A recording is refused (the block runs every time) when the block freed a
 storage that was alive before it, left alive one that is neither an output nor its cache slot (a
