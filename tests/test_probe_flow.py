@@ -212,7 +212,7 @@ def test_memoised_edges_equal_a_full_probes(name: str | None) -> None:
     if name is None:
         assert fast.memoised
         assert ("2", "3.norm") in {(e.src, e.dst) for e in fast.edges}
-    # The memo's replays hand out fresh fake tensors (`_probe.fake.fresh`), made past the
+    # The memo's replays hand out fresh fake tensors (`_fake.mode.fresh`), made past the
     # dispatch modes: they are fake tensors of the run's mode, and nothing counted them as ops.
     assert fast.total_flops == full.total_flops
 

@@ -1,7 +1,7 @@
 """A memoised fake probe gives the same report as a full one, field by field, on real models.
 
 The reference is ``run_probe(..., memoise=False)``, which runs every block. transformers' decoder
-layers are memoised through their cache (`_probe.memo_cache`): these tests check that they are
+layers are memoised through their cache (`_fake.memo_cache`): these tests check that they are
 (the fast path is taken, not merely equal by accident of never being taken) and that the checks
 refusing a replay work.
 """

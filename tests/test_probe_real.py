@@ -92,7 +92,7 @@ def test_moe_experts_probe_in_fake_mode_as_in_real_mode(name: str) -> None:
 def test_fake_grouped_mm_follows_the_cpu_kernel() -> None:
     """float32 runs on CPU (torch's meta kernel only allows the CUDA dtypes); float64 is refused
     by the CPU kernel too, so the meta kernel's error stands."""
-    from torchxray._probe.fake import ProbeFakeMode
+    from torchxray._fake.mode import FakeMode
 
     offs = torch.tensor([8, 16], dtype=torch.int32)
     cases = ((torch.float32, 8, True), (torch.float64, 8, False), (torch.float32, 6, False))
@@ -100,7 +100,7 @@ def test_fake_grouped_mm_follows_the_cpu_kernel() -> None:
         a, b = torch.randn(16, width, dtype=dtype), torch.randn(2, width, 4, dtype=dtype)
         if runs:
             expected = torch._grouped_mm(a, b, offs=offs)
-        mode = ProbeFakeMode(allow_non_fake_inputs=True)
+        mode = FakeMode(allow_non_fake_inputs=True)
         # As in a probe: fake activations, the real weight converted by the mode.
         fa, foffs = mode.from_tensor(a), mode.from_tensor(offs)
         with mode:

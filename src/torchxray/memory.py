@@ -38,12 +38,12 @@ import torch
 from torch import nn
 from torch.utils import _pytree as pytree
 
+from . import _gc
+from ._fake.offload import execution_devices, offload_paused
 from ._memory import real
 from ._memory.optim import state_bytes
 from ._memory.trace import StepTrace, trace_step
 from ._memory.weights import LazyWeights, fake_weights, subtree_bytes
-from ._probe.placement import execution_devices, offload_paused
-from ._probe.run import gc_paused
 
 __all__ = ["MemoryRecord", "MemoryReport", "memory"]
 
@@ -187,8 +187,8 @@ def run_memory(
             "device) or 'real' (the step run and measured with the CUDA allocator)"
         )
     # No cyclic collection meanwhile: with torch's large heap its passes over the objects a run
-    # makes cost more than the run (as in the probe, `_probe.run.gc_paused`).
-    with gc_paused():
+    # makes cost more than the run (as in the probe, `_gc.paused`).
+    with _gc.paused():
         return _run_memory(model, args, kwargs, training, optimizer, batch, memoise, mode)
 
 
@@ -313,11 +313,11 @@ def _fake_step(
     training: bool,
     memoise: bool,
 ) -> StepTrace:
-    from ._probe.fake import ProbeFakeMode  # FakeTensorMode, with CPU grouped_mm (MoE experts)
+    from ._fake.mode import FakeMode  # FakeTensorMode, with CPU grouped_mm (MoE experts)
 
     # Non-fake inputs allowed: a tensor a forward makes with torch.tensor(...) or a cache
     # built before the run is converted when an op first meets it.
-    fake_mode = ProbeFakeMode(allow_non_fake_inputs=True)
+    fake_mode = FakeMode(allow_non_fake_inputs=True)
     devices = execution_devices([m for _, m in modules])  # offloaded weights: where they run
     named = (
         *model.named_parameters(remove_duplicate=False),

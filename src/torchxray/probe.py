@@ -9,8 +9,8 @@
 ``mode="fake"`` runs the forward on fake tensors (``FakeTensorMode``) over the model's own
 parameters, which are viewed, never copied: it works for CPU, CUDA and meta models of any size.
 ``mode="real"`` runs on real tensors where the model lives and measures per-module time (and CUDA
-memory). It counts no FLOPs unless asked (``flops=True``): counting intercepts every op in Python
-(~16 us an op), which would slow the forward and inflate the times it measures; fake mode counts
+memory). It counts no FLOPs unless asked (``flops=True``): counting intercepts every op in Python,
+which would slow the forward and inflate the times it measures; fake mode counts
 them at no cost to anything. Either way the inputs are moved to the model's device and the model
 never is.
 
@@ -82,13 +82,14 @@ from typing import Any
 import torch
 from torch import nn
 
+from . import _gc
+from ._fake.offload import fake_offloaded
 from ._probe.calls import Call
 from ._probe.cause import entries_of
 from ._probe.edges import Edge, Edges
 from ._probe.failure import localise
 from ._probe.flow import Flow, FlowEntry
 from ._probe.inputs import first_lazy, model_device, prepare_inputs, unpack_batch
-from ._probe.placement import fake_offloaded
 from ._probe.records import (
     CallRecord,
     DiffEntry,
@@ -99,7 +100,7 @@ from ._probe.records import (
     ProbeReport,
     TensorInfo,
 )
-from ._probe.run import ProbeRun, gc_paused
+from ._probe.run import ProbeRun
 from ._probe.sites import Site, sites_of
 from ._probe.skipped import NotCalled
 
@@ -165,7 +166,7 @@ def run_probe(
         raise TypeError(f"probe(flops=...) takes True, False or None, got {flops!r}")
     patches = entries_of(patch_log)
     args, kwargs = unpack_batch(model, args, kwargs)
-    with gc_paused():
+    with _gc.paused():
         return _run(model, args, kwargs, mode, memoise, flops, patches)
 
 
@@ -190,8 +191,8 @@ def _run(
         if device.type == "cuda":
             if failed:
                 # Tracebacks and cycles can hold a failed run's activations. A successful run's
-                # are released when _execute returns, and a full collection cost 85-120 ms per
-                # probe on an H200's host: more than the 1 B-parameter Llama's forward (54 ms).
+                # are released when _execute returns, and a full collection costs more than a
+                # small model's whole forward on the GPU.
                 gc.collect()
             torch.cuda.empty_cache()  # the run's cached blocks go back to the device
     wall_ms = (time.perf_counter() - start) * 1e3

@@ -11,7 +11,6 @@ Paths are dotted exactly as in `model.named_modules()`; `tree[path]` resolves ev
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 import torch.nn as nn
 from torch.nn.modules import module as _module_mod
 
+from . import _gc
 from ._text import closest
 from ._tree.nodes import BufferInfo, HookInfo, Node, _Builder, plain_leaf
 from ._tree.outline import Outline
@@ -39,11 +39,11 @@ class _Lazy:
         self.known: dict[type, Any] = {}  # class facts for plain leaves (FACTS is weak, slower)
 
     def run(self) -> Any:
-        was_enabled = _gc_pause()
+        was_enabled = _gc.pause()
         try:
             self.late = self.rest.run()
         finally:
-            _gc_resume(was_enabled)
+            _gc.resume(was_enabled, as_old=True)
         self.rest = None
         return self.late
 
@@ -121,13 +121,13 @@ class ModelTree:
         rest = self._lazy.rest
         if rest is None:
             return None
-        was_enabled = _gc_pause()  # ~20,000 keys at 100,000 modules: see _gc_pause
+        was_enabled = _gc.pause()  # ~20,000 keys at 100,000 modules: see _gc.pause
         try:
             return Outline(
                 self._records, self._index, self._modules, self._parents, self._trainings, rest
             )
         finally:
-            _gc_resume(was_enabled)
+            _gc.resume(was_enabled, as_old=True)
 
     @property
     def unwrapped(self) -> Node:
@@ -213,7 +213,7 @@ def walk(model: nn.Module) -> ModelTree:
             f"walk() expects a torch.nn.Module instance, got {what}. "
             "Pass a built model, e.g. walk(MyModel()) rather than walk(MyModel)."
         )
-    was_enabled = _gc_pause()
+    was_enabled = _gc.pause()
     try:
         records, index, modules, parents, trainings, rest = Walker(_Builder).run(model)
         # Hooks registered for every module (torch.nn.modules.module.register_module_*_hook).
@@ -221,34 +221,4 @@ def walk(model: nn.Module) -> ModelTree:
         lazy = _Lazy(rest)
         return ModelTree(global_hooks, records, lazy, index, tuple(modules), parents, trainings)
     finally:
-        _gc_resume(was_enabled)
-
-
-def _gc_pause() -> bool:
-    """Disable the cyclic GC; True if it was on (a caller's gc.disable() is kept).
-
-    The walk allocates a few objects per module and frees none of them; left on, the GC would
-    rescan the whole (large) model heap over and over while nodes pile up, which made a
-    100,000-module walk ~10x slower in measurements. (Plain try/finally rather than a context
-    manager: leaving a generator allocates, which would run the young-generation collection of
-    everything the walk built before walk() returns.)"""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    return was_enabled
-
-
-def _gc_resume(was_enabled: bool) -> None:
-    """Re-enable the cyclic GC after `_gc_pause`, with what the walk built counted as old.
-
-    The walk's records (tens of thousands of containers, and lists and tuples as long as the
-    model) are long-lived, yet they were allocated as young objects: the first young collection
-    after the walk would traverse all of them (~65 ms at 100,000 modules, on the path to the
-    Explorer's first state). `gc.freeze()` + `gc.unfreeze()` moves every tracked object to the
-    oldest generation in O(1), without a traversal; objects there are still collected, by the
-    next full collection. Skipped when the process froze objects itself (unfreeze would thaw them)."""
-    if not was_enabled:
-        return
-    if gc.get_freeze_count() == 0:
-        gc.freeze()
-        gc.unfreeze()
-    gc.enable()
+        _gc.resume(was_enabled, as_old=True)

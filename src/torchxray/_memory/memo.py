@@ -1,12 +1,13 @@
 """Repeated identical blocks in a fake memory trace (`_memory.trace`): run twice, then replayed.
 
-The blocks are those the probe's memo (`_probe.memo`) replays, found by the same signatures
-(class, forward, plain attributes, parameter metadata, children; transformers' decoder layers up
-to their cache index) and called with the same input metadata. Fake tensors hold no data, so such
-a block's bytes depend only on that metadata, up to what the live total (`_memory.live`) sees of
-the world outside the block. A block is therefore recorded as offsets from the live total when it
-was entered: the highest total within its forward and within each descendant's, the total when it
-returned, and what it left alive: its outputs and, for a Hugging Face cache, its own cache slot.
+The blocks, and when a call of one runs or is replayed, are the shared memo's (`_fake.memo`, as
+in the probe): the same signatures (class, forward, plain attributes, parameter metadata,
+children; transformers' decoder layers up to their cache index) and the same input metadata.
+Fake tensors hold no data, so such a block's bytes depend only on that metadata, up to what the
+live total (`_memory.live`) sees of the world outside the block. A block is therefore recorded as
+offsets from the live total when it was entered: the highest total within its forward and within
+each descendant's, the total when it returned, and what it left alive: its outputs and, for a
+Hugging Face cache, its own cache slot.
 
 Nothing else may change. A recording is refused (the block runs every time) when the block freed a
 storage that was alive before it, left alive one that is neither an output nor its cache slot (a
@@ -34,22 +35,14 @@ from torch._subclasses.fake_tensor import FakeTensor
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import _disable_current_modes
 
-from .._probe.fake import new_fake
-from .._probe.memo import _PLAIN, Signatures, _input_key
-from .._probe.memo_cache import (
-    _TensorMeta,
-    only_slot_changed,
-    snapshot,
-    state_key,
-    stub_targets,
-    template,
-)
+from .._fake.memo import BlockCall, BlockMemo, meta
+from .._fake.memo_cache import PLAIN, replay_slots, slot_effects
+from .._fake.mode import new_fake
 from .live import LiveBytes, storage_key
 
 __all__ = ["StepMemo"]
 
-_Meta = tuple[tuple[int, ...], tuple[int, ...], torch.dtype, torch.device]
-_REFUSED = object()
+_MISSING = object()
 
 
 def _fresh_bytes(t: torch.Tensor) -> int:
@@ -102,10 +95,14 @@ class _Entry:
         return pytree.tree_unflatten(leaves, self.spec)
 
 
-class StepMemo:
+class StepMemo(BlockMemo):
     """Stubs on the outermost repeated blocks of a fake step (`install` puts them on for the
     run); `stack` is the trace's module stack (open paths, peaks, and its `log` of peaks while a
-    block is recorded), `live` its live total."""
+    block is recorded), `live` its live total. Every entry needs a second call that agrees with
+    it before any replay, and a call that could not be recorded refuses its key."""
+
+    retry_unremembered = False
+    replay_same_index = False
 
     def __init__(
         self,
@@ -115,84 +112,56 @@ class StepMemo:
         live: LiveBytes,
         fake_mode: Any,
     ) -> None:
+        super().__init__(model, {id(m): p for p, m in modules})
         self.stack, self.live, self.fake_mode = stack, live, fake_mode
         self.modules = modules
-        paths = {id(m): p for p, m in modules}
-        self.sigs = Signatures(model, paths)
-        self.entries: dict[Hashable, Any] = {}
-        self.hits: list[str] = []
-        # As the probe's memo: the outermost repeated blocks (`_probe.memo_cache.stub_targets`).
-        self.stubbed = stub_targets(self.sigs, model)
 
     @contextmanager
     def install(self) -> Iterator[None]:
         """Each stubbed module's `forward` routed through the memo for the run, put back after."""
         done: list[tuple[nn.Module, Any]] = []
         try:
-            for path, m in self.modules:
-                stubbed = self.stubbed.get(id(m))
-                if stubbed is None:
-                    continue
+            for _, m, stub in self.make_stubs(self.modules):
                 d = vars(m)
-                done.append((m, d.get("forward", _REFUSED)))
-                d["forward"] = self._stub(path, *stubbed, m.forward)
+                done.append((m, d.get("forward", _MISSING)))
+                d["forward"] = stub
             yield
         finally:
             for m, was in done:
-                if was is _REFUSED:
+                if was is _MISSING:
                     del vars(m)["forward"]
                 else:
                     vars(m)["forward"] = was
 
-    def _stub(
-        self, path: str, sig: Hashable, index: int | None, original: Callable[..., Any]
-    ) -> Callable[..., Any]:
-        def forward(*args: Any, **kwargs: Any) -> Any:
-            return self._call(path, sig, index, original, args, kwargs)
+    def here(self, path: str) -> str | None:
+        """`path` when it is the trace's innermost open call, without autograd (a training
+        step's backward walks the graph each block builds, which a replay does not have)."""
+        stack = self.stack
+        if not stack.open or stack.open[-1] != path or torch.is_grad_enabled():
+            return None
+        return path
 
-        return forward
-
-    def _call(
-        self,
-        path: str,
-        sig: Hashable,
-        index: int | None,
-        original: Callable[..., Any],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-    ) -> Any:
-        stack, live = self.stack, self.live
-        keyed = _input_key(args, kwargs, index)
-        if not stack.open or stack.open[-1] != path or keyed is None or torch.is_grad_enabled():
-            return original(*args, **kwargs)
-        ikey, caches = keyed
-        key = (sig, ikey)
-        entry = self.entries.get(key)
-        if entry is _REFUSED:
-            return original(*args, **kwargs)
-        if entry is not None and entry.confirmed:
-            return self._replay(path, entry, caches, index)
+    def begin(self, here: str, call: BlockCall) -> Any:
+        live, stack = self.live, self.stack
         start, refs = live.live, dict(live.refs)
-        before = [snapshot(c) for c in caches]
         outer = stack.log is not None
         if not outer:
             stack.log = []
-        first = len(stack.log)
+        return start, refs, outer, len(stack.log)
+
+    def failed(self, token: Any) -> None:
+        if not token[2]:
+            self.stack.log = None
+
+    def end(
+        self, here: str, token: Any, result: Any, call: BlockCall, before: list[Any]
+    ) -> _Entry | None:
+        start, refs, outer, first = token
         try:
-            result = original(*args, **kwargs)
-            fresh = self._describe(path, result, start, refs, caches, before, index, first)
+            return self._describe(here, result, start, refs, call, before, first)
         finally:
             if not outer:
-                stack.log = None
-        if entry is None:
-            self.entries[key] = fresh if fresh is not None else _REFUSED
-        elif index is not None and entry.index == index:
-            pass  # the same layer again: a second index must confirm
-        elif fresh is not None and entry.same(fresh):
-            entry.confirmed = True
-        else:
-            self.entries[key] = _REFUSED
-        return result
+                self.stack.log = None
 
     def _describe(
         self,
@@ -200,9 +169,8 @@ class StepMemo:
         result: Any,
         start: int,
         refs: dict[int, Any],
-        caches: list[Any],
+        call: BlockCall,
         before: list[Any],
-        index: int | None,
         first: int,
     ) -> _Entry | None:
         live = self.live
@@ -226,20 +194,16 @@ class StepMemo:
                 # A fake tensor: a subclass (a DTensor) would not be remade as one.
                 if type(leaf) is not FakeTensor or not own(leaf):
                     return None
-                metas.append((tuple(leaf.shape), leaf.stride(), leaf.dtype, leaf.device))
-            elif isinstance(leaf, _PLAIN):
+                metas.append(meta(leaf))
+            elif isinstance(leaf, PLAIN):
                 metas.append(leaf)
             else:
                 return None
-        effects = []
-        for cache, was in zip(caches, before):
-            if was is None or index is None or not only_slot_changed(cache, was, index):
-                return None
-            slot = cache.layers[index]
-            tmpl, key = template(slot), state_key(slot)
-            if tmpl is None or key is None or not all(own(t) for t in _slot_tensors(slot)):
-                return None
-            effects.append((tmpl, key))
+        effects = slot_effects(
+            call.caches, before, call.index, lambda slot: all(own(t) for t in _slot_tensors(slot))
+        )
+        if effects is None:
+            return None
         if left != made:
             return None  # something else of its making is still alive (a cached tensor)
         prefix, cut = path + ".", len(path)
@@ -249,10 +213,11 @@ class StepMemo:
                 return None  # a module outside the block was called from inside it
             events.append((p[cut:], top - start))
         return _Entry(
-            spec, metas, live.spans[-1] - start, live.live - start, events, effects, index
+            spec, metas, live.spans[-1] - start, live.live - start, events, effects, call.index
         )
 
-    def _replay(self, path: str, entry: _Entry, caches: list[Any], index: int | None) -> Any:
+    def replay(self, here: str, entry: _Entry, call: BlockCall) -> Any:
+        path = here
         live, stack = self.live, self.stack
         start = live.live
         live.reach(start + entry.top)
@@ -272,27 +237,7 @@ class StepMemo:
 
         with _disable_current_modes():
             out = entry.outputs(make)
-            if index is not None:
-                for cache, (tmpl, _) in zip(caches, entry.effects):
-                    _materialise(cache.layers[index], tmpl, make)
+            replay_slots(call.caches, entry.effects, call.index, make)
         for t in made:
             live.track(t)
-        self.hits.append(path)
         return out
-
-
-def _materialise(obj: Any, tmpl: dict[str, Any], make: Callable[..., torch.Tensor]) -> None:
-    """`memo_cache.materialise`, each tensor made by `make` (shape, stride, dtype, device)."""
-    d = vars(obj)
-    d.clear()
-    d.update({k: _fresh(v, make) for k, v in tmpl.items()})
-
-
-def _fresh(v: Any, make: Callable[..., torch.Tensor]) -> Any:
-    # A module-level function, not a recursive closure: that would be a reference cycle holding
-    # every tensor the replay made until a garbage collection, and the live total with them.
-    if isinstance(v, _TensorMeta):
-        return make(v.shape, v.stride, v.dtype, v.device)
-    if type(v) in (list, tuple):
-        return type(v)(_fresh(x, make) for x in v)
-    return v

@@ -20,7 +20,9 @@ from torch.func import functional_call
 from torch.nn.modules import module as module_hooks
 from torch.utils import _pytree as pytree
 
-from .._probe.run import _snapshot_state, _undo_fake_state, gc_paused, quiet_logger
+from .. import _gc
+from .._fake.mode import quiet_fake_logs
+from .._fake.state import set_training, snapshot_state, undo_fake_state
 from .live import LiveBytes, storage_key
 from .memo import StepMemo
 from .weights import LazyWeights
@@ -75,19 +77,11 @@ def _flags(modules: list[nn.Module], training: bool) -> Iterator[None]:
     flags = [m.training for m in modules]
     try:
         for m in modules:
-            _set_training(m, training)
+            set_training(m, training)
         yield
     finally:
         for m, flag in zip(modules, flags):
-            _set_training(m, flag)
-
-
-def _set_training(m: nn.Module, flag: bool) -> None:
-    d = m.__dict__
-    if "training" in d:  # the flag itself, not .train(): a user's override may do more
-        d["training"] = flag
-    else:  # a ScriptModule keeps it in C++, behind its own __setattr__
-        m.training = flag
+            set_training(m, flag)
 
 
 @contextlib.contextmanager
@@ -105,7 +99,7 @@ def _put_back(modules: list[nn.Module], before: list[dict[str, Any]]) -> None:
     from torch._subclasses.fake_tensor import FakeTensor
 
     # The types of every attribute first, by C loops: usually no fake stayed, and no more is read
-    # (a Python check per module and attribute was ~8 ms of an 80-layer model's step).
+    # (a Python check per module and attribute was a large part of a deep model's step).
     seen: set[type] = set()
     for m in modules:
         seen.update(map(type, vars(m).values()))
@@ -176,12 +170,12 @@ def trace_step(
         es.enter_context(_flags(objs, training))
         es.enter_context(_attributes_kept(objs))
         if lazy is not None:  # a forward that sets a parameter or buffer: the real one put back
-            es.callback(_undo_fake_state, _snapshot_state(objs))
-        es.enter_context(quiet_logger("torch._subclasses.fake_tensor"))
+            es.callback(undo_fake_state, snapshot_state(objs))
+        es.enter_context(quiet_fake_logs())
         # No cyclic collection during the step: what is freed when follows reference counts only,
         # the same in every run (a collection's timing depends on how many objects were made, and
         # a memoised run makes fewer), and the step is faster.
-        es.enter_context(gc_paused())
+        es.enter_context(_gc.paused())
         es.callback(module_hooks.register_module_forward_pre_hook(stack.pre).remove)
         es.callback(module_hooks.register_module_forward_hook(stack.post).remove)
         es.enter_context(fake_mode)

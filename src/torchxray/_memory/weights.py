@@ -2,9 +2,9 @@
 only), and each module's subtree sums of bytes, counting a tensor once per subtree.
 
 A fake copy is made directly (a meta tensor of the same shape and strides wrapped as a
-FakeTensor: ~25 us) where the weight owns its storage alone; `FakeTensorMode.from_tensor`, which
-keeps storages shared between views (~0.4 ms, most of `tx.memory` on an 80-layer model), is left
-for the others.
+FakeTensor) where the weight owns its storage alone; `FakeTensorMode.from_tensor`, which keeps
+storages shared between views (an order of magnitude slower: most of `tx.memory` on an 80-layer
+model), is left for the others.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .._probe.fake import new_fake
+from .._fake.mode import new_fake
 
 __all__ = ["LazyWeights", "fake_weights", "subtree_bytes"]
 

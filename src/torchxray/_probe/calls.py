@@ -28,7 +28,8 @@ from .values import Meta, call_inputs, leaf_infos, meta_info
 # compare with the general path.
 _FAST_META = True
 # Call sites (one frame lookup per call) and dataflow edges (fake mode) are recorded; the bench
-# (bench/flow_cost.py) turns this off for its "without" arm, to price them (issue #18: <= 1.2x).
+# (bench/flow_cost.py) turns this off for its "without" arm, to price them against a probe
+# without them.
 _TRACE_FLOW = True
 _Leaves = tuple[TensorInfo | str, ...]
 
@@ -37,8 +38,8 @@ class Call:
     """One call in progress or done (mutable); `record` makes the frozen CallRecord.
 
     A plain class with class-level defaults: the recorder makes one per module call, and making
-    one and setting three attributes costs half as much as an ``__init__`` setting all fifteen
-    (measured: 0.25 us against 0.52 us).
+    one and setting three attributes costs about half as much as an ``__init__`` setting all
+    fifteen.
     """
 
     path = ""
@@ -251,8 +252,8 @@ class Recorder:
     def _allocated(self) -> tuple[int, int]:
         """Bytes the allocator holds for tensors now, and at its peak since the last reset, from
         one read of its counters. ``memory_allocated()`` and ``max_memory_allocated()`` each
-        flatten every counter into a new dict first: about 80 us per call on an H200's host, which
-        made a 197-module Llama's real probe CPU-bound (1.86x its bare forward)."""
+        flatten every counter into a new dict first, which made a real probe of a small Llama
+        CPU-bound."""
         stat = torch.cuda.memory_stats_as_nested_dict(self.device)["allocated_bytes"]["all"]
         return stat["current"], stat["peak"]
 

@@ -1,4 +1,4 @@
-"""Cancelling a running probe from another thread: the widget's Cancel button (issue #16).
+"""Cancelling a running probe from another thread: the widget's Cancel button.
 
 The Explorer runs its probes in a background thread inside a kernel (`_view/background.py`); the
 kernel's main thread, still answering the view, sets the probe's `Cancel` token. The recorder

@@ -22,9 +22,10 @@ from .values import call_inputs
 __all__ = ["localise"]
 
 _CALL_IMPL_CODE = nn.Module._call_impl.__code__
-# The package folder (torchxray/): the probe's own files are probe.py there and everything in _probe/.
+# The package folder (torchxray/): the probe's own files are probe.py there and everything in
+# _probe/ and in the fake-execution engine it runs on, _fake/.
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-_PROBE_DIR = os.path.join(_PACKAGE_DIR, "_probe") + os.sep
+_PROBE_DIRS = tuple(os.path.join(_PACKAGE_DIR, d) + os.sep for d in ("_probe", "_fake"))
 
 
 def _module_frames(run: ProbeRun, exc: BaseException) -> list[tuple[nn.Module, types.FrameType]]:
@@ -91,24 +92,23 @@ def localise(
 
 
 def _probe_file(filename: str) -> bool:
-    """One of the probe's own files (probe.py, _probe/*.py): not the package's demo models, whose
-    forwards are the model's code like any user's."""
+    """One of the probe's own files (probe.py, _probe/*.py, _fake/*.py): not the package's demo
+    models, whose forwards are the model's code like any user's."""
     path = os.path.abspath(filename)
-    return path.startswith(_PROBE_DIR) or path == _PACKAGE_DIR + "probe.py"
+    return path.startswith(_PROBE_DIRS) or path == _PACKAGE_DIR + "probe.py"
 
 
 def _call_out_codes(caller: types.CodeType) -> tuple[types.CodeType, ...]:
     """torchxray's frames that call the model or torch on the model's data: an exception raised
     there by a C function (an argument mismatch, an aten error) belongs to the model."""
+    from .._fake.memo import call_out_codes
     from .inputs import prepare_inputs
-    from .memo import Memo
     from .wrap import Patches
 
     return (
         RECORDED_CODE,
         inner_code(Patches._record_instance, "unbound"),
-        inner_code(Memo._stub, "forward"),
-        Memo._call.__code__,
+        *call_out_codes(),
         caller,
         prepare_inputs.__code__,
     )

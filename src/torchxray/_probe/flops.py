@@ -45,8 +45,8 @@ def _formulas() -> dict[Any, Any]:
         raw = getattr(formula, "__wrapped__", None)
         table[op] = (raw, True) if raw is not None else (formula, False)
     aten = torch.ops.aten
-    # The matmul formulas call each other through the wrapper (tree_map again): ~28 us of a 38 us
-    # counted Linear on small inputs. The same arithmetic, directly (test_probe checks the totals
+    # The matmul formulas call each other through the wrapper (tree_map again): most of a counted
+    # Linear on small inputs. The same arithmetic, directly (test_probe checks the totals
     # against FlopCounterMode).
     table[aten.mm] = (_mm_flops, True)
     table[aten.addmm] = (lambda bias, a, b, **_: _mm_flops(a, b), True)
@@ -82,10 +82,10 @@ class FlopCount(TorchDispatchMode):
     """Adds each op's FLOPs (torch.utils.flop_counter's formulas) to every open call.
 
     Hand-written rather than FlopCounterMode itself: FlopCounterMode tries a decomposition for
-    every op without a formula and tracks modules with hooks of its own; measured on 10,000 small
-    ops it cost 75 us per op against 28 us here (less still with `_formulas`). The formulas, the
-    part worth sharing, are torch's. Any Python dispatch mode still costs ~16 us per op, which is why
-    real mode counts only when asked (``flops=True``). ``count=False`` (fake mode without FLOPs)
+    every op without a formula and tracks modules with hooks of its own: several times the cost
+    per op of this one (less still with `_formulas`). The formulas, the part worth sharing, are
+    torch's. Any Python dispatch mode still costs a Python call per op, which is why real mode
+    counts only when asked (``flops=True``). ``count=False`` (fake mode without FLOPs)
     keeps the fake-weight conversion and counts nothing.
     """
 
@@ -112,7 +112,7 @@ class FlopCount(TorchDispatchMode):
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
     ) -> Any:
         kwargs = kwargs or {}
-        # Looked up by id: OpOverloadPacket's __hash__ is Python code, ~1 us per op otherwise.
+        # Looked up by id: OpOverloadPacket's __hash__ is Python code, run per op otherwise.
         seen = _BY_OP.get(id(func))
         if seen is None or seen[0] is not func:
             seen = _BY_OP[id(func)] = _op_entry(func)
@@ -140,7 +140,7 @@ class FlopCount(TorchDispatchMode):
         """The model's real parameters as their fake views, converted here rather than inside
         FakeTensorMode: the mode converts them too (the same memoised view) but then skips its
         per-op result cache for a call with any real tensor argument, so every convolution and
-        BatchNorm re-ran its Python meta kernel (~2 ms each, most of a ResNet-50 fake probe)."""
+        BatchNorm re-ran its Python meta kernel (most of a ResNet-50 fake probe)."""
         # Only next to a fake tensor: with real tensors alone, FakeTensorMode may compute on them
         # instead (constant propagation, torch.tensor's lift), and that must stay as it was.
         if not any(type(a) in _REAL_TYPES for a in args) or not any(

@@ -7,11 +7,11 @@ model, on a fake process group too (`init_process_group("fake", ...)`: its colle
 data, so shapes and times are those of the model but values are whatever the gathered buffers
 held; the fake probe is the one to read shapes from, and `nonfinite` means nothing there).
 
-What broke the real probe (#14: "aten.addmm.default got mixed torch.Tensor and DTensor") was a
+What broke the real probe ("aten.addmm.default got mixed torch.Tensor and DTensor") was a
 *fake* probe before it, and a user's own forward after one just as much. The fake run gathered
 under FakeTensorMode, and FSDP kept what it made: its units marked unsharded, holding fake
 unsharded parameters and gather buffers, while the probe put the sharded DTensors back on the
-modules (`_probe.run._undo_fake_state`). The next real forward then skipped its all-gather (the
+modules (`_fake.state.undo_fake_state`). The next real forward then skipped its all-gather (the
 unit said it was gathered) and ran its modules on DTensor parameters with plain inputs.
 
 After a real probe, the units that were sharded before it are sharded again (`fsdp_resharded`,

@@ -124,8 +124,8 @@ class ModuleRecord:
 class LazyRecords(Mapping[str, ModuleRecord]):
     """path -> ModuleRecord in call order, each record made from the raw calls when first read.
 
-    Making the frozen records costs ~5 us a module (measured: a quarter of a bare forward of 10,000
-    small modules), and a report is often read for a few paths only (a widget shows one page of
+    Making the frozen records costs about a quarter of a bare forward of 10,000 small modules,
+    and a report is often read for a few paths only (a widget shows one page of
     rows), so they are made on demand. It holds the calls' metadata only, never a tensor or a module.
     """
 

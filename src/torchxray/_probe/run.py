@@ -12,9 +12,6 @@ flag outlives the probe.
 from __future__ import annotations
 
 import contextlib
-import gc
-import logging
-from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -22,13 +19,15 @@ from torch import nn
 from torch.nn.modules.lazy import LazyModuleMixin
 from torch.nn.parameter import is_lazy
 
+from .._fake.mode import FakeMode, quiet_fake_logs
+from .._fake.state import set_training, snapshot_state, undo_fake_state
 from .calls import Call, Recorder
 from .flops import FlopCount
 from .fsdp import fsdp_kept, fsdp_resharded
 from .memo import Memo
 from .wrap import Patches
 
-__all__ = ["ProbeRun", "gc_paused"]
+__all__ = ["ProbeRun"]
 
 
 class ProbeRun:
@@ -124,23 +123,17 @@ class ProbeRun:
         es = self._exit
         try:
             es.callback(_restore_training, self.modules, self.flags)
-            # The flag itself rather than .eval(): a user's train() override may do more than
-            # flip flags, and we must restore exactly what was there.
             for m in self.training:
-                _set_training(m, False)
+                set_training(m, False)
             es.enter_context(torch.no_grad())
             if self.mode == "fake":
-                es.callback(_undo_fake_state, _snapshot_state(self.modules))
+                es.callback(undo_fake_state, snapshot_state(self.modules))
                 # FSDP2 units: lazily initialised for real, their bookkeeping put back after.
                 es.enter_context(fsdp_kept(self.modules, self.classes))
-                from .fake import ProbeFakeMode  # FakeTensorMode, with CPU grouped_mm
-
                 # allow_non_fake_inputs: the model's real parameters are converted lazily to fake
                 # views (memoised per tensor) on first use - no copy of their data, no new memory.
-                self.fake_mode = es.enter_context(ProbeFakeMode(allow_non_fake_inputs=True))
-                # A meta kernel that fails logs a full traceback at ERROR level before raising; the
-                # report already carries that error, so keep it out of the notebook's output.
-                es.enter_context(quiet_logger("torch._subclasses.fake_tensor"))
+                self.fake_mode = es.enter_context(FakeMode(allow_non_fake_inputs=True))
+                es.enter_context(quiet_fake_logs())  # the report carries a kernel's error
             else:
                 # FSDP2 units sharded before the run are sharded again after it.
                 es.enter_context(fsdp_resharded(self.modules, self.classes))
@@ -185,81 +178,9 @@ def _holds_lazy(m: nn.Module) -> bool:
     return any(t is not None and is_lazy(t) for t in own)
 
 
-_State = tuple[nn.Module, dict[str, Any], dict[str, Any], dict[str, Any]]
-
-
-def _snapshot_state(modules: list[nn.Module]) -> list[_State]:
-    return [(m, dict(m._parameters), dict(m._buffers), dict(vars(m))) for m in modules]
-
-
-def _undo_fake_state(snapshot: list[_State]) -> None:
-    """A forward that caches tensors on its module (a rotary table grown to a new length, a
-    register_buffer call) would leave *fake* tensors in the model after a fake probe: put back
-    what was there before for every module where a fake tensor turned up."""
-    from torch._subclasses.fake_tensor import FakeTensor
-
-    # First the types of every value, collected by C loops (map/set.update): in the usual case no
-    # fake tensor stayed anywhere and nothing more is read. Per module and per value in Python,
-    # this check took a fifth of a 30,000-module fake probe.
-    seen: set[type] = set()
-    for m, _, _, _ in snapshot:
-        seen.update(map(type, m._parameters.values()))
-        seen.update(map(type, m._buffers.values()))
-        seen.update(map(type, vars(m).values()))
-    if not any(issubclass(t, FakeTensor) for t in seen):
-        return
-    for m, params, buffers, attrs in snapshot:
-        current = (*m._parameters.values(), *m._buffers.values(), *vars(m).values())
-        if not any(isinstance(v, FakeTensor) for v in current):
-            continue
-        m._parameters.clear()
-        m._parameters.update(params)
-        m._buffers.clear()
-        m._buffers.update(buffers)
-        for key in [k for k, v in vars(m).items() if isinstance(v, FakeTensor)]:
-            if key in attrs:
-                m.__dict__[key] = attrs[key]
-            else:
-                del m.__dict__[key]
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """The probe makes many small objects; with a big heap (torch alone is large) the cyclic
-    collector's passes took half of a 10,000-module probe. Refcounting still frees tensors as
-    usual; only cycles wait until the probe is over (as timeit does)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-def _set_training(m: nn.Module, training: bool) -> None:
-    if "training" in m.__dict__:  # the usual case: skip nn.Module.__setattr__ (~4 us a call)
-        m.__dict__["training"] = training
-    else:  # e.g. a ScriptModule keeps the flag in C++ behind its own __setattr__
-        m.training = training
-
-
 def _restore_training(modules: list[nn.Module], flags: list[bool]) -> None:
     """Every module's flag as it was (a forward may have flipped one during the probe too)."""
     for m, training in zip(modules, flags):
         d = m.__dict__
         if (d["training"] if "training" in d else m.training) is not training:
-            _set_training(m, training)
-
-
-@contextlib.contextmanager
-def quiet_logger(name: str) -> Iterator[None]:
-    """A meta kernel that fails logs a full traceback at ERROR level before raising; the caller
-    reports that error itself, so keep the log out of the notebook's output meanwhile."""
-    logger = logging.getLogger(name)
-    level = logger.level
-    logger.setLevel(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
+            set_training(m, training)

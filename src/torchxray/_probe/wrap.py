@@ -1,15 +1,15 @@
 """Routing every module call of the probed model through the recorder (`_probe.calls`), and undoing it.
 
 Not forward hooks: any hook, global or per module, sends *every* module call through the slow
-path of ``nn.Module._call_impl``; measured on 10,000 small modules, two empty global hooks alone
-cost 1.27x a bare forward. Instead, for the probe's duration:
+path of ``nn.Module._call_impl``; on many small modules, two empty global hooks alone cost a
+large part of a bare forward. Instead, for the probe's duration:
 
 - ``nn.Module.__call__`` is replaced by one recording function. For a module of the probed model
   that has no hooks of its own it records the call around ``module.forward(*args, **kwargs)``,
   which is all ``nn.Module.__call__`` does for such a module (outside TorchScript tracing);
   every other module goes to the original ``__call__``. One patch instead of one per module, and
-  it replaces torch's two call frames rather than adding a third: measured on 10,000 small
-  modules, a forward through a pass-through replacement ran 5% faster than a bare one.
+  it replaces torch's two call frames rather than adding a third: a forward through a
+  pass-through replacement runs a little faster than a bare one.
 - The modules that path cannot serve exactly get an instance attribute ``forward`` that records
   the call instead, and are called the usual way: a module with hooks of its own (they run as
   usual, around the recording), a module compiled in place (``module.compile()``), a class with

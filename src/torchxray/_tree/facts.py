@@ -37,7 +37,7 @@ class ClassFacts(NamedTuple):
     script: bool
     # torch layers declare their hyperparameters in __constants__ (TorchScript relies on it) and
     # their extra_repr is a function of those and of which tensors exist; for them the walk
-    # memoises extra_repr (LayerNorm's costs ~3 us, too much at 100,000 modules).
+    # memoises extra_repr (LayerNorm's alone costs too much at 100,000 modules).
     repr_keys: tuple[str, ...] | None
     # extra_repr is nn.Module's own (always ""): containers, Identity, most custom blocks.
     plain_repr: bool
@@ -52,7 +52,7 @@ _CONTAINERS: tuple[tuple[type, str], ...] = (
 )
 
 # Weak: a cache must not keep a user's (e.g. notebook-defined) class alive. Walks copy what they
-# use into a plain dict for the walk's duration (a WeakKeyDictionary lookup costs ~10x more).
+# use into a plain dict for the walk's duration (a WeakKeyDictionary lookup costs far more).
 FACTS: weakref.WeakKeyDictionary[type, ClassFacts] = weakref.WeakKeyDictionary()
 
 

@@ -1,7 +1,7 @@
 """The second, lazy phase of `tree.walk()`: what needs each module's tensors and hyperparameters.
 
-Counts, devices and dtypes (every parameter and buffer read), `extra_repr` (LayerNorm's costs
-~3 us) and structural signatures were two thirds of a 100,000-module walk. `ModelTree` runs this
+Counts, devices and dtypes (every parameter and buffer read), `extra_repr` and structural
+signatures were two thirds of a 100,000-module walk. `ModelTree` runs this
 pass once, for all modules together, when its first `Node` is built, reading the live modules the
 walk visited: one consistent snapshot, as of that first look.
 """

@@ -1,7 +1,7 @@
 """The tree before its lazy pass: what the walk alone knows of each module, for a first look.
 
 On a big model the lazy pass (`_tree/lazy.py`: every tensor and `extra_repr` read) costs as much
-as the walk itself, about 0.4 s at 100,000 modules. The Explorer shows this outline first (rows,
+as the walk itself. The Explorer shows this outline first (rows,
 classes, marks, runs of alike siblings folded), then the full tree once the pass has run.
 
 Folds here compare structure only: a leaf's class, and for a module with children its class,

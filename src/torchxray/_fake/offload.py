@@ -1,6 +1,7 @@
-"""Fake runs of models whose weights accelerate offloads (``dispatch_model`` with a device_map
-holding "cpu" or "disk"): their `AlignDevicesHook`s keep those weights on the meta device and
-load them from a `weights_map` (CPU copies, or files on disk) around each forward.
+"""Fake runs (a probe, a memory trace) of models whose weights accelerate offloads
+(``dispatch_model`` with a device_map holding "cpu" or "disk"): their `AlignDevicesHook`s keep
+those weights on the meta device and load them from a `weights_map` (CPU copies, or files on
+disk) around each forward.
 
 A fake run must neither read nor move them: for its duration each offloading hook's ``offload``
 flag is turned off (so it loads and unloads nothing, and only sends inputs to its execution
@@ -75,10 +76,10 @@ def offload_paused(modules: list[nn.Module]) -> Iterator[list[Any]]:
 
 @contextlib.contextmanager
 def fake_offloaded(modules: list[nn.Module], fake_mode: Any) -> Iterator[None]:
-    """For a fake probe (`fake_mode` not None): offloading paused, and every offloaded (meta)
-    weight replaced by a fake tensor on its execution device until the probe ends."""
+    """For a fake run (`fake_mode` not None): offloading paused, and every offloaded (meta)
+    weight replaced by a fake tensor on its execution device until the run ends."""
     devices = execution_devices(modules) if fake_mode is not None else {}
-    if not devices:  # a real probe runs accelerate's hooks as they are
+    if not devices:  # a real run keeps accelerate's hooks as they are
         yield
         return
     swapped: list[tuple[dict[str, Any], str, Any]] = []

@@ -1,5 +1,5 @@
-"""The fake mode a probe runs in: torch's FakeTensorMode, except where a meta kernel refuses what
-the device's own kernel runs.
+"""The fake mode that probes and memory traces run in: torch's FakeTensorMode, except where a meta
+kernel refuses what the device's own kernel runs; and fake tensors made without a dispatch.
 
 A fake tensor keeps its device (``cpu``) but every op on it runs the op's *meta* kernel, which
 for a few ops mirrors the CUDA kernel's checks whatever the device. ``aten._grouped_mm`` is one:
@@ -11,18 +11,21 @@ plain float32 forward and failed in a fake probe. The fake mode below answers su
 fake tensors as the CPU kernel would: same checks on dtypes (asked of the CPU kernel itself, once
 per dtype, on tiny real tensors), dimensions, offsets and 16-byte strides, and the output shape
 of the meta kernel.
-Nothing global is patched: the override lives in the probe's own mode object.
+Nothing global is patched: the override lives in the run's own mode object.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import logging
+from collections.abc import Iterator
 from typing import Any
 
 import torch
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode, unset_fake_temporarily
 
-__all__ = ["ProbeFakeMode", "fresh", "new_fake"]
+__all__ = ["FakeMode", "fresh", "new_fake", "quiet_fake_logs"]
 
 # The dispatch keys through which Python dispatch modes (the fake mode, the FLOP counter) run.
 _MODES = torch._C.DispatchKeySet(torch._C.DispatchKey.Python) | torch._C.DispatchKeySet(
@@ -32,7 +35,7 @@ _GROUPED_MM = getattr(torch.ops.aten, "_grouped_mm", None)
 _GROUPED_MM_DEFAULT = getattr(_GROUPED_MM, "default", None)
 
 
-class ProbeFakeMode(FakeTensorMode):
+class FakeMode(FakeTensorMode):
     """FakeTensorMode with CPU semantics for the ops listed in the module docstring."""
 
     def dispatch(
@@ -142,8 +145,8 @@ def fresh(meta: tuple[Any, ...], like: torch.Tensor) -> torch.Tensor:
     memo's replays hand out one per output when the dataflow edges follow tensor identity.
 
     Why not ``torch.empty_strided`` under the fake mode: that goes through the whole dispatch
-    (the FLOP counter's mode, then the fake mode's cache), 110-330 us a tensor, and was most of
-    what edges cost a probe of BERT; wrapping a meta tensor made past the modes takes ~20 us.
+    (the FLOP counter's mode, then the fake mode's cache), several times the cost of wrapping a
+    meta tensor made past the modes, and was most of what edges cost a probe of BERT.
     """
     shape, stride, dtype, device = meta
     mode = getattr(like, "fake_mode", None)
@@ -154,8 +157,21 @@ def fresh(meta: tuple[Any, ...], like: torch.Tensor) -> torch.Tensor:
 
 def new_fake(mode: Any, shape: Any, stride: Any, dtype: torch.dtype, device: Any) -> FakeTensor:
     """A FakeTensor of `mode` with this metadata, made directly from a meta tensor that no
-    dispatch mode sees (~20 us; through the modes 110-330 us). The probe's memo and the memory
+    dispatch mode sees (far cheaper than through the modes). The probe's memo and the memory
     trace's fake weights and replays make theirs here."""
     with torch._C._ExcludeDispatchKeyGuard(_MODES):
         elem = torch.empty_strided(shape, stride, dtype=dtype, device="meta")
     return FakeTensor(mode, elem, device)
+
+
+@contextlib.contextmanager
+def quiet_fake_logs() -> Iterator[None]:
+    """A meta kernel that fails logs a full traceback at ERROR level before raising; the caller
+    reports that error itself, so keep the log out of the notebook's output meanwhile."""
+    logger = logging.getLogger("torch._subclasses.fake_tensor")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)

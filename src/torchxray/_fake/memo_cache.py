@@ -1,11 +1,12 @@
-"""What the memo (`_probe.memo`) needs to know of a Hugging Face ``Cache`` passed to a block.
+"""What a memo (`_fake.memo`) needs to know of a Hugging Face ``Cache`` passed to a block.
 
 transformers' decoder layers are called with a cache object, and each layer writes its keys and
 values to the cache's slot ``layers[layer_idx]``, ``layer_idx`` being an attribute of the layer's
 attention module. Two such layers are interchangeable when they differ only in that index and the
 slot each one writes to starts out the same: the memo then runs the first, checks that it changed
 nothing in the cache but its own slot, and replays a skipped layer by giving its slot the state the
-first layer's slot ended with (fresh fake tensors of the same metadata).
+first layer's slot ended with (fresh fake tensors of the same metadata): `slot_effects` after the
+call that runs, `replay_slots` for a replay.
 
 The cache is recognised by class (``transformers.cache_utils.Cache`` in its MRO), so transformers
 is never imported here. Its state is compared through `state_key`, which reads tensors' metadata
@@ -15,14 +16,28 @@ only and gives up (None) on anything it cannot compare by value.
 from __future__ import annotations
 
 import types
-from collections import Counter
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import torch
-from torch import nn
 
-_PLAIN = (bool, int, float, str, type(None), torch.dtype, torch.device)
+__all__ = [
+    "PLAIN",
+    "TensorMeta",
+    "Unkeyable",
+    "is_hf_cache",
+    "materialise",
+    "only_slot_changed",
+    "replay_slots",
+    "slot_effects",
+    "slot_key",
+    "snapshot",
+    "state_key",
+    "template",
+]
+
+# Values compared by value, and left as they are in a memo's records.
+PLAIN = (bool, int, float, str, type(None), torch.dtype, torch.device)
 _DEPTH = 3
 # Classes and functions (a layer class to replicate, say) are equal only to themselves.
 _BY_ID = (type, types.FunctionType, types.BuiltinFunctionType)
@@ -40,7 +55,7 @@ def is_hf_cache(value: Any) -> bool:
 
 
 def _key(value: Any, depth: int) -> Hashable:
-    if isinstance(value, _PLAIN):
+    if isinstance(value, PLAIN):
         return (type(value), value)
     if isinstance(value, torch.Tensor):
         return ("tensor", tuple(value.shape), value.stride(), value.dtype, value.device)
@@ -106,65 +121,81 @@ def template(obj: Any) -> dict[str, Any] | None:
     out: dict[str, Any] = {}
     for k, v in vars(obj).items():
         if isinstance(v, torch.Tensor):
-            out[k] = _TensorMeta(v)
-        elif isinstance(v, _PLAIN):
+            out[k] = TensorMeta(v)
+        elif isinstance(v, PLAIN):
             out[k] = v
-        elif type(v) in (list, tuple) and all(isinstance(x, (torch.Tensor, *_PLAIN)) for x in v):
-            out[k] = type(v)(_TensorMeta(x) if isinstance(x, torch.Tensor) else x for x in v)
+        elif type(v) in (list, tuple) and all(isinstance(x, (torch.Tensor, *PLAIN)) for x in v):
+            out[k] = type(v)(TensorMeta(x) if isinstance(x, torch.Tensor) else x for x in v)
         else:
             return None
     return out
 
 
-class _TensorMeta:
+class TensorMeta:
+    """A tensor of a `template`, as `materialise` makes it again: its metadata only."""
+
     __slots__ = ("shape", "stride", "dtype", "device")
 
     def __init__(self, t: torch.Tensor) -> None:
         self.shape, self.stride = tuple(t.shape), t.stride()
         self.dtype, self.device = t.dtype, t.device
 
-    def make(self) -> torch.Tensor:
-        return torch.empty_strided(self.shape, self.stride, dtype=self.dtype, device=self.device)
 
-
-def materialise(obj: Any, tmpl: dict[str, Any]) -> None:
-    """Give `obj` the instance attributes `tmpl` describes, with fresh (fake) tensors."""
-
-    def make(v: Any) -> Any:
-        if isinstance(v, _TensorMeta):
-            return v.make()
-        if type(v) in (list, tuple):
-            return type(v)(make(x) for x in v)
-        return v
-
+def materialise(
+    obj: Any, tmpl: dict[str, Any], make: Callable[..., torch.Tensor] | None = None
+) -> None:
+    """Give `obj` the instance attributes `tmpl` describes, each tensor a new one made by `make`
+    (shape, stride, dtype, device; by default `torch.empty_strided`, fake under a fake mode)."""
     d = vars(obj)
     d.clear()
-    d.update({k: make(v) for k, v in tmpl.items()})
+    d.update({k: _fresh(v, make or _empty) for k, v in tmpl.items()})
 
 
-def stub_targets(sigs: Any, model: nn.Module) -> dict[int, tuple[Hashable, int | None]]:
-    """The blocks a memo stubs, by id, from `sigs` (`_probe.memo.Signatures`): (signature key,
-    cache index or None). Only the outermost exactly repeated modules: inside such a block the
-    first instance runs its children anyway, and fewer stubs keep set-up and calls cheap. Inside
-    a block repeated up to its cache index, children keep theirs: that block may not replay (no
-    cache argument, or its second instance did something else). The probe's memo and the memory
-    trace's (`_memory.memo`) share it."""
-    out: dict[int, tuple[Hashable, int | None]] = {}
-    exact = Counter(sigs.exact.values())
-    relaxed = Counter(sigs.relaxed[k] for k in sigs.index)
+def _empty(shape: Any, stride: Any, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    return torch.empty_strided(shape, stride, dtype=dtype, device=device)
 
-    def mark(m: nn.Module, inside: bool) -> None:
-        key = id(m)
-        sig = sigs.exact.get(key)
-        repeats = sig is not None and exact[sig] > 1
-        if not inside:
-            if repeats:
-                out[key] = (("exact", sig), None)
-            elif key in sigs.index and relaxed[sigs.relaxed[key]] > 1:
-                out[key] = (("relaxed", sigs.relaxed[key]), sigs.index[key])
-        for child in m._modules.values():
-            if child is not None:
-                mark(child, inside or repeats)
 
-    mark(model, False)
-    return out
+def _fresh(v: Any, make: Callable[..., torch.Tensor]) -> Any:
+    # A module-level function, not a recursive closure: that would be a reference cycle holding
+    # every tensor the replay made until a garbage collection (and a memory trace's live total
+    # with them).
+    if isinstance(v, TensorMeta):
+        return make(v.shape, v.stride, v.dtype, v.device)
+    if type(v) in (list, tuple):
+        return type(v)(_fresh(x, make) for x in v)
+    return v
+
+
+def slot_effects(
+    caches: list[Any],
+    before: list[Any],
+    index: int | None,
+    owned: Callable[[Any], bool] | None = None,
+) -> list[tuple[dict[str, Any], Hashable]] | None:
+    """Per cache argument, in order, its slot `index` after a call (`template`, `state_key`);
+    None when the call changed anything else of a cache (``before``: each one's `snapshot`), when
+    a slot cannot be described, or when ``owned(slot)`` says no."""
+    effects = []
+    for cache, was in zip(caches, before):
+        # The block may have changed its own slot (index), and nothing else of the cache.
+        if was is None or index is None or not only_slot_changed(cache, was, index):
+            return None
+        slot = cache.layers[index]
+        tmpl, now = template(slot), state_key(slot)
+        if tmpl is None or now is None or (owned is not None and not owned(slot)):
+            return None
+        effects.append((tmpl, now))
+    return effects
+
+
+def replay_slots(
+    caches: list[Any],
+    effects: list[tuple[dict[str, Any], Hashable]],
+    index: int | None,
+    make: Callable[..., torch.Tensor] | None = None,
+) -> None:
+    """Each cache's slot `index` given the state `slot_effects` described (nothing without an
+    index)."""
+    if index is not None:
+        for cache, (tmpl, _) in zip(caches, effects):
+            materialise(cache.layers[index], tmpl, make)

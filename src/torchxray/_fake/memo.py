@@ -1,0 +1,360 @@
+"""Repeated identical blocks of a fake run (80 identical decoder layers), found once and run
+once or twice: the half of the memo that the probe's (`_probe.memo`) and the memory trace's
+(`_memory.memo`) share. `Signatures` says which blocks are interchangeable, `input_key` which
+calls of them are, `stub_targets` which blocks get a stub, and `BlockMemo` decides per call
+whether to run it (and remember what it did) or replay it; each client says what it remembers
+and how it replays.
+
+Fake tensors carry no data, so a block's outputs, and everything its submodules see, depend only
+on the block's structure and its inputs' metadata. Two blocks with the same *signature* (class,
+forward, plain attributes, parameter/buffer metadata, children's signatures, no hooks of their
+own) called with the same input metadata do the same.
+
+transformers' decoder layers differ in one attribute, ``layer_idx``, and are called with a cache
+object they write to at that index (`_fake.memo_cache`). Such blocks share a *relaxed*
+signature; a call is keyed on its tensors' metadata and on the state of its own cache slot. The
+first block runs and must change nothing in the cache but its own slot; a second block of another
+index runs too and must do exactly the same (same records, same slot state after), which catches a
+forward that treats one layer apart; then the rest are replayed, each replay giving its slot the
+state the first block's slot ended with. What this cannot see is a forward that branches on
+``layer_idx`` from the third layer on, or reads another layer's slot; transformers' own models use
+``layer_idx`` only as the cache index or a scalar factor, so the relaxation applies to classes
+from the ``transformers`` package only, and only when a cache is passed.
+
+Skipping a forward needs the call itself: the outermost modules whose signature occurs more than
+once get a stub (`BlockMemo.make_stubs`) that consults the memo.
+"""
+
+from __future__ import annotations
+
+import types
+from collections import Counter
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any
+
+import torch
+from torch import nn
+from torch.utils import _pytree as pytree
+
+from .memo_cache import PLAIN, is_hf_cache, slot_key, snapshot
+
+__all__ = [
+    "REFUSED",
+    "BlockCall",
+    "BlockMemo",
+    "Meta",
+    "Signatures",
+    "call_out_codes",
+    "input_key",
+    "meta",
+    "stub_targets",
+    "tensor_key",
+]
+
+_MODULE_INTERNALS = frozenset(vars(nn.Module())) | {"forward"}
+_MISSING = object()
+_INDEX_ATTRS = frozenset({"layer_idx"})
+_NONE: frozenset[int] = frozenset()
+REFUSED = object()  # the entry of a key whose calls a replay could not repeat: always run
+
+Meta = tuple[tuple[int, ...], tuple[int, ...], torch.dtype, torch.device]
+
+
+def meta(t: torch.Tensor) -> Meta:
+    """What a replay needs to make a tensor like `t`: shape, stride, dtype, device."""
+    return (tuple(t.shape), t.stride(), t.dtype, t.device)
+
+
+def _attr_key(value: Any) -> Hashable:
+    if isinstance(value, PLAIN):
+        return (type(value), value)
+    if isinstance(value, (tuple, list)) and all(isinstance(v, PLAIN) for v in value):
+        return (type(value), tuple(value))
+    if isinstance(value, torch.Tensor):
+        return ("tensor", tuple(value.shape), value.stride(), value.dtype, value.device)
+    # Anything else (a config object, a function) is equal only to itself: sharing one config
+    # object still matches, two different ones never do.
+    return ("id", id(value))
+
+
+def tensor_key(t: torch.Tensor | None) -> Hashable:
+    """A tensor's metadata as a call's outputs may depend on it (``requires_grad`` included)."""
+    if t is None:
+        return None
+    return (tuple(t.shape), t.stride(), t.dtype, t.device, t.requires_grad)
+
+
+class Signatures:
+    """Per module (by id): `exact`, equal for interchangeable blocks; `relaxed`, equal for blocks
+    that differ at most in their cache index (an int attribute ``layer_idx``, transformers' name
+    for it), kept only for modules holding an index (elsewhere it is the exact one); `index`, the
+    one index value a block's subtree holds, if exactly one. Modules that cannot be memoised
+    (hooks, or a child that cannot) are absent from all of them."""
+
+    def __init__(self, model: nn.Module, paths: dict[int, str]) -> None:
+        self.exact: dict[int, int] = {}
+        self.relaxed: dict[int, int] = {}
+        self.index: dict[int, int] = {}
+        self._indices: dict[int, frozenset[int]] = {}
+        self._interned: dict[Hashable, int] = {}
+        self._seen: set[int] = set()
+        self._paths = paths
+        self._visit(model, "")
+
+    def _intern(self, key: Hashable) -> int:
+        return self._interned.setdefault(key, len(self._interned))
+
+    def _visit(self, m: nn.Module, path: str) -> tuple[int, int, frozenset[int]] | None:
+        key = id(m)
+        if key in self._seen:  # shared object: its records live at its first path only
+            if self._paths.get(key) != path or key not in self.exact:
+                return None
+            exact = self.exact[key]
+            return exact, self.relaxed.get(key, exact), self._indices.get(key, _NONE)
+        self._seen.add(key)
+        ok = not (m._forward_hooks or m._forward_pre_hooks or m._backward_hooks)
+        ok = ok and not getattr(m, "_backward_pre_hooks", None)
+        kids: list[tuple[str, int | None]] = []
+        # Children whose relaxed signature differs from their exact one: (position, relaxed).
+        moved: list[tuple[int, int]] = []
+        indices = _NONE
+        for name, child in m._modules.items():
+            if child is None:
+                kids.append((name, None))
+                continue
+            sub = self._visit(child, f"{path}.{name}" if path else name)
+            if sub is None:
+                ok = False
+                continue
+            if sub[2]:
+                moved.append((len(kids), sub[1]))
+                indices = indices | sub[2]
+            kids.append((name, sub[0]))
+        if not ok:
+            return None
+        # The few non-internal attributes found by a set difference (a C loop over ~20 keys),
+        # sorted so that the key does not depend on the order they were set in.
+        d = vars(m)
+        attrs = tuple(sorted((k, _attr_key(d[k])) for k in d.keys() - _MODULE_INTERNALS))
+        # transformers' convention only (checked across its models): ``layer_idx`` is the layer's
+        # cache slot, or a scalar factor; a user's own attribute of that name keeps its value.
+        rattrs = attrs
+        if type(m).__module__.startswith("transformers.") and not _INDEX_ATTRS.isdisjoint(d):
+            own = frozenset(d[k] for k in _INDEX_ATTRS if type(d.get(k)) is int)
+            if own:
+                rattrs = tuple(
+                    (k, ("index",)) if k in _INDEX_ATTRS and type(d[k]) is int else (k, v)
+                    for k, v in attrs
+                )
+                indices = indices | own
+        params = tuple((k, tensor_key(p)) for k, p in m._parameters.items())
+        buffers = tuple((k, tensor_key(b)) for k, b in m._buffers.items())
+        forward = id(d.get("forward", _MISSING))
+        exact = self._intern((type(m), forward, attrs, params, buffers, tuple(kids)))
+        self.exact[key] = exact
+        if not indices:
+            # No index below: the relaxed signature is the exact one, and no second key is built
+            # (this runs for every module).
+            return exact, exact, _NONE
+        rkids = list(kids)
+        for pos, sub_relaxed in moved:
+            rkids[pos] = (rkids[pos][0], sub_relaxed)
+        relaxed = self._intern(("relaxed", type(m), forward, rattrs, params, buffers, tuple(rkids)))
+        self.relaxed[key], self._indices[key] = relaxed, indices
+        if len(indices) == 1:
+            self.index[key] = next(iter(indices))
+        return exact, relaxed, indices
+
+
+def input_key(
+    args: tuple[Any, ...], kwargs: dict[str, Any], index: int | None = None
+) -> tuple[Hashable, list[Any]] | None:
+    """The metadata a call's outputs may depend on, and the Hugging Face caches among its
+    arguments; None when an argument is an object the memo cannot key (it runs the call)."""
+    if not kwargs and all(isinstance(a, torch.Tensor) for a in args):
+        return tuple(tensor_key(a) for a in args), []
+    leaves, spec = pytree.tree_flatten((args, kwargs))
+    parts: list[Hashable] = [str(spec)]
+    caches: list[Any] = []
+    for leaf in leaves:
+        if isinstance(leaf, torch.Tensor):
+            parts.append(tensor_key(leaf))
+        elif isinstance(leaf, PLAIN):
+            parts.append((type(leaf), leaf))
+        elif index is not None and is_hf_cache(leaf):
+            slot = slot_key(leaf, index)
+            if slot is None:
+                return None
+            parts.append(slot)
+            caches.append(leaf)
+        else:
+            return None  # an arbitrary object might steer the forward: run it every time
+    if index is not None and not caches:
+        # Without a cache the index has no known use: blocks of different indices stay apart.
+        parts.append(("index", index))
+    return tuple(parts), caches
+
+
+def stub_targets(sigs: Signatures, model: nn.Module) -> dict[int, tuple[Hashable, int | None]]:
+    """The blocks a memo stubs, by id: (signature key, cache index or None). Only the outermost
+    exactly repeated modules: inside such a block the first instance runs its children anyway,
+    and fewer stubs keep set-up and calls cheap. Inside a block repeated up to its cache index,
+    children keep theirs: that block may not replay (no cache argument, or its second instance
+    did something else)."""
+    out: dict[int, tuple[Hashable, int | None]] = {}
+    exact = Counter(sigs.exact.values())
+    relaxed = Counter(sigs.relaxed[k] for k in sigs.index)
+
+    def mark(m: nn.Module, inside: bool) -> None:
+        key = id(m)
+        sig = sigs.exact.get(key)
+        repeats = sig is not None and exact[sig] > 1
+        if not inside:
+            if repeats:
+                out[key] = (("exact", sig), None)
+            elif key in sigs.index and relaxed[sigs.relaxed[key]] > 1:
+                out[key] = (("relaxed", sigs.relaxed[key]), sigs.index[key])
+        for child in m._modules.values():
+            if child is not None:
+                mark(child, inside or repeats)
+
+    mark(model, False)
+    return out
+
+
+class BlockCall:
+    """A stubbed block's call that the memo can key: its arguments, the Hugging Face caches among
+    them (`input_key`) and the block's cache index (None for an exact repeat)."""
+
+    __slots__ = ("args", "caches", "index", "kwargs")
+
+    def __init__(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], caches: list[Any], index: int | None
+    ) -> None:
+        self.args, self.kwargs, self.caches, self.index = args, kwargs, caches, index
+
+
+class BlockMemo:
+    """One memo per fake run, keyed by (signature, input key). Its stubs' calls go through
+    `_call`, which runs a block whose key it has no usable entry for (remembering what it did:
+    `begin`, `end`, `failed`) and replays one it has (`replay`); a subclass gives those four and
+    `here`. Entries have ``index`` (the cache index of the block that ran, or None), ``confirmed``
+    and ``same(other)``; an unconfirmed entry is confirmed by a second call of another index that
+    did the same, and refused (`REFUSED`) by one that did not."""
+
+    # A call that could not be remembered is tried again at the next call of its key (else its
+    # key is refused at once).
+    retry_unremembered = True
+    # An unconfirmed entry is replayed for the very index it was remembered from (the same layer
+    # called again); else only a confirmed entry is.
+    replay_same_index = True
+
+    def __init__(self, model: nn.Module, paths: dict[int, str]) -> None:
+        self.sigs = Signatures(model, paths)
+        self.entries: dict[Hashable, Any] = {}
+        self.hits: list[str] = []  # the paths of the replayed calls, in order
+        # id(module) -> (signature key, cache index or None) for each stubbed module
+        self.stubbed = stub_targets(self.sigs, model)
+
+    def make_stubs(
+        self, named: Iterable[tuple[str, nn.Module]]
+    ) -> list[tuple[str, nn.Module, Callable[..., Any]]]:
+        """(path, module, stub) for each stubbed module among `named`: the stub consults the memo
+        and otherwise calls the module's own forward (read now, before anything patches it)."""
+        out = []
+        for path, m in named:
+            stubbed = self.stubbed.get(id(m))
+            if stubbed is not None:
+                sig, index = stubbed
+                out.append((path, m, self._stub(path, sig, index, m.forward)))
+        return out
+
+    def _stub(
+        self, path: str, sig: Hashable, index: int | None, original: Callable[..., Any]
+    ) -> Callable[..., Any]:
+        def forward(*args: Any, **kwargs: Any) -> Any:
+            return self._call(path, sig, index, original, args, kwargs)
+
+        return forward
+
+    def _call(
+        self,
+        path: str,
+        sig: Hashable,
+        index: int | None,
+        original: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> Any:
+        # The forward is called here, not in a helper: `_probe.failure` knows this frame as one
+        # that calls out to the model.
+        here = self.here(path)
+        keyed = input_key(args, kwargs, index)
+        if here is None or keyed is None:
+            return original(*args, **kwargs)
+        ikey, caches = keyed
+        key = (sig, ikey)
+        entry = self.entries.get(key)
+        if entry is REFUSED:
+            return original(*args, **kwargs)
+        call = BlockCall(args, kwargs, caches, index)
+        if entry is not None and (
+            entry.confirmed or (self.replay_same_index and entry.index == index)
+        ):
+            out = self.replay(here, entry, call)
+            self.hits.append(path)
+            return out
+        before = [snapshot(c) for c in caches]
+        token = self.begin(here, call)
+        try:
+            result = original(*args, **kwargs)
+        except BaseException:
+            self.failed(token)
+            raise
+        fresh = self.end(here, token, result, call, before)
+        if entry is None:
+            if fresh is not None:
+                self.entries[key] = fresh
+            elif not self.retry_unremembered:
+                self.entries[key] = REFUSED
+        elif index is not None and entry.index == index:
+            pass  # the same layer again: a second index must confirm
+        elif fresh is not None and entry.same(fresh):
+            entry.confirmed = True  # a second index did the same: replay the rest
+        else:
+            self.entries[key] = REFUSED
+        return result
+
+    # -- what a client gives ------------------------------------------------------------------
+    def here(self, path: str) -> Any:
+        """What the client knows of the call of `path` now in progress (passed to the methods
+        below), or None when the memo must stay out of it (the call just runs)."""
+        raise NotImplementedError
+
+    def begin(self, here: Any, call: BlockCall) -> Any:
+        """Before a remembered call runs: what `end` or `failed` needs of the time before."""
+        raise NotImplementedError
+
+    def end(self, here: Any, token: Any, result: Any, call: BlockCall, before: list[Any]) -> Any:
+        """The entry for what the call just did (``before``: each cache's `snapshot`), or None
+        where a replay could not repeat it."""
+        raise NotImplementedError
+
+    def failed(self, token: Any) -> None:
+        """The call raised: undo what `begin` set up (the exception then goes on)."""
+
+    def replay(self, here: Any, entry: Any, call: BlockCall) -> Any:
+        """The call's outputs from `entry`, with its effects on the run, without running it."""
+        raise NotImplementedError
+
+
+def call_out_codes() -> tuple[types.CodeType, ...]:
+    """The code of the memo's frames that call a block's own forward (a stub's and
+    `BlockMemo._call`'s): an exception a C function raises there (an argument mismatch) belongs
+    to the model, not to torchxray (`_probe.failure`)."""
+    stub = next(
+        c
+        for c in BlockMemo._stub.__code__.co_consts
+        if isinstance(c, types.CodeType) and c.co_name == "forward"
+    )
+    return stub, BlockMemo._call.__code__
