@@ -295,21 +295,42 @@ class Pair(nn.Module):
 
 
 @pytest.mark.parametrize("mode", ["fake", "real"])
-def test_an_error_of_torchxray_itself_is_reported_as_such(
+def test_an_error_of_torchxray_itself_is_reported_as_such(mode: str) -> None:
+    import torchxray._probe.calls as calls
+
+    # A bug as torchxray's own code would raise it: a function whose code lives in a torchxray
+    # file, called while the forward runs.
+    scope: dict[str, Any] = {}
+    source = "def helper(value):\n    return value.no_such_attribute\n"
+    exec(compile(source, calls.__file__, "exec"), scope)  # noqa: S102
+
+    class Calls(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return scope["helper"](x)
+
+    rep = probe(Calls(), torch.randn(2, 4), mode=mode)
+    assert not rep.ok and rep.error is not None and rep.error.exc_type == "AttributeError"
+    assert "raised inside torchxray (_probe/calls.py:2 (helper))" in rep.error.hint
+    assert torch.__version__ in rep.error.hint and "inputs" not in rep.error.hint
+
+
+@pytest.mark.parametrize("mode", ["fake", "real"])
+def test_a_value_torchxray_cannot_read_never_fails_the_forward(
     mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import torchxray._probe.calls as calls
 
-    # A bug as torchxray's own code would raise it: a function whose code lives in a torchxray
-    # file, in the recorder's path for a tuple output.
-    scope: dict[str, Any] = {}
-    source = "def leaf_infos(value, name):\n    return value.no_such_attribute\n"
-    exec(compile(source, calls.__file__, "exec"), scope)  # noqa: S102
-    monkeypatch.setattr(calls, "leaf_infos", scope["leaf_infos"])
+    def broken(value: Any, name: str) -> Any:
+        raise ValueError("no way to flatten this")
+
+    monkeypatch.setattr(calls, "leaf_infos", broken)
     rep = probe(Pair(), torch.randn(2, 4), mode=mode)
-    assert not rep.ok and rep.error is not None and rep.error.exc_type == "AttributeError"
-    assert "raised inside torchxray (_probe/calls.py:2 (leaf_infos))" in rep.error.hint
-    assert torch.__version__ in rep.error.hint and "inputs" not in rep.error.hint
+    assert rep.ok and rep.error is None
+    assert rep[""].outputs == ("<not read: ValueError>",)
+    assert rep["fc"].output_shapes == ((2, 4),)  # the other records hold
+    assert rep.limitations == (
+        "torchxray could not read the outputs of (root): ValueError: no way to flatten this",
+    )
 
 
 class TwoArgs(nn.Module):

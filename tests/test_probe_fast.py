@@ -181,7 +181,7 @@ def test_fake_conversion_lets_fake_mode_cache_parameter_ops(
 ) -> None:
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    model, x = resnet_like(), torch.randn(1, 3, 16, 16)
+    model, x = resnet_like().eval(), torch.randn(1, 3, 16, 16)
 
     def bypasses() -> int:
         before = FakeTensorMode.cache_bypasses.get("non-fake tensor", 0)

@@ -195,7 +195,7 @@ def test_model_output_fields_keep_their_names() -> None:
 @pytest.mark.parametrize("mode", ["fake", "real"])
 def test_fused_fast_path_children_are_reported_not_called(mode: str) -> None:
     layer = nn.TransformerEncoderLayer(16, 2, 32, batch_first=True)
-    model = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).train()
+    model = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).eval()
     rep = tx.probe(model, torch.randn(2, 5, 16), mode=mode)
     assert rep.ok, rep.error
     assert "layers.0" in rep and "layers.0.linear1" not in rep
@@ -204,7 +204,18 @@ def test_fused_fast_path_children_are_reported_not_called(mode: str) -> None:
     why = rep.why_not_called("layers.1.self_attn.out_proj")
     assert why is not None and why.startswith("inside layers.1.self_attn")
     assert rep.why_not_called("layers.0") is None
-    assert model.training  # the probe ran it in eval mode, and put the flag back
+
+
+@pytest.mark.parametrize("mode", ["fake", "real"])
+def test_a_model_in_train_mode_is_probed_in_train_mode(mode: str) -> None:
+    # As the user's own call: no fused fast path in train mode, so every child runs.
+    layer = nn.TransformerEncoderLayer(16, 2, 32, batch_first=True)
+    model = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).train()
+    model.layers[1].eval()  # and each module in its own mode
+    rep = tx.probe(model, torch.randn(2, 5, 16), mode=mode)
+    assert rep.ok, rep.error
+    assert "layers.0.linear1" in rep and "layers.1.linear1" not in rep
+    assert model.training and not model.layers[1].training
 
 
 def test_unused_and_weight_only_children_are_reported_with_their_reason() -> None:
@@ -315,7 +326,7 @@ def test_probe_refuses_a_patch_log_of_the_wrong_type() -> None:
 
 def test_widget_data_carries_not_called_reasons() -> None:
     layer = nn.TransformerEncoderLayer(16, 2, 32, batch_first=True)
-    model = nn.TransformerEncoder(layer, 1, enable_nested_tensor=False)
+    model = nn.TransformerEncoder(layer, 1, enable_nested_tensor=False).eval()
     ex = tx.explore(model, torch.randn(2, 5, 16))
     try:
         session = ex._session

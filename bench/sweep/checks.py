@@ -259,7 +259,11 @@ def _checks(model: nn.Module, inputs: Inputs, bare: Any, out: Outcome) -> None:
                 out.checks[check] = ("fail", _line(exc) + " | " + _where(exc))
             return None
         finally:
-            if (problem := _untouched(before, model, check)) is not None and not touched:
+            try:
+                problem = _untouched(before, model, check)
+            except Exception as exc:  # the model cannot even be read back as it was
+                problem = f"after {check}: reading the model raised {_line(exc)}"
+            if problem is not None and not touched:
                 touched.append(problem)
 
     def walk() -> None:

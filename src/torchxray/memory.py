@@ -319,13 +319,15 @@ def _fake_step(
     # built before the run is converted when an op first meets it.
     fake_mode = FakeMode(allow_non_fake_inputs=True)
     devices = execution_devices([m for _, m in modules])  # offloaded weights: where they run
-    named = (
-        *model.named_parameters(remove_duplicate=False),
-        *model.named_buffers(remove_duplicate=False),
-    )
+    # Each tensor under one name: `functional_call` ties the other names of a tied tensor
+    # itself, and a module reached by two paths (a shared block) swapped under both names was
+    # put back in the wrong order, leaving fake weights on the model.
+    named = (*model.named_parameters(), *model.named_buffers())
     tensors: dict[str, torch.Tensor] | LazyWeights
+    swap: dict[int, torch.Tensor] | None = None
     if training or devices:  # autograd needs fake leaves; offloaded weights move where they run
         tensors = fake_weights(named, fake_mode, devices, training)
+        swap = {id(t): tensors[name] for name, t in named}
         first = next(iter(tensors.values()), None)
     else:
         tensors = LazyWeights(named, fake_mode)
@@ -342,7 +344,9 @@ def _fake_step(
         moved.append(x)
     fargs, fkwargs = pytree.tree_unflatten(moved, spec)
     with offload_paused([m for _, m in modules]):
-        trace = trace_step(model, modules, fake_mode, tensors, fargs, fkwargs, training, memoise)
+        trace = trace_step(
+            model, modules, fake_mode, tensors, fargs, fkwargs, training, memoise, swap=swap
+        )
     trace.device = str(device)
     return trace
 

@@ -19,10 +19,14 @@ before its forward hooks (which still run as usual). Calls through the module (`
 recorded; a direct ``module.forward(x)`` call in general is not, as with hooks. The probe adds no
 hook to anything: `_probe.wrap` says how it reaches every call instead.
 
-During the probe every module is in eval mode (so BatchNorm statistics and similar training state
-are not updated) and gradients are off; afterwards each module's own train/eval flag is restored,
-whatever the probe replaced to record calls is put back, no tensor of the run stays allocated and,
-after a GPU probe, the CUDA cache is emptied. This holds after an exception too. Exceptions from
+The forward runs as the user's own call would, each module in its own train/eval mode (a
+train-mode detector given targets returns its losses), with gradients off. Afterwards every
+buffer holds what it held before (BatchNorm's running statistics and ``num_batches_tracked``
+included), the RNG state is what it was (dropout drew from a fork of it), each module's flag is
+restored, whatever the probe replaced to record calls is put back, no tensor of the run stays
+allocated and, after a GPU probe, the CUDA cache is emptied. This holds after an exception too.
+Reading what a module received or returned is torchxray's own work and never fails the forward:
+a value it cannot open is kept as a placeholder and named in ``rep.limitations``. Exceptions from
 the forward (CUDA out-of-memory included) become a failed report
 (``rep.ok`` False, ``rep.error`` naming the innermost module that raised); KeyboardInterrupt is
 re-raised after the clean-up.
@@ -221,6 +225,7 @@ def _run(
         not_called=NotCalled(names, lambda: records) if error is None else {},
         flow=Flow(run.log),
         edges=Edges(run.log, produced.raw) if (produced := run.recorder.produced) else (),
+        limitations=tuple(run.recorder.limits),
     )
 
 

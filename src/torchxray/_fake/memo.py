@@ -136,6 +136,8 @@ class Signatures:
         # sorted so that the key does not depend on the order they were set in.
         d = vars(m)
         attrs = tuple(sorted((k, _attr_key(d[k])) for k in d.keys() - _MODULE_INTERNALS))
+        # Its own train/eval flag: a run takes each module's mode, and the modes change the path.
+        attrs += (("training", d.get("training")),)
         # transformers' convention only (checked across its models): ``layer_idx`` is the layer's
         # cache slot, or a scalar factor; a user's own attribute of that name keeps its value.
         rattrs = attrs

@@ -1,13 +1,18 @@
-"""What a fake run may leave on the model, put back: the tensors a forward stored on its modules
-(`snapshot_state` before, `undo_fake_state` after) and the train/eval flags (`set_training`)."""
+"""What a run may leave on the model, put back: the tensors a fake forward stored on its modules
+(`snapshot_state` before, `undo_fake_state` after), what a real forward changed (`kept_state`:
+buffer values updated in place, such as BatchNorm's running statistics in train mode, and
+parameters, buffers or tensor attributes replaced) and the train/eval flags (`set_training`)."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
+import torch
 from torch import nn
 
-__all__ = ["State", "set_training", "snapshot_state", "undo_fake_state"]
+__all__ = ["State", "kept_state", "set_training", "snapshot_state", "undo_fake_state"]
 
 State = tuple[nn.Module, dict[str, Any], dict[str, Any], dict[str, Any]]
 
@@ -55,3 +60,35 @@ def set_training(m: nn.Module, training: bool) -> None:
         m.__dict__["training"] = training
     else:  # e.g. a ScriptModule keeps the flag in C++ behind its own __setattr__
         m.training = training
+
+
+@contextlib.contextmanager
+def kept_state(modules: list[nn.Module], buffers: list[torch.Tensor]) -> Iterator[None]:
+    """Around a real run: buffer values copied back (a kernel may update one in place without
+    moving its version counter: BatchNorm's running statistics), and parameters, buffers and
+    tensor attributes a forward replaced put back. Buffers are a small part of a model."""
+    state = snapshot_state(modules)
+    values = [(b, b.detach().clone()) for b in buffers]
+    try:
+        yield
+    finally:
+        for m, ps, bs, attrs in state:
+            dicts: tuple[tuple[dict[str, Any], dict[str, Any]], ...] = (
+                (m._parameters, ps),
+                (m._buffers, bs),
+            )
+            for now, before in dicts:
+                if not isinstance(now, dict):  # a ScriptModule's C++-backed view: not replaced
+                    continue
+                if now.keys() != before.keys() or any(now[k] is not v for k, v in before.items()):
+                    now.clear()
+                    now.update(before)
+            d = vars(m)
+            for key in [k for k, v in d.items() if isinstance(v, torch.Tensor)]:
+                if key not in attrs:
+                    del d[key]
+                elif attrs[key] is not d[key]:
+                    d[key] = attrs[key]
+        with torch.no_grad():
+            for b, v in values:
+                b.copy_(v)

@@ -38,6 +38,7 @@ from torch import nn
 from torch.nn.modules import module as module_hooks
 from torch.utils import _pytree as pytree
 
+from .._fake.state import kept_state
 from .live import storage_key
 from .optim import NAMES, _state_of
 from .trace import StepTrace, _flags, _loss
@@ -182,7 +183,7 @@ def measure(
         rng = [device.index or 0] if device.type == "cuda" else []
         es.enter_context(torch.random.fork_rng(devices=rng, device_type=device.type))
         es.enter_context(_flags(objs, training))
-        es.enter_context(_kept(objs, buffers))
+        es.enter_context(kept_state(objs, buffers))
         es.enter_context(_grads_aside(params))
         meter.warm({p.dtype for p in params if p.is_floating_point()})
         trace = _step(model, modules, params, buffers, args, kwargs, training, device, meter)
@@ -318,34 +319,3 @@ def _grads_aside(params: list[torch.Tensor]) -> Iterator[None]:
     finally:
         for p, g in zip(params, saved):
             p.grad = g
-
-
-@contextlib.contextmanager
-def _kept(modules: list[nn.Module], buffers: list[torch.Tensor]) -> Iterator[None]:
-    """Buffer values copied back (a forward updates some in place: BatchNorm's running
-    statistics), and parameters, buffers and tensor attributes a forward replaced put back."""
-    state: list[tuple[nn.Module, dict[str, Any], dict[str, Any], dict[str, Any]]] = [
-        (m, dict(m._parameters), dict(m._buffers), dict(vars(m))) for m in modules
-    ]
-    values = [(b, b.detach().clone()) for b in buffers]
-    try:
-        yield
-    finally:
-        for m, ps, bs, attrs in state:
-            dicts: tuple[tuple[dict[str, Any], dict[str, Any]], ...] = (
-                (m._parameters, ps),
-                (m._buffers, bs),
-            )
-            for now, before in dicts:
-                if now.keys() != before.keys() or any(now[k] is not v for k, v in before.items()):
-                    now.clear()
-                    now.update(before)
-            d = vars(m)
-            for key in [k for k, v in d.items() if isinstance(v, torch.Tensor)]:
-                if key not in attrs:
-                    del d[key]
-                elif attrs[key] is not d[key]:
-                    d[key] = attrs[key]
-        with torch.no_grad():
-            for b, v in values:
-                b.copy_(v)

@@ -16,7 +16,6 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch.func import functional_call
 from torch.nn.modules import module as module_hooks
 from torch.utils import _pytree as pytree
 
@@ -136,11 +135,13 @@ def trace_step(
     kwargs: dict[str, Any],
     training: bool,
     memoise: bool = True,
+    swap: dict[int, torch.Tensor] | None = None,
 ) -> StepTrace:
-    """Run the step on `tensors` (fake parameters and buffers by name, tied names included; or,
-    for a forward without autograd, `LazyWeights` making them fake as ops meet them) and fake
-    inputs; `modules` are the model's (path, module) pairs, each module once. `memoise`: replay
-    repeated blocks of a forward (`_memory.memo`; not when training)."""
+    """Run the step on `tensors` (fake parameters and buffers by name; or, for a forward without
+    autograd, `LazyWeights` making them fake as ops meet them) and fake inputs; `modules` are the
+    model's (path, module) pairs, each module once; `swap` maps each real tensor (by id) to the
+    fake that stands in for it during the step (`swapped`). `memoise`: replay repeated blocks of
+    a forward (`_memory.memo`; not when training)."""
     trace = StepTrace()
     live = LiveBytes()
     lazy = tensors if isinstance(tensors, LazyWeights) else None
@@ -189,7 +190,8 @@ def trace_step(
         if training:
             es.enter_context(torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t))
         try:
-            output = functional_call(model, weights, args, kwargs, strict=False)
+            with swapped(objs, swap or {}):
+                output = model(*args, **kwargs)
             if training:
                 loss = _loss(output)
                 del output
@@ -205,3 +207,26 @@ def trace_step(
     if memo is not None:
         trace.memoised = memo.hits
     return trace
+
+
+@contextlib.contextmanager
+def swapped(modules: list[nn.Module], fakes: dict[int, torch.Tensor]) -> Iterator[None]:
+    """Each module's parameters and buffers replaced by their fakes (by tensor id) for the step,
+    and put back after, module object by module object: a module reached by two paths and a
+    tensor tied between two modules are each handled once and restored exactly.
+    ``torch.func.functional_call`` swaps by name and, for a module reached by two paths (timm's
+    CoaT shares its convolutional position encodings), put back the second name's saved fake:
+    fake weights stayed on the model."""
+    saved: list[tuple[dict[str, Any], str, torch.Tensor]] = []
+    try:
+        for m in modules:
+            for table in (m._parameters, m._buffers):
+                for name, t in table.items():
+                    if t is not None and id(t) in fakes:
+                        saved.append((table, name, t))
+        for table, name, t in saved:
+            table[name] = fakes[id(t)]
+        yield
+    finally:
+        for table, name, t in reversed(saved):
+            table[name] = t

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
+from .._text import short
 from . import cancel
 from .contracts import contract_of
 from .edges import Produced
@@ -137,6 +138,7 @@ class Recorder:
         self.produced: Produced | None = None if timed or not _TRACE_FLOW else Produced()
         self.contracts: dict[type, Any] = {}  # per class: its forward's contract, or None
         self.cancel = cancel.current()  # set from another thread: stop at the next module call
+        self.limits: list[str] = []  # what torchxray could not read (`unread`), for the report
 
     def function(
         self,
@@ -192,15 +194,20 @@ class Recorder:
             if stack:
                 call.parent = stack[-1]
             # Inputs as the forward receives them, taken before it can change them in place.
-            if fast and len(args) == 1 and not kwargs and isinstance(x := args[0], tensor):
-                # The common hit inline: `x` was read before, so its version can be read again.
-                hit = x is recent[0] and x._version == recent[1]
-                call.in_meta = recent[2] if hit else meta(x)
-            else:
-                call.inputs = call_inputs(args, kwargs)
-            if produced is not None:
-                one = len(args) == 1 and not kwargs and isinstance(args[0], tensor)
-                produced.consume(call, args if one else leaves((args, kwargs)))
+            # What is recorded here is torchxray's work, never the model's: should reading a value
+            # fail, the forward still runs and the report says what could not be read.
+            try:
+                if fast and len(args) == 1 and not kwargs and isinstance(x := args[0], tensor):
+                    # The common hit inline: `x` was read before, so its version can be read again.
+                    hit = x is recent[0] and x._version == recent[1]
+                    call.in_meta = recent[2] if hit else meta(x)
+                else:
+                    call.inputs = call_inputs(args, kwargs)
+                if produced is not None:
+                    one = len(args) == 1 and not kwargs and isinstance(args[0], tensor)
+                    produced.consume(call, args if one else leaves((args, kwargs)))
+            except Exception as exc:  # noqa: BLE001 - see above
+                rec.unread(call, "inputs", exc)
             stack.append(call)
             log.append(call)
             if cuda:
@@ -218,25 +225,41 @@ class Recorder:
             if stack[-1] is not call:
                 rec._drop_stale(call)
             stack.pop()
-            if fast and isinstance(out, tensor):
-                hit = out is recent[0] and out._version == recent[1]
-                call.out_meta = recent[2] if hit else meta(out)
-            else:
-                call.outputs = leaf_infos(out, "")
             call.done = True
-            kind = type(self)
-            checked = contracts.get(kind, contracts)
-            if checked is contracts:
-                checked = contracts[kind] = contract_of(kind)
-            if checked is not None:
-                call.contract = checked.check(self, args, kwargs, out)
-            if produced is not None:
-                produced.produce(call, (out,) if isinstance(out, tensor) else leaves(out))
-            if watch.active:
-                watch.check(call, out, args, kwargs)
+            try:
+                if fast and isinstance(out, tensor):
+                    hit = out is recent[0] and out._version == recent[1]
+                    call.out_meta = recent[2] if hit else meta(out)
+                else:
+                    call.outputs = leaf_infos(out, "")
+                kind = type(self)
+                checked = contracts.get(kind, contracts)
+                if checked is contracts:
+                    checked = contracts[kind] = contract_of(kind)
+                if checked is not None:
+                    call.contract = checked.check(self, args, kwargs, out)
+                if produced is not None:
+                    produced.produce(call, (out,) if isinstance(out, tensor) else leaves(out))
+                if watch.active:
+                    watch.check(call, out, args, kwargs)
+            except Exception as exc:  # noqa: BLE001 - the forward ran; only our reading failed
+                rec.unread(call, "outputs", exc)
             return out
 
         return recorded
+
+    def unread(self, call: Call, part: str, exc: Exception) -> None:
+        """Reading a call's inputs or outputs failed (a value type torchxray cannot open): the
+        call keeps a placeholder and the report lists the failure as torchxray's limitation."""
+        text = f"<not read: {type(exc).__name__}>"
+        if part == "inputs":
+            call.inputs, call.in_meta = (text,), None
+        else:
+            call.outputs, call.out_meta = (text,), None
+        where = call.path or "(root)"
+        note = f"torchxray could not read the {part} of {where}: {type(exc).__name__}: {exc}"
+        if len(self.limits) < 20 and note not in self.limits:
+            self.limits.append(short(note, 300))
 
     def release(self) -> None:
         self.recent[:] = [None, -1, None]

@@ -241,6 +241,12 @@ class ProbeReport:
     flow: Sequence[FlowEntry] = field(default=())
     # Fake mode: module A's output received by module B, A -> B with the shape (`_probe.edges`).
     edges: Sequence[Edge] = field(default=())
+    # What torchxray itself could not do in this run, one sentence each (a value it could not
+    # read: that record holds a placeholder); the forward and every other record are unaffected.
+    limitations: tuple[str, ...] = field(default=())
+    # How the run went where it departed from the plain mode, one sentence each (fake mode's
+    # data-dependent sizes, a retry that localised a failure): said, never silent.
+    notes: tuple[str, ...] = field(default=())
 
     def __getitem__(self, path: str) -> ModuleRecord:
         try:

@@ -2,11 +2,11 @@
 
 `ProbeRun(model, mode, device, ...)` walks the model once when made: paths in ``named_modules``
 order, class names, train/eval flags, uninitialised lazy modules, and which forwards to route
-through the recorder (`_probe.wrap`). Entering it sets every module to eval, enters
-``torch.no_grad`` (and ``FakeTensorMode`` in fake mode, and the FLOP counter when FLOPs are
-counted) and installs the recording forwards. Leaving it, whatever happened (exception,
-KeyboardInterrupt, CUDA OOM), undoes each of those in reverse order: no replaced forward, mode or
-flag outlives the probe.
+through the recorder (`_probe.wrap`). Entering it forks the RNG, enters ``torch.no_grad`` (and
+``FakeTensorMode`` in fake mode, and the FLOP counter when FLOPs are counted), keeps the buffers
+of a real run and installs the recording forwards; every module stays in its own train/eval
+mode. Leaving it, whatever happened (exception, KeyboardInterrupt, CUDA OOM), undoes each of those
+in reverse order: no replaced forward, flag, buffer value or RNG state outlives the probe.
 """
 
 from __future__ import annotations
@@ -16,11 +16,12 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch._subclasses.fake_tensor import CONSTANT_NUMEL_LIMIT
 from torch.nn.modules.lazy import LazyModuleMixin
 from torch.nn.parameter import is_lazy
 
 from .._fake.mode import FakeMode, quiet_fake_logs
-from .._fake.state import set_training, snapshot_state, undo_fake_state
+from .._fake.state import kept_state, set_training, snapshot_state, undo_fake_state
 from .calls import Call, Recorder
 from .flops import FlopCount
 from .fsdp import fsdp_kept, fsdp_resharded
@@ -54,7 +55,6 @@ class ProbeRun:
         self.names: dict[str, str] = {}
         self.lazy: str | None = None  # the first module holding uninitialised lazy tensors
         self.flags: list[bool] = []  # each module's train/eval flag, as `modules`
-        self.training: list[nn.Module] = []  # the modules in train mode, set to eval meanwhile
         self.patches = Patches()
         self._walk(model)
         self.recorder = Recorder(timed=mode == "real", device=device)
@@ -68,7 +68,6 @@ class ProbeRun:
         One loop does all per-module work, kept lean: at 10,000 small modules it is the largest
         part of a real probe's cost after the forward itself."""
         paths, names, modules, flags = self.paths, self.names, self.modules, self.flags
-        training = self.training
         aliases = self.aliases
         patches = self.patches
         direct, instances = patches.direct, patches.instances
@@ -95,8 +94,6 @@ class ProbeRun:
             d = m.__dict__
             flag = d["training"] if "training" in d else m.training
             flags.append(flag)
-            if flag:
-                training.append(m)
             # Inline rather than a call to Patches.direct_instance: this runs for every module.
             if plain and not (
                 d.get("_forward_hooks")
@@ -122,10 +119,18 @@ class ProbeRun:
     def __enter__(self) -> ProbeRun:
         es = self._exit
         try:
+            # The forward runs in the model's own train/eval mode, as the user's call would (a
+            # train-mode detector returns its losses); what that changes is put back after: the
+            # flags (a forward may flip one), the RNG (dropout), buffers updated in place
+            # (BatchNorm's running statistics) in a real run. Fake runs update fake copies only.
             es.callback(_restore_training, self.modules, self.flags)
-            for m in self.training:
-                set_training(m, False)
+            cuda = [self.device.index or 0] if self.device.type == "cuda" else []
+            es.enter_context(torch.random.fork_rng(devices=cuda))
             es.enter_context(torch.no_grad())
+            # Fake mode computes one-element tensors for real (FakeTensorMode keeps them as
+            # constants): BatchNorm's num_batches_tracked counts up in a fake train-mode run too.
+            limit = None if self.mode == "real" else CONSTANT_NUMEL_LIMIT
+            es.enter_context(kept_state(self.modules, _buffers(self.modules, limit)))
             if self.mode == "fake":
                 es.callback(undo_fake_state, snapshot_state(self.modules))
                 # FSDP2 units: lazily initialised for real, their bookkeeping put back after.
@@ -171,6 +176,17 @@ class ProbeRun:
                     self.recorder.cuda_times()
         finally:
             self._exit.close()
+
+
+def _buffers(modules: list[nn.Module], numel: int | None = None) -> list[torch.Tensor]:
+    """Every buffer once (a buffer shared by two modules is one tensor), those of at most
+    `numel` elements only if given."""
+    seen: dict[int, torch.Tensor] = {}
+    for m in modules:
+        for b in m._buffers.values():
+            if b is not None and (numel is None or b.numel() <= numel):
+                seen.setdefault(id(b), b)
+    return list(seen.values())
 
 
 def _holds_lazy(m: nn.Module) -> bool:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -84,7 +85,7 @@ def _leaves(value: object, name: str, output: bool) -> tuple[TensorInfo | str, .
     if isinstance(value, tuple) and all(isinstance(v, torch.Tensor) for v in value):
         return tuple(_info(v, f"{name}[{i}]") for i, v in enumerate(value))
     out: list[TensorInfo | str] = []
-    for key_path, leaf in pytree.tree_flatten_with_path(value)[0]:
+    for key_path, leaf in key_paths(value):
         leaf_name = _key_text(name, key_path) if output else name + pytree.keystr(key_path)
         if dataclasses.is_dataclass(leaf) and not isinstance(leaf, type):
             fields = {f.name: getattr(leaf, f.name) for f in dataclasses.fields(leaf)}
@@ -94,6 +95,48 @@ def _leaves(value: object, name: str, output: bool) -> tuple[TensorInfo | str, .
         else:
             out.append(_info(leaf, leaf_name))
     return tuple(out)
+
+
+def key_paths(value: object) -> list[tuple[tuple[Any, ...], Any]]:
+    """``tree_flatten_with_path(value)``'s leaves, also where a type was registered with pytree
+    without key functions (diffusers' ``BaseOutput`` types): such a node's children are named by
+    the mapping key or attribute they are found under, else by their index."""
+    try:
+        return pytree.tree_flatten_with_path(value)[0]
+    except Exception:  # noqa: BLE001 - any registration we cannot name by keys: name it ourselves
+        out: list[tuple[tuple[Any, ...], Any]] = []
+        _walk_keys(value, (), out)
+        return out
+
+
+def _walk_keys(node: Any, path: tuple[Any, ...], out: list[tuple[tuple[Any, ...], Any]]) -> None:
+    # pytree's own node lookup (namedtuples and structseqs resolve to their shared entries);
+    # private, but present since torch 2.2 and the only way to reach a node's registration.
+    node_def = pytree.SUPPORTED_NODES.get(pytree._get_node_type(node))
+    if node_def is None:
+        out.append((path, node))
+        return
+    if node_def.flatten_with_keys_fn is not None:
+        pairs, _ = node_def.flatten_with_keys_fn(node)
+    else:
+        children, _ = node_def.flatten_fn(node)
+        pairs = [(_child_key(node, i, child), child) for i, child in enumerate(children)]
+    for key, child in pairs:
+        _walk_keys(child, (*path, key), out)
+
+
+def _child_key(node: Any, index: int, child: Any) -> Any:
+    """The key a child is found under: a mapping key or a dataclass field holding that very
+    object, else its position."""
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            if value is child:
+                return pytree.MappingKey(key)
+    elif dataclasses.is_dataclass(node):
+        for f in dataclasses.fields(node):
+            if getattr(node, f.name, None) is child:
+                return pytree.GetAttrKey(f.name)
+    return pytree.SequenceKey(index)
 
 
 def _key_text(prefix: str, key_path: tuple[Any, ...]) -> str:
