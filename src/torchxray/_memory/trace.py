@@ -220,7 +220,8 @@ def swapped(modules: list[nn.Module], fakes: dict[int, torch.Tensor]) -> Iterato
     saved: list[tuple[dict[str, Any], str, torch.Tensor]] = []
     try:
         for m in modules:
-            for table in (m._parameters, m._buffers):
+            tables: tuple[dict[str, Any], ...] = (m._parameters, m._buffers)
+            for table in tables:
                 for name, t in table.items():
                     if t is not None and id(t) in fakes:
                         saved.append((table, name, t))
