@@ -15,8 +15,9 @@ import torch
 import torch.nn as nn
 from typing_extensions import get_type_hints, is_typeddict
 
+from torchxray._view.handlers import HANDLERS
+from torchxray._view.host import Host
 from torchxray._view.replies import HistoryState, Overview, ProbeSummary, TreeState
-from torchxray._view.session import HANDLERS
 from torchxray.protocol import (
     MAX_MESSAGE_BYTES,
     REPLIES,
@@ -143,6 +144,23 @@ def test_every_request_kind_has_one_handler_and_one_reply() -> None:
     assert SLOW <= set(REQUESTS) and SLOW_TIMEOUT_KINDS >= SLOW
     # Slow kinds carry the revision they were made at (a stale one is refused).
     assert all("rev" in REQUESTS[k] for k in SLOW - {"probe"})
+
+
+def test_every_handler_is_typed_host_and_its_request_to_its_reply_and_states() -> None:
+    # mypy checks each handler's body against these annotations; this checks the annotations
+    # against the contract, so that a handler cannot take or answer another kind's shape.
+    wrong = []
+    for kind, handler in HANDLERS.items():
+        hints = get_type_hints(handler)
+        params = [p for p in hints if p != "return"]
+        want = {"host": Host, "req": REQUEST_TYPES[kind]}
+        got = dict(zip(params, (hints[p] for p in params)))
+        returns = get_args(hints["return"])
+        if got != want or returns != (REPLIES[kind], frozenset[str]):
+            wrong.append(f"{kind}: {handler.__name__}{got} -> {returns}")
+        if handler.__name__ != f"on_{kind}":
+            wrong.append(f"{kind}: named {handler.__name__}, not on_{kind}")
+    assert not wrong, "\n".join(wrong)
 
 
 def _problems(value: Any, hint: Any, where: str) -> list[str]:
