@@ -12,15 +12,21 @@ import type {
   MoreRow,
   Overview,
   ProbeSummary,
+  Replies,
   Reply,
+  RequestKind,
   TreeState,
 } from "./protocol_gen";
 import { SLOW_TIMEOUT_KINDS } from "./protocol_gen";
+import type { ProbeRequest, Request } from "./requests_gen";
 
 export type * from "./protocol_gen";
 export type * from "./requests_gen";
 export type * from "./tools_gen";
 export { REQUEST_KINDS, SLOW_KINDS } from "./protocol_gen";
+
+/** The probe's modes (protocol.ProbeMode). */
+export type ProbeMode = NonNullable<ProbeRequest["mode"]>;
 
 /** A form field (the Python side calls it FormField: forms.Field is the IR record). */
 export type Field = FormField;
@@ -34,7 +40,7 @@ export interface State {
   history: HistoryState;
   busy: string;
   error: string;
-  probe_mode: string;
+  probe_mode: ProbeMode;
   readonly: boolean;
   snapshot: Record<string, unknown>;
 }
@@ -65,8 +71,19 @@ export class RpcError extends Error {
 
 export type Invoke = Experimental["invoke"];
 
+/** The request of kind `K`, as the kernel declares it (requests_gen.ts). */
+export type RequestOf<K extends RequestKind> = Extract<Request, { kind: K }>;
+
+/** What the panes send requests through: the kernel (Rpc) or a saved snapshot (SnapshotRpc).
+ * The reply's type follows from the request's kind: a field renamed in Python and regenerated
+ * fails tsc wherever the view reads it, and a kind or field the kernel does not know fails here. */
+export interface Channel {
+  readonly connected: boolean;
+  call<K extends RequestKind>(request: RequestOf<K>, timeoutMs?: number): Promise<Replies[K]>;
+}
+
 /** Sends kind-tagged requests through anywidget's command channel. */
-export class Rpc {
+export class Rpc implements Channel {
   private invoke: Invoke | null;
   constructor(invoke: Invoke | null) {
     this.invoke = invoke;
@@ -77,10 +94,7 @@ export class Rpc {
   }
 
   /** Resolves with the reply, or rejects with RpcError (kernel error, timeout, no kernel). */
-  async call<T extends { kind: string } = Reply>(
-    msg: { kind: string; [k: string]: unknown },
-    timeoutMs?: number,
-  ): Promise<T> {
+  async call<K extends RequestKind>(msg: RequestOf<K>, timeoutMs?: number): Promise<Replies[K]> {
     if (!this.invoke) throw new RpcError("read-only snapshot: no kernel is connected");
     const timeout = timeoutMs ?? (SLOW_TIMEOUT_KINDS.has(msg.kind) ? SLOW_TIMEOUT : FAST_TIMEOUT);
     let reply: Reply;
@@ -100,7 +114,8 @@ export class Rpc {
       throw new RpcError(`malformed reply to ${msg.kind}`);
     }
     if (isError(reply)) throw new RpcError(reply.message, reply.fields ?? {});
-    return reply as unknown as T;
+    // The kernel answers kind K with Replies[K] (tests/test_protocol.py checks every kind).
+    return reply as Replies[K];
   }
 }
 

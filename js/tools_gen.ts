@@ -2,6 +2,8 @@
 // src/torchxray/protocol.py and src/torchxray/_view/replies.py. Do not edit: change the Python
 // declarations and regenerate; tests/test_protocol.py fails when this file is stale.
 
+import type { FormReply, Item, MroReply, NodeRow, Overview, ProbeTableReply, SourceReply } from "./protocol_gen";
+
 export interface PickReply {
   kind: "pick";
   paths: string[];
@@ -129,4 +131,22 @@ export interface GraphReply {
   nodes: GraphNode[];
   edges: number; // edges drawn
   note: string; // e.g. "a real probe records no dataflow: run a fake probe"
+}
+
+export interface SnapshotChildren {
+  folded: Item[]; // as a `children` request pages them, identical runs folded
+  raw: NodeRow[]; // each child, for an unfolded run and for `reveal`
+}
+
+/** The read-only view's data for the first modules of the model. */
+export interface Snapshot {
+  nodes: NodeRow[]; // pre-order, with depth: the filter's rows
+  children: Record<string, SnapshotChildren>;
+  overview: Record<string, Overview>;
+  form: Record<string, FormReply>;
+  cls_of: Record<string, string>; // path -> "module.Class", the key of `source` and `mro`
+  source: Record<string, SourceReply>;
+  mro: Record<string, MroReply>;
+  probe_table: ProbeTableReply | null;
+  truncated: boolean; // the model has more modules than the snapshot holds
 }

@@ -14,10 +14,10 @@ import { ProbePane } from "./panes/probe";
 import { SourcePane } from "./panes/source";
 import type { Ctx, Pane } from "./panes/context";
 import { messageOf } from "./panes/context";
-import type { HistoryState, Page, State } from "./protocol";
+import type { Channel, HistoryState, State } from "./protocol";
 import { Rpc, SLOW_KINDS } from "./protocol";
 import { SnapshotRpc } from "./snapshot";
-import { TreeView, type FilterResult } from "./tree";
+import { TreeView } from "./tree";
 import { TreeColor } from "./tree_color";
 import { TreeSelect } from "./tree_select";
 
@@ -41,7 +41,7 @@ export function createExplorer(
 ): Explorer {
   const snapshot = model.get("snapshot");
   let readonly = Boolean(model.get("readonly")) || !experimental?.invoke;
-  let rpc: Rpc | SnapshotRpc = readonly ? new SnapshotRpc(snapshot, assets) : new Rpc(experimental.invoke);
+  let rpc: Channel = readonly ? new SnapshotRpc(snapshot, assets) : new Rpc(experimental.invoke);
   const disposers: (() => void)[] = [];
   const on = (event: string, fn: () => void) => {
     model.on(event, fn);
@@ -93,7 +93,7 @@ export function createExplorer(
 
   const ctx: Ctx = {
     get rpc() {
-      return rpc as Rpc;
+      return rpc;
     },
     model,
     get readonly() {
@@ -147,11 +147,11 @@ export function createExplorer(
 
   const source = {
     children: (parent: string, offset: number, limit: number, unfold: boolean) =>
-      rpc.call<{ kind: string } & Page>({ kind: "children", path: parent, offset, limit, unfold }),
+      rpc.call({ kind: "children", path: parent, offset, limit, unfold }),
     filter: (query: string, regex: boolean, names: boolean) =>
-      rpc.call<{ kind: string } & FilterResult>({ kind: "filter", query, regex, names }),
+      rpc.call({ kind: "filter", query, regex, names }),
     reveal: (path: string) =>
-      rpc.call<{ kind: string; chain: { parent: string; index: number }[] }>({ kind: "reveal", path }),
+      rpc.call({ kind: "reveal", path }),
   };
 
   let selectTimer: ReturnType<typeof setTimeout> | undefined;
@@ -320,7 +320,7 @@ export function createExplorer(
   // kernel left a snapshot (ex.save_snapshot()), browse that read-only instead.
   const saved = (snapshot as { nodes?: unknown[] })?.nodes?.length;
   if (!readonly) {
-    (rpc as Rpc).call({ kind: "ping" }, PING_TIMEOUT).catch(() => {
+    rpc.call({ kind: "ping" }, PING_TIMEOUT).catch(() => {
       if (!saved) return;
       readonly = true;
       rpc = new SnapshotRpc(snapshot, assets);

@@ -38,7 +38,7 @@ export class FlowView {
     let r: FlowReply;
     try {
       const open = [...this.open];
-      r = await this.ctx.rpc.call<FlowReply>({ kind: "flow", offset: this.lines.length, limit: PAGE, open });
+      r = await this.ctx.rpc.call({ kind: "flow", offset: this.lines.length, limit: PAGE, open });
     } catch (e) {
       clear(this.el);
       this.el.appendChild(h("p", { class: "tx-note" }, messageOf(e)));

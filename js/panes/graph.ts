@@ -55,7 +55,7 @@ export class GraphPane implements Pane {
     this.note.textContent = "drawing the dataflow…";
     let r: GraphReply;
     try {
-      r = await this.ctx.rpc.call<GraphReply>({ kind: "graph", path: base, open: [...this.open] });
+      r = await this.ctx.rpc.call({ kind: "graph", path: base, open: [...this.open] });
     } catch (e) {
       if (seq !== this.seq) return;
       this.shown = null;

@@ -2,7 +2,7 @@
 // naming the module that failed, and the fake/real switch; runs of identical blocks fold
 // (probe_fold.ts) and a row leads to its module in the tree. Mirrors src/torchxray/probe.py.
 import { clear, formatBytes, formatCount, h, uid } from "../dom";
-import type { ProbeRow, ProbeSummary, ProbeTableReply } from "../protocol";
+import type { ProbeMode, ProbeRow, ProbeSummary, ProbeTableReply } from "../protocol";
 import { messageOf, type Ctx, type Pane } from "./context";
 import { FlowView } from "./flow";
 import { foldRuns, isProbeFold, type ProbeFold } from "./probe_fold";
@@ -89,11 +89,11 @@ export class ProbePane implements Pane {
       run.disabled = true;
     }
     mode.addEventListener("change", () => {
-      this.ctx.model.set("probe_mode", mode.value);
+      this.ctx.model.set("probe_mode", mode.value as ProbeMode);
       this.ctx.model.save_changes();
     });
     run.addEventListener("click", () => {
-      void this.ctx.run("probe", () => this.ctx.rpc.call({ kind: "probe", mode: mode.value }));
+      void this.ctx.run("probe", () => this.ctx.rpc.call({ kind: "probe", mode: mode.value as ProbeMode }));
     });
     const summary = p.ok === null ? p.status : `${p.status} · mode ${p.mode}${p.changed ? ` · ${p.changed} changed` : ""}`;
     const bar = h("div", { class: "tx-buttons" }, h("label", { for: id }, "mode"), mode, run, h("span", { class: "tx-muted" }, summary));
@@ -116,7 +116,7 @@ export class ProbePane implements Pane {
   private async more(): Promise<void> {
     let r: ProbeTableReply;
     try {
-      r = await this.ctx.rpc.call<ProbeTableReply>({ kind: "probe_table", offset: this.rows.length, limit: PAGE });
+      r = await this.ctx.rpc.call({ kind: "probe_table", offset: this.rows.length, limit: PAGE });
     } catch (e) {
       this.el.appendChild(h("p", { class: "tx-note" }, messageOf(e)));
       return;

@@ -89,7 +89,7 @@ export class SourcePane implements Pane {
     this.el.appendChild(h("p", { class: "tx-muted" }, "loading source…"));
     try {
       const ask = t ? { kind: "source" as const, path, cls: t.cls, line: t.line } : { kind: "source" as const, path };
-      const r = await this.ctx.rpc.call<SourceReply & { [k: string]: unknown }>(ask);
+      const r = await this.ctx.rpc.call(ask);
       if (seq === this.seq) {
         renderSource(this.el, r);
         if (t) this.el.querySelector(".tx-source")?.classList.add("tx-callsite");

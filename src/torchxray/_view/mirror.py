@@ -105,7 +105,7 @@ class PythonApi:
         """Store a read-only snapshot in the widget state, so that a notebook saved with widget
         state shows the tree and panes without a kernel (actions disabled)."""
         self._join()
-        self.snapshot = self._live().snapshot()
+        self.snapshot = dict(self._live().snapshot())
 
     def to_html(self, path: str | os.PathLike[str] | None = None) -> str:
         """A standalone HTML page (bundle and current state inlined, no network) that browses the

@@ -1,6 +1,8 @@
 """Writes ``js/requests_gen.ts``, ``js/protocol_gen.ts`` and ``js/tools_gen.ts`` from the TypedDicts
-of ``protocol.py``, ``replies.py``, ``compare_types.py`` and ``flow_types.py``: one TypeScript interface per request, reply and state, the kind -> reply map
-and the slow kinds, so that the frontend's types cannot drift from what the kernel sends.
+of ``protocol.py``, ``replies.py``, ``compare_types.py``, ``flow_types.py`` and
+``snapshot_types.py``: one TypeScript interface per request, reply and state, the kind -> reply
+map and the slow kinds, so that the frontend's types cannot drift from what the kernel sends
+(``js/protocol.ts`` types ``Rpc.call`` with them).
 ``make js`` runs it:
 
     python -m torchxray._view.protocol_ts js
@@ -26,7 +28,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from typing_extensions import NotRequired, get_type_hints, is_typeddict
 
 from .. import protocol
-from . import compare_types, flow_types, replies
+from . import compare_types, flow_types, replies, snapshot_types
 
 __all__ = ["generate", "main", "ts_type"]
 
@@ -126,11 +128,12 @@ def generate() -> dict[str, str]:
     ask = [HEADER, *(_interface(cls) for cls in requests)]
     ask.append("export type Request =" + "".join(f"\n  | {t.__name__}" for t in requests) + ";")
     shapes = _typeddicts(replies)
-    # The tools' reply shapes (selection, compare, health) in a file of their own, so that no
-    # generated file passes the project's 400 lines; each side imports the names it uses.
+    # The tools' reply shapes (selection, compare, health, flow) and the snapshot's in a file of
+    # their own, so that no generated file passes the project's 400 lines; each side imports the
+    # names it uses.
     tools = [
         t
-        for m in (compare_types, flow_types)
+        for m in (compare_types, flow_types, snapshot_types)
         for t in _typeddicts(m)
         if t not in protocol.REQUEST_TYPES.values()
     ]

@@ -28,6 +28,7 @@ from .origin import Opened
 from .replies import HistoryState, Overview, ProbeSummary, TreeState
 from .schedule import Schedule
 from .snapshot import SNAPSHOT_NODES, snapshot
+from .snapshot_types import Snapshot
 
 __all__ = ["Session", "probe_mode"]
 
@@ -202,7 +203,7 @@ class Session:
         self.selected = node.path
         return node.path
 
-    def snapshot(self, max_nodes: int = SNAPSHOT_NODES) -> dict[str, Any]:
+    def snapshot(self, max_nodes: int = SNAPSHOT_NODES) -> Snapshot:
         """The read-only view's data (``js/snapshot.ts``) for the first ``max_nodes`` modules."""
         return snapshot(self, max_nodes)
 

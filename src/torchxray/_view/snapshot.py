@@ -3,8 +3,6 @@ child lists, overviews, forms, and per class its source and MRO), for the first 
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..forms import form
 from ..mro import mro_classes, mro_graph
 from ..source import source
@@ -12,17 +10,18 @@ from . import panes, tools_flow
 from . import serialize as ser
 from .highlight import highlight
 from .host import Host
+from .snapshot_types import Snapshot
 
 __all__ = ["SNAPSHOT_NODES", "snapshot"]
 
 SNAPSHOT_NODES = 2000
 
 
-def snapshot(host: Host, max_nodes: int = SNAPSHOT_NODES) -> dict[str, Any]:
+def snapshot(host: Host, max_nodes: int = SNAPSHOT_NODES) -> Snapshot:
     """Everything the read-only view needs (``js/snapshot.ts``) for the first ``max_nodes``
     modules: rows, child lists, overviews, forms, and per class its source and MRO."""
     tree, rows, report, rev = host.tree, host.rows(), host.report, host.rev
-    data: dict[str, Any] = {
+    data: Snapshot = {
         "nodes": [],
         "children": {},
         "overview": {},
