@@ -1,5 +1,6 @@
 // Read-only mode: answers the widget's requests from a snapshot the kernel made (_view/snapshot.py),
 // for ex.to_html() files and notebooks saved with widget state, where no kernel is connected.
+import { FilterSyntaxError, filterRows } from "./filter_match";
 import type { Channel, FilterResult, Item, Replies, RequestKind, RequestOf, Snapshot } from "./protocol";
 import { RpcError } from "./protocol";
 
@@ -77,35 +78,12 @@ export class SnapshotRpc implements Channel {
     }
   }
 
-  private filter(query: string, regex: boolean, names = false): FilterResult {
-    let test: (s: string) => boolean;
-    if (regex) {
-      let re: RegExp;
-      try {
-        re = new RegExp(query, "i");
-      } catch (e) {
-        throw new RpcError(`bad regular expression: ${(e as Error).message}`);
-      }
-      test = (s) => re.test(s);
-    } else {
-      const q = query.toLowerCase();
-      test = (s) => s.toLowerCase().includes(q);
+  private filter(query: string, regex: boolean, names: boolean): FilterResult {
+    try {
+      return filterRows(this.data.nodes ?? [], query, regex, names);
+    } catch (e) {
+      if (e instanceof FilterSyntaxError) throw new RpcError(`bad regular expression: ${e.message}`);
+      throw e;
     }
-    const nodes = this.data.nodes ?? [];
-    const keep = new Map<string, boolean>();
-    let count = 0;
-    for (const n of nodes) {
-      const hit = names ? n.path !== "" && test(n.path.split(".").pop() ?? "") : test(n.path) || test(n.cls);
-      if (!hit) continue;
-      count += 1;
-      keep.set(n.path, true);
-      const parts = n.path ? n.path.split(".") : [];
-      for (let i = 0; i < parts.length; i++) {
-        const a = parts.slice(0, i).join(".");
-        if (!keep.has(a)) keep.set(a, false);
-      }
-    }
-    const rows = nodes.filter((n) => keep.has(n.path)).map((n) => ({ ...n, match: keep.get(n.path) }));
-    return { count, rows, truncated: false };
   }
 }
