@@ -31,12 +31,12 @@ export type ProbeMode = NonNullable<ProbeRequest["mode"]>;
 /** A form field (the Python side calls it FormField: forms.Field is the IR record). */
 export type Field = FormField;
 
-/** The synced traitlets of the Explorer widget. */
+/** The synced traitlets of the Explorer widget (each state named as the Session method that makes it). */
 export interface State {
-  tree: TreeState;
+  tree_state: TreeState;
   selected: string;
   overview: Partial<Overview>; // {} until a module is selected
-  probe: ProbeSummary;
+  probe_summary: ProbeSummary;
   history: HistoryState;
   busy: string;
   error: string;

@@ -194,7 +194,7 @@ export class TreeSelect {
   }
 
   private async flags(op: "freeze" | "unfreeze"): Promise<void> {
-    const rev = this.ctx.model.get("tree")?.rev;
+    const rev = this.ctx.model.get("tree_state")?.rev;
     await this.ctx.run("bulk", () => this.ctx.rpc.call({ kind: "bulk", op, paths: [...this.selected], rev }));
   }
 
@@ -237,7 +237,7 @@ export class TreeSelect {
     input.addEventListener("input", () => void refresh());
     this.onSelection = () => void refresh();
     apply.addEventListener("click", async () => {
-      const rev = this.ctx.model.get("tree")?.rev;
+      const rev = this.ctx.model.get("tree_state")?.rev;
       const msg: BulkRequest = { kind: "bulk", op: "replace", paths: [...this.selected], cls: qualname(), prefill: prefill.checked, rev };
       const r = await this.ctx.run("bulk", () => this.ctx.rpc.call(msg));
       if (r) this.set([]);

@@ -12,7 +12,7 @@ const field = (name: string, text: string) => ({ name, kind: "int", text, defaul
 
 function setup() {
   const model = new FakeModel({
-    tree: firstState(NET) as never, selected: "conv1", overview: {}, probe: OK as never,
+    tree_state: firstState(NET) as never, selected: "conv1", overview: {}, probe_summary: OK as never,
     history: { entries: [], can_undo: true, can_redo: false, code: "" },
     busy: "", error: "", probe_mode: "fake", readonly: false, snapshot: {},
   });
@@ -80,7 +80,7 @@ describe("Undo at hand", () => {
     expect(button(el, "Undo").disabled).toBe(false);
     expect(button(el, "Redo").disabled).toBe(true);
     expect(button(el, "Undo last patch").hidden).toBe(true);
-    model.set("probe", FAILED);
+    model.set("probe_summary", FAILED);
     expect(button(el, "Undo last patch").hidden).toBe(false);
     button(el, "Undo last patch").click();
     await flush();

@@ -142,7 +142,7 @@ export function createExplorer(
     const s = history();
     undoBtn.disabled = readonly || !s?.can_undo;
     redoBtn.disabled = readonly || !s?.can_redo;
-    undoFailed.hidden = undoBtn.disabled || model.get("probe")?.ok !== false;
+    undoFailed.hidden = undoBtn.disabled || model.get("probe_summary")?.ok !== false;
   };
 
   const source = {
@@ -246,10 +246,10 @@ export function createExplorer(
 
   function syncStatus(): void {
     if (localBusy > 0) return;
-    const p = model.get("probe");
+    const p = model.get("probe_summary");
     // In a kernel the tree follows the view (widget.py DEFERRED): until then the kernel reads the
     // model. A big model's outline comes first (rows without counts) while it reads the tensors.
-    const state = model.get("tree");
+    const state = model.get("tree_state");
     status.textContent = (state?.root && !state.outline) || readonly ? (p?.status ?? "") : "reading the model…";
     status.classList.toggle("tx-bad", p?.ok === false);
     // No report (probing, cancelled, skipped, no inputs): neither green nor red.
@@ -271,7 +271,7 @@ export function createExplorer(
   // selection made before the view was shown (e.g. ex.select(...) in the same cell).
   let shown = false;
   const showTree = (refresh: boolean): void => {
-    const state = model.get("tree");
+    const state = model.get("tree_state");
     if (!state?.root) return;
     const first = !shown;
     shown = true;
@@ -282,9 +282,9 @@ export function createExplorer(
       picker.scheduleHealth();
     });
   };
-  on("change:tree", () => color.reset());
-  on("change:tree", syncStatus);
-  on("change:tree", () => showTree(true));
+  on("change:tree_state", () => color.reset());
+  on("change:tree_state", syncStatus);
+  on("change:tree_state", () => showTree(true));
   on("change:selected", () => {
     for (const name of TABS) panes[name].selectionChanged?.();
     void tree.reveal(model.get("selected"));
@@ -293,7 +293,7 @@ export function createExplorer(
   on("change:overview", () => {
     if (active === "Overview") refreshPane();
   });
-  on("change:probe", () => {
+  on("change:probe_summary", () => {
     if (color.figure === "flops" || color.figure === "time") color.reset();
     picker.scheduleHealth();
     syncStatus();

@@ -14,7 +14,7 @@ const NET: FakeNode = { name: "", cls: "Net", kids: [{ name: "fc", cls: "Linear"
 const PROBE = { ok: true, mode: "fake", status: "probe ok", count: 2, error: null, changed: 0, rev: 3 };
 
 function setup(extra: Record<string, (m: Record<string, any>) => unknown>, state: Record<string, unknown> = {}) {
-  const model = new FakeModel({ selected: "fc", tree: firstState(NET) as never, probe: PROBE as never, ...state });
+  const model = new FakeModel({ selected: "fc", tree_state: firstState(NET) as never, probe_summary: PROBE as never, ...state });
   const kernel = fakeKernel(NET, extra);
   const selected: string[] = [];
   const opened: unknown[][] = [];

@@ -108,7 +108,7 @@ export class FormPane implements Pane {
 
   async show(force = false): Promise<void> {
     const path = this.ctx.model.get("selected");
-    const key = `${path}@${this.ctx.model.get("tree")?.rev}`;
+    const key = `${path}@${this.ctx.model.get("tree_state")?.rev}`;
     if (key === this.shown && !force) return;
     this.shown = key;
     const seq = ++this.seq;

@@ -44,7 +44,7 @@ export class GraphPane implements Pane {
     const selected = String(this.ctx.model.get("selected") ?? "");
     if (this.base === null || selected !== this.clicked) this.goTo(selected);
     const base = this.base ?? "";
-    const key = `${base}@${this.ctx.model.get("tree")?.rev}@${this.ctx.model.get("probe")?.rev}@${[...this.open].join(",")}`;
+    const key = `${base}@${this.ctx.model.get("tree_state")?.rev}@${this.ctx.model.get("probe_summary")?.rev}@${[...this.open].join(",")}`;
     if (key === this.shown) {
       this.mark();
       return;

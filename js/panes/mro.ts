@@ -51,7 +51,7 @@ export class MroPane implements Pane {
 
   async show(): Promise<void> {
     const path = this.ctx.model.get("selected");
-    const key = `${path}@${this.ctx.model.get("tree")?.rev}`;
+    const key = `${path}@${this.ctx.model.get("tree_state")?.rev}`;
     if (key === this.shown) return;
     this.shown = key;
     const seq = ++this.seq;

@@ -28,7 +28,7 @@ export class OverviewPane implements Pane {
     clear(this.el);
     if (!o || o.path === undefined) {
       // No tree yet, or only its outline: in a kernel they follow the view (widget.py DEFERRED).
-      const tree = this.ctx.model.get("tree");
+      const tree = this.ctx.model.get("tree_state");
       const reading = !tree?.root || tree.outline === true;
       this.el.appendChild(h("p", { class: "tx-muted" }, reading ? "reading the model…" : "Select a module in the tree."));
       return;

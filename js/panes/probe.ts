@@ -43,7 +43,7 @@ export class ProbePane implements Pane {
   }
 
   async show(force = false): Promise<void> {
-    const p = this.ctx.model.get("probe");
+    const p = this.ctx.model.get("probe_summary");
     if (p.rev === this.shown && !force) return;
     if (p.rev !== this.shown) this.flow.reset();
     this.shown = p.rev;
@@ -128,7 +128,7 @@ export class ProbePane implements Pane {
       this.el.appendChild(h("p", { class: "tx-removed tx-bad" }, `removed since the previous probe: ${r.removed.join(", ")}`));
     }
     if (first && r.not_reached?.length) {
-      const where = this.ctx.model.get("probe")?.error?.path || "(model)";
+      const where = this.ctx.model.get("probe_summary")?.error?.path || "(model)";
       this.el.appendChild(
         h("p", { class: "tx-removed tx-muted" }, `not reached (the probe stopped at ${where}): ${r.not_reached.join(", ")}`),
       );

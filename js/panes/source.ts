@@ -78,7 +78,7 @@ export class SourcePane implements Pane {
   async show(): Promise<void> {
     const t = this.target;
     const path = t ? t.path : this.ctx.model.get("selected");
-    const key = `${t ? `${t.path}|${t.cls}|${t.line}` : path}@${this.ctx.model.get("tree")?.rev}`;
+    const key = `${t ? `${t.path}|${t.cls}|${t.line}` : path}@${this.ctx.model.get("tree_state")?.rev}`;
     if (key === this.shown) {
       scrollToForward(this.el);
       return;

@@ -9,7 +9,7 @@ frontend sends ``kind``-tagged requests (see ``protocol.py``). All the work is i
 The synced state, and the probe mode, which refuses anything but the two modes:
 
     >>> sorted(Explorer.class_own_traits(sync=True))
-    ['busy', 'error', 'history', 'overview', 'probe', 'probe_mode', 'readonly', 'selected', 'snapshot', 'tree']
+    ['busy', 'error', 'history', 'overview', 'probe_mode', 'probe_summary', 'readonly', 'selected', 'snapshot', 'tree_state']
     >>> Explorer.class_own_traits()["probe_mode"].values
     ('fake', 'real')
     >>> Explorer.class_own_traits()["probe_mode"].validate(None, "turbo")
@@ -43,10 +43,11 @@ __all__ = ["Explorer", "explore"]
 class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
     """Explore and edit a live ``nn.Module``. Build it with ``tx.explore(model, *example_inputs)``."""
 
-    tree = t.Dict().tag(sync=True)
+    # One traitlet per synced state, named as the Session method that makes it (`_view/host.py`).
+    tree_state = t.Dict().tag(sync=True)
     selected = t.Unicode("").tag(sync=True)
     overview = t.Dict().tag(sync=True)
-    probe = t.Dict().tag(sync=True)
+    probe_summary = t.Dict().tag(sync=True)
     history = t.Dict().tag(sync=True)
     busy = t.Unicode("").tag(sync=True)
     error = t.Unicode("").tag(sync=True)
@@ -280,20 +281,20 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
         """Send the outline of a big model's tree at once (see `outline_from`); the full tree
         follows with the next push."""
         if len(s.tree) >= self.outline_from and (state := s.outline_state()) is not None:
-            self.tree = dict(state)
+            self.tree_state = dict(state)
 
     def _push(self, s: Session, changed: States) -> None:
-        if self._static is not None and changed & {"tree", "probe"}:
+        if self._static is not None and changed & {"tree_state", "probe_summary"}:
             self._static.update(self._stand_in(), raw=True)  # a saved notebook shows the latest
         with self.hold_sync():
-            if "tree" in changed:
-                self.tree = dict(s.tree_state())
+            if "tree_state" in changed:
+                self.tree_state = dict(s.tree_state())
             if "selected" in changed:
                 self.selected = s.selected
             if "overview" in changed:
                 self.overview = dict(s.overview())
-            if "probe" in changed:
-                self.probe = dict(s.probe_summary())
+            if "probe_summary" in changed:
+                self.probe_summary = dict(s.probe_summary())
                 self.probe_mode = s.mode
             if "history" in changed:
                 self.history = dict(s.history())

@@ -47,11 +47,11 @@ States = frozenset[str]
 NONE: States = frozenset()
 SELECT: States = frozenset({"selected", "overview"})
 # A probe changes the rows' shapes and marks, the Overview's inputs and outputs, and its summary.
-PROBE: States = frozenset({"tree", "overview", "probe"})
+PROBE: States = frozenset({"tree_state", "overview", "probe_summary"})
 # A patch changes everything (the selection too, when the selected module is gone).
 ALL: States = PROBE | SELECT | {"history"}
 # The states that need the model's walk: in a kernel they follow the view (`_view/schedule.py`).
-DEFERRED: States = frozenset({"tree", "overview"})
+DEFERRED: States = frozenset({"tree_state", "overview"})
 
 T = TypeVar("T")
 

@@ -21,10 +21,10 @@ for is left ``pending`` for the widget to start in a background thread (``ask()`
 ``cancel()`` sets from any thread.
 
     >>> s = Schedule(defer_view=True)
-    >>> sorted(s.outgoing(frozenset({"tree", "probe"}))[0])   # HELD: the tree waits
-    ['probe']
-    >>> s.built(); sorted(s.outgoing(frozenset({"probe"}))[0]), s.phase
-    (['overview', 'probe', 'tree'], 'SENT')
+    >>> sorted(s.outgoing(frozenset({"tree_state", "history"}))[0])   # HELD: the tree waits
+    ['history']
+    >>> s.built(); sorted(s.outgoing(frozenset({"history"}))[0]), s.phase
+    (['history', 'overview', 'tree_state'], 'SENT')
 """
 
 from __future__ import annotations
