@@ -99,7 +99,7 @@ export interface Overview {
   buffers: BufferRow[];
   probe: OverviewProbe | null;
   not_called?: string | null; // why the last probe saw no call of it, when it knows
-  sites?: SiteRow[]; // where the last probe saw it called from (issue #18)
+  sites?: SiteRow[]; // where the last probe saw it called from
 }
 
 export interface ProbeError {

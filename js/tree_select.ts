@@ -1,4 +1,4 @@
-// Multi-select in the tree (issue #15): a checkbox per row, Shift+click for a range of the rows in
+// Multi-select in the tree: a checkbox per row, Shift+click for a range of the rows in
 // view, "select all N matches" of the filter, and the bulk bar acting on the selection: freeze /
 // unfreeze, replace all with a catalog class (a live count first; one undoable patch) and the PEFT
 // target_modules with the LoRA parameters rank r adds. Also the rows' badges from other tools

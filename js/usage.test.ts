@@ -1,5 +1,5 @@
 // @vitest-environment happy-dom
-// Issue #16 in the widget: keys stay inside it, Undo/Redo are in the header and next to a failure,
+// The widget as a person uses it: keys stay inside it, Undo/Redo are in the header and next to a failure,
 // drafts belong to one module, and a Probe row leads to the tree.
 import { beforeEach, describe, expect, it } from "vitest";
 import { FakeModel, fakeKernel, firstState, flush, type FakeNode } from "./fake_model";

@@ -53,13 +53,13 @@ export function createExplorer(
   const alertText = h("span");
   const dismiss = h("button", { type: "button", class: "tx-link" }, "Dismiss");
   // Undo is where a person looks after breaking the model: in the header, always, and next to a
-  // failure status (issue #16); Ctrl+Z / Ctrl+Shift+Z inside the widget do the same (keys.ts).
+  // failure status; Ctrl+Z / Ctrl+Shift+Z inside the widget do the same (keys.ts).
   const undoBtn = h("button", { type: "button", title: "Undo the last patch (Ctrl+Z)" }, "Undo");
   const redoBtn = h("button", { type: "button", title: "Redo the undone patch (Ctrl+Shift+Z)" }, "Redo");
   const buttons = h("span", { class: "tx-buttons" }, undoBtn, redoBtn);
   const undoFailed = h("button", { type: "button", class: "tx-link tx-undofailed", hidden: true }, "Undo last patch");
   const alert = h("div", { role: "alert", class: "tx-alert", hidden: true }, alertText, dismiss);
-  // A probe runs in the kernel's background thread: this stops it at its next layer (issue #16).
+  // A probe runs in the kernel's background thread: this stops it at its next layer.
   const cancelBtn = h(
     "button",
     { type: "button", class: "tx-cancel", hidden: true, title: "Stop the probe at its next layer; the model stays as it is" },
@@ -180,7 +180,7 @@ export function createExplorer(
     showError,
   );
   const picker = new TreeSelect(tree, ctx);
-  // Rows coloured by a figure (Memory, #14): values asked for as rows are drawn.
+  // Rows coloured by a figure (the Memory tab's, or FLOPs, time): values asked for as rows are drawn.
   const color = new TreeColor((figure, paths) => rpc.call({ kind: "figures", figure, paths }), () => tree.render(), showError);
   tree.el.insertBefore(color.el, tree.el.children[1] ?? null);
   tree.decorate = (row, item, index) => {

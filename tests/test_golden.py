@@ -152,7 +152,7 @@ def test_the_architecture_map_names_every_module_and_only_real_ones() -> None:
 
 
 def test_no_source_file_is_over_400_lines() -> None:
-    # One job per file (issue #17): a file past 400 lines is split, not grown; generated TS too.
+    # One job per file: a file past 400 lines is split, not grown; generated TS too.
     root = Path(__file__).parents[1]
     files = [*(root / "src" / "torchxray").rglob("*.py"), *(root / "js").rglob("*.ts")]
     long = {

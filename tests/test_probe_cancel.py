@@ -1,4 +1,4 @@
-"""Cancelling a running probe (issue #16, item 6): the widget's Cancel button stops a background
+"""Cancelling a running probe: the widget's Cancel button stops a background
 probe at its next module call, and nothing of the probe is left behind; in a kernel, the probe
 after an Apply and the Probe tab's "Run probe" run in the background too, so they can be cancelled.
 ``background.in_kernel`` is patched to True here, as in test_widget_async.py."""

@@ -1,4 +1,4 @@
-"""The Explorer's static stand-in and text fallback (#16): what a saved notebook shows without a
+"""The Explorer's static stand-in and text fallback: what a saved notebook shows without a
 kernel or saved widget state."""
 
 from __future__ import annotations

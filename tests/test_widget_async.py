@@ -1,4 +1,4 @@
-"""The Explorer's first probe in the background (issue #13, item 3): in a kernel the tree is
+"""The Explorer's first probe in the background: in a kernel the tree is
 usable before the probe ends, whatever changes the model waits for it, and the report it
 installs is the synchronous one; ``probe=False`` skips it. ``background.in_kernel`` is patched
 to True here: these tests run outside a kernel, where the probe runs synchronously."""

@@ -1,4 +1,4 @@
-// The Diff tab (issue #15): the model now against the model when the explorer opened, or against a
+// The Diff tab: the model now against the model when the explorer opened, or against a
 // checkpoint file the person names. Lists what changed (modules added, removed, retyped or with
 // other hyperparameters; tensors with other values, shapes or dtypes, with ||b - a|| / ||a||) and
 // hands the per-module badges to the tree. A missing, corrupt or refused file is shown as text.

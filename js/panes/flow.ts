@@ -1,4 +1,4 @@
-// The Probe tab's call tree (issue #18): every module call of the last probe in the order it began,
+// The Probe tab's call tree: every module call of the last probe in the order it began,
 // indented by depth, "#index" where a module ran more than once, runs of identical sibling calls
 // folded into one line until opened (as the tree folds blocks), paged. A line selects its module.
 // Mirrors the kernel's "flow" request (src/torchxray/_view/tools_flow.py).

@@ -1,5 +1,5 @@
 // @vitest-environment happy-dom
-// Execution flow in the panes (issue #18): call sites in the Overview and the Source tab that marks
+// Execution flow in the panes: call sites in the Overview and the Source tab that marks
 // the caller's line, the Probe tab's call tree, and the Graph tab's nodes.
 import { describe, expect, it } from "vitest";
 import { FakeModel, fakeKernel, flush, firstState, type FakeNode } from "../fake_model";

@@ -7,7 +7,7 @@ import type { CatalogRow, EditRequest, Field, FormReply, ReplaceRequest } from "
 import { RpcError } from "../protocol";
 import { messageOf, type Ctx, type Pane } from "./context";
 
-// Only "default" is a guess (issue #2): "derived" values are read from the module's state
+// Only "default" is a guess: "derived" values are read from the module's state
 // (e.g. bias = module.bias is not None), so they get a neutral badge, not a warning.
 const ORIGIN_BADGE: Record<string, [string, string, string]> = {
   derived: ["tx-derived", "derived", "read from the module's state (e.g. bias = module.bias is not None)"],

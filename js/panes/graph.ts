@@ -1,4 +1,4 @@
-// The Graph tab (issue #18): the dataflow between the selected module's direct children, from the
+// The Graph tab: the dataflow between the selected module's direct children, from the
 // kernel's DOT ("graph" request, src/torchxray/_view/graph_dot.py) laid out by @viz-js/viz, loaded
 // as the MRO tab loads it. A click on a node selects its module (the graph stays); a double click
 // or "Go into" draws that module's own children; a folded run of blocks expands on click. Shapes

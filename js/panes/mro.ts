@@ -105,7 +105,7 @@ export class MroPane implements Pane {
       const title = g.querySelector("title")?.textContent ?? "";
       const c = byNode.get(title);
       if (!c) return;
-      // The group picks the node's tint in styles.css, from the theme's colours (issue #16).
+      // The group picks the node's tint in styles.css, from the theme's colours.
       g.classList.add(`tx-${c.group}`);
       (g as SVGGElement).style.cursor = "pointer";
       g.setAttribute("role", "button");

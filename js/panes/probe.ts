@@ -60,7 +60,7 @@ export class ProbePane implements Pane {
     await this.more();
   }
 
-  /** Table or call tree (the flow of calls, issue #18). */
+  /** Table or call tree (the flow of calls). */
   private toggle(): HTMLElement {
     const box = h("span", { class: "tx-viewtoggle", role: "group", "aria-label": "probe view" });
     for (const [view, label] of [["table", "Table"], ["tree", "Call tree"]] as const) {
@@ -184,7 +184,7 @@ export class ProbePane implements Pane {
         h("td", {}, totals.mem_peak === null ? "" : formatBytes(totals.mem_peak)),
       );
     }
-    // The table is a way into the tree: a click selects the module there (issue #16).
+    // The table is a way into the tree: a click selects the module there.
     if (!label) tr.addEventListener("click", () => this.ctx.select(row.path));
     return tr;
   }

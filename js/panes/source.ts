@@ -51,7 +51,7 @@ export function scrollToForward(el: HTMLElement): void {
   scroller.scrollTop = Math.max(0, scroller.scrollTop + offset - header - 2 * line);
 }
 
-/** Another module's source with one line marked: a call site's caller (issue #18). */
+/** Another module's source with one line marked: a call site's caller. */
 export interface SourceTarget {
   path: string;
   cls: string | null;

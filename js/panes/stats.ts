@@ -1,4 +1,4 @@
-// Statistics of the selected module's own weights in the Overview (issue #15): norm, mean, std,
+// Statistics of the selected module's own weights in the Overview: norm, mean, std,
 // min, max, zero and non-finite counts, and a sparkline of the value histogram. Asked for when the
 // Overview shows a module (tx.stats reads every value: never for the whole tree at once).
 import { clear, formatCount, h } from "../dom";
