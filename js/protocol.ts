@@ -1,6 +1,6 @@
-// The frontend's half of the protocol. The message shapes come from protocol_gen.ts and
-// requests_gen.ts, generated from src/torchxray/protocol.py (`make js`); this file adds the synced
-// state and the Rpc client. Every request and reply is a plain object with a `kind`; the kernel
+// The frontend's half of the protocol. The message shapes and kind tables come from protocol_gen.ts,
+// tools_gen.ts and requests_gen.ts, generated from src/torchxray/protocol.py and _view/*.py
+// (`make js`); this file adds the synced state and the Rpc client. Every request and reply is a plain object with a `kind`; the kernel
 // answers a bad request with {kind: "error"} rather than raising.
 import type { AnyModel, Experimental } from "@anywidget/types";
 import type {
@@ -12,18 +12,15 @@ import type {
   MoreRow,
   Overview,
   ProbeSummary,
-  Replies,
-  Reply,
-  RequestKind,
   TreeState,
 } from "./protocol_gen";
-import { SLOW_TIMEOUT_KINDS } from "./protocol_gen";
-import type { ProbeRequest, Request } from "./requests_gen";
+import type { ProbeRequest, Replies, Reply, Request, RequestKind } from "./requests_gen";
+import { SLOW_TIMEOUT_KINDS } from "./requests_gen";
 
 export type * from "./protocol_gen";
 export type * from "./requests_gen";
 export type * from "./tools_gen";
-export { REQUEST_KINDS, SLOW_KINDS } from "./protocol_gen";
+export { REQUEST_KINDS, SLOW_KINDS } from "./requests_gen";
 
 /** The probe's modes (protocol.ProbeMode). */
 export type ProbeMode = NonNullable<ProbeRequest["mode"]>;
