@@ -247,7 +247,7 @@ export function createExplorer(
   function syncStatus(): void {
     if (localBusy > 0) return;
     const p = model.get("probe_summary");
-    // In a kernel the tree follows the view (widget.py DEFERRED): until then the kernel reads the
+    // In a kernel the tree follows the view (_view/schedule.py): until then the kernel reads the
     // model. A big model's outline comes first (rows without counts) while it reads the tensors.
     const state = model.get("tree_state");
     status.textContent = (state?.root && !state.outline) || readonly ? (p?.status ?? "") : "reading the model…";
@@ -267,7 +267,7 @@ export function createExplorer(
   clear(el);
   el.appendChild(root);
 
-  // In a kernel the tree comes after the view (widget.py DEFERRED): the first one reveals the
+  // In a kernel the tree comes after the view (_view/schedule.py): the first one reveals the
   // selection made before the view was shown (e.g. ex.select(...) in the same cell).
   let shown = false;
   const showTree = (refresh: boolean): void => {

@@ -185,7 +185,7 @@ def test_close_before_the_view_draws_never_starts_the_probe(kernel: None) -> Non
     assert not ex.probing and not model.gate.entered.is_set()
 
 
-# -- in a kernel the view goes out before the walk (widget.DEFERRED) ---------------------------
+# -- in a kernel the view goes out before the walk (`_view/schedule.py`) ------------------------
 
 
 def test_in_a_kernel_the_view_is_sent_before_the_model_is_walked(
