@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         suites.edit_suite(
             res, "ResNet-50 (timm)", real.resnet50(), suites.fresh_inputs("image"), repeats
         )
-        # Issue #13: Apply on ConvNeXt and GPT-2, a small edit that keeps every shape.
+        # Apply on ConvNeXt and GPT-2: a small edit that keeps every shape.
         log("edit: ConvNeXt-T (timm), GPT-2 (transformers)")
         suites.edit_suite(
             res,

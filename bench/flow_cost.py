@@ -1,4 +1,4 @@
-"""What call sites and dataflow edges cost the fake probe (issue #18 goal: <= 1.2x without them).
+"""What call sites and dataflow edges cost the fake probe (goal: <= 1.2x without them).
 
 `python -m bench.flow_cost [--repeats 7] [--threads 1]`. For each real model (timm ResNet-50 and
 ConvNeXt-T, transformers GPT-2, BERT and a small Llama on the CPU, the Llama-70B architecture on

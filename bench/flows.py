@@ -1,4 +1,4 @@
-"""Issue #13's end-to-end figures; writes bench/flows.json.
+"""The end-to-end figures (cell run -> tree visible, Apply -> re-probed tree); writes bench/flows.json.
 
 `python -m bench.flows [--repeats 3] [--skip-browser]`. In headless Chromium with a throwaway
 JupyterLab (the UI tests' `Lab`, as `bench/browser.py`):

@@ -1,4 +1,4 @@
-"""The Graph tab's cost for a 12-block GPT-2 (issue #18 goal: DOT + layout <= 1 s).
+"""The Graph tab's cost for a 12-block GPT-2 (goal: DOT + layout <= 1 s).
 
 `python -m bench.graph_layout [--repeats 7]`. Builds a GPT-2 with 12 blocks from a small config
 (random weights, no download), runs the Explorer's fake probe, and times:

@@ -1,4 +1,4 @@
-"""`tx.memory` against the fake probe of the same model (issue #14 goal: memory <= 1.0x the probe).
+"""`tx.memory` against the fake probe of the same model (goal: memory <= 1.0x the probe).
 
 `python -m bench.memory [--repeats 7] [--training] [--json PATH]`. Per model, interleaved in one
 process (`bench.timing.measure_interleaved`): `tx.probe(model, x)` (fake, memoised),

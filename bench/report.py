@@ -223,7 +223,7 @@ def _bundle(res: Results) -> tuple[str, bool | None]:
     return _kb(size), size <= 150 * 1024
 
 
-# Goals of issues #6 and #13. The real-probe row holds for models whose layers do real work; on
+# The goals (bench/README.md). The real-probe row holds for models whose layers do real work; on
 # the synthetic model of 10,000 width-8 layers (microseconds each) the probe's own Python cost per
 # module cannot drop below torch's, so there it must cost no more than torchinfo's hooks do.
 # "Llama": the CPU one here, and the GPU section's (bench/gpu.py), whose figure is "probe (real, CUDA)".

@@ -279,7 +279,7 @@ def browser_suite(res: Results, path: Path) -> None:
 
 
 def flows_suite(res: Results, path: Path) -> None:
-    """Issue #13's end-to-end figures from `bench/flows.json` (written by `python -m bench.flows`):
+    """The end-to-end figures from `bench/flows.json` (written by `python -m bench.flows`):
     cell run -> tree visible / probe shown, Apply -> re-probed tree, memory of an open explorer."""
     if not path.exists():
         res.notes.append(

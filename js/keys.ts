@@ -1,7 +1,7 @@
 // Keys typed inside the widget stay inside it. In command mode JupyterLab's notebook acts on keys
 // wherever focus is in the notebook, data-lm-suppress-shortcuts notwithstanding (b inserts a cell,
 // m makes it Markdown, d d deletes the cell holding this widget, z undoes a cell operation, and
-// Ctrl+X would cut the cell: issue #16), so the widget stops their propagation, as ipywidgets'
+// Ctrl+X would cut the cell), so the widget stops their propagation, as ipywidgets'
 // text fields do. Escape and Shift/Ctrl/Alt+Enter still reach the notebook (leave the widget, run
 // the cell), and so does Ctrl/Cmd+S (save). Ctrl+Z / Ctrl+Shift+Z (or Ctrl+Y) undo and redo
 // patches here, and only here.

@@ -1,6 +1,6 @@
 // @vitest-environment happy-dom
 import { describe, expect, it } from "vitest";
-import { FAST_TIMEOUT, REQUEST_KINDS, Rpc, RpcError, SLOW_KINDS, SLOW_TIMEOUT } from "./protocol";
+import { FAST_TIMEOUT, REQUEST_KINDS, Rpc, RpcError, SLOW_KINDS, SLOW_TIMEOUT, type RequestKind, type RequestOf } from "./protocol";
 import { renderSource } from "./panes/source";
 import { SnapshotRpc } from "./snapshot";
 
@@ -19,7 +19,7 @@ describe("Rpc", () => {
 
   it("turns error replies into RpcError with the field messages", async () => {
     const rpc = new Rpc((async () => [{ kind: "error", message: "bad", fields: { a: "too big" } }, []]) as never);
-    const err = await rpc.call({ kind: "edit" }).catch((e) => e);
+    const err = await rpc.call({ kind: "edit", path: "fc", changes: {} }).catch((e) => e);
     expect(err).toBeInstanceOf(RpcError);
     expect(err.message).toBe("bad");
     expect(err.fields).toEqual({ a: "too big" });
@@ -49,13 +49,13 @@ describe("SnapshotRpc", () => {
 
   it("answers browsing requests from the snapshot and refuses actions", async () => {
     const rpc = new SnapshotRpc(data);
-    expect((await rpc.call<any>({ kind: "children", path: "" })).items).toHaveLength(1);
-    expect((await rpc.call<any>({ kind: "source", path: "fc" })).reason).toBe("r");
-    const f = await rpc.call<any>({ kind: "filter", query: "lin", regex: false });
+    expect((await rpc.call({ kind: "children", path: "" })).items).toHaveLength(1);
+    expect((await rpc.call({ kind: "source", path: "fc" })).reason).toBe("r");
+    const f = await rpc.call({ kind: "filter", query: "lin", regex: false });
     expect(f.count).toBe(1);
-    expect(f.rows.map((r: any) => [r.path, r.match])).toEqual([["", false], ["fc", true]]);
-    expect((await rpc.call<any>({ kind: "reveal", path: "fc" })).chain).toEqual([{ parent: "", index: 0 }]);
-    await expect(rpc.call({ kind: "edit", path: "fc" })).rejects.toThrow("read-only snapshot");
+    expect(f.rows.map((r) => [r.path, r.match])).toEqual([["", false], ["fc", true]]);
+    expect((await rpc.call({ kind: "reveal", path: "fc" })).chain).toEqual([{ parent: "", index: 0 }]);
+    await expect(rpc.call({ kind: "edit", path: "fc", changes: {} })).rejects.toThrow("read-only snapshot");
     await expect(rpc.call({ kind: "source", path: "nope" })).rejects.toThrow("not in this snapshot");
     await expect(rpc.call({ kind: "filter", query: "(", regex: true })).rejects.toThrow("bad regular expression");
   });
@@ -69,7 +69,7 @@ describe("the generated contract", () => {
     for (const kind of REQUEST_KINDS) {
       const slow = SLOW_KINDS.has(kind) || kind === "asset" || kind === "diff";
       const seconds = (slow ? SLOW_TIMEOUT : FAST_TIMEOUT) / 1000;
-      await expect(timedOut.call({ kind })).rejects.toThrow(`after ${seconds} s (${kind})`);
+      await expect(timedOut.call({ kind } as RequestOf<RequestKind>)).rejects.toThrow(`after ${seconds} s (${kind})`);
     }
     expect([...SLOW_KINDS].sort()).toEqual(["bulk", "edit", "memory", "probe", "redo", "replace", "undo"]);
   });

@@ -1,6 +1,6 @@
-// The frontend's half of the protocol. The message shapes come from protocol_gen.ts and
-// requests_gen.ts, generated from src/torchxray/protocol.py (`make js`); this file adds the synced
-// state and the Rpc client. Every request and reply is a plain object with a `kind`; the kernel
+// The frontend's half of the protocol. The message shapes and kind tables come from protocol_gen.ts,
+// tools_gen.ts and requests_gen.ts, generated from src/torchxray/protocol.py and _view/*.py
+// (`make js`); this file adds the synced state and the Rpc client. Every request and reply is a plain object with a `kind`; the kernel
 // answers a bad request with {kind: "error"} rather than raising.
 import type { AnyModel, Experimental } from "@anywidget/types";
 import type {
@@ -12,29 +12,32 @@ import type {
   MoreRow,
   Overview,
   ProbeSummary,
-  Reply,
   TreeState,
 } from "./protocol_gen";
-import { SLOW_TIMEOUT_KINDS } from "./protocol_gen";
+import type { ProbeRequest, Replies, Reply, Request, RequestKind } from "./requests_gen";
+import { SLOW_TIMEOUT_KINDS } from "./requests_gen";
 
 export type * from "./protocol_gen";
 export type * from "./requests_gen";
 export type * from "./tools_gen";
-export { REQUEST_KINDS, SLOW_KINDS } from "./protocol_gen";
+export { REQUEST_KINDS, SLOW_KINDS } from "./requests_gen";
+
+/** The probe's modes (protocol.ProbeMode). */
+export type ProbeMode = NonNullable<ProbeRequest["mode"]>;
 
 /** A form field (the Python side calls it FormField: forms.Field is the IR record). */
 export type Field = FormField;
 
-/** The synced traitlets of the Explorer widget. */
+/** The synced traitlets of the Explorer widget (each state named as the Session method that makes it). */
 export interface State {
-  tree: TreeState;
+  tree_state: TreeState;
   selected: string;
   overview: Partial<Overview>; // {} until a module is selected
-  probe: ProbeSummary;
+  probe_summary: ProbeSummary;
   history: HistoryState;
   busy: string;
   error: string;
-  probe_mode: string;
+  probe_mode: ProbeMode;
   readonly: boolean;
   snapshot: Record<string, unknown>;
 }
@@ -65,8 +68,19 @@ export class RpcError extends Error {
 
 export type Invoke = Experimental["invoke"];
 
+/** The request of kind `K`, as the kernel declares it (requests_gen.ts). */
+export type RequestOf<K extends RequestKind> = Extract<Request, { kind: K }>;
+
+/** What the panes send requests through: the kernel (Rpc) or a saved snapshot (SnapshotRpc).
+ * The reply's type follows from the request's kind: a field renamed in Python and regenerated
+ * fails tsc wherever the view reads it, and a kind or field the kernel does not know fails here. */
+export interface Channel {
+  readonly connected: boolean;
+  call<K extends RequestKind>(request: RequestOf<K>, timeoutMs?: number): Promise<Replies[K]>;
+}
+
 /** Sends kind-tagged requests through anywidget's command channel. */
-export class Rpc {
+export class Rpc implements Channel {
   private invoke: Invoke | null;
   constructor(invoke: Invoke | null) {
     this.invoke = invoke;
@@ -77,10 +91,7 @@ export class Rpc {
   }
 
   /** Resolves with the reply, or rejects with RpcError (kernel error, timeout, no kernel). */
-  async call<T extends { kind: string } = Reply>(
-    msg: { kind: string; [k: string]: unknown },
-    timeoutMs?: number,
-  ): Promise<T> {
+  async call<K extends RequestKind>(msg: RequestOf<K>, timeoutMs?: number): Promise<Replies[K]> {
     if (!this.invoke) throw new RpcError("read-only snapshot: no kernel is connected");
     const timeout = timeoutMs ?? (SLOW_TIMEOUT_KINDS.has(msg.kind) ? SLOW_TIMEOUT : FAST_TIMEOUT);
     let reply: Reply;
@@ -100,7 +111,8 @@ export class Rpc {
       throw new RpcError(`malformed reply to ${msg.kind}`);
     }
     if (isError(reply)) throw new RpcError(reply.message, reply.fields ?? {});
-    return reply as unknown as T;
+    // The kernel answers kind K with Replies[K] (tests/test_protocol.py checks every kind).
+    return reply as Replies[K];
   }
 }
 

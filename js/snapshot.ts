@@ -1,51 +1,44 @@
-// Read-only mode: answers the widget's requests from a snapshot the kernel made (serialize.snapshot),
+// Read-only mode: answers the widget's requests from a snapshot the kernel made (_view/snapshot.py),
 // for ex.to_html() files and notebooks saved with widget state, where no kernel is connected.
-import type { Item, NodeRow, Reply } from "./protocol";
+import { FilterSyntaxError, filterRows } from "./filter_match";
+import type { Channel, FilterResult, Item, Replies, RequestKind, RequestOf, Snapshot } from "./protocol";
 import { RpcError } from "./protocol";
-
-export interface SnapshotData {
-  nodes?: NodeRow[]; // pre-order, with depth
-  children?: Record<string, { folded: Item[]; raw: NodeRow[] }>;
-  overview?: Record<string, unknown>;
-  cls_of?: Record<string, string>; // path -> class key of `source` and `mro`
-  source?: Record<string, unknown>;
-  form?: Record<string, unknown>;
-  mro?: Record<string, unknown>;
-  probe_table?: Record<string, unknown>;
-  [k: string]: unknown;
-}
 
 const READ_ONLY = "read-only snapshot: no kernel is connected, actions are disabled";
 
-export class SnapshotRpc {
+export class SnapshotRpc implements Channel {
   readonly connected = false;
+  private readonly data: Partial<Snapshot>;
   constructor(
-    private readonly data: SnapshotData | Record<string, unknown> | null | undefined,
+    data: Partial<Snapshot> | Record<string, unknown> | null | undefined,
     private readonly assets: Record<string, string> = {},
-  ) {}
+  ) {
+    // The widget state as the kernel saved it: {} until ex.save_snapshot().
+    this.data = (data ?? {}) as Partial<Snapshot>;
+  }
 
-  async call<T extends { kind: string } = Reply>(msg: { kind: string; [k: string]: unknown }): Promise<T> {
-    const d = (this.data ?? {}) as SnapshotData;
-    const path = String(msg.path ?? "");
-    const pick = (table: Record<string, unknown> | undefined, what: string) => {
-      const v = table?.[path];
-      if (!v) throw new RpcError(`${what} of ${path || "(model)"} is not in this snapshot`);
-      return v as T;
-    };
+  async call<K extends RequestKind>(request: RequestOf<K>): Promise<Replies[K]> {
+    // Each case answers its own kind with that kind's reply; tsc cannot follow K into the switch.
+    return this.answer(request as RequestOf<RequestKind>) as Replies[K];
+  }
+
+  private answer(msg: RequestOf<RequestKind>): Replies[RequestKind] {
+    const d = this.data;
+    const where = (path: string | null | undefined) => path || "(model)";
     switch (msg.kind) {
       case "children": {
-        const c = d.children?.[path];
-        if (!c) throw new RpcError(`children of ${path || "(model)"} are not in this snapshot`);
-        const offset = Number(msg.offset ?? 0);
-        const limit = Number(msg.limit ?? 0) || Infinity;
+        const c = d.children?.[msg.path];
+        if (!c) throw new RpcError(`children of ${where(msg.path)} are not in this snapshot`);
+        const offset = msg.offset ?? 0;
+        const limit = msg.limit || Infinity;
         const items: Item[] = msg.unfold ? c.raw.slice(offset, offset + limit) : c.folded.slice(offset);
-        return { kind: "children", items, total: items.length, offset } as unknown as T;
+        return { kind: "children", path: msg.path, items, total: items.length, offset };
       }
       case "filter":
-        return this.filter(String(msg.query ?? ""), Boolean(msg.regex), Boolean(msg.names)) as unknown as T;
+        return { kind: "filter", ...this.filter(msg.query, Boolean(msg.regex), Boolean(msg.names)) };
       case "reveal": {
         const chain: { parent: string; index: number }[] = [];
-        const parts = path ? path.split(".") : [];
+        const parts = msg.path ? msg.path.split(".") : [];
         for (let i = 0; i < parts.length; i++) {
           const parent = parts.slice(0, i).join(".");
           const child = parts.slice(0, i + 1).join(".");
@@ -53,64 +46,44 @@ export class SnapshotRpc {
           if (index < 0) break;
           chain.push({ parent, index });
         }
-        return { kind: "reveal", chain } as unknown as T;
+        return { kind: "reveal", chain };
       }
       case "source": {
-        const key = msg.cls ? String(msg.cls) : d.cls_of?.[path];
+        const key = msg.cls ? msg.cls : d.cls_of?.[msg.path];
         const v = key ? d.source?.[key] : undefined;
-        if (!v) throw new RpcError(`source of ${msg.cls ?? (path || "(model)")} is not in this snapshot`);
-        return v as T;
+        if (!v) throw new RpcError(`source of ${msg.cls ?? where(msg.path)} is not in this snapshot`);
+        return v;
       }
-      case "form":
+      case "form": {
         if (msg.cls) throw new RpcError(READ_ONLY);
-        return pick(d.form, "form");
+        const v = d.form?.[msg.path ?? ""];
+        if (!v) throw new RpcError(`form of ${where(msg.path)} is not in this snapshot`);
+        return v;
+      }
       case "mro": {
-        const v = d.mro?.[d.cls_of?.[path] ?? ""];
-        if (!v) throw new RpcError(`class graph of ${path || "(model)"} is not in this snapshot`);
-        return v as T;
+        const v = d.mro?.[d.cls_of?.[msg.path] ?? ""];
+        if (!v) throw new RpcError(`class graph of ${where(msg.path)} is not in this snapshot`);
+        return v;
       }
       case "probe_table":
         if (!d.probe_table) throw new RpcError("no probe in this snapshot");
-        return d.probe_table as unknown as T;
+        return d.probe_table;
       case "asset": {
-        const code = this.assets[String(msg.name)];
+        const code = this.assets[msg.name];
         if (!code) throw new RpcError("the graph renderer is not included in this snapshot");
-        return { kind: "asset", name: msg.name, code } as unknown as T;
+        return { kind: "asset", name: msg.name, code };
       }
       default:
         throw new RpcError(READ_ONLY);
     }
   }
 
-  private filter(query: string, regex: boolean, names = false): Reply {
-    let test: (s: string) => boolean;
-    if (regex) {
-      let re: RegExp;
-      try {
-        re = new RegExp(query, "i");
-      } catch (e) {
-        throw new RpcError(`bad regular expression: ${(e as Error).message}`);
-      }
-      test = (s) => re.test(s);
-    } else {
-      const q = query.toLowerCase();
-      test = (s) => s.toLowerCase().includes(q);
+  private filter(query: string, regex: boolean, names: boolean): FilterResult {
+    try {
+      return filterRows(this.data.nodes ?? [], query, regex, names);
+    } catch (e) {
+      if (e instanceof FilterSyntaxError) throw new RpcError(`bad regular expression: ${e.message}`);
+      throw e;
     }
-    const nodes = ((this.data ?? {}) as SnapshotData).nodes ?? [];
-    const keep = new Map<string, boolean>();
-    let count = 0;
-    for (const n of nodes) {
-      const hit = names ? n.path !== "" && test(n.path.split(".").pop() ?? "") : test(n.path) || test(n.cls);
-      if (!hit) continue;
-      count += 1;
-      keep.set(n.path, true);
-      const parts = n.path ? n.path.split(".") : [];
-      for (let i = 0; i < parts.length; i++) {
-        const a = parts.slice(0, i).join(".");
-        if (!keep.has(a)) keep.set(a, false);
-      }
-    }
-    const rows = nodes.filter((n) => keep.has(n.path)).map((n) => ({ ...n, match: keep.get(n.path) }));
-    return { kind: "filter", count, rows, truncated: false };
   }
 }

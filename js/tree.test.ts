@@ -2,7 +2,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { fakeKernel, firstState, flush, type FakeNode } from "./fake_model";
 import { MAX_DOM_ROWS, TreeView } from "./tree";
-import { Rpc, type Item, type Page } from "./protocol";
+import { Rpc, type Item } from "./protocol";
 
 const MODEL: FakeNode = {
   name: "",
@@ -27,9 +27,9 @@ function setup(root: FakeNode = MODEL, page = 50) {
   const rpc = new Rpc(kernel.invoke as never);
   const source = {
     children: (parent: string, offset: number, limit: number, unfold: boolean) =>
-      rpc.call<Page & { kind: string }>({ kind: "children", path: parent, offset, limit, unfold }),
-    filter: (query: string, regex: boolean) => rpc.call<any>({ kind: "filter", query, regex }),
-    reveal: (path: string) => rpc.call<any>({ kind: "reveal", path }),
+      rpc.call({ kind: "children", path: parent, offset, limit, unfold }),
+    filter: (query: string, regex: boolean) => rpc.call({ kind: "filter", query, regex }),
+    reveal: (path: string) => rpc.call({ kind: "reveal", path }),
   };
   const onSelect = vi.fn();
   const onError = vi.fn();

@@ -99,7 +99,7 @@ describe("Explorer tree colouring", () => {
   });
   it("colours the drawn rows from one figures request and has a Memory tab", async () => {
     const asked: Record<string, any>[] = [];
-    const model = new FakeModel({ tree: firstState(NET) as never, selected: "", overview: {} as never, history: { entries: [], can_undo: false, can_redo: false, code: "" }, busy: "", error: "", readonly: false, snapshot: {} });
+    const model = new FakeModel({ tree_state: firstState(NET) as never, selected: "", overview: {} as never, history: { entries: [], can_undo: false, can_redo: false, code: "" }, busy: "", error: "", readonly: false, snapshot: {} });
     const kernel = fakeKernel(NET, {
       figures: (m) => {
         asked.push(m);
@@ -126,7 +126,7 @@ describe("Explorer tree colouring", () => {
       "parameters: 224 (93% of the model)",
       "parameters: 16 (7% of the model)",
     ]);
-    model.set("tree", firstState(NET, 2)); // the model changed: values are asked again
+    model.set("tree_state", firstState(NET, 2)); // the model changed: values are asked again
     await wait();
     await flush();
     expect(asked.length).toBe(2);

@@ -71,7 +71,7 @@ export function rowCells(item: Item): HTMLElement[] {
       h("span", { class: "tx-cls", title: item.cls }, item.cls),
     ];
   }
-  // The title gives the whole path where a narrow pane has to cut the name short (issue #16).
+  // The title gives the whole path where a narrow pane has to cut the name short.
   const cells = [
     h("span", { class: "tx-name", title: item.path === "" ? "(model)" : item.path }, item.path === "" ? "(model)" : item.name),
     h("span", { class: "tx-cls", title: item.cls }, item.cls),
@@ -91,7 +91,7 @@ export function rowCells(item: Item): HTMLElement[] {
 }
 
 /** Widens the tree pane (up to MAX_PANE of the widget) until no shown row is cut short: names
- * are what a person reads the tree by (issue #16). Stops once the person has sized it by hand. */
+ * are what a person reads the tree by. Stops once the person has sized it by hand. */
 export function fitNames(pane: HTMLElement, rows: HTMLElement): void {
   const auto = pane.dataset.autoWidth ?? "";
   if (pane.style.width !== auto) return; // the CSS resize handle set a width of its own

@@ -16,7 +16,7 @@ const NET: FakeNode = {
 };
 
 function mount(extra: Record<string, (m: Record<string, any>) => unknown> = {}) {
-  const model = new FakeModel({ tree: firstState(NET) as never, selected: "", overview: {}, history: { entries: [], can_undo: false, can_redo: false, code: "" } as never });
+  const model = new FakeModel({ tree_state: firstState(NET) as never, selected: "", overview: {}, history: { entries: [], can_undo: false, can_redo: false, code: "" } as never });
   const kernel = fakeKernel(NET, extra);
   const el = document.createElement("div");
   document.body.appendChild(el);

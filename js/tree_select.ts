@@ -1,4 +1,4 @@
-// Multi-select in the tree (issue #15): a checkbox per row, Shift+click for a range of the rows in
+// Multi-select in the tree: a checkbox per row, Shift+click for a range of the rows in
 // view, "select all N matches" of the filter, and the bulk bar acting on the selection: freeze /
 // unfreeze, replace all with a catalog class (a live count first; one undoable patch) and the PEFT
 // target_modules with the LoRA parameters rank r adds. Also the rows' badges from other tools
@@ -6,7 +6,7 @@
 import { clear, formatCount, h } from "./dom";
 import type { Ctx } from "./panes/context";
 import { messageOf } from "./panes/context";
-import type { CatalogReply, HealthReply, NodeRow, PeftReply, PickReply, PlanReply } from "./protocol";
+import type { BulkRequest, HealthReply, NodeRow } from "./protocol";
 import { isFold, isMore } from "./protocol";
 import type { TreeView } from "./tree";
 
@@ -178,7 +178,7 @@ export class TreeSelect {
       return;
     }
     try {
-      const r = await this.ctx.rpc.call<PickReply>({
+      const r = await this.ctx.rpc.call({
         kind: "pick",
         query,
         regex: Boolean(regex?.checked),
@@ -194,7 +194,7 @@ export class TreeSelect {
   }
 
   private async flags(op: "freeze" | "unfreeze"): Promise<void> {
-    const rev = this.ctx.model.get("tree")?.rev;
+    const rev = this.ctx.model.get("tree_state")?.rev;
     await this.ctx.run("bulk", () => this.ctx.rpc.call({ kind: "bulk", op, paths: [...this.selected], rev }));
   }
 
@@ -217,11 +217,11 @@ export class TreeSelect {
       const mine = ++seq;
       const v = input.value.trim();
       try {
-        const cat = await this.ctx.rpc.call<CatalogReply>({ kind: "catalog", query: v });
+        const cat = await this.ctx.rpc.call({ kind: "catalog", query: v });
         if (mine !== seq) return;
         clear(list);
         for (const e of cat.entries.slice(0, 50)) list.appendChild(h("option", { value: e.qualname, label: e.name }));
-        const r = await this.ctx.rpc.call<PlanReply>({ kind: "plan", paths: [...this.selected], cls: v ? qualname() : null });
+        const r = await this.ctx.rpc.call({ kind: "plan", paths: [...this.selected], cls: v ? qualname() : null });
         if (mine !== seq) return;
         plan.textContent = r.note;
         plan.classList.remove("tx-bad");
@@ -237,8 +237,8 @@ export class TreeSelect {
     input.addEventListener("input", () => void refresh());
     this.onSelection = () => void refresh();
     apply.addEventListener("click", async () => {
-      const rev = this.ctx.model.get("tree")?.rev;
-      const msg = { kind: "bulk", op: "replace", paths: [...this.selected], cls: qualname(), prefill: prefill.checked, rev };
+      const rev = this.ctx.model.get("tree_state")?.rev;
+      const msg: BulkRequest = { kind: "bulk", op: "replace", paths: [...this.selected], cls: qualname(), prefill: prefill.checked, rev };
       const r = await this.ctx.run("bulk", () => this.ctx.rpc.call(msg));
       if (r) this.set([]);
     });
@@ -261,7 +261,7 @@ export class TreeSelect {
     copy.addEventListener("click", () => void navigator.clipboard?.writeText(out.textContent ?? "").catch(() => undefined));
     const refresh = async () => {
       try {
-        const p = await this.ctx.rpc.call<PeftReply>({ kind: "peft", paths: [...this.selected], r: Number(r.value) || 1 });
+        const p = await this.ctx.rpc.call({ kind: "peft", paths: [...this.selected], r: Number(r.value) || 1 });
         out.textContent = `target_modules=${p.targets}`;
         const skipped = p.skipped.length ? `; ${p.skipped.length} selected module(s) are not Linear/Conv layers` : "";
         sum.textContent = `LoRA at r=${p.r} adds ${formatCount(p.lora_params)} parameters (${p.lora_params.toLocaleString()}) on ${p.layers.length} layer(s)${skipped}`;
@@ -297,7 +297,7 @@ export class TreeSelect {
     this.healthKey = key;
     let r: HealthReply;
     try {
-      r = await this.ctx.rpc.call<HealthReply>({ kind: "health", paths });
+      r = await this.ctx.rpc.call({ kind: "health", paths });
     } catch {
       return; // a closed explorer: nothing to mark
     }

@@ -1,5 +1,5 @@
 // @vitest-environment happy-dom
-// Issue #16 in the widget: keys stay inside it, Undo/Redo are in the header and next to a failure,
+// The widget as a person uses it: keys stay inside it, Undo/Redo are in the header and next to a failure,
 // drafts belong to one module, and a Probe row leads to the tree.
 import { beforeEach, describe, expect, it } from "vitest";
 import { FakeModel, fakeKernel, firstState, flush, type FakeNode } from "./fake_model";
@@ -12,7 +12,7 @@ const field = (name: string, text: string) => ({ name, kind: "int", text, defaul
 
 function setup() {
   const model = new FakeModel({
-    tree: firstState(NET) as never, selected: "conv1", overview: {}, probe: OK as never,
+    tree_state: firstState(NET) as never, selected: "conv1", overview: {}, probe_summary: OK as never,
     history: { entries: [], can_undo: true, can_redo: false, code: "" },
     busy: "", error: "", probe_mode: "fake", readonly: false, snapshot: {},
   });
@@ -80,7 +80,7 @@ describe("Undo at hand", () => {
     expect(button(el, "Undo").disabled).toBe(false);
     expect(button(el, "Redo").disabled).toBe(true);
     expect(button(el, "Undo last patch").hidden).toBe(true);
-    model.set("probe", FAILED);
+    model.set("probe_summary", FAILED);
     expect(button(el, "Undo last patch").hidden).toBe(false);
     button(el, "Undo last patch").click();
     await flush();

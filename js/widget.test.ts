@@ -41,10 +41,10 @@ const FORM = {
 
 function setup(extra: Record<string, (m: Record<string, any>) => unknown> = {}) {
   const model = new FakeModel({
-    tree: firstState(NET) as never,
+    tree_state: firstState(NET) as never,
     selected: "",
     overview: { path: "", name: "", cls: "Net", qualname: "m.Net", params_total: 240, params_own: 0, trainable_total: 240, bytes_total: 960, devices: ["cpu"], dtypes: ["float32"], hooks: [], extra_repr: "<b>bold</b>" },
-    probe: OK as never,
+    probe_summary: OK as never,
     history: { entries: [], can_undo: false, can_redo: false, code: "" },
     busy: "",
     error: "",
@@ -82,7 +82,7 @@ describe("Explorer widget", () => {
     expect(byRole(el, "tab", "Overview")[0].getAttribute("aria-selected")).toBe("true");
     const [status] = byRole(el, "status");
     expect(status.textContent).toBe("probe ok: 3 modules");
-    model.set("probe", FAILED);
+    model.set("probe_summary", FAILED);
     expect(status.textContent).toContain("probe failed at bn1");
     expect(byRole(el, "status")).toHaveLength(1);
   });
@@ -201,7 +201,7 @@ describe("Explorer widget", () => {
         ],
       }),
     });
-    model.set("probe", FAILED);
+    model.set("probe_summary", FAILED);
     byRole(el, "tab", "Probe")[0].click();
     await flush();
     expect(el.querySelector(".tx-banner")?.textContent).toContain("Probe failed at bn1");
@@ -216,14 +216,14 @@ describe("Explorer widget", () => {
     ];
     const { el, model } = setup({ probe_table: () => ({ kind: "probe_table", total: 1, removed: [], rows }) });
     const heads = () => Array.from(el.querySelectorAll(".tx-table th")).map((x) => x.textContent);
-    model.set("probe", { ...FAILED, ok: true, error: null, rev: 7 });
+    model.set("probe_summary", { ...FAILED, ok: true, error: null, rev: 7 });
     byRole(el, "tab", "Probe")[0].click();
     await flush();
     expect(heads()).toContain("FLOPs");
     expect(heads()).not.toContain("time");
     expect(el.querySelector(".tx-table tbody tr")?.textContent).toContain("128");
     rows = [{ ...base, path: "fc", flops: null, time_ms: 0.25 }];
-    model.set("probe", { ...FAILED, ok: true, error: null, rev: 8 });
+    model.set("probe_summary", { ...FAILED, ok: true, error: null, rev: 8 });
     byRole(el, "tab", "Overview")[0].click();
     byRole(el, "tab", "Probe")[0].click();
     await flush();
@@ -241,7 +241,7 @@ describe("Explorer widget", () => {
         return { kind: "probe_table", total: 2, removed: [], not_reached: ["fc"], rows: [row(m.offset === 0 ? "conv1" : "bn1")] };
       },
     });
-    model.set("probe", FAILED);
+    model.set("probe_summary", FAILED);
     byRole(el, "tab", "Probe")[0].click();
     await flush();
     const note = () => el.querySelector(".tx-removed")?.textContent ?? "";
@@ -296,19 +296,19 @@ describe("Explorer widget", () => {
 
   it("detaches its listeners when disposed", async () => {
     const { ex, model } = setup();
-    expect(model.listeners("change:probe")).toBe(1);
+    expect(model.listeners("change:probe_summary")).toBe(1);
     ex.dispose();
-    expect(model.listeners("change:probe")).toBe(0);
+    expect(model.listeners("change:probe_summary")).toBe(0);
   });
 });
 
 describe("saved widget state without a kernel", () => {
   it("falls back to the snapshot when the kernel does not answer", async () => {
     const model = new FakeModel({
-      tree: firstState(NET) as never,
+      tree_state: firstState(NET) as never,
       selected: "",
       overview: {},
-      probe: OK as never,
+      probe_summary: OK as never,
       history: { entries: [], can_undo: true, can_redo: false, code: "" },
       busy: "",
       error: "",

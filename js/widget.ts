@@ -14,10 +14,10 @@ import { ProbePane } from "./panes/probe";
 import { SourcePane } from "./panes/source";
 import type { Ctx, Pane } from "./panes/context";
 import { messageOf } from "./panes/context";
-import type { HistoryState, Page, State } from "./protocol";
+import type { Channel, HistoryState, State } from "./protocol";
 import { Rpc, SLOW_KINDS } from "./protocol";
 import { SnapshotRpc } from "./snapshot";
-import { TreeView, type FilterResult } from "./tree";
+import { TreeView } from "./tree";
 import { TreeColor } from "./tree_color";
 import { TreeSelect } from "./tree_select";
 
@@ -41,7 +41,7 @@ export function createExplorer(
 ): Explorer {
   const snapshot = model.get("snapshot");
   let readonly = Boolean(model.get("readonly")) || !experimental?.invoke;
-  let rpc: Rpc | SnapshotRpc = readonly ? new SnapshotRpc(snapshot, assets) : new Rpc(experimental.invoke);
+  let rpc: Channel = readonly ? new SnapshotRpc(snapshot, assets) : new Rpc(experimental.invoke);
   const disposers: (() => void)[] = [];
   const on = (event: string, fn: () => void) => {
     model.on(event, fn);
@@ -53,13 +53,13 @@ export function createExplorer(
   const alertText = h("span");
   const dismiss = h("button", { type: "button", class: "tx-link" }, "Dismiss");
   // Undo is where a person looks after breaking the model: in the header, always, and next to a
-  // failure status (issue #16); Ctrl+Z / Ctrl+Shift+Z inside the widget do the same (keys.ts).
+  // failure status; Ctrl+Z / Ctrl+Shift+Z inside the widget do the same (keys.ts).
   const undoBtn = h("button", { type: "button", title: "Undo the last patch (Ctrl+Z)" }, "Undo");
   const redoBtn = h("button", { type: "button", title: "Redo the undone patch (Ctrl+Shift+Z)" }, "Redo");
   const buttons = h("span", { class: "tx-buttons" }, undoBtn, redoBtn);
   const undoFailed = h("button", { type: "button", class: "tx-link tx-undofailed", hidden: true }, "Undo last patch");
   const alert = h("div", { role: "alert", class: "tx-alert", hidden: true }, alertText, dismiss);
-  // A probe runs in the kernel's background thread: this stops it at its next layer (issue #16).
+  // A probe runs in the kernel's background thread: this stops it at its next layer.
   const cancelBtn = h(
     "button",
     { type: "button", class: "tx-cancel", hidden: true, title: "Stop the probe at its next layer; the model stays as it is" },
@@ -93,7 +93,7 @@ export function createExplorer(
 
   const ctx: Ctx = {
     get rpc() {
-      return rpc as Rpc;
+      return rpc;
     },
     model,
     get readonly() {
@@ -142,16 +142,16 @@ export function createExplorer(
     const s = history();
     undoBtn.disabled = readonly || !s?.can_undo;
     redoBtn.disabled = readonly || !s?.can_redo;
-    undoFailed.hidden = undoBtn.disabled || model.get("probe")?.ok !== false;
+    undoFailed.hidden = undoBtn.disabled || model.get("probe_summary")?.ok !== false;
   };
 
   const source = {
     children: (parent: string, offset: number, limit: number, unfold: boolean) =>
-      rpc.call<{ kind: string } & Page>({ kind: "children", path: parent, offset, limit, unfold }),
+      rpc.call({ kind: "children", path: parent, offset, limit, unfold }),
     filter: (query: string, regex: boolean, names: boolean) =>
-      rpc.call<{ kind: string } & FilterResult>({ kind: "filter", query, regex, names }),
+      rpc.call({ kind: "filter", query, regex, names }),
     reveal: (path: string) =>
-      rpc.call<{ kind: string; chain: { parent: string; index: number }[] }>({ kind: "reveal", path }),
+      rpc.call({ kind: "reveal", path }),
   };
 
   let selectTimer: ReturnType<typeof setTimeout> | undefined;
@@ -180,7 +180,7 @@ export function createExplorer(
     showError,
   );
   const picker = new TreeSelect(tree, ctx);
-  // Rows coloured by a figure (Memory, #14): values asked for as rows are drawn.
+  // Rows coloured by a figure (the Memory tab's, or FLOPs, time): values asked for as rows are drawn.
   const color = new TreeColor((figure, paths) => rpc.call({ kind: "figures", figure, paths }), () => tree.render(), showError);
   tree.el.insertBefore(color.el, tree.el.children[1] ?? null);
   tree.decorate = (row, item, index) => {
@@ -246,10 +246,10 @@ export function createExplorer(
 
   function syncStatus(): void {
     if (localBusy > 0) return;
-    const p = model.get("probe");
-    // In a kernel the tree follows the view (widget.py DEFERRED): until then the kernel reads the
+    const p = model.get("probe_summary");
+    // In a kernel the tree follows the view (_view/schedule.py): until then the kernel reads the
     // model. A big model's outline comes first (rows without counts) while it reads the tensors.
-    const state = model.get("tree");
+    const state = model.get("tree_state");
     status.textContent = (state?.root && !state.outline) || readonly ? (p?.status ?? "") : "reading the model…";
     status.classList.toggle("tx-bad", p?.ok === false);
     // No report (probing, cancelled, skipped, no inputs): neither green nor red.
@@ -267,11 +267,11 @@ export function createExplorer(
   clear(el);
   el.appendChild(root);
 
-  // In a kernel the tree comes after the view (widget.py DEFERRED): the first one reveals the
+  // In a kernel the tree comes after the view (_view/schedule.py): the first one reveals the
   // selection made before the view was shown (e.g. ex.select(...) in the same cell).
   let shown = false;
   const showTree = (refresh: boolean): void => {
-    const state = model.get("tree");
+    const state = model.get("tree_state");
     if (!state?.root) return;
     const first = !shown;
     shown = true;
@@ -282,9 +282,9 @@ export function createExplorer(
       picker.scheduleHealth();
     });
   };
-  on("change:tree", () => color.reset());
-  on("change:tree", syncStatus);
-  on("change:tree", () => showTree(true));
+  on("change:tree_state", () => color.reset());
+  on("change:tree_state", syncStatus);
+  on("change:tree_state", () => showTree(true));
   on("change:selected", () => {
     for (const name of TABS) panes[name].selectionChanged?.();
     void tree.reveal(model.get("selected"));
@@ -293,7 +293,7 @@ export function createExplorer(
   on("change:overview", () => {
     if (active === "Overview") refreshPane();
   });
-  on("change:probe", () => {
+  on("change:probe_summary", () => {
     if (color.figure === "flops" || color.figure === "time") color.reset();
     picker.scheduleHealth();
     syncStatus();
@@ -320,7 +320,7 @@ export function createExplorer(
   // kernel left a snapshot (ex.save_snapshot()), browse that read-only instead.
   const saved = (snapshot as { nodes?: unknown[] })?.nodes?.length;
   if (!readonly) {
-    (rpc as Rpc).call({ kind: "ping" }, PING_TIMEOUT).catch(() => {
+    rpc.call({ kind: "ping" }, PING_TIMEOUT).catch(() => {
       if (!saved) return;
       readonly = true;
       rpc = new SnapshotRpc(snapshot, assets);

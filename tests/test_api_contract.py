@@ -203,7 +203,7 @@ def test_record_init_args_makes_custom_forms_exact() -> None:
             self.fc = nn.Linear(dim, int(dim * ratio))
 
     guessed = tx.form(Block(8, ratio=2.0))
-    # Not stored, but it shapes the layers: inferred and checked by a meta-device build (#12).
+    # Not stored, but it shapes the layers: inferred and checked by a meta-device build.
     assert guessed["ratio"].origin == "inferred" and guessed["ratio"].value == 2.0
     assert guessed["sizes"].origin == "default"  # shapes nothing: still a flagged guess
     with tx.record_init_args():
@@ -421,7 +421,7 @@ def test_edit_names_the_hyperparameters_it_had_to_guess() -> None:
     assert log.edit("0", scale=3.0).guessed == ()
 
 
-# -- compare, health and selection (#15) ---------------------------------------------------------
+# -- compare, health and selection ---------------------------------------------------------
 
 
 def test_diff_stats_select_freeze_and_nonfinite(model: nn.Module) -> None:

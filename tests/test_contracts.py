@@ -1,5 +1,5 @@
 # ruff: noqa: F722  (jaxtyping shape strings are not forward references)
-"""Annotation contracts (#18): a forward's annotations checked against what the probe saw."""
+"""Annotation contracts: a forward's annotations checked against what the probe saw."""
 
 from __future__ import annotations
 

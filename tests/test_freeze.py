@@ -16,7 +16,7 @@ def _flags(model: nn.Module) -> dict[str, bool]:
     return {n: p.requires_grad for n, p in model.named_parameters(remove_duplicate=False)}
 
 
-def _snapshot(model: nn.Module) -> list[tuple[str, int, int]]:
+def _tensor_ids(model: nn.Module) -> list[tuple[str, int, int]]:
     """Module identities and tensor identities: a freeze changes flags, nothing else."""
     return [(n, id(m), id(t)) for n, m in model.named_modules() for t in m.parameters(False)]
 
@@ -25,7 +25,7 @@ def test_freeze_a_timm_model_undo_redo_and_replay() -> None:
     model, _, _ = build("timm-resnet18")
     model.fc.bias.requires_grad_(False)  # frozen by the user before: undo must keep it so
     fresh = copy.deepcopy(model)
-    before, ids = _flags(model), _snapshot(model)
+    before, ids = _flags(model), _tensor_ids(model)
     log = tx.PatchLog(model)
     under = tx.select(model, r"^layer[12]$") + ["fc"]
     entry = log.freeze(under)
@@ -33,7 +33,7 @@ def test_freeze_a_timm_model_undo_redo_and_replay() -> None:
     assert entry.old_cls == entry.new_cls == "Sequential, Linear"
     frozen = {n for n, f in _flags(model).items() if not f}
     assert frozen == {n for n in before if n.startswith(("layer1.", "layer2.", "fc."))}
-    assert _snapshot(model) == ids
+    assert _tensor_ids(model) == ids
     assert [e.op for e in log.entries] == ["freeze"] and "freeze layer1, layer2, fc" in entry.code
 
     unfreeze = log.unfreeze(["layer2.0"])
@@ -51,7 +51,7 @@ def test_freeze_a_timm_model_undo_redo_and_replay() -> None:
     assert _flags(model) == before  # fc.bias stays frozen: each flag goes back to its own value
     log.redo()
     log.redo()
-    assert _flags(model) == after and _snapshot(model) == ids
+    assert _flags(model) == after and _tensor_ids(model) == ids
 
 
 def test_freeze_shared_parameters_once_on_a_transformers_model() -> None:
@@ -101,7 +101,7 @@ def test_unfreeze_leaves_integer_parameters_alone() -> None:
 
 def test_bad_input_changes_nothing() -> None:
     model, _, _ = build("timm-resnet18")
-    before, ids = _flags(model), _snapshot(model)
+    before, ids = _flags(model), _tensor_ids(model)
     log = tx.PatchLog(model)
     with pytest.raises(KeyError, match="no submodule at path 'layer1.0.conv'"):
         log.freeze(["layer1.0.conv1", "layer1.0.conv"])
@@ -113,5 +113,5 @@ def test_bad_input_changes_nothing() -> None:
         log.unfreeze(["act1"])
     with pytest.raises(TypeError, match="takes dotted module paths"):
         log.freeze([3])  # type: ignore[list-item]
-    assert _flags(model) == before and _snapshot(model) == ids and log.entries == ()
+    assert _flags(model) == before and _tensor_ids(model) == ids and log.entries == ()
     assert log.freeze("layer1").paths == ("layer1",)  # one path as a plain string

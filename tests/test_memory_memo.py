@@ -1,5 +1,5 @@
 """`tx.memory` replays repeated blocks (`_memory.memo`) and gives the report a full trace gives,
-field by field, per module: params, buffers, grads, optimizer, activations and peak (#14).
+field by field, per module: params, buffers, grads, optimizer, activations and peak.
 
 The reference is ``run_memory(..., memoise=False)``, which traces every block. The tests also
 check that the fast path is taken where it should be (`report.memoised`), and refused where a

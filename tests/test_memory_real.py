@@ -1,4 +1,4 @@
-"""`tx.memory(..., mode="real")` (issue #14): the step run for real and measured with the CUDA
+"""`tx.memory(..., mode="real")`: the step run for real and measured with the CUDA
 allocator, compared with the fake estimate; the model left exactly as it was.
 
 The CUDA tests skip without a GPU. The CPU tests always run: the refusals, and the whole real

@@ -1,6 +1,6 @@
 """`tx.memory`: weights, gradients and optimizer state exact; activations measured on fake
 tensors match the bytes autograd really saves in a real forward of the same model; the model is
-left exactly as it was; bad input gets a clear message (issue #14)."""
+left exactly as it was; bad input gets a clear message."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Placement on the tree (`Node.placement`, `Node.bytes_local`) and fake probes that respect it:
 accelerate's CPU and disk offload (hooks stay, offloaded weights are neither read nor moved) and
-FSDP2 / DTensor sharding on a fake process group of four ranks, all on the CPU (issue #14)."""
+FSDP2 / DTensor sharding on a fake process group of four ranks, all on the CPU."""
 
 from __future__ import annotations
 

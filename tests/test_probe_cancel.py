@@ -1,4 +1,4 @@
-"""Cancelling a running probe (issue #16, item 6): the widget's Cancel button stops a background
+"""Cancelling a running probe: the widget's Cancel button stops a background
 probe at its next module call, and nothing of the probe is left behind; in a kernel, the probe
 after an Apply and the Probe tab's "Run probe" run in the background too, so they can be cancelled.
 ``background.in_kernel`` is patched to True here, as in test_widget_async.py."""
@@ -91,14 +91,16 @@ def test_cancel_button_stops_the_first_probe(kernel: None) -> None:
     assert call(ex, kind="cancel") == {"kind": "cancel", "running": True}
     model.gate.opened.set()
     assert ex.wait(30) is None and not ex.probing
-    assert ex.busy == "" and ex.probe["ok"] is None
-    assert ex.probe["status"].startswith("probe cancelled before body"), ex.probe["status"]
+    assert ex.busy == "" and ex.probe_summary["ok"] is None
+    assert ex.probe_summary["status"].startswith("probe cancelled before body"), ex.probe_summary[
+        "status"
+    ]
     untouched(model)
     # Nothing runs now: a second cancel says so; Run probe runs it again, to its end.
     assert call(ex, kind="cancel") == {"kind": "cancel", "running": False}
     assert call(ex, kind="probe")["status"].startswith("probing")
     report = ex.wait(30)
-    assert report is not None and report.ok and ex.probe["status"].startswith("probe ok")
+    assert report is not None and report.ok and ex.probe_summary["status"].startswith("probe ok")
     ex.close()
 
 
@@ -117,10 +119,10 @@ def test_the_probe_after_an_apply_runs_in_the_background_and_can_be_cancelled(
     assert model.gate.entered.wait(30) and ex.probing and ex.busy == "probe"
     # The old report's shapes are not shown on the new model meanwhile.
     assert ex._session is not None and ex._session.report is None
-    assert ex.probe["status"].startswith("probing")
+    assert ex.probe_summary["status"].startswith("probing")
     assert ex.cancel()
     model.gate.opened.set()
-    assert ex.wait(30) is None and "cancelled" in ex.probe["status"]
+    assert ex.wait(30) is None and "cancelled" in ex.probe_summary["status"]
     untouched(model)
     # The patch stands, and Undo works as after any probe.
     assert model.body[2].out_features == 5

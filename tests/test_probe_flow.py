@@ -1,4 +1,4 @@
-"""Execution flow (#18): call sites per module, the nested flow of calls, and dataflow edges."""
+"""Execution flow: call sites per module, the nested flow of calls, and dataflow edges."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The real probe on an FSDP2 model (`fully_shard` on a 4-rank fake process group, CPU), and what a
-fake probe leaves of FSDP's bookkeeping: nothing (#14, `_probe.fsdp`).
+fake probe leaves of FSDP's bookkeeping: nothing (`_probe.fsdp`).
 
 A fake probe used to leave every unit marked as gathered, with fake gathered parameters, while
 the sharded DTensors were back on the modules: the next real forward, the real probe's or the

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import subprocess
 import types
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
@@ -15,8 +16,10 @@ import torch
 import torch.nn as nn
 from typing_extensions import get_type_hints, is_typeddict
 
+from torchxray._view.handlers import HANDLERS
+from torchxray._view.host import Host
 from torchxray._view.replies import HistoryState, Overview, ProbeSummary, TreeState
-from torchxray._view.session import HANDLERS
+from torchxray._view.snapshot_types import Snapshot
 from torchxray.protocol import (
     MAX_MESSAGE_BYTES,
     REPLIES,
@@ -105,21 +108,6 @@ def test_error_reply_shape() -> None:
     }
 
 
-def test_the_frontend_sends_exactly_the_kinds_the_kernel_knows() -> None:
-    # js/ is the other half of this protocol: a kind renamed on one side only would be answered
-    # "unknown request kind" at run time, so check the mirror here.
-    js = Path(__file__).parents[1] / "js"
-    sent = re.compile(r'\.(?:call|submit)(?:<[^(]*?>)?\([^{]*?\{\s*kind:\s*"(\w+)"', re.S)
-    kinds: set[str] = set()
-    for path in js.rglob("*.ts"):
-        if "node_modules" in path.parts or path.name.endswith(".test.ts"):
-            continue
-        if path.name == "fake_model.ts":
-            continue
-        kinds |= set(sent.findall(path.read_text(encoding="utf-8")))
-    assert kinds == set(REQUESTS)
-
-
 # -- the contract: generated TypeScript, handler table, and replies against their declarations ----
 
 ROOT = Path(__file__).parents[1]
@@ -138,11 +126,46 @@ def test_the_generated_typescript_is_up_to_date() -> None:
         assert not diff, f"js/{name} is stale: run `make js`\n{diff}"
 
 
+def test_the_frontend_type_checks_against_the_generated_contract() -> None:
+    # js/ is the other half of the contract: `Rpc.call` takes only a request the kernel declares
+    # (requests_gen.ts: its kind, its fields) and returns that kind's reply (protocol_gen.ts), so
+    # a kind or field renamed on one side, or a reply field the view reads that the kernel no
+    # longer sends, fails tsc once the generated files are fresh (the test above).
+    tsc = ROOT / "node_modules" / ".bin" / "tsc"
+    if not tsc.exists():
+        pytest.skip("the frontend's toolchain is not installed (make setup)")
+    run = subprocess.run(
+        [str(tsc), "--noEmit", "-p", "js/tsconfig.json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, f"tsc found errors:\n{run.stdout}{run.stderr}"
+
+
 def test_every_request_kind_has_one_handler_and_one_reply() -> None:
     assert set(HANDLERS) == set(REQUESTS) == set(REPLIES) == set(REQUEST_TYPES)
     assert SLOW <= set(REQUESTS) and SLOW_TIMEOUT_KINDS >= SLOW
     # Slow kinds carry the revision they were made at (a stale one is refused).
     assert all("rev" in REQUESTS[k] for k in SLOW - {"probe"})
+
+
+def test_every_handler_is_typed_host_and_its_request_to_its_reply_and_states() -> None:
+    # mypy checks each handler's body against these annotations; this checks the annotations
+    # against the contract, so that a handler cannot take or answer another kind's shape.
+    wrong = []
+    for kind, handler in HANDLERS.items():
+        hints = get_type_hints(handler)
+        params = [p for p in hints if p != "return"]
+        want = {"host": Host, "req": REQUEST_TYPES[kind]}
+        got = dict(zip(params, (hints[p] for p in params)))
+        returns = get_args(hints["return"])
+        if got != want or returns != (REPLIES[kind], frozenset[str]):
+            wrong.append(f"{kind}: {handler.__name__}{got} -> {returns}")
+        if handler.__name__ != f"on_{kind}":
+            wrong.append(f"{kind}: named {handler.__name__}, not on_{kind}")
+    assert not wrong, "\n".join(wrong)
 
 
 def _problems(value: Any, hint: Any, where: str) -> list[str]:
@@ -279,6 +302,8 @@ def test_every_request_kind_gets_the_reply_it_declares() -> None:
             (session.history(), HistoryState),
         ):
             problems += _problems(state, shape, f"after {msg['kind']}: {shape.__name__}")
+    # The read-only view's data, which js/snapshot.ts answers requests from.
+    problems += _problems(session.snapshot(), Snapshot, "snapshot")
     assert not problems, "\n".join(problems)
     # Optional keys that must have been exercised, or the check above proved little about them.
     assert "note" in seen["SourceReply"] and "fields" in seen["ErrorReply"]

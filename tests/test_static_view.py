@@ -1,4 +1,4 @@
-"""The Explorer's static stand-in and text fallback (#16): what a saved notebook shows without a
+"""The Explorer's static stand-in and text fallback: what a saved notebook shows without a
 kernel or saved widget state."""
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def test_a_big_model_stays_small() -> None:
 def test_the_stand_in_can_be_turned_off() -> None:
     ex = tx.explore(demo.resnet_ish())
     try:
-        ex.static_snapshot = False
+        ex.static_fallback = False
         with capture_output() as out:
             ex._ipython_display_()
         assert len(out.outputs) == 1 and WIDGET in out.outputs[0].data

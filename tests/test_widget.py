@@ -46,19 +46,19 @@ def cnn() -> tuple[Explorer, nn.Module]:
 
 def test_first_state_and_probe_status() -> None:
     ex, _ = cnn()
-    assert ex.tree["root"]["cls"] == "TinyCNN"
-    assert [r["name"] for r in ex.tree["pages"][""]["items"]] == ["features", "pool", "head"]
-    head = ex.tree["pages"][""]["items"][2]
+    assert ex.tree_state["root"]["cls"] == "TinyCNN"
+    assert [r["name"] for r in ex.tree_state["pages"][""]["items"]] == ["features", "pool", "head"]
+    head = ex.tree_state["pages"][""]["items"][2]
     assert head["out"] == "2×10" and head["params"] == 8 * 10 + 10
-    assert "custom" in ex.tree["root"]["marks"]
-    assert ex.probe["ok"] is True and ex.probe["status"] == "probe ok: 8 modules"
+    assert "custom" in ex.tree_state["root"]["marks"]
+    assert ex.probe_summary["ok"] is True and ex.probe_summary["status"] == "probe ok: 8 modules"
     assert ex.overview["cls"] == "TinyCNN" and ex.busy == "" and ex.error == ""
     json.dumps(ex.get_state())
 
 
 def test_without_example_inputs_there_is_no_probe_but_the_tree_works() -> None:
     ex = explore(tiny_mlp())
-    assert ex.probe["ok"] is None and "pass example inputs" in ex.probe["status"]
+    assert ex.probe_summary["ok"] is None and "pass example inputs" in ex.probe_summary["status"]
     assert ex.probe_report is None
     assert call(ex, kind="probe_table")["kind"] == "error"
     assert call(ex, kind="children", path="")["total"] == 3
@@ -68,9 +68,9 @@ def test_first_state_of_a_large_model_is_small() -> None:
     # 10,000 distinct-signature modules in 100 blocks; the first state is a bounded number of rows.
     blocks = [nn.Sequential(*[nn.Linear(1, (i % 5) + 1) for _ in range(99)]) for i in range(101)]
     ex = explore(nn.Sequential(*blocks))
-    size = len(json.dumps(ex.tree))
+    size = len(json.dumps(ex.tree_state))
     assert size < 256 * 1024
-    rows = sum(len(p["items"]) for p in ex.tree["pages"].values())
+    rows = sum(len(p["items"]) for p in ex.tree_state["pages"].values())
     assert rows <= serialize.FIRST_ROWS + serialize.PAGE
 
 
@@ -198,16 +198,16 @@ def test_edit_from_the_view_breaks_the_probe_then_undo_restores() -> None:
     assert got["kind"] == "patched"
     assert busy == ["edit", ""]
     assert model.features[0] is not conv and model.features[0].out_channels == 16  # the live model
-    assert ex.probe["ok"] is False
-    assert ex.probe["status"].startswith("probe failed at features.1: ")
-    assert ex.probe["error"]["path"] == "features.1"
-    rows = {r["path"]: r for r in ex.tree["pages"]["features"]["items"]}
+    assert ex.probe_summary["ok"] is False
+    assert ex.probe_summary["status"].startswith("probe failed at features.1: ")
+    assert ex.probe_summary["error"]["path"] == "features.1"
+    rows = {r["path"]: r for r in ex.tree_state["pages"]["features"]["items"]}
     assert "patched" in rows["features.0"]["marks"] and "error" in rows["features.1"]["marks"]
     assert ex.history["can_undo"] and ex.history["entries"][0]["op"] == "edit"
     assert "out_channels" in ex.history["entries"][0]["changes"]
     assert call(ex, kind="undo")["kind"] == "patched"
     assert model.features[0] is conv
-    assert ex.probe["ok"] is True and ex.history["can_redo"] and not ex.history["can_undo"]
+    assert ex.probe_summary["ok"] is True and ex.history["can_redo"] and not ex.history["can_undo"]
     assert call(ex, kind="redo")["kind"] == "patched" and model.features[0].out_channels == 16
 
 
@@ -256,8 +256,8 @@ def test_a_kernel_interrupt_during_a_probe_is_answered_not_left_pending(
     got = call(ex, kind="edit", path="head", changes={"out_features": "3"})
     assert got == {"kind": "error", "message": "edit: interrupted", "request": "edit"}
     assert ex.busy == "" and model.head.out_features == 3  # the patch stands
-    assert ex.probe["ok"] is None and "probe interrupted" in ex.probe["status"]
-    assert ex.history["can_undo"] and ex.tree["pages"][""]["items"][2]["params"] == 8 * 3 + 3
+    assert ex.probe_summary["ok"] is None and "probe interrupted" in ex.probe_summary["status"]
+    assert ex.history["can_undo"] and ex.tree_state["pages"][""]["items"][2]["params"] == 8 * 3 + 3
     assert call(ex, kind="probe")["kind"] == "error"  # still interrupted: an error, not a raise
 
 
@@ -284,14 +284,14 @@ def test_replace_with_a_catalog_class_prefilled_from_the_old_module() -> None:
     got = call(ex, kind="replace", path="features.1", cls=form["qualname"], changes=changes)
     assert got["kind"] == "patched"
     assert type(model.features[1]).__name__ == "InstanceNorm2d" and model.features[1].affine
-    assert ex.probe["ok"] is True
+    assert ex.probe_summary["ok"] is True
     table = call(ex, kind="probe_table")
     rows = {r["path"]: r for r in table["rows"]}
     # Same shapes, but a new class is still a change to show: the row says what it was.
     assert rows["features.1"]["status"] == "changed"
     assert rows["features.1"]["before"] == "2×8×8×8 (was BatchNorm2d)"
     assert rows["features.0"]["status"] == "same" and rows["features.0"]["before"] is None
-    assert ex.probe["changed"] == 1
+    assert ex.probe_summary["changed"] == 1
     assert "InstanceNorm2d" in ex.to_code()
 
 
@@ -324,7 +324,7 @@ def test_a_message_cannot_make_the_kernel_import_a_new_package() -> None:
 def test_probe_diff_marks_changed_modules() -> None:
     ex, _ = cnn()
     call(ex, kind="edit", path="head", changes={"out_features": "3"})
-    assert ex.probe["changed"] >= 1
+    assert ex.probe_summary["changed"] >= 1
     rows = {r["path"]: r for r in call(ex, kind="probe_table")["rows"]}
     # "before" is written like the "output" column (shapes only), so the two compare at a glance.
     assert rows["head"]["status"] == "changed" and rows["head"]["before"] == "2×10"
@@ -334,13 +334,13 @@ def test_probe_diff_marks_changed_modules() -> None:
 def test_modules_a_failed_probe_did_not_reach_are_not_called_removed() -> None:
     ex, _ = cnn()
     call(ex, kind="edit", path="features.0", changes={"out_channels": "4"})
-    assert ex.probe["ok"] is False and ex.probe["error"]["path"] == "features.1"
+    assert ex.probe_summary["ok"] is False and ex.probe_summary["error"]["path"] == "features.1"
     table = call(ex, kind="probe_table")
     assert table["removed"] == []
     assert table["not_reached"] == ["features.2", "features.3", "pool", "head"]
     # Only what ran and differs counts (root, features, features.0, the failed features.1), not
     # the four modules after the failure.
-    assert ex.probe["changed"] == 4
+    assert ex.probe_summary["changed"] == 4
     call(ex, kind="undo")
     table = call(ex, kind="probe_table")
     assert table["not_reached"] == [] and table["removed"] == []
@@ -425,8 +425,10 @@ def test_a_model_whose_forward_raises_still_opens() -> None:
             return self.b(self.a(x))
 
     ex = explore(Broken(), torch.randn(1, 4))
-    assert ex.probe["ok"] is False and ex.probe["status"].startswith("probe failed at b: ")
-    assert ex.tree["root"]["cls"] == "Broken"
+    assert ex.probe_summary["ok"] is False and ex.probe_summary["status"].startswith(
+        "probe failed at b: "
+    )
+    assert ex.tree_state["root"]["cls"] == "Broken"
 
 
 # -- the Python mirror ------------------------------------------------------------------------
@@ -437,7 +439,7 @@ def test_python_changes_show_in_the_traitlets() -> None:
     ex.select("head")
     entry = ex.edit(out_features=3)  # the selected module by default
     assert entry.op == "edit" and model.head.out_features == 3
-    assert ex.tree["pages"][""]["items"][2]["out"] == "2×3"
+    assert ex.tree_state["pages"][""]["items"][2]["out"] == "2×3"
     assert ex.overview["probe"]["outputs"].startswith("2×3")
     assert [e.id for e in ex.patches] == [entry.id] and "out_features=3" in ex.to_code()
     ex.undo()
@@ -445,7 +447,7 @@ def test_python_changes_show_in_the_traitlets() -> None:
     ex.redo()
     new = nn.Linear(8, 5)
     ex.replace("head", new)
-    assert model.head is new and ex.probe["status"] == "probe ok: 8 modules"
+    assert model.head is new and ex.probe_summary["status"] == "probe ok: 8 modules"
     ex.replace_all(nn.ReLU, lambda old: nn.GELU())
     assert isinstance(model.features[2], nn.GELU)
     assert ex.run_probe("real") is ex.probe_report and ex.probe_report.mode == "real"
@@ -510,7 +512,7 @@ def test_to_html_inlines_the_state_read_only(tmp_path: Any) -> None:
     assert out.read_text(encoding="utf-8") == page
     assert "<img src=x" not in page  # model strings only travel inside base64 blocks
     state = json.loads(_inlined(page, "tx-state"))
-    assert state["readonly"] is True and state["tree"]["root"]["cls"] == "TinyCNN"
+    assert state["readonly"] is True and state["tree_state"]["root"]["cls"] == "TinyCNN"
     snap = state["snapshot"]
     assert [n["path"] for n in snap["nodes"]][:3] == ["", "features", "features.0"]
     assert snap["children"]["features"]["raw"][1]["cls"] == "BatchNorm2d"
@@ -532,7 +534,7 @@ def test_save_snapshot_fills_the_widget_state() -> None:
 
 def test_a_model_that_cannot_be_patched_can_still_be_explored() -> None:
     ex = explore(script_module())
-    assert ex.tree["root"]["nkids"] == 3 and ex.patches == () and ex.to_code() == ""
+    assert ex.tree_state["root"]["nkids"] == 3 and ex.patches == () and ex.to_code() == ""
     assert "TorchScript" in ex.history["note"]
     got = call(ex, kind="edit", path="0", changes={"out_features": "3"})
     assert got["kind"] == "error" and "ScriptModule" in got["message"]
@@ -545,7 +547,7 @@ def test_the_probe_mode_chosen_in_the_view_is_used_after_a_patch() -> None:
     ex.probe_mode = "real"  # as the view's mode selector sets it
     call(ex, kind="edit", path="head", changes={"out_features": "4"})
     assert ex.probe_report is not None and ex.probe_report.mode == "real"
-    assert ex.probe["mode"] == "real"
+    assert ex.probe_summary["mode"] == "real"
     # Not a mode: refused with the allowed values, from Python and from the view alike.
     with pytest.raises(TraitError, match=r"probe_mode.*\['fake', 'real'\].*'turbo'"):
         ex.probe_mode = "turbo"

@@ -1,4 +1,4 @@
-"""The Explorer's first probe in the background (issue #13, item 3): in a kernel the tree is
+"""The Explorer's first probe in the background: in a kernel the tree is
 usable before the probe ends, whatever changes the model waits for it, and the report it
 installs is the synchronous one; ``probe=False`` skips it. ``background.in_kernel`` is patched
 to True here: these tests run outside a kernel, where the probe runs synchronously."""
@@ -38,10 +38,10 @@ def test_tree_and_panes_work_while_the_probe_runs(kernel: None, mode: str) -> No
     try:
         assert model.gate.entered.wait(30)
         # The tree is there, the report is not, and the view says why.
-        assert [r["name"] for r in ex.tree["pages"][""]["items"]] == ["gate", "body"]
+        assert [r["name"] for r in ex.tree_state["pages"][""]["items"]] == ["gate", "body"]
         assert ex.probing and ex._session is not None and ex._session.report is None
         assert ex.busy == "probe"
-        assert ex.probe["status"].startswith("probing") and ex.probe["ok"] is None
+        assert ex.probe_summary["status"].startswith("probing") and ex.probe_summary["ok"] is None
         assert call(ex, kind="select", path="body.0")["path"] == "body.0"
         assert ex.selected == "body.0" and ex.overview["path"] == "body.0"
         for kind in ("source", "form", "mro", "children"):
@@ -54,7 +54,7 @@ def test_tree_and_panes_work_while_the_probe_runs(kernel: None, mode: str) -> No
     assert report is not None and report.ok and not ex.probing and ex.busy == ""
     assert ex.probe_report is report
     assert report["body.2"].output_shapes == ((3, 2),)
-    assert ex.probe["status"].startswith("probe ok") and ex.selected == "body.2"
+    assert ex.probe_summary["status"].startswith("probe ok") and ex.selected == "body.2"
     # A form opened while the probe ran still applies: only a model change makes it stale.
     got = call(ex, kind="edit", path="body.2", changes={"out_features": "5"}, rev=rev)
     assert got["kind"] == "patched", got
@@ -90,7 +90,7 @@ def test_apply_and_undo_wait_for_the_probe(kernel: None) -> None:
     opened = ex._session.origin if ex._session is not None else None
     assert opened is not None and "out_features=8" in opened.modules["body.0"][1]
     # Applied after the probe, then re-probed: 6 features do not fit body.2.
-    assert ex.probe_report is not None and ex.probe["ok"] is False
+    assert ex.probe_report is not None and ex.probe_summary["ok"] is False
     assert ex.probe_report.error is not None and ex.probe_report.error.path == "body.2"
     assert call(ex, kind="undo")["kind"] == "patched" and model.body[0].out_features == 8
     assert ex.probe_report is not None and ex.probe_report.ok
@@ -114,18 +114,18 @@ def test_a_failing_background_probe_is_reported(kernel: None) -> None:
     ex = explore(model, torch.randn(3, 4))
     report = ex.wait(30)
     assert report is not None and not report.ok and report.error is not None
-    assert report.error.path == "1" and ex.probe["ok"] is False and ex.busy == ""
+    assert report.error.path == "1" and ex.probe_summary["ok"] is False and ex.busy == ""
     ex.close()
 
 
 def test_probe_false_skips_it_and_run_probe_runs_it_later() -> None:
     model = nn.Sequential(nn.Linear(4, 8), nn.ReLU())
     ex = explore(model, torch.randn(3, 4), probe=False)
-    assert ex.probe_report is None and "probe=False" in ex.probe["status"]
-    assert [r["name"] for r in ex.tree["pages"][""]["items"]] == ["0", "1"]
+    assert ex.probe_report is None and "probe=False" in ex.probe_summary["status"]
+    assert [r["name"] for r in ex.tree_state["pages"][""]["items"]] == ["0", "1"]
     report = ex.run_probe()
     assert report is not None and report["0"].output_shapes == ((3, 8),)
-    assert ex.probe["status"].startswith("probe ok")
+    assert ex.probe_summary["status"].startswith("probe ok")
 
 
 def test_outside_a_kernel_explore_returns_probed() -> None:
@@ -185,7 +185,7 @@ def test_close_before_the_view_draws_never_starts_the_probe(kernel: None) -> Non
     assert not ex.probing and not model.gate.entered.is_set()
 
 
-# -- in a kernel the view goes out before the walk (widget.DEFERRED) ---------------------------
+# -- in a kernel the view goes out before the walk (`_view/schedule.py`) ------------------------
 
 
 def test_in_a_kernel_the_view_is_sent_before_the_model_is_walked(
@@ -200,8 +200,8 @@ def test_in_a_kernel_the_view_is_sent_before_the_model_is_walked(
     try:
         session = ex._session
         assert session is not None and session._tree is None  # explore() did not walk
-        assert ex.tree == {} and ex.overview == {}  # not sent yet: no tree to send
-        assert ex.probe["status"].startswith("probe skipped")  # the cheap states are there
+        assert ex.tree_state == {} and ex.overview == {}  # not sent yet: no tree to send
+        assert ex.probe_summary["status"].startswith("probe skipped")  # the cheap states are there
         walked_at: list[object] = []
         import IPython.display
 
@@ -216,7 +216,7 @@ def test_in_a_kernel_the_view_is_sent_before_the_model_is_walked(
             ex._ipython_display_()
         assert len(out.outputs) == 2  # the widget, then the read-only stand-in
         assert walked_at[0] is None and walked_at[1] is not None
-        assert [r["name"] for r in ex.tree["pages"][""]["items"]] == ["0", "1", "2"]
+        assert [r["name"] for r in ex.tree_state["pages"][""]["items"]] == ["0", "1", "2"]
         assert ex.overview["cls"] == "Sequential"
         ex._ipython_display_()  # shown again: nothing is walked twice
         assert session._tree is walked_at[1]
@@ -227,9 +227,9 @@ def test_in_a_kernel_the_view_is_sent_before_the_model_is_walked(
 def test_a_view_drawn_without_display_gets_the_tree_with_its_first_request(kernel: None) -> None:
     ex = explore(nn.Sequential(nn.Linear(4, 8), nn.ReLU()), probe=False)
     try:
-        assert ex.tree == {}
+        assert ex.tree_state == {}
         assert call(ex, kind="ping")["kind"] == "pong"  # e.g. a view inside an ipywidgets VBox
-        assert ex.tree["root"]["cls"] == "Sequential" and ex.overview["cls"] == "Sequential"
+        assert ex.tree_state["root"]["cls"] == "Sequential" and ex.overview["cls"] == "Sequential"
     finally:
         ex.close()
 
@@ -238,13 +238,13 @@ def test_python_calls_and_an_undisplayed_probe_send_the_tree(kernel: None) -> No
     # Never shown: the background probe sends the tree before it starts (and waits for it).
     ex = explore(nn.Sequential(nn.Linear(4, 8), nn.ReLU()), torch.randn(2, 4))
     try:
-        assert ex.wait(30) is not None and ex.tree["root"]["cls"] == "Sequential"
+        assert ex.wait(30) is not None and ex.tree_state["root"]["cls"] == "Sequential"
     finally:
         ex.close()
     ex = explore(nn.Sequential(nn.Linear(4, 8), nn.ReLU()), probe=False)
     try:
         assert "Sequential" in ex.to_html()  # the page's state has the tree
-        assert ex.tree["root"]["cls"] == "Sequential"
+        assert ex.tree_state["root"]["cls"] == "Sequential"
     finally:
         ex.close()
 
@@ -255,7 +255,7 @@ def test_tree_after_view_false_sends_the_tree_with_the_view(
     monkeypatch.setattr(Explorer, "tree_after_view", False)
     ex = explore(nn.Sequential(nn.Linear(4, 8)), probe=False)
     try:
-        assert ex.tree["root"]["cls"] == "Sequential" and ex.overview["cls"] == "Sequential"
+        assert ex.tree_state["root"]["cls"] == "Sequential" and ex.overview["cls"] == "Sequential"
     finally:
         ex.close()
 
@@ -275,10 +275,10 @@ def test_an_interrupted_walk_sends_the_tree_with_the_next_request(
         monkeypatch.setattr(session_mod, "walk", interrupted)
         with pytest.raises(KeyboardInterrupt):
             ex._sync(frozenset())
-        assert ex.tree == {}
+        assert ex.tree_state == {}
         monkeypatch.setattr(session_mod, "walk", real_walk)
         assert call(ex, kind="ping")["kind"] == "pong"  # the view's next request: sent now
-        assert ex.tree["root"]["cls"] == "Sequential"
+        assert ex.tree_state["root"]["cls"] == "Sequential"
     finally:
         ex.close()
 
@@ -296,7 +296,7 @@ def _shown_trees(ex: Explorer) -> list[tuple[dict[str, Any], bool]]:
         assert ex._session is not None
         sent.append((dict(change["new"]), ex._session.tree._lazy.late is None))
 
-    ex.observe(seen, names="tree")
+    ex.observe(seen, names="tree_state")
     with capture_output():
         ex._ipython_display_()
     return sent

@@ -1,4 +1,4 @@
-"""The widget's selection, compare and health tools (issue #15) through Session.handle, as the
+"""The widget's selection, compare and health tools through Session.handle, as the
 frontend sends them: every reply checked against the model it describes."""
 
 from __future__ import annotations

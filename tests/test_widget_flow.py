@@ -1,4 +1,4 @@
-"""The execution flow in the Explorer's kernel side (#18), through `Session.handle`: the Overview's
+"""The execution flow in the Explorer's kernel side, through `Session.handle`: the Overview's
 call sites with the caller whose source holds the line, the source request that marks a line,
 the Probe tab's call tree ("flow": folds, paging) and the Graph tab's DOT ("graph": one level,
 input/output, the skip edge, folded blocks, escaped names)."""

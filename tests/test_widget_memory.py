@@ -1,6 +1,6 @@
 """The Memory tab's kernel side through `Session.handle`: the "memory" request (a subtree's bytes in
 a fake forward or training step, cached per options until the model changes, the devices present),
-the "figures" request that colours the tree, and the rows' placement and "not called" (#14, #12)."""
+the "figures" request that colours the tree, and the rows' placement and "not called"."""
 
 from __future__ import annotations
 

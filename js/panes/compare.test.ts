@@ -9,7 +9,7 @@ import { num, sparkline, statsSection } from "./stats";
 const NET: FakeNode = { name: "", cls: "Net", kids: [{ name: "fc", cls: "Linear", params: 3 }] };
 
 function ctx(extra: Record<string, (m: Record<string, any>) => unknown>, selected: string[] = []): Ctx {
-  const model = new FakeModel({ selected: "fc", tree: firstState(NET) as never });
+  const model = new FakeModel({ selected: "fc", tree_state: firstState(NET) as never });
   const kernel = fakeKernel(NET, extra);
   return {
     rpc: new Rpc(kernel.invoke as never),

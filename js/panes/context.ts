@@ -1,9 +1,9 @@
 // What every pane gets from the widget: the RPC channel, the synced model and a way to run an
 // action with a busy state and error reporting that always ends (finally), so the view never sticks.
-import type { Model, Rpc } from "../protocol";
+import type { Channel, Model } from "../protocol";
 
 export interface Ctx {
-  rpc: Rpc;
+  rpc: Channel;
   model: Model;
   readonly: boolean;
   /** Runs an action; shows busy while it runs and reports its error. Resolves undefined on error. */

@@ -1,9 +1,9 @@
-// The Diff tab (issue #15): the model now against the model when the explorer opened, or against a
+// The Diff tab: the model now against the model when the explorer opened, or against a
 // checkpoint file the person names. Lists what changed (modules added, removed, retyped or with
 // other hyperparameters; tensors with other values, shapes or dtypes, with ||b - a|| / ||a||) and
 // hands the per-module badges to the tree. A missing, corrupt or refused file is shown as text.
 import { clear, h } from "../dom";
-import type { DiffReply } from "../protocol";
+import type { DiffReply, DiffRequest } from "../protocol";
 import type { Ctx, Pane } from "./context";
 import { messageOf } from "./context";
 
@@ -57,7 +57,7 @@ export class DiffPane implements Pane {
     let r: DiffReply;
     try {
       this.go.disabled = true;
-      r = await this.ctx.rpc.call<DiffReply>({ kind: "diff", against: this.against.value, file: this.file.value });
+      r = await this.ctx.rpc.call({ kind: "diff", against: this.against.value as DiffRequest["against"], file: this.file.value });
     } catch (e) {
       if (seq !== this.seq) return;
       clear(this.out);

@@ -1,4 +1,4 @@
-// The Probe tab's call tree (issue #18): every module call of the last probe in the order it began,
+// The Probe tab's call tree: every module call of the last probe in the order it began,
 // indented by depth, "#index" where a module ran more than once, runs of identical sibling calls
 // folded into one line until opened (as the tree folds blocks), paged. A line selects its module.
 // Mirrors the kernel's "flow" request (src/torchxray/_view/tools_flow.py).
@@ -38,7 +38,7 @@ export class FlowView {
     let r: FlowReply;
     try {
       const open = [...this.open];
-      r = await this.ctx.rpc.call<FlowReply>({ kind: "flow", offset: this.lines.length, limit: PAGE, open });
+      r = await this.ctx.rpc.call({ kind: "flow", offset: this.lines.length, limit: PAGE, open });
     } catch (e) {
       clear(this.el);
       this.el.appendChild(h("p", { class: "tx-note" }, messageOf(e)));

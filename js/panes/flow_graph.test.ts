@@ -1,5 +1,5 @@
 // @vitest-environment happy-dom
-// Execution flow in the panes (issue #18): call sites in the Overview and the Source tab that marks
+// Execution flow in the panes: call sites in the Overview and the Source tab that marks
 // the caller's line, the Probe tab's call tree, and the Graph tab's nodes.
 import { describe, expect, it } from "vitest";
 import { FakeModel, fakeKernel, flush, firstState, type FakeNode } from "../fake_model";
@@ -14,7 +14,7 @@ const NET: FakeNode = { name: "", cls: "Net", kids: [{ name: "fc", cls: "Linear"
 const PROBE = { ok: true, mode: "fake", status: "probe ok", count: 2, error: null, changed: 0, rev: 3 };
 
 function setup(extra: Record<string, (m: Record<string, any>) => unknown>, state: Record<string, unknown> = {}) {
-  const model = new FakeModel({ selected: "fc", tree: firstState(NET) as never, probe: PROBE as never, ...state });
+  const model = new FakeModel({ selected: "fc", tree_state: firstState(NET) as never, probe_summary: PROBE as never, ...state });
   const kernel = fakeKernel(NET, extra);
   const selected: string[] = [];
   const opened: unknown[][] = [];

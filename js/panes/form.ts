@@ -3,11 +3,11 @@
 // Mirrors src/torchxray/forms.py through serialize.form_dict. What the person types is a draft of
 // one form for one module: it goes when the selection changes, after Apply, or on Reset.
 import { clear, h, uid } from "../dom";
-import type { CatalogReply, CatalogRow, Field, FormReply } from "../protocol";
+import type { CatalogRow, EditRequest, Field, FormReply, ReplaceRequest } from "../protocol";
 import { RpcError } from "../protocol";
 import { messageOf, type Ctx, type Pane } from "./context";
 
-// Only "default" is a guess (issue #2): "derived" values are read from the module's state
+// Only "default" is a guess: "derived" values are read from the module's state
 // (e.g. bias = module.bias is not None), so they get a neutral badge, not a warning.
 const ORIGIN_BADGE: Record<string, [string, string, string]> = {
   derived: ["tx-derived", "derived", "read from the module's state (e.g. bias = module.bias is not None)"],
@@ -108,12 +108,12 @@ export class FormPane implements Pane {
 
   async show(force = false): Promise<void> {
     const path = this.ctx.model.get("selected");
-    const key = `${path}@${this.ctx.model.get("tree")?.rev}`;
+    const key = `${path}@${this.ctx.model.get("tree_state")?.rev}`;
     if (key === this.shown && !force) return;
     this.shown = key;
     const seq = ++this.seq;
     try {
-      const r = await this.ctx.rpc.call<FormReply>({ kind: "form", path });
+      const r = await this.ctx.rpc.call({ kind: "form", path });
       if (seq === this.seq) this.renderEdit(r);
     } catch (e) {
       if (seq !== this.seq) return;
@@ -162,7 +162,7 @@ export class FormPane implements Pane {
   private async submit(
     errors: Map<string, HTMLElement>,
     general: HTMLElement,
-    msg: { kind: string; [k: string]: unknown },
+    msg: EditRequest | ReplaceRequest,
   ): Promise<void> {
     for (const e of errors.values()) e.textContent = "";
     general.textContent = "";
@@ -211,7 +211,7 @@ export class FormPane implements Pane {
     const refresh = async () => {
       const mine = ++seq;
       try {
-        const r = await this.ctx.rpc.call<CatalogReply>({
+        const r = await this.ctx.rpc.call({
           kind: "catalog",
           query: search.value,
           path: target.path,
@@ -242,7 +242,7 @@ export class FormPane implements Pane {
   private async chooseClass(target: FormReply, entry: CatalogRow): Promise<void> {
     let r: FormReply;
     try {
-      r = await this.ctx.rpc.call<FormReply>({ kind: "form", cls: entry.qualname, prefill: target.path });
+      r = await this.ctx.rpc.call({ kind: "form", cls: entry.qualname, prefill: target.path });
     } catch (e) {
       this.ctx.error(messageOf(e));
       return;
@@ -268,7 +268,7 @@ export class FormPane implements Pane {
         path: target.path,
         cls: r.qualname,
         changes: read(true),
-        which: which.value,
+        which: which.value as ReplaceRequest["which"],
         rev: target.rev,
       });
     });

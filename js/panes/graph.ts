@@ -1,4 +1,4 @@
-// The Graph tab (issue #18): the dataflow between the selected module's direct children, from the
+// The Graph tab: the dataflow between the selected module's direct children, from the
 // kernel's DOT ("graph" request, src/torchxray/_view/graph_dot.py) laid out by @viz-js/viz, loaded
 // as the MRO tab loads it. A click on a node selects its module (the graph stays); a double click
 // or "Go into" draws that module's own children; a folded run of blocks expands on click. Shapes
@@ -44,7 +44,7 @@ export class GraphPane implements Pane {
     const selected = String(this.ctx.model.get("selected") ?? "");
     if (this.base === null || selected !== this.clicked) this.goTo(selected);
     const base = this.base ?? "";
-    const key = `${base}@${this.ctx.model.get("tree")?.rev}@${this.ctx.model.get("probe")?.rev}@${[...this.open].join(",")}`;
+    const key = `${base}@${this.ctx.model.get("tree_state")?.rev}@${this.ctx.model.get("probe_summary")?.rev}@${[...this.open].join(",")}`;
     if (key === this.shown) {
       this.mark();
       return;
@@ -55,7 +55,7 @@ export class GraphPane implements Pane {
     this.note.textContent = "drawing the dataflow…";
     let r: GraphReply;
     try {
-      r = await this.ctx.rpc.call<GraphReply>({ kind: "graph", path: base, open: [...this.open] });
+      r = await this.ctx.rpc.call({ kind: "graph", path: base, open: [...this.open] });
     } catch (e) {
       if (seq !== this.seq) return;
       this.shown = null;

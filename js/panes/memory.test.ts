@@ -25,7 +25,7 @@ function setup(readonly = false) {
       };
     },
   });
-  const model = new FakeModel({ selected: "fc", tree: firstState(NET) as never });
+  const model = new FakeModel({ selected: "fc", tree_state: firstState(NET) as never });
   const ctx: Ctx = {
     rpc: new Rpc(kernel.invoke as never),
     model: model as never,

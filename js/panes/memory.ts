@@ -88,7 +88,7 @@ export class MemoryPane implements Pane {
     const optimizer = this.optimizer.value as Optimizer;
     this.body.setAttribute("aria-busy", "true");
     const reply = await this.ctx.run("measuring memory", () =>
-      this.ctx.rpc.call<MemoryReply>({ kind: "memory", path, training, optimizer }),
+      this.ctx.rpc.call({ kind: "memory", path, training, optimizer }),
     );
     if (seq !== this.seq) return; // a newer request (other module or options) answers instead
     this.body.removeAttribute("aria-busy");

@@ -3,21 +3,21 @@
 // when this tab first opens, and it is imported from a blob: URL (anywidget itself loads our ESM
 // from a blob, so a relative chunk import would not resolve). No network request is made.
 import { clear, h } from "../dom";
-import type { MroClass, MroReply, Rpc } from "../protocol";
+import type { Channel, MroClass, MroReply } from "../protocol";
 import { messageOf, type Ctx, type Pane } from "./context";
-import { renderSource, type SourceReply } from "./source";
+import { renderSource } from "./source";
 
 export type { MroClass };
 
 export type RenderSvg = (dot: string) => SVGSVGElement | Element;
-export type RendererLoader = (rpc: Rpc) => Promise<RenderSvg>;
+export type RendererLoader = (rpc: Channel) => Promise<RenderSvg>;
 
 let vizPromise: Promise<RenderSvg> | null = null;
 
 export const loadViz: RendererLoader = (rpc) => {
   if (!vizPromise) {
     vizPromise = (async () => {
-      const r = await rpc.call<{ kind: string; code: string }>({ kind: "asset", name: "viz" });
+      const r = await rpc.call({ kind: "asset", name: "viz" });
       const url = URL.createObjectURL(new Blob([r.code], { type: "text/javascript" }));
       try {
         const mod = await import(/* @vite-ignore */ url);
@@ -51,7 +51,7 @@ export class MroPane implements Pane {
 
   async show(): Promise<void> {
     const path = this.ctx.model.get("selected");
-    const key = `${path}@${this.ctx.model.get("tree")?.rev}`;
+    const key = `${path}@${this.ctx.model.get("tree_state")?.rev}`;
     if (key === this.shown) return;
     this.shown = key;
     const seq = ++this.seq;
@@ -61,7 +61,7 @@ export class MroPane implements Pane {
     this.graph.appendChild(h("p", { class: "tx-muted" }, "drawing the class graph…"));
     let r: MroReply;
     try {
-      r = await this.ctx.rpc.call<MroReply>({ kind: "mro", path });
+      r = await this.ctx.rpc.call({ kind: "mro", path });
     } catch (e) {
       if (seq !== this.seq) return;
       this.shown = null;
@@ -105,7 +105,7 @@ export class MroPane implements Pane {
       const title = g.querySelector("title")?.textContent ?? "";
       const c = byNode.get(title);
       if (!c) return;
-      // The group picks the node's tint in styles.css, from the theme's colours (issue #16).
+      // The group picks the node's tint in styles.css, from the theme's colours.
       g.classList.add(`tx-${c.group}`);
       (g as SVGGElement).style.cursor = "pointer";
       g.setAttribute("role", "button");
@@ -118,7 +118,7 @@ export class MroPane implements Pane {
     clear(this.src);
     this.src.appendChild(h("p", { class: "tx-muted" }, `loading ${c.qualname}…`));
     try {
-      const r = await this.ctx.rpc.call<SourceReply & { [k: string]: unknown }>({ kind: "source", path, cls: c.qualname });
+      const r = await this.ctx.rpc.call({ kind: "source", path, cls: c.qualname });
       renderSource(this.src, r);
     } catch (e) {
       clear(this.src);

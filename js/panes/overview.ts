@@ -28,7 +28,7 @@ export class OverviewPane implements Pane {
     clear(this.el);
     if (!o || o.path === undefined) {
       // No tree yet, or only its outline: in a kernel they follow the view (widget.py DEFERRED).
-      const tree = this.ctx.model.get("tree");
+      const tree = this.ctx.model.get("tree_state");
       const reading = !tree?.root || tree.outline === true;
       this.el.appendChild(h("p", { class: "tx-muted" }, reading ? "reading the model…" : "Select a module in the tree."));
       return;
@@ -66,7 +66,7 @@ export class OverviewPane implements Pane {
     }
     const dl = h("dl", { class: "tx-dl" });
     for (const [k, v] of rows) dl.append(h("dt", {}, k), h("dd", {}, v));
-    // forward's annotations against what the probe saw: a warning, not a failure (issue #18).
+    // forward's annotations against what the probe saw: a warning, not a failure.
     const contract = ((probe?.contract as string[] | undefined) ?? []).map((m) => h("div", {}, m));
     if (contract.length) dl.append(h("dt", {}, "contract"), h("dd", { class: "tx-warnrow", role: "note" }, ...contract));
     const sites = (o.sites as SiteRow[] | undefined) ?? [];
@@ -79,7 +79,7 @@ export class OverviewPane implements Pane {
   }
 
   /** "called from `ResNet.forward`, line 120: `x = self.layer1(x)`", the line a link to the
-   * caller's source with that line marked (issue #18); a reason where there is no line. */
+   * caller's source with that line marked; a reason where there is no line. */
   private site(x: SiteRow): HTMLElement {
     const times = x.count > 1 ? ` (${x.count} calls)` : "";
     if (!x.line || x.reason) return h("div", { class: "tx-site tx-muted" }, `${x.function || "?"}: ${x.reason}${times}`);

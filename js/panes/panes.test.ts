@@ -10,7 +10,7 @@ import { OverviewPane } from "./overview";
 const NET: FakeNode = { name: "", cls: "Net", kids: [{ name: "fc", cls: "Linear", params: 3 }] };
 
 function ctx(extra: Record<string, (m: Record<string, any>) => unknown>, state: Record<string, unknown> = {}): Ctx {
-  const model = new FakeModel({ selected: "fc", tree: firstState(NET) as never, ...state });
+  const model = new FakeModel({ selected: "fc", tree_state: firstState(NET) as never, ...state });
   const kernel = fakeKernel(NET, extra);
   return {
     rpc: new Rpc(kernel.invoke as never),
@@ -85,10 +85,10 @@ describe("mountSnapshot", () => {
     const el = document.createElement("div");
     document.body.appendChild(el);
     mountSnapshot(el, {
-      tree: firstState(NET) as never,
+      tree_state: firstState(NET) as never,
       selected: "",
       overview: { path: "", name: "", cls: "Net", qualname: "m.Net" },
-      probe: { ok: true, mode: "fake", status: "probe ok: 2 modules", count: 2, error: null, changed: 0, rev: 1 },
+      probe_summary: { ok: true, mode: "fake", status: "probe ok: 2 modules", count: 2, error: null, changed: 0, rev: 1 },
       history: { entries: [], can_undo: true, can_redo: true, code: "" },
       busy: "",
       error: "",

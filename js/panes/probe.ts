@@ -2,7 +2,7 @@
 // naming the module that failed, and the fake/real switch; runs of identical blocks fold
 // (probe_fold.ts) and a row leads to its module in the tree. Mirrors src/torchxray/probe.py.
 import { clear, formatBytes, formatCount, h, uid } from "../dom";
-import type { ProbeRow, ProbeSummary, ProbeTableReply } from "../protocol";
+import type { ProbeMode, ProbeRow, ProbeSummary, ProbeTableReply } from "../protocol";
 import { messageOf, type Ctx, type Pane } from "./context";
 import { FlowView } from "./flow";
 import { foldRuns, isProbeFold, type ProbeFold } from "./probe_fold";
@@ -43,7 +43,7 @@ export class ProbePane implements Pane {
   }
 
   async show(force = false): Promise<void> {
-    const p = this.ctx.model.get("probe");
+    const p = this.ctx.model.get("probe_summary");
     if (p.rev === this.shown && !force) return;
     if (p.rev !== this.shown) this.flow.reset();
     this.shown = p.rev;
@@ -60,7 +60,7 @@ export class ProbePane implements Pane {
     await this.more();
   }
 
-  /** Table or call tree (the flow of calls, issue #18). */
+  /** Table or call tree (the flow of calls). */
   private toggle(): HTMLElement {
     const box = h("span", { class: "tx-viewtoggle", role: "group", "aria-label": "probe view" });
     for (const [view, label] of [["table", "Table"], ["tree", "Call tree"]] as const) {
@@ -89,11 +89,11 @@ export class ProbePane implements Pane {
       run.disabled = true;
     }
     mode.addEventListener("change", () => {
-      this.ctx.model.set("probe_mode", mode.value);
+      this.ctx.model.set("probe_mode", mode.value as ProbeMode);
       this.ctx.model.save_changes();
     });
     run.addEventListener("click", () => {
-      void this.ctx.run("probe", () => this.ctx.rpc.call({ kind: "probe", mode: mode.value }));
+      void this.ctx.run("probe", () => this.ctx.rpc.call({ kind: "probe", mode: mode.value as ProbeMode }));
     });
     const summary = p.ok === null ? p.status : `${p.status} · mode ${p.mode}${p.changed ? ` · ${p.changed} changed` : ""}`;
     const bar = h("div", { class: "tx-buttons" }, h("label", { for: id }, "mode"), mode, run, h("span", { class: "tx-muted" }, summary));
@@ -116,7 +116,7 @@ export class ProbePane implements Pane {
   private async more(): Promise<void> {
     let r: ProbeTableReply;
     try {
-      r = await this.ctx.rpc.call<ProbeTableReply>({ kind: "probe_table", offset: this.rows.length, limit: PAGE });
+      r = await this.ctx.rpc.call({ kind: "probe_table", offset: this.rows.length, limit: PAGE });
     } catch (e) {
       this.el.appendChild(h("p", { class: "tx-note" }, messageOf(e)));
       return;
@@ -128,7 +128,7 @@ export class ProbePane implements Pane {
       this.el.appendChild(h("p", { class: "tx-removed tx-bad" }, `removed since the previous probe: ${r.removed.join(", ")}`));
     }
     if (first && r.not_reached?.length) {
-      const where = this.ctx.model.get("probe")?.error?.path || "(model)";
+      const where = this.ctx.model.get("probe_summary")?.error?.path || "(model)";
       this.el.appendChild(
         h("p", { class: "tx-removed tx-muted" }, `not reached (the probe stopped at ${where}): ${r.not_reached.join(", ")}`),
       );
@@ -184,7 +184,7 @@ export class ProbePane implements Pane {
         h("td", {}, totals.mem_peak === null ? "" : formatBytes(totals.mem_peak)),
       );
     }
-    // The table is a way into the tree: a click selects the module there (issue #16).
+    // The table is a way into the tree: a click selects the module there.
     if (!label) tr.addEventListener("click", () => this.ctx.select(row.path));
     return tr;
   }

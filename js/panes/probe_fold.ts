@@ -1,5 +1,5 @@
 // Runs of identical sibling blocks in the Probe table (a stage's blocks, 24 equal decoder layers)
-// show as one row until opened, as the tree folds them (issue #16). Identical: every module of the
+// show as one row until opened, as the tree folds them. Identical: every module of the
 // block has the same class, calls, shapes and status at the same relative path; times may differ.
 // Single modules are not folded: the table lists blocks by name, and a run of them is what hides
 // the rest of the table.

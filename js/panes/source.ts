@@ -51,7 +51,7 @@ export function scrollToForward(el: HTMLElement): void {
   scroller.scrollTop = Math.max(0, scroller.scrollTop + offset - header - 2 * line);
 }
 
-/** Another module's source with one line marked: a call site's caller (issue #18). */
+/** Another module's source with one line marked: a call site's caller. */
 export interface SourceTarget {
   path: string;
   cls: string | null;
@@ -78,7 +78,7 @@ export class SourcePane implements Pane {
   async show(): Promise<void> {
     const t = this.target;
     const path = t ? t.path : this.ctx.model.get("selected");
-    const key = `${t ? `${t.path}|${t.cls}|${t.line}` : path}@${this.ctx.model.get("tree")?.rev}`;
+    const key = `${t ? `${t.path}|${t.cls}|${t.line}` : path}@${this.ctx.model.get("tree_state")?.rev}`;
     if (key === this.shown) {
       scrollToForward(this.el);
       return;
@@ -89,7 +89,7 @@ export class SourcePane implements Pane {
     this.el.appendChild(h("p", { class: "tx-muted" }, "loading source…"));
     try {
       const ask = t ? { kind: "source" as const, path, cls: t.cls, line: t.line } : { kind: "source" as const, path };
-      const r = await this.ctx.rpc.call<SourceReply & { [k: string]: unknown }>(ask);
+      const r = await this.ctx.rpc.call(ask);
       if (seq === this.seq) {
         renderSource(this.el, r);
         if (t) this.el.querySelector(".tx-source")?.classList.add("tx-callsite");

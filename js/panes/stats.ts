@@ -1,8 +1,8 @@
-// Statistics of the selected module's own weights in the Overview (issue #15): norm, mean, std,
+// Statistics of the selected module's own weights in the Overview: norm, mean, std,
 // min, max, zero and non-finite counts, and a sparkline of the value histogram. Asked for when the
 // Overview shows a module (tx.stats reads every value: never for the whole tree at once).
 import { clear, formatCount, h } from "../dom";
-import type { StatRow, StatsReply } from "../protocol";
+import type { StatRow } from "../protocol";
 import type { Ctx } from "./context";
 import { messageOf } from "./context";
 
@@ -63,7 +63,7 @@ export function statsSection(ctx: Ctx, path: string): HTMLElement {
   if (ctx.readonly) return h("div");
   const body = h("p", { class: "tx-muted" }, "reading values…");
   box.appendChild(body);
-  ctx.rpc.call<StatsReply>({ kind: "stats", path }).then(
+  ctx.rpc.call({ kind: "stats", path }).then(
     (r) => {
       if (!r.rows.length) {
         box.remove(); // a container: its weights are its children's

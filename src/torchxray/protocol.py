@@ -56,12 +56,14 @@ from ._view.replies import (
 
 __all__ = [
     "MAX_MESSAGE_BYTES",
+    "PROBE_MODES",
     "REPLIES",
     "REQUESTS",
     "REQUEST_TYPES",
     "SLOW",
     "SLOW_TIMEOUT_KINDS",
     "ErrorReply",
+    "ProbeMode",
     "ProtocolError",
     "Reply",
     "Request",
@@ -74,6 +76,11 @@ MAX_STRING = 4096
 MAX_CHANGES = 256
 MAX_PATHS = 4096  # a selection of modules; the message size bounds it too
 MAX_INT = 10**9
+
+
+# The one declaration of the probe's modes (the request, the probe_mode traitlet, the session).
+ProbeMode: TypeAlias = Literal["fake", "real"]
+PROBE_MODES: tuple[str, ...] = get_args(ProbeMode)
 
 
 class ProtocolError(ValueError):
@@ -159,7 +166,7 @@ class RedoRequest(TypedDict):
 
 class ProbeRequest(TypedDict):
     kind: Literal["probe"]
-    mode: NotRequired[Annotated[Literal["fake", "real"] | None, None]]
+    mode: NotRequired[Annotated[ProbeMode | None, None]]
 
 
 class CancelRequest(TypedDict):

@@ -9,7 +9,7 @@ frontend sends ``kind``-tagged requests (see ``protocol.py``). All the work is i
 The synced state, and the probe mode, which refuses anything but the two modes:
 
     >>> sorted(Explorer.class_own_traits(sync=True))
-    ['busy', 'error', 'history', 'overview', 'probe', 'probe_mode', 'readonly', 'selected', 'snapshot', 'tree']
+    ['busy', 'error', 'history', 'overview', 'probe_mode', 'probe_summary', 'readonly', 'selected', 'snapshot', 'tree_state']
     >>> Explorer.class_own_traits()["probe_mode"].values
     ('fake', 'real')
     >>> Explorer.class_own_traits()["probe_mode"].validate(None, "turbo")
@@ -30,45 +30,46 @@ from torch import nn
 
 from ._probe.cancel import ProbeCancelled
 from ._view import assets, background, static_html
+from ._view.host import ALL, PROBE, States
 from ._view.mirror import PythonApi
-from ._view.session import ALL, PROBE, Session
+from ._view.schedule import Schedule
+from ._view.session import Session
 from .probe import ProbeReport
-from .protocol import SLOW, Reply, error_reply
+from .protocol import PROBE_MODES, SLOW, Reply, error_reply
 
 __all__ = ["Explorer", "explore"]
-
-# The synced states that need the model's walk (see Explorer.__init__).
-DEFERRED = frozenset({"tree", "overview"})
 
 
 class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
     """Explore and edit a live ``nn.Module``. Build it with ``tx.explore(model, *example_inputs)``."""
 
-    tree = t.Dict().tag(sync=True)
+    # One traitlet per synced state, named as the Session method that makes it (`_view/host.py`).
+    tree_state = t.Dict().tag(sync=True)
     selected = t.Unicode("").tag(sync=True)
     overview = t.Dict().tag(sync=True)
-    probe = t.Dict().tag(sync=True)
+    probe_summary = t.Dict().tag(sync=True)
     history = t.Dict().tag(sync=True)
     busy = t.Unicode("").tag(sync=True)
     error = t.Unicode("").tag(sync=True)
     # An Enum, not free text: a bad mode (from Python or the frontend) fails loudly, naming both.
-    probe_mode = t.Enum(("fake", "real"), default_value="fake").tag(sync=True)
+    probe_mode = t.Enum(PROBE_MODES, default_value="fake").tag(sync=True)
     readonly = t.Bool(False).tag(sync=True)
     snapshot = t.Dict().tag(sync=True)
 
+    # Class settings (bench.flows --set NAME=VALUE sets them for an A/B).
     # Shown after the widget as a second output: a read-only tree for a notebook reopened without
-    # its kernel or saved widget state (#16). Set False on the class to show the widget alone.
-    static_snapshot = True
+    # its kernel or saved widget state. Set False on the class to show the widget alone.
+    static_fallback = True
     # In a kernel the first probe waits until the view has drawn (its first request) or this many
-    # seconds: a probe started at once competes with the display for the interpreter and slowed
-    # "cell run -> tree visible" on 100k modules. Anything that needs the report starts it at once.
+    # seconds: a probe started at once competes with the display for the interpreter and slows
+    # the first paint of a big model. Anything that needs the report starts it at once.
     first_probe_delay = 1.0
-    # In a kernel the tree and the Overview follow the view (DEFERRED); False sends them with it
-    # (bench/browser.py times the tree's own first paint from the view's insertion).
+    # In a kernel the tree and the Overview follow the view (`_view/schedule.py`); False sends them
+    # with it (bench/browser.py times the tree's own first paint from the view's insertion).
     tree_after_view = True
     # ...and a model of at least this many modules sends its outline before its tree: the rows
-    # of the walk alone (`_tree/outline.py`, no counts yet), while the kernel reads every tensor
-    # (0.4-0.7 s at 100,000 modules). Below it the full tree follows within tens of milliseconds.
+    # of the walk alone (`_tree/outline.py`, no counts yet), while the kernel reads every tensor.
+    # Below it the full tree follows soon enough (bench/README.md has the figures).
     outline_from = 10_000
 
     def __init__(
@@ -79,22 +80,15 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
         # installs its report from a thread (`_view/background.py`).
         self._lock = threading.RLock()
         self._background = background.Background()
-        self._view_ready = threading.Event()  # set by the view's first request, or by a wait
-        self._closing = False
         # In a kernel the states that need the walk (the tree and the root's Overview) are sent
         # after the view itself (`_ipython_display_`), so the browser draws the view while the
         # kernel walks the model; the first request or sync sends them too if never displayed.
         kernel = background.in_kernel()
-        later = kernel and self.tree_after_view
-        self._later: frozenset[str] = DEFERRED if later else frozenset()
-        self._holding = later  # until __init__ ends, syncs leave the deferred states out
-        self._sent = threading.Event()  # the deferred states went out (the first probe waits)
-        if not later:
-            self._sent.set()
+        self._schedule = Schedule(kernel and self.tree_after_view, self.first_probe_delay)
         cls = type(self)
         if not isinstance(cls.__dict__.get("_esm"), str):
             cls._esm, cls._css = assets.bundle()
-        session = Session(model, args, kwargs, mode=mode)
+        session = Session(model, args, kwargs, mode=mode, schedule=self._schedule)
         self._session: Session | None = session
         super().__init__(probe_mode=mode)
         self.observe(self._on_mode, names="probe_mode")
@@ -104,12 +98,12 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
             # The tree shows now; the probe's results fill in when it is done.
             self._start_probe(first=True)
         else:
-            # The Diff tab's base (session.origin, 1.4 s on 100k modules) is taken lazily: by
-            # the first patch or diff request, or by the background probe; not before the tree.
+            # The Diff tab's base (session.origin, slow on a big model) is taken lazily: by the
+            # first patch or diff request, or by the background probe; not before the tree.
             if probe:
                 self._probe_now(session)
             self._sync(ALL)
-        self._holding = False
+        self._schedule.built()
 
     # -- the probe, now or in the background ------------------------------------------------
 
@@ -121,7 +115,7 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
 
     def _start_probe(self, first: bool = False) -> None:
         session = self._live()
-        session.pending, session.probe_note = False, background.PROBING
+        session.probe_note = background.PROBING
         # Apply and Undo are disabled while the kernel is busy (and wait for the probe anyway).
         self.busy = "probe"
         self._sync(ALL)
@@ -131,9 +125,7 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
             report: ProbeReport | None = None
             if first:
                 # Not while the kernel walks the model for the view: wait for the tree to go out.
-                self._sent.wait(self.first_probe_delay)
-                self._view_ready.wait(self.first_probe_delay)
-                if self._closing:
+                if not self._schedule.first_probe_may_start():
                     return
                 self._flush()  # never displayed: the deferred states go out now
             try:
@@ -169,9 +161,8 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
 
     def _join(self, timeout: float | None = None) -> bool:
         """Wait for the background probe, starting a first probe that still waits for the view."""
-        self._view_ready.set()
+        self._schedule.release()
         self._flush()  # what the Python API reads (e.g. to_html) includes the tree
-        self._sent.set()
         return self._background.wait(timeout)
 
     @property
@@ -185,7 +176,7 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
     def rpc(self, msg: Any, buffers: list[bytes]) -> tuple[Reply, list[bytes]]:
         """Answer one request; never raises (errors are ``{"kind": "error"}`` replies)."""
         kind = msg.get("kind") if isinstance(msg, dict) else None
-        self._view_ready.set()  # the view has drawn: the first probe may start
+        self._schedule.view_drew()  # the first probe may start
         session = self._session
         if session is None:
             return error_reply("this Explorer was closed", request=str(kind or "")), []
@@ -195,10 +186,10 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
             # probe finishes first (outside the lock: it installs its report under it).
             self._join()
             self.busy = str(kind)
-            # In a kernel the probe they ask for runs in the background, where Cancel can stop it.
-            session.defer = background.in_kernel()
         try:
-            with self._lock:
+            # In a kernel the probe a slow request asks for runs in the background, where Cancel
+            # can stop it.
+            with self._lock, self._schedule.answering(slow and background.in_kernel()):
                 self._flush()  # a view drawn without _ipython_display_ (e.g. inside a VBox)
                 reply, changed = session.handle(msg)
                 if changed:
@@ -213,10 +204,9 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
             self._sync(ALL)
             reply = error_reply(f"{kind}: interrupted", request=str(kind))
         finally:
-            session.defer = False
             if slow:
                 self.busy = ""
-        if session.pending and self._session is session:
+        if self._schedule.take_pending() and self._session is session:
             self._start_probe()
         return reply, []
 
@@ -240,7 +230,7 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
         s = getattr(self, "_session", None)
         if s is None or s.model is None:
             return static_html.summary_line(None, None, None)
-        if self._later:  # the view's own display, before the walk (DEFERRED): what is known now
+        if self._schedule.waiting:  # the view's own display, before the walk: what is known now
             return f"torchxray Explorer: {type(s.model).__name__}"
         rep = s.report
         failed = rep.error.path if rep is not None and rep.error is not None else None
@@ -262,53 +252,49 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
         display(data, metadata=meta, raw=True)
         # The view is on its way to the browser, which loads and draws it meanwhile: now walk.
         self._flush()
-        if self.static_snapshot and self._session is not None:
+        if self.static_fallback and self._session is not None:
             self._static = display(self._stand_in(), raw=True, display_id=True)
 
     def _flush(self) -> None:
-        """Send the deferred states (DEFERRED) now, if they have not gone out yet."""
-        if self._later:
+        """Send the deferred states now, if they have not gone out yet."""
+        if self._schedule.waiting:
             self._sync(frozenset())
 
-    def _sync(self, changed: frozenset[str]) -> None:
+    def _sync(self, changed: States) -> None:
         s = self._session
         if s is None:
             return
         with self._lock:
-            later = self._later
-            if later:  # the deferred states go out with the first sync after __init__
-                if self._holding:
-                    changed = changed - later
-                else:
-                    changed, self._later = changed | later, frozenset()
+            changed, first = self._schedule.outgoing(changed)
             try:
-                if later and not self._later and "tree" in changed:
+                if first:
                     self._outline(s)
                 self._push(s, changed)
             except BaseException:  # e.g. the kernel interrupted during the walk: send it next time
-                self._later |= later
+                if first:
+                    self._schedule.unsent()
                 raise
-            if later and not self._later:
-                self._sent.set()
+            if first:
+                self._schedule.sent()
 
     def _outline(self, s: Session) -> None:
         """Send the outline of a big model's tree at once (see `outline_from`); the full tree
         follows with the next push."""
         if len(s.tree) >= self.outline_from and (state := s.outline_state()) is not None:
-            self.tree = dict(state)
+            self.tree_state = dict(state)
 
-    def _push(self, s: Session, changed: frozenset[str]) -> None:
-        if self._static is not None and changed & {"tree", "probe"}:
+    def _push(self, s: Session, changed: States) -> None:
+        if self._static is not None and changed & {"tree_state", "probe_summary"}:
             self._static.update(self._stand_in(), raw=True)  # a saved notebook shows the latest
         with self.hold_sync():
-            if "tree" in changed:
-                self.tree = dict(s.tree_state())
+            if "tree_state" in changed:
+                self.tree_state = dict(s.tree_state())
             if "selected" in changed:
                 self.selected = s.selected
             if "overview" in changed:
                 self.overview = dict(s.overview())
-            if "probe" in changed:
-                self.probe = dict(s.probe_summary())
+            if "probe_summary" in changed:
+                self.probe_summary = dict(s.probe_summary())
                 self.probe_mode = s.mode
             if "history" in changed:
                 self.history = dict(s.history())
@@ -327,11 +313,11 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
         # getattr: ipywidgets calls close() from __del__, also on a half-built instance.
         session: Session | None = getattr(self, "_session", None)
         bg: background.Background | None = getattr(self, "_background", None)
-        if bg is not None:
-            self._closing = True  # a first probe still waiting for the view never starts
+        schedule: Schedule | None = getattr(self, "_schedule", None)
+        if bg is not None and schedule is not None:
+            schedule.close()  # a first probe still waiting for the view never starts
             if session is not None:
                 session.cancel()  # nobody will see its result: stop at the next module call
-            self._view_ready.set()
             bg.wait()  # the probe still uses the model; it drops its result once closed
         if session is not None:
             session.close()

@@ -1,4 +1,4 @@
-"""A person stops a probe that takes too long (issue #16, item 6): the header's "Cancel probe"
+"""A person stops a probe that takes too long: the header's "Cancel probe"
 stops the first probe, and the probe after an Apply, at the next layer; the model stays as it is,
 the patch stands, and Undo works."""
 

@@ -1,4 +1,4 @@
-"""Selection, bulk edits, Diff and weight health as a person uses them (issue #15), on real models
+"""Selection, bulk edits, Diff and weight health as a person uses them, on real models
 built from small configs in the notebook: a timm ViT (select all 4 GELUs from the filter, replace
 them in one undoable patch, see the Diff tab and its badges, freeze two blocks, find a planted NaN)
 and a transformers Llama (PEFT targets with the LoRA count, a checkpoint diff and its errors, the

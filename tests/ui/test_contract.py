@@ -1,6 +1,6 @@
 """A person's model annotates forward with shapes, and a layer returns something else: the tree
 marks that layer with a warning badge (not a failure), and its Overview says what the annotation
-promised and what the probe saw (issue #18, annotation contracts)."""
+promised and what the probe saw."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A person follows the execution flow (#18): where a module is called from (the link opens the
+"""A person follows the execution flow: where a module is called from (the link opens the
 caller's source at that line), the Probe tab's call tree, and the Graph tab's dataflow of a
 residual block (its skip edge), in the light and the dark theme."""
 

@@ -1,6 +1,6 @@
 """The Memory tab and the tree's colouring, as a person uses them on real models built from small
 configs in the notebook (a timm ResNet, a transformers Llama): open the tab, switch to a training
-step, read the stacked bar and "fits on", type a device size, colour the tree by a figure (#14)."""
+step, read the stacked bar and "fits on", type a device size, colour the tree by a figure."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The widget off the checkout and in Notebook 7 (issue #16).
+"""The widget off the checkout and in Notebook 7.
 
 - A wheel built from a clean clone of the committed tree (`pip wheel .`, as `pip install git+...`
   or a release would) carries the frontend bundle, and a kernel that imports torchxray from that

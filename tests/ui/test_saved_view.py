@@ -1,4 +1,4 @@
-"""A saved notebook reopened without its kernel shows a read-only tree, not "model not found" (#16)."""
+"""A saved notebook reopened without its kernel shows a read-only tree, not "model not found"."""
 
 from __future__ import annotations
 

@@ -1,1 +1,1 @@
-"""Robustness zoo: awkward models, bad input, faults, memory and untrusted messages (issue 7)."""
+"""Robustness zoo: awkward models, bad input, faults, memory and untrusted messages."""

@@ -280,7 +280,7 @@ def test_frontend_state_updates_cannot_reach_the_model() -> None:
             {"probe_mode": "real"},
             {"readonly": True},
             {"busy": "edit"},
-            {"tree": {"rows": "garbage"}},
+            {"tree_state": {"rows": "garbage"}},
             {"history": {}},
         ):
             try:

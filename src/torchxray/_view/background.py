@@ -1,4 +1,4 @@
-"""The Explorer's probes, run off the kernel's main thread (issues #13, #16).
+"""The Explorer's probes, run off the kernel's main thread, so that the view is usable at once.
 
 In a kernel, ``tx.explore(model, x)`` returns with the tree walked and shown, and the probe runs in
 a daemon thread: the kernel keeps answering the view (selection, Source, Form, MRO) meanwhile, and

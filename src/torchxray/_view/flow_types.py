@@ -1,4 +1,4 @@
-"""Messages of the execution-flow tools (``tools_flow.py``, issue #18): the call sites the Overview
+"""Messages of the execution-flow tools (``tools_flow.py``): the call sites the Overview
 lists, the Probe tab's call tree and the Graph tab's dataflow graph. Declared apart from
 ``protocol.py`` and ``replies.py`` so that neither grows past its size; ``protocol.py`` adds the
 requests to its ``Request`` union and ``REPLIES``, ``replies.py`` the replies to ``Reply``, and

@@ -76,7 +76,7 @@ def highlight_css(style: str = "default") -> str:
         f"{scope} pre {{ line-height: 125%; margin: 0; }}",
         f"{scope} span.linenos {{ color: #999; padding: 0 8px 0 4px; user-select: none; }}",
         # Marked lines are blocks, one under another (an inline-block inside `white-space: pre`
-        # laid them side by side: #16); js/styles.css gives them the theme's colour.
+        # laid them side by side); js/styles.css gives them the theme's colour.
         f"{scope} .hll {{ display: block; }}",
         f"{scope}-reason {{ font-style: italic; padding: 4px 0; }}",
     ]

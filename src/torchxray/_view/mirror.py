@@ -8,80 +8,81 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from torch import nn
 
 from ..patch import PatchEntry
 from ..probe import ProbeReport
 from . import assets
-from .session import ALL, PROBE, SELECT, Session
+from .host import ALL, PROBE, SELECT, States
+from .session import Session
 
 __all__ = ["STATE", "PythonApi"]
 
-# The synced states a standalone page starts from.
-STATE = ("tree", "selected", "overview", "probe", "history", "probe_mode")
+# The synced states a standalone page starts from (ALL and the probe mode).
+STATE = (*sorted(ALL), "probe_mode")
 
 
-class _Host(Protocol):
-    """What the mixin needs of the widget."""
+class PythonApi:
+    """The Explorer's methods for notebook code. What they need of the widget is declared here
+    and defined by ``widget.Explorer``: the lock, the session, the joins and syncs."""
 
     _lock: threading.RLock
     busy: str
     snapshot: dict[str, Any]
-    tree: dict[str, Any]
 
-    def _live(self) -> Session: ...
-    def _join(self, timeout: float | None = None) -> bool: ...
-    def _sync(self, changed: frozenset[str]) -> None: ...
-    def _patch(self, op: str, *args: Any, **kwargs: Any) -> PatchEntry: ...
+    def _live(self) -> Session:
+        raise NotImplementedError
 
+    def _join(self, timeout: float | None = None) -> bool:
+        raise NotImplementedError
 
-class PythonApi:
-    """The Explorer's methods for notebook code."""
-
-    @property
-    def model(self: _Host) -> nn.Module:
-        return self._live()._model()
+    def _sync(self, changed: States) -> None:
+        raise NotImplementedError
 
     @property
-    def probe_report(self: _Host) -> ProbeReport | None:
+    def model(self) -> nn.Module:
+        return self._live().live_model()
+
+    @property
+    def probe_report(self) -> ProbeReport | None:
         """The last probe (None when no example inputs were given); waits for one running in the
         background, so that a notebook's next cell reads the report as it did before."""
         self._join()
         return self._live().report
 
     @property
-    def patches(self: _Host) -> tuple[PatchEntry, ...]:
+    def patches(self) -> tuple[PatchEntry, ...]:
         log = self._live().log
         return log.entries if log is not None else ()
 
-    def select(self: _Host, path: str) -> str:
+    def select(self, path: str) -> str:
         """Select the module at ``path`` in the view; returns its canonical path."""
         with self._lock:
             found = self._live().select(path)
             self._sync(SELECT)
         return found
 
-    def edit(self: _Host, path: str | None = None, **hyperparameters: Any) -> PatchEntry:
+    def edit(self, path: str | None = None, **hyperparameters: Any) -> PatchEntry:
         """``PatchLog.edit`` on ``path`` (default: the selected module), then re-probe."""
         return self._patch(
             "edit", self._live().selected if path is None else path, **hyperparameters
         )
 
-    def replace(self: _Host, path: str, new_module: nn.Module, which: str = "all") -> PatchEntry:
+    def replace(self, path: str, new_module: nn.Module, which: str = "all") -> PatchEntry:
         return self._patch("replace", path, new_module, which=which)
 
-    def replace_all(self: _Host, match: Any, factory: Any) -> PatchEntry:
+    def replace_all(self, match: Any, factory: Any) -> PatchEntry:
         return self._patch("replace_all", match, factory)
 
-    def undo(self: _Host) -> PatchEntry:
+    def undo(self) -> PatchEntry:
         return self._patch("undo")
 
-    def redo(self: _Host) -> PatchEntry:
+    def redo(self) -> PatchEntry:
         return self._patch("redo")
 
-    def run_probe(self: _Host, mode: str | None = None) -> ProbeReport | None:
+    def run_probe(self, mode: str | None = None) -> ProbeReport | None:
         """Probe again (``mode`` "fake" or "real"; default: the current mode). Also runs the
         probe that ``tx.explore(..., probe=False)`` skipped."""
         self._join()
@@ -95,30 +96,30 @@ class PythonApi:
             self._sync(PROBE)
         return s.report
 
-    def to_code(self: _Host) -> str:
+    def to_code(self) -> str:
         """Python that replays this session's patches on a fresh model (``PatchLog.to_code``)."""
         log = self._live().log
         return log.to_code() if log is not None else ""
 
-    def save_snapshot(self: _Host) -> None:
+    def save_snapshot(self) -> None:
         """Store a read-only snapshot in the widget state, so that a notebook saved with widget
         state shows the tree and panes without a kernel (actions disabled)."""
         self._join()
-        self.snapshot = self._live().snapshot()
+        self.snapshot = dict(self._live().snapshot())
 
-    def to_html(self: _Host, path: str | os.PathLike[str] | None = None) -> str:
+    def to_html(self, path: str | os.PathLike[str] | None = None) -> str:
         """A standalone HTML page (bundle and current state inlined, no network) that browses the
         tree and panes read-only; written to ``path`` too when given."""
         self._join()
         state = {name: getattr(self, name) for name in STATE}
         state.update(readonly=True, snapshot=self._live().snapshot())
-        title = f"torchxray: {self.tree.get('root', {}).get('cls', 'model')}"
+        title = f"torchxray: {self._live().tree.root.cls}"
         page = assets.standalone_page(state, title)
         if path is not None:
             Path(path).write_text(page, encoding="utf-8")
         return page
 
-    def _patch(self: _Host, op: str, *args: Any, **kwargs: Any) -> PatchEntry:
+    def _patch(self, op: str, *args: Any, **kwargs: Any) -> PatchEntry:
         self._join()  # the model changes only once the probe is done with it
         s = self._live()
         self.busy = op

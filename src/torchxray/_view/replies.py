@@ -91,7 +91,7 @@ class OverviewProbe(TypedDict):
     mem_alloc: int | None
     mem_peak: int | None
     # Where forward's annotations disagree with what the probe saw (a warning, not a failure):
-    # "forward says `b c h w` but got 3 dims" (issue #18).
+    # "forward says `b c h w` but got 3 dims".
     contract: list[str]
 
 
@@ -121,7 +121,7 @@ class Overview(TypedDict):
     buffers: list[BufferRow]
     probe: OverviewProbe | None
     not_called: NotRequired[str | None]  # why the last probe saw no call of it, when it knows
-    sites: NotRequired[list[ft.SiteRow]]  # where the last probe saw it called from (issue #18)
+    sites: NotRequired[list[ft.SiteRow]]  # where the last probe saw it called from
 
 
 class ProbeError(TypedDict):

@@ -237,7 +237,8 @@ def reveal_chain(tree: ModelTree, path: str) -> list[RevealStep]:
 
 def matcher(query: str, regex: bool) -> Callable[[str], bool]:
     """The filter's test: a case-insensitive substring, or a regex (ValueError when it does not
-    compile), searched in a text."""
+    compile), searched in a text. The saved view's filter (js/filter_match.ts) reads a query the
+    same way: js/filter_cases.json holds the cases both sides are checked against."""
     if regex:
         try:
             pattern = re.compile(query, re.IGNORECASE)

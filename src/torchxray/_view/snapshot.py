@@ -3,38 +3,25 @@ child lists, overviews, forms, and per class its source and MRO), for the first 
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..forms import form
 from ..mro import mro_classes, mro_graph
-from ..probe import ProbeReport
 from ..source import source
-from ..tree import ModelTree
 from . import panes, tools_flow
 from . import serialize as ser
 from .highlight import highlight
+from .host import Host
+from .snapshot_types import Snapshot
 
 __all__ = ["SNAPSHOT_NODES", "snapshot"]
 
 SNAPSHOT_NODES = 2000
 
 
-class _Host:
-    def __init__(self, tree: ModelTree, report: ProbeReport | None) -> None:
-        self.tree, self.report = tree, report
-
-
-def snapshot(
-    tree: ModelTree,
-    rows: ser.RowMaker,
-    report: ProbeReport | None,
-    previous: ProbeReport | None,
-    rev: int,
-    max_nodes: int = SNAPSHOT_NODES,
-) -> dict[str, Any]:
+def snapshot(host: Host, max_nodes: int = SNAPSHOT_NODES) -> Snapshot:
     """Everything the read-only view needs (``js/snapshot.ts``) for the first ``max_nodes``
     modules: rows, child lists, overviews, forms, and per class its source and MRO."""
-    data: dict[str, Any] = {
+    tree, rows, report, rev = host.tree, host.rows(), host.report, host.rev
+    data: Snapshot = {
         "nodes": [],
         "children": {},
         "overview": {},
@@ -45,7 +32,6 @@ def snapshot(
         "probe_table": None,
         "truncated": len(tree) > max_nodes,
     }
-    host = _Host(tree, report)  # what `tools_flow.site_rows` reads: "called from" lines too
     for node in tree.nodes[:max_nodes]:
         data["nodes"].append({**rows.row(node), "depth": node.depth})
         if node.children:
@@ -70,5 +56,5 @@ def snapshot(
         except Exception:  # noqa: BLE001 - a snapshot shows what it can; the pane says the rest
             continue
     if report is not None:
-        data["probe_table"] = panes.probe_table(report, previous, 0, len(report.records), rev)
+        data["probe_table"] = panes.probe_table(report, host.previous, 0, len(report.records), rev)
     return data

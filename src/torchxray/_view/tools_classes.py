@@ -1,34 +1,30 @@
 """The requests that read a module's class: its source (with a call site's line marked), its
 constructor form (or a catalog class's, prefilled from the module), its MRO graph, the catalog of
-classes to replace it with, and the graph renderer's code. ``session.py`` registers ``HANDLERS``.
+classes to replace it with, and the graph renderer's code (listed in ``_view/handlers.py``).
 
-None of them changes the model; ``imported`` is also what the session's "replace" resolves a class
-name with.
+None of them changes the model; ``imported`` is also how "replace" and "bulk" resolve a class
+name.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..catalog import catalog, resolve
 from ..forms import form
 from ..mro import mro_class, mro_classes, mro_graph
+from ..protocol import AssetRequest, CatalogRequest, FormRequest, MroRequest, SourceRequest
 from ..source import source
 from . import assets, panes
 from .highlight import highlight
+from .host import NONE, Host, States
+from .replies import AssetReply, CatalogReply, FormReply, MroReply, SourceReply
 
-if TYPE_CHECKING:
-    from ..protocol import AssetRequest, CatalogRequest, FormRequest, MroRequest, SourceRequest
-    from .replies import AssetReply, CatalogReply, FormReply, MroReply, Reply, SourceReply
-
-__all__ = ["HANDLERS", "imported"]
-
-NONE: frozenset[str] = frozenset()
+__all__ = ["imported", "on_asset", "on_catalog", "on_form", "on_mro", "on_source"]
 
 
-def imported(s: Any, qualname: str) -> type:
+def imported(host: Host, qualname: str) -> type:
     """The class ``qualname`` names, from a package the kernel has already imported."""
     # A message must not make the kernel import a package it has not imported (importing runs
     # that package's code: `antigravity` opens a browser). The catalog offers only classes of
@@ -39,27 +35,27 @@ def imported(s: Any, qualname: str) -> type:
             f"{qualname!r}: package {top!r} is not imported in this kernel; import it in a "
             "cell first (or tx.register(cls)), then choose the class again"
         )
-    return resolve(qualname, s._model())
+    return resolve(qualname, host.live_model())
 
 
-def on_source(s: Any, req: SourceRequest) -> tuple[SourceReply, frozenset[str]]:
-    module = s._module(req["path"])
+def on_source(host: Host, req: SourceRequest) -> tuple[SourceReply, States]:
+    module = host.module(req["path"])
     cls = req["cls"]
     target: Any = mro_class(module, cls) if cls else module
     src = source(target)
     return panes.source_dict(src, highlight(src, req["line"]), req["line"]), NONE
 
 
-def on_form(s: Any, req: FormRequest) -> tuple[FormReply, frozenset[str]]:
+def on_form(host: Host, req: FormRequest) -> tuple[FormReply, States]:
     cls, prefill = req["cls"], req["prefill"]
     if cls:
-        reply = panes.form_dict(form(imported(s, cls)), prefill or "", s.rev)
+        reply = panes.form_dict(form(imported(host, cls)), prefill or "", host.rev)
         if prefill is not None:
-            _prefill(reply, form(s._module(prefill)))
+            _prefill(reply, form(host.module(prefill)))
         return reply, NONE
-    node = s.tree[req["path"] or ""]
-    module = s.tree.module(node.path)
-    return panes.form_dict(form(module), node.path, s.rev, node.aliases), NONE
+    node = host.tree[req["path"] or ""]
+    module = host.tree.module(node.path)
+    return panes.form_dict(form(module), node.path, host.rev, node.aliases), NONE
 
 
 def _prefill(reply: FormReply, old: Any) -> None:
@@ -74,25 +70,16 @@ def _prefill(reply: FormReply, old: Any) -> None:
             )
 
 
-def on_mro(s: Any, req: MroRequest) -> tuple[MroReply, frozenset[str]]:
-    module = s._module(req["path"])
+def on_mro(host: Host, req: MroRequest) -> tuple[MroReply, States]:
+    module = host.module(req["path"])
     return panes.mro_dict(mro_classes(module), mro_graph(module).source), NONE
 
 
-def on_catalog(s: Any, req: CatalogRequest) -> tuple[CatalogReply, frozenset[str]]:
-    like = s._module(req["path"]) if req["path"] is not None else None
-    entries = panes.catalog_list(catalog(req["query"], s._model(), like=like))
+def on_catalog(host: Host, req: CatalogRequest) -> tuple[CatalogReply, States]:
+    like = host.module(req["path"]) if req["path"] is not None else None
+    entries = panes.catalog_list(catalog(req["query"], host.live_model(), like=like))
     return {"kind": "catalog", "entries": entries}, NONE
 
 
-def on_asset(s: Any, req: AssetRequest) -> tuple[AssetReply, frozenset[str]]:
+def on_asset(host: Host, req: AssetRequest) -> tuple[AssetReply, States]:
     return {"kind": "asset", "name": "viz", "code": assets.read("viz.js")}, NONE
-
-
-HANDLERS: dict[str, Callable[[Any, Any], tuple[Reply, frozenset[str]]]] = {
-    "source": on_source,
-    "form": on_form,
-    "mro": on_mro,
-    "catalog": on_catalog,
-    "asset": on_asset,
-}

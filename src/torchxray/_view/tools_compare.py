@@ -1,10 +1,8 @@
-"""Handlers of the selection, compare and health tools (issue #15), registered into
-``session.HANDLERS``: "select all N matches" of the tree filter, bulk freeze / unfreeze /
-replace as one undoable patch, PEFT ``target_modules`` with the LoRA parameters rank r adds, the
-Diff tab (against the model as it was when the explorer opened, or a checkpoint file), parameter
-statistics of one module and the modules whose weights hold NaN or Inf.
-
-The session is taken as a `Host` (what this module needs of it), not imported: no cycle.
+"""The selection, compare and health tools' requests (listed in ``_view/handlers.py``): "select
+all N matches" of the tree filter, bulk freeze / unfreeze / replace as one undoable patch, PEFT
+``target_modules`` with the LoRA parameters rank r adds, the Diff tab (against the model as it was
+when the explorer opened, or a checkpoint file), parameter statistics of one module and the
+modules whose weights hold NaN or Inf.
 """
 
 from __future__ import annotations
@@ -13,17 +11,13 @@ import math
 import os
 import re
 import weakref
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Mapping
 
 import torch
 from torch import nn
 
 from ..diff import ModelDiff, diff
 from ..forms import form
-from ..patch import PatchEntry
-from ..probe import ProbeReport
 from ..select import peft_targets
 from ..stats import tensor_stats
 from ..tree import ModelTree
@@ -47,96 +41,64 @@ from .compare_types import (
     StatsReply,
     StatsRequest,
 )
+from .host import ALL, NONE, Host, States
+from .origin import module_table
 from .replies import PatchedReply
 
-__all__ = ["HANDLERS", "Opened"]
+__all__ = [
+    "has_nonfinite",
+    "on_bulk",
+    "on_diff",
+    "on_health",
+    "on_peft",
+    "on_pick",
+    "on_plan",
+    "on_stats",
+]
 
-# The synced states a patch changes (session.ALL), and none.
-PATCHED = frozenset({"tree", "selected", "overview", "probe", "history"})
-NONE: frozenset[str] = frozenset()
 MAX_ROWS = 500  # diff rows sent; `total` says how many there were
 CHUNK = 1 << 20  # elements read at a time by the non-finite check
-
-
-class Host(Protocol):
-    tree: ModelTree
-    rev: int
-    report: ProbeReport | None
-    origin: Opened | None
-
-    def _model(self) -> nn.Module: ...
-    def patch(self, op: str, *args: Any, **kwargs: Any) -> PatchEntry: ...
-
-
-@dataclass(frozen=True)
-class Opened:
-    """The model as the explorer first saw it, for the Diff tab: references to its tensors (a
-    patch swaps modules and leaves the old tensors as they were, so nothing is copied) and each
-    module's class and ``extra_repr``."""
-
-    tensors: Mapping[str, torch.Tensor]
-    modules: Mapping[str, tuple[type, str]]
-
-    @classmethod
-    def of(cls, model: nn.Module) -> Opened | None:
-        """None when the model cannot list its state (a broken ``state_dict`` hook): the
-        explorer opens all the same, and the Diff tab says why it has nothing to compare."""
-        try:
-            return cls(model.state_dict(keep_vars=True), _module_table(model))
-        except Exception:  # noqa: BLE001 - the model's own code must not keep the explorer shut
-            return None
-
-
-def _module_table(model: nn.Module) -> dict[str, tuple[type, str]]:
-    out = {}
-    for path, m in model.named_modules():
-        try:
-            text = m.extra_repr()
-        except Exception as e:  # noqa: BLE001 - a broken extra_repr must not break a diff
-            text = f"<extra_repr raised {type(e).__name__}>"
-        out[path] = (type(m), text)
-    return out
 
 
 # -- selection ------------------------------------------------------------------------------------
 
 
-def _on_pick(s: Host, req: PickRequest) -> tuple[PickReply, frozenset[str]]:
+def on_pick(host: Host, req: PickRequest) -> tuple[PickReply, States]:
     """Every path the tree filter matches (it shows at most a page of them)."""
     query = req["query"].strip()
     if not query:
         raise ValueError("type a filter first: 'select all' selects the modules it matches")
-    found = ser.matching(s.tree, query, req["regex"], req["names"])
+    found = ser.matching(host.tree, query, req["regex"], req["names"])
     return {"kind": "pick", "paths": [n.path for n in found]}, NONE
 
 
-def _paths(s: Host, paths: list[str]) -> list[str]:
+def _paths(host: Host, paths: list[str]) -> list[str]:
     if not paths:
         raise ValueError("nothing selected: tick modules in the tree (or 'select all' matches)")
-    return list(dict.fromkeys(s.tree[p].path for p in paths))  # KeyError names close paths
+    return list(dict.fromkeys(host.tree[p].path for p in paths))  # KeyError names close paths
 
 
-def _outermost(s: Host, paths: list[str]) -> list[tuple[nn.Module, str]]:
+def _outermost(host: Host, paths: list[str]) -> list[tuple[nn.Module, str]]:
     """The modules a bulk replace swaps: a selected module inside another selected one goes with
     it, and a module reachable at several paths counts once."""
     chosen, seen, out = set(paths), set(), []
     for p in paths:
-        parent = s.tree[p].parent
+        parent = host.tree[p].parent
         nested = False
         while parent is not None:
             if parent in chosen:
                 nested = True
                 break
-            parent = s.tree[parent].parent
-        m = s.tree.module(p)
+            parent = host.tree[parent].parent
+        m = host.tree.module(p)
         if not nested and id(m) not in seen and p != "":
             seen.add(id(m))
             out.append((m, p))
     return out
 
 
-def _on_plan(s: Host, req: PlanRequest) -> tuple[PlanReply, frozenset[str]]:
-    found = _outermost(s, _paths(s, req["paths"]))
+def on_plan(host: Host, req: PlanRequest) -> tuple[PlanReply, States]:
+    found = _outermost(host, _paths(host, req["paths"]))
     classes: dict[str, int] = {}
     for m, _ in found:
         classes[type(m).__name__] = classes.get(type(m).__name__, 0) + 1
@@ -148,22 +110,22 @@ def _on_plan(s: Host, req: PlanRequest) -> tuple[PlanReply, frozenset[str]]:
     return {"kind": "plan", "count": len(found), "classes": classes, "note": note}, NONE
 
 
-def _on_bulk(s: Host, req: BulkRequest) -> tuple[PatchedReply, frozenset[str]]:
-    paths = _paths(s, req["paths"])
+def on_bulk(host: Host, req: BulkRequest) -> tuple[PatchedReply, States]:
+    paths = _paths(host, req["paths"])
     if req["op"] in ("freeze", "unfreeze"):
-        entry = s.patch(req["op"], paths)
-        return {"kind": "patched", "id": entry.id, "rev": s.rev}, PATCHED
+        entry = host.patch(req["op"], paths)
+        return {"kind": "patched", "id": entry.id, "rev": host.rev}, ALL
     if not req["cls"]:
         raise ValueError("choose the class to replace the selected modules with")
-    cls = tools_classes.imported(s, req["cls"])
-    found = _outermost(s, paths)
+    cls = tools_classes.imported(host, req["cls"])
+    found = _outermost(host, paths)
     if not found:
         raise ValueError("nothing to replace: the model itself cannot be replaced from here")
     # Built before anything changes: a field that fails for one module leaves the model as it was.
     made = {id(m): _build(cls, m, req["changes"], req["prefill"]) for m, _ in found}
     match = "|".join(re.escape(p) for _, p in found)
-    entry = s.patch("replace_all", match, lambda old: made.get(id(old), old))
-    return {"kind": "patched", "id": entry.id, "rev": s.rev}, PATCHED
+    entry = host.patch("replace_all", match, lambda old: made.get(id(old), old))
+    return {"kind": "patched", "id": entry.id, "rev": host.rev}, ALL
 
 
 def _build(cls: type, old: nn.Module, changes: dict[str, str], prefill: bool) -> nn.Module:
@@ -191,16 +153,16 @@ def _lora_size(m: nn.Module) -> tuple[int, int] | None:
     return None
 
 
-def _on_peft(s: Host, req: PeftRequest) -> tuple[PeftReply, frozenset[str]]:
-    paths = _paths(s, req["paths"])
+def on_peft(host: Host, req: PeftRequest) -> tuple[PeftReply, States]:
+    paths = _paths(host, req["paths"])
     r = req["r"]
     if r < 1:
         raise ValueError(f"rank r must be at least 1, got {r}")
-    targets = peft_targets(s._model(), paths)
+    targets = peft_targets(host.live_model(), paths)
     layers: list[PeftLayer] = []
     skipped = []
     for p in paths:
-        m = s.tree.module(p)
+        m = host.tree.module(p)
         size = _lora_size(m)
         if size is None:
             skipped.append(p)
@@ -218,19 +180,19 @@ def _on_peft(s: Host, req: PeftRequest) -> tuple[PeftReply, frozenset[str]]:
 _BADGE_ORDER = ("added", "retyped", "changed", "shape", "dtype", "values", "missing")
 
 
-def _on_diff(s: Host, req: DiffRequest) -> tuple[DiffReply, frozenset[str]]:
-    model = s._model()
+def on_diff(host: Host, req: DiffRequest) -> tuple[DiffReply, States]:
+    model = host.live_model()
     rows: list[DiffRow] = []
     badges: dict[str, str] = {}
     if req["against"] == "open":
-        if s.origin is None:
+        if host.origin is None:
             raise ValueError(
                 "the model as opened was not kept (its state_dict() failed when the explorer "
                 "opened, or the explorer was closed); compare with a checkpoint file instead"
             )
-        d = diff(model, s.origin.tensors)
+        d = diff(model, host.origin.tensors)
         label = "the model when the explorer opened"
-        rows += _module_rows(s.origin.modules, _module_table(model), badges)
+        rows += _module_rows(host.origin.modules, module_table(model), badges)
         # diff(now, opened): "missing" is a tensor only now has, "unexpected" one only then had.
         rename = {"missing": "added", "unexpected": "removed"}
     else:
@@ -240,7 +202,7 @@ def _on_diff(s: Host, req: DiffRequest) -> tuple[DiffReply, frozenset[str]]:
         d = diff(model, file)
         label = file
         rename = {}
-    rows += _param_rows(d, rename, s.tree)
+    rows += _param_rows(d, rename, host.tree)
     for path, kind in d.by_module(("shape", "dtype", "values", "missing")).items():
         _badge(badges, path, kind)
     counts: dict[str, int] = {}
@@ -318,9 +280,9 @@ def _own(m: nn.Module) -> dict[str, torch.Tensor]:
     return {**dict(m.named_parameters(recurse=False)), **dict(m.named_buffers(recurse=False))}
 
 
-def _on_stats(s: Host, req: StatsRequest) -> tuple[StatsReply, frozenset[str]]:
-    path = s.tree[req["path"]].path
-    own = _own(s.tree.module(path))
+def on_stats(host: Host, req: StatsRequest) -> tuple[StatsReply, States]:
+    path = host.tree[req["path"]].path
+    own = _own(host.tree.module(path))
     return {"kind": "stats", "path": path,
             "rows": [stat_row(n, tensor_stats(t)) for n, t in own.items()]}, NONE  # fmt: skip
 
@@ -354,28 +316,17 @@ def _fake(t: torch.Tensor) -> bool:
     return isinstance(t, FakeTensor)
 
 
-def _on_health(s: Host, req: HealthRequest) -> tuple[HealthReply, frozenset[str]]:
+def on_health(host: Host, req: HealthRequest) -> tuple[HealthReply, States]:
     bad = []
     for p in dict.fromkeys(req["paths"]):
-        node = s.tree.get(p)
+        node = host.tree.get(p)
         if node is not None and any(
-            has_nonfinite(t) for t in _own(s.tree.module(node.path)).values()
+            has_nonfinite(t) for t in _own(host.tree.module(node.path)).values()
         ):
             bad.append(p)
-    rec = s.report.nonfinite if s.report is not None else None
+    rec = host.report.nonfinite if host.report is not None else None
     note = ""
     if rec is not None:
         note = f"non-finite values: first in the outputs of {rec.path or '(model)'} ({rec.cls})"
     return {"kind": "health", "nonfinite": bad,
             "probe_path": None if rec is None else rec.path, "probe_note": note}, NONE  # fmt: skip
-
-
-HANDLERS: dict[str, Callable[[Any, Any], tuple[Any, frozenset[str]]]] = {
-    "pick": _on_pick,
-    "plan": _on_plan,
-    "bulk": _on_bulk,
-    "peft": _on_peft,
-    "diff": _on_diff,
-    "stats": _on_stats,
-    "health": _on_health,
-}

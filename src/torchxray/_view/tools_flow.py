@@ -1,39 +1,27 @@
-"""The execution-flow tools' requests (issue #18), registered into ``session.py``'s ``HANDLERS``:
-``flow`` (a page of the last probe's calls as a call tree, runs of identical sibling calls folded)
-and ``graph`` (a module's children and the dataflow between them, as DOT: ``graph_dot.py``); and
+"""The execution-flow tools' requests (listed in ``_view/handlers.py``): ``flow`` (a page of the
+last probe's calls as a call tree, runs of identical sibling calls folded) and ``graph`` (a module's children and the dataflow between them, as DOT: ``graph_dot.py``); and
 the Overview's call sites (``site_rows``), each with the module whose source holds its line.
 
-What is derived from one report (the call tree's lines, each path's callers) is kept per session
+What is derived from one report (the call tree's lines, each path's callers) is kept on the session
 until the report changes.
 """
 
 from __future__ import annotations
 
-import weakref
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from . import graph_dot
+from .flow_types import FlowLine, FlowReply, FlowRequest, GraphReply, GraphRequest, SiteRow
+from .host import NONE, Host, States
 
 if TYPE_CHECKING:
     from ..probe import ProbeReport
     from ..tree import ModelTree
-    from .flow_types import FlowLine, FlowReply, FlowRequest, GraphReply, GraphRequest, SiteRow
-    from .replies import Reply
 
-__all__ = ["HANDLERS", "flow_lines", "on_flow", "on_graph", "site_rows"]
+__all__ = ["flow_lines", "on_flow", "on_graph", "site_rows"]
 
-NONE: frozenset[str] = frozenset()
 NO_PROBE = "no probe has run: run one from the Probe tab"
-
-
-class Host(Protocol):
-    """What the handlers read of the session (``Session`` has it; no import of it here)."""
-
-    @property
-    def tree(self) -> ModelTree: ...
-    @property
-    def report(self) -> ProbeReport | None: ...
 
 
 class _Derived:
@@ -58,17 +46,11 @@ class _Derived:
         return self.callers.get(path, [])
 
 
-_CACHE: weakref.WeakKeyDictionary[Any, _Derived] = weakref.WeakKeyDictionary()
-
-
 def _derived(host: Host) -> _Derived | None:
     report = host.report
     if report is None:
         return None
-    got = _CACHE.get(host)
-    if got is None or got.report is not report:
-        got = _CACHE[host] = _Derived(report)
-    return got
+    return host.caches.get("flow", report, lambda: _Derived(report))
 
 
 # -- call sites ---------------------------------------------------------------------------------
@@ -187,7 +169,7 @@ def flow_lines(
     return out
 
 
-def on_flow(host: Host, req: FlowRequest) -> tuple[FlowReply, frozenset[str]]:
+def on_flow(host: Host, req: FlowRequest) -> tuple[FlowReply, States]:
     got = _derived(host)
     if got is None:
         reply: FlowReply = {
@@ -239,7 +221,7 @@ def on_flow(host: Host, req: FlowRequest) -> tuple[FlowReply, frozenset[str]]:
 # -- the dataflow graph -------------------------------------------------------------------------
 
 
-def on_graph(host: Host, req: GraphRequest) -> tuple[GraphReply, frozenset[str]]:
+def on_graph(host: Host, req: GraphRequest) -> tuple[GraphReply, States]:
     node = host.tree[req["path"]]  # KeyError names close paths
     graph = graph_dot.build(host.tree, host.report, node.path, req["open"])
     reply: GraphReply = {
@@ -251,9 +233,3 @@ def on_graph(host: Host, req: GraphRequest) -> tuple[GraphReply, frozenset[str]]
         "note": graph.note,
     }
     return reply, NONE
-
-
-HANDLERS: dict[str, Callable[[Any, Any], tuple[Reply, frozenset[str]]]] = {
-    "flow": on_flow,
-    "graph": on_graph,
-}

@@ -1,80 +1,45 @@
 """The Memory tab's requests: a subtree's bytes in a fake forward or training step
 (``tx.memory`` on the explorer's example inputs), the sizes of the devices present, and one figure
-per tree row for colouring the tree. ``session.py`` registers ``HANDLERS`` into its table.
+per tree row for colouring the tree (listed in ``_view/handlers.py``).
 
-Reports are kept per (training, optimizer) until the model changes (a new ``ModelTree`` after a
-patch): switching the tab's options back and forth runs no second fake step.
+Reports are kept on the session per (training, optimizer) until the model changes (a new
+``ModelTree`` after a patch): switching the tab's options back and forth runs no second fake step.
 """
 
 from __future__ import annotations
 
 import os
-import weakref
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 
 from ..memory import MemoryReport, memory
+from ..protocol import FiguresRequest, MemoryRequest
+from .host import NONE, Host, States
+from .replies import DeviceSize, FiguresReply, MemoryReply
 
-if TYPE_CHECKING:
-    from torch import nn
+__all__ = ["device_sizes", "measure", "on_figures", "on_memory"]
 
-    from ..probe import ProbeReport
-    from ..protocol import FiguresRequest, MemoryRequest
-    from ..tree import ModelTree
-    from .replies import DeviceSize, FiguresReply, MemoryReply, Reply
-
-__all__ = ["HANDLERS", "device_sizes", "on_figures", "on_memory"]
-
-NONE: frozenset[str] = frozenset()
 INFERENCE_NOTE = (
     "inference: no gradients, optimizer state or saved activations; the peak counts the "
     "forward's temporaries"
 )
 
 
-class Host(Protocol):
-    """What the handlers read of the session (``Session`` has it; no import of it here)."""
-
-    @property
-    def model(self) -> nn.Module | None: ...
-    @property
-    def tree(self) -> ModelTree: ...
-    @property
-    def args(self) -> tuple[Any, ...]: ...
-    @property
-    def kwargs(self) -> dict[str, Any]: ...
-    @property
-    def report(self) -> ProbeReport | None: ...
-
-
-# Per session: the tree the reports were measured on, and the reports by (training, optimizer).
-_CACHE: weakref.WeakKeyDictionary[Any, tuple[ModelTree, dict[tuple[bool, str], MemoryReport]]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
 def measure(host: Host, training: bool, optimizer: str) -> MemoryReport:
     """The memory report for these options, measured once per model state."""
-    model = host.model
-    if model is None:
-        raise RuntimeError("this Explorer was closed; call tx.explore(model) again")
+    model = host.live_model()
     if not host.args and not host.kwargs:
         raise ValueError(
             "memory needs example inputs: tx.explore(model, torch.randn(1, 3, 224, 224)) "
             "(or the keyword inputs a tokenizer gives)"
         )
-    cached = _CACHE.get(host)
-    if cached is None or cached[0] is not host.tree:
-        cached = (host.tree, {})
-        _CACHE[host] = cached
+    reports: dict[tuple[bool, str], MemoryReport] = host.caches.get("memory", host.tree, dict)
     key = (training, optimizer if training else "none")
-    rep = cached[1].get(key)
+    rep = reports.get(key)
     if rep is None:
         opt = None if key[1] == "none" else key[1]
         rep = memory(model, *host.args, training=training, optimizer=opt, **host.kwargs)
-        cached[1][key] = rep
+        reports[key] = rep
     return rep
 
 
@@ -104,7 +69,7 @@ def _ram() -> int:
         return 0
 
 
-def on_memory(host: Host, req: MemoryRequest) -> tuple[MemoryReply, frozenset[str]]:
+def on_memory(host: Host, req: MemoryRequest) -> tuple[MemoryReply, States]:
     node = host.tree[req["path"]]  # KeyError names close paths
     training = req["training"]
     optimizer = req["optimizer"] if training else "none"
@@ -141,7 +106,7 @@ def _activations(host: Host, paths: list[str]) -> tuple[dict[str, float | None],
     return values, float(rep.activations)
 
 
-def on_figures(host: Host, req: FiguresRequest) -> tuple[FiguresReply, frozenset[str]]:
+def on_figures(host: Host, req: FiguresRequest) -> tuple[FiguresReply, States]:
     figure, paths, tree = req["figure"], req["paths"], host.tree
     values: dict[str, float | None] = {}
     total: float | None = None
@@ -176,9 +141,3 @@ def on_figures(host: Host, req: FiguresRequest) -> tuple[FiguresReply, frozenset
         "note": note,
     }
     return reply, NONE
-
-
-HANDLERS: dict[str, Callable[[Any, Any], tuple[Reply, frozenset[str]]]] = {
-    "memory": on_memory,
-    "figures": on_figures,
-}

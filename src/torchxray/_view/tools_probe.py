@@ -1,48 +1,34 @@
-"""The Probe tab's requests: run the probe again (in another mode), page through its table, and
-cancel the probe running in the background. ``session.py`` registers ``HANDLERS`` into its table.
+"""The Probe tab's requests (listed in ``_view/handlers.py``): run the probe again (in another
+mode), page through its table, and cancel the probe running in the background.
 
-In a kernel the widget runs every probe in a background thread (`_view/background.py`): the
-session's ``defer`` is set while it answers a request, so ``run_probe`` leaves the probe pending
-and the reply says "probing…"; ``cancel`` is answered at once, as the probe runs in another thread.
+In a kernel the widget runs every probe in a background thread (`_view/background.py`): while it
+answers a request, the session's schedule (`_view/schedule.py`) has ``run_probe`` leave the probe
+pending and the reply says "probing…"; ``cancel`` is answered at once, as the probe runs in another
+thread.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
-
+from ..protocol import CancelRequest, ProbeRequest, ProbeTableRequest
 from . import panes
+from .host import NONE, PROBE, Host, States
+from .replies import CancelReply, ProbeReply, ProbeTableReply
 
-if TYPE_CHECKING:
-    from ..protocol import CancelRequest, ProbeRequest, ProbeTableRequest
-    from .replies import CancelReply, ProbeReply, ProbeSummary, ProbeTableReply, Reply
-
-__all__ = ["HANDLERS"]
-
-NONE: frozenset[str] = frozenset()
-PROBE = frozenset({"tree", "overview", "probe"})
+__all__ = ["on_cancel", "on_probe", "on_probe_table"]
 
 
-def on_probe(s: Any, req: ProbeRequest) -> tuple[ProbeReply, frozenset[str]]:
-    s.run_probe(req["mode"])
-    summary: ProbeSummary = s.probe_summary()
-    return {"kind": "probe", **summary}, PROBE
+def on_probe(host: Host, req: ProbeRequest) -> tuple[ProbeReply, States]:
+    host.run_probe(req["mode"])
+    return {"kind": "probe", **host.probe_summary()}, PROBE
 
 
-def on_probe_table(s: Any, req: ProbeTableRequest) -> tuple[ProbeTableReply, frozenset[str]]:
-    if s.report is None:
-        raise ValueError(s.probe_note or "no probe has run yet")
+def on_probe_table(host: Host, req: ProbeTableRequest) -> tuple[ProbeTableReply, States]:
+    if host.report is None:
+        raise ValueError(host.probe_note or "no probe has run yet")
     offset, limit = req["offset"], req["limit"]
-    return panes.probe_table(s.report, s.previous, offset, limit, s.rev), NONE
+    return panes.probe_table(host.report, host.previous, offset, limit, host.rev), NONE
 
 
-def on_cancel(s: Any, req: CancelRequest) -> tuple[CancelReply, frozenset[str]]:
+def on_cancel(host: Host, req: CancelRequest) -> tuple[CancelReply, States]:
     # The state changes when the probe's thread stops and says so (`widget.py`), not here.
-    return {"kind": "cancel", "running": s.cancel()}, NONE
-
-
-HANDLERS: dict[str, Callable[[Any, Any], tuple[Reply, frozenset[str]]]] = {
-    "probe": on_probe,
-    "probe_table": on_probe_table,
-    "cancel": on_cancel,
-}
+    return {"kind": "cancel", "running": host.cancel()}, NONE

@@ -1,10 +1,11 @@
-"""More defects of issue #16 (4, 6, 9, 10), each walked as a person did in JupyterLab.
+"""Edits, History and the filter, each walked as a person does in JupyterLab: an edit that changes
+nothing records nothing and a huge one asks first, History's numbers match the replay code after an
+undo, the Overview names inputs by argument, "names only" filters by each module's own name, and
+"Replace with..." lists the classes that fit the selected module first.
 
-Every flow here failed on the widget before its fix: an edit that changed nothing logged
-"kernel_size=(3, 3) -> (3, 3)", out_channels=10**8 was built (25 s, 5 GB) without a question, the
-History said 1 where the code said 2 after an undo (and the code began with 30 lines of helpers),
-the Overview's inputs had no argument names, the filter had no "names only", and "Replace with..."
-listed the model's own blocks before the layers that fit a Linear.
+Each once failed for a person: an unchanged edit logged "kernel_size=(3, 3) -> (3, 3)", a huge
+out_channels was built without a question, History said 1 where the code said 2 after an undo,
+the inputs had no argument names, and the model's own blocks came before the layers that fit.
 """
 
 from __future__ import annotations

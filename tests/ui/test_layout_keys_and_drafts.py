@@ -1,9 +1,8 @@
-"""Defects found by a person using the widget (issue #16), each walked as that person did.
-
-Every flow here failed on the widget before its fix: forward lines side by side in the Source tab,
-letter keys reaching the notebook, Undo only in the History tab, stale form drafts, a flat Probe
-table wider than its pane, names cut off in the tree, extra_repr broken mid-token, a light MRO
-graph in the dark theme.
+"""The panes' layout, the keys and the drafts, each walked as a person does in JupyterLab: the
+Source tab marks forward's lines one under another near the top, letter keys stay in the widget
+and Undo is in the header, a form's draft belongs to one module, the Probe table fits its pane and
+leads to the tree, tree names are whole and extra_repr breaks between tokens, the MRO graph follows
+the dark theme. Each of these once failed for a person using the widget.
 """
 
 from __future__ import annotations

@@ -1,0 +1,120 @@
+"""What a request handler sees of the session: ``Host`` (the ``Session`` has it; the handlers'
+modules take it instead of importing the session, which imports them), the names of the synced
+states a request changes, and the shape every handler has:
+
+    def on_<kind>(host: Host, req: <Kind>Request) -> tuple[<Kind>Reply, States]
+
+``_view/handlers.py`` lists the handlers by kind; ``tests/test_protocol.py`` checks each one's
+request and reply types against ``protocol.REQUEST_TYPES`` and ``protocol.REPLIES``.
+
+    >>> sorted(ALL - PROBE)
+    ['history', 'selected']
+    >>> DEFERRED <= ALL and NONE == frozenset()
+    True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from torch import nn
+
+    from ..patch import PatchEntry, PatchLog
+    from ..probe import ProbeReport
+    from ..tree import ModelTree
+    from .origin import Opened
+    from .replies import ProbeSummary, Reply
+    from .serialize import RowMaker
+
+__all__ = [
+    "ALL",
+    "DEFERRED",
+    "NONE",
+    "PROBE",
+    "SELECT",
+    "Caches",
+    "Handler",
+    "Host",
+    "Result",
+    "States",
+]
+
+# The synced states, by the name of the Explorer traitlet that carries each (and of the Session
+# method that makes it): a handler returns the ones it changed, and the widget re-sends those.
+States = frozenset[str]
+NONE: States = frozenset()
+SELECT: States = frozenset({"selected", "overview"})
+# A probe changes the rows' shapes and marks, the Overview's inputs and outputs, and its summary.
+PROBE: States = frozenset({"tree_state", "overview", "probe_summary"})
+# A patch changes everything (the selection too, when the selected module is gone).
+ALL: States = PROBE | SELECT | {"history"}
+# The states that need the model's walk: in a kernel they follow the view (`_view/schedule.py`).
+DEFERRED: States = frozenset({"tree_state", "overview"})
+
+T = TypeVar("T")
+
+
+class Caches:
+    """Values a handler derives from the session's tree or last report, kept until that changes:
+    ``get(name, source, make)`` gives the value made from ``source`` (compared by identity) and
+    makes it again once ``source`` is another object.
+
+    >>> c, a, b = Caches(), object(), object()
+    >>> c.get("x", a, list) is c.get("x", a, list), c.get("x", a, list) is c.get("x", b, list)
+    (True, False)
+    """
+
+    def __init__(self) -> None:
+        self._slots: dict[str, tuple[object, object]] = {}
+
+    def get(self, name: str, source: object, make: Callable[[], T]) -> T:
+        got = self._slots.get(name)
+        if got is None or got[0] is not source:
+            got = self._slots[name] = (source, make())
+        return got[1]  # type: ignore[return-value]  # made by `make` for this name
+
+    def clear(self) -> None:
+        self._slots.clear()
+
+
+class Host(Protocol):
+    """The session as the handlers read and change it."""
+
+    rev: int
+    selected: str
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    probe_note: str
+    caches: Caches
+
+    @property
+    def tree(self) -> ModelTree: ...
+    @property
+    def report(self) -> ProbeReport | None: ...
+    @property
+    def previous(self) -> ProbeReport | None: ...
+    @property
+    def log(self) -> PatchLog | None: ...
+    @property
+    def origin(self) -> Opened | None: ...
+
+    def live_model(self) -> nn.Module:
+        """The model; RuntimeError once the Explorer was closed."""
+        ...
+
+    def module(self, path: str | None) -> nn.Module:
+        """The live module at ``path`` (an alias resolves; KeyError names close paths)."""
+        ...
+
+    def rows(self) -> RowMaker: ...
+    def select(self, path: str) -> str: ...
+    def patch(self, op: str, *args: Any, **kwargs: Any) -> PatchEntry: ...
+    def run_probe(self, mode: str | None = None) -> None: ...
+    def probe_summary(self) -> ProbeSummary: ...
+    def cancel(self) -> bool: ...
+
+
+Result = tuple["Reply", States]
+Handler = Callable[[Host, Any], Result]

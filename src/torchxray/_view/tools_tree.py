@@ -1,0 +1,40 @@
+"""The tree's requests (listed in ``_view/handlers.py``): ``ping`` (the view's first request: it
+has drawn), ``select``, a page of a module's ``children``, the ``filter`` and the ancestors that
+``reveal`` a path. None of them changes the model."""
+
+from __future__ import annotations
+
+from ..protocol import ChildrenRequest, FilterRequest, PingRequest, RevealRequest, SelectRequest
+from . import serialize as ser
+from .host import NONE, SELECT, Host, States
+from .replies import ChildrenReply, FilterReply, PongReply, RevealReply, SelectReply
+
+__all__ = ["on_children", "on_filter", "on_ping", "on_reveal", "on_select"]
+
+
+def on_ping(host: Host, req: PingRequest) -> tuple[PongReply, States]:
+    return {"kind": "pong", "rev": host.rev}, NONE
+
+
+def on_select(host: Host, req: SelectRequest) -> tuple[SelectReply, States]:
+    return {"kind": "select", "path": host.select(req["path"])}, SELECT
+
+
+def on_children(host: Host, req: ChildrenRequest) -> tuple[ChildrenReply, States]:
+    tree = host.tree
+    parent = tree[req["path"]].path
+    rows, offset, limit = host.rows(), req["offset"], req["limit"]
+    if req["unfold"]:
+        got = ser.unfold_page(tree, parent, rows, offset, limit or ser.PAGE)
+    else:
+        got = ser.page(tree, parent, rows, offset, limit)
+    return {"kind": "children", "path": parent, **got}, NONE
+
+
+def on_filter(host: Host, req: FilterRequest) -> tuple[FilterReply, States]:
+    got = ser.filter_rows(host.tree, host.rows(), req["query"], req["regex"], req["names"])
+    return {"kind": "filter", **got}, NONE
+
+
+def on_reveal(host: Host, req: RevealRequest) -> tuple[RevealReply, States]:
+    return {"kind": "reveal", "chain": ser.reveal_chain(host.tree, req["path"])}, NONE
