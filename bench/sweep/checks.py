@@ -172,7 +172,15 @@ def _build(entry: Entry, device: str | None = None) -> tuple[nn.Module, str, int
     """The model on `device`, or where its size says (meta above `CPU_PARAMS`)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = entry.build("meta")
+        try:
+            model = entry.build("meta")
+        except Exception:
+            if entry.cpu is False:
+                raise
+            # A builder that copies values while it builds (torchvision's RegNet) cannot build
+            # on meta at all: on the CPU then, counted there.
+            model = entry.build("cpu")
+            return model, "cpu", count_params(model)
         params = count_params(model)
         if device is None:
             small = entry.cpu is None and params <= CPU_PARAMS
@@ -204,6 +212,7 @@ def prepare(entry: Entry, out: Outcome) -> tuple[nn.Module, Inputs, Any] | None:
     if entry.fallback is not None:
         tries.append((entry.fallback, None))
     last = ""
+    fails: list[str] = []
     for candidate, where in tries:
         if where == "cpu" and last == "cpu":
             continue  # it failed on the CPU already
@@ -216,8 +225,8 @@ def prepare(entry: Entry, out: Outcome) -> tuple[nn.Module, Inputs, Any] | None:
         except TooBig:
             continue
         except Exception as exc:
-            if "bare" not in out.checks or where is None:  # the first failure is the telling one
-                out.checks["bare"] = ("fail", f"{candidate.name} [{last}]: {_line(exc)}")
+            fails.append(f"{candidate.name} [{last}]: {_line(exc)}")
+            out.checks["bare"] = ("fail", " | ".join(fails))
             continue
         out.name, out.device, out.params = candidate.name, device, params
         out.note = candidate.note
@@ -314,12 +323,21 @@ def _checks(model: nn.Module, inputs: Inputs, bare: Any, out: Outcome) -> None:
     out.checks["untouched"] = ("fail", touched[0]) if touched else ("ok", "")
 
 
+def _twin(model: nn.Module) -> Any:
+    """A copy of the model, or of its state_dict where the model refuses deepcopy (RAFT keeps
+    non-leaf tensors): the copy the user would diff against."""
+    try:
+        return copy.deepcopy(model)
+    except Exception:
+        return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
 def _diff(model: nn.Module, out: Outcome) -> None:
-    same = tx.diff(model, copy.deepcopy(model))
+    same = tx.diff(model, _twin(model))
     moved = {n: c.kind for n, c in same.params.items() if c.kind != "same"}
     assert not moved and not same.retyped, f"an unchanged copy differs: {_short(moved)}"
-    twin = copy.deepcopy(model)
-    state = twin.state_dict(keep_vars=True)
+    twin = _twin(model)
+    state = twin.state_dict(keep_vars=True) if isinstance(twin, nn.Module) else twin
     name = next(
         (n for n, t in state.items() if isinstance(t, torch.Tensor) and t.is_floating_point()
          and t.numel() and type(t) in (torch.Tensor, nn.Parameter)),

@@ -41,8 +41,10 @@ def _inputs(model: nn.Module, device: torch.device) -> Inputs:
     if not fixed and device.type != "meta":
         # A CPU forward at 224 costs seconds on the larger models; 128 keeps the grid of most.
         h, w = min(h, 160), min(w, 160)
+    # Two images: a training step (tx.memory) through a BatchNorm after global pooling needs
+    # more than one value per channel.
     g = torch.Generator().manual_seed(0)
-    return (torch.randn(1, c, h, w, generator=g).to(device),), {}
+    return (torch.randn(2, c, h, w, generator=g).to(device),), {}
 
 
 def entries(every: bool = False) -> Iterator[Entry]:

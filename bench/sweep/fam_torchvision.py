@@ -30,21 +30,30 @@ def _make(name: str, **kw: Any) -> Any:
 
 
 def _size(name: str) -> int:
-    return 299 if name.startswith("inception") else 224
+    return 299 if "inception" in name else 224
 
 
 def _image_inputs(name: str) -> Any:
     def inputs(model: nn.Module, device: torch.device) -> Inputs:
+        # Two images: a training step (tx.memory) of a model that pools to 1x1 before a
+        # BatchNorm needs more than one value per channel.
         g = torch.Generator().manual_seed(0)
         size = _size(name)
-        return (torch.randn(1, 3, size, size, generator=g).to(device),), {}
+        return (torch.randn(2, 3, size, size, generator=g).to(device),), {}
 
     return inputs
 
 
-def _video_inputs(model: nn.Module, device: torch.device) -> Inputs:
-    g = torch.Generator().manual_seed(0)
-    return (torch.randn(1, 3, 16, 112, 112, generator=g).to(device),), {}
+def _video_inputs(name: str) -> Any:
+    # MViT and S3D are built for 16 frames of 224x224 (their weights' transforms); the ResNet
+    # video models take any size.
+    size = 224 if name.startswith(("mvit", "s3d")) else 112
+
+    def inputs(model: nn.Module, device: torch.device) -> Inputs:
+        g = torch.Generator().manual_seed(0)
+        return (torch.randn(1, 3, 16, size, size, generator=g).to(device),), {}
+
+    return inputs
 
 
 def _flow_inputs(model: nn.Module, device: torch.device) -> Inputs:
@@ -56,13 +65,14 @@ def _flow_inputs(model: nn.Module, device: torch.device) -> Inputs:
 def _detection_inputs(train: bool) -> Any:
     def inputs(model: nn.Module, device: torch.device) -> Inputs:
         g = torch.Generator().manual_seed(0)
-        images = [torch.rand(3, 160, 192, generator=g).to(device)]
+        # Two images in train mode: a detection head's BatchNorm needs more than one value.
+        images = [torch.rand(3, 160, 192, generator=g).to(device) for _ in range(1 + train)]
         if not train:
             return (images,), {}
         boxes = torch.tensor([[10.0, 20.0, 90.0, 120.0], [40.0, 30.0, 150.0, 100.0]])
         target: dict[str, torch.Tensor] = {
             "boxes": boxes.to(device),
-            "labels": torch.tensor([1, 2]).to(device),
+            "labels": torch.tensor([1, 1]).to(device),  # every detector has classes 0 and 1
         }
         if "mask" in type(model).__name__.lower():
             masks = torch.zeros(2, 160, 192, dtype=torch.uint8)
@@ -72,7 +82,7 @@ def _detection_inputs(train: bool) -> Any:
         if "keypoint" in type(model).__name__.lower():
             kp = torch.tensor([[[20.0, 30.0, 1.0]] * 17, [[50.0, 40.0, 1.0]] * 17])
             target["keypoints"] = kp.to(device)
-        return (images, [target]), {}
+        return (images, [target, dict(target)]), {}
 
     return inputs
 
@@ -101,7 +111,7 @@ def entries(every: bool = True) -> Iterator[Entry]:
             elif kind == "segmentation":
                 yield Entry("torchvision", kind, name, _make(name), _image_inputs(name))
             elif kind == "video":
-                yield Entry("torchvision", kind, name, _make(name), _video_inputs)
+                yield Entry("torchvision", kind, name, _make(name), _video_inputs(name))
             elif kind == "optical_flow":
                 yield Entry("torchvision", kind, name, _make(name), _flow_inputs)
             elif kind == "quantization":
