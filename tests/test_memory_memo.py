@@ -177,7 +177,7 @@ def test_weights_made_fake_as_ops_meet_them_count_as_all_made_first(
     x = torch.randn(3, 8)
     lazy = run_memory(model, (x,), {})
     assert model[0].table is table
-    module = sys.modules["torchxray.memory"]
+    module = sys.modules["torchxray._memory.step"]
     real_devices = module.execution_devices
     monkeypatch.setattr(
         module, "execution_devices", lambda ms: {**real_devices(ms), -1: torch.device("cpu")}

@@ -60,3 +60,17 @@ def test_stats_of_a_quantized_weight_are_those_of_its_values() -> None:
     assert s.skipped is None
     assert s.norm == pytest.approx(float(want.double().norm()))
     assert s.min == pytest.approx(float(want.min()))
+
+
+def test_the_tree_and_memory_report_what_a_quantized_model_stores() -> None:
+    model = _quantized()
+    stored = sum(stored_bytes(t) for t in model.state_dict().values())
+    logical = sum(logical_bytes(t) for t in model.state_dict().values())
+    node = tx.walk(model)[""]
+    assert (node.bytes_total, node.bytes_local) == (logical, stored)
+    assert "Int8Tensor" in node.placement
+    assert node.params_total == sum(p.numel() for p in model.parameters())  # logical counts
+    rep = tx.memory(model, torch.randn(2, 64), training=True, optimizer="adamw")
+    assert rep.params == stored
+    trainable = sum(p.numel() * 4 for p in model.parameters() if p.requires_grad)
+    assert (rep.grads, rep.optimizer) == (trainable, 2 * trainable)

@@ -121,9 +121,10 @@ describe("MemoryPane", () => {
 });
 
 describe("sizeText", () => {
-  it("gives bytes per rank where a rank holds less", () => {
+  it("gives bytes per rank where a rank holds less, and stored bytes of quantized weights", () => {
     expect(sizeText(4096, 4096)).toBe("4.0 KiB");
-    expect(sizeText(4096, 1024)).toBe("4.0 KiB in total, 1.0 KiB per rank");
+    expect(sizeText(4096, 1024, "DTensor Shard(0) on mesh (4,)")).toBe("4.0 KiB in total, 1.0 KiB per rank");
+    expect(sizeText(4096, 1024, "cpu (Int8Tensor)")).toBe("4.0 KiB logical, 1.0 KiB stored");
   });
 });
 

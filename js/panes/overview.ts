@@ -14,9 +14,14 @@ function text(v: unknown): string {
 }
 
 /** Bytes in total, and per rank where one rank holds less (a DTensor's shard). */
-export function sizeText(total: number, local: unknown): string {
+/** Logical bytes (shape times dtype) and, where they differ, what this process stores: a
+ * DTensor's local shard ("per rank"), a quantized weight's inner tensors ("stored"). */
+export function sizeText(total: number, local: unknown, placement?: unknown): string {
   if (typeof local !== "number" || local === total) return formatBytes(total);
-  return `${formatBytes(total)} in total, ${formatBytes(local)} per rank`;
+  if (typeof placement === "string" && placement.includes("DTensor")) {
+    return `${formatBytes(total)} in total, ${formatBytes(local)} per rank`;
+  }
+  return `${formatBytes(total)} logical, ${formatBytes(local)} stored`;
 }
 
 export class OverviewPane implements Pane {
@@ -39,7 +44,7 @@ export class OverviewPane implements Pane {
       ["qualname", text(o.qualname)],
       ["parameters", `${formatCount(Number(o.params_total))} (${Number(o.params_total).toLocaleString()}; own ${Number(o.params_own).toLocaleString()})`],
       ["trainable", Number(o.trainable_total).toLocaleString()],
-      ["size", sizeText(Number(o.bytes_total), o.bytes_local)],
+      ["size", sizeText(Number(o.bytes_total), o.bytes_local, o.placement)],
       ["placement", text(o.placement)],
       ["devices", text(o.devices)],
       ["dtypes", text(o.dtypes)],

@@ -10,7 +10,8 @@ meta models of any size, and on CPU and CUDA models without touching their memor
     >>> rep.optimizer == 2 * rep.params, rep["0"].activations > 0
     (True, True)
 
-Weights (`params`, `buffers`) count each tensor once, however often it is shared or tied.
+Weights (`params`, `buffers`) count each tensor once, however often it is shared or tied, as it is
+stored: a quantized weight (torchao) by its inner tensors, not by its shape and dtype.
 `grads` are the trainable parameters' gradients and `optimizer` the optimizer's state (see
 `_memory.optim`), both only when `training`. `activations` are the bytes autograd saves for
 backward, measured with saved-tensor hooks during a fake forward (each storage once; weights
@@ -21,6 +22,10 @@ activations and every temporary an op makes, freed when the run lets go of it.
 A forward's repeated identical blocks (80 decoder layers) are traced twice and the rest replayed
 from what those two did (`_memory.memo`, listed in `report.memoised`), with the same figures as
 tracing every block; a training step traces every block.
+
+Where fake tensors cannot run an op whose result depends on values (a detector's ``nonzero``), a
+CPU model's step runs for real on the CPU instead, its bytes counted from every storage its ops
+make (`_memory.cpu_meter`), the model put back as it was; ``report.notes`` says so.
 
 ``mode="real"`` runs the step for real on a CUDA model and measures the same fields with the
 allocator, defined so that they compare with the fake ones (`_memory.real`); the model is left
@@ -36,14 +41,14 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch.utils import _pytree as pytree
 
 from . import _gc
-from ._fake.offload import execution_devices, offload_paused
+from ._fake.values import op_text
 from ._memory import real
 from ._memory.optim import state_bytes
-from ._memory.trace import StepTrace, trace_step
-from ._memory.weights import LazyWeights, fake_weights, subtree_bytes
+from ._memory.step import fake_step
+from ._memory.trace import StepTrace
+from ._memory.weights import subtree_bytes
 
 __all__ = ["MemoryRecord", "MemoryReport", "memory"]
 
@@ -90,6 +95,8 @@ class MemoryReport:
     # Blocks whose figures were replayed from an identical earlier one (`_memory.memo`).
     memoised: tuple[str, ...] = field(repr=False, default=())
     mode: str = "fake"  # "real": measured with the CUDA allocator (`_memory.real`)
+    # How the step was measured where it departed from a plain fake step, one sentence each.
+    notes: tuple[str, ...] = field(repr=False, default=())
 
     @property
     def total(self) -> int:
@@ -227,8 +234,34 @@ def _run_memory(
         trace, grad_ids, opt = step.trace, step.grad_ids, step.opt
     else:
         opt = state_bytes(optimizer, trainable) if optimizer is not None else {}
-        trace = _fake_step(model, modules, args, kwargs, training, memoise)
+        trace = fake_step(model, modules, args, kwargs, training, memoise)
         grad_ids = {id(p) for p in trainable}
+    notes: tuple[str, ...] = ()
+    op = trace.data_dependent
+    if mode == "fake" and trace.error is not None and op is not None:
+        where = f"{trace.where!r}" if trace.where else "the model's forward"
+        stopped = (
+            f"fake tensors cannot run {op_text(op)} in {where}: its result depends on tensor values"
+        )
+        if not _values_on_cpu([*params, *buffers]):
+            raise ValueError(
+                f"memory(): {stopped}, which fake tensors do not hold; on a CUDA model measure "
+                "it with mode='real', on a meta model build it on the CPU first"
+            )
+        step = real.measure(
+            model, modules, params, buffers, args, kwargs, training, optimizer, cpu=True
+        )
+        if step.trace.error is not None:
+            raise ValueError(
+                f"memory(): {stopped}; running the step for real on the CPU failed too: "
+                f"{step.trace.error}"
+            )
+        trace, grad_ids, opt = step.trace, step.grad_ids, step.opt
+        notes = (
+            f"{stopped}, which fake tensors do not hold: this step ran for real on the CPU, "
+            "its bytes counted from every storage its ops made (the CPU has no allocator to "
+            "read), the model put back as it was",
+        )
     if trace.error is not None:
         raise ValueError(
             f"memory(): the {mode} forward failed: {trace.error}. Check the example inputs "
@@ -264,6 +297,7 @@ def _run_memory(
         aliases=aliases,
         memoised=tuple(trace.memoised),
         mode=mode,
+        notes=notes,
     )
 
 
@@ -301,54 +335,13 @@ def _unique(tensors: Iterator[torch.Tensor]) -> list[torch.Tensor]:
     return [t for t in tensors if not (id(t) in seen or seen.add(id(t)))]  # type: ignore[func-returns-value]
 
 
+def _values_on_cpu(tensors: list[torch.Tensor]) -> bool:
+    """Every tensor holds values on the CPU (not meta, not a GPU's memory to spend)."""
+    return bool(tensors) and all(t.device.type == "cpu" for t in tensors)
+
+
 def _nbytes(t: torch.Tensor) -> int:
     return t.numel() * t.element_size()
-
-
-def _fake_step(
-    model: nn.Module,
-    modules: list[tuple[str, nn.Module]],
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
-    training: bool,
-    memoise: bool,
-) -> StepTrace:
-    from ._fake.mode import FakeMode  # FakeTensorMode, with CPU grouped_mm (MoE experts)
-
-    # Non-fake inputs allowed: a tensor a forward makes with torch.tensor(...) or a cache
-    # built before the run is converted when an op first meets it.
-    fake_mode = FakeMode(allow_non_fake_inputs=True)
-    devices = execution_devices([m for _, m in modules])  # offloaded weights: where they run
-    # Each tensor under one name: `functional_call` ties the other names of a tied tensor
-    # itself, and a module reached by two paths (a shared block) swapped under both names was
-    # put back in the wrong order, leaving fake weights on the model.
-    named = (*model.named_parameters(), *model.named_buffers())
-    tensors: dict[str, torch.Tensor] | LazyWeights
-    swap: dict[int, torch.Tensor] | None = None
-    if training or devices:  # autograd needs fake leaves; offloaded weights move where they run
-        tensors = fake_weights(named, fake_mode, devices, training)
-        swap = {id(t): tensors[name] for name, t in named}
-        first = next(iter(tensors.values()), None)
-    else:
-        tensors = LazyWeights(named, fake_mode)
-        first = next(iter(tensors.real.values()), None)
-    device = first.device if first is not None else torch.device("cpu")
-    leaves, spec = pytree.tree_flatten((args, kwargs))
-    moved = []
-    for x in leaves:
-        if isinstance(x, torch.Tensor):
-            x = fake_mode.from_tensor(x)
-            if x.device != device:
-                with fake_mode:
-                    x = x.to(device)
-        moved.append(x)
-    fargs, fkwargs = pytree.tree_unflatten(moved, spec)
-    with offload_paused([m for _, m in modules]):
-        trace = trace_step(
-            model, modules, fake_mode, tensors, fargs, fkwargs, training, memoise, swap=swap
-        )
-    trace.device = str(device)
-    return trace
 
 
 def _records(

@@ -88,6 +88,7 @@ from torch import nn
 
 from . import _gc
 from ._fake.offload import fake_offloaded
+from ._probe import fastpath
 from ._probe.calls import Call
 from ._probe.cause import entries_of
 from ._probe.edges import Edge, Edges
@@ -171,7 +172,12 @@ def run_probe(
     patches = entries_of(patch_log)
     args, kwargs = unpack_batch(model, args, kwargs)
     with _gc.paused():
-        return _run(model, args, kwargs, mode, memoise, flops, patches)
+        report = _run(model, args, kwargs, mode, memoise, flops, patches)
+        if not report.ok and mode == "fake" and fastpath.enabled():
+            report = fastpath.localised(
+                report, lambda: _run(model, args, kwargs, mode, memoise, flops, patches)
+            )
+        return report
 
 
 def _run(

@@ -39,6 +39,7 @@ from torch.nn.modules import module as module_hooks
 from torch.utils import _pytree as pytree
 
 from .._fake.state import kept_state
+from .cpu_meter import CpuMeter
 from .live import storage_key
 from .optim import NAMES, _state_of
 from .trace import StepTrace, _flags, _loss
@@ -171,13 +172,22 @@ def measure(
     kwargs: dict[str, Any],
     training: bool,
     optimizer: Any,
+    cpu: bool = False,
 ) -> RealStep:
-    """Run the step for real (see the module docstring); `params` and `buffers` each once."""
-    device = cuda_device([*params, *buffers])
-    meter = CudaMeter(device)
+    """Run the step for real (see the module docstring); `params` and `buffers` each once.
+    ``cpu``: a CPU model, measured by `_memory.cpu_meter.CpuMeter` (the data-dependent fallback
+    of a fake `tx.memory`)."""
+    meter: Any
+    if cpu:
+        device, meter = torch.device("cpu"), CpuMeter()
+    else:
+        device = cuda_device([*params, *buffers])
+        meter = CudaMeter(device)
     objs = [m for _, m in modules]
     with contextlib.ExitStack() as es:
         es.callback(meter.release)  # last of all, when the run's tensors are gone
+        if cpu:
+            es.enter_context(meter)
         if device.type == "cuda":
             es.enter_context(torch.cuda.device(device))
         rng = [device.index or 0] if device.type == "cuda" else []

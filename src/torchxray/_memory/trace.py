@@ -22,6 +22,7 @@ from torch.utils import _pytree as pytree
 from .. import _gc
 from .._fake.mode import quiet_fake_logs
 from .._fake.state import set_training, snapshot_state, undo_fake_state
+from .._fake.values import data_dependent_op
 from .live import LiveBytes, storage_key
 from .memo import StepMemo
 from .weights import LazyWeights
@@ -39,8 +40,11 @@ class StepTrace:
     peaks: dict[str, int] = field(default_factory=dict)
     peak: int = 0
     error: str | None = None
+    # The op a fake step stopped at because its result depends on values (`_fake.values`).
+    data_dependent: str | None = None
     device: str = "cpu"  # where the step ran (an offloaded weight's execution device)
     memoised: list[str] = field(default_factory=list)  # blocks replayed (`_memory.memo`)
+    where: str = ""  # the module a failed step was in
 
 
 class _Stack:
@@ -203,6 +207,8 @@ def trace_step(
         except Exception as exc:
             where = stack.open[-1] if stack.open else ""
             trace.error = f"{type(exc).__name__} in {where or 'the model'!r}: {exc}"
+            trace.data_dependent = data_dependent_op(exc)
+            trace.where = where
     trace.peak = live.peak
     if memo is not None:
         trace.memoised = memo.hits

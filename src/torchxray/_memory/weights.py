@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from .._fake.mode import new_fake
+from .._tensors import stored_bytes
 
 __all__ = ["LazyWeights", "fake_weights", "subtree_bytes"]
 
@@ -78,7 +79,7 @@ def subtree_bytes(
     modules: list[tuple[str, nn.Module]], grad_ids: set[int], opt: dict[int, int]
 ) -> list[tuple[int, int, int, int]]:
     """Per module (as `modules`: each module object once): (params, buffers, grads, optimizer)
-    bytes of its subtree, each tensor once, as ``m.parameters()`` and ``m.buffers()`` count them
+    bytes of its subtree, each tensor once, weights as they are stored (`_tensors.stored_bytes`), as ``m.parameters()`` and ``m.buffers()`` count them
     (a module shared by two parents counts under both)."""
     at = {id(m): i for i, (_, m) in enumerate(modules)}
     parents: list[list[int]] = [[] for _ in modules]
@@ -95,8 +96,10 @@ def subtree_bytes(
                     owners.setdefault(id(t), (t, kind, []))[2].append(i)
     sums = [[0, 0, 0, 0] for _ in modules]
     for key, (t, is_param, where) in owners.items():
-        nbytes = t.numel() * t.element_size()
-        grad = nbytes if key in grad_ids else 0
+        # What the tensor stores (a quantized weight's inner tensors); its gradient, were it
+        # trained, takes the logical shape and dtype.
+        nbytes = stored_bytes(t)
+        grad = t.numel() * t.element_size() if key in grad_ids else 0
         state = opt.get(key, 0)
         seen: set[int] = set()
         todo = list(where)

@@ -6,12 +6,14 @@ and only then the example inputs."""
 from __future__ import annotations
 
 import os
+import re
 import types
 from typing import Any
 
 import torch
 from torch import nn
 
+from .._fake.values import data_dependent_op, op_text
 from .._text import short
 from .calls import RECORDED_CODE, inner_code
 from .cause import patch_hint
@@ -78,9 +80,14 @@ def localise(
         path = ""
         inner = None
         infos = call_inputs(args, kwargs)
-    hint = _own_error(exc, caller) or _special_hint(exc, run.mode, run.device)
+    hint = (
+        _own_error(exc, caller)
+        or _special_hint(exc, run.mode, run.device, path, any(run.flags))
+        or _dtype_hint(exc, run.mode, run.device, inner)
+    )
     if not hint and patches and chain:
         hint = patch_hint(patches, path, inner, run.log)
+    op = data_dependent_op(exc) if run.mode == "fake" else None
     return ProbeError(
         path=path,
         cls=names.get(path, type(run.model).__name__),
@@ -88,6 +95,7 @@ def localise(
         message=_message(exc),
         input_shapes=tuple(i.shape for i in infos if isinstance(i, TensorInfo)),
         hint=hint or _input_hint(exc),
+        remedy="real" if op is not None and run.device.type != "meta" else "",
     )
 
 
@@ -146,35 +154,82 @@ def _type_name(exc: BaseException) -> str:
 
 def _message(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
-    if _is_data_dependent(exc):
-        text = f"fake tensors cannot run this data-dependent operation: {text}"
+    op = data_dependent_op(exc)
+    if op is not None:
+        text = (
+            f"fake tensors cannot run {op_text(op)}: its result depends on tensor values, which "
+            "fake tensors do not hold" + ("" if op else f" ({text})")
+        )
     return short(text, 2000)
 
 
-def _is_data_dependent(exc: BaseException) -> bool:
-    from torch._subclasses import fake_tensor as ft
-
-    kinds = (ft.DataDependentOutputException, ft.DynamicOutputShapeException)
-    return isinstance(exc, kinds) or "data-dependent" in str(exc).lower()
-
-
-def _special_hint(exc: BaseException, mode: str, device: torch.device) -> str:
+def _special_hint(
+    exc: BaseException, mode: str, device: torch.device, path: str, training: bool
+) -> str:
     """Causes that hold whatever the inputs and patches: fake tensors, memory, meta; or ""."""
     from torch._subclasses import fake_tensor as ft
 
-    if mode == "fake" and (
-        _is_data_dependent(exc) or isinstance(exc, ft.UnsupportedOperatorException)
-    ):
+    where = repr(path) if path else "the model's own forward"
+    if mode == "fake" and data_dependent_op(exc) is not None:
+        # A train-mode forward often decides on values only while training (LayerDrop's
+        # random skip, a loss over matched targets): its eval path may well run fake.
+        also = (
+            "; or call model.eval() first if its inference path is what you want to see (some "
+            "modules decide on values only while training, e.g. LayerDrop)"
+            if training
+            else ""
+        )
+        if device.type == "meta":
+            return (
+                "the model is on the meta device and holds no values, so no probe can run this "
+                f"op: build it on the CPU (or load its weights) and probe it with mode='real'{also}"
+            )
         return (
-            "fake tensors carry no values, so operations whose result depends on them (nonzero, "
-            ".item(), boolean-mask indexing, data-dependent routing) cannot run; probe with "
-            "mode='real' on a model that holds real weights"
+            "run tx.probe(model, ..., mode='real'): it runs the forward for real where the model "
+            f"lives (the records up to {where} are kept here){also}"
+        )
+    if mode == "fake" and isinstance(exc, ft.UnsupportedOperatorException):
+        return (
+            f"this op has no fake (meta) kernel, so fake tensors cannot run it; probe with "
+            f"mode='real' on a model that holds real weights: {exc}"
         )
     if isinstance(exc, torch.cuda.OutOfMemoryError):
         return "out of memory in this module; probe with mode='fake' (no memory) or smaller inputs"
     if device.type == "meta" and mode == "real":
         return "the model is on the meta device and holds no values; use mode='fake'"
     return ""
+
+
+_DTYPE_REFUSAL = re.compile(
+    r"expected .*?\bto be (?:an? )?(?P<want>[A-Za-z0-9]+(?: or [A-Za-z0-9 ]+?)?)(?: matrix)?,"
+    r" got (?:torch\.)?(?P<got>\w+)|not implemented for '(?P<unimpl>\w+)'",
+    re.IGNORECASE,
+)
+
+
+def _dtype_hint(
+    exc: BaseException, mode: str, device: torch.device, inner: nn.Module | None
+) -> str:
+    """A kernel that refuses a dtype on fake or meta tensors (a meta kernel often mirrors the
+    CUDA kernel's dtype checks, whatever the device): name the dtypes and the cure; or ""."""
+    if mode != "fake" and device.type != "meta":
+        return ""
+    found = _DTYPE_REFUSAL.search(str(exc))
+    if found is None:
+        return ""
+    got = found.group("got") or found.group("unimpl")
+    want = (found.group("want") or "").replace("supported ", "").strip()
+    held = (
+        sorted({str(p.dtype).removeprefix("torch.") for p in inner.parameters()}) if inner else []
+    )
+    weights = f"; this module's weights are {', '.join(held)}" if held else ""
+    wanted = f" (it takes {want})" if want else ""
+    return (
+        f"the kernel refuses {got} on fake and meta tensors{wanted}{weights}: build or cast the "
+        "model in a dtype it takes (model.to(torch.bfloat16), or transformers' "
+        "dtype=torch.bfloat16) to probe it here, or probe a copy holding real weights on the "
+        "CPU with mode='real'"
+    )
 
 
 def _input_hint(exc: BaseException) -> str:

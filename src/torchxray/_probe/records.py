@@ -174,6 +174,9 @@ class ProbeError:
     message: str
     input_shapes: tuple[tuple[int, ...], ...]
     hint: str = ""
+    # What would run it: "real" when fake tensors cannot run an op of this forward and the
+    # model holds values (a view offers the real probe); "" otherwise.
+    remedy: str = ""
 
     def __str__(self) -> str:
         where = repr(self.path) if self.path else "the model (root)"

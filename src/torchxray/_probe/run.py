@@ -124,7 +124,9 @@ class ProbeRun:
             # flags (a forward may flip one), the RNG (dropout), buffers updated in place
             # (BatchNorm's running statistics) in a real run. Fake runs update fake copies only.
             es.callback(_restore_training, self.modules, self.flags)
-            cuda = [self.device.index or 0] if self.device.type == "cuda" else []
+            # A model on a GPU has initialised CUDA already; its generator is forked too.
+            on_gpu = self.device.type == "cuda" and torch.cuda.is_initialized()
+            cuda = [self.device.index or 0] if on_gpu else []
             es.enter_context(torch.random.fork_rng(devices=cuda))
             es.enter_context(torch.no_grad())
             # Fake mode computes one-element tensors for real (FakeTensorMode keeps them as

@@ -6,8 +6,11 @@ offloads (an `AlignDevicesHook` with ``offload=True``, put there by ``dispatch_m
 "offloaded: disk", with the device they run on ("offloaded: disk (runs on cuda:0)"). DTensor
 parameters read their placements and mesh ("DTensor Shard(0) on mesh (4,)"), followed by the
 FSDP2 unit (`fully_shard`) that gathers them, when there is one. A module without tensors shows
-its parent's placement. `bytes_local` is what one rank holds: a DTensor counts its local shard,
-every other tensor its whole size; `bytes_total` stays the global figure.
+its parent's placement. A tensor subclass that stores its data in other tensors (torchao's
+quantized weights) reads its device and class ("cpu (Int8Tensor)"). `bytes_local` is what this
+process stores: a DTensor counts its local shard, a quantized weight its inner tensors
+(`_tensors.stored_bytes`), every other tensor its whole size; `bytes_total` stays the logical
+figure (shape times dtype), the one parameter counts go with.
 
 The walk's lazy pass hands over only what is unusual (modules with an accelerate hook, tensors
 that are not plain Tensors or Parameters), so a plain model pays one join per distinct device set.
@@ -19,6 +22,8 @@ import os
 import sys
 from collections.abc import Sequence
 from typing import Any
+
+from .._tensors import is_wrapper, logical_bytes, stored_bytes
 
 __all__ = ["Placements", "tensor_place"]
 
@@ -141,6 +146,10 @@ class Placements:
                 except Exception:
                     less = 0
                 out[id(t)] = (dtensor_text(t), less)
+            elif is_wrapper(t):
+                # A quantized weight (torchao) stores less than its shape and dtype say.
+                where = "cpu" if t.is_cpu else str(t.device)
+                out[id(t)] = (f"{where} ({type(t).__name__})", logical_bytes(t) - stored_bytes(t))
         folders: dict[int, bool] = {}
         for i in self.hf:
             m = self.modules[i]
@@ -159,6 +168,7 @@ class Placements:
         n, parents = len(self.modules), self.parents
         sets: list[set[str]] = []
         less = [0] * n
+        marked = [False] * n
         for i, m in enumerate(self.modules):
             own: set[str] = set()
             for group in (m._parameters, m._buffers):
@@ -171,8 +181,8 @@ class Placements:
                     else:
                         own.add(hit[0])
                         less[i] += hit[1]
+                        marked[i] = True
             sets.append(own)
-        marked = [any(t.startswith(_SPECIAL) for t in s) for s in sets]
         for i in range(n - 1, 0, -1):  # pre-order: children after their parent
             j = parents[i]
             sets[j] |= sets[i]

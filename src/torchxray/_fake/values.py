@@ -1,0 +1,35 @@
+"""Operations whose result depends on tensor values (``nonzero``, ``.item()``, boolean-mask
+indexing, data-dependent routing), which fake tensors cannot run: the op that stopped a run.
+
+`data_dependent_op(exc)` reads the op out of the exception fake mode raises ("aten.nonzero",
+"aten._local_scalar_dense" read as ``.item()``); None for any other exception. (torch's
+real-tensor propagation, ``fake_tensor_propagate_real_tensors``, was tried for a fake run that
+learns such sizes: torchvision's detectors then failed in composite kernels that need concrete
+sizes, so callers run such a model for real instead.)
+"""
+
+from __future__ import annotations
+
+__all__ = ["data_dependent_op", "op_text"]
+
+# What each op reads as in a message: `.item()` is what a user writes for _local_scalar_dense.
+_READS = {"aten._local_scalar_dense": ".item() (aten._local_scalar_dense)"}
+
+
+def data_dependent_op(exc: BaseException) -> str | None:
+    """The op a fake run stopped at because its result depends on values, e.g.
+    "aten.nonzero"; "" when it is data-dependent but names no op; None otherwise."""
+    from torch._subclasses import fake_tensor as ft
+
+    if isinstance(exc, (ft.DataDependentOutputException, ft.DynamicOutputShapeException)):
+        func = exc.args[0] if exc.args else None  # the OpOverload: "aten.nonzero.default"
+        return str(func or "").removesuffix(".default")
+    kind = type(exc).__name__
+    if kind == "GuardOnDataDependentSymNode" or "data-dependent" in str(exc).lower():
+        return ""
+    return None
+
+
+def op_text(op: str) -> str:
+    """How an op reads in a message ("aten.nonzero", ".item() (aten._local_scalar_dense)")."""
+    return _READS.get(op, op) if op else "an operation"
