@@ -19,6 +19,8 @@ from torchxray._probe import cancel
 from torchxray._view import background
 from torchxray.widget import Explorer, explore
 
+torch_call_impl = nn.Module._call_impl
+
 
 @pytest.fixture
 def kernel(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -34,6 +36,7 @@ def call(ex: Explorer, **msg: Any) -> dict[str, Any]:
 def untouched(model: nn.Module) -> None:
     """No probe forward, hook or flag is left on the model or on nn.Module."""
     assert nn.Module.__call__ is nn.Module._wrapped_call_impl
+    assert nn.Module._call_impl is torch_call_impl
     for m in model.modules():
         assert "forward" not in m.__dict__, m
         assert not m._forward_hooks and not m._forward_pre_hooks

@@ -1,5 +1,5 @@
 """How a probe reaches every module call (`_probe.wrap`): most modules are recorded in a
-replacement of ``nn.Module.__call__``, the rest (own hooks, compiled in place, a class with its
+replacement of ``nn.Module._call_impl``, the rest (own hooks, compiled in place, a class with its
 own ``__call__``, global hooks registered) through an instance ``forward``. Both routes give the
 same report, leave nothing behind, and let every other module in the process run untouched."""
 
@@ -21,6 +21,7 @@ from torchxray import _probe
 from torchxray.probe import ProbeReport, probe, run_probe
 
 _CALL = nn.Module.__call__
+_CALL_IMPL = nn.Module._call_impl
 
 
 def _left_behind(model: nn.Module) -> list[str]:
@@ -28,6 +29,8 @@ def _left_behind(model: nn.Module) -> list[str]:
     out = [f"{p}: instance forward" for p, m in model.named_modules() if "forward" in vars(m)]
     if nn.Module.__call__ is not _CALL:
         out.append("nn.Module.__call__ replaced")
+    if nn.Module._call_impl is not _CALL_IMPL:
+        out.append("nn.Module._call_impl replaced")
     return out
 
 
@@ -177,6 +180,30 @@ def test_special_modules_take_the_instance_route_and_are_recorded_once() -> None
     assert list(rep.records) == ["", "0", "1", "2", "3"]
     assert torch.equal(model(x), want)
     assert _left_behind(model) == [] and "_compiled_call_impl" in vars(compiled)
+
+
+def test_a_call_through_a_bound_call_taken_before_the_probe_is_recorded() -> None:
+    # torch.compile's OptimizedModule keeps ``_orig_mod.__call__`` from when it was made: the
+    # replacement sits in ``_call_impl``, which that bound ``__call__`` still reaches.
+    class Holder(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = nn.Linear(4, 3)
+            self.call_inner = self.inner.__call__
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.call_inner(x)
+
+    class NamesCallImpl(nn.Linear):
+        _call_impl = nn.Module._call_impl  # its own attribute: the replacement is not seen
+
+    model = nn.Sequential(Holder(), NamesCallImpl(3, 2))
+    for mode in ("fake", "real"):
+        rep = probe(model, torch.randn(2, 4), mode=mode)
+        assert rep.ok and list(rep.records) == ["", "0", "0.inner", "1"], mode
+        assert rep["0.inner"].output_shapes == ((2, 3),)
+        assert rep["1"].calls == 1
+        assert _left_behind(model) == []
 
 
 def test_instance_route_keeps_the_forward_signature_visible() -> None:

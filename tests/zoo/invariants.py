@@ -3,8 +3,9 @@
 `state_fingerprint(model)` captures everything an inspection step must not change: which module
 object sits at which path (and its class and attribute names, so a leftover attribute shows up), a
 hash of every parameter and buffer (data, requires_grad, dtype, device, shape), train/eval flags,
-every hook dict of every module, torch's global module hooks, and the ``__call__`` / ``forward``
-each class in the model runs (a probe replaces ``nn.Module.__call__`` while it runs). `assert_untouched(before, model)`
+every hook dict of every module, torch's global module hooks, and the ``__call__`` /
+``_call_impl`` / ``forward`` each class in the model runs (a probe replaces
+``nn.Module._call_impl`` while it runs). `assert_untouched(before, model)`
 compares and names the first differences instead of printing two huge blobs.
 """
 
@@ -97,8 +98,9 @@ class Fingerprint:
     hooks: tuple[tuple[str, Any], ...]
     global_hooks: tuple[tuple[str, tuple[Any, ...]], ...]
     forwards: tuple[tuple[str, Any], ...]  # instance-level forward overrides
-    # nn.Module.__call__ and, per class in the model, the __call__ and forward its instances use
-    classes: tuple[tuple[str, int, int], ...]
+    # nn.Module's __call__ and _call_impl, and per class in the model, the __call__, _call_impl
+    # and forward its instances use
+    classes: tuple[tuple[str, int, int, int], ...]
 
 
 def _distinct(model: nn.Module) -> list[tuple[str, nn.Module]]:
@@ -138,9 +140,21 @@ def state_fingerprint(model: nn.Module) -> Fingerprint:
             (n, tuple(getattr(_module_mod, n, {}).keys())) for n in _GLOBAL_HOOK_DICTS
         ),
         forwards=tuple((p, id(vars(m)["forward"])) for p, m in distinct if "forward" in vars(m)),
-        classes=(("torch.nn.Module", id(nn.Module.__call__), id(nn.Module.forward)),)
+        classes=(
+            (
+                "torch.nn.Module",
+                id(nn.Module.__call__),
+                id(nn.Module._call_impl),
+                id(nn.Module.forward),
+            ),
+        )
         + tuple(
-            (f"{c.__module__}.{c.__qualname__}", id(c.__call__), id(getattr(c, "forward", None)))
+            (
+                f"{c.__module__}.{c.__qualname__}",
+                id(c.__call__),
+                id(getattr(c, "_call_impl", None)),
+                id(getattr(c, "forward", None)),
+            )
             for c in dict.fromkeys(type(m) for _, m in distinct)
         ),
     )

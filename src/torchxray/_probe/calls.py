@@ -148,8 +148,8 @@ class Recorder:
     ) -> Callable[..., Any]:
         """A function ``(module, *args, **kwargs)`` that records the call of the module at
         ``path_of(id(module))`` around ``module.forward(*args, **kwargs)`` (`call_forward`, as a
-        replacement of ``nn.Module.__call__``) or around ``original(module, *args, **kwargs)`` (as
-        an instance's ``forward``). A module without a path goes to ``original`` unrecorded."""
+        replacement of ``nn.Module._call_impl``) or around ``original(module, *args, **kwargs)``
+        (as an instance's ``forward``). A module without a path goes to ``original`` unrecorded."""
         rec = self
         stack, log, recent = self.stack, self.log, self.recent
         cpu_timed, cuda = self.cpu_timed, self.cuda

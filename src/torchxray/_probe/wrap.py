@@ -4,12 +4,14 @@ Not forward hooks: any hook, global or per module, sends *every* module call thr
 path of ``nn.Module._call_impl``; on many small modules, two empty global hooks alone cost a
 large part of a bare forward. Instead, for the probe's duration:
 
-- ``nn.Module.__call__`` is replaced by one recording function. For a module of the probed model
-  that has no hooks of its own it records the call around ``module.forward(*args, **kwargs)``,
-  which is all ``nn.Module.__call__`` does for such a module (outside TorchScript tracing);
-  every other module goes to the original ``__call__``. One patch instead of one per module, and
-  it replaces torch's two call frames rather than adding a third: a forward through a
-  pass-through replacement runs a little faster than a bare one.
+- ``nn.Module._call_impl`` is replaced by one recording function. For a module of the probed
+  model that has no hooks of its own it records the call around ``module.forward(*args,
+  **kwargs)``, which is all ``_call_impl`` does for such a module (outside TorchScript tracing);
+  every other module goes to the original ``_call_impl``. One patch instead of one per module.
+  Not ``nn.Module.__call__``: assigning a type's dunder method makes CPython update that slot in
+  every subclass, and with a model library imported nn.Module has thousands of them (a fixed
+  cost per probe that dominated small models; bench/README.md), while a plain attribute only
+  invalidates the method caches.
 - The modules that path cannot serve exactly get an instance attribute ``forward`` that records
   the call instead, and are called the usual way: a module with hooks of its own (they run as
   usual, around the recording), a module compiled in place (``module.compile()``), a class with
@@ -40,11 +42,14 @@ _WRAPPED_CALL_IMPL = nn.Module._wrapped_call_impl
 
 
 def _plain_call(cls: type) -> bool:
-    """Instances of `cls` are called through nn.Module's own ``__call__`` and ``_call_impl``."""
+    """Instances of `cls` are called through nn.Module's own ``__call__`` and ``_call_impl``,
+    the latter found on nn.Module itself (a class that names it, even as nn.Module's own
+    function, would not see the replacement)."""
     return (
         cls.__call__ is _MODULE_CALL  # type: ignore[comparison-overlap]
         and getattr(cls, "_call_impl", None) is _CALL_IMPL
         and getattr(cls, "_wrapped_call_impl", None) is _WRAPPED_CALL_IMPL
+        and not any("_call_impl" in vars(k) for k in cls.__mro__ if k is not nn.Module)
     )
 
 
@@ -74,7 +79,7 @@ class Patches:
     passes `direct_class` and it has no hooks of its own and is not compiled in place."""
 
     def __init__(self) -> None:
-        self.direct: dict[int, str] = {}  # id(module) -> path: recorded in nn.Module.__call__
+        self.direct: dict[int, str] = {}  # id(module) -> path: recorded in nn.Module._call_impl
         # id(module) -> (module, path): recorded by an instance attribute `forward`
         self.instances: dict[int, tuple[nn.Module, str]] = {}
         self.stubs: list[tuple[nn.Module, Callable[..., Any]]] = []
@@ -84,7 +89,7 @@ class Patches:
         self._locked = False
 
     def direct_class(self, cls: type) -> bool:
-        """Whether instances of `cls` can be recorded in ``nn.Module.__call__`` (when they have
+        """Whether instances of `cls` can be recorded in ``nn.Module._call_impl`` (when they have
         no hooks of their own and are not compiled in place)."""
         return _plain_call(cls) and not self._any_global
 
@@ -95,7 +100,7 @@ class Patches:
 
     def install(self, recorder: Recorder) -> None:
         """Install: stubs first, then the instance recorders (each wraps whatever ``m.forward``
-        is then), then ``nn.Module.__call__``."""
+        is then), then ``nn.Module._call_impl``."""
         _LOCK.acquire()
         self._locked = True
         try:
@@ -105,10 +110,10 @@ class Patches:
                 self._record_instance(m, path, recorder)
             if self.direct:
                 call = recorder.function(
-                    _MODULE_CALL, _this_thread(self.direct.get), call_forward=True
+                    _CALL_IMPL, _this_thread(self.direct.get), call_forward=True
                 )
-                call.__name__ = call.__qualname__ = "_wrapped_call_impl"
-                type.__setattr__(nn.Module, "__call__", call)
+                call.__name__ = call.__qualname__ = "_call_impl"
+                type.__setattr__(nn.Module, "_call_impl", call)
                 self._call_patched = True
         except BaseException:
             self.undo()
@@ -135,7 +140,7 @@ class Patches:
     def undo(self) -> None:
         try:
             if self._call_patched:
-                type.__setattr__(nn.Module, "__call__", _MODULE_CALL)
+                type.__setattr__(nn.Module, "_call_impl", _CALL_IMPL)
                 self._call_patched = False
             while self._saved_inst:
                 m, old = self._saved_inst.pop()
