@@ -12,6 +12,12 @@ fake tensors as the CPU kernel would: same checks on dtypes (asked of the CPU ke
 per dtype, on tiny real tensors), dimensions, offsets and 16-byte strides, and the output shape
 of the meta kernel.
 Nothing global is patched: the override lives in the run's own mode object.
+
+Two more things live in the mode object. Its per-op cache is reached through a cheaper key
+(`_fake.quick`). And a `front` may see each op first: the probe's FLOP counter and dataflow
+tracker (`_probe.flops`), which used to be a dispatch mode of its own above this one, a second
+Python dispatch per op. The front sees the ops that reach the mode from outside only, as that
+mode did: not those the fake mode runs itself while decomposing an op.
 """
 
 from __future__ import annotations
@@ -25,25 +31,61 @@ from typing import Any
 import torch
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode, unset_fake_temporarily
 
+from .convert import QuickConverter
+from .quick import MODES, Quick, wrap
+
 __all__ = ["FakeMode", "fresh", "new_fake", "quiet_fake_logs"]
 
-# The dispatch keys through which Python dispatch modes (the fake mode, the FLOP counter) run.
-_MODES = torch._C.DispatchKeySet(torch._C.DispatchKey.Python) | torch._C.DispatchKeySet(
-    torch._C.DispatchKey.PythonTLSSnapshot
-)
+try:  # by id: an OpOverload's __hash__ is Python code
+    from torch._subclasses.fake_tensor import _DISPATCH_META_HANDLERS
+
+    _META_HANDLERS = {id(op): handler for op, handler in _DISPATCH_META_HANDLERS.items()}
+except ImportError:  # another torch release: torch's mode answers them as before
+    _META_HANDLERS = {}
+_MODES = MODES  # the dispatch keys of Python dispatch modes (the fake mode, the FLOP counter)
 _GROUPED_MM = getattr(torch.ops.aten, "_grouped_mm", None)
 _GROUPED_MM_DEFAULT = getattr(_GROUPED_MM, "default", None)
 
 
 class FakeMode(FakeTensorMode):
-    """FakeTensorMode with CPU semantics for the ops listed in the module docstring."""
+    """FakeTensorMode with CPU semantics for the ops listed in the module docstring, its per-op
+    cache reached through a cheaper key (`_fake.quick`), and an optional `front`."""
 
-    def dispatch(
-        self, func: Any, types: Any, args: Any = (), kwargs: Any = None
-    ) -> Any:  # one identity test per op; everything else goes to torch's mode as before
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._export = bool(kwargs.get("export", False))
+        self.fake_tensor_converter = self.new_converter()
+        self._quick = Quick(self)
+        # front(func, types, args, kwargs, inner) -> the op's output, `inner` running it here.
+        self.front: Any = None
+        self.fakes: Any = None  # a run's fakes of real tensors (`_fake.convert`), if it has one
+        self._inside = 0  # > 0 while the front's op runs (its decompositions come back here)
+
+    def new_converter(self) -> QuickConverter:
+        """A converter as the mode makes one, plain tensors' fakes made directly
+        (`_fake.convert`)."""
+        return QuickConverter(copy_data=self.propagate_real_tensors, export=self._export)
+
+    def dispatch(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        handler = _META_HANDLERS.get(id(func))
+        if handler is not None:
+            # What torch's mode answers first (a fake tensor's device, sizes): no op for the
+            # front to see, and asked by C++ code many times a forward.
+            return handler(args)
+        front = self.front
+        if front is None or self._inside:
+            return self._run(func, types, args, kwargs)
+        self._inside += 1
+        try:
+            return front(func, types, args, kwargs, self._run)
+        finally:
+            self._inside -= 1
+
+    def _run(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        # One identity test per op; everything else goes to torch's mode as before.
         if func is _GROUPED_MM_DEFAULT and func is not None:
             return self._grouped_mm(func, types, args, kwargs or {})
-        return super().dispatch(func, types, args, kwargs)
+        return self._quick.dispatch(func, types, args, kwargs, super().dispatch)
 
     def _grouped_mm(self, func: Any, types: Any, args: Any, kwargs: dict[str, Any]) -> Any:
         try:
@@ -161,6 +203,8 @@ def new_fake(mode: Any, shape: Any, stride: Any, dtype: torch.dtype, device: Any
     trace's fake weights and replays make theirs here."""
     with torch._C._ExcludeDispatchKeyGuard(_MODES):
         elem = torch.empty_strided(shape, stride, dtype=dtype, device="meta")
+    if isinstance(device, torch.device):
+        return wrap(mode, elem, device)  # type: ignore[no-any-return]
     return FakeTensor(mode, elem, device)
 
 

@@ -13,6 +13,8 @@ from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import flop_registry
 
+from .._fake.convert import converts_alone
+
 if TYPE_CHECKING:
     from .calls import Call
     from .edges import Produced
@@ -62,31 +64,35 @@ def _formulas() -> dict[Any, Any]:
 
 
 _FORMULAS = _formulas()
-_BY_OP: dict[int, tuple[Any, Any, bool]] = {}
+_BY_OP: dict[int, tuple[Any, Any, bool, bool]] = {}
 _LIFT_FNS = (torch.ops.aten.lift_fresh.default, torch.ops.aten.lift_fresh_copy.default)
 # Exactly these types (not subclasses: a FakeTensor or a user's tensor subclass stays as it is).
 _REAL_TYPES = (torch.Tensor, nn.Parameter)
 
 
-def _op_entry(func: Any) -> tuple[Any, Any, bool]:
+def _op_entry(func: Any) -> tuple[Any, Any, bool, bool]:
+    """(func, its FLOP formula, whether its real arguments may be made fake here, and whether
+    even when no argument is fake yet)."""
     # FakeTensorMode refuses metadata-mutating ops on real inputs: leave those for it to refuse.
     convertible = torch.Tag.inplace_view not in getattr(func, "tags", ())
     # torch.tensor() inside a forward lifts a real tensor, which the mode turns into a constant.
     # These two are FakeTensorMode.lift_fns, named here because that attribute is a property
     # (read from an instance only) in older releases such as torch 2.2.
     convertible = convertible and func not in _LIFT_FNS
-    return (func, _FORMULAS.get(func._overloadpacket), convertible)
+    alone = convertible and converts_alone(func)
+    return (func, _FORMULAS.get(func._overloadpacket), convertible, alone)
 
 
-class FlopCount(TorchDispatchMode):
+class FlopCount:
     """Adds each op's FLOPs (torch.utils.flop_counter's formulas) to every open call.
 
     Hand-written rather than FlopCounterMode itself: FlopCounterMode tries a decomposition for
     every op without a formula and tracks modules with hooks of its own: several times the cost
     per op of this one (less still with `_formulas`). The formulas, the part worth sharing, are
-    torch's. Any Python dispatch mode still costs a Python call per op, which is why real mode
-    counts only when asked (``flops=True``). ``count=False`` (fake mode without FLOPs)
-    keeps the fake-weight conversion and counts nothing.
+    torch's. In a fake run it is the fake mode's `front` (`_fake.mode`), in a real one a dispatch
+    mode of its own (`mode()`); any Python dispatch mode costs a Python call per op, which is
+    why real mode counts only when asked (``flops=True``). ``count=False`` (fake mode without
+    FLOPs) keeps the fake-weight conversion and the dataflow and counts nothing.
     """
 
     def __init__(
@@ -96,57 +102,86 @@ class FlopCount(TorchDispatchMode):
         count: bool = True,
         produced: Produced | None = None,
     ) -> None:
-        super().__init__()
         self.stack = stack
         # Fake mode: the dataflow edges' producers, carried through every op (`_probe.edges`).
         self.produced = produced
         self.count = count
         self.fake_mode = fake_mode
         self.fake_type: type | None = None
+        self.fakes: Any = None
         if fake_mode is not None:
             from torch._subclasses.fake_tensor import FakeTensor
 
             self.fake_type = FakeTensor
+            # The run's fakes of real tensors (`_fake.convert`), else the converter's own.
+            fakes = getattr(fake_mode, "fakes", None)
+            converter = fake_mode.fake_tensor_converter
+            self.fakes = fakes or (lambda t: converter.from_real_tensor(fake_mode, t))
 
-    def __torch_dispatch__(
-        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
-    ) -> Any:
+    def front(self, func: Any, types: Any, args: Any, kwargs: Any, inner: Any) -> Any:
+        """As the fake mode's front: the op run by `inner` (the fake mode), then counted."""
         kwargs = kwargs or {}
         # Looked up by id: OpOverloadPacket's __hash__ is Python code, run per op otherwise.
         seen = _BY_OP.get(id(func))
         if seen is None or seen[0] is not func:
             seen = _BY_OP[id(func)] = _op_entry(func)
-        if self.fake_mode is not None and seen[2]:
-            args = self._fake_args(args)
-        out = func(*args, **kwargs)
-        if self.produced is not None:
-            self.produced.follow(func, args, out)
-        if not self.stack or not self.count:
-            return out
-        entry = seen[1]
-        if entry is not None:
-            formula, raw = entry
-            if raw:
-                shapes = [_shape_of(a) for a in args]
-                named = {k: _shape_of(v) for k, v in kwargs.items()}
-                flops = int(formula(*shapes, out_shape=_shape_of(out), **named))
-            else:
-                flops = int(formula(*args, **kwargs, out_val=out))
-            for call in self.stack:
-                call.flops += flops
+        if seen[2]:
+            args = self._fake_args(args, seen[3])
+        out = inner(func, types, args, kwargs)
+        self._counted(func, args, kwargs, out, seen[1])
         return out
 
-    def _fake_args(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
+    def mode(self) -> TorchDispatchMode:
+        """A dispatch mode that counts every op of a real run."""
+        return _Counting(self)
+
+    def _counted(self, func: Any, args: Any, kwargs: Any, out: Any, entry: Any) -> None:
+        if self.produced is not None:
+            self.produced.follow(func, args, out)
+        if not self.stack or not self.count or entry is None:
+            return
+        formula, raw = entry
+        if raw:
+            shapes = [_shape_of(a) for a in args]
+            named = {k: _shape_of(v) for k, v in kwargs.items()}
+            flops = int(formula(*shapes, out_shape=_shape_of(out), **named))
+        else:
+            flops = int(formula(*args, **kwargs, out_val=out))
+        for call in self.stack:
+            call.flops += flops
+
+    def _fake_args(self, args: tuple[Any, ...], alone: bool) -> tuple[Any, ...]:
         """The model's real parameters as their fake views, converted here rather than inside
-        FakeTensorMode: the mode converts them too (the same memoised view) but then skips its
-        per-op result cache for a call with any real tensor argument, so every convolution and
-        BatchNorm re-ran its Python meta kernel (most of a ResNet-50 fake probe)."""
-        # Only next to a fake tensor: with real tensors alone, FakeTensorMode may compute on them
-        # instead (constant propagation, torch.tensor's lift), and that must stay as it was.
-        if not any(type(a) in _REAL_TYPES for a in args) or not any(
-            type(a) is self.fake_type for a in args
+        FakeTensorMode: the mode converts them too (the same view: `_fake.convert` hands it its
+        fakes) but then skips its per-op result cache for a call with any real tensor argument,
+        so every convolution and BatchNorm re-ran its Python meta kernel (most of a ResNet-50
+        fake probe), and its own conversion is the slow one."""
+        # With real tensors alone, FakeTensorMode may compute on them instead (constant
+        # propagation of the ops that take Python numbers, torch.tensor's lift), and that must
+        # stay as it was: such calls are converted only next to a fake tensor. The others
+        # (``aten.t`` of a Linear's weight) the mode converts anyway (`alone`).
+        if not any(type(a) in _REAL_TYPES for a in args) or not (
+            alone or any(type(a) is self.fake_type for a in args)
         ):
             return args
-        convert = self.fake_mode.fake_tensor_converter.from_real_tensor
-        mode = self.fake_mode
-        return tuple(convert(mode, a) if type(a) in _REAL_TYPES else a for a in args)
+        fakes = self.fakes
+        return tuple(fakes(a) if type(a) in _REAL_TYPES else a for a in args)
+
+
+class _Counting(TorchDispatchMode):
+    """`FlopCount` as a dispatch mode of its own (real runs: no fake mode to stand in front of)."""
+
+    def __init__(self, counter: FlopCount) -> None:
+        super().__init__()
+        self.counter = counter
+
+    def __torch_dispatch__(
+        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
+    ) -> Any:
+        kwargs = kwargs or {}
+        seen = _BY_OP.get(id(func))
+        if seen is None or seen[0] is not func:
+            seen = _BY_OP[id(func)] = _op_entry(func)
+        out = func(*args, **kwargs)
+        self.counter._counted(func, args, kwargs, out, seen[1])
+        return out

@@ -101,7 +101,9 @@ def prepare_inputs(
             tensor: torch.Tensor = leaf
             if run.fake_mode is not None:
                 # A fake view of the input (meta inputs included): no copy, whatever its size.
-                tensor = run.fake_mode.from_tensor(tensor)
+                fakes = run.fake_mode.fakes
+                plain = fakes is not None and type(tensor) in (torch.Tensor, nn.Parameter)
+                tensor = fakes(tensor) if plain else run.fake_mode.from_tensor(tensor)
             if tensor.device != device:
                 tensor = tensor.to(device)
             leaf = tensor

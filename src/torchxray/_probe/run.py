@@ -20,7 +20,8 @@ from torch._subclasses.fake_tensor import CONSTANT_NUMEL_LIMIT
 from torch.nn.modules.lazy import LazyModuleMixin
 from torch.nn.parameter import is_lazy
 
-from .._fake.mode import FakeMode, quiet_fake_logs
+from .._fake.mode import quiet_fake_logs
+from .._fake.pool import borrowed
 from .._fake.state import kept_state, set_training, snapshot_state, undo_fake_state
 from .calls import Call, Recorder
 from .flops import FlopCount
@@ -71,8 +72,8 @@ class ProbeRun:
         aliases = self.aliases
         patches = self.patches
         direct, instances = patches.direct, patches.instances
-        # Per class, once: its name, whether its instances can be recorded in nn.Module.__call__
-        # (`_probe.wrap`), whether it is a lazy module class.
+        # Per class, once: its name, whether its instances can be recorded in
+        # nn.Module._call_impl (`_probe.wrap`), whether it is a lazy module class.
         kinds: dict[type, tuple[str, bool, bool]] = {}
         todo: list[tuple[str, nn.Module]] = [("", model)]
         pop, push = todo.pop, todo.append
@@ -137,23 +138,28 @@ class ProbeRun:
                 es.callback(undo_fake_state, snapshot_state(self.modules))
                 # FSDP2 units: lazily initialised for real, their bookkeeping put back after.
                 es.enter_context(fsdp_kept(self.modules, self.classes))
-                # allow_non_fake_inputs: the model's real parameters are converted lazily to fake
-                # views (memoised per tensor) on first use - no copy of their data, no new memory.
-                self.fake_mode = es.enter_context(FakeMode(allow_non_fake_inputs=True))
+                # Non-fake inputs allowed: the model's real parameters are converted lazily to
+                # fake views (one per tensor, `_fake.convert`) on first use - no copy of their
+                # data, no new memory. A mode kept from an earlier run (`_fake.pool`).
+                self.fake_mode = es.enter_context(borrowed())
                 es.enter_context(quiet_fake_logs())  # the report carries a kernel's error
             else:
                 # FSDP2 units sharded before the run are sharded again after it.
                 es.enter_context(fsdp_resharded(self.modules, self.classes))
             if self.mode == "fake" or self.flops:
-                # In fake mode the counter also hands FakeTensorMode fake views of the weights.
-                es.enter_context(
-                    FlopCount(
-                        self.stack,
-                        self.fake_mode,
-                        count=self.flops,
-                        produced=self.recorder.produced,
-                    )
+                # In fake mode the counter also hands FakeTensorMode fake views of the weights,
+                # as the fake mode's front (no dispatch mode of its own: `_fake.mode`).
+                counter = FlopCount(
+                    self.stack,
+                    self.fake_mode,
+                    count=self.flops,
+                    produced=self.recorder.produced,
                 )
+                if self.fake_mode is not None:
+                    self.fake_mode.front = counter.front
+                    es.callback(setattr, self.fake_mode, "front", None)
+                else:
+                    es.enter_context(counter.mode())
             if self.memoise:
                 self.memo = Memo(self.model, self.modules, self.paths, self.recorder)
                 for m, stub in self.memo.stubs():
