@@ -38,7 +38,7 @@ def untouched(model: nn.Module) -> None:
     assert nn.Module.__call__ is nn.Module._wrapped_call_impl
     assert nn.Module._call_impl is torch_call_impl
     for m in model.modules():
-        assert "forward" not in m.__dict__, m
+        assert "forward" not in m.__dict__ and "_call_impl" not in m.__dict__, m
         assert not m._forward_hooks and not m._forward_pre_hooks
     assert model.body.training and model.body[0].training
 

@@ -1,6 +1,6 @@
-"""How a probe reaches every module call (`_probe.wrap`): most modules are recorded in a
-replacement of ``nn.Module._call_impl``, the rest (own hooks, compiled in place, a class with its
-own ``__call__``, global hooks registered) through an instance ``forward``. Both routes give the
+"""How a probe reaches every module call (`_probe.wrap`): most modules are recorded by an
+instance ``_call_impl``, the rest (own hooks, compiled in place, a class with its own
+``__call__``, global hooks registered) through an instance ``forward``. Both routes give the
 same report, leave nothing behind, and let every other module in the process run untouched."""
 
 from __future__ import annotations
@@ -27,6 +27,9 @@ _CALL_IMPL = nn.Module._call_impl
 def _left_behind(model: nn.Module) -> list[str]:
     """Everything a probe's routing could leave behind."""
     out = [f"{p}: instance forward" for p, m in model.named_modules() if "forward" in vars(m)]
+    out += [
+        f"{p}: instance _call_impl" for p, m in model.named_modules() if "_call_impl" in vars(m)
+    ]
     if nn.Module.__call__ is not _CALL:
         out.append("nn.Module.__call__ replaced")
     if nn.Module._call_impl is not _CALL_IMPL:
@@ -197,13 +200,17 @@ def test_a_call_through_a_bound_call_taken_before_the_probe_is_recorded() -> Non
     class NamesCallImpl(nn.Linear):
         _call_impl = nn.Module._call_impl  # its own attribute: the replacement is not seen
 
-    model = nn.Sequential(Holder(), NamesCallImpl(3, 2))
+    own = nn.Linear(2, 2)
+    own_call = own.__dict__["_call_impl"] = functools.partial(nn.Module._call_impl, own)
+    model = nn.Sequential(Holder(), NamesCallImpl(3, 2), own)
     for mode in ("fake", "real"):
         rep = probe(model, torch.randn(2, 4), mode=mode)
-        assert rep.ok and list(rep.records) == ["", "0", "0.inner", "1"], mode
+        assert rep.ok and list(rep.records) == ["", "0", "0.inner", "1", "2"], mode
         assert rep["0.inner"].output_shapes == ((2, 3),)
-        assert rep["1"].calls == 1
+        assert rep["1"].calls == 1 and rep["2"].calls == 1
+        assert vars(own).pop("_call_impl") is own_call
         assert _left_behind(model) == []
+        own.__dict__["_call_impl"] = own_call
 
 
 def test_instance_route_keeps_the_forward_signature_visible() -> None:

@@ -4,9 +4,9 @@
 object sits at which path (and its class and attribute names, so a leftover attribute shows up), a
 hash of every parameter and buffer (data, requires_grad, dtype, device, shape), train/eval flags,
 every hook dict of every module, torch's global module hooks, and the ``__call__`` /
-``_call_impl`` / ``forward`` each class in the model runs (a probe replaces
-``nn.Module._call_impl`` while it runs). `assert_untouched(before, model)`
-compares and names the first differences instead of printing two huge blobs.
+``_call_impl`` / ``forward`` each class in the model runs (a probe gives modules an instance
+``_call_impl`` while it runs: a leftover shows in the attribute names).
+`assert_untouched(before, model)` compares and names the first differences instead of printing two huge blobs.
 """
 
 from __future__ import annotations

@@ -72,8 +72,9 @@ class ProbeRun:
         aliases = self.aliases
         patches = self.patches
         direct, instances = patches.direct, patches.instances
-        # Per class, once: its name, whether its instances can be recorded in
-        # nn.Module._call_impl (`_probe.wrap`), whether it is a lazy module class.
+        direct_modules = patches.direct_modules
+        # Per class, once: its name, whether its instances can be recorded by an instance
+        # `_call_impl` (`_probe.wrap`), whether it is a lazy module class.
         kinds: dict[type, tuple[str, bool, bool]] = {}
         todo: list[tuple[str, nn.Module]] = [("", model)]
         pop, push = todo.pop, todo.append
@@ -102,8 +103,10 @@ class ProbeRun:
                 or d.get("_backward_hooks")
                 or d.get("_backward_pre_hooks")
                 or d.get("_compiled_call_impl") is not None
+                or "_call_impl" in d
             ):
                 direct[key] = path
+                direct_modules.append(m)
             else:
                 instances[key] = (m, path)
             if lazy and self.lazy is None and _holds_lazy(m):

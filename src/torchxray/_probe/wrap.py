@@ -4,19 +4,22 @@ Not forward hooks: any hook, global or per module, sends *every* module call thr
 path of ``nn.Module._call_impl``; on many small modules, two empty global hooks alone cost a
 large part of a bare forward. Instead, for the probe's duration:
 
-- ``nn.Module._call_impl`` is replaced by one recording function. For a module of the probed
-  model that has no hooks of its own it records the call around ``module.forward(*args,
-  **kwargs)``, which is all ``_call_impl`` does for such a module (outside TorchScript tracing);
-  every other module goes to the original ``_call_impl``. One patch instead of one per module.
-  Not ``nn.Module.__call__``: assigning a type's dunder method makes CPython update that slot in
-  every subclass, and with a model library imported nn.Module has thousands of them (a fixed
-  cost per probe that dominated small models; bench/README.md), while a plain attribute only
-  invalidates the method caches.
+- Each module of the probed model that has no hooks of its own gets an instance attribute
+  ``_call_impl``: one recording function, bound to it, that records the call around
+  ``module.forward(*args, **kwargs)``, which is all ``_call_impl`` does for such a module
+  (outside TorchScript tracing). ``nn.Module.__call__`` (``_wrapped_call_impl``) looks
+  ``self._call_impl`` up, so the instance attribute serves it, and a bound ``__call__`` taken
+  before the probe (torch.compile's OptimizedModule holds ``_orig_mod.__call__``) too. Nothing
+  on nn.Module itself is assigned: assigning any attribute of a class makes CPython invalidate
+  the method caches of every subclass, and a dunder also updates that slot in each; with a
+  model library imported nn.Module has thousands of subclasses, a fixed cost per probe that
+  dominated small models (bench/README.md, issue 26). Modules outside the probed model run
+  untouched.
 - The modules that path cannot serve exactly get an instance attribute ``forward`` that records
   the call instead, and are called the usual way: a module with hooks of its own (they run as
   usual, around the recording), a module compiled in place (``module.compile()``), a class with
-  its own ``__call__`` or ``_call_impl``, and every module while global module hooks are
-  registered (``register_module_forward_hook`` and friends).
+  its own ``__call__`` or ``_call_impl`` (or an instance that has one), and every module while
+  global module hooks are registered (``register_module_forward_hook`` and friends).
 
 `undo` puts back exactly what was there, and one lock keeps two probes in two threads from
 interleaving their patches.
@@ -79,18 +82,20 @@ class Patches:
     passes `direct_class` and it has no hooks of its own and is not compiled in place."""
 
     def __init__(self) -> None:
-        self.direct: dict[int, str] = {}  # id(module) -> path: recorded in nn.Module._call_impl
+        # id(module) -> path, and the modules: recorded by an instance attribute `_call_impl`
+        self.direct: dict[int, str] = {}
+        self.direct_modules: list[nn.Module] = []
         # id(module) -> (module, path): recorded by an instance attribute `forward`
         self.instances: dict[int, tuple[nn.Module, str]] = {}
         self.stubs: list[tuple[nn.Module, Callable[..., Any]]] = []
         self._any_global = global_hooks()
         self._saved_inst: list[tuple[nn.Module, Any]] = []
-        self._call_patched = False
+        self._calls_set = 0  # how many of direct_modules have their `_call_impl`
         self._locked = False
 
     def direct_class(self, cls: type) -> bool:
-        """Whether instances of `cls` can be recorded in ``nn.Module._call_impl`` (when they have
-        no hooks of their own and are not compiled in place)."""
+        """Whether instances of `cls` can be recorded by an instance ``_call_impl`` (when they
+        have no hooks of their own and are not compiled in place)."""
         return _plain_call(cls) and not self._any_global
 
     def stub(self, m: nn.Module, forward: Callable[..., Any]) -> None:
@@ -100,7 +105,7 @@ class Patches:
 
     def install(self, recorder: Recorder) -> None:
         """Install: stubs first, then the instance recorders (each wraps whatever ``m.forward``
-        is then), then ``nn.Module._call_impl``."""
+        is then), then the instance ``_call_impl`` of every direct module."""
         _LOCK.acquire()
         self._locked = True
         try:
@@ -108,13 +113,15 @@ class Patches:
                 self._set_forward(m, forward)
             for m, path in self.instances.values():
                 self._record_instance(m, path, recorder)
-            if self.direct:
+            if self.direct_modules:
                 call = recorder.function(
                     _CALL_IMPL, _this_thread(self.direct.get), call_forward=True
                 )
                 call.__name__ = call.__qualname__ = "_call_impl"
-                type.__setattr__(nn.Module, "_call_impl", call)
-                self._call_patched = True
+                method = types.MethodType
+                for m in self.direct_modules:
+                    m.__dict__["_call_impl"] = method(call, m)
+                    self._calls_set += 1
         except BaseException:
             self.undo()
             raise
@@ -139,9 +146,10 @@ class Patches:
 
     def undo(self) -> None:
         try:
-            if self._call_patched:
-                type.__setattr__(nn.Module, "_call_impl", _CALL_IMPL)
-                self._call_patched = False
+            if self._calls_set:
+                for m in self.direct_modules[: self._calls_set]:
+                    m.__dict__.pop("_call_impl", None)
+                self._calls_set = 0
             while self._saved_inst:
                 m, old = self._saved_inst.pop()
                 if old is _MISSING:
