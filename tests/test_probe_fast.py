@@ -218,3 +218,30 @@ def test_single_call_record_equals_the_general_sum() -> None:
         empty = CallRecord(call.inputs, call.outputs, complete=call.complete)
         two = ModuleRecord.from_calls("a", "Linear", (call, empty))
         assert dataclasses.replace(two, calls=1, call_records=(call,)) == one
+
+
+def test_fake_logs_quiet_during_a_run_and_restored_after() -> None:
+    import logging
+
+    from torchxray._fake.mode import quiet_fake_logs
+
+    name = "torch._subclasses.fake_tensor"
+    logger, child = logging.getLogger(name), logging.getLogger(name + ".tx_test_child")
+    other = logging.getLogger("tx_test_other")
+    level = logger.level
+    before = [(lg, lg.isEnabledFor(logging.ERROR)) for lg in (logger, child, other)]
+    with quiet_fake_logs():
+        assert logger.level == logging.CRITICAL
+        assert not logger.isEnabledFor(logging.ERROR) and not child.isEnabledFor(logging.ERROR)
+        assert other.isEnabledFor(logging.ERROR) == before[2][1]
+    assert logger.level == level
+    assert [(lg, lg.isEnabledFor(logging.ERROR)) for lg in (logger, child, other)] == before
+    # A placeholder below it that becomes a logger later is quieted too.
+    logging.getLogger(name + ".tx_test_a.b")
+    with quiet_fake_logs():
+        pass
+    late = logging.getLogger(name + ".tx_test_a")
+    assert late.isEnabledFor(logging.ERROR)
+    with quiet_fake_logs():
+        assert not late.isEnabledFor(logging.ERROR)
+    assert late.isEnabledFor(logging.ERROR)

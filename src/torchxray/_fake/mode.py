@@ -214,8 +214,51 @@ def quiet_fake_logs() -> Iterator[None]:
     reports that error itself, so keep the log out of the notebook's output meanwhile."""
     logger = logging.getLogger("torch._subclasses.fake_tensor")
     level = logger.level
-    logger.setLevel(logging.CRITICAL)
+    _set_level(logger, logging.CRITICAL)
     try:
         yield
     finally:
-        logger.setLevel(level)
+        _set_level(logger, level)
+
+
+def _set_level(logger: logging.Logger, level: int) -> None:
+    """``logger.setLevel(level)``, clearing the level caches of the loggers whose effective level
+    that changes (the logger and its descendants) rather than those of every logger in the
+    process, as setLevel does: with a model library imported that is hundreds of loggers, each
+    cleared in Python, a fixed cost per probe."""
+    manager = logging.Logger.manager
+    if (
+        getattr(logger, "manager", None) is not manager
+        or not hasattr(logger, "_cache")
+        or not hasattr(logging, "_acquireLock")  # Python 3.13 renamed the module lock
+    ):
+        logger.setLevel(level)  # another logging implementation: as before
+        return
+    logging._acquireLock()  # type: ignore[attr-defined]
+    try:
+        logger.level = logging._checkLevel(level)  # type: ignore[attr-defined]
+        logger._cache.clear()
+        for other in _descendants(logger, manager.loggerDict):
+            other._cache.clear()
+    finally:
+        logging._releaseLock()  # type: ignore[attr-defined]
+
+
+# name -> (how many loggers there were, the descendant loggers, the placeholders among them)
+_DESCENDANTS: dict[str, tuple[int, tuple[Any, ...], tuple[tuple[str, Any], ...]]] = {}
+
+
+def _descendants(logger: logging.Logger, loggers: dict[str, Any]) -> tuple[Any, ...]:
+    """The loggers below `logger`, found again only when the process has more loggers or a
+    placeholder below it became a logger (logging adds entries and replaces placeholders, never
+    removes one)."""
+    known = _DESCENDANTS.get(logger.name)
+    if known is not None and known[0] == len(loggers):
+        if all(loggers.get(n) is p for n, p in known[2]):
+            return known[1]
+    prefix = logger.name + "."
+    below = [(n, v) for n, v in list(loggers.items()) if n.startswith(prefix)]
+    found = tuple(v for _, v in below if isinstance(v, logging.Logger))
+    held = tuple((n, v) for n, v in below if not isinstance(v, logging.Logger))
+    _DESCENDANTS[logger.name] = (len(loggers), found, held)
+    return found
