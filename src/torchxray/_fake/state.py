@@ -63,11 +63,15 @@ def set_training(m: nn.Module, training: bool) -> None:
 
 
 @contextlib.contextmanager
-def kept_state(modules: list[nn.Module], buffers: list[torch.Tensor]) -> Iterator[None]:
+def kept_state(
+    modules: list[nn.Module], buffers: list[torch.Tensor], state: list[State] | None = None
+) -> Iterator[None]:
     """Around a real run: buffer values copied back (a kernel may update one in place without
     moving its version counter: BatchNorm's running statistics), and parameters, buffers and
-    tensor attributes a forward replaced put back. Buffers are a small part of a model."""
-    state = snapshot_state(modules)
+    tensor attributes a forward replaced put back. Buffers are a small part of a model.
+    `state`: ``snapshot_state(modules)`` taken just now, if the caller has one."""
+    if state is None:
+        state = snapshot_state(modules)
     values = [(b, b.detach().clone()) for b in buffers]
     try:
         yield

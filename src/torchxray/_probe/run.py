@@ -136,9 +136,11 @@ class ProbeRun:
             # Fake mode computes one-element tensors for real (FakeTensorMode keeps them as
             # constants): BatchNorm's num_batches_tracked counts up in a fake train-mode run too.
             limit = None if self.mode == "real" else CONSTANT_NUMEL_LIMIT
-            es.enter_context(kept_state(self.modules, _buffers(self.modules, limit)))
+            # One snapshot serves both kept_state and, in fake mode, undo_fake_state.
+            state = snapshot_state(self.modules)
+            es.enter_context(kept_state(self.modules, _buffers(self.modules, limit), state))
             if self.mode == "fake":
-                es.callback(undo_fake_state, snapshot_state(self.modules))
+                es.callback(undo_fake_state, state)
                 # FSDP2 units: lazily initialised for real, their bookkeeping put back after.
                 es.enter_context(fsdp_kept(self.modules, self.classes))
                 # Non-fake inputs allowed: the model's real parameters are converted lazily to
