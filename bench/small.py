@@ -1,0 +1,148 @@
+"""The fake probe against torchinfo at both ends of issue 26: small models and many modules.
+
+``python -m bench.small [--repeats N] [--threads 1] [--only NAME ...] [--json PATH]`` times, per
+model and interleaved (probe, torchinfo, probe, torchinfo, ...), ``tx.probe(model, x)`` (fake,
+FLOPs counted) and ``torchinfo.summary(model, input_data=[x])``, and prints one markdown row per
+model: both medians and the median of the run-by-run ratios (goal <= 0.5x). The 10k / 100k
+synthetic models (`bench.models.synthetic`) also give the module-count goal: 100k <= 10x 10k and
+<= 1.5 s. The small models are the ones the issue names: a small CNN, the sweep's small-config
+transformers Qwen2 / Gemma2 / Phi3 (`bench.sweep`), timm ResNet-18, torchvision MobileNet-V3
+small and the torchao int8 ResNet-18.
+
+It measures whichever torchxray it imports, so a before/after comparison runs it twice with
+another ``PYTHONPATH`` (README.md, issue 26).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+from torch import nn
+
+from .anchors import torchinfo_summary
+from .machine import machine
+from .models import synthetic
+from .timing import measure_interleaved, ms, ratio
+
+Built = tuple[nn.Module, tuple[Any, ...]]
+
+
+def _small_cnn() -> Built:
+    model = nn.Sequential(
+        nn.Conv2d(3, 16, 3, padding=1),
+        nn.BatchNorm2d(16),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(16, 32, 3, padding=1),
+        nn.BatchNorm2d(32),
+        nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(32, 10),
+    ).eval()
+    return model, (torch.randn(1, 3, 32, 32),)
+
+
+def _sweep(key: str) -> Callable[[], Built]:
+    def build() -> Built:
+        from .sweep.families import by_key
+
+        (entry,) = by_key((key,))
+        model = entry.build("cpu")
+        args, kwargs = entry.inputs(model, torch.device("cpu"))
+        if kwargs:  # torchinfo's input_data takes positional inputs: the ids only
+            args = (*args, *kwargs.values())
+        return model, tuple(args)
+
+    return build
+
+
+def _synthetic(n: int) -> Callable[[], Built]:
+    return lambda: (synthetic(n).eval(), (torch.randn(4, 8),))
+
+
+MODELS: dict[str, Callable[[], Built]] = {
+    "small CNN": _small_cnn,
+    "timm resnet18": _sweep("timm/resnet18"),
+    "torchvision mobilenet_v3_small": _sweep("torchvision/mobilenet_v3_small"),
+    "torchao resnet18 int8": _sweep("torchao/resnet18+Int8WeightOnlyConfig"),
+    "transformers Qwen2 (small config)": _sweep("transformers/Qwen2ForCausalLM"),
+    "transformers Gemma2 (small config)": _sweep("transformers/Gemma2ForCausalLM"),
+    "transformers Phi3 (small config)": _sweep("transformers/Phi3ForCausalLM"),
+    "synthetic 10k modules": _synthetic(10_000),
+    "synthetic 100k modules": _synthetic(100_000),
+}
+
+
+def run(names: list[str], repeats: int) -> Iterator[dict[str, Any]]:
+    import torchxray as tx
+
+    for name in names:
+        print(f"[bench.small] {name}", file=sys.stderr, flush=True)
+        torch.manual_seed(0)
+        model, args = MODELS[name]()
+        modules = sum(1 for _ in model.modules())
+        t = measure_interleaved(
+            {
+                "probe": lambda m=model, a=args: tx.probe(m, *a),
+                "torchinfo": lambda m=model, a=args: torchinfo_summary(m, *a),
+            },
+            repeats=repeats,
+            budget_s=60.0,
+        )
+        probe, info = t["probe"], t["torchinfo"]
+        yield {
+            "model": name,
+            "modules": modules,
+            "probe_s": probe.median,
+            "torchinfo_s": info.median,
+            "ratio": ratio(probe, info),
+            "runs": len(probe.runs),
+            "error": probe.error or info.error,
+        }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.small", description=__doc__.split("\n")[0])
+    p.add_argument("--repeats", type=int, default=9)
+    p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--only", nargs="+", choices=list(MODELS), metavar="NAME")
+    p.add_argument("--json", help="also write the rows as JSON here")
+    args = p.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    warnings.filterwarnings("ignore")
+    import torchxray
+
+    rows = list(run(args.only or list(MODELS), args.repeats))
+    print(f"torchxray from {torchxray.__file__}; {machine()}\n")
+    print("| model | modules | fake probe | torchinfo | ratio |")
+    print("|---|---:|---:|---:|---:|")
+    for r in rows:
+        cells = (
+            f"fails: {r['error']}"
+            if r["error"]
+            else f"{ms(r['probe_s'])} | {ms(r['torchinfo_s'])} | {r['ratio']:.2f}x"
+        )
+        print(f"| {r['model']} | {r['modules']:,} | {cells} |")
+    by = {r["model"]: r for r in rows}
+    small, big = by.get("synthetic 10k modules"), by.get("synthetic 100k modules")
+    if small and big and not (small["error"] or big["error"]):
+        print(
+            f"\n100k / 10k modules: {big['probe_s'] / small['probe_s']:.1f}x (goal <= 10x), "
+            f"100k {ms(big['probe_s'])} (goal <= 1.5 s)"
+        )
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"machine": machine(), "torchxray": torchxray.__file__, "rows": rows}, f)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
