@@ -1,14 +1,15 @@
 """Fake views of the real tensors a fake run meets (weights, buffers, inputs, constants).
 
 ``FakeTensorMode``'s converter describes a real tensor in full (views, storages, autograd
-metadata) and builds its fake through the meta converter: about a millisecond a tensor, redone in
-every run, most of a small model's fake probe (bench/README.md). Most tensors are plain: a dense
-strided leaf of at least one dimension that is no view, spans its whole storage and shares it
-with no other tensor. `QuickConverter` makes the fake of such a tensor directly, a meta tensor of
-the same sizes and strides wrapped as a FakeTensor (`_fake.quick.wrap`) with the converter's
-``requires_grad``, parameter flag and constant, and puts it in the converter's memo as the meta
-converter does; every other tensor (a 0-d one, whose value the converter keeps for ``item()``,
-included) goes to torch's converter as before. Whether direct fakes equal the converter's is
+metadata) and builds its fake through the meta converter, redone in every run: several times
+the cost of making the fake directly, a large part of a small model's fake probe
+(bench/README.md). Most tensors are plain: a dense strided leaf of at least one dimension that
+is no view, spans its whole storage and shares it with no other tensor. `QuickConverter` makes
+the fake of such a tensor directly, a meta tensor of the same sizes and strides wrapped as a
+FakeTensor (`_fake.quick.wrap`) with the converter's ``requires_grad``, parameter flag and
+constant, and puts it in the converter's memo as the meta converter does; every other tensor
+(a 0-d one, whose value the converter keeps for ``item()``, included) goes to torch's converter
+as before. Whether direct fakes equal the converter's is
 checked once per process; where they differ in anything a run can see (another torch release),
 every tensor goes to torch's converter.
 

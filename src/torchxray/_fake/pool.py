@@ -1,12 +1,11 @@
 """Fake modes kept between runs: `borrowed()` enters an idle `FakeMode` (or a new one) for one run.
 
 Making a FakeTensorMode records the caller's whole stack (``traceback.extract_stack``, source
-lines included): tens of milliseconds from a notebook cell, more than a small model's fake probe
-(bench/README.md). A mode holds nothing of a run once the run is over, except its converter's
-memo of real tensors (weak references, but a memo that could answer for a tensor changed in
-place since); a mode given back therefore gets a new converter, and each borrow a new `Fakes`
-and no front.
-A mode is handed to one run at a time (two threads probing get two modes) and goes back to the
+lines included), a cost that grows with the depth of the caller's stack (a notebook cell's is
+deep; bench/README.md, issue 26). A mode holds nothing of a run once the run is over, except
+its converter's memo of real tensors (weak references, but a memo that could answer for a tensor
+changed in place since); a mode given back therefore gets a new converter, and each borrow a new
+`Fakes` and no front. A mode is handed to one run at a time (two threads probing get two modes) and goes back to the
 pool only if it was left as it was entered; the torch settings a mode reads when made are part
 of its key, so a changed setting gets a new mode.
 """
