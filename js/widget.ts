@@ -2,6 +2,7 @@
 // traitlets (state) and to the kernel's "rpc" command (actions). Mirrors src/torchxray/widget.py.
 import type { RenderProps } from "@anywidget/types";
 import { clear, h, uid } from "./dom";
+import { hideStandIn, whenAttached } from "./host";
 import { containKeys } from "./keys";
 import { FormPane } from "./panes/form";
 import { GraphPane } from "./panes/graph";
@@ -269,6 +270,8 @@ export function createExplorer(
   );
   clear(el);
   el.appendChild(root);
+  // The read-only stand-in displayed after the widget is for a notebook without its kernel.
+  if (!readonly) whenAttached(el, () => hideStandIn(el));
 
   // In a kernel the tree comes after the view (_view/schedule.py): the first one reveals the
   // selection made before the view was shown (e.g. ex.select(...) in the same cell).
