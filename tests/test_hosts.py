@@ -60,3 +60,23 @@ def test_the_stand_in_is_hidden_by_the_dom_shape_where_jupyterlab_classes_are_mi
     jupyter_rules = [r for r in re.findall(r"(?m)^[^{}/]*\.jp-[^{]*\{", CSS)]
     assert len(jupyter_rules) == 1 and "tx-static" in jupyter_rules[0], jupyter_rules
     assert "hideStandIn(el)" in SOURCES["widget.ts"]
+
+
+def test_the_marimo_notebook_runs_as_an_app() -> None:
+    # What `marimo edit` runs (tests/ui/test_marimo.py clicks through it), without a browser:
+    # the widget wrapped as marimo wraps anywidgets, and the summary cell.
+    import importlib.util
+
+    path = JS.parent / "notebooks" / "08-marimo.py"
+    spec = importlib.util.spec_from_file_location("notebook_08_marimo", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    outputs, defs = module.app.run()
+    ex = defs["ex"]
+    try:
+        assert type(outputs[2]).__name__ == "anywidget" and outputs[2].widget is ex
+        assert ex.probe_report is not None and ex.probe_report.ok
+        assert "Total params: 43,226" in outputs[3].text
+    finally:
+        ex.close()
