@@ -2,6 +2,7 @@
 // traitlets (state) and to the kernel's "rpc" command (actions). Mirrors src/torchxray/widget.py.
 import type { RenderProps } from "@anywidget/types";
 import { clear, h, uid } from "./dom";
+import { hideStandIn, whenAttached } from "./host";
 import { containKeys } from "./keys";
 import { FormPane } from "./panes/form";
 import { GraphPane } from "./panes/graph";
@@ -17,6 +18,7 @@ import { messageOf } from "./panes/context";
 import type { Channel, HistoryState, State } from "./protocol";
 import { Rpc, SLOW_KINDS } from "./protocol";
 import { SnapshotRpc } from "./snapshot";
+import { messageInvoke } from "./transport";
 import { TreeView } from "./tree";
 import { TreeColor } from "./tree_color";
 import { TreeSelect } from "./tree_select";
@@ -40,8 +42,10 @@ export function createExplorer(
   assets: Record<string, string> = {},
 ): Explorer {
   const snapshot = model.get("snapshot");
-  let readonly = Boolean(model.get("readonly")) || !experimental?.invoke;
-  let rpc: Channel = readonly ? new SnapshotRpc(snapshot, assets) : new Rpc(experimental.invoke);
+  // Hosts without anywidget's invoke (marimo) still relay custom messages: Rpc falls back to them.
+  let readonly = Boolean(model.get("readonly")) || (!experimental?.invoke && typeof model.send !== "function");
+  const kernel = readonly ? null : new Rpc(experimental?.invoke ?? null, messageInvoke(model));
+  let rpc: Channel = kernel ?? new SnapshotRpc(snapshot, assets);
   const disposers: (() => void)[] = [];
   const on = (event: string, fn: () => void) => {
     model.on(event, fn);
@@ -266,6 +270,8 @@ export function createExplorer(
   );
   clear(el);
   el.appendChild(root);
+  // The read-only stand-in displayed after the widget is for a notebook without its kernel.
+  if (!readonly) whenAttached(el, () => hideStandIn(el));
 
   // In a kernel the tree comes after the view (_view/schedule.py): the first one reveals the
   // selection made before the view was shown (e.g. ex.select(...) in the same cell).
@@ -319,8 +325,9 @@ export function createExplorer(
   // A notebook saved with widget state and reopened without its kernel: nothing answers. If the
   // kernel left a snapshot (ex.save_snapshot()), browse that read-only instead.
   const saved = (snapshot as { nodes?: unknown[] })?.nodes?.length;
-  if (!readonly) {
-    rpc.call({ kind: "ping" }, PING_TIMEOUT).catch(() => {
+  if (kernel) {
+    // Which way the requests went (invoke or custom messages), for a person debugging a host.
+    rpc.call({ kind: "ping" }, PING_TIMEOUT).then(() => root.setAttribute("data-transport", kernel.transport), () => {
       if (!saved) return;
       readonly = true;
       rpc = new SnapshotRpc(snapshot, assets);

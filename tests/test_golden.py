@@ -114,6 +114,7 @@ PUBLIC = (
     "tree",
     "forms",
     "probe",
+    "summary",
     "patch",
     "source",
     "mro",

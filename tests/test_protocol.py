@@ -261,6 +261,7 @@ _SESSION = [
     {"kind": "redo"},
     {"kind": "probe", "mode": "fake"},
     {"kind": "probe_table"},
+    {"kind": "summary", "depth": 1},
     {"kind": "mro", "path": "0"},
     {"kind": "catalog", "query": "conv"},
     {"kind": "asset", "name": "viz"},

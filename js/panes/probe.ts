@@ -6,6 +6,7 @@ import type { ProbeMode, ProbeRow, ProbeSummary, ProbeTableReply } from "../prot
 import { messageOf, type Ctx, type Pane } from "./context";
 import { FlowView } from "./flow";
 import { foldRuns, isProbeFold, type ProbeFold } from "./probe_fold";
+import { SummaryTools } from "./summary";
 
 export type { ProbeRow };
 
@@ -38,19 +39,24 @@ export class ProbePane implements Pane {
   private readonly open = new Set<string>(); // folds the person opened, by first block path
   private view: "table" | "tree" = "table";
   private readonly flow: FlowView;
+  private readonly summary: SummaryTools; // Copy summary / Download CSV
   constructor(private readonly ctx: Ctx) {
     this.flow = new FlowView(ctx);
+    this.summary = new SummaryTools(ctx);
   }
 
   async show(force = false): Promise<void> {
     const p = this.ctx.model.get("probe_summary");
     if (p.rev === this.shown && !force) return;
-    if (p.rev !== this.shown) this.flow.reset();
+    if (p.rev !== this.shown) {
+      this.flow.reset();
+      this.summary.changed();
+    }
     this.shown = p.rev;
     this.rows = [];
     this.open.clear();
     clear(this.el);
-    this.el.append(this.controls(p), this.banner(p));
+    this.el.append(this.controls(p), this.summary.el, this.banner(p));
     if (p.ok === null) return;
     if (this.view === "tree") {
       this.el.appendChild(this.flow.el);

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-# The inspection and patch modules are imported eagerly: three of them (source, probe, catalog)
+# The inspection and patch modules are imported eagerly: four of them (source, probe, catalog, summary)
 # define a function with the module's own name, and a lazily imported submodule would otherwise
 # shadow that function as a package attribute. Only the widget stack (anywidget, traitlets) is lazy.
 from .catalog import CatalogEntry, catalog, register, resolve, unregister
@@ -29,6 +29,7 @@ from .probe import Edge, FlowEntry, ProbeReport, Site, probe
 from .select import peft_targets, select
 from .source import Source, source
 from .stats import ParamStats, stats
+from .summary import summary
 from .tree import ModelTree, Node, walk
 
 _LAZY: dict[str, str] = {"explore": "widget", "Explorer": "widget"}
@@ -71,6 +72,7 @@ __all__ = [
     "select",
     "source",
     "stats",
+    "summary",
     "unregister",
     "walk",
 ]

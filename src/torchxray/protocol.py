@@ -8,9 +8,8 @@ specs the validator reads) is derived from them, ``REPLIES`` names the reply eac
 ``SLOW`` the kinds that patch the model or re-run the probe.
 
 ``validate`` checks an incoming request (known kind, field types, sizes) and returns it with
-defaults filled in, or raises ``ProtocolError``; the widget turns that into an
-``{"kind": "error"}`` reply, so a malformed message never raises in the kernel and never touches
-the model.
+defaults filled in, or raises ``ProtocolError``; the widget turns that into an ``{"kind": "error"}``
+reply, so a malformed message never raises in the kernel and never touches the model.
 
     >>> validate({"kind": "children", "path": "layer1"})["limit"]
     0
@@ -33,6 +32,7 @@ from typing_extensions import NotRequired, TypedDict, get_type_hints
 
 from ._view import compare_types as ct
 from ._view import flow_types as ft
+from ._view import summary_types as st
 from ._view.replies import (
     AssetReply,
     CancelReply,
@@ -216,15 +216,14 @@ Request: TypeAlias = (
     FormRequest | EditRequest | ReplaceRequest | UndoRequest | RedoRequest | ProbeRequest |
     ProbeTableRequest | MroRequest | CatalogRequest | AssetRequest | ct.PickRequest |
     ct.PlanRequest | ct.BulkRequest | ct.PeftRequest | ct.DiffRequest | ct.StatsRequest |
-    ct.HealthRequest | MemoryRequest | FiguresRequest | ft.FlowRequest | ft.GraphRequest | CancelRequest
+    ct.HealthRequest | MemoryRequest | FiguresRequest | ft.FlowRequest | ft.GraphRequest | CancelRequest | st.SummaryRequest
 )  # fmt: skip
 REQUEST_TYPES: dict[str, type] = {
     get_args(t.__annotations__["kind"])[0]: t for t in get_args(Request)
 }
 
-# Requests that patch the model, re-run the probe or run a fake training step (memory): the widget
-# shows them as busy, and a stale `rev` is refused. The frontend waits longer for them, and for the
-# graph renderer's code (1.4 MB).
+# Requests that patch the model, re-run the probe or run a fake training step (memory): busy in the
+# widget, a stale `rev` refused; the frontend waits longer for them and the graph renderer (1.4 MB).
 SLOW = frozenset({"edit", "replace", "undo", "redo", "probe", "memory", "bulk"})
 SLOW_TIMEOUT_KINDS = SLOW | {"diff", "asset"}
 
@@ -243,6 +242,7 @@ REPLIES: dict[str, type] = {
     "redo": PatchedReply,
     "probe": ProbeReply,
     "probe_table": ProbeTableReply,
+    "summary": st.SummaryReply,
     "cancel": CancelReply,
     "mro": MroReply,
     "catalog": CatalogReply,

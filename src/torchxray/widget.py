@@ -71,6 +71,7 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
     # of the walk alone (`_tree/outline.py`, no counts yet), while the kernel reads every tensor.
     # Below it the full tree follows soon enough (bench/README.md has the figures).
     outline_from = 10_000
+    _one_line = False  # set while the display asks for repr(self) (`_repr_mimebundle_`)
 
     def __init__(
         self, model: nn.Module, *args: Any, mode: str = "fake", probe: bool = True, **kwargs: Any
@@ -104,6 +105,7 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
                 self._probe_now(session)
             self._sync(ALL)
         self._schedule.built()
+        self._ready = True  # repr(self) may read the session now
 
     # -- the probe, now or in the background ------------------------------------------------
 
@@ -226,7 +228,17 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
         super()._handle_custom_msg(content, buffers)
 
     def __repr__(self) -> str:
-        # The text fallback of the display: one line, not "<torchxray.widget.Explorer at 0x..>".
+        # print(ex), repr(ex) in a terminal or script: the text summary (`ex.summary()`). The
+        # display's text/plain (`_repr_mimebundle_`) and the stand-in's headline stay one line.
+        if self._one_line or not getattr(self, "_ready", False) or self._session is None:
+            return self._line()
+        try:
+            return self.summary()
+        except Exception as e:  # noqa: BLE001 - a repr never raises
+            return f"{self._line()}\n(no summary: {type(e).__name__}: {e})"
+
+    def _line(self) -> str:
+        """``torchxray Explorer: ResNet, 94 modules, 11.2M params; probe ok``: the text fallback."""
         s = getattr(self, "_session", None)
         if s is None or s.model is None:
             return static_html.summary_line(None, None, None)
@@ -236,15 +248,27 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
         failed = rep.error.path if rep is not None and rep.error is not None else None
         return static_html.summary_line(s.tree, None if rep is None else rep.ok, failed)
 
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        # The text/plain ipywidgets puts beside the view is repr(self): one line there, not a
+        # summary (whose walk the deferred display must not wait for).
+        self._one_line = True
+        try:
+            return super()._repr_mimebundle_(**kwargs)
+        finally:
+            self._one_line = False
+
     def _stand_in(self) -> dict[str, str]:
         with self._lock:
             s = self._live()
-            return {"text/html": static_html.static_html(s.tree, s.rows(), repr(self))}
+            return {"text/html": static_html.static_html(s.tree, s.rows(), self._line())}
 
     def _ipython_display_(self) -> None:
         from IPython.display import display
 
         if self._repr_mimebundle_ is None:  # closed: ipywidgets dropped the view
+            display({"text/plain": self._line()}, raw=True)
+            return
+        if _in_terminal():  # IPython in a terminal draws no widget: the summary instead
             display({"text/plain": repr(self)}, raw=True)
             return
         bundle = self._repr_mimebundle_()
@@ -323,6 +347,16 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
             session.close()
             self._session = None
         super().close()
+
+
+def _in_terminal() -> bool:
+    """Whether this runs in IPython's terminal shell (by class name: no prompt_toolkit import)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython comes with ipywidgets
+        return False
+    shell = get_ipython()
+    return any(c.__name__ == "TerminalInteractiveShell" for c in type(shell).__mro__)
 
 
 def explore(

@@ -156,4 +156,11 @@ def test_notebook7_open_select_edit_undo(
     expect(status).to_have_text(re.compile(r"^probe ok"))
     ex.get_by_role("tab", name="Form").click()
     expect(ex.get_by_label("out_channels", exact=True)).to_have_value("16")
+    # The same flow as in JupyterLab and marimo: Source, and the probe's results.
+    ex.get_by_role("tab", name="Source").click()
+    expect(ex.get_by_role("tabpanel", name="Source")).to_contain_text("class Conv2d(")
+    ex.get_by_role("tab", name="Probe").click()
+    probe = ex.get_by_role("tabpanel", name="Probe")
+    conv1 = probe.locator("tr", has=page.get_by_role("cell", name="conv1", exact=True))
+    expect(conv1).to_contain_text("2×16×32×32")
     assert errors(page) == []

@@ -15,6 +15,7 @@ from . import tools_flow as flow
 from . import tools_memory as memory
 from . import tools_patch as patch
 from . import tools_probe as probe
+from . import tools_summary as summary
 from . import tools_tree as tree
 from .host import Handler
 
@@ -42,6 +43,7 @@ HANDLERS: dict[str, Handler] = {
     "probe": probe.on_probe,
     "probe_table": probe.on_probe_table,
     "cancel": probe.on_cancel,
+    "summary": summary.on_summary,
     # selection, compare and health
     "pick": compare.on_pick,
     "plan": compare.on_plan,

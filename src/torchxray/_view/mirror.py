@@ -1,4 +1,4 @@
-"""The Explorer's Python API (``ex.select``, ``ex.edit``, ``ex.undo``, ``ex.probe_report``, ``ex.to_html``...):
+"""The Explorer's Python API (``ex.select``, ``ex.edit``, ``ex.undo``, ``ex.probe_report``, ``ex.summary``, ``ex.to_html``...):
 each call does what the view's request does, through the same Session, and re-sends the states it
 changed. A mixin of ``widget.Explorer``, which holds the traitlets, the lock and the background probe.
 """
@@ -14,9 +14,11 @@ from torch import nn
 
 from ..patch import PatchEntry
 from ..probe import ProbeReport
+from ..summary import summarize
 from . import assets
 from .host import ALL, PROBE, SELECT, States
 from .session import Session
+from .tools_summary import NO_PROBE
 
 __all__ = ["STATE", "PythonApi"]
 
@@ -100,6 +102,15 @@ class PythonApi:
         """Python that replays this session's patches on a fresh model (``PatchLog.to_code``)."""
         log = self._live().log
         return log.to_code() if log is not None else ""
+
+    def summary(self, depth: int | None = None) -> str:
+        """The text summary of the model as it is now (``tx.summary``'s: the tree to ``depth``,
+        output shapes from the last probe, totals); ``print(ex)`` prints the same. Waits for a
+        probe running in the background."""
+        self._join()
+        with self._lock:
+            s = self._live()
+            return summarize(s.tree, s.report, depth=depth, note=s.probe_note or NO_PROBE).text()
 
     def save_snapshot(self) -> None:
         """Store a read-only snapshot in the widget state, so that a notebook saved with widget
