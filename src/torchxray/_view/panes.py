@@ -300,7 +300,9 @@ class _Diff:
         if previous is None:
             return
         d = previous.diff(report)
-        self.added = {e.path for e in d.added}
+        # A failed previous run stopped early: what it did not reach is not new (nothing passed
+        # before it to tell what is).
+        self.added = {e.path for e in d.added} if previous.ok else set()
         gone = [e.path for e in d.removed]
         if report.ok:
             self.removed = gone
