@@ -226,6 +226,7 @@ export interface SourceReply {
   qualname: string;
   forward_lines: [number, number] | null;
   note: string | null; // e.g. "showing the original class of a parametrized module"
+  cell: string | null;
 }
 
 export interface FormReply {

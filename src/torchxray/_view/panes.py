@@ -183,6 +183,7 @@ def source_dict(src: Source, html: str, line: int | None = None) -> SourceReply:
         "qualname": src.qualname,
         "forward_lines": src.forward_lines or None,
         "note": note,
+        "cell": src.cell,
     }
 
 

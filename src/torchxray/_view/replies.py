@@ -249,6 +249,9 @@ class SourceReply(TypedDict):
     qualname: str
     forward_lines: tuple[int, int] | None
     note: str | None  # e.g. "showing the original class of a parametrized module"
+    # "In [3]" when the class was defined in a notebook cell: the header names the cell (and the
+    # line in it), not the kernel's temporary file that `file` is then.
+    cell: str | None
 
 
 class FormReply(TypedDict):
