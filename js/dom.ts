@@ -56,3 +56,14 @@ export function uid(prefix: string): string {
   counter += 1;
   return `tx-${prefix}-${instance}-${counter}`;
 }
+
+/** `text` as text nodes with line-break opportunities only after "×", ", ", "." and ": ", so that
+ * a shape list wraps between dimensions or entries ("1×3×224×" / "224"), never inside a number. */
+export function breakable(text: string): Node[] {
+  const out: Node[] = [];
+  for (const piece of text.split(/(?<=×|, |\.|: )/)) {
+    if (out.length) out.push(document.createElement("wbr"));
+    out.push(document.createTextNode(piece));
+  }
+  return out;
+}

@@ -10,7 +10,8 @@ export interface NodeRow {
   cls: string;
   nkids: number;
   params?: number; // parameters in the subtree; not in an outline (not counted yet)
-  out?: string; // output shapes, once probed
+  out?: string;
+  out_all?: string; // every output, "name: shape" one a line, when there are several
   marks?: Mark[];
   alias_of?: string; // an alias path: the canonical path of the same module object
   placement?: string; // only where unusual: offloaded, DTensor / FSDP2, several devices

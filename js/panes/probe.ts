@@ -1,7 +1,7 @@
 // Probe results: every module's shapes, the diff against the previous probe highlighted, a banner
 // naming the module that failed, and the fake/real switch; runs of identical blocks fold
 // (probe_fold.ts) and a row leads to its module in the tree. Mirrors src/torchxray/probe.py.
-import { clear, formatBytes, formatCount, h, uid } from "../dom";
+import { breakable, clear, formatBytes, formatCount, h, uid } from "../dom";
 import type { ProbeMode, ProbeRow, ProbeSummary, ProbeTableReply } from "../protocol";
 import { messageOf, type Ctx, type Pane } from "./context";
 import { FlowView } from "./flow";
@@ -165,8 +165,13 @@ export class ProbePane implements Pane {
   }
 
   private row(row: ProbeRow, cols: Columns, label?: HTMLElement, totals: Totals = row): HTMLTableRowElement {
-    // Paths and shapes wrap (styles.css), so the table fits the pane without a sideways scroll.
-    const wrapped = (text: string) => h("td", { class: "tx-wrap tx-mono" }, text);
+    // Paths and shapes wrap (styles.css), so the table fits the pane without a sideways scroll;
+    // shapes only between dimensions or entries, never inside a number.
+    const wrapped = (text: string) => {
+      const td = h("td", { class: "tx-wrap tx-mono tx-shapes" });
+      td.append(...breakable(text));
+      return td;
+    };
     const tr = h(
       "tr",
       { class: `tx-${row.status}`, title: row.status },

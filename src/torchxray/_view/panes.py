@@ -64,9 +64,31 @@ def shape_text(shapes: Iterable[Sequence[int]]) -> str:
     return _clip(", ".join(parts), 120)
 
 
-def leaves_text(leaves: Iterable[TensorInfo | str], params: Sequence[str] | None = None) -> str:
+def _dims(shape: Sequence[int]) -> str:
+    return "×".join(map(str, shape)) if len(shape) else "scalar"
+
+
+def output_parts(leaves: Iterable[TensorInfo | str]) -> list[str]:
+    """Each output tensor as "name: shape", named by where it sat in what the module returned
+    ("logits: 1×8×100", "cache.self_attention_cache[0].keys: 1×4×8×8", "[1]: 2×3"); a lone
+    tensor returned as is is its shape alone. Non-tensor leaves (None, ints) are left out."""
+    tensors = [leaf for leaf in leaves if not isinstance(leaf, str)]
+    if len(tensors) == 1 and not tensors[0].name:
+        return [_dims(tensors[0].shape)]
+    return [f"{t.name.lstrip('.')}: {_dims(t.shape)}" if t.name else _dims(t.shape) for t in tensors]
+
+
+def outputs_text(leaves: Iterable[TensorInfo | str], limit: int = 600) -> str:
+    """All of `output_parts`, joined with ", " (the Probe table's "output" column)."""
+    return _clip(", ".join(output_parts(leaves)), limit)
+
+
+def leaves_text(
+    leaves: Iterable[TensorInfo | str], params: Sequence[str] | None = None, named: bool = False
+) -> str:
     """Leaves as text; with ``params`` (the forward's parameter names), each tensor is labelled
-    by the argument it sat in: ``hidden_states: 2×8×64 float32`` for ``args[0]``."""
+    by the argument it sat in: ``hidden_states: 2×8×64 float32`` for ``args[0]``; ``named``
+    (outputs), by where it sat in what was returned: ``logits: 1×8×100 float32``."""
     out = []
     for leaf in leaves:
         if isinstance(leaf, str):
@@ -74,7 +96,10 @@ def leaves_text(leaves: Iterable[TensorInfo | str], params: Sequence[str] | None
         else:
             dims = "×".join(map(str, leaf.shape)) if leaf.shape else "scalar"
             text = f"{dims} {leaf.dtype}" + (f" {leaf.device}" if leaf.device != "cpu" else "")
-            label = _argument(leaf.name, params) if params is not None else ""
+            if params is not None:
+                label = _argument(leaf.name, params)
+            else:
+                label = leaf.name.lstrip(".") if named else ""
             out.append(f"{label}: {text}" if label else text)
     return _clip(", ".join(out), 300)
 
@@ -146,7 +171,7 @@ def overview(
         out["probe"] = {
             "calls": record.calls,
             "inputs": leaves_text(record.inputs, params),
-            "outputs": leaves_text(record.outputs),
+            "outputs": leaves_text(record.outputs, named=True),
             "flops": record.flops,
             "time_ms": record.time_ms,
             "mem_alloc": record.mem_alloc,
@@ -343,7 +368,7 @@ def probe_table(
                 "cls": rec.cls,
                 "calls": rec.calls,
                 "inputs": shape_text(rec.input_shapes),
-                "outputs": shape_text(rec.output_shapes),
+                "outputs": outputs_text(rec.outputs),
                 "status": status,
                 "before": diff.changed.get(rec.path),
                 "flops": rec.flops,

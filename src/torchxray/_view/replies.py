@@ -24,7 +24,10 @@ class NodeRow(TypedDict):
     cls: str
     nkids: int
     params: NotRequired[int]  # parameters in the subtree; not in an outline (not counted yet)
-    out: NotRequired[str]  # output shapes, once probed
+    # Once probed: the first output tensor, named by where it sat in what the module returned,
+    # and how many more ("logits: 1×8×100 +9"); a lone tensor returned as is: its shape alone.
+    out: NotRequired[str]
+    out_all: NotRequired[str]  # every output, "name: shape" one a line, when there are several
     marks: NotRequired[list[Mark]]
     alias_of: NotRequired[str]  # an alias path: the canonical path of the same module object
     placement: NotRequired[str]  # only where unusual: offloaded, DTensor / FSDP2, several devices

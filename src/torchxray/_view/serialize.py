@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .panes import shape_text
+from .panes import output_parts
 
 if TYPE_CHECKING:
     from .._tree.outline import Outline, Sketch
@@ -53,6 +53,14 @@ def _is_patched(path: str, patched: frozenset[str]) -> bool:
         return False
     parts = path.split(".") if path else []
     return any(".".join(parts[: i + 1]) in patched for i in range(len(parts)))
+
+
+_OUT_ALL = 40  # outputs listed in a row's tooltip
+
+
+def _clip_all(parts: list[str]) -> str:
+    more = len(parts) - _OUT_ALL
+    return "\n".join(parts[:_OUT_ALL]) + (f"\n… {more} more" if more > 0 else "")
 
 
 class RowMaker:
@@ -94,7 +102,11 @@ class RowMaker:
         if rec is not None and rec.contract:
             marks.append("contract")
         if rec is not None and rec.output_shapes:
-            row["out"] = shape_text(rec.output_shapes)
+            # The first output by name ("logits: 1×8×100 +9"); the row's tooltip lists them all.
+            parts = output_parts(rec.outputs)
+            row["out"] = parts[0] + (f" +{len(parts) - 1}" if len(parts) > 1 else "")
+            if len(parts) > 1:
+                row["out_all"] = _clip_all(parts)
         elif rec is None and self.report is not None and self.report.ok:
             why = self.report.why_not_called(node.path)
             if why is not None:
