@@ -261,7 +261,8 @@ export interface ProbeTableReply {
   rows: ProbeRow[];
   total: number;
   removed: string[];
-  not_reached: string[]; // after a failed probe: modules it stopped before (not removed)
+  not_reached: string[];
+  not_reached_total: number;
   not_called?: Record<string, string>;
   rev: number;
 }

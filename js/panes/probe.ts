@@ -127,13 +127,26 @@ export class ProbePane implements Pane {
     if (first && r.removed.length) {
       this.el.appendChild(h("p", { class: "tx-removed tx-bad" }, `removed since the previous probe: ${r.removed.join(", ")}`));
     }
-    if (first && r.not_reached?.length) {
-      const where = this.ctx.model.get("probe_summary")?.error?.path || "(model)";
-      this.el.appendChild(
-        h("p", { class: "tx-removed tx-muted" }, `not reached (the probe stopped at ${where}): ${r.not_reached.join(", ")}`),
-      );
-    }
+    if (first && r.not_reached?.length) this.el.appendChild(this.notReached(r));
     this.renderTable();
+  }
+
+  /** "Not reached: 312 modules after bn1", closed; open, the outermost of them, each a link
+   * to its row in the tree (what is under them was not reached either). */
+  private notReached(r: ProbeTableReply): HTMLElement {
+    const where = this.ctx.model.get("probe_summary")?.error?.path || "(model)";
+    const total = r.not_reached_total ?? r.not_reached.length;
+    const n = `${total} module${total === 1 ? "" : "s"}`;
+    const box = h("details", { class: "tx-removed tx-notreached" }, h("summary", {}, `not reached: ${n} (the probe stopped at ${where})`));
+    const list = h("div", { class: "tx-chips" });
+    for (const path of r.not_reached) {
+      const b = h("button", { type: "button", class: "tx-chip", title: `select ${path} in the tree` }, path);
+      b.addEventListener("click", () => this.ctx.select(path));
+      list.appendChild(b);
+    }
+    const more = total > r.not_reached.length ? " (the first of them)" : "";
+    box.append(h("div", { class: "tx-muted" }, `the outermost${more}; what is under each was not reached either:`), list);
+    return box;
   }
 
   private renderTable(): void {

@@ -346,6 +346,12 @@ class _Diff:
             self.changed[path] = before
 
 
+def _outermost(paths: Sequence[str]) -> list[str]:
+    """The paths whose parent is not among them (``blocks.1`` stands for ``blocks.1.0.conv``)."""
+    among = set(paths)
+    return [p for p in paths if p.rpartition(".")[0] not in among]
+
+
 def probe_table(
     report: ProbeReport, previous: ProbeReport | None, offset: int, limit: int, rev: int
 ) -> ProbeTableReply:
@@ -381,7 +387,8 @@ def probe_table(
         "rows": rows,
         "total": len(paths),
         "removed": diff.removed[:100],
-        "not_reached": diff.not_reached[:100],
+        "not_reached": _outermost(diff.not_reached)[:100],
+        "not_reached_total": len(diff.not_reached),
         "not_called": dict(list(report.not_called.items())[:200]),
         "rev": rev,
     }

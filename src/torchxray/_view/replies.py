@@ -288,7 +288,10 @@ class ProbeTableReply(TypedDict):
     rows: list[ProbeRow]
     total: int
     removed: list[str]
-    not_reached: list[str]  # after a failed probe: modules it stopped before (not removed)
+    # After a failed probe: the outermost modules it stopped before (not removed; what is under
+    # them was not reached either), and how many modules that is in all.
+    not_reached: list[str]
+    not_reached_total: int
     # After a successful probe: the outermost modules their parent's forward did not call -> why
     # (a fused fast path, weights used directly, unused); nothing under them was called either.
     not_called: NotRequired[dict[str, str]]
