@@ -73,6 +73,13 @@ export function createExplorer(
   const root = h("div", { class: "tx-root", "data-lm-suppress-shortcuts": "true" });
   let localBusy = 0;
 
+  // A failure is often deep inside collapsed rows: its status leads there.
+  status.addEventListener("click", () => {
+    const p = model.get("probe_summary");
+    if (p?.ok !== false || !p.error) return;
+    ctx.select(p.error.path);
+    void tree.reveal(p.error.path); // also when it is selected already
+  });
   const showError = (message: string) => {
     alertText.textContent = message;
     alert.hidden = !message;
@@ -252,6 +259,7 @@ export function createExplorer(
     const state = model.get("tree_state");
     status.textContent = (state?.root && !state.outline) || readonly ? (p?.status ?? "") : "reading the model…";
     status.classList.toggle("tx-bad", p?.ok === false);
+    status.title = p?.ok === false ? "show the module that failed in the tree" : "";
     // No report (probing, cancelled, skipped, no inputs): neither green nor red.
     status.classList.toggle("tx-none", p?.ok === null || p?.ok === undefined);
     root.classList.toggle("tx-failed", p?.ok === false);
@@ -283,6 +291,7 @@ export function createExplorer(
     });
   };
   on("change:tree_state", () => color.reset());
+  on("change:tree_state", () => picker.treeChanged());
   on("change:tree_state", syncStatus);
   on("change:tree_state", () => showTree(true));
   on("change:selected", () => {
