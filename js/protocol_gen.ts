@@ -337,4 +337,4 @@ export interface SiteRow {
 
 export type Item = NodeRow | FoldRow | MoreRow;
 
-export type Mark = "alias" | "hooks" | "fwd" | "custom" | "param" | "wrap" | "patched" | "error" | "contract";
+export type Mark = "alias" | "hooks" | "fwd" | "custom" | "param" | "wrap" | "patched" | "error" | "inside_error" | "contract" | "frozen";

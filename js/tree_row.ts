@@ -12,6 +12,8 @@ const MARK_TEXT: Record<Mark, [string, string]> = {
   custom: ["custom", "a class defined outside torch"],
   patched: ["patched", "changed by a patch"],
   error: ["failed", "the last probe failed here"],
+  inside_error: ["fails inside", "the last probe failed in a module under this one (click the red status to go there)"],
+  frozen: ["frozen", "every parameter here has requires_grad=False"],
   param: ["param", "parametrized"],
   wrap: ["wrap", "wraps another module"],
   contract: ["contract", "forward's annotations disagree with what the probe saw (see Overview)"],

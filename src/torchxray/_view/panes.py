@@ -75,7 +75,9 @@ def output_parts(leaves: Iterable[TensorInfo | str]) -> list[str]:
     tensors = [leaf for leaf in leaves if not isinstance(leaf, str)]
     if len(tensors) == 1 and not tensors[0].name:
         return [_dims(tensors[0].shape)]
-    return [f"{t.name.lstrip('.')}: {_dims(t.shape)}" if t.name else _dims(t.shape) for t in tensors]
+    return [
+        f"{t.name.lstrip('.')}: {_dims(t.shape)}" if t.name else _dims(t.shape) for t in tensors
+    ]
 
 
 def outputs_text(leaves: Iterable[TensorInfo | str], limit: int = 600) -> str:

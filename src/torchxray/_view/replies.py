@@ -12,7 +12,17 @@ from . import flow_types as ft
 
 # A tree row's markers; js/tree_row.ts labels each (a Record<Mark, ...>, so tsc fails on drift).
 Mark: TypeAlias = Literal[
-    "alias", "hooks", "fwd", "custom", "param", "wrap", "patched", "error", "contract"
+    "alias",
+    "hooks",
+    "fwd",
+    "custom",
+    "param",
+    "wrap",
+    "patched",
+    "error",
+    "inside_error",  # an ancestor of the module the last probe failed in
+    "contract",
+    "frozen",  # has parameters, none of them trainable
 ]
 
 

@@ -70,6 +70,11 @@ class RowMaker:
         self.report = report
         self.patched = _patched(log)
         self.failed = report.error.path if report is not None and report.error is not None else None
+        # Its ancestors are marked too: a failure inside collapsed rows is seen from the top.
+        self.above_failed: frozenset[str] = frozenset()
+        if self.failed:
+            parts = self.failed.split(".")
+            self.above_failed = frozenset(".".join(parts[:i]) for i in range(len(parts)))
 
     def row(self, node: Node | Sketch) -> NodeRow:
         marks: list[Mark] = []
@@ -89,6 +94,8 @@ class RowMaker:
             marks.append("patched")
         if self.failed is not None and node.path == self.failed:
             marks.append("error")
+        elif node.path in self.above_failed:
+            marks.append("inside_error")
         row: NodeRow = {
             "path": node.path,
             "name": node.name,
@@ -98,6 +105,8 @@ class RowMaker:
         params = getattr(node, "params_total", None)  # an outline's Sketch has no counts yet
         if params is not None:
             row["params"] = params
+            if params and not node.trainable_total:  # type: ignore[union-attr]
+                marks.append("frozen")
         rec = self.report.records.get(node.path) if self.report is not None else None
         if rec is not None and rec.contract:
             marks.append("contract")
