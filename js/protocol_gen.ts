@@ -119,6 +119,7 @@ export interface ProbeSummary {
   error: ProbeError | null;
   changed: number;
   rev: number;
+  stale: boolean;
 }
 
 export interface HistoryEntry {

@@ -67,6 +67,8 @@ export function createExplorer(
   );
   cancelBtn.addEventListener("click", () => {
     cancelBtn.disabled = true;
+    // Said at once: putting a big model back takes a moment after the probe stops.
+    status.textContent = "cancelling the probe: putting the model back…";
     rpc.call({ kind: "cancel" }).catch((e: unknown) => showError(messageOf(e)));
   });
   // Lumino (JupyterLab) would otherwise take arrows/Enter in the tree for notebook commands.
@@ -258,10 +260,10 @@ export function createExplorer(
     // model. A big model's outline comes first (rows without counts) while it reads the tensors.
     const state = model.get("tree_state");
     status.textContent = (state?.root && !state.outline) || readonly ? (p?.status ?? "") : "reading the model…";
-    status.classList.toggle("tx-bad", p?.ok === false);
+    status.classList.toggle("tx-bad", p?.ok === false && !p.stale);
     status.title = p?.ok === false ? "show the module that failed in the tree" : "";
     // No report (probing, cancelled, skipped, no inputs): neither green nor red.
-    status.classList.toggle("tx-none", p?.ok === null || p?.ok === undefined);
+    status.classList.toggle("tx-none", p?.ok === null || p?.ok === undefined || Boolean(p.stale));
     root.classList.toggle("tx-failed", p?.ok === false);
   }
 

@@ -283,6 +283,7 @@ def probe_summary(
             "error": None,
             "changed": 0,
             "rev": rev,
+            "stale": False,
         }
     diff = _Diff(report, previous)
     changed = len(diff.changed) + len(diff.added) + len(diff.removed)
@@ -304,6 +305,8 @@ def probe_summary(
         status = f"probe ok: {len(report.records)} modules"
         if report.not_called:  # e.g. a fused fast path: say so, rather than leave rows blank
             status += f"; {len(report.not_called)} not called (reasons in the table)"
+    if why:  # probing again, or cancelled: the report shown is the one before
+        status = _clip(f"{why.rstrip('.')}. Shown: the run before ({status})", 400)
     return {
         "ok": report.ok,
         "mode": report.mode,
@@ -312,6 +315,7 @@ def probe_summary(
         "error": error,
         "changed": changed,
         "rev": rev,
+        "stale": bool(why),
     }
 
 

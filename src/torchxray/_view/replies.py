@@ -154,6 +154,9 @@ class ProbeSummary(TypedDict):
     error: ProbeError | None
     changed: int
     rev: int
+    # The report shown is not the model's latest word: a probe runs, or the last one was
+    # cancelled or could not run (the status says so first, then what the shown report said).
+    stale: bool
 
 
 class HistoryEntry(TypedDict):
