@@ -19,7 +19,7 @@ from ..patch import PatchEntry, PatchLog
 from ..probe import ProbeReport, probe
 from ..protocol import PROBE_MODES, SLOW, ProtocolError, error_reply, validate
 from ..tree import ModelTree, walk
-from . import panes, tools_flow
+from . import panes, probe_panes, tools_flow
 from . import serialize as ser
 from .background import PROBING
 from .handlers import HANDLERS
@@ -128,7 +128,7 @@ class Session:
         return panes.overview(node, rec, why, params, tools_flow.site_rows(self, node.path))
 
     def probe_summary(self) -> ProbeSummary:
-        return panes.probe_summary(self.report, self.previous, self.rev, self.probe_note)
+        return probe_panes.probe_summary(self.report, self.previous, self.rev, self.probe_note)
 
     def history(self) -> HistoryState:
         if self.log is None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..forms import form
 from ..mro import mro_classes, mro_graph
 from ..source import source
-from . import panes, tools_flow
+from . import panes, probe_panes, tools_flow
 from . import serialize as ser
 from .highlight import highlight
 from .host import Host
@@ -56,5 +56,5 @@ def snapshot(host: Host, max_nodes: int = SNAPSHOT_NODES) -> Snapshot:
         except Exception:  # noqa: BLE001 - a snapshot shows what it can; the pane says the rest
             continue
     if report is not None:
-        data["probe_table"] = panes.probe_table(report, host.previous, 0, len(report.records), rev)
+        data["probe_table"] = probe_panes.probe_table(report, host.previous, 0, len(report.records), rev)
     return data
