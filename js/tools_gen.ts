@@ -107,7 +107,7 @@ export interface FlowReply {
 export interface GraphNode {
   id: string; // the DOT node id (the SVG node's <title>)
   path: string; // the module (a group: its first); "" for the input and output
-  kind: "module" | "group" | "input" | "output";
+  kind: "module" | "group" | "cluster" | "input" | "output"; // cluster: its kids drawn
   key: string; // a group's key (for `open`); "" otherwise
   count: number; // a group: how many modules it stands for
   nkids: number; // the module's children: 0 means there is nothing to go into
@@ -120,6 +120,7 @@ export interface GraphReply {
   nodes: GraphNode[];
   edges: number; // edges drawn
   note: string; // e.g. "a real probe records no dataflow: run a fake probe"
+  depth: number; // the depth drawn (lower than asked past MAX_NODES boxes); 0: all of it
 }
 
 export interface SnapshotChildren {
@@ -137,5 +138,6 @@ export interface Snapshot {
   source: Record<string, SourceReply>;
   mro: Record<string, MroReply>;
   probe_table: ProbeTableReply | null;
+  graph: Record<string, GraphReply>;
   truncated: boolean; // the model has more modules than the snapshot holds
 }

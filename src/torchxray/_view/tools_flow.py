@@ -223,7 +223,7 @@ def on_flow(host: Host, req: FlowRequest) -> tuple[FlowReply, States]:
 
 def on_graph(host: Host, req: GraphRequest) -> tuple[GraphReply, States]:
     node = host.tree[req["path"]]  # KeyError names close paths
-    graph = graph_dot.build(host.tree, host.report, node.path, req["open"])
+    graph = graph_dot.build(host.tree, host.report, node.path, req["open"], req["depth"])
     reply: GraphReply = {
         "kind": "graph",
         "path": node.path,
@@ -231,5 +231,6 @@ def on_graph(host: Host, req: GraphRequest) -> tuple[GraphReply, States]:
         "nodes": graph.nodes,
         "edges": graph.edges,
         "note": graph.note,
+        "depth": graph.depth,
     }
     return reply, NONE
