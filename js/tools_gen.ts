@@ -92,6 +92,8 @@ export interface FlowLine {
   key: string; // a fold's key (for `open`); "" for a call
   last: string; // a fold: the last call's path
   open: boolean; // a fold: whether its calls follow
+  time_ms: number | null; // the call's time (a real probe); a fold: its calls' sum
+  flops: number | null; // the call's FLOPs (counted in a fake probe); a fold: its calls' sum
 }
 
 export interface FlowReply {

@@ -297,3 +297,17 @@ def test_the_whole_model_to_a_depth_draws_clusters_and_their_skips() -> None:
     assert (ids["relu"], ids["layer1.0.relu"]) in edges
     # Out of a cluster: layer1's output came from layer1.1's relu, into layer2.0's first layer.
     assert (ids["layer1.1.relu"], ids["layer2.0.conv1"]) in edges
+
+
+def test_the_call_tree_has_times_after_a_real_probe_and_flops_after_a_fake_one() -> None:
+    s = _session(demo.tiny_transformer(depth=4), torch.randint(0, 100, (1, 8)))
+    fake = _ok(s.handle({"kind": "flow"})[0])["lines"]
+    assert all(line["time_ms"] is None for line in fake)
+    assert any(line["flops"] for line in fake)
+    s.run_probe("real")
+    lines = _ok(s.handle({"kind": "flow"})[0])["lines"]
+    assert all(line["time_ms"] is not None and line["time_ms"] >= 0 for line in lines)
+    fold = next(line for line in lines if line["count"])  # the four blocks: their calls' sum
+    rec = s.report.records  # type: ignore[union-attr]
+    blocks = [rec[f"blocks.{i}"].call_records[0].time_ms for i in range(4)]
+    assert fold["time_ms"] == pytest.approx(sum(blocks))

@@ -60,6 +60,8 @@ class FlowLine(TypedDict):
     key: str  # a fold's key (for `open`); "" for a call
     last: str  # a fold: the last call's path
     open: bool  # a fold: whether its calls follow
+    time_ms: float | None  # the call's time (a real probe); a fold: its calls' sum
+    flops: int | None  # the call's FLOPs (counted in a fake probe); a fold: its calls' sum
 
 
 class FlowReply(TypedDict):
