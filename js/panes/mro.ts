@@ -82,6 +82,8 @@ export class MroPane implements Pane {
       if (seq !== this.seq) return;
       const svg = render(r.dot) as SVGSVGElement;
       this.view.show(svg);
+      // The module's own class is at the bottom (bases above it): start there.
+      this.view.viewport.scrollTop = this.view.viewport.scrollHeight;
       this.wireNodes(svg, path, r.classes);
     } catch (e) {
       if (seq !== this.seq) return;

@@ -121,6 +121,7 @@ export class ProbePane implements Pane {
       this.el.appendChild(h("p", { class: "tx-note" }, messageOf(e)));
       return;
     }
+    if (this.view !== "table") return; // switched to the call tree meanwhile
     const first = this.rows.length === 0;
     this.rows.push(...r.rows);
     this.total = r.total;
@@ -150,6 +151,7 @@ export class ProbePane implements Pane {
   }
 
   private renderTable(): void {
+    if (this.view !== "table") return; // a page that arrived after the switch to the call tree
     this.el.querySelector(".tx-tablewrap")?.remove();
     // Fake mode counts FLOPs and measures nothing; real mode measures and counts FLOPs only when
     // asked (probe.py): each column shows when some row has it, "before" when something changed.
@@ -179,7 +181,7 @@ export class ProbePane implements Pane {
 
   private row(row: ProbeRow, cols: Columns, label?: HTMLElement, totals: Totals = row): HTMLTableRowElement {
     // Paths and shapes wrap (styles.css), so the table fits the pane without a sideways scroll;
-    // shapes only between dimensions or entries, never inside a number.
+    // shape lists only between entries (or inside long output names), never inside a shape.
     const wrapped = (text: string) => {
       const td = h("td", { class: "tx-wrap tx-mono tx-shapes" });
       td.append(...breakable(text));
