@@ -145,7 +145,7 @@ export class ProbePane implements Pane {
       b.addEventListener("click", () => this.ctx.select(path));
       list.appendChild(b);
     }
-    const more = total > r.not_reached.length ? " (the first of them)" : "";
+    const more = r.not_reached.length >= 100 ? " (the first 100)" : ""; // the kernel sends 100 at most
     box.append(h("div", { class: "tx-muted" }, `the outermost${more}; what is under each was not reached either:`), list);
     return box;
   }
