@@ -222,6 +222,7 @@ export class TreeView implements TreeNav {
 
   private async showFiltered(result: FilterResult | null): Promise<void> {
     this.filtered = result;
+    this.tree.dataset.empty = result ? "no module matches the filter" : ""; // styles.css
     if (!result) {
       this.rebuild();
       if (this.selected) await this.reveal(this.selected);
@@ -358,7 +359,6 @@ export class TreeView implements TreeNav {
 
   get rowCount(): number { return this.visible.length; } // prettier-ignore
   get filtering(): boolean { return this.filtered !== null; } // prettier-ignore
-
   pageRows(): number {
     return Math.floor(this.viewHeight() / ROW_HEIGHT);
   }
