@@ -46,8 +46,12 @@ export class GraphView {
   private height = 0;
   scale = 1;
 
-  /** `fileName`: the exports' name without extension, e.g. "torchxray-graph-layer1". */
-  constructor(private readonly fileName: () => string) {
+  /** `fileName`: the exports' name without extension, e.g. "torchxray-graph-layer1"; `fill`:
+   * the viewport reaches down to the pane's bottom (the MRO tab keeps room for its lists). */
+  constructor(
+    private readonly fileName: () => string,
+    private readonly fill = true,
+  ) {
     const button = (text: string, title: string, fn: () => void) => {
       const b = h("button", { type: "button", title }, text);
       b.addEventListener("click", fn);
@@ -79,7 +83,20 @@ export class GraphView {
     svg.style.maxHeight = "none";
     this.viewport.appendChild(svg);
     this.enable(true);
+    if (this.fill) this.fillHeight();
     this.setScale(1);
+  }
+
+  /** The viewport down to the bottom of the pane (a standalone page is taller than a notebook's
+   * 520 px widget), unless the person resized it. */
+  private fillHeight(): void {
+    const box = this.viewport.closest(".tx-panels")?.getBoundingClientRect();
+    const top = this.viewport.getBoundingClientRect().top;
+    const mine = this.viewport.dataset.sized;
+    if (!box || !box.height || (mine !== undefined && mine !== this.viewport.style.height)) return;
+    const height = Math.max(240, Math.floor(box.bottom - top - 12));
+    this.viewport.style.height = `${height}px`;
+    this.viewport.dataset.sized = this.viewport.style.height;
   }
 
   clear(): void {

@@ -48,7 +48,7 @@ export class MroPane implements Pane {
     private readonly ctx: Ctx,
     private readonly loader: RendererLoader = loadViz,
   ) {
-    this.view = new GraphView(() => `torchxray-mro-${String(this.ctx.model.get("selected") || "model")}`);
+    this.view = new GraphView(() => `torchxray-mro-${String(this.ctx.model.get("selected") || "model")}`, false);
     this.view.viewport.classList.add("tx-graph", "tx-mrograph");
     this.el.append(this.view.el, this.list, this.src);
   }
