@@ -11,7 +11,8 @@ export interface NodeRow {
   cls: string;
   nkids: number;
   params?: number; // parameters in the subtree; not in an outline (not counted yet)
-  out?: string; // output shapes, once probed
+  out?: string;
+  out_all?: string; // every output, "name: shape" one a line, when there are several
   marks?: Mark[];
   alias_of?: string; // an alias path: the canonical path of the same module object
   placement?: string; // only where unusual: offloaded, DTensor / FSDP2, several devices
@@ -119,6 +120,7 @@ export interface ProbeSummary {
   error: ProbeError | null;
   changed: number;
   rev: number;
+  stale: boolean;
 }
 
 export interface HistoryEntry {
@@ -227,6 +229,7 @@ export interface SourceReply {
   qualname: string;
   forward_lines: [number, number] | null;
   note: string | null; // e.g. "showing the original class of a parametrized module"
+  cell: string | null;
 }
 
 export interface FormReply {
@@ -260,7 +263,8 @@ export interface ProbeTableReply {
   rows: ProbeRow[];
   total: number;
   removed: string[];
-  not_reached: string[]; // after a failed probe: modules it stopped before (not removed)
+  not_reached: string[];
+  not_reached_total: number;
   not_called?: Record<string, string>;
   rev: number;
 }
@@ -335,4 +339,4 @@ export interface SiteRow {
 
 export type Item = NodeRow | FoldRow | MoreRow;
 
-export type Mark = "alias" | "hooks" | "fwd" | "custom" | "param" | "wrap" | "patched" | "error" | "contract";
+export type Mark = "alias" | "hooks" | "fwd" | "custom" | "param" | "wrap" | "patched" | "error" | "inside_error" | "contract" | "frozen";

@@ -172,11 +172,12 @@ export interface FlowRequest {
   open?: string[]; // the folds the person opened, by their `key`
 }
 
-/** The dataflow graph of a module's direct children (one level), as graphviz DOT. */
+/** The dataflow graph of a module's children (one level, or `depth`), as graphviz DOT. */
 export interface GraphRequest {
   kind: "graph";
   path: string;
   open?: string[]; // the groups the person expanded, by their `key`
+  depth?: number;
 }
 
 /** Stop the probe running in the background (at its next module call). */

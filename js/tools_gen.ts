@@ -93,6 +93,8 @@ export interface FlowLine {
   key: string; // a fold's key (for `open`); "" for a call
   last: string; // a fold: the last call's path
   open: boolean; // a fold: whether its calls follow
+  time_ms: number | null; // the call's time (a real probe); a fold: its calls' sum
+  flops: number | null; // the call's FLOPs (counted in a fake probe); a fold: its calls' sum
 }
 
 export interface FlowReply {
@@ -108,7 +110,7 @@ export interface FlowReply {
 export interface GraphNode {
   id: string; // the DOT node id (the SVG node's <title>)
   path: string; // the module (a group: its first); "" for the input and output
-  kind: "module" | "group" | "input" | "output";
+  kind: "module" | "group" | "cluster" | "input" | "output"; // cluster: its kids drawn
   key: string; // a group's key (for `open`); "" otherwise
   count: number; // a group: how many modules it stands for
   nkids: number; // the module's children: 0 means there is nothing to go into
@@ -121,6 +123,7 @@ export interface GraphReply {
   nodes: GraphNode[];
   edges: number; // edges drawn
   note: string; // e.g. "a real probe records no dataflow: run a fake probe"
+  depth: number; // the depth drawn (lower than asked past MAX_NODES boxes); 0: all of it
 }
 
 export interface SnapshotChildren {
@@ -138,6 +141,7 @@ export interface Snapshot {
   source: Record<string, SourceReply>;
   mro: Record<string, MroReply>;
   probe_table: ProbeTableReply | null;
+  graph: Record<string, GraphReply>;
   truncated: boolean; // the model has more modules than the snapshot holds
 }
 

@@ -71,12 +71,21 @@ export function createExplorer(
   );
   cancelBtn.addEventListener("click", () => {
     cancelBtn.disabled = true;
+    // Said at once: putting a big model back takes a moment after the probe stops.
+    status.textContent = "cancelling the probe: putting the model back…";
     rpc.call({ kind: "cancel" }).catch((e: unknown) => showError(messageOf(e)));
   });
   // Lumino (JupyterLab) would otherwise take arrows/Enter in the tree for notebook commands.
   const root = h("div", { class: "tx-root", "data-lm-suppress-shortcuts": "true" });
   let localBusy = 0;
 
+  // A failure is often deep inside collapsed rows: its status leads there.
+  status.addEventListener("click", () => {
+    const p = model.get("probe_summary");
+    if (p?.ok !== false || !p.error) return;
+    ctx.select(p.error.path);
+    void tree.reveal(p.error.path); // also when it is selected already
+  });
   const showError = (message: string) => {
     alertText.textContent = message;
     alert.hidden = !message;
@@ -255,9 +264,10 @@ export function createExplorer(
     // model. A big model's outline comes first (rows without counts) while it reads the tensors.
     const state = model.get("tree_state");
     status.textContent = (state?.root && !state.outline) || readonly ? (p?.status ?? "") : "reading the model…";
-    status.classList.toggle("tx-bad", p?.ok === false);
+    status.classList.toggle("tx-bad", p?.ok === false && !p.stale);
+    status.title = p?.ok === false ? "show the module that failed in the tree" : "";
     // No report (probing, cancelled, skipped, no inputs): neither green nor red.
-    status.classList.toggle("tx-none", p?.ok === null || p?.ok === undefined);
+    status.classList.toggle("tx-none", p?.ok === null || p?.ok === undefined || Boolean(p.stale));
     root.classList.toggle("tx-failed", p?.ok === false);
   }
 
@@ -289,6 +299,7 @@ export function createExplorer(
     });
   };
   on("change:tree_state", () => color.reset());
+  on("change:tree_state", () => picker.treeChanged());
   on("change:tree_state", syncStatus);
   on("change:tree_state", () => showTree(true));
   on("change:selected", () => {

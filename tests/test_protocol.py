@@ -213,7 +213,7 @@ def _problems(value: Any, hint: Any, where: str) -> list[str]:
 def test_the_checker_catches_drift() -> None:
     # The reply check below is only as good as this: a missing, an undeclared and a mistyped key.
     reply = {"kind": "source", "html": None, "file": None, "line": "3", "reason": None}
-    reply |= {"qualname": "q", "forward_lines": [1, 2], "rev": 1}
+    reply |= {"qualname": "q", "forward_lines": [1, 2], "cell": None, "rev": 1}
     assert _problems(reply, REPLIES["source"], "r") == [
         "r: missing 'note'",
         "r: undeclared 'rev' (SourceReply)",

@@ -1,7 +1,7 @@
 // Probe results: every module's shapes, the diff against the previous probe highlighted, a banner
 // naming the module that failed, and the fake/real switch; runs of identical blocks fold
 // (probe_fold.ts) and a row leads to its module in the tree. Mirrors src/torchxray/probe.py.
-import { clear, formatBytes, formatCount, h, uid } from "../dom";
+import { breakable, clear, formatBytes, formatCount, h, uid } from "../dom";
 import type { ProbeMode, ProbeRow, ProbeSummary, ProbeTableReply } from "../protocol";
 import { messageOf, type Ctx, type Pane } from "./context";
 import { FlowView } from "./flow";
@@ -127,22 +127,37 @@ export class ProbePane implements Pane {
       this.el.appendChild(h("p", { class: "tx-note" }, messageOf(e)));
       return;
     }
+    if (this.view !== "table") return; // switched to the call tree meanwhile
     const first = this.rows.length === 0;
     this.rows.push(...r.rows);
     this.total = r.total;
     if (first && r.removed.length) {
       this.el.appendChild(h("p", { class: "tx-removed tx-bad" }, `removed since the previous probe: ${r.removed.join(", ")}`));
     }
-    if (first && r.not_reached?.length) {
-      const where = this.ctx.model.get("probe_summary")?.error?.path || "(model)";
-      this.el.appendChild(
-        h("p", { class: "tx-removed tx-muted" }, `not reached (the probe stopped at ${where}): ${r.not_reached.join(", ")}`),
-      );
-    }
+    if (first && r.not_reached?.length) this.el.appendChild(this.notReached(r));
     this.renderTable();
   }
 
+  /** "Not reached: 312 modules after bn1", closed; open, the outermost of them, each a link
+   * to its row in the tree (what is under them was not reached either). */
+  private notReached(r: ProbeTableReply): HTMLElement {
+    const where = this.ctx.model.get("probe_summary")?.error?.path || "(model)";
+    const total = r.not_reached_total ?? r.not_reached.length;
+    const n = `${total} module${total === 1 ? "" : "s"}`;
+    const box = h("details", { class: "tx-removed tx-notreached" }, h("summary", {}, `not reached: ${n} (the probe stopped at ${where})`));
+    const list = h("div", { class: "tx-chips" });
+    for (const path of r.not_reached) {
+      const b = h("button", { type: "button", class: "tx-chip", title: `select ${path} in the tree` }, path);
+      b.addEventListener("click", () => this.ctx.select(path));
+      list.appendChild(b);
+    }
+    const more = r.not_reached.length >= 100 ? " (the first 100)" : ""; // the kernel sends 100 at most
+    box.append(h("div", { class: "tx-muted" }, `the outermost${more}; what is under each was not reached either:`), list);
+    return box;
+  }
+
   private renderTable(): void {
+    if (this.view !== "table") return; // a page that arrived after the switch to the call tree
     this.el.querySelector(".tx-tablewrap")?.remove();
     // Fake mode counts FLOPs and measures nothing; real mode measures and counts FLOPs only when
     // asked (probe.py): each column shows when some row has it, "before" when something changed.
@@ -171,8 +186,13 @@ export class ProbePane implements Pane {
   }
 
   private row(row: ProbeRow, cols: Columns, label?: HTMLElement, totals: Totals = row): HTMLTableRowElement {
-    // Paths and shapes wrap (styles.css), so the table fits the pane without a sideways scroll.
-    const wrapped = (text: string) => h("td", { class: "tx-wrap tx-mono" }, text);
+    // Paths and shapes wrap (styles.css), so the table fits the pane without a sideways scroll;
+    // shape lists only between entries (or inside long output names), never inside a shape.
+    const wrapped = (text: string) => {
+      const td = h("td", { class: "tx-wrap tx-mono tx-shapes" });
+      td.append(...breakable(text));
+      return td;
+    };
     const tr = h(
       "tr",
       { class: `tx-${row.status}`, title: row.status },

@@ -22,6 +22,7 @@ from torch.nn.parameter import is_lazy
 
 from .._fake.mode import FakeMode, quiet_fake_logs
 from .._fake.state import kept_state, set_training, snapshot_state, undo_fake_state
+from . import cancel
 from .calls import Call, Recorder
 from .flops import FlopCount
 from .fsdp import fsdp_kept, fsdp_resharded
@@ -133,6 +134,7 @@ class ProbeRun:
             # constants): BatchNorm's num_batches_tracked counts up in a fake train-mode run too.
             limit = None if self.mode == "real" else CONSTANT_NUMEL_LIMIT
             es.enter_context(kept_state(self.modules, _buffers(self.modules, limit)))
+            cancel.check("setting up")  # each step takes seconds on 100,000 modules
             if self.mode == "fake":
                 es.callback(undo_fake_state, snapshot_state(self.modules))
                 # FSDP2 units: lazily initialised for real, their bookkeeping put back after.
@@ -154,10 +156,12 @@ class ProbeRun:
                         produced=self.recorder.produced,
                     )
                 )
+            cancel.check("setting up")
             if self.memoise:
                 self.memo = Memo(self.model, self.modules, self.paths, self.recorder)
                 for m, stub in self.memo.stubs():
                     self.patches.stub(m, stub)
+            cancel.check("setting up")
             es.callback(self.recorder.release)  # the last tensor it read, held until now
             es.callback(self.patches.undo)
             self.patches.install(self.recorder)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from torch import nn
 
@@ -118,17 +118,25 @@ class PythonApi:
         self._join()
         self.snapshot = dict(self._live().snapshot())
 
-    def to_html(self, path: str | os.PathLike[str] | None = None) -> str:
+    @overload
+    def to_html(self, path: None = None) -> str: ...
+    @overload
+    def to_html(self, path: str | os.PathLike[str]) -> Path: ...
+    def to_html(self, path: str | os.PathLike[str] | None = None) -> str | Path:
         """A standalone HTML page (bundle and current state inlined, no network) that browses the
-        tree and panes read-only; written to ``path`` too when given."""
+        tree and panes read-only. With ``path``, the page is written there and the path returned:
+        a notebook cell ending in ``ex.to_html("model.html")`` shows that path, not megabytes of
+        page (the page text would also be saved into the notebook)."""
         self._join()
         state = {name: getattr(self, name) for name in STATE}
         state.update(readonly=True, snapshot=self._live().snapshot())
         title = f"torchxray: {self._live().tree.root.cls}"
         page = assets.standalone_page(state, title)
-        if path is not None:
-            Path(path).write_text(page, encoding="utf-8")
-        return page
+        if path is None:
+            return page
+        target = Path(path)
+        target.write_text(page, encoding="utf-8")
+        return target
 
     def _patch(self, op: str, *args: Any, **kwargs: Any) -> PatchEntry:
         self._join()  # the model changes only once the probe is done with it

@@ -13,7 +13,17 @@ from . import summary_types as st
 
 # A tree row's markers; js/tree_row.ts labels each (a Record<Mark, ...>, so tsc fails on drift).
 Mark: TypeAlias = Literal[
-    "alias", "hooks", "fwd", "custom", "param", "wrap", "patched", "error", "contract"
+    "alias",
+    "hooks",
+    "fwd",
+    "custom",
+    "param",
+    "wrap",
+    "patched",
+    "error",
+    "inside_error",  # an ancestor of the module the last probe failed in
+    "contract",
+    "frozen",  # has parameters, none of them trainable
 ]
 
 
@@ -25,7 +35,10 @@ class NodeRow(TypedDict):
     cls: str
     nkids: int
     params: NotRequired[int]  # parameters in the subtree; not in an outline (not counted yet)
-    out: NotRequired[str]  # output shapes, once probed
+    # Once probed: the first output tensor, named by where it sat in what the module returned,
+    # and how many more ("logits: 1×8×100 +9"); a lone tensor returned as is: its shape alone.
+    out: NotRequired[str]
+    out_all: NotRequired[str]  # every output, "name: shape" one a line, when there are several
     marks: NotRequired[list[Mark]]
     alias_of: NotRequired[str]  # an alias path: the canonical path of the same module object
     placement: NotRequired[str]  # only where unusual: offloaded, DTensor / FSDP2, several devices
@@ -142,6 +155,9 @@ class ProbeSummary(TypedDict):
     error: ProbeError | None
     changed: int
     rev: int
+    # The report shown is not the model's latest word: a probe runs, or the last one was
+    # cancelled or could not run (the status says so first, then what the shown report said).
+    stale: bool
 
 
 class HistoryEntry(TypedDict):
@@ -250,6 +266,9 @@ class SourceReply(TypedDict):
     qualname: str
     forward_lines: tuple[int, int] | None
     note: str | None  # e.g. "showing the original class of a parametrized module"
+    # "In [3]" when the class was defined in a notebook cell: the header names the cell (and the
+    # line in it), not the kernel's temporary file that `file` is then.
+    cell: str | None
 
 
 class FormReply(TypedDict):
@@ -283,7 +302,10 @@ class ProbeTableReply(TypedDict):
     rows: list[ProbeRow]
     total: int
     removed: list[str]
-    not_reached: list[str]  # after a failed probe: modules it stopped before (not removed)
+    # After a failed probe: the outermost modules it stopped before (not removed; what is under
+    # them was not reached either), and how many modules that is in all.
+    not_reached: list[str]
+    not_reached_total: int
     # After a successful probe: the outermost modules their parent's forward did not call -> why
     # (a fused fast path, weights used directly, unused); nothing under them was called either.
     not_called: NotRequired[dict[str, str]]

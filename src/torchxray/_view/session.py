@@ -19,7 +19,7 @@ from ..patch import PatchEntry, PatchLog
 from ..probe import ProbeReport, probe
 from ..protocol import PROBE_MODES, SLOW, ProtocolError, error_reply, validate
 from ..tree import ModelTree, walk
-from . import panes, tools_flow
+from . import panes, probe_panes, tools_flow
 from . import serialize as ser
 from .background import PROBING
 from .handlers import HANDLERS
@@ -128,7 +128,7 @@ class Session:
         return panes.overview(node, rec, why, params, tools_flow.site_rows(self, node.path))
 
     def probe_summary(self) -> ProbeSummary:
-        return panes.probe_summary(self.report, self.previous, self.rev, self.probe_note)
+        return probe_panes.probe_summary(self.report, self.previous, self.rev, self.probe_note)
 
     def history(self) -> HistoryState:
         if self.log is None:
@@ -163,9 +163,18 @@ class Session:
         """Stop the running probe at its next module call; False when none is running."""
         return self.schedule.cancel()
 
+    def _base(self) -> ProbeReport | None:
+        """What the next report is compared with: the last report there was, or, when that one
+        failed (it stopped early, so most modules would read as new), the last one that passed.
+        Undoing back to the model that last passed then reads "0 changed"."""
+        last = self.report or self.previous
+        if last is not None and not last.ok and self.previous is not None and self.previous.ok:
+            return self.previous
+        return last
+
     def install(self, report: ProbeReport) -> None:
         # After a cancelled or failed probe, `previous` stays the last report there was.
-        self.previous, self.report = self.report or self.previous, report
+        self.previous, self.report = self._base(), report
         self.probe_note = ""
         self.rev += 1
 
@@ -181,14 +190,14 @@ class Session:
             if (
                 self.schedule.pending
             ):  # probed in the background: meanwhile no shapes of the old model
-                self.previous, self.report = self.report or self.previous, None
+                self.previous, self.report = self._base(), None
         except Exception as e:  # noqa: BLE001 - a broken probe must not break the view
             # No stale report: the view would show shapes of a model that no longer exists.
-            self.previous, self.report = self.report, None
+            self.previous, self.report = self._base(), None
             self.probe_note = f"probe could not run: {type(e).__name__}: {e}"
         except KeyboardInterrupt:
             # The user stopped a slow (real) probe: the patch stands, its probe does not.
-            self.previous, self.report = self.report, None
+            self.previous, self.report = self._base(), None
             self.probe_note = "probe interrupted: run it again from the Probe tab"
             raise
 

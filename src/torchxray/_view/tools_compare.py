@@ -177,7 +177,9 @@ def on_peft(host: Host, req: PeftRequest) -> tuple[PeftReply, States]:
 
 # -- diff ---------------------------------------------------------------------------------------
 
-_BADGE_ORDER = ("added", "retyped", "changed", "shape", "dtype", "values", "missing")
+_BADGE_ORDER = (
+    "added", "retyped", "changed", "shape", "dtype", "values", "missing", "frozen", "unfrozen"
+)  # fmt: skip
 
 
 def on_diff(host: Host, req: DiffRequest) -> tuple[DiffReply, States]:
@@ -193,6 +195,7 @@ def on_diff(host: Host, req: DiffRequest) -> tuple[DiffReply, States]:
         d = diff(model, host.origin.tensors)
         label = "the model when the explorer opened"
         rows += _module_rows(host.origin.modules, module_table(model), badges)
+        rows += _grad_rows(host.origin.trainable, model, badges)
         # diff(now, opened): "missing" is a tensor only now has, "unexpected" one only then had.
         rename = {"missing": "added", "unexpected": "removed"}
     else:
@@ -240,6 +243,25 @@ def _module_rows(
         for p, (cls, _) in before.items()
         if p not in now
     ]
+    return rows
+
+
+def _grad_rows(
+    before: Mapping[str, bool], model: nn.Module, badges: dict[str, str]
+) -> list[DiffRow]:
+    """One row per module whose own parameters were frozen (or unfrozen) since the model opened."""
+    flipped: dict[tuple[str, bool], list[str]] = {}
+    for name, p in model.named_parameters():
+        was = before.get(name)
+        if was is not None and was != p.requires_grad:
+            owner, _, leaf = name.rpartition(".")
+            flipped.setdefault((owner, p.requires_grad), []).append(leaf)
+    rows = []
+    for (owner, now), leaves in flipped.items():
+        kind = "unfrozen" if now else "frozen"
+        detail = f"requires_grad {not now} → {now}: {', '.join(leaves)}"
+        rows.append(_row(owner, kind, detail))
+        _badge(badges, owner, kind)
     return rows
 
 
