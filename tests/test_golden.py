@@ -121,6 +121,7 @@ PUBLIC = (
     "widget",
     "protocol",
     "demo",
+    "watch",
 )
 
 

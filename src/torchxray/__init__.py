@@ -30,6 +30,7 @@ from .select import peft_targets, select
 from .source import Source, source
 from .stats import ParamStats, stats
 from .tree import ModelTree, Node, walk
+from .watch import Watch, watch
 
 _LAZY: dict[str, str] = {"explore": "widget", "Explorer": "widget"}
 
@@ -54,6 +55,7 @@ __all__ = [
     "ProbeReport",
     "Site",
     "Source",
+    "Watch",
     "__version__",
     "catalog",
     "diff",
@@ -73,6 +75,7 @@ __all__ = [
     "stats",
     "unregister",
     "walk",
+    "watch",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
