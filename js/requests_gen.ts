@@ -5,7 +5,7 @@
 
 import type { AssetReply, CancelReply, CatalogReply, ChildrenReply, ErrorReply, FiguresReply, FilterReply, FormReply, MemoryReply, MroReply, PatchedReply, PongReply, ProbeReply, ProbeTableReply, RevealReply, SelectReply, SourceReply } from "./protocol_gen";
 
-import type { DiffReply, FlowReply, GraphReply, HealthReply, PeftReply, PickReply, PlanReply, StatsReply } from "./tools_gen";
+import type { DiffReply, FlowReply, GraphReply, HealthReply, PeftReply, PickReply, PlanReply, StatsReply, TrainControlReply, TrainFiguresReply, TrainSeriesReply } from "./tools_gen";
 
 export interface PingRequest {
   kind: "ping";
@@ -183,6 +183,25 @@ export interface CancelRequest {
   kind: "cancel";
 }
 
+/** A module's sampled figures over the run (the Training tab's sparklines). */
+export interface TrainSeriesRequest {
+  kind: "train_series";
+  path: string;
+}
+
+/** Hold the loop at its next step's end, or let it go on. */
+export interface TrainControlRequest {
+  kind: "train_control";
+  action: "pause" | "resume";
+}
+
+/** Each module's last sample of a training figure, for colouring the tree. */
+export interface TrainFiguresRequest {
+  kind: "train_figures";
+  figure: "grad_norm" | "update_ratio" | "act_std" | "act_zeros";
+  paths?: string[]; // the rows on screen
+}
+
 export type Request =
   | PingRequest
   | SelectRequest
@@ -211,7 +230,10 @@ export type Request =
   | FiguresRequest
   | FlowRequest
   | GraphRequest
-  | CancelRequest;
+  | CancelRequest
+  | TrainSeriesRequest
+  | TrainControlRequest
+  | TrainFiguresRequest;
 
 export type Reply =
   | PongReply
@@ -238,7 +260,10 @@ export type Reply =
   | StatsReply
   | HealthReply
   | FlowReply
-  | GraphReply;
+  | GraphReply
+  | TrainSeriesReply
+  | TrainControlReply
+  | TrainFiguresReply;
 
 /** The reply each request kind gets when it succeeds (any may get an ErrorReply). */
 export interface Replies {
@@ -270,10 +295,13 @@ export interface Replies {
   flow: FlowReply;
   graph: GraphReply;
   cancel: CancelReply;
+  train_series: TrainSeriesReply;
+  train_control: TrainControlReply;
+  train_figures: TrainFiguresReply;
 }
 
 export type RequestKind = keyof Replies;
-export const REQUEST_KINDS: readonly RequestKind[] = ["asset", "bulk", "cancel", "catalog", "children", "diff", "edit", "figures", "filter", "flow", "form", "graph", "health", "memory", "mro", "peft", "pick", "ping", "plan", "probe", "probe_table", "redo", "replace", "reveal", "select", "source", "stats", "undo"];
+export const REQUEST_KINDS: readonly RequestKind[] = ["asset", "bulk", "cancel", "catalog", "children", "diff", "edit", "figures", "filter", "flow", "form", "graph", "health", "memory", "mro", "peft", "pick", "ping", "plan", "probe", "probe_table", "redo", "replace", "reveal", "select", "source", "stats", "train_control", "train_figures", "train_series", "undo"];
 
 /** Kinds that patch the model or re-run the probe: busy while they run; a stale `rev` is
  * refused. */

@@ -205,6 +205,7 @@ class Watch:
             if value is not None:
                 self._rec.loss_value(at, value)
                 self._warn_nonfinite(value, at)
+                self._notify()  # the view draws this loss
             return at
         at = self._rec.step
         if value is not None:
@@ -272,9 +273,12 @@ class Watch:
     def paused(self) -> bool:
         return self._paused.is_set()
 
-    def _boundary(self) -> None:
+    def _notify(self) -> None:
         for fn in list(self._callbacks):
             fn(self)
+
+    def _boundary(self) -> None:
+        self._notify()
         while self._paused.is_set() and not self.closed:
             self._wake.wait(0.05)
             self._wake.clear()
@@ -324,7 +328,12 @@ class Watch:
         finally:
             for m in [m for m, w in list(_WATCHED.items()) if w is self]:
                 _WATCHED.pop(m, None)
-            self._callbacks.clear()
+            callbacks, self._callbacks = self._callbacks, []
+            for fn in callbacks:  # a last call: a view shows the watch closed
+                try:
+                    fn(self)
+                except Exception:  # noqa: BLE001, S110 - closing must finish
+                    pass
 
     def __enter__(self) -> Watch:
         return self

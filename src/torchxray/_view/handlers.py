@@ -16,6 +16,7 @@ from . import tools_memory as memory
 from . import tools_patch as patch
 from . import tools_probe as probe
 from . import tools_tree as tree
+from . import tools_watch as watch
 from .host import Handler
 
 __all__ = ["HANDLERS"]
@@ -56,4 +57,8 @@ HANDLERS: dict[str, Handler] = {
     # the execution flow: the call tree and the Graph tab
     "flow": flow.on_flow,
     "graph": flow.on_graph,
+    # the Training tab
+    "train_series": watch.on_train_series,
+    "train_control": watch.on_train_control,
+    "train_figures": watch.on_train_figures,
 }

@@ -9,6 +9,7 @@ from typing_extensions import NotRequired, TypedDict
 
 from . import compare_types as ct
 from . import flow_types as ft
+from . import watch_types as wt
 
 # A tree row's markers; js/tree_row.ts labels each (a Record<Mark, ...>, so tsc fails on drift).
 Mark: TypeAlias = Literal[
@@ -353,5 +354,5 @@ Reply: TypeAlias = (
     PatchedReply | ProbeReply | ProbeTableReply | MroReply | CatalogReply | AssetReply | ErrorReply |
     MemoryReply | FiguresReply | CancelReply |
     ct.PickReply | ct.PlanReply | ct.PeftReply | ct.DiffReply | ct.StatsReply | ct.HealthReply |
-    ft.FlowReply | ft.GraphReply
+    ft.FlowReply | ft.GraphReply | wt.TrainSeriesReply | wt.TrainControlReply | wt.TrainFiguresReply
 )  # fmt: skip
