@@ -28,12 +28,12 @@ class StaleOptimizer(RuntimeError):
 
 def unwrap(opt: Any) -> Optimizer:
     """The ``torch.optim.Optimizer`` inside accelerate's, Lightning's or a user's wrapper."""
-    seen = 0
-    while not isinstance(opt, Optimizer) and seen < 8:
+    # accelerate's AcceleratedOptimizer is an Optimizer itself, around the one that steps.
+    for _ in range(8):
         inner = getattr(opt, "optimizer", None) or getattr(opt, "_optimizer", None)
-        if inner is None:
+        if inner is None or inner is opt or not hasattr(inner, "param_groups"):
             break
-        opt, seen = inner, seen + 1
+        opt = inner
     if not isinstance(opt, Optimizer):
         raise TypeError(
             f"watch(optimizer=...) needs a torch.optim.Optimizer (or a wrapper with .optimizer), "
