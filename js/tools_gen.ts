@@ -182,7 +182,7 @@ export interface TrainSeriesReply {
 export interface TrainControlReply {
   kind: "train_control";
   paused: boolean;
-  message: string; // what happens now, e.g. "the loop waits at the end of step 41"
+  message: string; // what happens now, e.g. "the loop holds after step 41: edits apply between steps"
 }
 
 /** The shape of the figures reply (the tree colours by both); `total`: the largest value. */

@@ -55,7 +55,7 @@ def test_the_training_state_follows_the_loop_and_the_tab_reads_the_watch() -> No
     reply, _ = session.handle({"kind": "train_figures", "figure": "act_zeros", "paths": ["1", "9"]})
     assert 0 <= reply["values"]["1"] <= 1 and reply["values"]["9"] is None and reply["total"] == 1.0
     reply, _ = session.handle({"kind": "train_control", "action": "pause"})
-    assert reply["paused"] and w.paused and "end of step 6" in reply["message"]
+    assert reply["paused"] and w.paused and "after step 5" in reply["message"]
     reply, _ = session.handle({"kind": "train_control", "action": "resume"})
     assert not reply["paused"] and not w.paused
     ex.close()

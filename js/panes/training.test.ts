@@ -26,7 +26,7 @@ function setup(training: Partial<TrainingState>) {
     },
     train_control: (m) => {
       asked.push(m);
-      return { kind: "train_control", paused: m.action === "pause", message: "the loop waits at the end of step 41" };
+      return { kind: "train_control", paused: m.action === "pause", message: "the loop holds after step 41" };
     },
   });
   const model = new FakeModel({ selected: "fc", tree_state: firstState(NET) as never, training: training as never });
@@ -61,7 +61,7 @@ describe("TrainingPane", () => {
     button.click();
     await new Promise((r) => setTimeout(r, 0));
     expect(asked.at(-1)).toEqual({ kind: "train_control", action: "pause" });
-    expect(pane.el.textContent).toContain("the loop waits at the end of step 41");
+    expect(pane.el.textContent).toContain("the loop holds after step 41");
     model.set("training", { ...STATE, paused: true });
     pane.update();
     expect(button.textContent).toBe("Resume");

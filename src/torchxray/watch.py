@@ -205,7 +205,7 @@ class Watch:
             if value is not None:
                 self._rec.loss_value(at, value)
                 self._warn_nonfinite(value, at)
-                self._notify()  # the view draws this loss
+                self._boundary()  # the view draws this loss (and a pause asked for holds here)
             return at
         at = self._rec.step
         if value is not None:

@@ -5,6 +5,8 @@ each answers as much as there is (empty series, nothing to pause)."""
 
 from __future__ import annotations
 
+import math
+
 from ..watch import Watch
 from .host import NONE, Host, States
 from .watch_types import (
@@ -74,7 +76,8 @@ def training_state(w: Watch | None, pausable: bool, note: str = "") -> TrainingS
         "every": w.every,
         "paused": w.paused,
         "pausable": pausable,
-        "loss": [(s, _json(v)) for s, v in _thin(w.loss, LOSS_POINTS)],
+        # A NaN/Inf loss is left out of the curve (JSON has neither); the banner says where.
+        "loss": [(s, v) for s, v in _thin(w.loss, LOSS_POINTS) if math.isfinite(v)],
         "active": {p: list(k) for p, k in rows.items()},
         "flag_count": len(flags),
         "recent": recent,
@@ -122,7 +125,7 @@ def on_train_control(host: Host, req: TrainControlRequest) -> tuple[TrainControl
         return {"kind": "train_control", "paused": False, "message": NO_WATCH}, NONE
     if req["action"] == "pause":
         w.pause()
-        message = f"the loop waits at the end of step {w.steps + 1} (edits apply between steps)"
+        message = f"the loop holds after step {w.steps}: edits apply between steps"
     else:
         w.resume()
         message = "the loop goes on"

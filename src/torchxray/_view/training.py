@@ -37,7 +37,15 @@ class TrainingLink:
         self._shown: tuple[bool, bool] = (False, False)
         self._remove = watch.on_step(self._between_steps)
         session.watch = watch
+        # The loop's last steps since the last (throttled) state: sent once its cell ends.
+        self._shell = _shell()
+        if self._shell is not None:
+            self._shell.events.register("post_run_cell", self._after_cell)
         self.push()
+
+    def _after_cell(self, *_: Any) -> None:
+        if self.watch.steps != self.explorer.training.get("step"):
+            self.push()
 
     def state(self) -> TrainingState:
         return training_state(self.watch, self.pausable, "" if self.pausable else UNPAUSABLE)
@@ -69,11 +77,25 @@ class TrainingLink:
 
     def close(self, close_watch: bool) -> None:
         self._remove()
+        if self._shell is not None:
+            try:
+                self._shell.events.unregister("post_run_cell", self._after_cell)
+            except ValueError:  # not registered (any more)
+                pass
+            self._shell = None
         self.pump.uninstall()
         if self.session.watch is self.watch:
             self.session.watch = None
         if close_watch:
             self.watch.close()
+
+
+def _shell() -> Any:
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython comes with ipywidgets
+        return None
+    return get_ipython()
 
 
 def open_watch(explorer: Any, session: Session, optimizer: Any, every: int, **kwargs: Any) -> Watch:

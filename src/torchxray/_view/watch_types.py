@@ -83,7 +83,7 @@ class TrainSeriesReply(TypedDict):
 class TrainControlReply(TypedDict):
     kind: Literal["train_control"]
     paused: bool
-    message: str  # what happens now, e.g. "the loop waits at the end of step 41"
+    message: str  # what happens now, e.g. "the loop holds after step 41: edits apply between steps"
 
 
 class TrainFiguresReply(TypedDict):
