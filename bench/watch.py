@@ -1,10 +1,9 @@
 """The training lens's goals, measured (``python -m bench.watch``; README.md "Training lens").
 
 - overhead: a training step with ``tx.watch(model, opt, every=10)`` and ``every=1`` against the
-  bare step, on a timm ResNet-50 and a small transformers Llama on the CPU. Blocks of ``BLOCK``
-  steps are timed interleaved (bare, every 10, every 1, bare, ...), each watched block under a
-  fresh watch (so each holds exactly one sampled step at ``every=10``: its first); the figure is
-  the ratio of the median block times. Attaching and closing the watch are outside the timing.
+  bare step, on a timm ResNet-50 and a small transformers Llama on the CPU. Single steps are timed
+  interleaved (bare, a sampled step, an unsampled one, bare, ...; ``overhead``), and the figures are
+  ratios of their medians. Attaching and closing the watch are outside the timing.
 - buffer: ``w.memory_bytes`` after 1,000 sampled steps of a 1,000-module model (``every=1``).
 - the planted NaN (found at its step and module in every run) is a test:
   ``tests/test_watch_nonfinite.py``.
@@ -30,7 +29,6 @@ from torch import nn
 import torchxray as tx
 from torchxray.demo import many_modules
 
-BLOCK = 10
 GOALS = {"every 10": 1.03, "every 1": 1.25}
 BUFFER_GOAL = 1_000_000  # bytes per 1,000 modules at 1,000 samples
 
@@ -58,41 +56,41 @@ def llama(batch: int, tokens: int) -> tuple[nn.Module, Callable[[nn.Module], tor
 
 
 def overhead(name: str, build: Callable[[], Any], rounds: int) -> dict[str, Any]:
+    """Steps timed one by one, interleaved: bare, a watch's sampled step (its first), the same
+    watch's next (unsampled) step, bare again. A step at ``every=10`` costs one sampled and nine
+    unsampled steps per ten; at ``every=1`` every step is a sampled one."""
     model, loss_of = build()
     model.train()
     opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
 
-    def block(every: int | None) -> float:
-        w = None if every is None else tx.watch(model, opt, every=every)
+    def step(w: Any) -> float:
         t = time.perf_counter()
-        for _ in range(BLOCK):
-            opt.zero_grad()
-            loss = loss_of(model)
-            loss.backward()
-            opt.step()
-            if w is not None:
-                w.step(loss)
-        took = time.perf_counter() - t
+        opt.zero_grad()
+        loss = loss_of(model)
+        loss.backward()
+        opt.step()
         if w is not None:
-            w.close()
-        return took
+            w.step(loss)
+        return time.perf_counter() - t
 
-    block(None)  # warm-up: allocator, first-call paths
-    times: dict[str, list[float]] = {"bare": [], "every 10": [], "every 1": []}
+    step(None)  # warm-up: allocator, first-call paths
+    times: dict[str, list[float]] = {"bare": [], "sampled": [], "unsampled": []}
     for r in range(rounds):
-        for key, every in (("bare", None), ("every 10", 10), ("every 1", 1)):
-            times[key].append(block(every))
-        print(
-            f"  {name} round {r + 1}/{rounds}: "
-            + ", ".join(f"{k} {v[-1]:.2f}s" for k, v in times.items()),
-            file=sys.stderr,
-        )
-    bare = statistics.median(times["bare"])
+        times["bare"].append(step(None))
+        w = tx.watch(model, opt, every=10)
+        times["sampled"].append(step(w))
+        times["unsampled"].append(step(w))
+        w.close()
+        times["bare"].append(step(None))
+        last = ", ".join(f"{k} {v[-1]:.2f}s" for k, v in times.items())
+        print(f"  {name} round {r + 1}/{rounds}: {last}", file=sys.stderr)
+    bare, on, off = (statistics.median(times[k]) for k in ("bare", "sampled", "unsampled"))
     return {
         "model": name,
         "modules": sum(1 for _ in model.modules()),
-        "step_s": bare / BLOCK,
-        "ratios": {k: statistics.median(v) / bare for k, v in times.items() if k != "bare"},
+        "step_s": bare,
+        "ratios": {"every 10": (on + 9 * off) / (10 * bare), "every 1": on / bare},
+        "medians": {"bare": bare, "sampled": on, "unsampled": off},
         "runs": times,
     }
 
@@ -123,7 +121,11 @@ def table(rows: list[dict[str, Any]], buf: dict[str, Any]) -> str:
     for r in rows:
         for key, goal in GOALS.items():
             ratio = r["ratios"][key]
-            anchor = f"bare step, {r['step_s']:.2f} s ({r['modules']} modules)"
+            m = r["medians"]
+            anchor = (
+                f"bare step {m['bare']:.3f} s ({r['modules']} modules); sampled {m['sampled']:.3f} s, "
+                f"unsampled {m['unsampled']:.3f} s"
+            )
             out.append(
                 f"| {r['model']}, watch {key} | {anchor} | {100 * (ratio - 1):+.1f}% ({ratio:.3f}x) "
                 f"| <= {100 * (goal - 1):.0f}% | {'yes' if ratio <= goal else 'no'} |"
@@ -138,7 +140,7 @@ def table(rows: list[dict[str, Any]], buf: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.watch", description=__doc__.splitlines()[0])
-    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--rounds", type=int, default=15)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--only", nargs="*", default=["resnet50", "llama", "buffer"])
     p.add_argument("--json", default="")

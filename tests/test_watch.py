@@ -11,7 +11,7 @@ from torch import nn
 
 import torchxray as tx
 from torchxray.demo import images, resnet_ish
-from torchxray.watch import Thresholds
+from torchxray.watch import CAPACITY, Thresholds
 
 
 def _mlp() -> nn.Sequential:
@@ -102,7 +102,7 @@ def test_history_is_bounded_and_spans_the_run() -> None:
     with tx.watch(model, opt, every=1) as w:
         _train(model, opt, w, 300)
     points = w["0"].grad_norm
-    assert len(points) <= tx.watch.__globals__["CAPACITY"] and points[0][0] == 1
+    assert len(points) <= CAPACITY and points[0][0] == 1
     assert points[-1][0] > 200  # thinned, not cut: the start and the end are both there
     assert w.memory_bytes < 60_000
 

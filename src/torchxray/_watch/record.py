@@ -6,7 +6,8 @@ synchronisation). Sampled steps (every ``every``-th, the first included) are arm
 module's output and output gradient is checked (where a NaN/Inf began, ``_watch/finite.py``),
 and the activation figures (first call of each module), the gradient norm of each module's own
 weights and, around ``optimizer.step()``, the update ratio ||w_after - w_before|| / ||w_before||
-(from a copy of the weights for the step's duration) are taken. The first step found non-finite
+(from a copy of the weights for the step's duration: all of a tensor up to ``EXACT`` values, else
+``SAMPLE`` evenly spaced ones, each standing for its share) are taken. The first step found non-finite
 while unarmed is run again armed (``_watch/replay.py``). Values are read as 0-d tensors and
 synchronised once, at the step's end.
 """
@@ -22,6 +23,7 @@ from torch.utils._pytree import tree_leaves
 
 from .buffer import CAPACITY, LossBuffer, Series
 from .finite import FiniteTracker, NonFinite, values
+from .finite import fast_sum as _sum
 from .flags import Flag, FlagBook, Thresholds, kinds_of
 from .replay import Capture, replay
 
@@ -153,15 +155,20 @@ class Recorder:
         return tuple(one(a) for a in args), {k: one(v) for k, v in kwargs.items()}
 
     def _act_stats(self, module: nn.Module, x: torch.Tensor) -> list[torch.Tensor]:
-        std, mean = torch.std_mean(x, correction=0)
-        zeros = 1.0 - torch.count_nonzero(x) / x.numel()
-        got = [mean.float(), std.float(), zeros.float()]
+        """Sum, norm and count of non-zeros (mean, std and zeros follow at the step's end).
+        Why not ``std_mean`` and ``count_nonzero``: on the CPU each takes 100-200 times a sum
+        (bench/README.md), more than the convolution that made the tensor."""
+        n = x.numel()
+        got = [
+            _sum(x) / n,
+            torch.linalg.vector_norm(x, dtype=torch.float32) / math.sqrt(n),  # sqrt(E[x^2])
+            x.sign().abs_().sum(dtype=torch.float32) / n,
+        ]
         b = _bounds(module)
         if b is not None:
             lo, hi = b
-            tol = 0.01 * (hi - lo)
-            at = torch.count_nonzero((x <= lo + tol) | (x >= hi - tol)) / x.numel()
-            got.append(at.float())
+            mid, reach = (hi + lo) / 2, (hi - lo) / 2 * 0.98  # within 1% of the range from a bound
+            got.append((x - mid).abs_().ge_(reach).sum(dtype=torch.float32) / n)
         return got
 
     # -- the step's end --------------------------------------------------------------------
@@ -202,7 +209,7 @@ class Recorder:
             if update_ratio and optimizer_params is not None:
                 self._moving = [(p, path) for p, path in have if id(p) in optimizer_params]
                 with torch.no_grad():
-                    self._before = [p.detach().clone() for p, _ in self._moving]
+                    self._before = [_spread(p)[0].clone() for p, _ in self._moving]
 
     def _order(self) -> dict[str, int]:
         return self.order or self._static_order
@@ -227,11 +234,12 @@ class Recorder:
         if before is None or not before:
             return
         with torch.no_grad():
-            torch._foreach_sub_(before, [p.detach() for p, _ in self._moving])
+            now = [_spread(p) for p, _ in self._moving]
+            torch._foreach_sub_(before, [v for v, _ in now])
             delta = values(list(torch._foreach_norm(before)))
         sq: dict[str, float] = {}
-        for (_, path), v in zip(self._moving, delta, strict=True):
-            sq[path] = sq.get(path, 0.0) + v * v
+        for (_, path), (_, share), v in zip(self._moving, now, delta, strict=True):
+            sq[path] = sq.get(path, 0.0) + share * v * v
         for path, v in sq.items():
             w = self._param_norms.get(path)
             if w:
@@ -288,7 +296,9 @@ class Recorder:
                 sample["update_ratio"] = self._updates[path]
             if path in act_of:
                 vals, own = act_of[path]
-                sample.update(act_mean=vals[0], act_std=vals[1], act_zeros=vals[2])
+                mean, rms, nonzero = vals[0], vals[1], vals[2]
+                std = math.sqrt(max(rms * rms - mean * mean, 0.0)) if math.isfinite(rms) else rms
+                sample.update(act_mean=mean, act_std=std, act_zeros=1.0 - nonzero)
                 if len(vals) > 3:
                     sample["saturated"] = vals[3]
                 sample["own_output"] = 1.0 if own else 0.0
@@ -299,6 +309,24 @@ class Recorder:
             self.latest[path] = {k: v for k, v in sample.items() if k != "own_output"}
             new += self.flags.update(step, path, kinds_of(sample, self.thresholds))
         return new
+
+
+# The update ratio reads every value of a tensor up to EXACT values, else SAMPLE evenly spaced
+# ones: copying all the weights each sampled step cost more than the step's own SGD update on a
+# ResNet-50 (bench/README.md), and the norm of a strided sample of a large tensor is within a
+# percent or two of the whole's share.
+EXACT = 65_536
+SAMPLE = 16_384
+
+
+def _spread(p: torch.Tensor) -> tuple[torch.Tensor, float]:
+    """The values of ``p`` the update ratio reads, and how many values each stands for."""
+    flat = p.detach().reshape(-1)
+    n = flat.numel()
+    if n <= EXACT:
+        return flat, 1.0
+    picked = flat[:: n // SAMPLE]
+    return picked, n / picked.numel()
 
 
 def _loss_culprit(step: int) -> NonFinite:
