@@ -14,6 +14,7 @@ import type {
   ProbeSummary,
   TreeState,
 } from "./protocol_gen";
+import type { TrainingState } from "./tools_gen";
 import type { ProbeRequest, Replies, Reply, Request, RequestKind } from "./requests_gen";
 import { SLOW_TIMEOUT_KINDS } from "./requests_gen";
 import { isAbort, type Invoke } from "./transport";
@@ -41,6 +42,7 @@ export interface State {
   probe_mode: ProbeMode;
   readonly: boolean;
   snapshot: Record<string, unknown>;
+  training?: Partial<TrainingState>; // {} until ex.watch(...)
 }
 
 export function isError(r: Reply): r is ErrorReply {

@@ -6,7 +6,7 @@
 
 import type { AssetReply, CancelReply, CatalogReply, ChildrenReply, ErrorReply, FiguresReply, FilterReply, FormReply, MemoryReply, MroReply, PatchedReply, PongReply, ProbeReply, ProbeTableReply, RevealReply, SelectReply, SourceReply } from "./protocol_gen";
 
-import type { DiffReply, FlowReply, GraphReply, HealthReply, PeftReply, PickReply, PlanReply, StatsReply, SummaryReply } from "./tools_gen";
+import type { DiffReply, FlowReply, GraphReply, HealthReply, PeftReply, PickReply, PlanReply, StatsReply, SummaryReply, TrainControlReply, TrainFiguresReply, TrainSeriesReply } from "./tools_gen";
 
 export interface PingRequest {
   kind: "ping";
@@ -190,6 +190,25 @@ export interface SummaryRequest {
   depth?: number | null; // None: the deepest that fits the screen
 }
 
+/** A module's sampled figures over the run (the Training tab's sparklines). */
+export interface TrainSeriesRequest {
+  kind: "train_series";
+  path: string;
+}
+
+/** Hold the loop at its next step's end, or let it go on. */
+export interface TrainControlRequest {
+  kind: "train_control";
+  action: "pause" | "resume";
+}
+
+/** Each module's last sample of a training figure, for colouring the tree. */
+export interface TrainFiguresRequest {
+  kind: "train_figures";
+  figure: "grad_norm" | "update_ratio" | "act_std" | "act_zeros";
+  paths?: string[]; // the rows on screen
+}
+
 export type Request =
   | PingRequest
   | SelectRequest
@@ -219,7 +238,10 @@ export type Request =
   | FlowRequest
   | GraphRequest
   | CancelRequest
-  | SummaryRequest;
+  | SummaryRequest
+  | TrainSeriesRequest
+  | TrainControlRequest
+  | TrainFiguresRequest;
 
 export type Reply =
   | PongReply
@@ -247,7 +269,10 @@ export type Reply =
   | HealthReply
   | FlowReply
   | GraphReply
-  | SummaryReply;
+  | SummaryReply
+  | TrainSeriesReply
+  | TrainControlReply
+  | TrainFiguresReply;
 
 /** The reply each request kind gets when it succeeds (any may get an ErrorReply). */
 export interface Replies {
@@ -280,10 +305,13 @@ export interface Replies {
   graph: GraphReply;
   cancel: CancelReply;
   summary: SummaryReply;
+  train_series: TrainSeriesReply;
+  train_control: TrainControlReply;
+  train_figures: TrainFiguresReply;
 }
 
 export type RequestKind = keyof Replies;
-export const REQUEST_KINDS: readonly RequestKind[] = ["asset", "bulk", "cancel", "catalog", "children", "diff", "edit", "figures", "filter", "flow", "form", "graph", "health", "memory", "mro", "peft", "pick", "ping", "plan", "probe", "probe_table", "redo", "replace", "reveal", "select", "source", "stats", "summary", "undo"];
+export const REQUEST_KINDS: readonly RequestKind[] = ["asset", "bulk", "cancel", "catalog", "children", "diff", "edit", "figures", "filter", "flow", "form", "graph", "health", "memory", "mro", "peft", "pick", "ping", "plan", "probe", "probe_table", "redo", "replace", "reveal", "select", "source", "stats", "summary", "train_control", "train_figures", "train_series", "undo"];
 
 /** Kinds that patch the model or re-run the probe: busy while they run; a stale `rev` is
  * refused. */

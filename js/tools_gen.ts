@@ -153,3 +153,57 @@ export interface SummaryReply {
   deepest: number; // the tree's depth
   name: string; // the model's class, for the CSV file's name
 }
+
+export interface NonFiniteRow {
+  step: number;
+  path: string | null; // None: outside every module (the loss, the inputs)
+  phase: string; // forward | backward | loss
+  cls: string;
+  detail: string;
+}
+
+export interface FlagRow {
+  step: number;
+  path: string;
+  kind: string; // vanishing | exploding | dead | saturated | nonfinite
+}
+
+/** What the Training tab shows of the watch; {} (no `watching`) when there is none. */
+export interface TrainingState {
+  watching: boolean;
+  step: number; // steps completed
+  every: number;
+  paused: boolean;
+  pausable: boolean; // the kernel answers the view while a cell runs (ipykernel >= 7.4)
+  loss: [number, number][]; // at most LOSS_POINTS, evenly thinned
+  active: Record<string, string[]>; // path -> the flags that hold now (at most ACTIVE_ROWS paths)
+  flag_count: number;
+  recent: FlagRow[]; // the last flags raised, newest last
+  nonfinite: NonFiniteRow | null;
+  optimizer: string; // its class, or "" without one
+  note: string;
+}
+
+export interface TrainSeriesReply {
+  kind: "train_series";
+  path: string;
+  cls: string;
+  series: Record<string, [number, number][]>; // figure -> (step, value), oldest first
+  latest: Record<string, number>; // the last sample, exact (the series is rounded)
+  flags: string[]; // the flags that hold now
+}
+
+export interface TrainControlReply {
+  kind: "train_control";
+  paused: boolean;
+  message: string; // what happens now, e.g. "the loop holds after step 41: edits apply between steps"
+}
+
+/** The shape of the figures reply (the tree colours by both); `total`: the largest value. */
+export interface TrainFiguresReply {
+  kind: "train_figures";
+  figure: string;
+  values: Record<string, number | null>; // None: no sample of that module
+  total: number | null;
+  note: string;
+}

@@ -24,6 +24,13 @@ export const BADGES: Record<string, [string, string]> = {
   unfrozen: ["unfrozen", "its parameters were frozen when the explorer opened and are trainable now"],
   nan: ["NaN/Inf", "its own weights hold NaN or Inf"],
   nonfinite: ["NaN out", "the first module whose outputs hold NaN or Inf (last real probe)"],
+  // the training lens (ex.watch): the flag that holds now, the worst first
+  "first-nan": ["first NaN", "training: the first module whose forward or backward made NaN/Inf"],
+  "t-nonfinite": ["NaN", "training: a sampled figure is NaN/Inf"],
+  "t-exploding": ["exploding", "training: updates or gradients far too large for its weights"],
+  "t-dead": ["dead", "training: at least 95% of its outputs are 0"],
+  "t-vanishing": ["vanishing", "training: its weights' gradients are ~0"],
+  "t-saturated": ["saturated", "training: its outputs sit at the activation's bounds"],
 };
 
 /** The rows a Shift+click selects: node rows from `from` to `to` of the visible list, both included. */

@@ -13,6 +13,7 @@ import { MroPane } from "./panes/mro";
 import { OverviewPane } from "./panes/overview";
 import { ProbePane } from "./panes/probe";
 import { SourcePane } from "./panes/source";
+import { TrainingPane, trainingBadges } from "./panes/training";
 import type { Ctx, Pane } from "./panes/context";
 import { messageOf } from "./panes/context";
 import type { Channel, HistoryState, State } from "./protocol";
@@ -20,13 +21,13 @@ import { Rpc, SLOW_KINDS } from "./protocol";
 import { SnapshotRpc } from "./snapshot";
 import { messageInvoke } from "./transport";
 import { TreeView } from "./tree";
-import { TreeColor } from "./tree_color";
+import { isTrainFigure, TreeColor } from "./tree_color";
 import { TreeSelect } from "./tree_select";
 
 const READ_ONLY_NOTE = "read-only snapshot: no kernel, actions disabled";
 const PING_TIMEOUT = 8000;
 
-export const TABS = ["Overview", "Source", "Form", "MRO", "Graph", "Probe", "History", "Diff", "Memory"] as const;
+export const TABS = ["Overview", "Source", "Form", "MRO", "Graph", "Probe", "History", "Diff", "Memory", "Training"] as const;
 type Tab = (typeof TABS)[number];
 
 export interface Explorer {
@@ -194,7 +195,11 @@ export function createExplorer(
   );
   const picker = new TreeSelect(tree, ctx);
   // Rows coloured by a figure (the Memory tab's, or FLOPs, time): values asked for as rows are drawn.
-  const color = new TreeColor((figure, paths) => rpc.call({ kind: "figures", figure, paths }), () => tree.render(), showError);
+  const color = new TreeColor(
+    (figure, paths) => (isTrainFigure(figure) ? rpc.call({ kind: "train_figures", figure, paths }) : rpc.call({ kind: "figures", figure, paths })),
+    () => tree.render(),
+    showError,
+  );
   tree.el.insertBefore(color.el, tree.el.children[1] ?? null);
   tree.decorate = (row, item, index) => {
     picker.decorate(row, item, index);
@@ -211,6 +216,7 @@ export function createExplorer(
     History: new HistoryPane(ctx),
     Diff: new DiffPane(ctx, (badges) => picker.setBadges("diff", badges)),
     Memory: new MemoryPane(ctx),
+    Training: new TrainingPane(ctx),
   };
   let active: Tab = "Overview";
   const tablist = h("div", { role: "tablist", class: "tx-tabs", "aria-label": "Module details" });
@@ -321,10 +327,24 @@ export function createExplorer(
     syncHistory();
     if (active === "History") refreshPane();
   });
+  on("change:training", () => {
+    syncTraining();
+    if (active === "Training") refreshPane();
+  });
   on("change:busy", syncBusy);
   on("change:error", () => showError(model.get("error")));
 
+  // The training lens's marks on the tree; a training colour is asked again as steps go by.
+  let trainStep = -1;
+  function syncTraining(): void {
+    const s = model.get("training") ?? {};
+    picker.setBadges("train", trainingBadges(s));
+    if (s.step !== undefined && s.step !== trainStep && isTrainFigure(color.figure)) color.reset();
+    trainStep = s.step ?? -1;
+  }
+
   showTree(false);
+  syncTraining();
   syncStatus();
   syncBusy();
   syncHistory();

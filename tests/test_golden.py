@@ -122,6 +122,7 @@ PUBLIC = (
     "widget",
     "protocol",
     "demo",
+    "watch",
 )
 
 

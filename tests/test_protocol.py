@@ -243,6 +243,9 @@ _WORKING = [
     {"kind": "memory", "path": "0", "training": True},
     {"kind": "figures", "figure": "activations", "paths": ["0", "0.conv", "9"]},
     {"kind": "cancel"},
+    {"kind": "train_series", "path": "0"},
+    {"kind": "train_control", "action": "pause"},
+    {"kind": "train_figures", "figure": "grad_norm", "paths": ["0"]},
 ]
 _SESSION = [
     {"kind": "ping"},

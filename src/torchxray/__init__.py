@@ -31,6 +31,7 @@ from .source import Source, source
 from .stats import ParamStats, stats
 from .summary import summary
 from .tree import ModelTree, Node, walk
+from .watch import Watch, watch
 
 _LAZY: dict[str, str] = {"explore": "widget", "Explorer": "widget"}
 
@@ -55,6 +56,7 @@ __all__ = [
     "ProbeReport",
     "Site",
     "Source",
+    "Watch",
     "__version__",
     "catalog",
     "diff",
@@ -75,6 +77,7 @@ __all__ = [
     "summary",
     "unregister",
     "walk",
+    "watch",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only

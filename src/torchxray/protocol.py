@@ -53,6 +53,7 @@ from ._view.replies import (
     SelectReply,
     SourceReply,
 )
+from ._view.watch_types import TRAIN_REPLIES, TrainRequest
 
 __all__ = [
     "MAX_MESSAGE_BYTES",
@@ -216,11 +217,9 @@ Request: TypeAlias = (
     FormRequest | EditRequest | ReplaceRequest | UndoRequest | RedoRequest | ProbeRequest |
     ProbeTableRequest | MroRequest | CatalogRequest | AssetRequest | ct.PickRequest |
     ct.PlanRequest | ct.BulkRequest | ct.PeftRequest | ct.DiffRequest | ct.StatsRequest |
-    ct.HealthRequest | MemoryRequest | FiguresRequest | ft.FlowRequest | ft.GraphRequest | CancelRequest | st.SummaryRequest
+    ct.HealthRequest | MemoryRequest | FiguresRequest | ft.FlowRequest | ft.GraphRequest | CancelRequest | st.SummaryRequest | TrainRequest
 )  # fmt: skip
-REQUEST_TYPES: dict[str, type] = {
-    get_args(t.__annotations__["kind"])[0]: t for t in get_args(Request)
-}
+REQUEST_TYPES: dict[str, type] = {get_args(t.__annotations__["kind"])[0]: t for t in get_args(Request)}  # fmt: skip
 
 # Requests that patch the model, re-run the probe or run a fake training step (memory): busy in the
 # widget, a stale `rev` refused; the frontend waits longer for them and the graph renderer (1.4 MB).
@@ -258,6 +257,7 @@ REPLIES: dict[str, type] = {
     "figures": FiguresReply,
     "flow": ft.FlowReply,
     "graph": ft.GraphReply,
+    **TRAIN_REPLIES,
 }
 # -- validation ---------------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ frontend sends ``kind``-tagged requests (see ``protocol.py``). All the work is i
 The synced state, and the probe mode, which refuses anything but the two modes:
 
     >>> sorted(Explorer.class_own_traits(sync=True))
-    ['busy', 'error', 'history', 'overview', 'probe_mode', 'probe_summary', 'readonly', 'selected', 'snapshot', 'tree_state']
+    ['busy', 'error', 'history', 'overview', 'probe_mode', 'probe_summary', 'readonly', 'selected', 'snapshot', 'training', 'tree_state']
     >>> Explorer.class_own_traits()["probe_mode"].values
     ('fake', 'real')
     >>> Explorer.class_own_traits()["probe_mode"].validate(None, "turbo")
@@ -29,13 +29,14 @@ from anywidget.experimental import command
 from torch import nn
 
 from ._probe.cancel import ProbeCancelled
-from ._view import assets, background, static_html
+from ._view import assets, background, static_html, training
 from ._view.host import ALL, PROBE, States
 from ._view.mirror import PythonApi
 from ._view.schedule import Schedule
 from ._view.session import Session
 from .probe import ProbeReport
 from .protocol import PROBE_MODES, SLOW, Reply, error_reply
+from .watch import Watch
 
 __all__ = ["Explorer", "explore"]
 
@@ -55,6 +56,7 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
     probe_mode = t.Enum(PROBE_MODES, default_value="fake").tag(sync=True)
     readonly = t.Bool(False).tag(sync=True)
     snapshot = t.Dict().tag(sync=True)
+    training = t.Dict().tag(sync=True)  # the Training tab: ex.watch's state (_view/training.py)
 
     # Class settings (bench.flows --set NAME=VALUE sets them for an A/B).
     # Shown after the widget as a second output: a read-only tree for a notebook reopened without
@@ -81,6 +83,7 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
         # installs its report from a thread (`_view/background.py`).
         self._lock = threading.RLock()
         self._background = background.Background()
+        self._training: training.TrainingLink | None = None
         # In a kernel the states that need the walk (the tree and the root's Overview) are sent
         # after the view itself (`_ipython_display_`), so the browser draws the view while the
         # kernel walks the model; the first request or sync sends them too if never displayed.
@@ -172,6 +175,11 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
         """Whether the first probe is still running in the background."""
         return self._background.running
 
+    def watch(self, optimizer: Any = None, every: int = 10, **kwargs: Any) -> Watch:
+        """``tx.watch`` on the explored model, shown in the Training tab while the loop runs
+        (see ``torchxray.watch``); an earlier one of this Explorer is closed first."""
+        return training.open_watch(self, self._live(), optimizer, every, **kwargs)
+
     # -- the frontend's requests ------------------------------------------------------------
 
     @command  # type: ignore[misc]
@@ -215,6 +223,9 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
     def _handle_custom_msg(self, content: Any, buffers: list[bytes]) -> None:
         # anywidget indexes its command table with the message's name and id unchecked; answer a
         # malformed envelope here instead of letting a KeyError reach the kernel's log.
+        link = self._training
+        if link is not None and link.claimed(content):
+            return  # answered between training steps already (_view/train_pump.py)
         if isinstance(content, dict) and content.get("kind") == "anywidget-command":
             name, mid = content.get("name"), content.get("id")
             if name != "rpc" or not isinstance(mid, str) or "msg" not in content:
@@ -343,6 +354,10 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
             if session is not None:
                 session.cancel()  # nobody will see its result: stop at the next module call
             bg.wait()  # the probe still uses the model; it drops its result once closed
+        link: training.TrainingLink | None = getattr(self, "_training", None)
+        if link is not None:
+            link.close(close_watch=True)
+            self._training = None
         if session is not None:
             session.close()
             self._session = None

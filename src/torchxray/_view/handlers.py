@@ -17,6 +17,7 @@ from . import tools_patch as patch
 from . import tools_probe as probe
 from . import tools_summary as summary
 from . import tools_tree as tree
+from . import tools_watch as watch
 from .host import Handler
 
 __all__ = ["HANDLERS"]
@@ -58,4 +59,8 @@ HANDLERS: dict[str, Handler] = {
     # the execution flow: the call tree and the Graph tab
     "flow": flow.on_flow,
     "graph": flow.on_graph,
+    # the Training tab
+    "train_series": watch.on_train_series,
+    "train_control": watch.on_train_control,
+    "train_figures": watch.on_train_figures,
 }

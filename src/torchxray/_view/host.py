@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ..patch import PatchEntry, PatchLog
     from ..probe import ProbeReport
     from ..tree import ModelTree
+    from ..watch import Watch
     from .origin import Opened
     from .replies import ProbeSummary, Reply
     from .serialize import RowMaker
@@ -88,6 +89,8 @@ class Host(Protocol):
     kwargs: dict[str, Any]
     probe_note: str
     caches: Caches
+    watch: Watch | None  # the training lens shown (ex.watch), if any
+    training_now: bool  # answering between two steps of a running loop (no probe then)
 
     @property
     def tree(self) -> ModelTree: ...

@@ -28,7 +28,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from typing_extensions import NotRequired, get_type_hints, is_typeddict
 
 from .. import protocol
-from . import compare_types, flow_types, replies, snapshot_types, summary_types
+from . import compare_types, flow_types, replies, snapshot_types, summary_types, watch_types
 
 __all__ = ["generate", "main", "ts_type"]
 
@@ -135,7 +135,7 @@ def generate() -> dict[str, str]:
     # (the Overview's call sites) goes with the replies, so that they need nothing of it.
     tools = [
         t
-        for m in (compare_types, flow_types, snapshot_types, summary_types)
+        for m in (compare_types, flow_types, snapshot_types, summary_types, watch_types)
         for t in _typeddicts(m)
         if t not in protocol.REQUEST_TYPES.values()
     ]

@@ -10,6 +10,7 @@ from typing_extensions import NotRequired, TypedDict
 from . import compare_types as ct
 from . import flow_types as ft
 from . import summary_types as st
+from . import watch_types as wt
 
 # A tree row's markers; js/tree_row.ts labels each (a Record<Mark, ...>, so tsc fails on drift).
 Mark: TypeAlias = Literal[
@@ -376,5 +377,5 @@ Reply: TypeAlias = (
     PatchedReply | ProbeReply | ProbeTableReply | MroReply | CatalogReply | AssetReply | ErrorReply |
     MemoryReply | FiguresReply | CancelReply |
     ct.PickReply | ct.PlanReply | ct.PeftReply | ct.DiffReply | ct.StatsReply | ct.HealthReply |
-    ft.FlowReply | ft.GraphReply | st.SummaryReply
+    ft.FlowReply | ft.GraphReply | st.SummaryReply | wt.TrainSeriesReply | wt.TrainControlReply | wt.TrainFiguresReply
 )  # fmt: skip

@@ -19,6 +19,7 @@ from ..patch import PatchEntry, PatchLog
 from ..probe import ProbeReport, probe
 from ..protocol import PROBE_MODES, SLOW, ProtocolError, error_reply, validate
 from ..tree import ModelTree, walk
+from ..watch import Watch
 from . import panes, probe_panes, tools_flow
 from . import serialize as ser
 from .background import PROBING
@@ -30,7 +31,9 @@ from .schedule import Schedule
 from .snapshot import SNAPSHOT_NODES, snapshot
 from .snapshot_types import Snapshot
 
-__all__ = ["Session", "probe_mode"]
+__all__ = ["TRAINING_NOTE", "Session", "probe_mode"]
+
+TRAINING_NOTE = "probe waits while the model trains: Run probe (Probe tab) once the loop ends"
 
 
 def probe_mode(mode: str) -> str:
@@ -86,6 +89,8 @@ class Session:
         # The revision of the last model change: a probe alone bumps `rev` but leaves forms valid.
         self.model_rev = 0
         self.selected = ""
+        self.watch: Watch | None = None  # ex.watch: edits keep its optimizer true
+        self.training_now = False  # answering between two steps of a running loop
 
     @property
     def tree(self) -> ModelTree:
@@ -141,6 +146,10 @@ class Session:
     def run_probe(self, mode: str | None = None) -> None:
         if mode is not None:
             self.mode = probe_mode(mode)
+        if self.training_now:  # the loop goes on after this answer: the probe would race it
+            self.previous, self.report = self.report or self.previous, None
+            self.probe_note = TRAINING_NOTE
+            return
         if not self.args and not self.kwargs:
             self.probe_note = (
                 "no probe: pass example inputs, e.g. tx.explore(model, torch.randn(1, 3, 32, 32))"
@@ -203,7 +212,18 @@ class Session:
 
     def patch(self, op: str, *args: Any, **kwargs: Any) -> PatchEntry:
         _ = self.origin  # the model as opened, before its first change
-        entry: PatchEntry = getattr(self.patch_log(), op)(*args, **kwargs)
+        log = self.patch_log()
+
+        def apply() -> PatchEntry:
+            entry: PatchEntry = getattr(log, op)(*args, **kwargs)
+            return entry
+
+        w = self.watch
+        if w is not None and not w.closed:  # between training steps: the optimizer follows
+            what = f"{op} of {args[0]!r}" if args and isinstance(args[0], str) else op
+            entry = w.patched(apply, log.undo, what)
+        else:
+            entry = apply()
         self.changed()
         return entry
 
