@@ -38,9 +38,10 @@ from typing import Any, Literal
 import torch
 import torch.nn as nn
 
-from ._patch import code, freezing, size
+from ._patch import code, freezing
+from ._patch.edit import plan as edit_plan
 from ._patch.paths import Match, SlotIndex, no_match, targets, tensor_bytes, tensors
-from ._patch.placement import carry, place
+from ._patch.placement import place
 
 
 @dataclass(frozen=True)
@@ -49,8 +50,9 @@ class PatchEntry:
     ``reinitialised`` name the replacement's parameters/buffers copied from the old module or left
     as freshly initialised (edit only); ``guessed`` names the unchanged hyperparameters an edit
     rebuilt from a guess (form origin "default": record the constructor arguments with
-    ``tx.record_init_args()`` to make them exact); ``code`` replays the change (see
-    ``PatchLog.to_code``)."""
+    ``tx.record_init_args()`` to make them exact); ``effects`` says, one line per submodule, what
+    an edit changed ("conv1 would be Conv2d(3, 16, ...), the live one is Conv2d(3, 8, ...)");
+    ``code`` replays the change (see ``PatchLog.to_code``)."""
 
     id: int
     op: Literal["replace", "edit", "replace_all", "freeze", "unfreeze"]
@@ -62,6 +64,7 @@ class PatchEntry:
     reinitialised: tuple[str, ...] = ()
     code: str = ""
     guessed: tuple[str, ...] = ()
+    effects: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,55 +131,40 @@ class PatchLog:
         item = _Item(old, new_module, paths)
         return self._commit("replace", index, [item], {}, (), ())
 
-    def edit(self, path: str, /, *, _confirm: bool = False, **hyperparameters: Any) -> PatchEntry:
+    def edit(
+        self,
+        path: str,
+        /,
+        *,
+        _confirm: bool = False,
+        _inexact_ok: bool = False,
+        **hyperparameters: Any,
+    ) -> PatchEntry:
         """Rebuild the module at ``path`` from its form with ``hyperparameters`` changed, carry over
-        every parameter and buffer whose name and shape still match, then replace it everywhere
-        it is registered. Invalid values raise ``FormError`` (per field) and change nothing.
-        Values equal to the live ones (compared parsed: ``"(2,2)"`` is ``(2, 2)``) are dropped;
-        when none is left, ``ValueError("nothing changed: ...")`` and no entry is recorded. A
-        module whose parameters would pass ``max(1 GiB, 25% of free memory)`` (estimated on meta)
-        raises ``TooLarge`` (a FormError) unless ``_confirm=True``."""
-        from ._forms.unchanged import equal, nothing_message
-        from .forms import form
-
+        every parameter and buffer whose name and shape still match (quantized tensors and
+        parametrizations included), then replace it everywhere it is registered. Invalid values
+        raise ``FormError`` (per field) and change nothing. Values equal to the live ones
+        (compared parsed: ``"(2,2)"`` is ``(2, 2)``) are dropped; when none is left,
+        ``ValueError("nothing changed: ...")`` and no entry is recorded. A module whose parameters
+        would pass ``max(1 GiB, 25% of free memory)`` (estimated on meta) raises ``TooLarge`` (a
+        FormError) unless ``_confirm=True``. An edit that would change a part of the module its
+        changes do not reach (an inexact form: ``tx.form(module).inexact``) raises ``Inexact``
+        (a FormError naming the part) unless ``_inexact_ok=True``; ``entry.effects`` lists what
+        the edit changed."""
         index = SlotIndex(self.model)
         old = _existing(index, path)
-        asked = tuple(hyperparameters)
-        before = form(old)
-        # Values are compared parsed, not as text: "(2,2)" for (2, 2) or "float16" for
-        # torch.float16 changes nothing, and an edit that changes nothing records no entry.
-        hyperparameters = before.changed(**hyperparameters)
-        if not hyperparameters:
-            raise ValueError(nothing_message(before, path, asked))
-        if not _confirm:
-            size.check(before, hyperparameters, old, path)
-        new = before.build(**hyperparameters)
-        _check_module(new, f"the rebuilt {type(old).__name__} at {path!r}")
-        try:
-            after: dict[str, Any] = dict(form(new).values)
-        except Exception:  # noqa: BLE001 - only used to label the entry
-            after = {}
-        old_values = dict(before.values)
-        changes = {k: (old_values.get(k), after.get(k, v)) for k, v in hyperparameters.items()}
-        # A value the constructor canonicalises (kernel_size=3 is (3, 3)) may also be unchanged.
-        changes = {k: v for k, v in changes.items() if not (k in after and equal(*v))}
-        if not changes:
-            raise ValueError(nothing_message(before, path, asked))
-        # Values the form could not recover are rebuilt from the signature's defaults: say so, since
-        # the rebuilt module may then differ from the old one in more than the requested changes.
-        guessed = tuple(
-            f.name
-            for f in before.fields
-            if f.origin == "default"
-            and f.name not in hyperparameters
-            and f.kind not in ("varargs", "varkw")
-        )
-        cast = not ({"dtype", "device"} & set(hyperparameters))
-        place(new, old, index, path, cast=cast)
-        kept, fresh = carry(new, old)
-        item = _Item(old, new, tuple(index.paths_of(old)), kept, cast)
+        p = edit_plan(index, path, old, hyperparameters, _confirm, _inexact_ok)
+        item = _Item(old, p.new, tuple(index.paths_of(old)), p.kept, p.cast)
         return self._commit(
-            "edit", index, [item], changes, kept, fresh, placed=True, guessed=guessed
+            "edit",
+            index,
+            [item],
+            p.changes,
+            p.kept,
+            p.fresh,
+            placed=True,
+            guessed=p.guessed,
+            effects=p.effects,
         )
 
     def matches(self, match: Match) -> list[str]:
@@ -303,6 +291,7 @@ class PatchLog:
         fresh: tuple[str, ...],
         placed: bool = False,
         guessed: tuple[str, ...] = (),
+        effects: tuple[str, ...] = (),
     ) -> PatchEntry:
         entry_id = self._next_id
         imports: set[str] = set()
@@ -339,6 +328,7 @@ class PatchLog:
             reinitialised=fresh,
             code=text,
             guessed=guessed,
+            effects=effects,
         )
         self._done.append(_Record(entry, tuple(swaps), frozenset(imports)))
         self._undone.clear()
