@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import inspect
+import time
 import typing
 from typing import Any
 
@@ -33,14 +34,21 @@ from ._forms.field import Field, FormError
 from ._forms.fill import fill
 from ._forms.kinds import KindInfo
 from ._forms.make import brief, current, loose, make_field
-from ._forms.record import record_init_args, recorded_args, recorded_notes, remember, snapshot
+from ._forms.record import (
+    record_everything,
+    record_init_args,
+    recorded_args,
+    recorded_notes,
+    remember,
+    snapshot,
+)
 from ._forms.recover import derived_values
 from ._forms.signature import signature
 from ._forms.values import ParseError, expected, parse
 from ._text import closest
 from ._unwrap import original_class
 
-__all__ = ["Field", "Form", "FormError", "form", "record_init_args"]
+__all__ = ["Field", "Form", "FormError", "form", "record_everything", "record_init_args"]
 
 _MISSING = inspect.Parameter.empty
 
@@ -89,7 +97,7 @@ class Form:
 
     @property
     def inexact(self) -> str:
-        """"" when ``build()`` with no change reproduces the live module exactly (every
+        """ "" when ``build()`` with no change reproduces the live module exactly (every
         submodule's class and extra_repr, parameter and buffer names, shapes and dtypes, the
         attributes its constructor set); else one sentence: "inexact: norm1 would be
         GroupNorm(32, 32), the live one is GroupNorm(8, 32)". ``PatchLog.edit`` refuses an
@@ -265,6 +273,7 @@ class Form:
 
 def form(module_or_class: nn.Module | type) -> Form:
     """Form for a module instance (current values) or a class (defaults)."""
+    started = time.thread_time()
     if isinstance(module_or_class, type):
         if not issubclass(module_or_class, nn.Module):
             raise TypeError(
@@ -324,9 +333,9 @@ def form(module_or_class: nn.Module | type) -> Form:
             f, info = make_field(cls, p, guess, "default")
         fields.append(f)
         infos[p.name] = info
-    hint = ""
+    hint, check = "", None
     if module is not None and recorded is None and not cls.__module__.startswith("torch."):
-        hint = fill(module, cls, sig, fields, infos)
+        hint, check = fill(module, cls, sig, fields, infos, started)
     notes = recorded_notes(module) if module is not None and recorded is not None else {}
     out: list[Field] = []
     out_infos: dict[str, KindInfo] = {}
@@ -339,5 +348,6 @@ def form(module_or_class: nn.Module | type) -> Form:
         for g, info in pairs:
             out.append(g)
             out_infos[g.name] = info
-    return Form(cls, sig, tuple(out), out_infos, hint, module)
-
+    made = Form(cls, sig, tuple(out), out_infos, hint, module)
+    made._check = check  # the search's last build is the gate's build for these values
+    return made

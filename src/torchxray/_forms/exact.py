@@ -13,7 +13,6 @@ equal the live one.
 from __future__ import annotations
 
 import time
-import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +20,7 @@ import torch
 from torch import nn
 
 from .._text import short
+from .metabuild import meta_build
 from .parts import Parts, parts
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "check",
     "differences",
     "sentence",
+    "weight",
 ]
 
 MAX_SENTENCE = 400
@@ -91,8 +92,6 @@ def differences(live: Parts, built: Parts) -> list[Difference]:
     for key, b in built.items.items():
         if key[0] in live.summary and key not in live.items and not key[1].startswith("attr "):
             out.append(Difference(key[0], key[1], None, b))
-    # A "children" difference that the added or missing submodules explain says nothing more.
-    out = [d for d in out if d.aspect != "children" or _reordered(d)]
     order = {p: i for i, p in enumerate(live.summary)}
     out.sort(key=lambda d: order.get(d.path, len(order)))
     return out
@@ -138,6 +137,8 @@ def _one(d: Difference, live: Parts, built: Parts) -> str:
 
 def sentence(diffs: list[Difference], live: Parts, built: Parts) -> str:
     """The first difference in words, and how many more (one line)."""
+    # A "children" difference that added or missing submodules explain says nothing more.
+    diffs = [d for d in diffs if d.aspect != "children" or _reordered(d)] or diffs
     if not diffs:
         return ""
     first = _one(diffs[0], live, built)
@@ -146,6 +147,20 @@ def sentence(diffs: list[Difference], live: Parts, built: Parts) -> str:
         more = ", ".join(sorted(p or "the module" for p in others)[:4])
         first += f" (and {len(others)} more: {more}{', ...' if len(others) > 4 else ''})"
     return short(first, MAX_SENTENCE)
+
+
+def weight(diffs: list[Difference], live: Parts, built: Parts) -> int:
+    """How far a build is from the live module: one per differing part, a whole submodule's
+    parts for one that is on one side only (the search's score; 0 is exact)."""
+    total = 0
+    for d in diffs:
+        if d.aspect != "module":
+            total += 1
+            continue
+        side = live if d.built is None else built
+        prefix = d.path + "."
+        total += sum(1 for p, _ in side.items if p == d.path or p.startswith(prefix))
+    return total
 
 
 def floating_dtype(module: nn.Module) -> torch.dtype | None:
@@ -167,8 +182,7 @@ def build_meta(form: Any, changes: dict[str, Any] | None = None) -> nn.Module:
     by_name = getattr(form, "_by_name", {})
     if "device" in by_name and by_name["device"].kind == "device" and "device" not in meta:
         meta["device"] = torch.device("meta")
-    with warnings.catch_warnings(), torch.device("meta"):
-        warnings.simplefilter("ignore")
+    with meta_build():
         return form.build(**meta)
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import inspect
+import time
 import typing
 from typing import Any
 
@@ -12,6 +13,7 @@ from torch import nn
 
 from .bind import bind
 from .check import check_type
+from .exact import Check
 from .field import Field
 from .infer import guessed, infer
 from .kinds import KindInfo
@@ -20,7 +22,26 @@ from .record import snapshot
 
 __all__ = ["fill"]
 
-_SCALARS = ("int", "float", "bool", "int_or_tuple")
+# The search's share of the one second a form may take to open (the gate and the fields take the
+# rest), in CPU seconds of the thread that opens it: on a loaded machine the search does the same
+# work (the same form, whatever else runs) and takes longer, on an idle one it takes this long.
+SEARCH_SECONDS = 0.8
+
+
+def _widen(fields: list[Field]) -> list[Field]:
+    """The guessed fields, then those read from attributes or derived (they may hold a value the
+    constructor transformed, or one a later argument overrides)."""
+    first = [f for f in fields if guessed(f)]
+    rest = [
+        f
+        for f in fields
+        if f not in first
+        and f.origin in ("attribute", "derived")
+        and f.kind not in ("varargs", "varkw", "config")
+        and f.name not in ("device", "dtype")
+        and not isinstance(f.value, nn.Module)
+    ]
+    return first + rest
 
 
 def fill(
@@ -29,10 +50,10 @@ def fill(
     sig: inspect.Signature,
     fields: list[Field],
     infos: dict[str, KindInfo],
-) -> str:
-    """Replace guessed fields (in place) by values a meta build confirms; the hint otherwise."""
-    if not any(guessed(f) for f in fields):
-        return ""
+    started: float,
+) -> tuple[str, Check | None]:
+    """Replace guessed fields (in place) by values a meta build confirms. Returns the hint ("" when
+    the rebuild is exact) and the gate's answer for the final values (None: not known yet)."""
     base = {f.name: f.value for f in fields}
     if "device" in base:
         base["device"] = torch.device("meta")  # an explicit device would beat the meta context
@@ -45,28 +66,44 @@ def fill(
         return typing.cast(nn.Module, cls(*args, **kwargs))
 
     def fits(f: Field, value: Any) -> bool:
-        return check_type(f, infos[f.name], value) is None
+        # None is tried for any field with a default: annotations say `int` where callers pass
+        # None (diffusers' temb_channels); the build decides.
+        return (value is None and not f.required) or check_type(f, infos[f.name], value) is None
 
-    found = infer(module, fields, fits, make)
-    if not found.exact:
-        # A same-named attribute may hold a transformed value (num_scales - 1): search those too.
-        stored = frozenset(f.name for f in fields if f.origin == "attribute" and f.kind in _SCALARS)
-        found = infer(module, fields, fits, make, stored) if stored else found
+    deadline = started + SEARCH_SECONDS
+    first = [f for f in fields if guessed(f)]
+    found = infer(module, fields, first, fits, make, deadline)
+    wide = _widen(fields)
+    if not found.exact and len(wide) > len(first) and time.thread_time() < deadline:
+        again = infer(module, fields, wide, fits, make, deadline, start=found.values)
+        if again.exact:
+            found = again
+    for i, f in enumerate(fields):
+        if f.name not in found.values or same(found.values[f.name], f.value):
+            continue
+        value = found.values[f.name]
+        if found.exact:
+            # A default the build agrees with is proven by the gate, but it stays a default; a
+            # value the search had to find is "inferred".
+            fields[i], infos[f.name] = make_field(cls, sig.parameters[f.name], value, "inferred")
+        elif guessed(f) and not f.required:
+            # The closest build's value: still a guess, but nearer than the default. A required
+            # value stays empty: a guess there would build without complaint.
+            fields[i], infos[f.name] = make_field(cls, sig.parameters[f.name], value, "default")
     if found.exact:
-        for i, f in enumerate(fields):
-            if f.name not in found.values:
-                continue
-            value = found.values[f.name]
-            # A default the build agrees with may still be wrong (a value that shapes nothing):
-            # it stays a guess; only a value the search had to find is "inferred".
-            if f.required or not same(value, f.default):
-                fields[i], infos[f.name] = make_field(
-                    cls, sig.parameters[f.name], value, "inferred"
-                )
-        return ""
-    unknown = [f.name for f in fields if guessed(f)]
+        return "", found.check
+    closest = found.check.reason.removeprefix("inexact: ")
+    why = found.reason if closest == found.reason else f"{found.reason} (closest: {closest})"
+    empty = any(f.required and f.value is None for f in fields)
+    # The closest build is the form's own when no required value stayed empty: the gate's answer
+    # (with its parts, so that an edit setting the field that differs can apply).
+    check = Check(f"inexact: {why}", found.check.diffs, None if empty else found.check.base)
+    unknown = [f.name for f in first]
+    what = f"no attribute for {', '.join(unknown)}" if unknown else "attributes that rebuild it"
     return (
-        f"{cls.__name__} keeps no attribute for {', '.join(unknown)}, and {found.reason}: "
-        "required ones stay empty, the others show their defaults. Build the model inside "
-        "`with tx.record_init_args():` to get exact forms."
+        f"{cls.__name__} keeps {what}, and {found.reason}: required ones stay empty, the others "
+        "show guesses. Record the model's construction (`%load_ext torchxray` or "
+        "`tx.record_everything()` before building it, or `with tx.record_init_args():`) to get "
+        "exact forms.",
+        check,
     )
