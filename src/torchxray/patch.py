@@ -42,6 +42,8 @@ from ._patch import code, freezing
 from ._patch.edit import plan as edit_plan
 from ._patch.paths import Match, SlotIndex, no_match, targets, tensor_bytes, tensors
 from ._patch.placement import place
+from ._patch.swaps import Swap, reverse
+from ._patch.swaps import apply as apply_swaps
 
 
 @dataclass(frozen=True)
@@ -67,14 +69,6 @@ class PatchEntry:
     effects: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class _Swap:
-    parent: nn.Module
-    key: str
-    old: nn.Module
-    new: nn.Module
-
-
 @dataclass(frozen=True)
 class _Item:
     """One replacement object and the paths it goes to."""
@@ -89,7 +83,7 @@ class _Item:
 @dataclass(frozen=True)
 class _Record:
     entry: PatchEntry
-    swaps: tuple[_Swap, ...]
+    swaps: tuple[Swap, ...]
     imports: frozenset[str]
     flags: freezing.Flags | None = None  # freeze / unfreeze: requires_grad before and after
 
@@ -152,9 +146,10 @@ class PatchLog:
         (a FormError naming the part) unless ``_inexact_ok=True``; ``entry.effects`` lists what
         the edit changed."""
         index = SlotIndex(self.model)
-        old = _existing(index, path)
+        old = self.model if path == "" else _existing(index, path)
         p = edit_plan(index, path, old, hyperparameters, _confirm, _inexact_ok)
-        item = _Item(old, p.new, tuple(index.paths_of(old)), p.kept, p.cast)
+        paths = ("",) if path == "" else tuple(index.paths_of(old))
+        item = _Item(old, p.new, paths, p.kept, p.cast)
         return self._commit(
             "edit",
             index,
@@ -237,7 +232,7 @@ class PatchLog:
         if not self._done:
             raise IndexError("nothing to undo (check log.can_undo)")
         record = self._done[-1]
-        _apply([_Swap(s.parent, s.key, s.new, s.old) for s in reversed(record.swaps)])
+        apply_swaps(reverse(record.swaps), self)
         freezing.apply(record.flags, undo=True)
         self._undone.append(self._done.pop())
         return record.entry
@@ -247,7 +242,7 @@ class PatchLog:
         if not self._undone:
             raise IndexError("nothing to redo (check log.can_redo)")
         record = self._undone[-1]
-        _apply(list(record.swaps))
+        apply_swaps(list(record.swaps), self)
         freezing.apply(record.flags)
         self._done.append(self._undone.pop())
         return record.entry
@@ -299,12 +294,16 @@ class PatchLog:
         for item in items:
             exprs = []
             for path in item.paths:
+                if path == "":  # an edit of the model itself: the log's model changes
+                    swaps.append(Swap(None, "", item.old, item.new))
+                    exprs.append("model")
+                    continue
                 slot = index.slots[path]
                 _check_not_scripted(slot.parent)
                 if (id(slot.parent), slot.key) in seen_slots:
                     continue  # another path through a shared parent: same slot
                 seen_slots.add((id(slot.parent), slot.key))
-                swaps.append(_Swap(slot.parent, slot.key, item.old, item.new))
+                swaps.append(Swap(slot.parent, slot.key, item.old, item.new))
                 exprs.append(code.slot_target(slot.parent_path, slot.parent, slot.key))
             # Code first: the constructor call reads the replacement as the user built it.
             blocks.append(code.Change(item.paths[0], item.new, tuple(exprs), item.kept, item.cast))
@@ -314,9 +313,11 @@ class PatchLog:
             for item in items:
                 if not index.contains(item.new):
                     place(item.new, item.old, index, item.paths[0], cast=item.cast)
-        _apply(swaps)
+        apply_swaps(swaps, self)
         changed = {(id(s.parent), s.key) for s in swaps}
         paths = tuple(p for p, s in index.slots.items() if (id(s.parent), s.key) in changed)
+        if any(s.parent is None for s in swaps):
+            paths = ("", *paths)
         entry = PatchEntry(
             id=entry_id,
             op=op,
@@ -343,8 +344,8 @@ def _existing(index: SlotIndex, path: str) -> nn.Module:
         raise TypeError(f"path must be a dotted string like 'layer1.0.conv1', got {path!r}")
     if path == "":
         raise ValueError(
-            "path '' is the model itself; a PatchLog changes submodules - build a new model, or "
-            "replace its children"
+            "path '' is the model itself; replace() changes submodules: build a new model, or "
+            "edit('', ...) the model's own hyperparameters (the log's model becomes the rebuilt one)"
         )
     return index.module(path)
 
@@ -360,27 +361,6 @@ def _check_not_scripted(module: nn.Module) -> None:
 def _check_module(obj: Any, what: str) -> None:
     if not isinstance(obj, nn.Module):
         raise TypeError(f"{what} is a {type(obj).__name__}, not an nn.Module; return/pass a module")
-
-
-def _apply(swaps: list[_Swap]) -> None:
-    """Assign every slot; on any failure (even KeyboardInterrupt) put back those already done."""
-    for s in swaps:
-        if s.parent._modules.get(s.key) is not s.old:
-            raise RuntimeError(
-                f"the module registered as {s.key!r} in a {type(s.parent).__name__} was changed "
-                "outside this PatchLog; undo/redo would overwrite that change, so nothing was done"
-            )
-    done: list[_Swap] = []
-    try:
-        for s in swaps:
-            # Direct slot assignment: keeps the key's position, skips __setattr__ overrides, and is
-            # exactly reversible (setattr would also drop same-named params/buffers).
-            s.parent._modules[s.key] = s.new
-            done.append(s)
-    except BaseException:
-        for s in reversed(done):
-            s.parent._modules[s.key] = s.old
-        raise
 
 
 def _names(modules: Any) -> str:

@@ -32,6 +32,7 @@ __all__ = [
     "check",
     "differences",
     "sentence",
+    "telling",
     "weight",
 ]
 
@@ -102,6 +103,11 @@ def _reordered(d: Difference) -> bool:
     return sorted(names[0]) == sorted(names[1])
 
 
+def telling(diffs: list[Difference]) -> list[Difference]:
+    """Without the "children" differences that added or missing submodules explain."""
+    return [d for d in diffs if d.aspect != "children" or _reordered(d)] or diffs
+
+
 def change(d: Difference, live: Parts, built: Parts) -> str:
     """``d`` as a change that was made: "dropout: Dropout(p=0.0) -> Dropout(p=0.1)"."""
     where = d.path or "the module"
@@ -137,8 +143,7 @@ def _one(d: Difference, live: Parts, built: Parts) -> str:
 
 def sentence(diffs: list[Difference], live: Parts, built: Parts) -> str:
     """The first difference in words, and how many more (one line)."""
-    # A "children" difference that added or missing submodules explain says nothing more.
-    diffs = [d for d in diffs if d.aspect != "children" or _reordered(d)] or diffs
+    diffs = telling(diffs)
     if not diffs:
         return ""
     first = _one(diffs[0], live, built)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import inspect
 import time
 import typing
+from collections import OrderedDict
 from typing import Any
 
 import torch
@@ -18,6 +19,7 @@ from .field import Field
 from .infer import guessed, infer
 from .kinds import KindInfo
 from .make import make_field, same
+from .parts import parts
 from .record import snapshot
 
 __all__ = ["fill"]
@@ -26,6 +28,21 @@ __all__ = ["fill"]
 # rest), in CPU seconds of the thread that opens it: on a loaded machine the search does the same
 # work (the same form, whatever else runs) and takes longer, on an idle one it takes this long.
 SEARCH_SECONDS = 0.8
+
+
+# (class, hash of a module's parts) -> plain values that rebuilt such a module exactly.
+_found: OrderedDict[tuple[type, int], dict[str, Any]] = OrderedDict()
+_FOUND_MAX = 512
+_PLAIN = (bool, int, float, str, type(None), tuple, type)
+
+
+def _remember(key: tuple[type, int], values: dict[str, Any]) -> None:
+    # Only values that belong to no instance (numbers, tuples, classes): a child module or a
+    # config found for one instance is never handed to another.
+    _found[key] = {k: v for k, v in values.items() if isinstance(v, _PLAIN)}
+    _found.move_to_end(key)
+    while len(_found) > _FOUND_MAX:
+        _found.popitem(last=False)
 
 
 def _widen(fields: list[Field]) -> list[Field]:
@@ -72,12 +89,19 @@ def fill(
 
     deadline = started + SEARCH_SECONDS
     first = [f for f in fields if guessed(f)]
-    found = infer(module, fields, first, fits, make, deadline)
+    live = parts(module)
+    key = (cls, hash(tuple(live.items.items())))
+    # Another instance with the same parts (the next block of a stack) most likely takes the same
+    # values: they are tried first, and the first build proves them or the search goes on.
+    start = _found.get(key)
+    found = infer(module, fields, first, fits, make, deadline, start, live)
     wide = _widen(fields)
     if not found.exact and len(wide) > len(first) and time.thread_time() < deadline:
-        again = infer(module, fields, wide, fits, make, deadline, start=found.values)
+        again = infer(module, fields, wide, fits, make, deadline, found.values, live)
         if again.exact:
             found = again
+    if found.exact:
+        _remember(key, found.values)
     for i, f in enumerate(fields):
         if f.name not in found.values or same(found.values[f.name], f.value):
             continue

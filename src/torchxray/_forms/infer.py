@@ -85,11 +85,12 @@ def infer(
     make: Callable[[dict[str, Any]], nn.Module],
     deadline: float,
     start: dict[str, Any] | None = None,
+    live: Parts | None = None,
 ) -> Inferred:
     """Values for the ``searched`` fields that rebuild ``module`` exactly (see the module doc);
-    ``start`` holds values a previous search found."""
+    ``start`` holds values a previous search found, ``live`` the module's parts if known."""
     t0 = time.thread_time()
-    live = parts(module)
+    live = live if live is not None else parts(module)
     dtype = floating_dtype(module)
     # A candidate that builds a module many times the live one's size is wrong anyway.
     cap = 4 * len(live.summary) + 64

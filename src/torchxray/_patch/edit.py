@@ -65,7 +65,7 @@ def plan(
     if not changes:
         raise ValueError(nothing_message(before, path, asked))
     # Values the form could not recover are rebuilt from the signature's defaults: listed, though
-    # the gate below has proven (or the caller accepted) what the rebuild changes.
+    # the gate below proves that they change no part of the module (or the caller accepted it).
     guessed = tuple(
         f.name
         for f in before.fields

@@ -14,7 +14,7 @@ from typing import Any
 
 from torch import nn
 
-from .._forms.exact import Difference, change, differences, sentence
+from .._forms.exact import Difference, change, differences, sentence, telling
 from .._forms.field import FormError
 from .._forms.parts import parts
 from .._text import short
@@ -70,6 +70,6 @@ def check(form: Any, old: nn.Module, new: nn.Module, path: str, ok: bool) -> tup
     if unreached and not ok:
         raise Inexact(f"{type(old).__name__} at {path!r}: {why}; {FIX}", unreached)
     out: dict[str, str] = {}
-    for d in final:
+    for d in telling(final):
         out.setdefault(d.path, short(change(d, live, got), 300))
     return tuple(out.values())

@@ -204,6 +204,8 @@ class Session:
 
     def changed(self) -> None:
         """After a patch: new tree, new probe."""
+        if self.log is not None:
+            self.model = self.log.model  # an edit of the root binds the rebuilt model
         self.tree = walk(self._model())
         self.rev += 1
         self.model_rev = self.rev
@@ -324,8 +326,11 @@ class Session:
         if errors:
             raise FormError(errors)
         # Too large a module raises TooLarge, a FormError under "__confirm__": the form shows the
-        # estimate with a "Build anyway" button, which sends the edit again with confirm.
-        return self._patched("edit", path, _confirm=req["confirm"], **changes)
+        # estimate with a "Build anyway" button, which sends the edit again with confirm. An inexact
+        # edit raises Inexact under "__inexact__": "Apply anyway" sends it with inexact_ok.
+        return self._patched(
+            "edit", path, _confirm=req["confirm"], _inexact_ok=req["inexact_ok"], **changes
+        )
 
     def _on_replace(self, req: ReplaceRequest) -> tuple[PatchedReply, frozenset[str]]:
         path = self.tree[req["path"]].path

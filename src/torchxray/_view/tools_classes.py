@@ -59,7 +59,8 @@ def on_form(s: Any, req: FormRequest) -> tuple[FormReply, frozenset[str]]:
         return reply, NONE
     node = s.tree[req["path"] or ""]
     module = s.tree.module(node.path)
-    return panes.form_dict(form(module), node.path, s.rev, node.aliases), NONE
+    refusal = s.patch_refusal or ""
+    return panes.form_dict(form(module), node.path, s.rev, node.aliases, refusal), NONE
 
 
 def _prefill(reply: FormReply, old: Any) -> None:
