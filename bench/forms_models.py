@@ -270,11 +270,12 @@ def _hf(model_type: str) -> Callable[[], nn.Module]:
     return make
 
 
-# -- open_clip (pretrained=None: random init; on meta, they are big) ---------------------------------
+# -- open_clip (pretrained=None: random init; on meta, they are big; the text towers that load a
+# Hugging Face tokenizer or model, roberta and nllb, would download) --------------------------------
 
 OPEN_CLIP = (
     "RN50 ViT-B-32 convnext_tiny coca_ViT-B-32 EVA02-B-16 ViT-B-16-SigLIP MobileCLIP-S1 "
-    "roberta-ViT-B-32 PE-Core-T-16-384 nllb-clip-base ViT-B-32-256 ViTamin-S"
+    "PE-Core-T-16-384 ViT-B-32-256 ViTamin-S"
 ).split()
 
 
@@ -282,7 +283,7 @@ def _open_clip(name: str) -> Callable[[], nn.Module]:
     def make() -> nn.Module:
         import open_clip
 
-        return _meta(lambda: open_clip.create_model(name, pretrained=None))
+        return _meta(lambda: open_clip.create_model(name, pretrained=None, device="meta"))
 
     return make
 

@@ -34,6 +34,7 @@ import torch
 from torch import nn
 
 import torchxray as tx
+from torchxray._forms.exact import build_meta
 from torchxray._patch.placement import carry
 
 from .forms_models import LIBRARIES, MODELS, Model
@@ -115,8 +116,9 @@ def _rebuild_as_edit(f: Any, live: nn.Module) -> nn.Module:
     first = next((t for t in [*live.parameters(), *live.buffers()]), None)
     meta = first is not None and first.is_meta
     if meta:
-        with torch.device("meta"):
-            built = f.build(**({"device": torch.device("meta")} if "device" in f._by_name else {}))
+        # torchxray's own meta build (no weight init: a constructor's init code may not run on
+        # meta), the one its gate compares; values are not compared on meta.
+        built = build_meta(f)
     else:
         built = f.build()
     floats = [t for t in [*live.parameters(), *live.buffers()] if t.is_floating_point()]

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import contextvars
+import functools
 import inspect
 import time
 import typing
@@ -45,6 +47,35 @@ def _remember(key: tuple[type, int], values: dict[str, Any]) -> None:
         _found.popitem(last=False)
 
 
+_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("deadline", default=None)
+_NOT_PASSED = ("device", "dtype")
+
+
+def _factory(layer: nn.Module) -> Any:
+    """A factory that makes ``layer`` again: its class, with the keyword values its own exact form
+    found that are not the defaults (``partial(BatchNorm2d, eps=0.001)``); None when its form is
+    not exact. The parent passes the positional ones (widths)."""
+    from ..forms import form  # the layer's own form: forms.py serves this module
+
+    try:
+        f = form(layer)
+        if f.inexact:
+            return None
+    except Exception:  # noqa: BLE001 - a layer without a readable form gives no factory
+        return None
+    kw = {
+        x.name: x.value
+        for x in f.fields
+        if not x.required
+        and not x.group
+        and x.kind not in ("varargs", "varkw")
+        and x.name not in _NOT_PASSED
+        and x.origin != "default"
+        and not same(x.value, x.default)
+    }
+    return functools.partial(type(layer), **kw) if kw else type(layer)
+
+
 def _widen(fields: list[Field]) -> list[Field]:
     """The guessed fields, then those read from attributes or derived (they may hold a value the
     constructor transformed, or one a later argument overrides)."""
@@ -85,21 +116,38 @@ def fill(
     def fits(f: Field, value: Any) -> bool:
         # None is tried for any field with a default: annotations say `int` where callers pass
         # None (diffusers' temb_channels); the build decides.
-        return (value is None and not f.required) or check_type(f, infos[f.name], value) is None
+        # A float where `int` is annotated is tried too (a live attribute 1.0 for attn_ratio: int).
+        if value is None and not f.required or type(value) is float and f.kind == "int":
+            return True
+        if isinstance(value, functools.partial) and f.kind in ("class", "callable", "literal"):
+            return True  # a factory for a class field (norm_layer=partial(BatchNorm2d, eps=...))
+        return check_type(f, infos[f.name], value) is None
 
-    deadline = started + SEARCH_SECONDS
+    outer = _deadline.get()
+    deadline = min(started + SEARCH_SECONDS, outer if outer is not None else float("inf"))
     first = [f for f in fields if guessed(f)]
     live = parts(module)
     key = (cls, hash(tuple(live.items.items())))
     # Another instance with the same parts (the next block of a stack) most likely takes the same
     # values: they are tried first, and the first build proves them or the search goes on.
     start = _found.get(key)
-    found = infer(module, fields, first, fits, make, deadline, start, live)
-    wide = _widen(fields)
-    if not found.exact and len(wide) > len(first) and time.thread_time() < deadline:
-        again = infer(module, fields, wide, fits, make, deadline, found.values, live)
-        if again.exact:
-            found = again
+    token = _deadline.set(deadline)  # a child's form (``_factory``) shares this budget
+    made: dict[int, Any] = {}
+
+    def factory(layer: nn.Module) -> Any:
+        if id(layer) not in made:
+            made[id(layer)] = _factory(layer) if time.thread_time() < deadline else None
+        return made[id(layer)]
+
+    try:
+        found = infer(module, fields, first, fits, make, deadline, start, live, factory)
+        wide = _widen(fields)
+        if not found.exact and len(wide) > len(first) and time.thread_time() < deadline:
+            again = infer(module, fields, wide, fits, make, deadline, found.values, live, factory)
+            if again.exact:
+                found = again
+    finally:
+        _deadline.reset(token)
     if found.exact:
         _remember(key, found.values)
     for i, f in enumerate(fields):

@@ -15,10 +15,12 @@ A build with the current values differs from the live module in some parts
 
 from __future__ import annotations
 
+import ast
 import functools
+import inspect
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from torch import nn
@@ -55,7 +57,7 @@ def _pairs(d: Difference) -> list[tuple[Any, Any]]:
     for find in (_numbers, _QUOTED.findall):
         a, b = find(d.built), find(d.live)
         if len(a) == len(b):
-            out += [(x, y) for x, y in zip(a, b) if x != y]
+            out += [(x, y) for x, y in zip(a, b) if x != y or type(x) is not type(y)]
     return out
 
 
@@ -73,6 +75,8 @@ def _int_moves(v: int, b: int, live: int) -> Iterator[int]:
 def _from_pair(f: Field, v: Any, b: Any, live: Any) -> Iterator[Any]:
     if isinstance(v, bool):
         return
+    if type(v) is int and b == v and type(live) is float:
+        yield live  # an int where the live module holds a float (attn_ratio 1 vs 1.0)
     if type(v) is int and type(b) is int and type(live) is int:
         yield from (x for x in _int_moves(v, b, live) if x >= 0)
     elif type(v) is float and isinstance(b, (int, float)) and isinstance(live, (int, float)):
@@ -93,6 +97,32 @@ def _cls_of(v: Any) -> type | None:
     if isinstance(v, functools.partial) and isinstance(v.func, type):
         return v.func
     return None
+
+
+def _keyword(d: Difference, target: nn.Module | None) -> tuple[str, Any, bool] | None:
+    """(name, live value, found) of a "name=value" repr item; a live module whose repr leaves the
+    item out holds its class's default."""
+    if not d.aspect.startswith("repr ") or d.aspect[5:].isdigit():
+        return None
+    name = d.aspect[5:]
+    if d.live is not None:
+        try:
+            return name, ast.literal_eval(d.live.split("=", 1)[1]), True
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            return None
+    if target is None:
+        return None
+    try:
+        p = inspect.signature(type(target)).parameters.get(name)
+    except (TypeError, ValueError):
+        return None
+    if p is None or p.default is p.empty:
+        return None
+    return name, p.default, True
+
+
+def _named(f: Field, key: str) -> bool:
+    return f.name == key or f.name.endswith("_" + key) or f.name.startswith(key + "_")
 
 
 def _flag_like(f: Field) -> bool:
@@ -121,28 +151,68 @@ def _keeping(
             yield {name: live, f.name: b}
 
 
-def proposals(
-    diffs: list[Difference], fields: list[Field], values: dict[str, Any], live: nn.Module
+def _quotient(
+    fields: list[Field], values: dict[str, Any], b: int, live: int
 ) -> Iterator[dict[str, Any]]:
-    """Changes to try (one field, or a few that move together), those of the first differences
-    first."""
-    by_path = dict(live.named_modules())
-    for i, d in enumerate(diffs):
-        for one in _singles(d, fields, values, by_path.get(d.path)):
-            yield dict([one])
-        if i >= 4:
-            continue
-        for b, lv in _pairs(d):
-            if type(b) is not int or type(lv) is not int or not lv:
-                continue
+    """``b = W / v`` (head_dim = dim / num_heads): ``v`` becomes ``W / live``."""
+    ints = [(f.name, values[f.name]) for f in fields if type(values.get(f.name)) is int]
+    for w_name, w in ints:
+        for v_name, v in ints:
+            if v_name != w_name and v > 0 and w % v == 0 and w // v == b and w % live == 0:
+                yield {v_name: w // live}
+
+
+def _factories(
+    fields: list[Field],
+    values: dict[str, Any],
+    child: Callable[[nn.Module], Any],
+    ancestors: list[nn.Module],
+) -> Iterator[tuple[str, Any]]:
+    """A layer made by a factory field: the live layer (or the block around it) again, its class
+    with its own non-default values (norm_layer=partial(BatchNorm2d, eps=1e-3)); the fields whose
+    class the layer is first, then the empty factory fields."""
+    for unset in (False, True):
+        for layer in ancestors:
             for f in fields:
-                if type(values.get(f.name)) is int and values[f.name] == b:
-                    yield from _keeping(fields, values, f.name, b, lv)
+                v = values.get(f.name)
+                if unset:
+                    fit = v is None and f.kind in ("class", "callable")
+                else:
+                    c = _cls_of(v)
+                    fit = c is not None and isinstance(layer, c)
+                if fit and (made := child(layer)) is not None:
+                    yield f.name, made
 
 
 def _singles(
-    d: Difference, fields: list[Field], values: dict[str, Any], target: nn.Module | None
+    d: Difference,
+    fields: list[Field],
+    values: dict[str, Any],
+    target: nn.Module | None,
+    child: Callable[[nn.Module], Any] | None,
+    ancestors: list[nn.Module],
 ) -> Iterator[tuple[str, Any]]:
+    kw = _keyword(d, target)
+    if kw is not None:
+        for f in fields:
+            if _named(f, kw[0]):
+                yield f.name, kw[1]
+    if d.aspect == "class" and target is not None:
+        live_cls = type(target)
+        built_name = (d.built or "").rsplit(".", 1)[-1].lower()
+        for f in fields:
+            v = values.get(f.name)
+            c = _cls_of(v)
+            if c is not None and f"{c.__module__}.{c.__qualname__}" == d.built:
+                yield f.name, live_cls
+            elif v is None and f.kind in ("class", "callable"):
+                yield f.name, live_cls
+            elif isinstance(v, str) and v and v.lower().replace("_", "") == built_name:
+                # A layer named by a string (timm's act_layer="relu"): the live layer's name.
+                yield f.name, live_cls.__name__.lower()
+                yield f.name, live_cls
+    if child is not None and (d.aspect.startswith("repr") or d.aspect == "class"):
+        yield from _factories(fields, values, child, ancestors)
     count = 0
     for b, lv in _pairs(d):
         for f in fields:
@@ -151,11 +221,6 @@ def _singles(
                 count += 1
         if count > MAX_PER_DIFF:
             break
-    if d.aspect == "class" and target is not None:
-        for f in fields:
-            c = _cls_of(values.get(f.name))
-            if c is not None and f"{c.__module__}.{c.__qualname__}" == d.built:
-                yield f.name, type(target)
     if d.aspect == "module" or d.aspect.startswith("attr") or d.aspect == "children":
         present = target if d.live is not None else None
         for f in fields:
@@ -168,3 +233,30 @@ def _singles(
                 yield f.name, type(present)
             if not f.required and v is not f.default and not _flag_like(f):
                 yield f.name, f.default
+
+
+def proposals(
+    diffs: list[Difference],
+    fields: list[Field],
+    values: dict[str, Any],
+    live: nn.Module,
+    child: Callable[[nn.Module], Any] | None = None,
+) -> Iterator[dict[str, Any]]:
+    """Changes to try (one field, or a few that move together), those of the first differences
+    first. ``child(module)`` is a factory for a live layer (its class with its own values)."""
+    by_path = dict(live.named_modules())
+    for i, d in enumerate(diffs):
+        bits = d.path.split(".") if d.path else []
+        ups = [by_path.get(".".join(bits[:n])) for n in range(len(bits), 0, -1)]
+        layers = [m for m in ups if m is not None][:3]
+        for one in _singles(d, fields, values, by_path.get(d.path), child, layers):
+            yield dict([one])
+        if i >= 4:
+            continue
+        for b, lv in _pairs(d):
+            if type(b) is not int or type(lv) is not int or not lv:
+                continue
+            yield from _quotient(fields, values, b, lv)
+            for f in fields:
+                if type(values.get(f.name)) is int and values[f.name] == b:
+                    yield from _keeping(fields, values, f.name, b, lv)

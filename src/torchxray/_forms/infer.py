@@ -86,6 +86,7 @@ def infer(
     deadline: float,
     start: dict[str, Any] | None = None,
     live: Parts | None = None,
+    factory: Callable[[nn.Module], Any] | None = None,
 ) -> Inferred:
     """Values for the ``searched`` fields that rebuild ``module`` exactly (see the module doc);
     ``start`` holds values a previous search found, ``live`` the module's parts if known."""
@@ -136,7 +137,7 @@ def infer(
         step: tuple[dict[str, Any], _Try] | None = None
         if best is not None:
             n = 0
-            for change in proposals(best.diffs, searched, values, module):
+            for change in proposals(best.diffs, searched, values, module, factory):
                 if any(
                     k not in by_name or same_value(v, values[k]) or not fits(by_name[k], v)
                     for k, v in change.items()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import re
 import types
 from collections.abc import Iterator
 from typing import Any
@@ -37,6 +38,7 @@ __all__ = ["Parts", "parts", "split_repr", "tensor_kind"]
 _BASE = frozenset(nn.Module().__dict__) | {"_is_hf_initialized", "_initialize_weights"}
 _PLAIN = (bool, int, float, complex, str, bytes, type(None))
 _DEPTH = 4
+_KEYED = re.compile(r"([A-Za-z_]\w*)=")
 
 
 @dataclasses.dataclass
@@ -197,7 +199,10 @@ def parts(module: nn.Module, kinds: bool = False) -> Parts:
         summary[path] = f"{cls.__name__}({extra})"
         items[path, "class"] = _qualname(cls)
         for i, item in enumerate(split_repr(extra)):
-            items[path, f"repr {i}"] = item
+            # "eps=1e-05" is keyed by its name (a repr that leaves out a default keeps the other
+            # items aligned); a positional item by its place.
+            key = _KEYED.match(item)
+            items[path, f"repr {key.group(1) if key else i}"] = item
         hidden = "parametrizations" if parametrize.is_parametrized(m) else None
         items[path, "children"] = ", ".join(n for n in m._modules if n != hidden)
         for n, p in m._parameters.items():

@@ -173,7 +173,7 @@ def _shared_copy(value: Any) -> Any:
 def _share(value: Any, out: Any) -> None:
     key = id(value)
     try:
-        ref = weakref.ref(value, lambda _, k=key: _copies.pop(k, None))
+        ref = weakref.ref(value, lambda _, k=key, d=_copies: d.pop(k, None))
     except TypeError:  # an object without weak references is copied every time
         return
     with _lock:
