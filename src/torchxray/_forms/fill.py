@@ -165,11 +165,11 @@ def fill(
     if found.exact:
         return "", found.check
     closest = found.check.reason.removeprefix("inexact: ")
-    why = found.reason if closest == found.reason else f"{found.reason} (closest: {closest})"
     empty = any(f.required and f.value is None for f in fields)
     # The closest build is the form's own when no required value stayed empty: the gate's answer
-    # (with its parts, so that an edit setting the field that differs can apply).
-    check = Check(f"inexact: {why}", found.check.diffs, None if empty else found.check.base)
+    # (with its parts, so that an edit setting the field that differs can apply). Its one line
+    # names the part; the hint says how the search ended.
+    check = Check(f"inexact: {closest}", found.check.diffs, None if empty else found.check.base)
     unknown = [f.name for f in first]
     what = f"no attribute for {', '.join(unknown)}" if unknown else "attributes that rebuild it"
     return (

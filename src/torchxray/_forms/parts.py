@@ -202,6 +202,8 @@ def parts(module: nn.Module, kinds: bool = False) -> Parts:
             # "eps=1e-05" is keyed by its name (a repr that leaves out a default keeps the other
             # items aligned); a positional item by its place.
             key = _KEYED.match(item)
+            if key and (key.group(1) in m._parameters or key.group(1) in m._buffers):
+                continue  # a tensor described in the repr (torchao's "weight=Tensor: ..."): below
             items[path, f"repr {key.group(1) if key else i}"] = item
         hidden = "parametrizations" if parametrize.is_parametrized(m) else None
         items[path, "children"] = ", ".join(n for n in m._modules if n != hidden)
