@@ -180,6 +180,27 @@ def _child_widths(module: nn.Module) -> list[tuple[int, ...]]:
     return [tuple(out)] if len(out) >= 2 else []
 
 
+def _drop_rates(module: nn.Module) -> list[list[float]]:
+    """Per-block drop rates, read from the blocks of each container: the ``drop_prob`` (or ``p``)
+    of each block's first drop layer, 0.0 for a block without one (Swin's stages)."""
+    out = []
+    for c in _descendants(module, 2):
+        if not isinstance(c, (nn.Sequential, nn.ModuleList)) or len(c) < 2:
+            continue
+        rates = []
+        for block in c:
+            found = [
+                v
+                for m in block.modules()
+                for a in ("drop_prob", "drop_path_rate")
+                if type(v := m.__dict__.get(a)) is float
+            ]
+            rates.append(found[0] if found else 0.0)
+        if any(rates):
+            out.append(rates)
+    return out[:2]
+
+
 def _lengths(module: nn.Module) -> list[int]:
     """How many modules each container child holds (a stage's depth)."""
     return [
@@ -336,6 +357,8 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
         pool += _holding_configs(module)
     elif f.kind == "str":
         pool = [""]
+    if "drop" in low and f.kind != "bool":
+        pool = [*_drop_rates(module), *pool]
     if f.optional or f.default is None:
         pool.append(None)
     values = [v for v in [*first, *pool] if (v is not None or pool) and fits(v)]

@@ -116,9 +116,12 @@ def fill(
     def fits(f: Field, value: Any) -> bool:
         # None is tried for any field with a default: annotations say `int` where callers pass
         # None (diffusers' temb_channels); the build decides.
-        # A float where `int` is annotated is tried too (a live attribute 1.0 for attn_ratio: int).
+        # Annotations that lie are tried past: a float where `int` is annotated (a live attribute
+        # 1.0 for attn_ratio: int), an int for a `bool` (below).
         if value is None and not f.required or type(value) is float and f.kind == "int":
             return True
+        if type(value) is int and f.kind == "bool":
+            return True  # `layer_idx: bool | None` (transformers' LED) holds a layer's index
         if isinstance(value, functools.partial) and f.kind in ("class", "callable", "literal"):
             return True  # a factory for a class field (norm_layer=partial(BatchNorm2d, eps=...))
         return check_type(f, infos[f.name], value) is None

@@ -121,6 +121,16 @@ def _keyword(d: Difference, target: nn.Module | None) -> tuple[str, Any, bool] |
     return name, p.default, True
 
 
+def _attribute(d: Difference) -> tuple[str, Any, bool] | None:
+    """(name, live value, found) of an attribute the build sets to another literal."""
+    if not d.aspect.startswith("attr ") or d.live is None:
+        return None
+    try:
+        return d.aspect[5:], ast.literal_eval(d.live), True
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+
+
 def _named(f: Field, key: str) -> bool:
     return f.name == key or f.name.endswith("_" + key) or f.name.startswith(key + "_")
 
@@ -192,7 +202,7 @@ def _singles(
     child: Callable[[nn.Module], Any] | None,
     ancestors: list[nn.Module],
 ) -> Iterator[tuple[str, Any]]:
-    kw = _keyword(d, target)
+    kw = _keyword(d, target) or _attribute(d)
     if kw is not None:
         for f in fields:
             if _named(f, kw[0]):
