@@ -51,29 +51,34 @@ _deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("deadli
 _NOT_PASSED = ("device", "dtype")
 
 
-def _factory(layer: nn.Module) -> Any:
-    """A factory that makes ``layer`` again: its class, with the keyword values its own exact form
-    found that are not the defaults (``partial(BatchNorm2d, eps=0.001)``); None when its form is
-    not exact. The parent passes the positional ones (widths)."""
+def _factory(layer: nn.Module) -> list[Any]:
+    """Factories that make ``layer`` again: its class with the keyword values its own exact form
+    found that are not the defaults (``partial(BatchNorm2d, eps=0.001)``), then the same with its
+    required values but the first (the width a parent passes: ``partial(SpatialGatingUnit,
+    seq_len=196)``); none when its form is not exact."""
     from ..forms import form  # the layer's own form: forms.py serves this module
 
     try:
         f = form(layer)
         if f.inexact:
-            return None
+            return []
     except Exception:  # noqa: BLE001 - a layer without a readable form gives no factory
-        return None
+        return []
+    plain = [x for x in f.fields if not x.group and x.kind not in ("varargs", "varkw")]
     kw = {
         x.name: x.value
-        for x in f.fields
+        for x in plain
         if not x.required
-        and not x.group
-        and x.kind not in ("varargs", "varkw")
         and x.name not in _NOT_PASSED
         and x.origin != "default"
         and not same(x.value, x.default)
     }
-    return functools.partial(type(layer), **kw) if kw else type(layer)
+    required = {x.name: x.value for x in plain if x.required}
+    out: list[Any] = [functools.partial(type(layer), **kw) if kw else type(layer)]
+    if len(required) > 1:
+        rest = dict(list(required.items())[1:])
+        out.append(functools.partial(type(layer), **rest, **kw))
+    return out
 
 
 def _widen(fields: list[Field]) -> list[Field]:
@@ -135,11 +140,11 @@ def fill(
     # values: they are tried first, and the first build proves them or the search goes on.
     start = _found.get(key)
     token = _deadline.set(deadline)  # a child's form (``_factory``) shares this budget
-    made: dict[int, Any] = {}
+    made: dict[int, list[Any]] = {}
 
-    def factory(layer: nn.Module) -> Any:
+    def factory(layer: nn.Module) -> list[Any]:
         if id(layer) not in made:
-            made[id(layer)] = _factory(layer) if time.thread_time() < deadline else None
+            made[id(layer)] = _factory(layer) if time.thread_time() < deadline else []
         return made[id(layer)]
 
     try:

@@ -175,7 +175,7 @@ def _quotient(
 def _factories(
     fields: list[Field],
     values: dict[str, Any],
-    child: Callable[[nn.Module], Any],
+    child: Callable[[nn.Module], list[Any]],
     ancestors: list[nn.Module],
 ) -> Iterator[tuple[str, Any]]:
     """A layer made by a factory field: the live layer (or the block around it) again, its class
@@ -190,8 +190,9 @@ def _factories(
                 else:
                     c = _cls_of(v)
                     fit = c is not None and isinstance(layer, c)
-                if fit and (made := child(layer)) is not None:
-                    yield f.name, made
+                if fit:
+                    for made in child(layer):
+                        yield f.name, made
 
 
 def _singles(
@@ -199,7 +200,7 @@ def _singles(
     fields: list[Field],
     values: dict[str, Any],
     target: nn.Module | None,
-    child: Callable[[nn.Module], Any] | None,
+    child: Callable[[nn.Module], list[Any]] | None,
     ancestors: list[nn.Module],
 ) -> Iterator[tuple[str, Any]]:
     kw = _keyword(d, target) or _attribute(d)
@@ -250,10 +251,10 @@ def proposals(
     fields: list[Field],
     values: dict[str, Any],
     live: nn.Module,
-    child: Callable[[nn.Module], Any] | None = None,
+    child: Callable[[nn.Module], list[Any]] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Changes to try (one field, or a few that move together), those of the first differences
-    first. ``child(module)`` is a factory for a live layer (its class with its own values)."""
+    first. ``child(module)`` gives factories for a live layer (its class with its own values)."""
     by_path = dict(live.named_modules())
     for i, d in enumerate(diffs):
         bits = d.path.split(".") if d.path else []

@@ -86,7 +86,7 @@ def infer(
     deadline: float,
     start: dict[str, Any] | None = None,
     live: Parts | None = None,
-    factory: Callable[[nn.Module], Any] | None = None,
+    factory: Callable[[nn.Module], list[Any]] | None = None,
 ) -> Inferred:
     """Values for the ``searched`` fields that rebuild ``module`` exactly (see the module doc);
     ``start`` holds values a previous search found, ``live`` the module's parts if known."""
