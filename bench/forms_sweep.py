@@ -98,7 +98,13 @@ def verify(live: nn.Module, built: nn.Module) -> str:
         if ta.shape != tb.shape or ta.dtype != tb.dtype or type(ta) is not type(tb):
             return f"{k}: {type(ta).__name__}{tuple(ta.shape)} {ta.dtype} vs {type(tb).__name__}{tuple(tb.shape)} {tb.dtype}"
         if not ta.is_meta and not tb.is_meta and type(ta) in (torch.Tensor, nn.Parameter):
-            if not torch.equal(ta, tb.to(ta.device)):
+            # Values compared with NaN equal to NaN: weights made with torch.Tensor(n) (never
+            # initialised) may hold NaNs, which carrying copies as they are.
+            same = torch.equal(ta, tb.to(ta.device)) or (
+                ta.is_floating_point()
+                and bool(torch.isclose(ta, tb.to(ta.device), 0, 0, True).all())
+            )
+            if not same:
                 return f"{k}: values differ after carrying the weights"
     mods = dict(built.named_modules())
     for path, m in live.named_modules():
@@ -127,7 +133,11 @@ def _rebuild_as_edit(f: Any, live: nn.Module) -> nn.Module:
     elif floats:
         built.to(dtype=floats[0].dtype)
     built.train(live.training)
-    carry(built, live)
+    try:
+        carry(built, live)
+    except NotImplementedError:
+        if not meta:  # a meta model's constructor may also make real tensors (torch.Tensor(n)):
+            raise  # nothing to carry from meta into them
     return built
 
 
@@ -170,7 +180,7 @@ def _build(model: Model, record: bool) -> nn.Module | None:
 
 def sweep(models: list[Model], recording: bool = True) -> list[Result]:
     results: dict[type, Result] = {}
-    sources: dict[str, list[type]] = {}
+    sources: dict[tuple[str, str], list[type]] = {}
     for model in models:
         built = _build(model, record=False)
         if built is None:
@@ -190,9 +200,9 @@ def sweep(models: list[Model], recording: bool = True) -> list[Result]:
         del built
         gc.collect()
     if recording:
-        by_name = {m.name: m for m in models}
-        for name, classes in sources.items():
-            built = _build(by_name[name], record=True)
+        by_name = {(m.library, m.name): m for m in models}
+        for key, classes in sources.items():
+            built = _build(by_name[key], record=True)
             firsts = _firsts(built) if built is not None else {}
             for cls in classes:
                 r = results[cls]

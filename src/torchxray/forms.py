@@ -51,6 +51,7 @@ from ._unwrap import original_class
 __all__ = ["Field", "Form", "FormError", "form", "record_everything", "record_init_args"]
 
 _MISSING = inspect.Parameter.empty
+_READ = ("recorded", "attribute", "inferred")
 
 
 class Form:
@@ -193,6 +194,8 @@ class Form:
                 and values.get(f.name) is None
                 and not f.optional
                 and f.name not in errors
+                # None read from the module (recorded, an attribute) is the value it was given.
+                and not (f.origin in _READ and f.value is None and f.name not in changes)
             ):
                 errors[f.name] = f"{f.name}: required, expected {expected(f.kind)}, got nothing"
         return values, errors
