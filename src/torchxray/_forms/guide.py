@@ -51,10 +51,11 @@ def _pairs(d: Difference) -> list[tuple[Any, Any]]:
         return []
     if d.aspect == "children":
         # A container with more or fewer blocks: a depth.
-        a, b = (len([n for n in t.split(", ") if n]) for t in (d.built, d.live))
-        return [(a, b)] if a != b else []
+        na, nb = (len([n for n in t.split(", ") if n]) for t in (d.built, d.live))
+        return [(na, nb)] if na != nb else []
     out: list[tuple[Any, Any]] = []
-    for find in (_numbers, _QUOTED.findall):
+    finders: tuple[Callable[[str], list[Any]], ...] = (_numbers, _QUOTED.findall)
+    for find in finders:
         a, b = find(d.built), find(d.live)
         if len(a) == len(b):
             out += [(x, y) for x, y in zip(a, b) if x != y or type(x) is not type(y)]

@@ -21,6 +21,7 @@ import enum
 import functools
 import re
 import types
+import typing
 from collections.abc import Iterator
 from typing import Any
 
@@ -74,7 +75,7 @@ def _extra(m: nn.Module) -> str:
 def tensor_kind(t: torch.Tensor) -> str:
     """ "" for a plain tensor or parameter, else the subclass's name (a quantized weight)."""
     cls = type(t)
-    if cls in (torch.Tensor, nn.Parameter) or isinstance(t, nn.parameter.UninitializedTensorMixin):
+    if cls in (torch.Tensor, nn.Parameter) or is_lazy(t):
         return ""
     return cls.__name__
 
@@ -92,7 +93,7 @@ def _tensor_text(t: torch.Tensor | None, kinds: bool) -> str:
 def _logical(m: nn.Module, name: str) -> torch.Tensor | None:
     """The parametrized tensor ``name`` computed on meta from meta copies of its originals (never
     on the live ones: spectral_norm updates its buffers when it runs in training mode)."""
-    plist = m.parametrizations[name]
+    plist = typing.cast(nn.Module, typing.cast(Any, m.parametrizations)[name])
     state = {
         n: torch.empty_like(t, device="meta") for n, t in plist.state_dict(keep_vars=True).items()
     }
@@ -201,10 +202,10 @@ def parts(module: nn.Module, kinds: bool = False) -> Parts:
         for i, item in enumerate(split_repr(extra)):
             # "eps=1e-05" is keyed by its name (a repr that leaves out a default keeps the other
             # items aligned); a positional item by its place.
-            key = _KEYED.match(item)
-            if key and (key.group(1) in m._parameters or key.group(1) in m._buffers):
+            keyed = _KEYED.match(item)
+            if keyed and (keyed.group(1) in m._parameters or keyed.group(1) in m._buffers):
                 continue  # a tensor described in the repr (torchao's "weight=Tensor: ..."): below
-            items[path, f"repr {key.group(1) if key else i}"] = item
+            items[path, f"repr {keyed.group(1) if keyed else i}"] = item
         hidden = "parametrizations" if parametrize.is_parametrized(m) else None
         items[path, "children"] = ", ".join(n for n in m._modules if n != hidden)
         for n, p in m._parameters.items():
@@ -213,10 +214,12 @@ def parts(module: nn.Module, kinds: bool = False) -> Parts:
             lost = " non-persistent" if n in m._non_persistent_buffers_set else ""
             items[path, f"buffer {n}"] = _tensor_text(b, kinds) + lost
         if parametrize.is_parametrized(m):
-            for n, plist in m.parametrizations.items():
+            lists = typing.cast(nn.ModuleDict, m.parametrizations)
+            for n, plist in lists.items():
                 text = _tensor_text(_logical(m, n), False)
                 if kinds:
-                    text += " parametrized by " + ", ".join(type(p).__name__ for p in plist)
+                    steps = typing.cast(nn.ModuleList, plist)
+                    text += " parametrized by " + ", ".join(type(p).__name__ for p in steps)
                 original = plist._parameters.get("original", plist._parameters.get("original0"))
                 where = "param" if original is not None else "buffer"
                 items[path, f"{where} {n}"] = text

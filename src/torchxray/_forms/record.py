@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import inspect
 import sys
 import threading
@@ -170,10 +171,15 @@ def _shared_copy(value: Any) -> Any:
     return got[1]
 
 
+def _forget(copies: dict[int, Any], key: int, _: Any) -> None:
+    # Bound to the dict itself: at interpreter exit the module's globals may already be None.
+    copies.pop(key, None)
+
+
 def _share(value: Any, out: Any) -> None:
     key = id(value)
     try:
-        ref = weakref.ref(value, lambda _, k=key, d=_copies: d.pop(k, None))
+        ref = weakref.ref(value, functools.partial(_forget, _copies, key))
     except TypeError:  # an object without weak references is copied every time
         return
     with _lock:
