@@ -81,10 +81,17 @@ def _plain(v: Any) -> bool:
     return isinstance(v, (tuple, list)) and all(_plain(x) for x in v)
 
 
+def _repr(m: nn.Module) -> str:
+    try:
+        return repr(m)
+    except Exception as e:  # noqa: BLE001 - a module whose repr raises (the zoo has one)
+        return f"<repr raised {type(e).__name__}>"
+
+
 def verify(live: nn.Module, built: nn.Module) -> str:
     """ "" when ``built`` (placed and carried) is the live module again, else the difference."""
-    if repr(built) != repr(live):
-        a, b = repr(live).splitlines(), repr(built).splitlines()
+    if _repr(built) != _repr(live):
+        a, b = _repr(live).splitlines(), _repr(built).splitlines()
         first = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
         lines = (a[first] if first < len(a) else "-", b[first] if first < len(b) else "-")
         return f"repr differs: {lines[0].strip()!r} vs {lines[1].strip()!r}"

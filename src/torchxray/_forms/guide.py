@@ -83,6 +83,12 @@ def _from_pair(f: Field, v: Any, b: Any, live: Any) -> Iterator[Any]:
     elif type(v) is float and isinstance(b, (int, float)) and isinstance(live, (int, float)):
         if math.isclose(v, b, rel_tol=1e-6):
             yield float(live)
+    if type(v) is int and v > 0 and type(b) is float and type(live) is float and live > 0:
+        # An attention's scale: b = v ** -0.5 (head_dim 64 gives 0.125).
+        if math.isclose(b, v**-0.5, rel_tol=1e-6):
+            root = live**-2
+            if abs(root - round(root)) < 1e-6:
+                yield round(root)
     elif isinstance(v, str) and isinstance(b, str) and v == b:
         yield live
     elif isinstance(v, (tuple, list)) and v and all(type(x) is int for x in v):
@@ -160,6 +166,21 @@ def _keeping(
             yield {name: live, f.name: v * b // live}
         elif v is None and not f.required and f.kind in ("int", "int_or_tuple", "literal"):
             yield {name: live, f.name: b}
+
+
+def _product(
+    fields: list[Field], values: dict[str, Any], b: int, live: int
+) -> Iterator[dict[str, Any]]:
+    """``b = w * r`` for a width ``w`` and a ratio ``r`` (mlp hidden = dim * mlp_ratio): ``r``
+    becomes ``live / w``."""
+    for fr in fields:
+        r = values.get(fr.name)
+        if type(r) is not float or not r or "drop" in fr.name:
+            continue
+        for fw in fields:
+            w = values.get(fw.name)
+            if type(w) is int and w > 0 and math.isclose(w * r, b) and _nice(live / w):
+                yield {fr.name: live / w}
 
 
 def _quotient(
@@ -269,6 +290,7 @@ def proposals(
             if type(b) is not int or type(lv) is not int or not lv:
                 continue
             yield from _quotient(fields, values, b, lv)
+            yield from _product(fields, values, b, lv)
             for f in fields:
                 if type(values.get(f.name)) is int and values[f.name] == b:
                     yield from _keeping(fields, values, f.name, b, lv)
