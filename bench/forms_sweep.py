@@ -40,6 +40,7 @@ from torchxray._patch.placement import carry
 from .forms_models import LIBRARIES, MODELS, Model
 
 GOALS = {"exact": 0.95, "recorded": 1.0, "silent": 0, "open_s": 1.0}
+LAST_CPU = 0.0
 
 
 @dataclass
@@ -50,7 +51,8 @@ class Result:
     path: str
     status: str  # exact / refused / silent
     why: str
-    open_s: float
+    open_s: float  # wall-clock seconds to open the form (its gate included)
+    open_cpu_s: float = 0.0  # the same in CPU seconds of the thread: what the form's budget counts
     recorded: str = ""  # the status with recording ("" until measured)
     recorded_why: str = ""
 
@@ -149,8 +151,9 @@ def _rebuild_as_edit(f: Any, live: nn.Module) -> nn.Module:
 
 
 def judge(m: nn.Module) -> tuple[str, str, float]:
-    """(status, why, seconds to open the form with its gate)."""
-    start = time.perf_counter()
+    """(status, why, seconds to open the form with its gate); the CPU seconds in ``LAST_CPU``."""
+    global LAST_CPU
+    start, cpu = time.perf_counter(), time.thread_time()
     try:
         f = tx.form(m)
         why = f.inexact
@@ -161,6 +164,7 @@ def judge(m: nn.Module) -> tuple[str, str, float]:
             time.perf_counter() - start,
         )
     seconds = time.perf_counter() - start
+    LAST_CPU = time.thread_time() - cpu
     if why:
         return "refused", why, seconds
     try:
@@ -197,13 +201,11 @@ def sweep(models: list[Model], recording: bool = True) -> list[Result]:
                 continue
             status, why, seconds = judge(m)
             results[cls] = Result(
-                model.library, cls.__qualname__, model.name, path, status, why, seconds
+                model.library, cls.__qualname__, model.name, path, status, why, seconds, LAST_CPU
             )
-            sources.setdefault(model.name, []).append(cls)
-        print(
-            f"  {model.library}/{model.name}: {len(sources.get(model.name, []))} new classes",
-            file=sys.stderr,
-        )
+            sources.setdefault((model.library, model.name), []).append(cls)
+        new = len(sources.get((model.library, model.name), []))
+        print(f"  {model.library}/{model.name}: {new} new classes", file=sys.stderr)
         del built
         gc.collect()
     if recording:
@@ -228,8 +230,9 @@ def _pct(n: int, d: int) -> str:
 
 def table(results: list[Result]) -> str:
     rows = [
-        "| library | classes | exact without recording | refused | silent | exact with recording | slowest open | median open |",
-        "|---|---|---|---|---|---|---|---|",
+        "| library | classes | exact without recording | refused | silent | exact with recording "
+        "| slowest open, CPU (wall) | opens over 1 s CPU | median open |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     groups = [(lib, [r for r in results if r.library == lib]) for lib in LIBRARIES]
     groups.append(("all", results))
@@ -243,10 +246,12 @@ def table(results: list[Result]) -> str:
         rec = [r for r in rs if r.recorded]
         rec_exact = sum(r.recorded == "exact" for r in rec)
         opens = [r.open_s for r in rs]
-        slow = max(rs, key=lambda r: r.open_s)
+        slow = max(rs, key=lambda r: r.open_cpu_s)
+        over = sum(r.open_cpu_s > GOALS["open_s"] for r in rs)
         rows.append(
             f"| {lib} | {n} | {_pct(exact, n)} | {refused} | {silent} | {_pct(rec_exact, len(rec))} "
-            f"| {slow.open_s * 1000:.0f} ms ({slow.cls}) | {statistics.median(opens) * 1000:.0f} ms |"
+            f"| {slow.open_cpu_s * 1000:.0f} ms ({slow.open_s * 1000:.0f} ms, {slow.cls}) | {over} "
+            f"| {statistics.median(opens) * 1000:.0f} ms |"
         )
     return "\n".join(rows)
 
