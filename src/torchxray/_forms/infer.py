@@ -29,6 +29,7 @@ from .parts import Parts, parts
 
 __all__ = ["Inferred", "guessed", "infer"]
 
+FIRST_BUILD_SECONDS = 10.0
 GUIDED_TRIES = 16  # proposals tried from one build's differences before the candidates
 
 
@@ -100,8 +101,11 @@ def infer(
     def run(values: dict[str, Any]) -> _Try | None:
         nonlocal builds, error
         builds += 1
+        # The first build is the form's own values, and may pay torch's one-time warm-up (the
+        # first meta kernels of a process): only the search's later tries are cut at the deadline.
+        stop = t0 + FIRST_BUILD_SECONDS if builds == 1 else deadline + 0.1
         try:
-            with meta_build(cap, deadline + 0.1):
+            with meta_build(cap, stop):
                 built = make(values)
             cast_like(built, dtype)
         except Exception as e:  # noqa: BLE001 - a candidate the class rejects is no build
