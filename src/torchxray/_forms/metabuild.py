@@ -6,10 +6,11 @@ on meta they run torch's Python decompositions: two thirds of a ConvNeXt's meta 
 function mode returns the tensor instead.
 
 Bounded: the build raises ``TooBig`` from the first submodule registered past ``cap`` modules or
-past ``deadline``. One candidate can make a constructor build without end (timm's DLA recurses once per level: a
-width tried as ``levels`` builds millions of modules), and a deadline checked between builds
-cannot stop it. torch's global module-registration hook sees every submodule as it is set; it is
-installed once and counts only in the thread that runs a bounded build.
+past ``deadline``. One candidate can make a constructor build without end (timm's DLA recurses
+once per level: a width tried as ``levels`` builds millions of modules), and a deadline checked
+between builds cannot stop it. torch's global module-registration hook sees every submodule as it is set; it is
+there only while a build runs (reference-counted across threads; no global hook is left behind)
+and counts only in the thread that runs the build.
 """
 
 from __future__ import annotations
@@ -42,14 +43,12 @@ class _SkipInit(TorchFunctionMode):
         # torch.nn.init's functions dispatch as a whole (kaiming_uniform_ runs its uniform_
         # inside this handler, where the mode is off): they are skipped by name.
         init = name.endswith("_") and getattr(func, "__module__", "") == "torch.nn.init"
-        if (
-            (name in _VALUE_OPS or init)
-            and args
-            and isinstance(args[0], torch.Tensor)
-            and args[0].is_meta
-        ):
-            return args[0]
-        return func(*args, **(kwargs or {}))
+        kwargs = kwargs or {}
+        # torch.nn.init passes its tensor by keyword (handle_torch_function(..., tensor=tensor)).
+        target = args[0] if args else kwargs.get("tensor")
+        if (name in _VALUE_OPS or init) and isinstance(target, torch.Tensor) and target.is_meta:
+            return target
+        return func(*args, **kwargs)
 
 
 class TooBig(RuntimeError):
@@ -57,7 +56,8 @@ class TooBig(RuntimeError):
 
 
 _local = threading.local()
-_installed = False
+_users = 0
+_handle: Any = None
 _lock = threading.Lock()
 
 
@@ -75,15 +75,21 @@ def _hook(module: Any, name: str, submodule: Any) -> None:
 @contextlib.contextmanager
 def meta_build(cap: int = 1 << 30, deadline: float = float("inf")) -> Iterator[None]:
     """Build inside: on meta, uninitialised, bounded (see the module doc); warnings hidden."""
-    global _installed
+    global _users, _handle
     with _lock:
-        if not _installed:
-            register_module_module_registration_hook(_hook)
-            _installed = True
+        if _users == 0:
+            _handle = register_module_module_registration_hook(_hook)
+        _users += 1
+    outer = getattr(_local, "state", None)
     _local.state = [0, cap, deadline]
     try:
         with warnings.catch_warnings(), torch.device("meta"), _SkipInit():
             warnings.simplefilter("ignore")
             yield
     finally:
-        _local.state = None
+        _local.state = outer
+        with _lock:
+            _users -= 1
+            if _users == 0:
+                _handle.remove()
+                _handle = None

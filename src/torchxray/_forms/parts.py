@@ -33,7 +33,7 @@ from torch.nn.utils import parametrize
 from .._unwrap import original_class
 from .config import is_config
 
-__all__ = ["Parts", "parts", "split_repr", "tensor_kind"]
+__all__ = ["Parts", "logical", "parts", "split_repr", "tensor_kind"]
 
 # Attributes every nn.Module has: bookkeeping, not constructor values.
 _BASE = frozenset(nn.Module().__dict__) | {"_is_hf_initialized", "_initialize_weights"}
@@ -90,7 +90,7 @@ def _tensor_text(t: torch.Tensor | None, kinds: bool) -> str:
     return f"{text} {kind}" if kind else text
 
 
-def _logical(m: nn.Module, name: str) -> torch.Tensor | None:
+def logical(m: nn.Module, name: str) -> torch.Tensor | None:
     """The parametrized tensor ``name`` computed on meta from meta copies of its originals (never
     on the live ones: spectral_norm updates its buffers when it runs in training mode)."""
     plist = typing.cast(nn.Module, typing.cast(Any, m.parametrizations)[name])
@@ -216,7 +216,7 @@ def parts(module: nn.Module, kinds: bool = False) -> Parts:
         if parametrize.is_parametrized(m):
             lists = typing.cast(nn.ModuleDict, m.parametrizations)
             for n, plist in lists.items():
-                text = _tensor_text(_logical(m, n), False)
+                text = _tensor_text(logical(m, n), False)
                 if kinds:
                     steps = typing.cast(nn.ModuleList, plist)
                     text += " parametrized by " + ", ".join(type(p).__name__ for p in steps)

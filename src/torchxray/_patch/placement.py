@@ -15,7 +15,7 @@ import torch.nn as nn
 from torch.nn.parameter import is_lazy
 from torch.nn.utils import parametrize
 
-from .._forms.parts import tensor_kind
+from .._forms.parts import logical, tensor_kind
 from .._unwrap import original_class
 from .paths import SlotIndex, holds_meta, tensors
 
@@ -79,7 +79,10 @@ def reparametrize(new: nn.Module, old: nn.Module) -> None:
             if parametrize.is_parametrized(target, name):
                 continue  # the constructor made it (a class that weight-norms its layers)
             t = getattr(target, name, None)
-            if not isinstance(t, torch.Tensor) or tuple(t.shape) != tuple(getattr(m, name).shape):
+            # The live tensor's shape from meta copies: reading m.weight would run the
+            # parametrization on the live module (spectral_norm updates its buffers doing so).
+            shape = logical(m, name)
+            if not isinstance(t, torch.Tensor) or shape is None or t.shape != shape.shape:
                 continue
             for p in plist:
                 parametrize.register_parametrization(target, name, copy.deepcopy(p), unsafe=True)
