@@ -68,6 +68,10 @@ def _quiet() -> None:
         pass
 
 
+def _name(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
 def _firsts(model: nn.Module) -> dict[type, tuple[str, nn.Module]]:
     out: dict[type, tuple[str, nn.Module]] = {}
     for path, m in model.named_modules():
@@ -128,8 +132,8 @@ def verify(live: nn.Module, built: nn.Module) -> str:
 
 
 def _rebuild_as_edit(f: Any, live: nn.Module) -> nn.Module:
-    first = next((t for t in [*live.parameters(), *live.buffers()]), None)
-    meta = first is not None and first.is_meta
+    # A model built on meta may still hold real tensors (torch.Tensor(n) ignores the device).
+    meta = any(t.is_meta for t in [*live.parameters(), *live.buffers()])
     if meta:
         # torchxray's own meta build (no weight init: a constructor's init code may not run on
         # meta), the one its gate compares; values are not compared on meta.
@@ -212,13 +216,15 @@ def sweep(models: list[Model], recording: bool = True) -> list[Result]:
         by_name = {(m.library, m.name): m for m in models}
         for key, classes in sources.items():
             built = _build(by_name[key], record=True)
-            firsts = _firsts(built) if built is not None else {}
+            # By name: a model whose classes are made anew on each build (a notebook cell's
+            # exec) has other class objects the second time.
+            firsts = {_name(c): v for c, v in (_firsts(built) if built is not None else {}).items()}
             for cls in classes:
                 r = results[cls]
-                if cls not in firsts:
+                if _name(cls) not in firsts:
                     r.recorded, r.recorded_why = "refused", "not built with recording"
                     continue
-                r.recorded, r.recorded_why, _ = judge(firsts[cls][1])
+                r.recorded, r.recorded_why, _ = judge(firsts[_name(cls)][1])
             del built, firsts
             gc.collect()
     return list(results.values())
