@@ -241,6 +241,8 @@ export interface FormReply {
   rev: number;
   aliases: string[];
   hint: string; // why values are missing or guessed, and how to get exact ones; "" if none
+  inexact: string;
+  refusal: string;
 }
 
 export interface PatchedReply {

@@ -57,6 +57,7 @@ export interface EditRequest {
   changes: Record<string, string>; // field -> the text typed into it
   rev?: number | null; // the revision it was made at: refused when stale
   confirm?: boolean;
+  inexact_ok?: boolean;
 }
 
 export interface ReplaceRequest {

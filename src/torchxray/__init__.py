@@ -21,7 +21,7 @@ __version__ = "0.1.0"
 # shadow that function as a package attribute. Only the widget stack (anywidget, traitlets) is lazy.
 from .catalog import CatalogEntry, catalog, register, resolve, unregister
 from .diff import ModelDiff, ParamChange, diff
-from .forms import Field, Form, FormError, form, record_init_args
+from .forms import Field, Form, FormError, form, record_everything, record_init_args
 from .memory import MemoryRecord, MemoryReport, memory
 from .mro import ClassInfo, mro_class, mro_classes, mro_graph
 from .patch import PatchEntry, PatchLog
@@ -68,6 +68,7 @@ __all__ = [
     "mro_graph",
     "peft_targets",
     "probe",
+    "record_everything",
     "record_init_args",
     "register",
     "resolve",
@@ -82,6 +83,17 @@ __all__ = [
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .widget import Explorer, explore
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext torchxray``: record the constructor arguments of every module the notebook
+    builds from now on, so that their forms are exact (``record_everything()``)."""
+    record_everything()
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """``%unload_ext torchxray``: stop recording (records made so far stay)."""
+    record_everything(False)
 
 
 def __getattr__(name: str) -> Any:

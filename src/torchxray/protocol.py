@@ -144,6 +144,9 @@ class EditRequest(TypedDict):
     # Build even when the rebuilt module's parameters pass the size limit (the person confirmed
     # the "__confirm__" message of an earlier reply).
     confirm: NotRequired[Annotated[bool, False]]
+    # Apply even though the edit would change parts it does not name (an inexact form: the person
+    # read the "__inexact__" message of an earlier reply and chose "Apply anyway").
+    inexact_ok: NotRequired[Annotated[bool, False]]
 
 
 class ReplaceRequest(TypedDict):

@@ -88,6 +88,7 @@ class Host(Protocol):
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
     probe_note: str
+    patch_refusal: str  # why Apply cannot change this model ('' when it can), said before Apply
     caches: Caches
     watch: Watch | None  # the training lens shown (ex.watch), if any
     training_now: bool  # answering between two steps of a running loop (no probe then)

@@ -211,7 +211,9 @@ def source_dict(src: Source, html: str, line: int | None = None) -> SourceReply:
     }
 
 
-def form_dict(form: Form, path: str, rev: int, aliases: Sequence[str] = ()) -> FormReply:
+def form_dict(
+    form: Form, path: str, rev: int, aliases: Sequence[str] = (), refusal: str = ""
+) -> FormReply:
     fields: list[FormField] = []
     for f in form.fields:
         default = f.default
@@ -240,6 +242,8 @@ def form_dict(form: Form, path: str, rev: int, aliases: Sequence[str] = ()) -> F
         "rev": rev,
         "aliases": list(aliases),
         "hint": _clip(form.hint, 1000),
+        "inexact": _clip(form.inexact, 1000),
+        "refusal": _clip(refusal, 400),
     }
 
 

@@ -281,6 +281,11 @@ class FormReply(TypedDict):
     rev: int
     aliases: list[str]
     hint: str  # why values are missing or guessed, and how to get exact ones; "" if none
+    # "" when the unchanged rebuild equals the live module, else one line: "inexact: norm1 would
+    # be GroupNorm(32, 32), the live one is GroupNorm(8, 32)" (Apply is refused until confirmed).
+    inexact: str
+    # "" when Apply can change the model, else why not (said before Apply: a TorchScript model).
+    refusal: str
 
 
 class PatchedReply(TypedDict):

@@ -189,6 +189,8 @@ class Session:
 
     def changed(self) -> None:
         """After a patch: new tree, new probe."""
+        if self.log is not None:
+            self.model = self.log.model  # an edit of the root binds the rebuilt model
         self.tree = walk(self.live_model())
         self.rev += 1
         self.model_rev = self.rev
