@@ -57,6 +57,17 @@ export function uid(prefix: string): string {
   return `tx-${prefix}-${instance}-${counter}`;
 }
 
+/** A module path ("backbone.body.0") that may break only after its dots, never inside a name
+ * ("backbo" / "ne"). */
+export function breakablePath(path: string): Node[] {
+  const out: Node[] = [];
+  for (const part of path.split(/(?<=\.)/)) {
+    if (out.length) out.push(document.createElement("wbr"));
+    out.push(document.createTextNode(part));
+  }
+  return out;
+}
+
 /** A list of shapes ("1×3×224×224, 1×8" or "logits: 1×10, past_key_values[0][0]: 1×4") as
  * unbreakable pieces with line-break opportunities (<wbr>) only between entries and inside long
  * names (after "." and "]"): a shape is never cut ("1×3×224×22" / "4"). */

@@ -110,6 +110,7 @@ export interface ProbeError {
   message: string;
   hint: string;
   input_shapes: string;
+  remedy: string;
 }
 
 export interface ProbeSummary {

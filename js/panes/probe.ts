@@ -1,7 +1,7 @@
 // Probe results: every module's shapes, the diff against the previous probe highlighted, a banner
 // naming the module that failed, and the fake/real switch; runs of identical blocks fold
 // (probe_fold.ts) and a row leads to its module in the tree. Mirrors src/torchxray/probe.py.
-import { breakable, clear, formatBytes, formatCount, h, uid } from "../dom";
+import { breakable, breakablePath, clear, formatBytes, formatCount, h, uid } from "../dom";
 import type { ProbeMode, ProbeRow, ProbeSummary, ProbeTableReply } from "../protocol";
 import { messageOf, type Ctx, type Pane } from "./context";
 import { FlowView } from "./flow";
@@ -116,6 +116,17 @@ export class ProbePane implements Pane {
     const go = h("button", { type: "button" }, "Select it");
     go.addEventListener("click", () => this.ctx.select(p.error?.path ?? ""));
     box.appendChild(go);
+    if (p.error.remedy === "real" && p.mode !== "real" && !this.ctx.readonly) {
+      // Fake tensors cannot run this forward (a data-dependent op); the real probe can. The mode
+      // stays real, so the probes after an Apply or Undo run real too (the mode menu shows it).
+      const real = h("button", { type: "button", class: "tx-runreal" }, "Run real probe");
+      real.addEventListener("click", () => {
+        this.ctx.model.set("probe_mode", "real");
+        this.ctx.model.save_changes();
+        void this.ctx.run("probe", () => this.ctx.rpc.call({ kind: "probe", mode: "real" }));
+      });
+      box.appendChild(real);
+    }
     return box;
   }
 
@@ -196,7 +207,7 @@ export class ProbePane implements Pane {
     const tr = h(
       "tr",
       { class: `tx-${row.status}`, title: row.status },
-      label ?? h("td", { class: "tx-wrap", title: "click to select it in the tree" }, row.path || "(model)"),
+      label ?? h("td", { class: "tx-pathcell", title: "click to select it in the tree" }, ...breakablePath(row.path || "(model)")),
       h("td", {}, row.cls),
       h("td", {}, String(row.calls)),
       wrapped(row.inputs),
@@ -224,9 +235,9 @@ export class ProbePane implements Pane {
     const last = lastName(fold.heads[fold.heads.length - 1].path);
     const label = h(
       "td",
-      { class: "tx-wrap", title: `${fold.count} identical blocks: the first one's shapes; FLOPs and time of all` },
+      { class: "tx-pathcell", title: `${fold.count} identical blocks: the first one's shapes; FLOPs and time of all` },
       h("span", { class: "tx-caret", "aria-hidden": "true" }, fold.open ? "▾" : "▸"),
-      `${fold.key}–${last} ×${fold.count}`,
+      ...breakablePath(`${fold.key}–${last} ×${fold.count}`),
     );
     const tr = this.row(fold.heads[0], cols, label, totals);
     tr.classList.add("tx-foldrow");

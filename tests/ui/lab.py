@@ -279,16 +279,18 @@ def hide_file_browser(page: Page) -> None:
         expect(page.locator("#jp-left-stack")).to_be_hidden()
 
 
-def open_explorer(page: Page, lab: Lab, name: str, *cells: str, cell: int = 1) -> Locator:
+def open_explorer(
+    page: Page, lab: Lab, name: str, *cells: str, cell: int = 1, status: str = r"^probe ok"
+) -> Locator:
     """Writes a notebook of `cells`, opens and runs it; returns the explorer shown by code cell
-    `cell` once its probe is ok."""
+    `cell` once its status matches `status` (the probe is ok)."""
     nb = lab.write_notebook(f"{name}.ipynb", *cells)
     open_notebook(page, lab, nb, name)
     hide_file_browser(page)
     run_all(page)
     assert errors(page) == []
     ex = explorer(page, cell)
-    expect(ex.get_by_role("status")).to_have_text(re.compile(r"^probe ok"))
+    expect(ex.get_by_role("status")).to_have_text(re.compile(status), timeout=60_000)
     return ex
 
 

@@ -47,6 +47,7 @@ def probe_summary(
             "message": _clip(e.message, 1000),
             "hint": _clip(e.hint, 1000),
             "input_shapes": shape_text(e.input_shapes),
+            "remedy": e.remedy,
         }
         where = e.path or "(model)"
         first = e.message.strip().splitlines()[0] if e.message.strip() else ""

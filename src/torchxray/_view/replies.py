@@ -146,6 +146,9 @@ class ProbeError(TypedDict):
     message: str
     hint: str
     input_shapes: str
+    # "real" when fake tensors cannot run an op of this forward and the real probe can (the pane
+    # offers "Run real probe"); "" otherwise.
+    remedy: str
 
 
 class ProbeSummary(TypedDict):

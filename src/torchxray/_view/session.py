@@ -175,10 +175,11 @@ class Session:
     def _base(self) -> ProbeReport | None:
         """What the next report is compared with: the last report there was, or, when that one
         failed (it stopped early, so most modules would read as new), the last one that passed.
-        Undoing back to the model that last passed then reads "0 changed"."""
+        Undoing back to the model that last passed then reads "0 changed". When none passed yet
+        (a first fake run that could not run, then the real one), there is nothing to compare."""
         last = self.report or self.previous
-        if last is not None and not last.ok and self.previous is not None and self.previous.ok:
-            return self.previous
+        if last is not None and not last.ok:
+            return self.previous if self.previous is not None and self.previous.ok else None
         return last
 
     def install(self, report: ProbeReport) -> None:
