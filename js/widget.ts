@@ -18,6 +18,7 @@ import type { Ctx, Pane } from "./panes/context";
 import { messageOf } from "./panes/context";
 import type { Channel, HistoryState, State } from "./protocol";
 import { Rpc, SLOW_KINDS } from "./protocol";
+import { savedModel } from "./saved_model";
 import { SnapshotRpc } from "./snapshot";
 import { messageInvoke } from "./transport";
 import { TreeView } from "./tree";
@@ -383,26 +384,7 @@ export function createExplorer(
 
 /** A read-only Explorer with no kernel (ex.to_html()): the synced state is given once. */
 export function mountSnapshot(el: HTMLElement, state: State, assets: Record<string, string> = {}): Explorer {
-  const values: Record<string, unknown> = { ...state, readonly: true };
-  const handlers = new Map<string, Set<() => void>>();
-  const model = {
-    get: (k: string) => values[k],
-    set: (k: string, v: unknown) => {
-      values[k] = v;
-      handlers.get(`change:${k}`)?.forEach((f) => f());
-    },
-    on: (e: string, f: () => void) => {
-      if (!handlers.has(e)) handlers.set(e, new Set());
-      handlers.get(e)?.add(f);
-    },
-    off: (e?: string | null, f?: (() => void) | null) => {
-      if (e && f) handlers.get(e)?.delete(f);
-    },
-    save_changes: () => undefined,
-    send: () => undefined,
-    widget_manager: { get_model: () => Promise.reject(new Error("no kernel")) },
-  };
-  return createExplorer({ model: model as never, el, experimental: null as never }, assets);
+  return createExplorer({ model: savedModel(state) as never, el, experimental: null as never }, assets);
 }
 
 export default {

@@ -338,7 +338,7 @@ def form(module_or_class: nn.Module | type) -> Form:
         infos[p.name] = info
     hint, check = "", None
     if module is not None and recorded is None and not cls.__module__.startswith("torch."):
-        hint, check = fill(module, cls, sig, fields, infos, started)
+        hint, check = fill(module, cls, sig, fields, infos, started, form)
     notes = recorded_notes(module) if module is not None and recorded is not None else {}
     out: list[Field] = []
     out_infos: dict[str, KindInfo] = {}

@@ -32,27 +32,9 @@ from typing_extensions import NotRequired, TypedDict, get_type_hints
 
 from ._view import compare_types as ct
 from ._view import flow_types as ft
+from ._view import replies as rp
 from ._view import summary_types as st
-from ._view.replies import (
-    AssetReply,
-    CancelReply,
-    CatalogReply,
-    ChildrenReply,
-    ErrorReply,
-    FiguresReply,
-    FilterReply,
-    FormReply,
-    MemoryReply,
-    MroReply,
-    PatchedReply,
-    PongReply,
-    ProbeReply,
-    ProbeTableReply,
-    Reply,
-    RevealReply,
-    SelectReply,
-    SourceReply,
-)
+from ._view.replies import ErrorReply, Reply
 from ._view.watch_types import TRAIN_REPLIES, TrainRequest
 
 __all__ = [
@@ -231,33 +213,33 @@ SLOW_TIMEOUT_KINDS = SLOW | {"diff", "asset"}
 
 # The reply each request kind gets when it succeeds (any kind may get an ErrorReply instead).
 REPLIES: dict[str, type] = {
-    "ping": PongReply,
-    "select": SelectReply,
-    "children": ChildrenReply,
-    "filter": FilterReply,
-    "reveal": RevealReply,
-    "source": SourceReply,
-    "form": FormReply,
-    "edit": PatchedReply,
-    "replace": PatchedReply,
-    "undo": PatchedReply,
-    "redo": PatchedReply,
-    "probe": ProbeReply,
-    "probe_table": ProbeTableReply,
+    "ping": rp.PongReply,
+    "select": rp.SelectReply,
+    "children": rp.ChildrenReply,
+    "filter": rp.FilterReply,
+    "reveal": rp.RevealReply,
+    "source": rp.SourceReply,
+    "form": rp.FormReply,
+    "edit": rp.PatchedReply,
+    "replace": rp.PatchedReply,
+    "undo": rp.PatchedReply,
+    "redo": rp.PatchedReply,
+    "probe": rp.ProbeReply,
+    "probe_table": rp.ProbeTableReply,
     "summary": st.SummaryReply,
-    "cancel": CancelReply,
-    "mro": MroReply,
-    "catalog": CatalogReply,
-    "asset": AssetReply,
+    "cancel": rp.CancelReply,
+    "mro": rp.MroReply,
+    "catalog": rp.CatalogReply,
+    "asset": rp.AssetReply,
     "pick": ct.PickReply,
     "plan": ct.PlanReply,
-    "bulk": PatchedReply,
+    "bulk": rp.PatchedReply,
     "peft": ct.PeftReply,
     "diff": ct.DiffReply,
     "stats": ct.StatsReply,
     "health": ct.HealthReply,
-    "memory": MemoryReply,
-    "figures": FiguresReply,
+    "memory": rp.MemoryReply,
+    "figures": rp.FiguresReply,
     "flow": ft.FlowReply,
     "graph": ft.GraphReply,
     **TRAIN_REPLIES,

@@ -9,6 +9,7 @@ import inspect
 import time
 import typing
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -51,12 +52,12 @@ _deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("deadli
 _NOT_PASSED = ("device", "dtype")
 
 
-def _factory(layer: nn.Module) -> list[Any]:
+def _factory(layer: nn.Module, form: Callable[[nn.Module], Any]) -> list[Any]:
     """Factories that make ``layer`` again: its class with the keyword values its own exact form
     found that are not the defaults (``partial(BatchNorm2d, eps=0.001)``), then the same with its
     required values but the first (the width a parent passes: ``partial(SpatialGatingUnit,
-    seq_len=196)``); none when its form is not exact."""
-    from ..forms import form  # the layer's own form: forms.py serves this module
+    seq_len=196)``); none when its form is not exact. ``form`` is ``tx.form`` (forms.py passes
+    it: this module serves forms.py and does not import it)."""
 
     try:
         f = form(layer)
@@ -104,6 +105,7 @@ def fill(
     fields: list[Field],
     infos: dict[str, KindInfo],
     started: float,
+    form: Callable[[nn.Module], Any],
 ) -> tuple[str, Check | None]:
     """Replace guessed fields (in place) by values a meta build confirms. Returns the hint ("" when
     the rebuild is exact) and the gate's answer for the final values (None: not known yet)."""
@@ -144,7 +146,7 @@ def fill(
 
     def factory(layer: nn.Module) -> list[Any]:
         if id(layer) not in made:
-            made[id(layer)] = _factory(layer) if time.thread_time() < deadline else []
+            made[id(layer)] = _factory(layer, form) if time.thread_time() < deadline else []
         return made[id(layer)]
 
     try:
