@@ -11,12 +11,9 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
-from lab import NOTEBOOKS, free_port
+from lab import NOTEBOOKS, Server, free_port
 
 NOTEBOOK = NOTEBOOKS / "08-marimo.py"
 
@@ -31,7 +28,7 @@ activate_on_typing = false
 """
 
 
-class Marimo:
+class Marimo(Server):
     """`marimo edit NOTEBOOK` from this venv on 127.0.0.1, with its own home and settings."""
 
     def __init__(self, workdir: Path, notebook: Path = NOTEBOOK) -> None:
@@ -71,51 +68,7 @@ class Marimo:
             ("XDG_STATE_HOME", ".state"),
         ):
             env[var] = str(self.home / sub)
-        env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-        log = self.log_path.open("wb")
-        # Its own session: its kernel process ends with it, by the group id.
-        self.proc = subprocess.Popen(
-            cmd,
-            cwd=self.root,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
-        )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"marimo exited early:\n{self.log()}")
-            try:
-                with urllib.request.urlopen(f"{self.url}/health", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except (urllib.error.URLError, OSError):
-                pass
-            time.sleep(0.3)
-        self.stop()
-        raise RuntimeError(f"marimo did not answer on {self.url} in {timeout}s:\n{self.log()}")
-
-    def stop(self) -> None:
-        proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-    def log(self) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-4000:]
-        except OSError:
-            return ""
+        self.spawn("marimo", cmd, self.root, env, f"{self.url}/health", timeout)
 
 
 if __name__ == "__main__":
