@@ -311,24 +311,25 @@ def on_stats(host: Host, req: StatsRequest) -> tuple[StatsReply, States]:
 
 # id(tensor) -> (a weak reference to it, its version counter then, the answer): scrolling the tree
 # asks again about the same rows, and a weight read once is not read again until an in-place
-# change bumps its version (writes through ``.data`` do not: torch does not count them).
-_checked: dict[int, tuple[weakref.ref[torch.Tensor], int, bool]] = {}
+# change bumps its version (writes through ``.data`` do not: torch does not count them). One per
+# session, kept in ``host.caches`` for as long as its tree.
+Checked = dict[int, tuple[weakref.ref[torch.Tensor], int, bool]]
 
 
-def has_nonfinite(t: torch.Tensor) -> bool:
-    """NaN or Inf anywhere in ``t``, read a chunk at a time (no tensor-sized temporary)."""
+def has_nonfinite(t: torch.Tensor, checked: Checked | None = None) -> bool:
+    """NaN or Inf anywhere in ``t``, read a chunk at a time (no tensor-sized temporary); the
+    answer is kept in ``checked`` until ``t`` changes in place."""
     if t.is_meta or not (t.is_floating_point() or t.is_complex()) or _fake(t):
         return False
-    seen = _checked.get(id(t))
+    seen = checked.get(id(t)) if checked is not None else None
     if seen is not None and seen[0]() is t and seen[1] == t._version:
         return seen[2]
     flat = t.detach().reshape(-1)
     bad = any(
         not bool(torch.isfinite(flat[i : i + CHUNK]).all()) for i in range(0, flat.numel(), CHUNK)
     )
-    if len(_checked) > 100_000:
-        _checked.clear()
-    _checked[id(t)] = (weakref.ref(t), t._version, bad)
+    if checked is not None:
+        checked[id(t)] = (weakref.ref(t), t._version, bad)
     return bad
 
 
@@ -339,11 +340,12 @@ def _fake(t: torch.Tensor) -> bool:
 
 
 def on_health(host: Host, req: HealthRequest) -> tuple[HealthReply, States]:
+    checked: Checked = host.caches.get("nonfinite", host.tree, dict)
     bad = []
     for p in dict.fromkeys(req["paths"]):
         node = host.tree.get(p)
         if node is not None and any(
-            has_nonfinite(t) for t in _own(host.tree.module(node.path)).values()
+            has_nonfinite(t, checked) for t in _own(host.tree.module(node.path)).values()
         ):
             bad.append(p)
     rec = host.report.nonfinite if host.report is not None else None
