@@ -134,7 +134,10 @@ export function createExplorer(
       }
     },
     error: showError,
-    select: (path) => void selectPath(path),
+    select: (path) => {
+      clearTimeout(selectTimer); // a row clicked just before must not win over this selection
+      void selectPath(path);
+    },
     openSource: (path, cls, line) => {
       (panes.Source as SourcePane).at({ path, cls, line });
       void openTab("Source");

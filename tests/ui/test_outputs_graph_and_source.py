@@ -146,7 +146,7 @@ def test_a_notebook_model_outputs_graph_and_source(page: Page, lab: Lab, shots: 
 
     # After a real probe the call tree has each call's time.
     ex.get_by_role("tab", name="Probe").click()
-    probe.get_by_role("combobox").select_option("real")
+    probe.get_by_label("mode", exact=True).select_option("real")
     probe.get_by_role("button", name="Run probe").click()
     expect(ex.get_by_role("status")).to_have_text(re.compile(r"^probe ok"))
     probe.get_by_role("button", name="Call tree").click()
