@@ -73,7 +73,7 @@ def test_the_marimo_notebook_runs_as_an_app() -> None:
     # the widget wrapped as marimo wraps anywidgets, and the summary cell.
     import importlib.util
 
-    path = JS.parent / "notebooks" / "08-marimo.py"
+    path = JS.parent / "notebooks" / "09-marimo.py"
     spec = importlib.util.spec_from_file_location("notebook_08_marimo", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from lab import NOTEBOOKS, Server, free_port
 
-NOTEBOOK = NOTEBOOKS / "08-marimo.py"
+NOTEBOOK = NOTEBOOKS / "09-marimo.py"
 
 # A person's own marimo settings do not apply; cells run as the notebook opens (marimo's
 # "autorun on startup"), so a flow does not depend on where marimo puts its Run button.

@@ -1,4 +1,4 @@
-"""The explorer in marimo: a person opens notebooks/08-marimo.py in `marimo edit`, selects a layer,
+"""The explorer in marimo: a person opens notebooks/09-marimo.py in `marimo edit`, selects a layer,
 reads its Source, edits it in the Form tab, undoes, reads the probe's results and copies the
 summary. marimo's anywidget has no `invoke` ("anywidget.invoke not supported in marimo"): every
 request goes through custom messages (js/transport.ts), which the root says.

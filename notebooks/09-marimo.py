@@ -1,4 +1,4 @@
-"""The explorer in a marimo notebook: `marimo edit notebooks/08-marimo.py`.
+"""The explorer in a marimo notebook: `marimo edit notebooks/09-marimo.py`.
 
 marimo shows an anywidget wrapped in `mo.ui.anywidget(...)` (a widget that is a cell's last value is
 wrapped for you). Everything in the JupyterLab tour works here too: select a module, read its Source,
