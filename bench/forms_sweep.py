@@ -13,7 +13,7 @@ the widget opens it (``tx.form(m)`` and its exactness gate, ``Form.inexact``). E
 
 Then the same classes again from models built with recording on (``tx.record_everything()``).
 It prints one table per library (rates, slowest and median form-open time) and the list of the
-classes that were not exact. Goals (issue #25): >= 95% exact without recording, 100% with, 0
+classes that were not exact. Goals: >= 95% exact without recording, 100% with, 0
 silent, every form open <= 1 s.
 """
 

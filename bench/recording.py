@@ -3,7 +3,7 @@
 ``tx.record_everything()`` (``%load_ext torchxray``) records the constructor arguments of every
 module built after it. This bench builds each model with and without it, interleaved (plain,
 recorded, plain, recorded, ...), and reports the medians and the median of the run-by-run ratios
-(goal, issue #25: at most 1.10). The anchor is the same construction without recording.
+(goal: at most 1.10). The anchor is the same construction without recording.
 
 Models, built in code with random init (nothing downloaded): timm ResNet-50
 (``create_model("resnet50", pretrained=False)``, its weight init included, as people build it),

@@ -1,4 +1,4 @@
-"""The exactness gate (issue #25): a form proves that its unchanged rebuild is the live module, or
+"""The exactness gate: a form proves that its unchanged rebuild is the live module, or
 says in one line why not, and an edit changes only what it names (everything else is compared
 with the live module before anything is patched)."""
 

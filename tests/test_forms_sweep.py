@@ -1,4 +1,4 @@
-"""No silent wrong rebuild on the classes the forms sweep meets (bench/forms_sweep.py, issue #25).
+"""No silent wrong rebuild on the classes the forms sweep meets (bench/forms_sweep.py).
 
 A class is judged as the sweep judges it: its form's gate says exact, and the unchanged edit done
 for real (built, cast, the old weights carried) must then have the live module's repr,

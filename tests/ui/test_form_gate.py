@@ -1,5 +1,5 @@
 """A person edits layers whose forms cannot be exact, the model itself, and a config with long
-field names (issue #25): the form says before Apply what a rebuild would get wrong, Apply is
+field names: the form says before Apply what a rebuild would get wrong, Apply is
 refused until they choose "Apply anyway", the model's own form applies, and no two labels read
 the same."""
 
