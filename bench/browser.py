@@ -13,7 +13,10 @@ UI tests' `Lab`), builds `torchxray.demo.many_modules(n)` in one cell and re-run
 - scroll: once the last view's probe is done, the tree's viewport scrolled by one step per
   animation frame for ~2 s; the frame intervals (median, p95) and the synchronous JS cost of
   each step (scroll handler + layout);
-- DOM rows: the most `role=treeitem` elements seen in the view at any time.
+- DOM rows: the most `role=treeitem` elements seen in the view at any time;
+- "more": the root's "more" row clicked (the next 200 of its children) until those rows are
+  painted, each click followed by its anchor, a collapsed two-row stage opened the same way (the
+  same round trip to the kernel and re-render, for a page of two rows): medians of ten of each.
 """
 
 from __future__ import annotations
@@ -106,10 +109,28 @@ def _pct(xs: list[float], p: float) -> float:
     return s[min(len(s) - 1, int(round(p * (len(s) - 1))))]
 
 
-def load_more(page: Page, pages: int) -> int:
-    """Clicks the root's "more" row `pages` times, so the scroll crosses thousands of rows."""
+# One click on a row's handler until the rows it brought are painted (the tree's viewport grew,
+# then the frame after that): what a person waits for.
+_CLICK_UNTIL_GROWN = """([el, vp, h]) => new Promise((done) => {
+  const t0 = performance.now();
+  el.click();
+  const poll = () => {
+    if (vp.scrollHeight > h) requestAnimationFrame(() => setTimeout(() => done(performance.now() - t0), 0));
+    else setTimeout(poll, 2);
+  };
+  poll();
+})"""
+
+
+def load_more(page: Page, pages: int) -> tuple[int, list[float], list[float]]:
+    """Clicks the root's "more" row `pages` times, so the scroll crosses thousands of rows; returns
+    the rows loaded and, per page, the seconds from the click to the new rows painted, and those
+    of the anchor measured after it: opening a collapsed two-row stage (the same round trip to the
+    kernel and the same re-render, for a page of two rows), closed again untimed."""
     root = page.locator(".tx-root").last
     vp = root.locator(".tx-viewport")
+    more_s: list[float] = []
+    open_s: list[float] = []
     for _ in range(pages):
         height = vp.evaluate("(v) => { v.scrollTop = v.scrollHeight; return v.scrollHeight; }")
         more = root.locator(".tx-more").last
@@ -120,12 +141,22 @@ def load_more(page: Page, pages: int) -> int:
         # Not more.click(): its actionability checks scroll the row into view, which re-renders
         # the virtual rows (as does the background probe's tree state), and the click could chase
         # a replaced element until its timeout (seen in 2 of 4 runs). The row's own handler runs.
-        more.evaluate("(e) => e.click()")
-        page.wait_for_function(
-            "([v, h]) => v.scrollHeight > h", arg=[vp.element_handle(), height], timeout=60_000
-        )
+        ms = page.evaluate(_CLICK_UNTIL_GROWN, [more.element_handle(), vp.element_handle(), height])
+        more_s.append(ms / 1000)
+        # The anchor: the last closed stage in view, opened (its caret's handler) and closed.
+        stage = root.locator("[role=treeitem][aria-expanded=false][aria-level='2']").last
+        if stage.count():
+            height = vp.evaluate("(v) => v.scrollHeight")
+            caret = stage.locator(".tx-caret")
+            ms = page.evaluate(
+                _CLICK_UNTIL_GROWN, [caret.element_handle(), vp.element_handle(), height]
+            )
+            open_s.append(ms / 1000)
+            root.locator(
+                "[role=treeitem][aria-expanded=true][aria-level='2'] .tx-caret"
+            ).last.evaluate("(e) => e.click()")
     rows: int = vp.evaluate("(v) => Math.round(v.scrollHeight / 22)")  # ROW_HEIGHT in js/tree.ts
-    return rows
+    return rows, more_s, open_s
 
 
 def measure(
@@ -166,7 +197,7 @@ def measure(
     # (resetting the loaded pages) and compete with the scroll for the kernel.
     status = page.locator(".tx-root").last.get_by_role("status")
     expect(status).to_have_text(re.compile(r"^probe (ok|failed)"), timeout=300_000)
-    loaded = load_more(page, more_pages)
+    loaded, more_s, open_s = load_more(page, more_pages)
     sc = page.evaluate(_SCROLL, scroll_ms)
     max_rows = max(max_rows, int(sc["maxRows"]))
     med = {k: round(statistics.median(r[k] for r in runs), 4) for k in runs[0]}
@@ -179,6 +210,9 @@ def measure(
         "scroll_work_p95_ms": round(_pct(sc["work"], 0.95), 2),
         "scroll_frames": len(sc["frames"]),
         "scroll_rows_loaded": loaded,
+        "more_page_s": round(statistics.median(more_s), 4) if more_s else None,
+        "more_pages": len(more_s),
+        "open_stage_s": round(statistics.median(open_s), 4) if open_s else None,
         "dom_rows": max_rows,
         "cells": len(code_cells(page).all()),
     }
@@ -218,14 +252,16 @@ def run(sizes: list[int], repeats: int, scroll_ms: int, out: Path = OUT) -> dict
         lab.stop()
     data: dict[str, Any] = {
         key: {n: r[key] for n, r in results.items()}
-        for key in ("first_paint_s", "scroll_frame_ms", "dom_rows")
+        for key in ("first_paint_s", "scroll_frame_ms", "dom_rows", "more_page_s", "open_stage_s")
     }
     data["details"] = results
     data["how"] = (
         f"median of {repeats} re-runs of the explore cell after one warm-up; first paint = view "
         "inserted -> first treeitem painted; total_s = cell run keypress -> that paint; "
         f"scroll = after loading 10 more pages of the root's children, one step (1/3 of the "
-        f"viewport) per animation frame for {scroll_ms} ms"
+        f"viewport) per animation frame for {scroll_ms} ms; more_page_s = median of those 10 "
+        "clicks on the root's 'more' row (200 rows) -> rows painted, each followed by its anchor "
+        "open_stage_s: a collapsed two-row stage opened (same round trip and re-render)"
     )
     data["machine"] = machine()
     out.write_text(json.dumps(data, indent=1) + "\n")

@@ -256,9 +256,10 @@ def browser_suite(res: Results, path: Path) -> None:
     rows = [
         "### Browser (headless Chromium)",
         "",
-        "| modules | first paint | scroll frame | DOM rows |",
+        '| modules | first paint | scroll frame | DOM rows | "more" (200 rows) '
+        "| anchor: open a 2-row stage | ratio |",
     ]
-    rows.append("|---|---|---|---|")
+    rows.append("|---|---|---|---|---|---|---|")
     for n in sorted(
         {k for key in ("first_paint_s", "scroll_frame_ms", "dom_rows") for k in data.get(key, {})},
         key=int,
@@ -266,12 +267,22 @@ def browser_suite(res: Results, path: Path) -> None:
         paint = data.get("first_paint_s", {}).get(n)
         frame = data.get("scroll_frame_ms", {}).get(n)
         dom = data.get("dom_rows", {}).get(n)
-        for key, value in (("first_paint_s", paint), ("scroll_frame_ms", frame), ("dom_rows", dom)):
+        more = data.get("more_page_s", {}).get(n)
+        stage = data.get("open_stage_s", {}).get(n)
+        for key, value in (
+            ("first_paint_s", paint),
+            ("scroll_frame_ms", frame),
+            ("dom_rows", dom),
+            ("more_page_s", more),
+        ):
             if value is not None:
                 res.values[f"browser:{key}:{n}"] = float(value)
+        ratio = f"{more / stage:.2f}x" if more and stage else "n/a"
         rows.append(
             f"| {int(n):,} | {'n/a' if paint is None else f'{paint * 1000:.0f} ms'} | "
-            f"{'n/a' if frame is None else f'{frame:.1f} ms'} | {'n/a' if dom is None else dom} |"
+            f"{'n/a' if frame is None else f'{frame:.1f} ms'} | {'n/a' if dom is None else dom} | "
+            f"{'n/a' if more is None else f'{more * 1000:.0f} ms'} | "
+            f"{'n/a' if stage is None else f'{stage * 1000:.0f} ms'} | {ratio} |"
         )
     if data.get("machine"):
         rows.append(f"\nMeasured on: {data['machine']}")

@@ -56,3 +56,37 @@ export function uid(prefix: string): string {
   counter += 1;
   return `tx-${prefix}-${instance}-${counter}`;
 }
+
+/** A module path ("backbone.body.0") that may break only after its dots, never inside a name
+ * ("backbo" / "ne"). */
+export function breakablePath(path: string): Node[] {
+  const out: Node[] = [];
+  for (const part of path.split(/(?<=\.)/)) {
+    if (out.length) out.push(document.createElement("wbr"));
+    out.push(document.createTextNode(part));
+  }
+  return out;
+}
+
+/** A list of shapes ("1×3×224×224, 1×8" or "logits: 1×10, past_key_values[0][0]: 1×4") as
+ * unbreakable pieces with line-break opportunities (<wbr>) only between entries and inside long
+ * names (after "." and "]"): a shape is never cut ("1×3×224×22" / "4"). */
+export function breakable(text: string): Node[] {
+  const out: Node[] = [];
+  const piece = (t: string) => {
+    if (out.length) out.push(document.createElement("wbr"));
+    out.push(h("span", { class: "tx-nobr" }, t));
+  };
+  text.split(", ").forEach((entry, i, all) => {
+    const comma = i < all.length - 1 ? "," : "";
+    const at = entry.lastIndexOf(": ");
+    const parts = at >= 0 ? entry.slice(0, at).split(/(?<=[.\]])/) : [];
+    if (parts.length) parts[parts.length - 1] += ":"; // the name's end stays with its colon
+    for (const part of parts) piece(part);
+    const shape = h("span", { class: "tx-nobr" }, `${entry.slice(at >= 0 ? at + 2 : 0)}${comma}`);
+    // After a name, the space is the break ("logits: 1×10" reads and copies as it is written).
+    out.push(...(parts.length ? [document.createTextNode(" "), shape] : out.length ? [document.createElement("wbr"), shape] : [shape]));
+    if (comma) out.push(document.createTextNode(" "));
+  });
+  return out;
+}

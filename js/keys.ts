@@ -5,6 +5,11 @@
 // text fields do. Escape and Shift/Ctrl/Alt+Enter still reach the notebook (leave the widget, run
 // the cell), and so does Ctrl/Cmd+S (save). Ctrl+Z / Ctrl+Shift+Z (or Ctrl+Y) undo and redo
 // patches here, and only here.
+// Notebook 7 reads keys in the capture phase, before the widget sees them, and Lumino matches a
+// binding's selector against the focused element itself before it looks for
+// data-lm-suppress-shortcuts on the way up: "notebook:move-cursor-down" is bound to ArrowDown on
+// `.jp-Notebook.jp-mod-commandMode :focus`, which the focused tree matches. So whatever takes
+// focus in the widget carries the attribute itself.
 
 export interface UndoRedo {
   undo(): void;
@@ -12,6 +17,7 @@ export interface UndoRedo {
 }
 
 const EVENTS = ["keydown", "keypress", "keyup"] as const;
+const SUPPRESS = "data-lm-suppress-shortcuts";
 
 /** Keys the notebook keeps even when they are typed inside the widget. */
 function passesThrough(e: KeyboardEvent): boolean {
@@ -44,8 +50,14 @@ export function containKeys(root: HTMLElement, log: UndoRedo): () => void {
     if (redo) log.redo();
     else log.undo();
   };
+  const onFocus = (e: FocusEvent) => {
+    const el = e.target as HTMLElement | null;
+    if (el?.setAttribute && !el.hasAttribute(SUPPRESS)) el.setAttribute(SUPPRESS, "true");
+  };
   for (const type of EVENTS) root.addEventListener(type, onKey);
+  root.addEventListener("focusin", onFocus);
   return () => {
     for (const type of EVENTS) root.removeEventListener(type, onKey);
+    root.removeEventListener("focusin", onFocus);
   };
 }

@@ -79,8 +79,16 @@ describe("the source reply", () => {
   it("shows the kernel's note (e.g. the original class of a parametrized module) as text", () => {
     const el = document.createElement("div");
     const note = "parametrized module; showing its original class <Linear>";
-    renderSource(el, { kind: "source", html: null, file: null, line: null, reason: "r", qualname: "q", forward_lines: null, note });
+    renderSource(el, { kind: "source", html: null, file: null, line: null, reason: "r", qualname: "q", forward_lines: null, note, cell: null });
     expect(el.textContent).toContain(note);
     expect(el.querySelector("Linear")).toBeNull(); // text, never markup
+  });
+  it("names a notebook cell and its line, the kernel's temporary file only in the tooltip", () => {
+    const el = document.createElement("div");
+    const file = "/tmp/ipykernel_42/123.py";
+    renderSource(el, { kind: "source", html: "", file, line: 3, reason: null, qualname: "__main__.Net", forward_lines: null, note: null, cell: "In [2]" });
+    const head = el.querySelector(".tx-srchead") as HTMLElement;
+    expect(head.textContent).toBe("__main__.Net — In [2], line 3");
+    expect(head.title).toBe(file);
   });
 });

@@ -2,7 +2,7 @@
 // tools_gen.ts and requests_gen.ts, generated from src/torchxray/protocol.py and _view/*.py
 // (`make js`); this file adds the synced state and the Rpc client. Every request and reply is a plain object with a `kind`; the kernel
 // answers a bad request with {kind: "error"} rather than raising.
-import type { AnyModel, Experimental } from "@anywidget/types";
+import type { AnyModel } from "@anywidget/types";
 import type {
   ErrorReply,
   FoldRow,
@@ -14,8 +14,10 @@ import type {
   ProbeSummary,
   TreeState,
 } from "./protocol_gen";
+import type { TrainingState } from "./tools_gen";
 import type { ProbeRequest, Replies, Reply, Request, RequestKind } from "./requests_gen";
 import { SLOW_TIMEOUT_KINDS } from "./requests_gen";
+import { isAbort, type Invoke } from "./transport";
 
 export type * from "./protocol_gen";
 export type * from "./requests_gen";
@@ -40,6 +42,7 @@ export interface State {
   probe_mode: ProbeMode;
   readonly: boolean;
   snapshot: Record<string, unknown>;
+  training?: Partial<TrainingState>; // {} until ex.watch(...)
 }
 
 export function isError(r: Reply): r is ErrorReply {
@@ -66,7 +69,7 @@ export class RpcError extends Error {
   }
 }
 
-export type Invoke = Experimental["invoke"];
+export type { Invoke };
 
 /** The request of kind `K`, as the kernel declares it (requests_gen.ts). */
 export type RequestOf<K extends RequestKind> = Extract<Request, { kind: K }>;
@@ -79,15 +82,28 @@ export interface Channel {
   call<K extends RequestKind>(request: RequestOf<K>, timeoutMs?: number): Promise<Replies[K]>;
 }
 
-/** Sends kind-tagged requests through anywidget's command channel. */
+/** How requests reach the kernel: anywidget's invoke, the same envelope as custom messages
+ * (transport.ts), or nothing (a read-only view). */
+export type Transport = "invoke" | "messages" | "none";
+
+/** Sends kind-tagged requests through anywidget's command channel: its `invoke`, or `fallback`
+ * (custom messages) where the host has no invoke or its invoke refuses before any answer
+ * (marimo 0.25). The request/reply contract and the timeouts are the same either way. */
 export class Rpc implements Channel {
   private invoke: Invoke | null;
-  constructor(invoke: Invoke | null) {
-    this.invoke = invoke;
+  private readonly fallback: Invoke | null;
+  private answered = false; // invoke answered once: a later error is the kernel's, not the host's
+  constructor(invoke: Invoke | null, fallback: Invoke | null = null) {
+    this.invoke = invoke ?? fallback;
+    this.fallback = fallback;
   }
 
   get connected(): boolean {
     return this.invoke !== null;
+  }
+
+  get transport(): Transport {
+    return this.invoke === null ? "none" : this.invoke === this.fallback ? "messages" : "invoke";
   }
 
   /** Resolves with the reply, or rejects with RpcError (kernel error, timeout, no kernel). */
@@ -96,11 +112,9 @@ export class Rpc implements Channel {
     const timeout = timeoutMs ?? (SLOW_TIMEOUT_KINDS.has(msg.kind) ? SLOW_TIMEOUT : FAST_TIMEOUT);
     let reply: Reply;
     try {
-      const [r] = await this.invoke<Reply>("rpc", msg, { signal: AbortSignal.timeout(timeout) });
-      reply = r;
+      reply = await this.send(this.invoke, msg, AbortSignal.timeout(timeout));
     } catch (e) {
-      const name = (e as { name?: string })?.name;
-      if (name === "TimeoutError" || name === "AbortError") {
+      if (isAbort(e)) {
         throw new RpcError(
           `no answer from the kernel after ${timeout / 1000} s (${msg.kind}); is it busy or stopped?`,
         );
@@ -113,6 +127,20 @@ export class Rpc implements Channel {
     if (isError(reply)) throw new RpcError(reply.message, reply.fields ?? {});
     // The kernel answers kind K with Replies[K] (tests/test_protocol.py checks every kind).
     return reply as Replies[K];
+  }
+
+  private async send(via: Invoke, msg: Request, signal: AbortSignal): Promise<Reply> {
+    try {
+      const [r] = await via<Reply>("rpc", msg, { signal });
+      if (via !== this.fallback) this.answered = true;
+      return r;
+    } catch (e) {
+      const fallback = this.fallback;
+      if (!fallback || via === fallback || this.answered || isAbort(e)) throw e;
+      this.invoke = fallback; // from now on: every request, at once
+      const [r] = await fallback<Reply>("rpc", msg, { signal });
+      return r;
+    }
   }
 }
 

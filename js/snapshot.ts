@@ -65,6 +65,12 @@ export class SnapshotRpc implements Channel {
         if (!v) throw new RpcError(`class graph of ${where(msg.path)} is not in this snapshot`);
         return v;
       }
+      case "graph": {
+        const v = d.graph?.[msg.path];
+        if ((msg.depth ?? 1) !== 1 || msg.open?.length) throw new RpcError("this snapshot holds each module's graph one level deep, its groups folded: deeper views need the kernel");
+        if (!v) throw new RpcError(`the graph of ${where(msg.path)} is not in this snapshot`);
+        return v;
+      }
       case "probe_table":
         if (!d.probe_table) throw new RpcError("no probe in this snapshot");
         return d.probe_table;

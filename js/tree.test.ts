@@ -248,4 +248,19 @@ describe("TreeView after a patch", () => {
     expect(onSelect).toHaveBeenLastCalledWith("2");
     expect(view.focus).toBe(3);
   });
+
+  it("keeps rows opened by hand through two tree states in a row (a patch's, then its probe's)", async () => {
+    const { view } = setup();
+    await view.setState(firstState(MODEL));
+    await view.expand("layer1");
+    await view.expand("layer1.0");
+    // Apply sends the patch's state, then the background probe's, before the first has loaded.
+    const a = view.setState(firstState(MODEL, 2));
+    const b = view.setState(firstState(MODEL, 3));
+    await Promise.all([a, b]);
+    await flush();
+    expect(view.isExpanded("layer1") && view.isExpanded("layer1.0")).toBe(true);
+    expect(labels(view)).toContain("conv1 Conv2d");
+    expect(labels(view).filter((l) => l === "0 BasicBlock")).toHaveLength(1);
+  });
 });

@@ -38,6 +38,7 @@ export class TreeView implements TreeNav {
   private expanded = new Set<string>();
   private loading = new Set<string>();
   private filtered: FilterResult | null = null;
+  private generation = 0; // of the tree state (setState)
   visible: VisibleRow[] = [];
   selected = "";
   focus = 0;
@@ -65,8 +66,11 @@ export class TreeView implements TreeNav {
     });
   }
 
-  /** New tree state from the kernel (first load or after a patch): keep what the user expanded. */
+  /** New tree state (first load or after a patch): keep what the user expanded. Apply and Undo
+   * send two in a row (the patch's, the probe's): the first's pages must not land in the second's
+   * lists nor, refused as duplicates, close rows the person had opened. */
   async setState(state: TreeState): Promise<void> {
+    const gen = ++this.generation;
     const first = this.root === null;
     const reached = extents(this.lists); // rows loaded with "more" are loaded again (tree_pages.ts)
     this.root = state.root;
@@ -77,13 +81,16 @@ export class TreeView implements TreeNav {
     // after the lists that hold them.
     const missing = [...this.expanded].filter((k) => !this.lists.has(k));
     this.rebuild();
-    await Promise.all(missing.filter((k) => !k.startsWith("fold:")).map((k) => this.load(k, true)));
+    await Promise.all(missing.filter((k) => !k.startsWith("fold:")).map((k) => this.load(k, true, gen)));
     for (const key of missing.filter((k) => k.startsWith("fold:"))) {
+      if (gen !== this.generation) return;
       this.expanded.delete(key);
       const fold = [...this.lists.values()].flat().find((it) => isFold(it) && foldKey(it.parent, it.start) === key);
-      if (fold) await this.expandFold(fold as FoldRow);
+      if (fold) await this.expandFold(fold as FoldRow, gen);
     }
-    await reload(this.lists, reached, (m, limit) => this.fetch(m.parent, m.offset, limit, m.unfold, true));
+    if (gen !== this.generation) return;
+    await reload(this.lists, reached, (m, limit) => this.fetch(m.parent, m.offset, limit, m.unfold, true, gen));
+    if (gen !== this.generation) return;
     this.rebuild();
     if (this.filtered) await this.runFilter();
   }
@@ -123,9 +130,7 @@ export class TreeView implements TreeNav {
     this.select(path);
   }
 
-  isExpanded(key: string): boolean {
-    return this.expanded.has(key);
-  }
+  isExpanded = (key: string): boolean => this.expanded.has(key);
 
   async expand(key: string): Promise<void> {
     this.expanded.add(key);
@@ -152,12 +157,13 @@ export class TreeView implements TreeNav {
     else await this.expand(row.key);
   }
 
-  private async expandFold(fold: FoldRow): Promise<void> {
+  private async expandFold(fold: FoldRow, gen?: number): Promise<void> {
     const key = foldKey(fold.parent, fold.start);
     this.expanded.add(key);
     if (!this.lists.has(key)) {
       // The kernel sends the first page of the fold and a "more" row for the rest of it.
-      const page = await this.fetch(fold.parent, fold.start, fold.fold, true);
+      const page = await this.fetch(fold.parent, fold.start, fold.fold, true, gen !== undefined, gen);
+      if (gen !== undefined && gen !== this.generation) return;
       if (page) this.lists.set(key, page.items.slice());
       else this.expanded.delete(key); // no "loading" row left behind
     }
@@ -173,20 +179,24 @@ export class TreeView implements TreeNav {
     this.rebuild();
   }
 
-  private async load(key: string, quiet: boolean): Promise<void> {
-    const page = await this.fetch(key, 0, 0, false, quiet);
+  private async load(key: string, quiet: boolean, gen?: number): Promise<void> {
+    const page = await this.fetch(key, 0, 0, false, quiet, gen);
+    if (gen !== undefined && gen !== this.generation) return; // a newer state loads its own
     if (page) this.lists.set(key, page.items.slice());
     else this.expanded.delete(key);
   }
 
+  /** A page of `parent`'s children; null on an error or a duplicate click. A state's own loads
+   * (`gen`) are never refused as duplicates of another state's. */
   private async fetch(
     parent: string,
     offset: number,
     limit: number,
     unfold: boolean,
     quiet = false,
+    gen?: number,
   ): Promise<Page | null> {
-    const key = `${parent}|${offset}|${unfold}`;
+    const key = `${parent}|${offset}|${unfold}|${gen ?? ""}`;
     if (this.loading.has(key)) return null;
     this.loading.add(key);
     this.rebuild();
@@ -212,6 +222,7 @@ export class TreeView implements TreeNav {
 
   private async showFiltered(result: FilterResult | null): Promise<void> {
     this.filtered = result;
+    this.tree.dataset.empty = result ? "no module matches the filter" : ""; // styles.css
     if (!result) {
       this.rebuild();
       if (this.selected) await this.reveal(this.selected);
@@ -346,14 +357,8 @@ export class TreeView implements TreeNav {
 
   // ---- keyboard (tree_keys.ts) ---------------------------------------------------------------
 
-  get rowCount(): number {
-    return this.visible.length;
-  }
-
-  get filtering(): boolean {
-    return this.filtered !== null;
-  }
-
+  get rowCount(): number { return this.visible.length; } // prettier-ignore
+  get filtering(): boolean { return this.filtered !== null; } // prettier-ignore
   pageRows(): number {
     return Math.floor(this.viewHeight() / ROW_HEIGHT);
   }

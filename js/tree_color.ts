@@ -10,8 +10,18 @@ export const FIGURES = [
   ["activations", "activations (training)"],
   ["flops", "FLOPs"],
   ["time", "time (real probe)"],
+  ["grad_norm", "gradient norm (training)"],
+  ["update_ratio", "update ratio (training)"],
+  ["act_std", "activation std (training)"],
+  ["act_zeros", "activation zeros (training)"],
 ] as const;
 export type Figure = (typeof FIGURES)[number][0];
+/** The figures ex.watch samples (asked for with "train_figures"; the others with "figures"). */
+export const TRAIN_FIGURES = ["grad_norm", "update_ratio", "act_std", "act_zeros"] as const;
+export type TrainFigure = (typeof TRAIN_FIGURES)[number];
+export function isTrainFigure(f: string): f is TrainFigure {
+  return (TRAIN_FIGURES as readonly string[]).includes(f);
+}
 
 /** Shares shown in the legend; colours run on a log scale between the first and the last. */
 export const STOPS = [0.0001, 0.001, 0.01, 0.1, 1];
@@ -26,6 +36,8 @@ export function heat(share: number): string {
 export function figureText(figure: Figure, v: number): string {
   if (figure === "bytes" || figure === "activations") return formatBytes(v);
   if (figure === "time") return `${v.toFixed(3)} ms`;
+  if (figure === "act_zeros") return `${(100 * v).toFixed(1)}% zeros`;
+  if (isTrainFigure(figure)) return v === 0 || (Math.abs(v) >= 1e-3 && Math.abs(v) < 1e4) ? v.toPrecision(3) : v.toExponential(2);
   return formatCount(v);
 }
 

@@ -12,6 +12,8 @@ const MARK_TEXT: Record<Mark, [string, string]> = {
   custom: ["custom", "a class defined outside torch"],
   patched: ["patched", "changed by a patch"],
   error: ["failed", "the last probe failed here"],
+  inside_error: ["fails inside", "the last probe failed in a module under this one (click the red status to go there)"],
+  frozen: ["frozen", "every parameter here has requires_grad=False"],
   param: ["param", "parametrized"],
   wrap: ["wrap", "wraps another module"],
   contract: ["contract", "forward's annotations disagree with what the probe saw (see Overview)"],
@@ -83,7 +85,10 @@ export function rowCells(item: Item): HTMLElement[] {
   if (item.placement) cells.push(h("span", { class: "tx-mark tx-mark-place", title: `placement: ${item.placement}` }, placeShort(item.placement)));
   cells.push(h("span", { class: "tx-spring" }));
   if (item.not_called && !item.out) cells.push(h("span", { class: "tx-shape tx-notcalled", title: `not called in the last probe: ${item.not_called}` }, "not called"));
-  else cells.push(h("span", { class: "tx-shape", title: item.out ? `output shape (last probe): ${item.out}` : undefined }, item.out ?? ""));
+  else {
+    const title = item.out_all ? `outputs (last probe):\n${item.out_all}` : item.out ? `output shape (last probe): ${item.out}` : undefined;
+    cells.push(h("span", { class: "tx-shape", title }, item.out ?? ""));
+  }
   // An outline (TreeState.outline) has no counts yet: the kernel is still reading the tensors.
   if (item.params === undefined) cells.push(h("span", { class: "tx-params", title: "parameters: still being counted" }, "…"));
   else cells.push(h("span", { class: "tx-params", title: `${item.params} parameters` }, formatCount(item.params)));
@@ -95,12 +100,14 @@ export function rowCells(item: Item): HTMLElement[] {
 export function fitNames(pane: HTMLElement, rows: HTMLElement): void {
   const auto = pane.dataset.autoWidth ?? "";
   if (pane.style.width !== auto) return; // the CSS resize handle set a width of its own
-  // What the widest row lacks to show its name, class and shape whole (those shrink, in that
-  // order from last to first, when the row is short: styles.css).
+  // What the widest row lacks to show its name and class whole (those shrink, in that order from
+  // last to first, when the row is short: styles.css). Not the output: a model returning ten
+  // tensors would take the panes' room (the tabs wrapped); the row shows the first and a count,
+  // its tooltip all of them.
   let need = 0;
   for (const row of rows.children) {
     let lack = 0;
-    for (const cell of row.querySelectorAll<HTMLElement>(".tx-name, .tx-cls, .tx-shape")) lack += cell.scrollWidth - cell.clientWidth;
+    for (const cell of row.querySelectorAll<HTMLElement>(".tx-name, .tx-cls")) lack += cell.scrollWidth - cell.clientWidth;
     need = Math.max(need, lack);
   }
   if (need <= 0) return;

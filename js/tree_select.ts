@@ -20,8 +20,17 @@ export const BADGES: Record<string, [string, string]> = {
   dtype: ["dtype", "a weight of another dtype"],
   values: ["values", "weights hold other values"],
   missing: ["missing", "a weight the checkpoint lacks"],
+  frozen: ["frozen", "its parameters were trainable when the explorer opened and are frozen now"],
+  unfrozen: ["unfrozen", "its parameters were frozen when the explorer opened and are trainable now"],
   nan: ["NaN/Inf", "its own weights hold NaN or Inf"],
   nonfinite: ["NaN out", "the first module whose outputs hold NaN or Inf (last real probe)"],
+  // the training lens (ex.watch): the flag that holds now, the worst first
+  "first-nan": ["first NaN", "training: the first module whose forward or backward made NaN/Inf"],
+  "t-nonfinite": ["NaN", "training: a sampled figure is NaN/Inf"],
+  "t-exploding": ["exploding", "training: updates or gradients far too large for its weights"],
+  "t-dead": ["dead", "training: at least 95% of its outputs are 0"],
+  "t-vanishing": ["vanishing", "training: its weights' gradients are ~0"],
+  "t-saturated": ["saturated", "training: its outputs sit at the activation's bounds"],
 };
 
 /** The rows a Shift+click selects: node rows from `from` to `to` of the visible list, both included. */
@@ -166,6 +175,14 @@ export class TreeSelect {
   private schedulePick(): void {
     clearTimeout(this.pickTimer);
     this.pickTimer = setTimeout(() => void this.pick(), PICK_DEBOUNCE_MS);
+  }
+
+  /** The model changed (a patch, an undo): the matches are asked for again, and the old ones
+   * are not offered meanwhile ("Replace all" of the matched SiLUs leaves none to select). */
+  treeChanged(): void {
+    this.matches = [];
+    this.allBtn.hidden = true;
+    void this.pick();
   }
 
   /** Every match of the filter (it shows a page of them): offered as "select all N matches". */

@@ -244,13 +244,15 @@ describe("Explorer widget", () => {
     model.set("probe_summary", FAILED);
     byRole(el, "tab", "Probe")[0].click();
     await flush();
-    const note = () => el.querySelector(".tx-removed")?.textContent ?? "";
-    expect(note()).toBe("not reached (the probe stopped at bn1): fc");
+    const note = () => el.querySelector(".tx-removed summary")?.textContent ?? "";
+    const chips = () => [...el.querySelectorAll(".tx-removed .tx-chip")].map((b) => b.textContent);
+    expect(note()).toBe("not reached: 1 module (the probe stopped at bn1)");
+    expect(chips()).toEqual(["fc"]);
     expect(el.textContent).not.toContain("removed since");
     button(el, "Show more (1 left)").click();
     await flush();
     expect(calls).toBe(2);
-    expect(note()).toBe("not reached (the probe stopped at bn1): fc");
+    expect(note()).toBe("not reached: 1 module (the probe stopped at bn1)");
     expect(el.querySelectorAll(".tx-table tbody tr").length).toBe(2);
   });
 

@@ -2,6 +2,7 @@
 // traitlets (state) and to the kernel's "rpc" command (actions). Mirrors src/torchxray/widget.py.
 import type { RenderProps } from "@anywidget/types";
 import { clear, h, uid } from "./dom";
+import { hideStandIn, whenAttached } from "./host";
 import { containKeys } from "./keys";
 import { FormPane } from "./panes/form";
 import { GraphPane } from "./panes/graph";
@@ -12,19 +13,22 @@ import { MroPane } from "./panes/mro";
 import { OverviewPane } from "./panes/overview";
 import { ProbePane } from "./panes/probe";
 import { SourcePane } from "./panes/source";
+import { TrainingPane, trainingBadges } from "./panes/training";
 import type { Ctx, Pane } from "./panes/context";
 import { messageOf } from "./panes/context";
 import type { Channel, HistoryState, State } from "./protocol";
 import { Rpc, SLOW_KINDS } from "./protocol";
+import { savedModel } from "./saved_model";
 import { SnapshotRpc } from "./snapshot";
+import { messageInvoke } from "./transport";
 import { TreeView } from "./tree";
-import { TreeColor } from "./tree_color";
+import { isTrainFigure, TreeColor } from "./tree_color";
 import { TreeSelect } from "./tree_select";
 
 const READ_ONLY_NOTE = "read-only snapshot: no kernel, actions disabled";
 const PING_TIMEOUT = 8000;
 
-export const TABS = ["Overview", "Source", "Form", "MRO", "Graph", "Probe", "History", "Diff", "Memory"] as const;
+export const TABS = ["Overview", "Source", "Form", "MRO", "Graph", "Probe", "History", "Diff", "Memory", "Training"] as const;
 type Tab = (typeof TABS)[number];
 
 export interface Explorer {
@@ -40,8 +44,10 @@ export function createExplorer(
   assets: Record<string, string> = {},
 ): Explorer {
   const snapshot = model.get("snapshot");
-  let readonly = Boolean(model.get("readonly")) || !experimental?.invoke;
-  let rpc: Channel = readonly ? new SnapshotRpc(snapshot, assets) : new Rpc(experimental.invoke);
+  // Hosts without anywidget's invoke (marimo) still relay custom messages: Rpc falls back to them.
+  let readonly = Boolean(model.get("readonly")) || (!experimental?.invoke && typeof model.send !== "function");
+  const kernel = readonly ? null : new Rpc(experimental?.invoke ?? null, messageInvoke(model));
+  let rpc: Channel = kernel ?? new SnapshotRpc(snapshot, assets);
   const disposers: (() => void)[] = [];
   const on = (event: string, fn: () => void) => {
     model.on(event, fn);
@@ -67,12 +73,21 @@ export function createExplorer(
   );
   cancelBtn.addEventListener("click", () => {
     cancelBtn.disabled = true;
+    // Said at once: putting a big model back takes a moment after the probe stops.
+    status.textContent = "cancelling the probe: putting the model back…";
     rpc.call({ kind: "cancel" }).catch((e: unknown) => showError(messageOf(e)));
   });
   // Lumino (JupyterLab) would otherwise take arrows/Enter in the tree for notebook commands.
   const root = h("div", { class: "tx-root", "data-lm-suppress-shortcuts": "true" });
   let localBusy = 0;
 
+  // A failure is often deep inside collapsed rows: its status leads there.
+  status.addEventListener("click", () => {
+    const p = model.get("probe_summary");
+    if (p?.ok !== false || !p.error) return;
+    ctx.select(p.error.path);
+    void tree.reveal(p.error.path); // also when it is selected already
+  });
   const showError = (message: string) => {
     alertText.textContent = message;
     alert.hidden = !message;
@@ -119,7 +134,10 @@ export function createExplorer(
       }
     },
     error: showError,
-    select: (path) => void selectPath(path),
+    select: (path) => {
+      clearTimeout(selectTimer); // a row clicked just before must not win over this selection
+      void selectPath(path);
+    },
     openSource: (path, cls, line) => {
       (panes.Source as SourcePane).at({ path, cls, line });
       void openTab("Source");
@@ -181,7 +199,11 @@ export function createExplorer(
   );
   const picker = new TreeSelect(tree, ctx);
   // Rows coloured by a figure (the Memory tab's, or FLOPs, time): values asked for as rows are drawn.
-  const color = new TreeColor((figure, paths) => rpc.call({ kind: "figures", figure, paths }), () => tree.render(), showError);
+  const color = new TreeColor(
+    (figure, paths) => (isTrainFigure(figure) ? rpc.call({ kind: "train_figures", figure, paths }) : rpc.call({ kind: "figures", figure, paths })),
+    () => tree.render(),
+    showError,
+  );
   tree.el.insertBefore(color.el, tree.el.children[1] ?? null);
   tree.decorate = (row, item, index) => {
     picker.decorate(row, item, index);
@@ -198,6 +220,7 @@ export function createExplorer(
     History: new HistoryPane(ctx),
     Diff: new DiffPane(ctx, (badges) => picker.setBadges("diff", badges)),
     Memory: new MemoryPane(ctx),
+    Training: new TrainingPane(ctx),
   };
   let active: Tab = "Overview";
   const tablist = h("div", { role: "tablist", class: "tx-tabs", "aria-label": "Module details" });
@@ -251,9 +274,10 @@ export function createExplorer(
     // model. A big model's outline comes first (rows without counts) while it reads the tensors.
     const state = model.get("tree_state");
     status.textContent = (state?.root && !state.outline) || readonly ? (p?.status ?? "") : "reading the model…";
-    status.classList.toggle("tx-bad", p?.ok === false);
+    status.classList.toggle("tx-bad", p?.ok === false && !p.stale);
+    status.title = p?.ok === false ? "show the module that failed in the tree" : "";
     // No report (probing, cancelled, skipped, no inputs): neither green nor red.
-    status.classList.toggle("tx-none", p?.ok === null || p?.ok === undefined);
+    status.classList.toggle("tx-none", p?.ok === null || p?.ok === undefined || Boolean(p.stale));
     root.classList.toggle("tx-failed", p?.ok === false);
   }
 
@@ -266,6 +290,8 @@ export function createExplorer(
   );
   clear(el);
   el.appendChild(root);
+  // The read-only stand-in displayed after the widget is for a notebook without its kernel.
+  if (!readonly) whenAttached(el, () => hideStandIn(el));
 
   // In a kernel the tree comes after the view (_view/schedule.py): the first one reveals the
   // selection made before the view was shown (e.g. ex.select(...) in the same cell).
@@ -283,6 +309,7 @@ export function createExplorer(
     });
   };
   on("change:tree_state", () => color.reset());
+  on("change:tree_state", () => picker.treeChanged());
   on("change:tree_state", syncStatus);
   on("change:tree_state", () => showTree(true));
   on("change:selected", () => {
@@ -304,10 +331,24 @@ export function createExplorer(
     syncHistory();
     if (active === "History") refreshPane();
   });
+  on("change:training", () => {
+    syncTraining();
+    if (active === "Training") refreshPane();
+  });
   on("change:busy", syncBusy);
   on("change:error", () => showError(model.get("error")));
 
+  // The training lens's marks on the tree; a training colour is asked again as steps go by.
+  let trainStep = -1;
+  function syncTraining(): void {
+    const s = model.get("training") ?? {};
+    picker.setBadges("train", trainingBadges(s));
+    if (s.step !== undefined && s.step !== trainStep && isTrainFigure(color.figure)) color.reset();
+    trainStep = s.step ?? -1;
+  }
+
   showTree(false);
+  syncTraining();
   syncStatus();
   syncBusy();
   syncHistory();
@@ -319,8 +360,9 @@ export function createExplorer(
   // A notebook saved with widget state and reopened without its kernel: nothing answers. If the
   // kernel left a snapshot (ex.save_snapshot()), browse that read-only instead.
   const saved = (snapshot as { nodes?: unknown[] })?.nodes?.length;
-  if (!readonly) {
-    rpc.call({ kind: "ping" }, PING_TIMEOUT).catch(() => {
+  if (kernel) {
+    // Which way the requests went (invoke or custom messages), for a person debugging a host.
+    rpc.call({ kind: "ping" }, PING_TIMEOUT).then(() => root.setAttribute("data-transport", kernel.transport), () => {
       if (!saved) return;
       readonly = true;
       rpc = new SnapshotRpc(snapshot, assets);
@@ -345,26 +387,7 @@ export function createExplorer(
 
 /** A read-only Explorer with no kernel (ex.to_html()): the synced state is given once. */
 export function mountSnapshot(el: HTMLElement, state: State, assets: Record<string, string> = {}): Explorer {
-  const values: Record<string, unknown> = { ...state, readonly: true };
-  const handlers = new Map<string, Set<() => void>>();
-  const model = {
-    get: (k: string) => values[k],
-    set: (k: string, v: unknown) => {
-      values[k] = v;
-      handlers.get(`change:${k}`)?.forEach((f) => f());
-    },
-    on: (e: string, f: () => void) => {
-      if (!handlers.has(e)) handlers.set(e, new Set());
-      handlers.get(e)?.add(f);
-    },
-    off: (e?: string | null, f?: (() => void) | null) => {
-      if (e && f) handlers.get(e)?.delete(f);
-    },
-    save_changes: () => undefined,
-    send: () => undefined,
-    widget_manager: { get_model: () => Promise.reject(new Error("no kernel")) },
-  };
-  return createExplorer({ model: model as never, el, experimental: null as never }, assets);
+  return createExplorer({ model: savedModel(state) as never, el, experimental: null as never }, assets);
 }
 
 export default {

@@ -114,6 +114,7 @@ PUBLIC = (
     "tree",
     "forms",
     "probe",
+    "summary",
     "patch",
     "source",
     "mro",
@@ -121,6 +122,7 @@ PUBLIC = (
     "widget",
     "protocol",
     "demo",
+    "watch",
 )
 
 

@@ -25,6 +25,7 @@ def test_the_four_notebooks_exist() -> None:
         "05-real-models.ipynb",
         "06-memory-and-placement.ipynb",
         "07-execution-flow.ipynb",
+        "08-training.ipynb",
     ):
         assert expected in names
 

@@ -209,6 +209,7 @@ def test_memoised_edges_equal_a_full_probes(name: str | None) -> None:
     full = run_probe(model, args, kwargs, memoise=False)
     assert fast.ok and full.ok
     assert list(fast.edges) == list(full.edges)
+    assert list(fast.returns) == list(full.returns)  # what each block returned came from
     if name is None:
         assert fast.memoised
         assert ("2", "3.norm") in {(e.src, e.dst) for e in fast.edges}

@@ -213,7 +213,7 @@ def _problems(value: Any, hint: Any, where: str) -> list[str]:
 def test_the_checker_catches_drift() -> None:
     # The reply check below is only as good as this: a missing, an undeclared and a mistyped key.
     reply = {"kind": "source", "html": None, "file": None, "line": "3", "reason": None}
-    reply |= {"qualname": "q", "forward_lines": [1, 2], "rev": 1}
+    reply |= {"qualname": "q", "forward_lines": [1, 2], "cell": None, "rev": 1}
     assert _problems(reply, REPLIES["source"], "r") == [
         "r: missing 'note'",
         "r: undeclared 'rev' (SourceReply)",
@@ -243,6 +243,9 @@ _WORKING = [
     {"kind": "memory", "path": "0", "training": True},
     {"kind": "figures", "figure": "activations", "paths": ["0", "0.conv", "9"]},
     {"kind": "cancel"},
+    {"kind": "train_series", "path": "0"},
+    {"kind": "train_control", "action": "pause"},
+    {"kind": "train_figures", "figure": "grad_norm", "paths": ["0"]},
 ]
 _SESSION = [
     {"kind": "ping"},
@@ -261,6 +264,7 @@ _SESSION = [
     {"kind": "redo"},
     {"kind": "probe", "mode": "fake"},
     {"kind": "probe_table"},
+    {"kind": "summary", "depth": 1},
     {"kind": "mro", "path": "0"},
     {"kind": "catalog", "query": "conv"},
     {"kind": "asset", "name": "viz"},

@@ -189,7 +189,7 @@ def test_a_residual_blocks_graph_has_its_skip_edge() -> None:
     skip = edges[(ids["input"], ids["relu"])]  # the block's input, added to bn2's output
     assert "via add" in skip and 'label="2×16×32×32"' in skip and "dashed" not in skip
     assert (ids["bn2"], ids["relu"]) in edges and (ids["input"], ids["conv1"]) in edges
-    assert "dashed" in edges[(ids["relu"], ids["output"])]  # returned: inferred
+    assert "dashed" not in edges[(ids["relu"], ids["output"])]  # returned: report.returns says
     assert reply["edges"] == len(edges) and reply["note"] == ""
 
 
@@ -255,3 +255,59 @@ def test_every_node_id_in_the_reply_is_in_the_dot(path: str) -> None:
     reply = _ok(_resnet().handle({"kind": "graph", "path": path})[0])
     for n in reply["nodes"]:
         assert re.search(rf"^\t{n['id']} \[", reply["dot"], re.M), n
+
+
+def test_a_returned_residual_sum_is_an_edge_from_input_to_output() -> None:
+    # timm's EfficientNet blocks end in `x = self.drop_path(x) + shortcut`: no child receives the
+    # sum, the block returns it. The skip is input -> output; the last layer reaches output too.
+    class Block(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv2d(4, 4, 3, padding=1)
+            self.bn = nn.BatchNorm2d(4)
+            self.drop_path = nn.Identity()
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.drop_path(self.bn(self.conv(x))) + x
+
+    model = nn.Sequential(nn.Conv2d(3, 4, 1), Block(), Block(), nn.ReLU())
+    s = _session(model, torch.randn(1, 3, 5, 5))
+    reply = _ok(s.handle({"kind": "graph", "path": "1"})[0])
+    ids = {n["path"].rsplit(".", 1)[-1] or n["kind"]: n["id"] for n in reply["nodes"]}
+    edges = _edges(reply["dot"])
+    skip = edges[("input", "output")]
+    assert "via add" in skip and "dashed" not in skip
+    assert "via add" in edges[(ids["drop_path"], "output")]
+    assert (ids["bn"], ids["drop_path"]) in edges and ("input", ids["conv"]) in edges
+
+
+def test_the_whole_model_to_a_depth_draws_clusters_and_their_skips() -> None:
+    s = _resnet()
+    one = _ok(s.handle({"kind": "graph", "path": ""})[0])
+    assert one["depth"] == 1 and "cluster" not in {n["kind"] for n in one["nodes"]}
+    two = _ok(s.handle({"kind": "graph", "path": "", "depth": 2})[0])
+    kinds = {n["path"]: n["kind"] for n in two["nodes"]}
+    assert kinds["layer1"] == "cluster" and kinds["layer1.0"] == "module"
+    assert two["depth"] == 2 and "subgraph cluster_c" in two["dot"]
+    every = _ok(s.handle({"kind": "graph", "path": "", "depth": 0})[0])
+    assert every["depth"] == 0 and "layer1.0.conv1" in {n["path"] for n in every["nodes"]}
+    ids = {n["path"]: n["id"] for n in every["nodes"]}
+    edges = {(a, b) for a, b in re.findall(r"^\s+(\w+) -> (\w+) \[", every["dot"], re.M)}
+    # layer1.0's input (the stem's relu) reaches its last relu through the add: the skip.
+    assert (ids["relu"], ids["layer1.0.relu"]) in edges
+    # Out of a cluster: layer1's output came from layer1.1's relu, into layer2.0's first layer.
+    assert (ids["layer1.1.relu"], ids["layer2.0.conv1"]) in edges
+
+
+def test_the_call_tree_has_times_after_a_real_probe_and_flops_after_a_fake_one() -> None:
+    s = _session(demo.tiny_transformer(depth=4), torch.randint(0, 100, (1, 8)))
+    fake = _ok(s.handle({"kind": "flow"})[0])["lines"]
+    assert all(line["time_ms"] is None for line in fake)
+    assert any(line["flops"] for line in fake)
+    s.run_probe("real")
+    lines = _ok(s.handle({"kind": "flow"})[0])["lines"]
+    assert all(line["time_ms"] is not None and line["time_ms"] >= 0 for line in lines)
+    fold = next(line for line in lines if line["count"])  # the four blocks: their calls' sum
+    rec = s.report.records  # type: ignore[union-attr]
+    blocks = [rec[f"blocks.{i}"].call_records[0].time_ms for i in range(4)]
+    assert fold["time_ms"] == pytest.approx(sum(blocks))

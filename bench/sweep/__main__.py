@@ -32,6 +32,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--sample", action="store_true", help="the test suite's fixed sample only")
     p.add_argument("--match", help="only models whose name contains this text")
     p.add_argument("--json", type=Path, help="write every outcome here (JSON lines, as it runs)")
+    p.add_argument(
+        "--resume", action="store_true", help="with --json: skip the models it holds, append"
+    )
     p.add_argument("--render", type=Path, help="run nothing: print the table of a --json file")
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1)")
     return p.parse_args(argv)
@@ -55,8 +58,12 @@ def main(argv: list[str] | None = None) -> int:
             if (per.setdefault(e.family, 0), per.update({e.family: per[e.family] + 1}))[0]
             < args.limit
         ]  # noqa: E501
-    sink = args.json.open("w") if args.json else None
     outcomes = []
+    if args.resume and args.json and args.json.exists():  # a long sweep stopped midway goes on
+        outcomes = [Outcome(**json.loads(x)) for x in args.json.read_text().splitlines() if x]
+        done = {(o.family, o.group, o.name) for o in outcomes}
+        todo = [e for e in todo if (e.family, e.group, e.name) not in done]
+    sink = args.json.open("a" if args.resume else "w") if args.json else None
     start = time.perf_counter()
     for i, entry in enumerate(todo, 1):
         o = run(entry)

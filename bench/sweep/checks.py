@@ -308,7 +308,14 @@ def _checks(model: nn.Module, inputs: Inputs, bare: Any, out: Outcome) -> None:
         params = _distinct_params(model)
         want_p = sum(stored_bytes(p) for p in params)
         trainable = [p for p in params if p.requires_grad]
-        want_g = sum(p.numel() * p.element_size() for p in trainable)
+        # A real step on a copy says which weights get a gradient (one the forward leaves unused
+        # gets none, nor AdamW state); on meta, every trainable weight.
+        graded = _graded(model, inputs) if cpu else None
+        want_g = sum(
+            p.numel() * p.element_size()
+            for i, p in enumerate(trainable)
+            if graded is None or i in graded
+        )
         got = (rep.params, rep.grads, rep.optimizer)
         want = (want_p, want_g, 2 * want_g)
         out.checks["memory_exact"] = (
@@ -325,6 +332,31 @@ def _checks(model: nn.Module, inputs: Inputs, bare: Any, out: Outcome) -> None:
     else:
         out.checks["diff"] = ("n/a", "meta")
     out.checks["untouched"] = ("fail", touched[0]) if touched else ("ok", "")
+
+
+def _graded(model: nn.Module, inputs: Inputs) -> set[int] | None:
+    """Indexes (in `_distinct_params` order, trainable ones) of the weights that have a gradient
+    after a real train-mode forward and backward of the sum of its float outputs, on a copy;
+    None when the copy or the step fails."""
+    try:
+        twin = copy.deepcopy(model).train()
+        args, kwargs = inputs
+        # The harness's own step leaves the RNG as it was: "untouched" judges torchxray.
+        with torch.random.fork_rng(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = twin(*args, **kwargs)
+        leaves = [
+            t
+            for t in pytree.tree_leaves(out)
+            if isinstance(t, torch.Tensor) and t.requires_grad and t.is_floating_point()
+        ]
+        if not leaves:
+            return None
+        sum(t.float().sum() for t in leaves).backward()  # type: ignore[union-attr]
+    except Exception:
+        return None
+    trainable = [p for p in _distinct_params(twin) if p.requires_grad]
+    return {i for i, p in enumerate(trainable) if p.grad is not None}
 
 
 def _trains(model: nn.Module, inputs: Inputs) -> bool:

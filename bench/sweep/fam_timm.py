@@ -36,11 +36,9 @@ def _make(name: str) -> Any:
 
 def _inputs(model: nn.Module, device: torch.device) -> Inputs:
     cfg = getattr(model, "pretrained_cfg", None) or {}
+    # The size the model was made for: a smaller one breaks architectures whose blocks need
+    # the feature map to divide evenly (HaloNet's 8x8 blocks at 256).
     c, h, w = cfg.get("input_size") or (3, 224, 224)
-    fixed = cfg.get("fixed_input_size", False)
-    if not fixed and device.type != "meta":
-        # A CPU forward at 224 costs seconds on the larger models; 128 keeps the grid of most.
-        h, w = min(h, 160), min(w, 160)
     # Two images: a training step (tx.memory) through a BatchNorm after global pooling needs
     # more than one value per channel.
     g = torch.Generator().manual_seed(0)

@@ -2,7 +2,7 @@
 // indented by depth, "#index" where a module ran more than once, runs of identical sibling calls
 // folded into one line until opened (as the tree folds blocks), paged. A line selects its module.
 // Mirrors the kernel's "flow" request (src/torchxray/_view/tools_flow.py).
-import { clear, h } from "../dom";
+import { clear, formatCount, h } from "../dom";
 import type { FlowLine, FlowReply } from "../protocol";
 import { messageOf, type Ctx } from "./context";
 
@@ -13,6 +13,15 @@ const INDENT = 14; // px per level
 
 function lastName(path: string): string {
   return path.slice(path.lastIndexOf(".") + 1);
+}
+
+/** The line's figure, right-aligned: its time after a real probe, else its FLOPs. */
+function figure(line: FlowLine): HTMLElement | string {
+  if (line.time_ms !== null && line.time_ms !== undefined) {
+    return h("span", { class: "tx-flowfig", title: "time of this call (real probe)" }, `${line.time_ms.toFixed(3)} ms`);
+  }
+  if (line.flops) return h("span", { class: "tx-flowfig", title: "FLOPs of this call (fake probe)" }, `${formatCount(line.flops)} FLOPs`);
+  return "";
 }
 
 export class FlowView {
@@ -69,6 +78,7 @@ export class FlowView {
       { class: "tx-flowline", role: "listitem", "data-depth": String(line.depth), title: `${line.path || "(model)"}: click to select it` },
       h("span", { class: "tx-flowname" }, `${line.path ? lastName(line.path) : "(model)"}${index}`),
       h("span", { class: "tx-muted" }, ` ${line.cls}`),
+      figure(line),
     );
     row.style.paddingLeft = `${line.depth * INDENT}px`;
     row.addEventListener("click", () => this.ctx.select(line.path));
@@ -88,6 +98,7 @@ export class FlowView {
       h("span", { class: "tx-caret", "aria-hidden": "true" }, line.open ? "▾" : "▸"),
       h("span", { class: "tx-flowname" }, `×${line.count} ${line.cls}`),
       h("span", { class: "tx-muted" }, ` ${lastName(line.path)}–${lastName(line.last)}`),
+      figure(line),
     );
     row.style.paddingLeft = `${line.depth * INDENT}px`;
     row.addEventListener("click", () => {

@@ -136,7 +136,7 @@ describe("GraphPane", () => {
     );
     const pane = new GraphPane(c, loader);
     await pane.show();
-    expect(asked.at(-1)).toEqual({ kind: "graph", path: "", open: [] });
+    expect(asked.at(-1)).toEqual({ kind: "graph", path: "", open: [], depth: 1 });
     const node = pane.el.querySelector("#xn0") as SVGGElement;
     expect(node.getAttribute("aria-label")).toBe("select fc");
     node.dispatchEvent(new Event("click"));
@@ -147,11 +147,11 @@ describe("GraphPane", () => {
     const group = pane.el.querySelector("#xg1") as SVGGElement;
     group.dispatchEvent(new Event("click"));
     await flush();
-    expect(asked.at(-1)).toEqual({ kind: "graph", path: "", open: ["blocks.0"] });
+    expect(asked.at(-1)).toEqual({ kind: "graph", path: "", open: ["blocks.0"], depth: 1 });
     const go = [...pane.el.querySelectorAll("button")].find((b) => b.textContent === "Go into fc") as HTMLButtonElement;
     go.click();
     await flush();
-    expect(asked.at(-1)).toEqual({ kind: "graph", path: "fc", open: [] });
+    expect(asked.at(-1)).toEqual({ kind: "graph", path: "fc", open: [], depth: 1 });
     expect(model.get("selected")).toBe("fc");
     expect(pane.el.textContent).toContain("Dataflow inside fc");
   });
@@ -161,5 +161,38 @@ describe("GraphPane", () => {
     const pane = new GraphPane(c, loader);
     await pane.show();
     expect(pane.el.textContent).toContain("a real probe records no dataflow");
+  });
+
+  it("asks for the chosen depth, and shows the graph at 100% with zoom and an SVG export", async () => {
+    const asked: Record<string, any>[] = [];
+    const { c } = setup({ graph: (m) => (asked.push(m), { kind: "graph", path: m.path, dot: "digraph { n0 -> g1 }", nodes: NODES, edges: 1, note: "", depth: m.depth }) });
+    const sized = async (dot: string) => {
+      const svg = (await loader())(dot) as SVGSVGElement;
+      svg.setAttribute("width", "300pt");
+      svg.setAttribute("height", "150pt");
+      return svg;
+    };
+    const viewLoader = async () => {
+      const made = await sized("digraph { n0 -> g1 }");
+      return () => made;
+    };
+    const real = new GraphPane(c, viewLoader);
+    await real.show();
+    const depth = real.el.querySelector("select[aria-label='graph depth']") as HTMLSelectElement;
+    expect([...depth.options].map((o) => o.value)).toEqual(["1", "2", "3", "0"]);
+    depth.value = "0";
+    depth.dispatchEvent(new Event("change"));
+    await flush();
+    expect(asked.at(-1)).toMatchObject({ kind: "graph", open: [], depth: 0 });
+    const svg = real.el.querySelector(".tx-gview-vp svg") as SVGSVGElement;
+    expect(svg.style.width).toBe("400px"); // 300 pt at 100%
+    const plus = [...real.el.querySelectorAll("button")].find((b) => b.textContent === "+") as HTMLButtonElement;
+    plus.click();
+    expect(svg.style.width).toBe("500px");
+    expect(real.el.querySelector(".tx-gview-level")?.textContent).toBe("125%");
+    const text = real.view.svgText();
+    expect(text.startsWith("<?xml")).toBe(true);
+    expect(text).toContain('xmlns="http://www.w3.org/2000/svg"');
+    expect(text).toContain('width="400px"');
   });
 });

@@ -50,7 +50,10 @@ export function renderFields(
     }
     const id = uid("f");
     const errId = `${id}-err`;
-    const label = h("label", { for: id }, f.name);
+    // A config's fields sit in its group: the label is the part after "config.", whole (wrapped,
+    // never cut: T5's relative_attention_num_buckets and ..._max_distance share 20 characters).
+    const shown = f.group && f.name.startsWith(`${f.group}.`) ? f.name.slice(f.group.length + 1) : f.name;
+    const label = h("label", { for: id, class: "tx-label", title: f.name }, shown);
     let input: HTMLInputElement | HTMLSelectElement;
     const options = f.kind === "bool" && f.optional ? ["True", "False", "None"] : f.choices;
     if (f.kind === "bool" && !f.optional) {
@@ -142,7 +145,7 @@ export class FormPane implements Pane {
     const apply = h("button", { type: "submit", class: "tx-primary" }, "Apply");
     const replace = h("button", { type: "button" }, "Replace with...");
     const reset = h("button", { type: "button", title: "Forget the changes typed here: show the live values" }, "Reset");
-    if (this.ctx.readonly) {
+    if (this.ctx.readonly || r.refusal) {
       apply.disabled = true;
       replace.disabled = true;
     }
@@ -156,6 +159,10 @@ export class FormPane implements Pane {
     replace.addEventListener("click", () => this.openCatalog(r));
     if (!r.fields.length) form.prepend(h("p", { class: "tx-muted" }, "This constructor takes no parameters."));
     if (r.hint) form.prepend(h("p", { class: "tx-note", role: "note" }, r.hint));
+    // Said before Apply: a rebuild that would not be the live module, or a model that cannot be
+    // patched at all.
+    if (r.inexact) form.prepend(h("p", { class: "tx-inexact", role: "note" }, r.inexact));
+    if (r.refusal) form.prepend(h("p", { class: "tx-inexact", role: "note" }, `Apply is off: ${r.refusal}`));
     this.el.append(this.header(`${r.cls}(…) at ${r.path || "(model)"}`), form);
   }
 
@@ -175,6 +182,13 @@ export class FormPane implements Pane {
           const anyway = h("button", { type: "button", class: "tx-primary" }, "Build anyway");
           anyway.addEventListener("click", () => void this.submit(errors, general, { ...msg, confirm: true }));
           general.append(e.fields.__confirm__, " ", anyway);
+          return null;
+        }
+        if (e instanceof RpcError && e.fields.__inexact__ && msg.kind === "edit") {
+          // The edit would change parts it does not name: what, and a button that applies anyway.
+          const anyway = h("button", { type: "button", class: "tx-primary" }, "Apply anyway");
+          anyway.addEventListener("click", () => void this.submit(errors, general, { ...msg, inexact_ok: true }));
+          general.append(e.fields.__inexact__, " ", anyway);
           return null;
         }
         if (e instanceof RpcError && Object.keys(e.fields).length) {

@@ -1,12 +1,23 @@
-// The Graph tab: the dataflow between the selected module's direct children, from the
-// kernel's DOT ("graph" request, src/torchxray/_view/graph_dot.py) laid out by @viz-js/viz, loaded
-// as the MRO tab loads it. A click on a node selects its module (the graph stays); a double click
-// or "Go into" draws that module's own children; a folded run of blocks expands on click. Shapes
-// are on the edges, the functional ops in their tooltips; the theme's colours come from styles.css.
+// The Graph tab: the dataflow between the selected module's children, from the kernel's DOT
+// ("graph" request, src/torchxray/_view/graph_dot.py) laid out by @viz-js/viz, loaded as the MRO
+// tab loads it. One level by default; "depth" draws deeper levels as clusters, down to the whole
+// model (Netron's and torchview's view). A click on a node selects its module (the graph stays);
+// a double click or "Go into" draws that module's own children; a folded run of blocks expands on
+// click. Shapes are on the edges, the functional ops in their tooltips; zoom, pan and the SVG/PNG
+// export are graph_view.ts's; the theme's colours come from styles.css.
 import { clear, h } from "../dom";
 import type { GraphNode, GraphReply } from "../protocol";
 import { messageOf, type Ctx, type Pane } from "./context";
+import { GraphView } from "./graph_view";
 import { loadViz, type RendererLoader } from "./mro";
+
+/** The depths offered: 1 (the children), 2, 3, all (0). */
+export const DEPTHS = [
+  ["1", "1 level (children)"],
+  ["2", "2 levels"],
+  ["3", "3 levels"],
+  ["0", "the whole model"],
+] as const;
 
 export type { GraphNode };
 
@@ -22,7 +33,9 @@ function nameOf(path: string): string {
 export class GraphPane implements Pane {
   readonly el = h("div", { class: "tx-graphpane" });
   private readonly bar = h("div", { class: "tx-buttons tx-graphbar" });
-  private readonly graph = h("div", { class: "tx-graph tx-flowgraph" });
+  readonly view: GraphView;
+  private readonly graph: HTMLElement;
+  private readonly depth = h("select", { "aria-label": "graph depth" });
   private readonly note = h("p", { class: "tx-muted" });
   private base: string | null = null; // the module whose children are drawn
   private clicked: string | null = null; // a node clicked here: selecting it keeps the graph
@@ -37,25 +50,31 @@ export class GraphPane implements Pane {
     private readonly ctx: Ctx,
     private readonly loader: RendererLoader = loadViz,
   ) {
-    this.el.append(this.bar, this.note, this.graph);
+    this.view = new GraphView(() => `torchxray-graph-${this.base || "model"}${this.depth.value === "1" ? "" : `-depth${this.depth.value}`}`);
+    this.graph = this.view.viewport;
+    this.graph.classList.add("tx-graph", "tx-flowgraph");
+    for (const [value, label] of DEPTHS) this.depth.appendChild(h("option", { value }, label));
+    this.depth.addEventListener("change", () => void this.show());
+    this.el.append(this.bar, this.note, this.view.el);
   }
 
   async show(): Promise<void> {
     const selected = String(this.ctx.model.get("selected") ?? "");
     if (this.base === null || selected !== this.clicked) this.goTo(selected);
     const base = this.base ?? "";
-    const key = `${base}@${this.ctx.model.get("tree_state")?.rev}@${this.ctx.model.get("probe_summary")?.rev}@${[...this.open].join(",")}`;
+    const depth = Number(this.depth.value);
+    const key = `${base}@${depth}@${this.ctx.model.get("tree_state")?.rev}@${this.ctx.model.get("probe_summary")?.rev}@${[...this.open].join(",")}`;
     if (key === this.shown) {
       this.mark();
       return;
     }
     this.shown = key;
     const seq = ++this.seq;
-    clear(this.graph);
+    this.view.clear();
     this.note.textContent = "drawing the dataflow…";
     let r: GraphReply;
     try {
-      r = await this.ctx.rpc.call({ kind: "graph", path: base, open: [...this.open] });
+      r = await this.ctx.rpc.call({ kind: "graph", path: base, open: [...this.open], depth });
     } catch (e) {
       if (seq !== this.seq) return;
       this.shown = null;
@@ -64,23 +83,22 @@ export class GraphPane implements Pane {
     }
     if (seq !== this.seq) return;
     this.nodes = r.nodes;
-    this.note.textContent = r.note || `${r.edges} edges between ${r.nodes.filter((n) => n.path).length} nodes`;
+    const boxes = r.nodes.filter((n) => n.path && n.kind !== "cluster").length;
+    this.note.textContent = r.note || `${r.edges} edges between ${boxes} nodes`;
     this.toolbar();
     try {
       const render = await this.loader(this.ctx.rpc);
       if (seq !== this.seq) return;
       const t0 = performance.now();
-      const svg = render(r.dot);
+      const svg = render(r.dot) as SVGSVGElement;
       this.layoutMs = performance.now() - t0;
       this.graph.dataset.layoutMs = this.layoutMs.toFixed(1);
-      clear(this.graph);
-      this.graph.appendChild(svg);
+      this.view.show(svg);
       this.wire(svg);
       this.mark();
     } catch (e) {
       if (seq !== this.seq) return;
-      clear(this.graph);
-      this.graph.appendChild(h("p", { class: "tx-note" }, `graph unavailable: ${messageOf(e)}`));
+      this.view.message(h("p", { class: "tx-note" }, `graph unavailable: ${messageOf(e)}`));
     }
   }
 
@@ -101,6 +119,9 @@ export class GraphPane implements Pane {
     clear(this.bar);
     const base = this.base ?? "";
     this.bar.appendChild(h("span", {}, "Dataflow inside ", h("strong", {}, base || "(model)")));
+    this.bar.appendChild(h("label", {}, "show ", this.depth));
+    this.depth.disabled = this.ctx.readonly; // a snapshot holds one level of each module
+    if (this.ctx.readonly) this.depth.title = "a snapshot holds one level per module: deeper views need the kernel";
     if (base !== "") {
       const up = h("button", { type: "button", title: `draw the children of ${parentOf(base) || "the model"}` }, "Up");
       up.addEventListener("click", () => this.into(parentOf(base)));
@@ -124,14 +145,14 @@ export class GraphPane implements Pane {
 
   private wire(svg: Element): void {
     const byId = new Map(this.nodes.map((n) => [n.id, n]));
-    svg.querySelectorAll("g.node").forEach((g) => {
+    svg.querySelectorAll("g.node, g.cluster").forEach((g) => {
       const n = byId.get(g.querySelector("title")?.textContent ?? "");
       if (!n || !n.path) return;
       const el = g as SVGGElement;
       el.style.cursor = "pointer";
       el.setAttribute("role", "button");
       el.dataset.path = n.path;
-      g.classList.add(n.kind === "group" ? "tx-group" : "tx-module");
+      g.classList.add(n.kind === "group" ? "tx-group" : n.kind === "cluster" ? "tx-clusterbox" : "tx-module");
       if (n.kind === "group") {
         el.setAttribute("aria-label", `expand ${n.count} blocks from ${n.path}`);
         g.addEventListener("click", () => {
@@ -154,7 +175,7 @@ export class GraphPane implements Pane {
   /** Outlines the node of the selected module. */
   private mark(): void {
     const selected = String(this.ctx.model.get("selected") ?? "");
-    this.graph.querySelectorAll("g.node").forEach((g) => {
+    this.graph.querySelectorAll("g.node, g.cluster").forEach((g) => {
       g.classList.toggle("tx-current", (g as SVGGElement).dataset.path === selected);
     });
   }

@@ -3,7 +3,7 @@ import { clear, h } from "../dom";
 import type { HistoryState } from "../protocol";
 import type { Ctx, Pane } from "./context";
 
-async function copyText(text: string): Promise<boolean> {
+export async function copyText(text: string): Promise<boolean> {
   try {
     await navigator.clipboard.writeText(text);
     return true;

@@ -105,7 +105,11 @@ export class MemoryPane implements Pane {
     }
     const total = PARTS.reduce((s, [k]) => s + r[k], 0);
     const what = r.training ? `training step, ${r.optimizer === "none" ? "no optimizer" : r.optimizer}` : "inference (forward)";
-    this.body.appendChild(h("h4", {}, `${r.path === "" ? "(model)" : r.path}: ${formatBytes(total)} · ${what}`));
+    // The question is "what does it need": for the model that is the step's peak, said first; a
+    // submodule's own tensors are its share. The parts never all live at once (activations are
+    // freed as the backward pass goes), so their sum is named as such, not as a size.
+    const head = r.path === "" ? `peak ${formatBytes(r.model_peak)}` : `${formatBytes(total)} of tensors`;
+    this.body.appendChild(h("h4", {}, `${r.path === "" ? "(model)" : r.path}: ${head} · ${what}`));
     const bar = h("div", { class: "tx-membar", role: "img" });
     const legend = h("ul", { class: "tx-memlegend" });
     for (const [key, label, cls] of PARTS) {
@@ -123,8 +127,10 @@ export class MemoryPane implements Pane {
     const row = (k: string, v: string) => dl.append(h("dt", {}, k), h("dd", {}, v));
     row("dtype", r.dtypes.length ? r.dtypes.join(", ") : "— (no weights)");
     row("measured on", `${r.device} (fake tensors: nothing allocated)`);
-    if (r.peak) row("peak while it ran", formatBytes(r.peak));
-    row("model peak", formatBytes(r.model_peak));
+    const when = r.training ? "each part at its largest; they are never all held at once" : "held at once";
+    row("its parts in all", `${formatBytes(total)} (${when})`);
+    if (r.peak) row("live during its forward", `${formatBytes(r.peak)} (all the model held while this forward ran)`);
+    row("model peak", `${formatBytes(r.model_peak)}: what a device needs for this ${r.training ? "step" : "forward"} ("Fits on" compares it)`);
     this.body.append(bar, legend, dl);
     if (r.note) this.body.appendChild(h("p", { class: "tx-muted" }, r.note));
     const fits = h("ul", { class: "tx-memfits", "aria-label": "fits on" });

@@ -5,6 +5,7 @@
 import { clear, h } from "../dom";
 import type { Channel, MroClass, MroReply } from "../protocol";
 import { messageOf, type Ctx, type Pane } from "./context";
+import { GraphView } from "./graph_view";
 import { renderSource } from "./source";
 
 export type { MroClass };
@@ -36,7 +37,8 @@ export const loadViz: RendererLoader = (rpc) => {
 
 export class MroPane implements Pane {
   readonly el = h("div", { class: "tx-mropane" });
-  private readonly graph = h("div", { class: "tx-graph" });
+  // At 100% and scrolled, zoomed on demand: shrunk to fit, a deep hierarchy's labels were 7 px.
+  readonly view: GraphView;
   private readonly list = h("div", { class: "tx-classes" });
   private readonly src = h("div", { class: "tx-mrosrc" });
   private shown: string | null = null;
@@ -46,7 +48,13 @@ export class MroPane implements Pane {
     private readonly ctx: Ctx,
     private readonly loader: RendererLoader = loadViz,
   ) {
-    this.el.append(this.graph, this.list, this.src);
+    this.view = new GraphView(() => `torchxray-mro-${String(this.ctx.model.get("selected") || "model")}`, false);
+    this.view.viewport.classList.add("tx-graph", "tx-mrograph");
+    this.el.append(this.view.el, this.list, this.src);
+  }
+
+  private say(el: HTMLElement): void {
+    this.view.message(el);
   }
 
   async show(): Promise<void> {
@@ -55,18 +63,16 @@ export class MroPane implements Pane {
     if (key === this.shown) return;
     this.shown = key;
     const seq = ++this.seq;
-    clear(this.graph);
     clear(this.list);
     clear(this.src);
-    this.graph.appendChild(h("p", { class: "tx-muted" }, "drawing the class graph…"));
+    this.say(h("p", { class: "tx-muted" }, "drawing the class graph…"));
     let r: MroReply;
     try {
       r = await this.ctx.rpc.call({ kind: "mro", path });
     } catch (e) {
       if (seq !== this.seq) return;
       this.shown = null;
-      clear(this.graph);
-      this.graph.appendChild(h("p", { class: "tx-note" }, messageOf(e)));
+      this.say(h("p", { class: "tx-note" }, messageOf(e)));
       return;
     }
     if (seq !== this.seq) return;
@@ -74,14 +80,14 @@ export class MroPane implements Pane {
     try {
       const render = await this.loader(this.ctx.rpc);
       if (seq !== this.seq) return;
-      const svg = render(r.dot);
-      clear(this.graph);
-      this.graph.appendChild(svg);
+      const svg = render(r.dot) as SVGSVGElement;
+      this.view.show(svg);
+      // The module's own class is at the bottom (bases above it): start there.
+      this.view.viewport.scrollTop = this.view.viewport.scrollHeight;
       this.wireNodes(svg, path, r.classes);
     } catch (e) {
       if (seq !== this.seq) return;
-      clear(this.graph);
-      this.graph.appendChild(h("p", { class: "tx-note" }, `graph unavailable: ${messageOf(e)}`));
+      this.say(h("p", { class: "tx-note" }, `graph unavailable: ${messageOf(e)}`));
     }
   }
 

@@ -88,7 +88,7 @@ describe("mountSnapshot", () => {
       tree_state: firstState(NET) as never,
       selected: "",
       overview: { path: "", name: "", cls: "Net", qualname: "m.Net" },
-      probe_summary: { ok: true, mode: "fake", status: "probe ok: 2 modules", count: 2, error: null, changed: 0, rev: 1 },
+      probe_summary: { ok: true, mode: "fake", status: "probe ok: 2 modules", count: 2, error: null, changed: 0, rev: 1, stale: false },
       history: { entries: [], can_undo: true, can_redo: true, code: "" },
       busy: "",
       error: "",

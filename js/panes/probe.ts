@@ -1,11 +1,12 @@
 // Probe results: every module's shapes, the diff against the previous probe highlighted, a banner
 // naming the module that failed, and the fake/real switch; runs of identical blocks fold
 // (probe_fold.ts) and a row leads to its module in the tree. Mirrors src/torchxray/probe.py.
-import { clear, formatBytes, formatCount, h, uid } from "../dom";
+import { breakable, breakablePath, clear, formatBytes, formatCount, h, uid } from "../dom";
 import type { ProbeMode, ProbeRow, ProbeSummary, ProbeTableReply } from "../protocol";
 import { messageOf, type Ctx, type Pane } from "./context";
 import { FlowView } from "./flow";
 import { foldRuns, isProbeFold, type ProbeFold } from "./probe_fold";
+import { SummaryTools } from "./summary";
 
 export type { ProbeRow };
 
@@ -38,19 +39,24 @@ export class ProbePane implements Pane {
   private readonly open = new Set<string>(); // folds the person opened, by first block path
   private view: "table" | "tree" = "table";
   private readonly flow: FlowView;
+  private readonly summary: SummaryTools; // Copy summary / Download CSV
   constructor(private readonly ctx: Ctx) {
     this.flow = new FlowView(ctx);
+    this.summary = new SummaryTools(ctx);
   }
 
   async show(force = false): Promise<void> {
     const p = this.ctx.model.get("probe_summary");
     if (p.rev === this.shown && !force) return;
-    if (p.rev !== this.shown) this.flow.reset();
+    if (p.rev !== this.shown) {
+      this.flow.reset();
+      this.summary.changed();
+    }
     this.shown = p.rev;
     this.rows = [];
     this.open.clear();
     clear(this.el);
-    this.el.append(this.controls(p), this.banner(p));
+    this.el.append(this.controls(p), this.summary.el, this.banner(p));
     if (p.ok === null) return;
     if (this.view === "tree") {
       this.el.appendChild(this.flow.el);
@@ -110,6 +116,17 @@ export class ProbePane implements Pane {
     const go = h("button", { type: "button" }, "Select it");
     go.addEventListener("click", () => this.ctx.select(p.error?.path ?? ""));
     box.appendChild(go);
+    if (p.error.remedy === "real" && p.mode !== "real" && !this.ctx.readonly) {
+      // Fake tensors cannot run this forward (a data-dependent op); the real probe can. The mode
+      // stays real, so the probes after an Apply or Undo run real too (the mode menu shows it).
+      const real = h("button", { type: "button", class: "tx-runreal" }, "Run real probe");
+      real.addEventListener("click", () => {
+        this.ctx.model.set("probe_mode", "real");
+        this.ctx.model.save_changes();
+        void this.ctx.run("probe", () => this.ctx.rpc.call({ kind: "probe", mode: "real" }));
+      });
+      box.appendChild(real);
+    }
     return box;
   }
 
@@ -121,22 +138,37 @@ export class ProbePane implements Pane {
       this.el.appendChild(h("p", { class: "tx-note" }, messageOf(e)));
       return;
     }
+    if (this.view !== "table") return; // switched to the call tree meanwhile
     const first = this.rows.length === 0;
     this.rows.push(...r.rows);
     this.total = r.total;
     if (first && r.removed.length) {
       this.el.appendChild(h("p", { class: "tx-removed tx-bad" }, `removed since the previous probe: ${r.removed.join(", ")}`));
     }
-    if (first && r.not_reached?.length) {
-      const where = this.ctx.model.get("probe_summary")?.error?.path || "(model)";
-      this.el.appendChild(
-        h("p", { class: "tx-removed tx-muted" }, `not reached (the probe stopped at ${where}): ${r.not_reached.join(", ")}`),
-      );
-    }
+    if (first && r.not_reached?.length) this.el.appendChild(this.notReached(r));
     this.renderTable();
   }
 
+  /** "Not reached: 312 modules after bn1", closed; open, the outermost of them, each a link
+   * to its row in the tree (what is under them was not reached either). */
+  private notReached(r: ProbeTableReply): HTMLElement {
+    const where = this.ctx.model.get("probe_summary")?.error?.path || "(model)";
+    const total = r.not_reached_total ?? r.not_reached.length;
+    const n = `${total} module${total === 1 ? "" : "s"}`;
+    const box = h("details", { class: "tx-removed tx-notreached" }, h("summary", {}, `not reached: ${n} (the probe stopped at ${where})`));
+    const list = h("div", { class: "tx-chips" });
+    for (const path of r.not_reached) {
+      const b = h("button", { type: "button", class: "tx-chip", title: `select ${path} in the tree` }, path);
+      b.addEventListener("click", () => this.ctx.select(path));
+      list.appendChild(b);
+    }
+    const more = r.not_reached.length >= 100 ? " (the first 100)" : ""; // the kernel sends 100 at most
+    box.append(h("div", { class: "tx-muted" }, `the outermost${more}; what is under each was not reached either:`), list);
+    return box;
+  }
+
   private renderTable(): void {
+    if (this.view !== "table") return; // a page that arrived after the switch to the call tree
     this.el.querySelector(".tx-tablewrap")?.remove();
     // Fake mode counts FLOPs and measures nothing; real mode measures and counts FLOPs only when
     // asked (probe.py): each column shows when some row has it, "before" when something changed.
@@ -165,12 +197,17 @@ export class ProbePane implements Pane {
   }
 
   private row(row: ProbeRow, cols: Columns, label?: HTMLElement, totals: Totals = row): HTMLTableRowElement {
-    // Paths and shapes wrap (styles.css), so the table fits the pane without a sideways scroll.
-    const wrapped = (text: string) => h("td", { class: "tx-wrap tx-mono" }, text);
+    // Paths and shapes wrap (styles.css), so the table fits the pane without a sideways scroll;
+    // shape lists only between entries (or inside long output names), never inside a shape.
+    const wrapped = (text: string) => {
+      const td = h("td", { class: "tx-wrap tx-mono tx-shapes" });
+      td.append(...breakable(text));
+      return td;
+    };
     const tr = h(
       "tr",
       { class: `tx-${row.status}`, title: row.status },
-      label ?? h("td", { class: "tx-wrap", title: "click to select it in the tree" }, row.path || "(model)"),
+      label ?? h("td", { class: "tx-pathcell", title: "click to select it in the tree" }, ...breakablePath(row.path || "(model)")),
       h("td", {}, row.cls),
       h("td", {}, String(row.calls)),
       wrapped(row.inputs),
@@ -198,9 +235,9 @@ export class ProbePane implements Pane {
     const last = lastName(fold.heads[fold.heads.length - 1].path);
     const label = h(
       "td",
-      { class: "tx-wrap", title: `${fold.count} identical blocks: the first one's shapes; FLOPs and time of all` },
+      { class: "tx-pathcell", title: `${fold.count} identical blocks: the first one's shapes; FLOPs and time of all` },
       h("span", { class: "tx-caret", "aria-hidden": "true" }, fold.open ? "▾" : "▸"),
-      `${fold.key}–${last} ×${fold.count}`,
+      ...breakablePath(`${fold.key}–${last} ×${fold.count}`),
     );
     const tr = this.row(fold.heads[0], cols, label, totals);
     tr.classList.add("tx-foldrow");

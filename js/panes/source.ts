@@ -9,10 +9,18 @@ export type { SourceReply };
 /** Renders a source reply into `el`; shared with the MRO pane. */
 export function renderSource(el: HTMLElement, r: SourceReply): void {
   clear(el);
-  const where = r.file ? `${r.file}${r.line ? `:${r.line}` : ""}` : "";
+  // A class defined in a notebook: its cell and the line in it, not the kernel's temporary file
+  // (the file stays in the tooltip).
+  const where = r.cell
+    ? `${r.cell}${r.line ? `, line ${r.line}` : ""}`
+    : r.file
+      ? `${r.file}${r.line ? `:${r.line}` : ""}`
+      : "";
   // Sticky (styles.css): the file and line stay in view while the code scrolls.
   const top = h("div", { class: "tx-srctop" });
-  top.appendChild(h("div", { class: "tx-srchead" }, h("strong", {}, r.qualname), where ? ` — ${where}` : ""));
+  const head = h("div", { class: "tx-srchead" }, h("strong", {}, r.qualname), where ? ` — ${where}` : "");
+  if (r.cell && r.file) head.title = r.file;
+  top.appendChild(head);
   if (r.forward_lines) {
     const [a, b] = r.forward_lines;
     // An inherited `forward = some_function` can live above the class (e.g. Module's): say so

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-# The inspection and patch modules are imported eagerly: three of them (source, probe, catalog)
+# The inspection and patch modules are imported eagerly: four of them (source, probe, catalog, summary)
 # define a function with the module's own name, and a lazily imported submodule would otherwise
 # shadow that function as a package attribute. Only the widget stack (anywidget, traitlets) is lazy.
 from .catalog import CatalogEntry, catalog, register, resolve, unregister
 from .diff import ModelDiff, ParamChange, diff
-from .forms import Field, Form, FormError, form, record_init_args
+from .forms import Field, Form, FormError, form, record_everything, record_init_args
 from .memory import MemoryRecord, MemoryReport, memory
 from .mro import ClassInfo, mro_class, mro_classes, mro_graph
 from .patch import PatchEntry, PatchLog
@@ -29,7 +29,9 @@ from .probe import Edge, FlowEntry, ProbeReport, Site, probe
 from .select import peft_targets, select
 from .source import Source, source
 from .stats import ParamStats, stats
+from .summary import summary
 from .tree import ModelTree, Node, walk
+from .watch import Watch, watch
 
 _LAZY: dict[str, str] = {"explore": "widget", "Explorer": "widget"}
 
@@ -54,6 +56,7 @@ __all__ = [
     "ProbeReport",
     "Site",
     "Source",
+    "Watch",
     "__version__",
     "catalog",
     "diff",
@@ -65,18 +68,32 @@ __all__ = [
     "mro_graph",
     "peft_targets",
     "probe",
+    "record_everything",
     "record_init_args",
     "register",
     "resolve",
     "select",
     "source",
     "stats",
+    "summary",
     "unregister",
     "walk",
+    "watch",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .widget import Explorer, explore
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext torchxray``: record the constructor arguments of every module the notebook
+    builds from now on, so that their forms are exact (``record_everything()``)."""
+    record_everything()
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """``%unload_ext torchxray``: stop recording (records made so far stay)."""
+    record_everything(False)
 
 
 def __getattr__(name: str) -> Any:

@@ -19,30 +19,39 @@ from __future__ import annotations
 import dataclasses
 import enum
 import inspect
+import time
 import typing
 from typing import Any
 
 import torch
 from torch import nn
 
-from ._forms import unchanged
+from ._forms import exact, unchanged
+from ._forms.bind import bind
 from ._forms.check import check_range, check_type
 from ._forms.config import expand, is_config, with_changes
 from ._forms.field import Field, FormError
-from ._forms.infer import guessed, infer
+from ._forms.fill import fill
 from ._forms.kinds import KindInfo
-from ._forms.make import brief, current, loose, make_field, same
-from ._forms.record import record_init_args, recorded_args, recorded_notes, remember, snapshot
+from ._forms.make import brief, current, loose, make_field
+from ._forms.record import (
+    record_everything,
+    record_init_args,
+    recorded_args,
+    recorded_notes,
+    remember,
+    snapshot,
+)
 from ._forms.recover import derived_values
 from ._forms.signature import signature
 from ._forms.values import ParseError, expected, parse
 from ._text import closest
 from ._unwrap import original_class
 
-__all__ = ["Field", "Form", "FormError", "form", "record_init_args"]
+__all__ = ["Field", "Form", "FormError", "form", "record_everything", "record_init_args"]
 
 _MISSING = inspect.Parameter.empty
-_SCALARS = ("int", "float", "bool", "int_or_tuple")
+_READ = ("recorded", "attribute", "inferred")
 
 
 class Form:
@@ -55,8 +64,13 @@ class Form:
         fields: tuple[Field, ...],
         infos: dict[str, KindInfo],
         hint: str = "",
+        module: nn.Module | None = None,
     ) -> None:
         self.cls = cls
+        # The live module the values were read from (None for a class's form): the gate compares
+        # the unchanged rebuild with it.
+        self.module = module
+        self._check: exact.Check | None = None
         self.signature = sig
         self.fields = fields
         self._infos = infos
@@ -73,6 +87,23 @@ class Form:
             return self._by_name[name]
         except KeyError:
             raise KeyError(self._unknown(name)) from None
+
+    @property
+    def check(self) -> exact.Check:
+        """The exactness gate (``_forms/exact.py``), run once on first use: the unchanged rebuild,
+        built on meta, compared with the live module part by part."""
+        if self._check is None:
+            self._check = exact.Check("") if self.module is None else exact.check(self, self.module)
+        return self._check
+
+    @property
+    def inexact(self) -> str:
+        """ "" when ``build()`` with no change reproduces the live module exactly (every
+        submodule's class and extra_repr, parameter and buffer names, shapes and dtypes, the
+        attributes its constructor set); else one sentence: "inexact: norm1 would be
+        GroupNorm(32, 32), the live one is GroupNorm(8, 32)". ``PatchLog.edit`` refuses an
+        inexact form's edit unless ``_inexact_ok=True``."""
+        return self.check.reason
 
     @property
     def values(self) -> dict[str, Any]:
@@ -163,6 +194,8 @@ class Form:
                 and values.get(f.name) is None
                 and not f.optional
                 and f.name not in errors
+                # None read from the module (recorded, an attribute) is the value it was given.
+                and not (f.origin in _READ and f.value is None and f.name not in changes)
             ):
                 errors[f.name] = f"{f.name}: required, expected {expected(f.kind)}, got nothing"
         return values, errors
@@ -207,29 +240,7 @@ class Form:
         return {}
 
     def _bind(self, values: dict[str, Any]) -> inspect.BoundArguments:
-        args: list[Any] = []
-        kwargs: dict[str, Any] = {}
-        positional = any(f.kind == "varargs" and values.get(f.name) for f in self.fields)
-        for f in self.fields:
-            if f.group:
-                continue  # config sub-fields reach the constructor inside their config
-            v = values.get(f.name)
-            if f.kind == "varargs":
-                args.extend(v or ())
-                continue
-            if f.kind == "varkw":
-                kwargs.update(v or {})
-                continue
-            if f.param_kind == "POSITIONAL_ONLY" or (
-                positional and f.param_kind == "POSITIONAL_OR_KEYWORD"
-            ):
-                args.append(v)
-                continue
-            if not f.required and same(v, f.default):
-                continue  # leave defaults to the class: identical, and robust to sentinels
-            kwargs[f.name] = v
-        kwargs.update(values.get("**", {}))
-        return self.signature.bind(*args, **kwargs)
+        return bind(self.signature, self.fields, values)
 
     def build(self, **changes: Any) -> nn.Module:
         """A new module from the current values plus `changes` (values or UI strings)."""
@@ -265,6 +276,7 @@ class Form:
 
 def form(module_or_class: nn.Module | type) -> Form:
     """Form for a module instance (current values) or a class (defaults)."""
+    started = time.thread_time()
     if isinstance(module_or_class, type):
         if not issubclass(module_or_class, nn.Module):
             raise TypeError(
@@ -324,9 +336,9 @@ def form(module_or_class: nn.Module | type) -> Form:
             f, info = make_field(cls, p, guess, "default")
         fields.append(f)
         infos[p.name] = info
-    hint = ""
+    hint, check = "", None
     if module is not None and recorded is None and not cls.__module__.startswith("torch."):
-        hint = _infer(module, cls, sig, fields, infos)
+        hint, check = fill(module, cls, sig, fields, infos, started, form)
     notes = recorded_notes(module) if module is not None and recorded is not None else {}
     out: list[Field] = []
     out_infos: dict[str, KindInfo] = {}
@@ -339,54 +351,6 @@ def form(module_or_class: nn.Module | type) -> Form:
         for g, info in pairs:
             out.append(g)
             out_infos[g.name] = info
-    return Form(cls, sig, tuple(out), out_infos, hint)
-
-
-def _infer(
-    module: nn.Module,
-    cls: type,
-    sig: inspect.Signature,
-    fields: list[Field],
-    infos: dict[str, KindInfo],
-) -> str:
-    """Replace guessed fields (in place) by values a meta build confirms; the hint otherwise."""
-    if not any(guessed(f) for f in fields):
-        return ""
-    draft = Form(cls, sig, tuple(fields), infos)
-    base = draft.values
-    if "device" in base:
-        base["device"] = torch.device("meta")  # an explicit device would beat the meta context
-
-    def make(changes: dict[str, Any]) -> nn.Module:
-        bound = draft._bind({**base, **changes})
-        # Copies: a constructor may set fields of the config it is given (T5Stack's use_cache),
-        # and the candidates are the live model's own objects.
-        args, kwargs = snapshot(bound.args, bound.kwargs)
-        return typing.cast(nn.Module, cls(*args, **kwargs))
-
-    def fits(f: Field, value: Any) -> bool:
-        return check_type(f, infos[f.name], value) is None
-
-    found = infer(module, fields, fits, make)
-    if not found.exact:
-        # A same-named attribute may hold a transformed value (num_scales - 1): search those too.
-        stored = frozenset(f.name for f in fields if f.origin == "attribute" and f.kind in _SCALARS)
-        found = infer(module, fields, fits, make, stored) if stored else found
-    if found.exact:
-        for i, f in enumerate(fields):
-            if f.name not in found.values:
-                continue
-            value = found.values[f.name]
-            # A default the build agrees with may still be wrong (a value that shapes nothing):
-            # it stays a guess; only a value the search had to find is "inferred".
-            if f.required or not same(value, f.default):
-                fields[i], infos[f.name] = make_field(
-                    cls, sig.parameters[f.name], value, "inferred"
-                )
-        return ""
-    unknown = [f.name for f in fields if guessed(f)]
-    return (
-        f"{cls.__name__} keeps no attribute for {', '.join(unknown)}, and {found.reason}: "
-        "required ones stay empty, the others show their defaults. Build the model inside "
-        "`with tx.record_init_args():` to get exact forms."
-    )
+    made = Form(cls, sig, tuple(out), out_infos, hint, module)
+    made._check = check  # the search's last build is the gate's build for these values
+    return made

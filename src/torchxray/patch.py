@@ -38,9 +38,12 @@ from typing import Any, Literal
 import torch
 import torch.nn as nn
 
-from ._patch import code, freezing, size
+from ._patch import code, freezing
+from ._patch.edit import plan as edit_plan
 from ._patch.paths import Match, SlotIndex, no_match, targets, tensor_bytes, tensors
-from ._patch.placement import carry, place
+from ._patch.placement import place
+from ._patch.swaps import Swap, reverse
+from ._patch.swaps import apply as apply_swaps
 
 
 @dataclass(frozen=True)
@@ -49,8 +52,9 @@ class PatchEntry:
     ``reinitialised`` name the replacement's parameters/buffers copied from the old module or left
     as freshly initialised (edit only); ``guessed`` names the unchanged hyperparameters an edit
     rebuilt from a guess (form origin "default": record the constructor arguments with
-    ``tx.record_init_args()`` to make them exact); ``code`` replays the change (see
-    ``PatchLog.to_code``)."""
+    ``tx.record_init_args()`` to make them exact); ``effects`` says, one line per submodule, what
+    an edit changed ("conv1 would be Conv2d(3, 16, ...), the live one is Conv2d(3, 8, ...)");
+    ``code`` replays the change (see ``PatchLog.to_code``)."""
 
     id: int
     op: Literal["replace", "edit", "replace_all", "freeze", "unfreeze"]
@@ -62,14 +66,7 @@ class PatchEntry:
     reinitialised: tuple[str, ...] = ()
     code: str = ""
     guessed: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class _Swap:
-    parent: nn.Module
-    key: str
-    old: nn.Module
-    new: nn.Module
+    effects: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -86,7 +83,7 @@ class _Item:
 @dataclass(frozen=True)
 class _Record:
     entry: PatchEntry
-    swaps: tuple[_Swap, ...]
+    swaps: tuple[Swap, ...]
     imports: frozenset[str]
     flags: freezing.Flags | None = None  # freeze / unfreeze: requires_grad before and after
 
@@ -128,55 +125,41 @@ class PatchLog:
         item = _Item(old, new_module, paths)
         return self._commit("replace", index, [item], {}, (), ())
 
-    def edit(self, path: str, /, *, _confirm: bool = False, **hyperparameters: Any) -> PatchEntry:
+    def edit(
+        self,
+        path: str,
+        /,
+        *,
+        _confirm: bool = False,
+        _inexact_ok: bool = False,
+        **hyperparameters: Any,
+    ) -> PatchEntry:
         """Rebuild the module at ``path`` from its form with ``hyperparameters`` changed, carry over
-        every parameter and buffer whose name and shape still match, then replace it everywhere
-        it is registered. Invalid values raise ``FormError`` (per field) and change nothing.
-        Values equal to the live ones (compared parsed: ``"(2,2)"`` is ``(2, 2)``) are dropped;
-        when none is left, ``ValueError("nothing changed: ...")`` and no entry is recorded. A
-        module whose parameters would pass ``max(1 GiB, 25% of free memory)`` (estimated on meta)
-        raises ``TooLarge`` (a FormError) unless ``_confirm=True``."""
-        from ._forms.unchanged import equal, nothing_message
-        from .forms import form
-
+        every parameter and buffer whose name and shape still match (quantized tensors and
+        parametrizations included), then replace it everywhere it is registered. Invalid values
+        raise ``FormError`` (per field) and change nothing. Values equal to the live ones
+        (compared parsed: ``"(2,2)"`` is ``(2, 2)``) are dropped; when none is left,
+        ``ValueError("nothing changed: ...")`` and no entry is recorded. A module whose parameters
+        would pass ``max(1 GiB, 25% of free memory)`` (estimated on meta) raises ``TooLarge`` (a
+        FormError) unless ``_confirm=True``. An edit that would change a part of the module its
+        changes do not reach (an inexact form: ``tx.form(module).inexact``) raises ``Inexact``
+        (a FormError naming the part) unless ``_inexact_ok=True``; ``entry.effects`` lists what
+        the edit changed."""
         index = SlotIndex(self.model)
-        old = _existing(index, path)
-        asked = tuple(hyperparameters)
-        before = form(old)
-        # Values are compared parsed, not as text: "(2,2)" for (2, 2) or "float16" for
-        # torch.float16 changes nothing, and an edit that changes nothing records no entry.
-        hyperparameters = before.changed(**hyperparameters)
-        if not hyperparameters:
-            raise ValueError(nothing_message(before, path, asked))
-        if not _confirm:
-            size.check(before, hyperparameters, old, path)
-        new = before.build(**hyperparameters)
-        _check_module(new, f"the rebuilt {type(old).__name__} at {path!r}")
-        try:
-            after: dict[str, Any] = dict(form(new).values)
-        except Exception:  # noqa: BLE001 - only used to label the entry
-            after = {}
-        old_values = dict(before.values)
-        changes = {k: (old_values.get(k), after.get(k, v)) for k, v in hyperparameters.items()}
-        # A value the constructor canonicalises (kernel_size=3 is (3, 3)) may also be unchanged.
-        changes = {k: v for k, v in changes.items() if not (k in after and equal(*v))}
-        if not changes:
-            raise ValueError(nothing_message(before, path, asked))
-        # Values the form could not recover are rebuilt from the signature's defaults: say so, since
-        # the rebuilt module may then differ from the old one in more than the requested changes.
-        guessed = tuple(
-            f.name
-            for f in before.fields
-            if f.origin == "default"
-            and f.name not in hyperparameters
-            and f.kind not in ("varargs", "varkw")
-        )
-        cast = not ({"dtype", "device"} & set(hyperparameters))
-        place(new, old, index, path, cast=cast)
-        kept, fresh = carry(new, old)
-        item = _Item(old, new, tuple(index.paths_of(old)), kept, cast)
+        old = self.model if path == "" else _existing(index, path)
+        p = edit_plan(index, path, old, hyperparameters, _confirm, _inexact_ok)
+        paths = ("",) if path == "" else tuple(index.paths_of(old))
+        item = _Item(old, p.new, paths, p.kept, p.cast)
         return self._commit(
-            "edit", index, [item], changes, kept, fresh, placed=True, guessed=guessed
+            "edit",
+            index,
+            [item],
+            p.changes,
+            p.kept,
+            p.fresh,
+            placed=True,
+            guessed=p.guessed,
+            effects=p.effects,
         )
 
     def matches(self, match: Match) -> list[str]:
@@ -249,7 +232,7 @@ class PatchLog:
         if not self._done:
             raise IndexError("nothing to undo (check log.can_undo)")
         record = self._done[-1]
-        _apply([_Swap(s.parent, s.key, s.new, s.old) for s in reversed(record.swaps)])
+        apply_swaps(reverse(record.swaps), self)
         freezing.apply(record.flags, undo=True)
         self._undone.append(self._done.pop())
         return record.entry
@@ -259,7 +242,7 @@ class PatchLog:
         if not self._undone:
             raise IndexError("nothing to redo (check log.can_redo)")
         record = self._undone[-1]
-        _apply(list(record.swaps))
+        apply_swaps(list(record.swaps), self)
         freezing.apply(record.flags)
         self._done.append(self._undone.pop())
         return record.entry
@@ -303,6 +286,7 @@ class PatchLog:
         fresh: tuple[str, ...],
         placed: bool = False,
         guessed: tuple[str, ...] = (),
+        effects: tuple[str, ...] = (),
     ) -> PatchEntry:
         entry_id = self._next_id
         imports: set[str] = set()
@@ -310,12 +294,16 @@ class PatchLog:
         for item in items:
             exprs = []
             for path in item.paths:
+                if path == "":  # an edit of the model itself: the log's model changes
+                    swaps.append(Swap(None, "", item.old, item.new))
+                    exprs.append("model")
+                    continue
                 slot = index.slots[path]
                 _check_not_scripted(slot.parent)
                 if (id(slot.parent), slot.key) in seen_slots:
                     continue  # another path through a shared parent: same slot
                 seen_slots.add((id(slot.parent), slot.key))
-                swaps.append(_Swap(slot.parent, slot.key, item.old, item.new))
+                swaps.append(Swap(slot.parent, slot.key, item.old, item.new))
                 exprs.append(code.slot_target(slot.parent_path, slot.parent, slot.key))
             # Code first: the constructor call reads the replacement as the user built it.
             blocks.append(code.Change(item.paths[0], item.new, tuple(exprs), item.kept, item.cast))
@@ -325,9 +313,11 @@ class PatchLog:
             for item in items:
                 if not index.contains(item.new):
                     place(item.new, item.old, index, item.paths[0], cast=item.cast)
-        _apply(swaps)
+        apply_swaps(swaps, self)
         changed = {(id(s.parent), s.key) for s in swaps}
         paths = tuple(p for p, s in index.slots.items() if (id(s.parent), s.key) in changed)
+        if any(s.parent is None for s in swaps):
+            paths = ("", *paths)
         entry = PatchEntry(
             id=entry_id,
             op=op,
@@ -339,6 +329,7 @@ class PatchLog:
             reinitialised=fresh,
             code=text,
             guessed=guessed,
+            effects=effects,
         )
         self._done.append(_Record(entry, tuple(swaps), frozenset(imports)))
         self._undone.clear()
@@ -353,8 +344,8 @@ def _existing(index: SlotIndex, path: str) -> nn.Module:
         raise TypeError(f"path must be a dotted string like 'layer1.0.conv1', got {path!r}")
     if path == "":
         raise ValueError(
-            "path '' is the model itself; a PatchLog changes submodules - build a new model, or "
-            "replace its children"
+            "path '' is the model itself; replace() changes submodules: build a new model, or "
+            "edit('', ...) the model's own hyperparameters (the log's model becomes the rebuilt one)"
         )
     return index.module(path)
 
@@ -370,27 +361,6 @@ def _check_not_scripted(module: nn.Module) -> None:
 def _check_module(obj: Any, what: str) -> None:
     if not isinstance(obj, nn.Module):
         raise TypeError(f"{what} is a {type(obj).__name__}, not an nn.Module; return/pass a module")
-
-
-def _apply(swaps: list[_Swap]) -> None:
-    """Assign every slot; on any failure (even KeyboardInterrupt) put back those already done."""
-    for s in swaps:
-        if s.parent._modules.get(s.key) is not s.old:
-            raise RuntimeError(
-                f"the module registered as {s.key!r} in a {type(s.parent).__name__} was changed "
-                "outside this PatchLog; undo/redo would overwrite that change, so nothing was done"
-            )
-    done: list[_Swap] = []
-    try:
-        for s in swaps:
-            # Direct slot assignment: keeps the key's position, skips __setattr__ overrides, and is
-            # exactly reversible (setattr would also drop same-named params/buffers).
-            s.parent._modules[s.key] = s.new
-            done.append(s)
-    except BaseException:
-        for s in reversed(done):
-            s.parent._modules[s.key] = s.old
-        raise
 
 
 def _names(modules: Any) -> str:

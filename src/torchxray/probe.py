@@ -231,6 +231,7 @@ def _run(
         not_called=NotCalled(names, lambda: records) if error is None else {},
         flow=Flow(run.log),
         edges=Edges(run.log, produced.raw) if (produced := run.recorder.produced) else (),
+        returns=Edges(run.log, produced.raw, returned=True) if produced else (),
         limitations=tuple(run.recorder.limits),
     )
 

@@ -8,9 +8,8 @@ specs the validator reads) is derived from them, ``REPLIES`` names the reply eac
 ``SLOW`` the kinds that patch the model or re-run the probe.
 
 ``validate`` checks an incoming request (known kind, field types, sizes) and returns it with
-defaults filled in, or raises ``ProtocolError``; the widget turns that into an
-``{"kind": "error"}`` reply, so a malformed message never raises in the kernel and never touches
-the model.
+defaults filled in, or raises ``ProtocolError``; the widget turns that into an ``{"kind": "error"}``
+reply, so a malformed message never raises in the kernel and never touches the model.
 
     >>> validate({"kind": "children", "path": "layer1"})["limit"]
     0
@@ -33,26 +32,10 @@ from typing_extensions import NotRequired, TypedDict, get_type_hints
 
 from ._view import compare_types as ct
 from ._view import flow_types as ft
-from ._view.replies import (
-    AssetReply,
-    CancelReply,
-    CatalogReply,
-    ChildrenReply,
-    ErrorReply,
-    FiguresReply,
-    FilterReply,
-    FormReply,
-    MemoryReply,
-    MroReply,
-    PatchedReply,
-    PongReply,
-    ProbeReply,
-    ProbeTableReply,
-    Reply,
-    RevealReply,
-    SelectReply,
-    SourceReply,
-)
+from ._view import replies as rp
+from ._view import summary_types as st
+from ._view.replies import ErrorReply, Reply
+from ._view.watch_types import TRAIN_REPLIES, TrainRequest
 
 __all__ = [
     "MAX_MESSAGE_BYTES",
@@ -143,6 +126,9 @@ class EditRequest(TypedDict):
     # Build even when the rebuilt module's parameters pass the size limit (the person confirmed
     # the "__confirm__" message of an earlier reply).
     confirm: NotRequired[Annotated[bool, False]]
+    # Apply even though the edit would change parts it does not name (an inexact form: the person
+    # read the "__inexact__" message of an earlier reply and chose "Apply anyway").
+    inexact_ok: NotRequired[Annotated[bool, False]]
 
 
 class ReplaceRequest(TypedDict):
@@ -216,48 +202,47 @@ Request: TypeAlias = (
     FormRequest | EditRequest | ReplaceRequest | UndoRequest | RedoRequest | ProbeRequest |
     ProbeTableRequest | MroRequest | CatalogRequest | AssetRequest | ct.PickRequest |
     ct.PlanRequest | ct.BulkRequest | ct.PeftRequest | ct.DiffRequest | ct.StatsRequest |
-    ct.HealthRequest | MemoryRequest | FiguresRequest | ft.FlowRequest | ft.GraphRequest | CancelRequest
+    ct.HealthRequest | MemoryRequest | FiguresRequest | ft.FlowRequest | ft.GraphRequest | CancelRequest | st.SummaryRequest | TrainRequest
 )  # fmt: skip
-REQUEST_TYPES: dict[str, type] = {
-    get_args(t.__annotations__["kind"])[0]: t for t in get_args(Request)
-}
+REQUEST_TYPES: dict[str, type] = {get_args(t.__annotations__["kind"])[0]: t for t in get_args(Request)}  # fmt: skip
 
-# Requests that patch the model, re-run the probe or run a fake training step (memory): the widget
-# shows them as busy, and a stale `rev` is refused. The frontend waits longer for them, and for the
-# graph renderer's code (1.4 MB).
+# Requests that patch the model, re-run the probe or run a fake training step (memory): busy in the
+# widget, a stale `rev` refused; the frontend waits longer for them and the graph renderer (1.4 MB).
 SLOW = frozenset({"edit", "replace", "undo", "redo", "probe", "memory", "bulk"})
 SLOW_TIMEOUT_KINDS = SLOW | {"diff", "asset"}
 
 # The reply each request kind gets when it succeeds (any kind may get an ErrorReply instead).
 REPLIES: dict[str, type] = {
-    "ping": PongReply,
-    "select": SelectReply,
-    "children": ChildrenReply,
-    "filter": FilterReply,
-    "reveal": RevealReply,
-    "source": SourceReply,
-    "form": FormReply,
-    "edit": PatchedReply,
-    "replace": PatchedReply,
-    "undo": PatchedReply,
-    "redo": PatchedReply,
-    "probe": ProbeReply,
-    "probe_table": ProbeTableReply,
-    "cancel": CancelReply,
-    "mro": MroReply,
-    "catalog": CatalogReply,
-    "asset": AssetReply,
+    "ping": rp.PongReply,
+    "select": rp.SelectReply,
+    "children": rp.ChildrenReply,
+    "filter": rp.FilterReply,
+    "reveal": rp.RevealReply,
+    "source": rp.SourceReply,
+    "form": rp.FormReply,
+    "edit": rp.PatchedReply,
+    "replace": rp.PatchedReply,
+    "undo": rp.PatchedReply,
+    "redo": rp.PatchedReply,
+    "probe": rp.ProbeReply,
+    "probe_table": rp.ProbeTableReply,
+    "summary": st.SummaryReply,
+    "cancel": rp.CancelReply,
+    "mro": rp.MroReply,
+    "catalog": rp.CatalogReply,
+    "asset": rp.AssetReply,
     "pick": ct.PickReply,
     "plan": ct.PlanReply,
-    "bulk": PatchedReply,
+    "bulk": rp.PatchedReply,
     "peft": ct.PeftReply,
     "diff": ct.DiffReply,
     "stats": ct.StatsReply,
     "health": ct.HealthReply,
-    "memory": MemoryReply,
-    "figures": FiguresReply,
+    "memory": rp.MemoryReply,
+    "figures": rp.FiguresReply,
     "flow": ft.FlowReply,
     "graph": ft.GraphReply,
+    **TRAIN_REPLIES,
 }
 # -- validation ---------------------------------------------------------------------------------
 

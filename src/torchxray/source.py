@@ -34,7 +34,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ._source.cells import Cell, find_in_cells, notebook_cells
+from ._source.cells import Cell, cell_label, find_in_cells, notebook_cells
 from ._source.defs import first_line, is_func, own_code
 from ._text import short_repr
 from ._unwrap import compiled_inner, original_class
@@ -129,6 +129,8 @@ def _class_source(cls: type, cells: Iterable[Any] | None, note: str | None) -> S
         found = _inspect_class(cls) or find_in_cells(cls, cells)
         if found is not None:
             text, file, first, cell = found
+            if cell is None and file is not None:  # inspect found it (Python 3.13 does in cells)
+                cell = cell_label(file)
             lines = _forward_lines(cls, text, first, file)
             end = first + len(text.splitlines()) - 1
             return Source(

@@ -9,7 +9,7 @@ frontend sends ``kind``-tagged requests (see ``protocol.py``). All the work is i
 The synced state, and the probe mode, which refuses anything but the two modes:
 
     >>> sorted(Explorer.class_own_traits(sync=True))
-    ['busy', 'error', 'history', 'overview', 'probe_mode', 'probe_summary', 'readonly', 'selected', 'snapshot', 'tree_state']
+    ['busy', 'error', 'history', 'overview', 'probe_mode', 'probe_summary', 'readonly', 'selected', 'snapshot', 'training', 'tree_state']
     >>> Explorer.class_own_traits()["probe_mode"].values
     ('fake', 'real')
     >>> Explorer.class_own_traits()["probe_mode"].validate(None, "turbo")
@@ -29,13 +29,14 @@ from anywidget.experimental import command
 from torch import nn
 
 from ._probe.cancel import ProbeCancelled
-from ._view import assets, background, static_html
+from ._view import assets, background, static_html, training
 from ._view.host import ALL, PROBE, States
 from ._view.mirror import PythonApi
 from ._view.schedule import Schedule
 from ._view.session import Session
 from .probe import ProbeReport
 from .protocol import PROBE_MODES, SLOW, Reply, error_reply
+from .watch import Watch
 
 __all__ = ["Explorer", "explore"]
 
@@ -55,6 +56,7 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
     probe_mode = t.Enum(PROBE_MODES, default_value="fake").tag(sync=True)
     readonly = t.Bool(False).tag(sync=True)
     snapshot = t.Dict().tag(sync=True)
+    training = t.Dict().tag(sync=True)  # the Training tab: ex.watch's state (_view/training.py)
 
     # Class settings (bench.flows --set NAME=VALUE sets them for an A/B).
     # Shown after the widget as a second output: a read-only tree for a notebook reopened without
@@ -71,6 +73,7 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
     # of the walk alone (`_tree/outline.py`, no counts yet), while the kernel reads every tensor.
     # Below it the full tree follows soon enough (bench/README.md has the figures).
     outline_from = 10_000
+    _one_line = False  # set while the display asks for repr(self) (`_repr_mimebundle_`)
 
     def __init__(
         self, model: nn.Module, *args: Any, mode: str = "fake", probe: bool = True, **kwargs: Any
@@ -80,6 +83,7 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
         # installs its report from a thread (`_view/background.py`).
         self._lock = threading.RLock()
         self._background = background.Background()
+        self._training: training.TrainingLink | None = None
         # In a kernel the states that need the walk (the tree and the root's Overview) are sent
         # after the view itself (`_ipython_display_`), so the browser draws the view while the
         # kernel walks the model; the first request or sync sends them too if never displayed.
@@ -104,6 +108,7 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
                 self._probe_now(session)
             self._sync(ALL)
         self._schedule.built()
+        self._ready = True  # repr(self) may read the session now
 
     # -- the probe, now or in the background ------------------------------------------------
 
@@ -170,6 +175,11 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
         """Whether the first probe is still running in the background."""
         return self._background.running
 
+    def watch(self, optimizer: Any = None, every: int = 10, **kwargs: Any) -> Watch:
+        """``tx.watch`` on the explored model, shown in the Training tab while the loop runs
+        (see ``torchxray.watch``); an earlier one of this Explorer is closed first."""
+        return training.open_watch(self, self._live(), optimizer, every, **kwargs)
+
     # -- the frontend's requests ------------------------------------------------------------
 
     @command  # type: ignore[misc]
@@ -213,6 +223,9 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
     def _handle_custom_msg(self, content: Any, buffers: list[bytes]) -> None:
         # anywidget indexes its command table with the message's name and id unchecked; answer a
         # malformed envelope here instead of letting a KeyError reach the kernel's log.
+        link = self._training
+        if link is not None and link.claimed(content):
+            return  # answered between training steps already (_view/train_pump.py)
         if isinstance(content, dict) and content.get("kind") == "anywidget-command":
             name, mid = content.get("name"), content.get("id")
             if name != "rpc" or not isinstance(mid, str) or "msg" not in content:
@@ -226,7 +239,17 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
         super()._handle_custom_msg(content, buffers)
 
     def __repr__(self) -> str:
-        # The text fallback of the display: one line, not "<torchxray.widget.Explorer at 0x..>".
+        # print(ex), repr(ex) in a terminal or script: the text summary (`ex.summary()`). The
+        # display's text/plain (`_repr_mimebundle_`) and the stand-in's headline stay one line.
+        if self._one_line or not getattr(self, "_ready", False) or self._session is None:
+            return self._line()
+        try:
+            return self.summary()
+        except Exception as e:  # noqa: BLE001 - a repr never raises
+            return f"{self._line()}\n(no summary: {type(e).__name__}: {e})"
+
+    def _line(self) -> str:
+        """``torchxray Explorer: ResNet, 94 modules, 11.2M params; probe ok``: the text fallback."""
         s = getattr(self, "_session", None)
         if s is None or s.model is None:
             return static_html.summary_line(None, None, None)
@@ -236,15 +259,27 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
         failed = rep.error.path if rep is not None and rep.error is not None else None
         return static_html.summary_line(s.tree, None if rep is None else rep.ok, failed)
 
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        # The text/plain ipywidgets puts beside the view is repr(self): one line there, not a
+        # summary (whose walk the deferred display must not wait for).
+        self._one_line = True
+        try:
+            return super()._repr_mimebundle_(**kwargs)
+        finally:
+            self._one_line = False
+
     def _stand_in(self) -> dict[str, str]:
         with self._lock:
             s = self._live()
-            return {"text/html": static_html.static_html(s.tree, s.rows(), repr(self))}
+            return {"text/html": static_html.static_html(s.tree, s.rows(), self._line())}
 
     def _ipython_display_(self) -> None:
         from IPython.display import display
 
         if self._repr_mimebundle_ is None:  # closed: ipywidgets dropped the view
+            display({"text/plain": self._line()}, raw=True)
+            return
+        if _in_terminal():  # IPython in a terminal draws no widget: the summary instead
             display({"text/plain": repr(self)}, raw=True)
             return
         bundle = self._repr_mimebundle_()
@@ -319,10 +354,24 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
             if session is not None:
                 session.cancel()  # nobody will see its result: stop at the next module call
             bg.wait()  # the probe still uses the model; it drops its result once closed
+        link: training.TrainingLink | None = getattr(self, "_training", None)
+        if link is not None:
+            link.close(close_watch=True)
+            self._training = None
         if session is not None:
             session.close()
             self._session = None
         super().close()
+
+
+def _in_terminal() -> bool:
+    """Whether this runs in IPython's terminal shell (by class name: no prompt_toolkit import)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython comes with ipywidgets
+        return False
+    shell = get_ipython()
+    return any(c.__name__ == "TerminalInteractiveShell" for c in type(shell).__mro__)
 
 
 def explore(

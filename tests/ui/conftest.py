@@ -10,6 +10,7 @@ import os
 import re
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -87,10 +88,14 @@ def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-@pytest.fixture
-def page(browser: Browser, lab: Lab, shots: Path, request: pytest.FixtureRequest) -> Iterator[Page]:
+@contextmanager
+def browser_page(
+    browser: Browser, origin: str, shots: Path, request: pytest.FixtureRequest
+) -> Iterator[Page]:
+    """A fresh page on a host served at `origin` (JupyterLab, Notebook 7, marimo): 1400x900, the
+    clipboard allowed; a failure leaves a screenshot; dialogs and page errors fail the flow."""
     context = browser.new_context(viewport={"width": 1400, "height": 900}, device_scale_factor=1)
-    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=lab.url)
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=origin)
     pg = context.new_page()
     pg.set_default_timeout(TIMEOUT_MS)
     dialogs: list[str] = []
@@ -123,14 +128,22 @@ def page(browser: Browser, lab: Lab, shots: Path, request: pytest.FixtureRequest
             if page_errors:
                 sys.stderr.write("page errors:\n  " + "\n  ".join(page_errors) + "\n")
         context.close()
+    # A widget never opens alert/confirm/prompt; one that fired means model text ran as code.
+    assert not dialogs, f"dialogs fired: {dialogs}"
+    # Uncaught exceptions and console errors (none from the hosts themselves in these flows).
+    assert not page_errors, "errors in the page:\n" + "\n".join(page_errors)
+
+
+@pytest.fixture
+def page(browser: Browser, lab: Lab, shots: Path, request: pytest.FixtureRequest) -> Iterator[Page]:
+    try:
+        with browser_page(browser, lab.url, shots, request) as pg:
+            yield pg
+    finally:
         try:
             lab.shutdown_kernels()
         except Exception as exc:  # noqa: BLE001
             sys.stderr.write(f"could not shut kernels down: {exc}\n")
-    # A widget never opens alert/confirm/prompt; one that fired means model text ran as code.
-    assert not dialogs, f"dialogs fired: {dialogs}"
-    # Uncaught exceptions and console errors (none from JupyterLab itself in these flows).
-    assert not page_errors, "errors in the page:\n" + "\n".join(page_errors)
 
 
 @pytest.fixture

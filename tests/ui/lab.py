@@ -55,7 +55,61 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-class Lab:
+class Server:
+    """A local server process (JupyterLab, marimo) in its own session, started from this venv:
+    its stdout and stderr in `log_path`, ready once `health` answers 200."""
+
+    log_path: Path
+    proc: subprocess.Popen[bytes] | None = None
+
+    def spawn(
+        self, what: str, cmd: list[str], cwd: Path, env: dict[str, str], health: str, timeout: float
+    ) -> None:
+        # Its kernels must be this venv's python, so `import torchxray` works in them.
+        env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+        log = self.log_path.open("wb")
+        # Its own session, so the kernels it starts can be ended with it by its process group id.
+        self.proc = subprocess.Popen(
+            cmd, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{what} exited early:\n{self.log()}")
+            try:
+                with urllib.request.urlopen(health, timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(0.3)
+        self.stop()
+        raise RuntimeError(f"{what} did not answer on {health} in {timeout}s:\n{self.log()}")
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()  # lets the server shut its kernels down
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+        # Anything it left behind (an orphaned kernel) is in the group it led.
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-4000:]
+        except OSError:
+            return ""
+
+
+class Lab(Server):
     """`jupyter lab` from this venv on 127.0.0.1, with its own root, settings and workspaces."""
 
     def __init__(self, workdir: Path, app: str = "lab", env: dict[str, str] | None = None) -> None:
@@ -105,55 +159,7 @@ class Lab:
             ("IPYTHONDIR", "ipython"),
         ):
             env[var] = str(self.workdir / sub)
-        # Kernels must be this venv's python, so `import torchxray` works in them.
-        env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-        log = self.log_path.open("wb")
-        # Its own session, so the kernels it starts can be ended with it by its process group id.
-        self.proc = subprocess.Popen(
-            cmd,
-            cwd=self.root,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
-        )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"jupyter lab exited early:\n{self.log()}")
-            try:
-                with urllib.request.urlopen(f"{self.url}/api", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except (urllib.error.URLError, OSError):
-                pass
-            time.sleep(0.3)
-        self.stop()
-        raise RuntimeError(
-            f"jupyter lab did not answer on {self.url}/api in {timeout}s:\n{self.log()}"
-        )
-
-    def stop(self) -> None:
-        proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.terminate()  # lets the server shut its kernels down
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-        # Anything it left behind (an orphaned kernel) is in the group it led.
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-    def log(self) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-4000:]
-        except OSError:
-            return ""
+        self.spawn("jupyter lab", cmd, self.root, env, f"{self.url}/api", timeout)
 
     def api(self, method: str, path: str) -> object:
         req = urllib.request.Request(f"{self.url}/api/{path}", method=method)
@@ -279,16 +285,18 @@ def hide_file_browser(page: Page) -> None:
         expect(page.locator("#jp-left-stack")).to_be_hidden()
 
 
-def open_explorer(page: Page, lab: Lab, name: str, *cells: str, cell: int = 1) -> Locator:
+def open_explorer(
+    page: Page, lab: Lab, name: str, *cells: str, cell: int = 1, status: str = r"^probe ok"
+) -> Locator:
     """Writes a notebook of `cells`, opens and runs it; returns the explorer shown by code cell
-    `cell` once its probe is ok."""
+    `cell` once its status matches `status` (the probe is ok)."""
     nb = lab.write_notebook(f"{name}.ipynb", *cells)
     open_notebook(page, lab, nb, name)
     hide_file_browser(page)
     run_all(page)
     assert errors(page) == []
     ex = explorer(page, cell)
-    expect(ex.get_by_role("status")).to_have_text(re.compile(r"^probe ok"))
+    expect(ex.get_by_role("status")).to_have_text(re.compile(status), timeout=60_000)
     return ex
 
 

@@ -8,7 +8,16 @@ import re
 from pathlib import Path
 
 import pytest
-from lab import Lab, errors, explorer, hide_file_browser, open_notebook, run_all, treeitem
+from lab import (
+    Lab,
+    errors,
+    explorer,
+    hide_file_browser,
+    open_notebook,
+    run_all,
+    run_cell,
+    treeitem,
+)
 from playwright.sync_api import Page, expect
 
 pytestmark = pytest.mark.ui
@@ -20,9 +29,11 @@ import torch
 from torch import nn
 import torchxray as tx
 
+DELAY = 0.5
+
 class Sleepy(nn.Module):
     def forward(self, x):
-        time.sleep(0.5)
+        time.sleep(DELAY)
         return x
 
 model = nn.Sequential(nn.Linear(4, 8), *[Sleepy() for _ in range(80)], nn.Linear(8, 2))
@@ -31,7 +42,11 @@ model = nn.Sequential(nn.Linear(4, 8), *[Sleepy() for _ in range(80)], nn.Linear
 
 def test_cancel_the_first_probe_and_the_one_after_apply(page: Page, lab: Lab, shots: Path) -> None:
     nb = lab.write_notebook(
-        "cancel.ipynb", SETUP, 'ex = tx.explore(model, torch.randn(3, 4), mode="real")\nex'
+        "cancel.ipynb",
+        SETUP,
+        'ex = tx.explore(model, torch.randn(3, 4), mode="real")\nex',
+        "DELAY = 0",
+        "DELAY = 0.5",
     )
     open_notebook(page, lab, nb, "cancel")
     hide_file_browser(page)
@@ -74,3 +89,21 @@ def test_cancel_the_first_probe_and_the_one_after_apply(page: Page, lab: Lab, sh
     expect(status).to_have_text(re.compile(r"^probe cancelled"), timeout=10_000)
     ex.get_by_role("tab", name="Form").click()
     expect(ex.get_by_label("out_features", exact=True)).to_have_value("8")
+
+    # A probe that passed, then one cancelled: the header says so, and that what it shows is the
+    # run before, not a plain "probe ok" as if the cancelled probe had finished.
+    run_cell(page, 2)  # DELAY = 0
+    ex.get_by_role("tab", name="Probe").click()
+    run = ex.get_by_role("tabpanel", name="Probe").get_by_role("button", name="Run probe")
+    run.click()
+    expect(status).to_have_text(re.compile(r"^probe ok: 83 modules"))
+    run_cell(page, 3)  # DELAY = 0.5
+    run.click()
+    expect(cancel).to_be_visible()
+    cancel.click()
+    expect(status).to_have_text(
+        re.compile(r"^probe cancelled .*Shown: the run before \(probe ok: 83 modules\)$"),
+        timeout=10_000,
+    )
+    expect(status).to_have_class(re.compile(r"tx-none"))
+    ex.screenshot(path=str(shots / "cancel_shows_the_run_before.png"))

@@ -81,6 +81,10 @@ def test_select_replace_diff_freeze_and_nan_on_a_timm_vit(
     page.screenshot(path=str(shots / "compare-vit-replace-plan.png"))
     ex.get_by_role("button", name="Replace all 4").click()
     expect(ex.get_by_role("status")).to_have_text(re.compile(r"^probe ok"))
+    # No GELU is left: the filter finds none, and nothing offers to select the ones replaced.
+    expect(ex.locator(".tx-filterbar .tx-count")).to_have_text("0 matches")
+    expect(ex.get_by_role("button", name=re.compile(r"^select all"))).to_be_hidden()
+    page.screenshot(path=str(shots / "compare-vit-replaced.png"))
     ex.get_by_role("tab", name="History").click()
     log = ex.get_by_role("tabpanel", name="History").locator(".tx-log li")
     expect(log).to_have_count(1)
@@ -105,6 +109,12 @@ def test_select_replace_diff_freeze_and_nan_on_a_timm_vit(
     ex.get_by_role("tab", name="History").click()
     expect(log).to_have_count(1)
     expect(log.first).to_contain_text("freeze blocks.0, blocks.1")
+    # Frozen rows say so, and the Diff against the model as opened lists what was frozen.
+    expect(treeitem(ex, "0").first.locator(".tx-mark-frozen")).to_have_text("frozen")
+    ex.get_by_role("tab", name="Diff").click()
+    diff.get_by_role("button", name="Compare").click()
+    expect(diff.locator(".tx-diffsum")).to_contain_text(re.compile(r"\d+ frozen"))
+    expect(diff.locator(".tx-diffsum")).not_to_contain_text("retyped")
     page.screenshot(path=str(shots / "compare-vit-freeze.png"))
 
 

@@ -122,4 +122,16 @@ def test_replace_with_a_class_from_the_catalog_shows_the_probe_diff(
     expect(unchanged).to_have_attribute("title", "same")
     changed.scroll_into_view_if_needed()
     page.screenshot(path=str(shots / "replace-diff.png"))
+
+    # The summary as torchinfo lays it out, for the model as it is now: copied, and as CSV.
+    probe.get_by_role("button", name="Copy summary").click()
+    expect(probe).to_contain_text(re.compile(r"copied \d+ lines"))
+    copied = page.evaluate("navigator.clipboard.readText()")
+    assert copied.startswith("ResNetIsh: 35 modules; probe ok (fake)"), copied[:200]
+    assert "└─fc (Identity)" in copied and "Total params: 42,896" in copied
+    with page.expect_download() as got:
+        probe.get_by_role("button", name="Download CSV").click()
+    assert got.value.suggested_filename == "ResNetIsh-summary.csv"
+    csv_lines = Path(got.value.path()).read_text(encoding="utf-8").splitlines()
+    assert len(csv_lines) == 1 + 35 and csv_lines[-1].startswith("fc,fc,Identity,1,")
     assert errors(page) == []

@@ -3,7 +3,8 @@
 - A wheel built from a clean clone of the committed tree (`pip wheel .`, as `pip install git+...`
   or a release would) carries the frontend bundle, and a kernel that imports torchxray from that
   wheel, not from the checkout, shows a working explorer.
-- In Notebook 7 (`jupyter notebook`) a person opens the tour, selects a layer, edits it and undoes.
+- In Notebook 7 (`jupyter notebook`) a person opens the tour, selects a layer, walks the tree with
+  the arrow keys (they stay in the widget), edits it and undoes.
 """
 
 from __future__ import annotations
@@ -144,6 +145,18 @@ def test_notebook7_open_select_edit_undo(
 
     treeitem(ex, "conv1").click()
     expect(treeitem(ex, "conv1")).to_have_attribute("aria-selected", "true")
+    # Notebook 7 reads keys before the widget does: arrows (bound to the notebook's cell cursor
+    # on ':focus') and letters stay in the tree all the same; no cell is added or selected.
+    cells = code_cells(page).count()
+    tree = ex.get_by_role("tree")
+    for key, row in (("ArrowDown", "bn1"), ("ArrowDown", "relu"), ("ArrowUp", "bn1"), ("b", "bn1")):
+        page.keyboard.press(key)
+        expect(treeitem(ex, row)).to_have_attribute("aria-selected", "true")
+        expect(tree).to_be_focused()
+    page.wait_for_timeout(500)
+    assert code_cells(page).count() == cells
+    page.screenshot(path=str(shots / "notebook7-keys.png"))
+    treeitem(ex, "conv1").click()
     ex.get_by_role("tab", name="Form").click()
     out_channels = ex.get_by_label("out_channels", exact=True)
     expect(out_channels).to_have_value("16")
@@ -156,4 +169,11 @@ def test_notebook7_open_select_edit_undo(
     expect(status).to_have_text(re.compile(r"^probe ok"))
     ex.get_by_role("tab", name="Form").click()
     expect(ex.get_by_label("out_channels", exact=True)).to_have_value("16")
+    # The same flow as in JupyterLab and marimo: Source, and the probe's results.
+    ex.get_by_role("tab", name="Source").click()
+    expect(ex.get_by_role("tabpanel", name="Source")).to_contain_text("class Conv2d(")
+    ex.get_by_role("tab", name="Probe").click()
+    probe = ex.get_by_role("tabpanel", name="Probe")
+    conv1 = probe.locator("tr", has=page.get_by_role("cell", name="conv1", exact=True))
+    expect(conv1).to_contain_text("2×16×32×32")
     assert errors(page) == []

@@ -83,6 +83,48 @@ def test_to_html_file_browses_read_only_without_network(
     assert page_errors == []
 
 
+def _luminance(rgb: str) -> float:
+    r, g, b = (int(v) / 255 for v in re.findall(r"[\d.]+", rgb)[:3])
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def test_to_html_in_a_dark_browser_fills_the_page_and_draws_the_graph(
+    browser: Browser, tmp_path: Path, shots: Path
+) -> None:
+    import torchxray as tx
+    from torchxray import demo
+
+    ex = tx.explore(demo.resnet_ish(), demo.images())
+    target = ex.to_html(tmp_path / "dark.html")
+    ex.close()
+    context = browser.new_context(viewport={"width": 1300, "height": 900}, color_scheme="dark")
+    page = context.new_page()
+    try:
+        page.goto(target.as_uri())
+        root = page.locator(".tx-root")
+        expect(page.get_by_role("tree")).to_be_visible()
+        # The widget takes the page's height, not its 520 px notebook box.
+        assert root.bounding_box()["height"] > 800  # type: ignore[index]
+        # Source: dark code box, light text (names and brackets were near-white on light).
+        treeitem(page, "conv1").click()
+        page.get_by_role("tab", name="Source").click()
+        code = page.locator(".tx-source pre")
+        expect(code).to_contain_text("class Conv2d(")
+        box = code.evaluate("e => getComputedStyle(e.closest('.tx-src') || e).backgroundColor")
+        name = page.locator(".tx-source .n").first.evaluate("e => getComputedStyle(e).color")
+        assert _luminance(box) < 0.3 and _luminance(name) > 0.6, (box, name)
+        page.screenshot(path=str(shots / "to-html-dark-source.png"))
+        # The Graph tab from the recorded probe: a module's dataflow, no kernel needed.
+        treeitem(page, "layer1").click()
+        page.get_by_role("tab", name="Graph").click()
+        graph = page.get_by_role("tabpanel", name="Graph")
+        expect(graph.locator("svg g.node").first).to_be_visible()
+        expect(graph).not_to_contain_text("no kernel")
+        page.screenshot(path=str(shots / "to-html-dark-graph.png"))
+    finally:
+        context.close()
+
+
 def test_notebook_saved_with_widget_state_reopens_read_only(
     page: Page, lab: Lab, shots: Path
 ) -> None:

@@ -100,8 +100,11 @@ def test_edit_undo_cycles_do_not_grow() -> None:
     finally:
         tracemalloc.stop()
     # One undone entry is kept for redo (a Linear(16, 4): well under 1 KB of tensors); everything
-    # else must be released. 64 KB allows for allocator noise, not for 1,000 kept modules.
-    assert end - start < 64 * 1024, (
+    # else must be released. 256 KB allows for allocator noise and for what torch keeps of the
+    # exactness gate's meta build per edit (130-150 bytes: tracemalloc attributes it to attribute
+    # reads of the meta tensors; no module, tensor or record stays alive), not for 1,000 kept
+    # modules (over 1 MB).
+    assert end - start < 256 * 1024, (
         f"memory grew by {(end - start) / 1024:.0f} KB over 1,000 cycles"
     )
     assert not log.entries and log.can_redo and not log.can_undo

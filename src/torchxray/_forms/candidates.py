@@ -148,6 +148,59 @@ def _per_stage(module: nn.Module, n: int) -> list[tuple[int, ...]]:
     return []
 
 
+def _resized(module: nn.Module, value: tuple[Any, ...] | list[Any]) -> list[Any]:
+    """``value`` stretched (last item repeated) or cut to the length of each stage container,
+    and for numbers the stages' own widths at that length."""
+    out: list[Any] = []
+    for n in dict.fromkeys(_lengths(module)):
+        if n == len(value) or n < 1 or n > 16:
+            continue
+        items = [value[i] if i < len(value) else value[-1] for i in range(n)]
+        out.append(type(value)(items))
+        if all(type(x) is int for x in value):
+            # A decoder's stages run from the widest: its widths may be listed either way.
+            widths = _per_stage(module, n)[:1]
+            out += [type(value)(w) for w in widths] + [type(value)(w[::-1]) for w in widths]
+    return out
+
+
+def _child_widths(module: nn.Module) -> list[tuple[int, ...]]:
+    """The output width of each direct child, in order, for a tuple of per-layer widths (a
+    stem's out_chs=(24, 32, 64))."""
+    out = []
+    for c in module.children():
+        found = [
+            _width(v)
+            for m in c.modules()
+            for a in ("out_channels", "out_features")
+            if type(_width(v := m.__dict__.get(a))) is int
+        ]
+        if found:
+            out.append(found[-1])
+    return [tuple(out)] if len(out) >= 2 else []
+
+
+def _drop_rates(module: nn.Module) -> list[list[float]]:
+    """Per-block drop rates, read from the blocks of each container: the ``drop_prob`` (or ``p``)
+    of each block's first drop layer, 0.0 for a block without one (Swin's stages)."""
+    out = []
+    for c in _descendants(module, 2):
+        if not isinstance(c, (nn.Sequential, nn.ModuleList)) or len(c) < 2:
+            continue
+        rates = []
+        for block in c:
+            found = [
+                v
+                for m in block.modules()
+                for a in ("drop_prob", "drop_path_rate")
+                if type(v := m.__dict__.get(a)) is float
+            ]
+            rates.append(found[0] if found else 0.0)
+        if any(rates):
+            out.append(rates)
+    return out[:2]
+
+
 def _lengths(module: nn.Module) -> list[int]:
     """How many modules each container child holds (a stage's depth)."""
     return [
@@ -250,6 +303,8 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
                 first.append(_attr(m, a))
                 if a == name and not first[:-1]:
                     own_names.add(a)
+    if low.startswith("out"):
+        first.reverse()  # an output width is the last layer's
     pool: list[Any] = []
     numeric = f.kind in ("int", "int_or_tuple") or type(f.default) is int
     if f.kind == "literal" and not isinstance(f.value, (bool, float, str)):
@@ -281,9 +336,12 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
         if not any(w in low for w in _WIDTH_WORDS) and not f.required:
             pool = [0, 1, 2, *pool[:3]]
         if f.kind != "int":
-            pool = [*_stages(module), *pool, *_sizes(module)]
+            pool = [*_stages(module), *_child_widths(module), *pool, *_sizes(module)]
     if isinstance(f.default, tuple) and f.default and all(type(x) is int for x in f.default):
         pool = [*_per_stage(module, len(f.default)), *pool]
+    if isinstance(f.value, (tuple, list)) and f.value:
+        # Per-stage values (block types, widths) as long as a stage container of the module.
+        pool = [*_resized(module, f.value), *pool]
     if f.kind == "float" or type(f.default) is float:
         pool = _floats(module)
         if "ratio" in low:
@@ -299,6 +357,8 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
         pool += _holding_configs(module)
     elif f.kind == "str":
         pool = [""]
+    if "drop" in low and f.kind != "bool":
+        pool = [*_drop_rates(module), *pool]
     if f.optional or f.default is None:
         pool.append(None)
     values = [v for v in [*first, *pool] if (v is not None or pool) and fits(v)]

@@ -1,62 +1,65 @@
 """Constructor values no attribute holds, inferred from the live module and checked by building.
 
-For each parameter a form could only guess (a default nothing confirms, or a required value it
-could not find), candidates come from the module itself: same-named attributes of its children
-(``layer_idx`` on ``self_attn``), known aliases (``variance_epsilon`` for ``eps``), the widths of
-its layers and the shapes of its own parameters (``hidden_size`` of an RMSNorm from
-``weight.shape``), the classes of its children (``act_layer``), and for a ``config`` the config of
-a child or of the ``transformers`` model around it. A candidate set is accepted only when a build
-on the meta device matches the live module exactly (``compare.mismatch``); the search is greedy,
-one parameter at a time, scored by how much of the structure matches, and bounded in builds and
-time so a form opens fast.
+A search over the fields a form could only guess (and, when that is not enough, those it read
+from attributes, which may hold a transformed value): each try builds the class on the meta device
+and compares the build with the live module part by part (``_forms/exact.py``); the score is how
+many parts differ, and 0 is an exact rebuild. Proposals come first from the differences of the
+best build so far (``_forms/guide.py``: the live value where the build has the field's value, or
+a multiple of it), then from each field's candidates (``_forms/candidates.py``: children's
+attributes, widths, kernel sizes, classes, configs). The search is bounded in time (``deadline``)
+and says when it ran out.
 """
 
 from __future__ import annotations
 
 import functools
 import time
-import warnings
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
-import torch
 from torch import nn
 
 from .candidates import candidates, same_value
-from .compare import structure
+from .exact import Check, Difference, cast_like, differences, floating_dtype, sentence, weight
 from .field import Field
+from .guide import proposals
+from .metabuild import meta_build
+from .parts import Parts, parts
 
 __all__ = ["Inferred", "guessed", "infer"]
 
-MAX_BUILDS = 120
-MIN_BUILDS = 12
-MAX_SECONDS = 30.0  # a safety net only: the build count is what bounds the search
-MODULE_BUILDS = 2000  # submodules built, summed over the search
-MAX_MODULES = 1000  # bigger modules keep their guesses: one build is already costly
-SMALL = 60  # modules this small also get their stored attributes re-checked
+FIRST_BUILD_SECONDS = 10.0
+GUIDED_TRIES = 16  # proposals tried from one build's differences before the candidates
 
 
+@dataclass
 class Inferred:
-    """Result of a search: values that made the build match (``values``), whether it matched
-    (``exact``), and why not (``reason``)."""
+    """Result of a search: the values of the best build (``values``), its gate answer
+    (``check``, reason "" when exact), how many builds it took, and why it stopped."""
 
-    def __init__(self, values: dict[str, Any], exact: bool, reason: str) -> None:
-        self.values = values
-        self.exact = exact
-        self.reason = reason
+    values: dict[str, Any]
+    check: Check
+    builds: int = 0
+    reason: str = ""
+    seconds: float = 0.0
+
+    @property
+    def exact(self) -> bool:
+        return self.check.base is not None and not self.check.reason
+
+
+@dataclass
+class _Try:
+    score: int
+    diffs: list[Difference] = field(default_factory=list)
+    built: Parts | None = None
 
 
 def guessed(f: Field) -> bool:
     if f.kind in ("varargs", "varkw") or f.name in ("device", "dtype"):
         return False
     return f.origin == "default" or (f.required and f.value is None)
-
-
-def _units(row: tuple[Any, ...]) -> tuple[tuple[Any, ...], ...]:
-    """A structure row cut into the pieces a score counts: a candidate that fixes one number of
-    a layer's extra_repr (its stride, not yet its padding) scores higher than one that does not."""
-    _, cls, extra, children, params, buffers = row
-    return ((cls,), tuple(extra.split(", ")), children, params, buffers)
 
 
 def _rank(f: Field, pools: dict[str, list[Any]]) -> tuple[bool, int]:
@@ -67,86 +70,121 @@ def _rank(f: Field, pools: dict[str, list[Any]]) -> tuple[bool, int]:
     return (not stages, len(pools[f.name]))
 
 
+def _key(v: Any) -> Any:
+    if isinstance(v, (bool, int, float, str, type(None))):
+        return (type(v), v)
+    if isinstance(v, tuple) and all(isinstance(x, (bool, int, float, str)) for x in v):
+        return (tuple, v)
+    return (type(v), id(v))
+
+
 def infer(
     module: nn.Module,
     fields: list[Field],
+    searched: list[Field],
     fits: Callable[[Field, Any], bool],
     make: Callable[[dict[str, Any]], nn.Module],
-    also: frozenset[str] = frozenset(),
+    deadline: float,
+    start: dict[str, Any] | None = None,
+    live: Parts | None = None,
+    factory: Callable[[nn.Module], list[Any]] | None = None,
 ) -> Inferred:
-    """Values for the guessed fields (and those named in ``also``) that rebuild ``module``
-    exactly (see the module doc)."""
-    searched = [f for f in fields if guessed(f) or f.name in also]
-    if not searched:
-        return Inferred({}, True, "")
-    live = {r[0]: _units(r) for r in structure(module)}
-    if also and len(live) > SMALL:
-        return Inferred({}, False, "no candidate values rebuild it exactly")
-    if len(live) > MAX_MODULES:
-        return Inferred({}, False, f"too big to check ({len(live)} submodules)")
-    best_total = sum(len(u) for units in live.values() for u in units)
-    # Bounded in work, not time (the same form on any machine): fewer builds for bigger modules.
-    max_builds = max(MIN_BUILDS, min(MAX_BUILDS, MODULE_BUILDS // len(live)))
-    start = time.perf_counter()
-    builds = 0
-    last_error = ""
+    """Values for the ``searched`` fields that rebuild ``module`` exactly (see the module doc);
+    ``start`` holds values a previous search found, ``live`` the module's parts if known."""
+    t0 = time.thread_time()
+    live = live if live is not None else parts(module)
+    dtype = floating_dtype(module)
+    # A candidate that builds a module many times the live one's size is wrong anyway.
+    cap = 4 * len(live.summary) + 64
+    builds, error = 0, ""
 
-    def score(values: dict[str, Any]) -> int:
-        nonlocal builds, last_error
+    def run(values: dict[str, Any]) -> _Try | None:
+        nonlocal builds, error
         builds += 1
+        # The first build is the form's own values, and may pay torch's one-time warm-up (the
+        # first meta kernels of a process): only the search's later tries are cut at the deadline.
+        stop = t0 + FIRST_BUILD_SECONDS if builds == 1 else deadline + 0.1
         try:
-            with warnings.catch_warnings(), torch.device("meta"):
-                warnings.simplefilter("ignore")
+            with meta_build(cap, stop):
                 built = make(values)
-        except Exception as e:  # noqa: BLE001 - a candidate the class rejects scores lowest
-            last_error = f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
-            return -1
-        rows = structure(built)
-        total = 0
-        for r in rows:
-            want = live.get(r[0])
-            if want is not None:
-                got = _units(r)
-                total += sum(x == y for a, b in zip(want, got) for x, y in zip(a, b))
-                total -= sum(abs(len(a) - len(b)) for a, b in zip(want, got))
-        return total - abs(len(rows) - len(live))
+            cast_like(built, dtype)
+        except Exception as e:  # noqa: BLE001 - a candidate the class rejects is no build
+            error = f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
+            return None
+        got = parts(built)
+        diffs = differences(live, got)
+        return _Try(weight(diffs, live, got), diffs, got)
 
+    by_name = {f.name: f for f in searched}
     pools = {f.name: candidates(module, f, functools.partial(fits, f)) for f in searched}
-    start_values = {f.name: (pools[f.name][0] if pools[f.name] else f.value) for f in searched}
-    first_score = score(start_values)
-    current, best = start_values, first_score
+    values = {f.name: f.value for f in searched}
+    values.update(start or {})
+    for f in searched:
+        if values[f.name] is None and f.required and pools[f.name]:
+            values[f.name] = pools[f.name][0]
+    seen = {tuple(_key(values[n]) for n in by_name)}
+    best = run(values)
     out_of_time = False
-    # Two orders from the same start: the options first (a ratio only scores once the widths it
-    # multiplies hold their likely values), then the required values first.
-    for required_last in (True, False):
-        if best == best_total or out_of_time:
+
+    def tried(change: dict[str, Any]) -> bool:
+        state = tuple(_key(change[n] if n in change else values[n]) for n in by_name)
+        if state in seen:
+            return True
+        seen.add(state)
+        return False
+
+    order = sorted(searched, key=lambda f: (not f.required, _rank(f, pools)))
+    while best is None or best.score > 0:
+        if time.thread_time() > deadline:
+            out_of_time = True
             break
-        trial_best, trial_current = first_score, start_values
-        order = sorted(searched, key=lambda f: (f.required == required_last, _rank(f, pools)))
-        for _ in range(3):
-            improved = False
+        step: tuple[dict[str, Any], _Try] | None = None
+        if best is not None:
+            n = 0
+            for change in proposals(best.diffs, searched, values, module, factory):
+                if any(
+                    k not in by_name or same_value(v, values[k]) or not fits(by_name[k], v)
+                    for k, v in change.items()
+                ):
+                    continue
+                if tried(change):
+                    continue
+                got = run({**values, **change})
+                if got is not None and got.score < best.score:
+                    step = (change, got)
+                    break
+                n += 1
+                if n >= GUIDED_TRIES or time.thread_time() > deadline:
+                    break
+        if step is None:
             for f in order:
                 for c in pools[f.name]:
-                    if trial_best == best_total:
-                        break
-                    if same_value(c, trial_current[f.name]):
+                    if same_value(c, values[f.name]) or tried({f.name: c}):
                         continue
-                    if builds >= max_builds or time.perf_counter() - start > MAX_SECONDS:
-                        out_of_time = True
+                    if time.thread_time() > deadline:
                         break
-                    trial = {**trial_current, f.name: c}
-                    s = score(trial)
-                    if s > trial_best:
-                        trial_best, trial_current, improved = s, trial, True
-            if trial_best == best_total or not improved or out_of_time:
-                break
-        if trial_best > best:
-            best, current = trial_best, trial_current
-    if best == best_total:
-        return Inferred(current, True, "")
+                    got = run({**values, f.name: c})
+                    if got is not None and (best is None or got.score < best.score):
+                        step = ({f.name: c}, got)
+                        break
+                if step is not None:
+                    break
+        if step is None:
+            out_of_time = time.thread_time() > deadline
+            break
+        values.update(step[0])
+        best = step[1]
+    seconds = time.thread_time() - t0
+    if best is None:
+        why = (
+            f"building it on the meta device failed ({error})" if error else "it could not be built"
+        )
+        return Inferred(values, Check(why), builds, why, seconds)
+    if best.score == 0:
+        return Inferred(values, Check("", [], best.built), builds, "", seconds)
     why = "no candidate values rebuild it exactly"
     if out_of_time:
-        why = "no exact match was found within the search's budget"
-    if best < 0 and last_error:
-        why = f"building it on the meta device failed ({last_error})"
-    return Inferred(current, False, why)
+        why = f"the search ran out of its time budget after {builds} builds"
+    assert best.built is not None
+    text = f"inexact: {sentence(best.diffs, live, best.built)}"
+    return Inferred(values, Check(text, best.diffs, best.built), builds, why, seconds)

@@ -8,15 +8,25 @@ keeps the subclasses' ``tp_new`` slot pointing at the removed function). Argumen
 recorded as reassigned. ``copy.deepcopy`` never calls ``__init__``, so copies are not recorded.
 
 The record is a deep copy of the arguments as they were then: timm's EfficientNet pops keys from
-the block definitions it was given, and a record sharing them would rebuild nothing. Modules,
-tensors, classes and functions are kept as they are (identity is their meaning, and copying weights
-is costly); an argument that cannot be copied is kept with a note saying so.
+the block definitions it was given, and a record sharing them would rebuild nothing. Classes and
+functions are kept as they are (identity is their meaning); an argument that cannot be copied is
+kept with a note saying so.
+
+What a record keeps alive: the copies of its module's plain arguments (numbers, strings, lists,
+configs), until the module is collected. Never a tensor or a module: those arguments (and methods
+bound to a module) are held by weak reference, so a record neither keeps the user's weights alive
+nor ties a module to itself through its parent; a record whose tensor or module is gone is no
+longer used (the form infers the values instead, as without recording).
+
+``record_everything()`` (``%load_ext torchxray``) records every module built from then on, the
+whole notebook in one line; ``record_init_args()`` records one block.
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import inspect
 import sys
 import threading
@@ -27,7 +37,15 @@ from typing import Any
 
 from torch import Tensor, nn
 
-__all__ = ["record_init_args", "recorded_args", "recorded_notes", "remember", "snapshot"]
+__all__ = [
+    "record_everything",
+    "record_init_args",
+    "recorded_args",
+    "recorded_notes",
+    "recording",
+    "remember",
+    "snapshot",
+]
 
 _lock = threading.RLock()
 _depth = 0
@@ -36,7 +54,24 @@ _records: weakref.WeakKeyDictionary[nn.Module, tuple[tuple[Any, ...], dict[str, 
 )
 _notes: weakref.WeakKeyDictionary[nn.Module, dict[str, str]] = weakref.WeakKeyDictionary()
 _saved_init: Any = None
+_forever = False  # record_everything() is on
 _MAX_FRAMES = 64
+
+
+class _Weak:
+    """A record's weak hold on a tensor, a module or a method bound to one."""
+
+    __slots__ = ("ref",)
+
+    def __init__(self, value: Any) -> None:
+        self.ref = weakref.WeakMethod(value) if inspect.ismethod(value) else weakref.ref(value)
+
+    def __hash__(self) -> int:
+        return id(self)
+
+
+class _Gone(Exception):
+    """A weakly held argument was collected: the record cannot rebuild its module."""
 
 
 def _outermost_init(obj: object, frame: FrameType | None) -> FrameType | None:
@@ -91,8 +126,11 @@ def _recording_init(self: nn.Module, *args: Any, **kwargs: Any) -> None:
             notes: dict[str, str] = {}
             memo: dict[int, Any] = {}
             rec = (
-                tuple(_snapshot(v, memo, notes, f"argument {i + 1}") for i, v in enumerate(args)),
-                {k: _snapshot(v, memo, notes, k) for k, v in kwargs.items()},
+                tuple(
+                    _snapshot(v, memo, notes, f"argument {i + 1}", weak=True)
+                    for i, v in enumerate(args)
+                ),
+                {k: _snapshot(v, memo, notes, k, weak=True) for k, v in kwargs.items()},
             )
             with _lock:
                 _records[self] = rec
@@ -111,7 +149,57 @@ def _kept(value: Any) -> bool:
     )
 
 
-def _snapshot(value: Any, memo: dict[int, Any], notes: dict[str, str], name: str) -> Any:
+# id(object) -> (weak reference to it, its last copy): one config is given to every layer of a
+# transformers model, and copying it once per layer was a third of a meta build's time.
+_copies: dict[int, tuple[weakref.ref[Any], Any]] = {}
+
+
+def _same_state(a: Any, b: Any) -> bool:
+    try:
+        return type(a) is type(b) and bool(vars(a) == vars(b))
+    except Exception:  # noqa: BLE001 - no __dict__, or values that refuse ==
+        return False
+
+
+def _shared_copy(value: Any) -> Any:
+    """The copy made for an earlier record of the same object, if the object has not changed
+    since (compared with the copy, attribute by attribute)."""
+    with _lock:
+        got = _copies.get(id(value))
+    if got is None or got[0]() is not value or not _same_state(value, got[1]):
+        return None
+    return got[1]
+
+
+def _forget(copies: dict[int, Any], key: int, _: Any) -> None:
+    # Bound to the dict itself: at interpreter exit the module's globals may already be None.
+    copies.pop(key, None)
+
+
+def _share(value: Any, out: Any) -> None:
+    key = id(value)
+    try:
+        ref = weakref.ref(value, functools.partial(_forget, _copies, key))
+    except TypeError:  # an object without weak references is copied every time
+        return
+    with _lock:
+        _copies[key] = (ref, out)
+
+
+def _weakly(value: Any) -> bool:
+    return isinstance(value, (nn.Module, Tensor)) or (
+        inspect.ismethod(value) and isinstance(value.__self__, (nn.Module, Tensor))
+    )
+
+
+def _snapshot(
+    value: Any, memo: dict[int, Any], notes: dict[str, str], name: str, weak: bool = False
+) -> Any:
+    if weak and _weakly(value):
+        try:
+            return _Weak(value)
+        except TypeError:  # a tensor type without weak references: held as before
+            return value
     if _kept(value):
         return value
     if id(value) in memo:
@@ -119,13 +207,16 @@ def _snapshot(value: Any, memo: dict[int, Any], notes: dict[str, str], name: str
     kind = type(value)
     out: Any
     if kind in (list, tuple, set, frozenset):
-        items = [_snapshot(v, memo, notes, name) for v in value]
+        items = [_snapshot(v, memo, notes, name, weak) for v in value]
         out = items if kind is list else kind(items)
     elif kind is dict:
-        out = {k: _snapshot(v, memo, notes, name) for k, v in value.items()}
+        out = {k: _snapshot(v, memo, notes, name, weak) for k, v in value.items()}
+    elif (shared := _shared_copy(value)) is not None:
+        out = shared
     else:
         try:
             out = copy.deepcopy(value, memo)
+            _share(value, out)
         except Exception as e:  # noqa: BLE001 - locks, open files, C objects without copy support
             notes[name] = (
                 f"{name}: recorded as the object itself ({type(value).__name__} cannot be copied: "
@@ -144,6 +235,33 @@ def _install() -> None:
 
 def _uninstall() -> None:
     nn.Module.__init__ = _saved_init  # type: ignore[method-assign]
+
+
+def record_everything(on: bool = True) -> None:
+    """Record the constructor arguments of every ``nn.Module`` built from now on, in every thread,
+    until ``record_everything(False)``: the whole notebook's forms read ``origin="recorded"``.
+    ``%load_ext torchxray`` calls it. Costs a few percent of a model's construction (bench:
+    ``python -m bench.recording``); what a record keeps alive is in this module's doc."""
+    global _depth, _forever
+    with _lock:
+        if bool(on) == _forever:
+            return
+        _forever = bool(on)
+        if on:
+            if _depth == 0:
+                _install()
+            _depth += 1
+        else:
+            _depth -= 1
+            if _depth == 0:
+                _uninstall()
+
+
+def recording() -> bool:
+    """Whether modules built now are recorded (inside ``record_init_args()`` or after
+    ``record_everything()``)."""
+    with _lock:
+        return _depth > 0
 
 
 @contextlib.contextmanager
@@ -168,10 +286,32 @@ def record_init_args() -> Iterator[None]:
                 _uninstall()
 
 
+def _resolve(value: Any) -> Any:
+    if type(value) is _Weak:
+        got = value.ref()
+        if got is None:
+            raise _Gone
+        return got
+    kind = type(value)
+    if kind in (list, tuple, set, frozenset):
+        items = [_resolve(v) for v in value]
+        return items if kind is list else kind(items)
+    if kind is dict:
+        return {k: _resolve(v) for k, v in value.items()}
+    return value
+
+
 def recorded_args(module: nn.Module) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
-    """The (args, kwargs) a module was constructed with, if it was built while recording."""
+    """The (args, kwargs) a module was constructed with, if it was built while recording (None
+    too when a tensor or module it was given has been collected since)."""
     with _lock:
-        return _records.get(module)
+        rec = _records.get(module)
+    if rec is None:
+        return None
+    try:
+        return tuple(_resolve(v) for v in rec[0]), {k: _resolve(v) for k, v in rec[1].items()}
+    except _Gone:
+        return None
 
 
 def snapshot(
@@ -195,5 +335,11 @@ def recorded_notes(module: nn.Module) -> dict[str, str]:
 
 def remember(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     """Record arguments known another way (``Form.build`` knows exactly what it passed)."""
+    memo: dict[int, Any] = {}
+    notes: dict[str, str] = {}
+    rec = (
+        tuple(_snapshot(v, memo, notes, "", weak=True) for v in args),
+        {k: _snapshot(v, memo, notes, k, weak=True) for k, v in kwargs.items()},
+    )
     with _lock:
-        _records[module] = (tuple(args), dict(kwargs))
+        _records[module] = rec

@@ -289,7 +289,7 @@ def title(
     guessed: tuple[str, ...] = (),
 ) -> str:
     """The first line of an entry's code, also its label in the History."""
-    paths = [p for i in items for p in i.paths]
+    paths = [p or "(the model)" for i in items for p in i.paths]
     where = ", ".join(paths[:4]) + (f" and {len(paths) - 4} more" if len(paths) > 4 else "")
     before, after = _class_names(i.old for i in items), _class_names(i.new for i in items)
     text = f"{entry_id}. {op} {where}: {before} -> {after}"

@@ -7,12 +7,16 @@ before the model is touched.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import torch
 import torch.nn as nn
 from torch.nn.parameter import is_lazy
+from torch.nn.utils import parametrize
 
+from .._forms.parts import logical, tensor_kind
+from .._unwrap import original_class
 from .paths import SlotIndex, holds_meta, tensors
 
 # Hook tables copied from a replaced module to its replacement (flags included so a hook keeps its
@@ -59,9 +63,47 @@ def place(new: nn.Module, old: nn.Module, index: SlotIndex, path: str, cast: boo
                     dst[hook_id] = src[hook_id]
 
 
+def reparametrize(new: nn.Module, old: nn.Module) -> None:
+    """Give ``new``'s submodules the parametrizations (weight_norm, spectral_norm, ...) that the
+    same-path submodules of ``old`` gained after construction: copies of the parametrization
+    modules, registered on a tensor of the same name and shape; ``carry`` then copies the
+    originals."""
+    mine = dict(new.named_modules())
+    for path, m in old.named_modules():
+        target = mine.get(path)
+        if target is None or not parametrize.is_parametrized(m):
+            continue
+        if original_class(type(target)) is not original_class(type(m)):
+            continue
+        for name, plist in m.parametrizations.items():
+            if parametrize.is_parametrized(target, name):
+                continue  # the constructor made it (a class that weight-norms its layers)
+            t = getattr(target, name, None)
+            # The live tensor's shape from meta copies: reading m.weight would run the
+            # parametrization on the live module (spectral_norm updates its buffers doing so).
+            shape = logical(m, name)
+            if not isinstance(t, torch.Tensor) or shape is None or t.shape != shape.shape:
+                continue
+            for p in plist:
+                parametrize.register_parametrization(target, name, copy.deepcopy(p), unsafe=True)
+
+
+def _set(module: nn.Module, name: str, value: torch.Tensor) -> None:
+    owner, _, leaf = name.rpartition(".")
+    m = module.get_submodule(owner)
+    if leaf in m._parameters:
+        m._parameters[leaf] = nn.Parameter(value, requires_grad=value.requires_grad)
+    else:
+        m._buffers[leaf] = value
+
+
 @torch.no_grad()
 def carry(new: nn.Module, old: nn.Module) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Copy parameters/buffers whose name and shape match from ``old`` into ``new``."""
+    """Copy parameters/buffers whose name and shape match from ``old`` into ``new``; a tensor
+    subclass (a torchao-quantized weight) is carried as a copy of itself, not cast into the new
+    module's plain tensor. Parametrizations ``old`` gained after construction are re-applied
+    first (``reparametrize``)."""
+    reparametrize(new, old)
     src: dict[str, torch.Tensor] = dict(old.named_parameters())
     src.update(old.named_buffers())
     kept, fresh = [], []
@@ -69,6 +111,17 @@ def carry(new: nn.Module, old: nn.Module) -> tuple[tuple[str, ...], tuple[str, .
         s = src.get(name)
         if s is None or is_lazy(s) or is_lazy(t) or s.shape != t.shape:
             fresh.append(name)
+            continue
+        if tensor_kind(s):
+            try:
+                if s.dtype != t.dtype:
+                    raise TypeError("a subclass in another dtype than the rebuilt tensor")
+                copied = s.detach().clone().requires_grad_(s.requires_grad)
+            except Exception:  # noqa: BLE001, S112 - a subclass without clone: left fresh; the
+                fresh.append(name)  # edit's gate then names the tensor that lost its kind
+                continue
+            _set(new, name, copied)
+            kept.append(name)
             continue
         t.copy_(s)
         if isinstance(t, nn.Parameter):

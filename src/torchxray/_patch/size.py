@@ -14,6 +14,7 @@ from torch import nn
 from torch.nn.parameter import is_lazy
 
 from .._forms.field import FormError
+from .._forms.metabuild import meta_build
 
 __all__ = ["TooLarge", "check", "estimate", "limit"]
 
@@ -67,7 +68,7 @@ def estimate(form: Any, changes: dict[str, Any]) -> int | None:
     except KeyError:
         pass
     try:
-        with torch.device("meta"):
+        with meta_build():  # on meta, weights never initialised
             module = form.build(**meta)
     except Exception:  # noqa: BLE001 - a constructor that needs real tensors: no estimate
         return None

@@ -239,7 +239,8 @@ class Recorder:
                 if checked is not None:
                     call.contract = checked.check(self, args, kwargs, out)
                 if produced is not None:
-                    produced.produce(call, (out,) if isinstance(out, tensor) else leaves(out))
+                    got = (out,) if isinstance(out, tensor) else leaves(out)
+                    produced.produce(call, got, bool(self._modules))
                 if watch.active:
                     watch.check(call, out, args, kwargs)
             except Exception as exc:  # noqa: BLE001 - the forward ran; only our reading failed

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["Cancel", "ProbeCancelled", "current", "scope"]
+__all__ = ["Cancel", "ProbeCancelled", "check", "current", "scope"]
 
 
 class ProbeCancelled(BaseException):  # noqa: N818 - named as KeyboardInterrupt is
@@ -45,6 +45,15 @@ _local = threading.local()
 def current() -> Cancel | None:
     """The token of the probe about to run in this thread (None outside `scope`)."""
     return getattr(_local, "token", None)
+
+
+def check(stage: str) -> None:
+    """Raise `ProbeCancelled` if this thread's token is set: the setup of a probe of 100,000
+    modules takes seconds before the first module call, where the recorder would first look."""
+    token = current()
+    if token is not None and token.is_set:
+        token.where = ""
+        raise ProbeCancelled(f"probe cancelled while {stage}")
 
 
 @contextmanager

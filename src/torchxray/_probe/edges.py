@@ -8,6 +8,14 @@ producers through functional ops (``x + identity``, views, ``torch.cat``) and na
 an edge spans the ops between two modules and a residual block's skip shows as an edge of its
 own. A tensor that reaches a module by any other way (a module attribute, a cache) gives no edge.
 Real mode keeps no edges: holding its tensors would hold their memory.
+
+Returns: when a module with children returns, what each returned tensor came from is recorded
+too, as an edge into the module marked as returned (`Edges(..., returned=True)`,
+``report.returns``): a child whose output it returned ("blocks.1.1.drop_path" -> "blocks.1.1"),
+or, through functional ops only, the module's own input (``x = self.drop_path(x) + shortcut``:
+the producer of ``shortcut`` -> "blocks.1.1" via add): a residual skip that no module of the
+block receives. Leaf modules record none: their input reaches their output through their own
+ops, which says nothing.
 """
 
 from __future__ import annotations
@@ -19,6 +27,9 @@ from typing import Any
 import torch
 
 _MAX_OPS = 6  # ops named on one edge; a longer chain ends with "..."
+# The last "op" of a raw edge into the module that returned the tensor (see the docstring): kept
+# in the ops so that the memo's inner edges and replays carry returns as they carry the rest.
+RETURNED = "<returned>"
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,10 +62,19 @@ class Produced:
         self.map: dict[int, tuple[torch.Tensor, tuple[tuple[Any, tuple[str, ...]], ...]]] = {}
         self.raw: list[tuple[Any, Any, tuple[int, ...], tuple[str, ...]]] = []
 
-    def produce(self, call: Any, leaves: Sequence[Any]) -> None:
+    def produce(self, call: Any, leaves: Sequence[Any], returns: bool = False) -> None:
+        """`call` returned `leaves`; with `returns` (a module with children), what each came
+        from is recorded first as a return edge."""
         entry = ((call, ()),)
+        get = self.map.get
+        seen: set[int] | None = set() if returns else None
         for t in leaves:
             if isinstance(t, torch.Tensor):
+                if seen is not None and (hit := get(id(t))) is not None and hit[0] is t:
+                    for src, ops in hit[1]:
+                        if id(src) not in seen and src is not call:
+                            seen.add(id(src))
+                            self.raw.append((src, call, tuple(t.shape), (*ops, RETURNED)))
                 self.map[id(t)] = (t, entry)
 
     def consume(self, call: Any, leaves: Sequence[Any]) -> None:
@@ -109,11 +129,13 @@ def _named(ops: tuple[str, ...]) -> tuple[str, ...]:
 
 
 class Edges(Sequence[Edge]):
-    """The run's edges in the order of their consumers' calls, made when first read."""
+    """The run's edges in the order of their consumers' calls, made when first read; with
+    `returned`, the return edges instead (the module that returned the tensor as `dst`)."""
 
-    def __init__(self, log: Sequence[Any], raw: list[Any]) -> None:
+    def __init__(self, log: Sequence[Any], raw: list[Any], returned: bool = False) -> None:
         self._log: Sequence[Any] = log
         self._raw = raw
+        self._returned = returned
         self._made: tuple[Edge, ...] | None = None
 
     def _edges(self) -> tuple[Edge, ...]:
@@ -125,7 +147,12 @@ class Edges(Sequence[Edge]):
                 counts[call.path] = n + 1
                 pos[id(call)] = (i, n)
             made = []
+            want = self._returned
             for src, dst, shape, ops in self._raw:
+                if (bool(ops) and ops[-1] == RETURNED) is not want:
+                    continue
+                if want:
+                    ops = ops[:-1]
                 s, d = pos.get(id(src)), pos.get(id(dst))
                 if s is not None and d is not None:  # both calls finished and were kept
                     made.append((d[0], Edge(src.path, s[1], dst.path, d[1], shape, _named(ops))))
@@ -184,12 +211,19 @@ def mark(produced: Produced | None, leaves: list[Any]) -> _Saved:
     return saved
 
 
+def _recent(raw: list[Any], src: Any, dst: Any, ops: tuple[str, ...]) -> bool:
+    """An edge from `src` to `dst` of the same side (received, or returned: a module's input can
+    be both, ``x * self.gate(x)``) among the last few: the duplicate a marked leaf gives."""
+    back = ops[-1:] == (RETURNED,)
+    return any(r[0] is src and r[1] is dst and (r[3][-1:] == (RETURNED,)) is back for r in raw[-8:])
+
+
 def _expand(raw: list[Any], call: Any, k: int, shape: Any, ops: Any, saved: _Saved) -> None:
     hit = saved[k][1] if k < len(saved) else None
     if hit is None:
         return
     for src, before in hit[1]:
-        if not any(r[0] is src and r[1] is call for r in raw[-8:]):
+        if not _recent(raw, src, call, ops):
             raw.append((src, call, shape, _merge(before, ops)))
 
 
@@ -212,7 +246,7 @@ def unmark(produced: Produced | None, saved: _Saved, first: int) -> None:
     for src, dst, shape, ops in found:
         if isinstance(src, Marker):
             _expand(raw, dst, src.k, shape, ops, saved)
-        elif not any(r[0] is src and r[1] is dst for r in raw[-8:]):
+        elif not _recent(raw, src, dst, ops):
             raw.append((src, dst, shape, ops))
 
 
@@ -248,3 +282,64 @@ def replay_edges(
         hit = produced.map.get(id(t)) if isinstance(t, torch.Tensor) else None
         if hit is not None and hit[0] is t:
             _expand(raw, call, 0, shape, ops, [(t, hit)])
+
+
+# What a memoised block returned came from, kept so that a replay gives the return edges a run
+# would: per output leaf, its sources as ("d", position among the block's calls, ops) or
+# ("i", input leaf k, ops).
+_Returns = tuple[tuple[tuple[str, int, tuple[str, ...]], ...], ...]
+
+
+def return_refs(produced: Produced, leaves: Sequence[Any], where: dict[int, int]) -> _Returns:
+    """The sources of the block's output `leaves` (read before its own return is recorded)."""
+    out = []
+    for t in leaves:
+        hit = produced.map.get(id(t)) if isinstance(t, torch.Tensor) else None
+        refs: list[tuple[str, int, tuple[str, ...]]] = []
+        if hit is not None and hit[0] is t:
+            for src, ops in hit[1]:
+                if isinstance(src, Marker):
+                    refs.append(("i", src.k, ops))
+                elif where.get(id(src), -1) >= 0:
+                    refs.append(("d", where[id(src)], ops))
+        out.append(tuple(refs))
+    return tuple(out)
+
+
+def unmark_outputs(produced: Produced | None, leaves: Sequence[Any], saved: _Saved) -> None:
+    """The block's outputs made from a marked input leaf through ops come from that leaf's own
+    producers (what a run without the memo records), before `unmark` forgets the markers."""
+    if produced is None:
+        return
+    for t in leaves:
+        hit = produced.map.get(id(t)) if isinstance(t, torch.Tensor) else None
+        if hit is None or hit[0] is not t or not any(isinstance(s, Marker) for s, _ in hit[1]):
+            continue
+        sources: list[tuple[Any, tuple[str, ...]]] = []
+        for src, ops in hit[1]:
+            if not isinstance(src, Marker):
+                sources.append((src, ops))
+            elif src.k < len(saved) and (was := saved[src.k][1]) is not None:
+                sources += [(s, _merge(before, ops)) for s, before in was[1]]
+        produced.map[id(t)] = (t, tuple(sources))
+
+
+def replay_returns(
+    produced: Produced, leaves: Sequence[Any], refs: _Returns, made: list[Any], given: list[Any]
+) -> None:
+    """A replay's fresh outputs come from what the block's outputs came from: its replayed calls
+    or its inputs' producers, so that the block's own return is recorded as a run records it."""
+    for t, got in zip(leaves, refs):
+        if not isinstance(t, torch.Tensor) or not got:
+            continue
+        sources: list[tuple[Any, tuple[str, ...]]] = []
+        for kind, j, ops in got:
+            if kind == "d":
+                sources.append((made[j], ops))
+                continue
+            x = given[j] if j < len(given) else None
+            hit = produced.map.get(id(x)) if isinstance(x, torch.Tensor) else None
+            if hit is not None and hit[0] is x:
+                sources += [(s, _merge(before, ops)) for s, before in hit[1]]
+        if sources:
+            produced.map[id(t)] = (t, tuple(sources))

@@ -24,13 +24,24 @@ from .._fake.memo import BlockCall, BlockMemo, meta
 from .._fake.memo_cache import PLAIN, replay_slots, slot_effects
 from .._fake.mode import fresh as new_tensor
 from .calls import Call, Recorder
-from .edges import inner_edges, mark, replay_edges, unmark
+from .edges import (
+    inner_edges,
+    mark,
+    replay_edges,
+    replay_returns,
+    return_refs,
+    unmark,
+    unmark_outputs,
+)
 
 __all__ = ["Memo"]
 
 
 class _Entry:
-    __slots__ = ("spec", "leaves", "metas", "descendants", "flops", "index", "effects", "confirmed")
+    __slots__ = (
+        "spec", "leaves", "metas", "descendants", "flops", "index", "effects", "confirmed",
+        "returns",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -50,6 +61,7 @@ class _Entry:
         # Per cache argument, in order: its slot's state after the call (template, key).
         self.effects = effects
         self.confirmed = index is None
+        self.returns: Any = ()  # what each output leaf came from (`_probe.edges.return_refs`)
 
     def same(self, other: _Entry) -> bool:
         """Whether a second block of another index did exactly what the first one did."""
@@ -104,6 +116,7 @@ class Memo(BlockMemo):
     ) -> _Entry | None:
         start, first_edge, marked = token
         fresh = self._describe(here, result, start, call, before, first_edge)
+        unmark_outputs(self.run.produced, pytree.tree_leaves(result), marked)
         unmark(self.run.produced, marked, first_edge)
         return fresh
 
@@ -142,7 +155,10 @@ class Memo(BlockMemo):
             if inner is None:
                 return None  # a tensor reached the block other than through its inputs
             descendants = [(*d, inner.get(i, ())) for i, d in enumerate(descendants)]
-        return _Entry(spec, leaves, descendants, own.flops, call.index, effects)
+        entry = _Entry(spec, leaves, descendants, own.flops, call.index, effects)
+        if run.produced is not None:
+            entry.returns = return_refs(run.produced, leaves, where)
+        return entry
 
     def replay(self, here: Call, entry: _Entry, call: BlockCall) -> Any:
         run = self.run
@@ -151,14 +167,21 @@ class Memo(BlockMemo):
         given = pytree.tree_leaves((call.args, call.kwargs))
         made: list[Call] = []
         produced = run.produced
+        pending = []
         for rel, inputs, outputs, flops, site, up, *edges in entry.descendants:
             parent = own if up < 0 else made[up]
             inner = Call.made(own.path + rel, inputs, outputs, flops, True, site, parent)
             made.append(inner)
             run.log.append(inner)
             if produced is not None and edges:
-                replay_edges(produced, inner, edges[0], made, list(given))
+                pending.append((inner, edges[0]))
+        # After every call is made: a call's return edges come from its own later descendants.
+        for inner, edges in pending:
+            replay_edges(produced, inner, edges, made, list(given))  # type: ignore[arg-type]
         for outer in run.stack:  # own is on the stack: it and its callers get the block's FLOPs
             outer.flops += entry.flops
         replay_slots(call.caches, entry.effects, call.index)
-        return entry.outputs(fresh=produced is not None)
+        out = entry.outputs(fresh=produced is not None)
+        if produced is not None and entry.returns:
+            replay_returns(produced, entry.leaves, entry.returns, made, list(given))
+        return out

@@ -244,6 +244,9 @@ class ProbeReport:
     flow: Sequence[FlowEntry] = field(default=())
     # Fake mode: module A's output received by module B, A -> B with the shape (`_probe.edges`).
     edges: Sequence[Edge] = field(default=())
+    # Fake mode: what each module with children returned came from, src -> the module (dst)
+    # with the ops between: a child's output, or its own input through ops (a residual skip).
+    returns: Sequence[Edge] = field(default=())
     # What torchxray itself could not do in this run, one sentence each (a value it could not
     # read: that record holds a placeholder); the forward and every other record are unaffected.
     limitations: tuple[str, ...] = field(default=())

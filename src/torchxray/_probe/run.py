@@ -23,6 +23,7 @@ from torch.nn.parameter import is_lazy
 from .._fake.mode import quiet_fake_logs
 from .._fake.pool import borrowed
 from .._fake.state import kept_state, set_training, snapshot_state, undo_fake_state
+from . import cancel
 from .calls import Call, Recorder
 from .flops import FlopCount
 from .fsdp import fsdp_kept, fsdp_resharded
@@ -139,6 +140,7 @@ class ProbeRun:
             # One snapshot serves both kept_state and, in fake mode, undo_fake_state.
             state = snapshot_state(self.modules)
             es.enter_context(kept_state(self.modules, _buffers(self.modules, limit), state))
+            cancel.check("setting up")  # each step takes seconds on 100,000 modules
             if self.mode == "fake":
                 es.callback(undo_fake_state, state)
                 # FSDP2 units: lazily initialised for real, their bookkeeping put back after.
@@ -165,10 +167,12 @@ class ProbeRun:
                     es.callback(setattr, self.fake_mode, "front", None)
                 else:
                     es.enter_context(counter.mode())
+            cancel.check("setting up")
             if self.memoise:
                 self.memo = Memo(self.model, self.modules, self.paths, self.recorder)
                 for m, stub in self.memo.stubs():
                     self.patches.stub(m, stub)
+            cancel.check("setting up")
             es.callback(self.recorder.release)  # the last tensor it read, held until now
             es.callback(self.patches.undo)
             self.patches.install(self.recorder)

@@ -27,9 +27,9 @@ def read(name: str) -> str:
 # Code travels base64-encoded so that no "</script>" inside it can end its element early.
 _PAGE = """<!doctype html>
 <html><head><meta charset="utf-8"><title>{title}</title>
-<style>body {{ margin: 16px; }} .tx-root {{ height: calc(100vh - 40px); }}
-@media (prefers-color-scheme: dark) {{ body {{ background: #0d1117; }} }}</style>
-<style>{css}</style></head>
+<style>{css}</style>
+<style>body {{ margin: 16px; }} #tx-root > .tx-root {{ height: calc(100vh - 34px); }}
+@media (prefers-color-scheme: dark) {{ body {{ background: #0d1117; }} }}</style></head>
 <body><div id="tx-root"></div>
 <script type="text/plain" id="tx-state">{state}</script>
 <script type="text/plain" id="tx-bundle">{bundle}</script>
@@ -72,6 +72,12 @@ def _dark_css() -> str:
         scope = f"{theme} .tx-src"
         rules += formatter.get_background_style_defs(scope) + formatter.get_token_style_defs(scope)
         rules.append(f"{scope} .hll {{ background-color: #2d333b }}")
+    # A standalone page (ex.to_html()) in a dark browser: the widget turns dark by itself
+    # (styles.css); its code must too, or unstyled names and brackets are near-white on light.
+    scope = "body:not([data-jp-theme-light]):not(.vscode-light) .tx-src"
+    rules.append("@media (prefers-color-scheme: dark) {")
+    rules += formatter.get_background_style_defs(scope) + formatter.get_token_style_defs(scope)
+    rules += [f"{scope} .hll {{ background-color: #2d333b }}", "}"]
     return "\n".join(rules) + "\n"
 
 

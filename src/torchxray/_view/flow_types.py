@@ -22,11 +22,13 @@ class FlowRequest(TypedDict):
 
 
 class GraphRequest(TypedDict):
-    """The dataflow graph of a module's direct children (one level), as graphviz DOT."""
+    """The dataflow graph of a module's children (one level, or `depth`), as graphviz DOT."""
 
     kind: Literal["graph"]
     path: str
     open: NotRequired[Annotated[list[str], []]]  # the groups the person expanded, by their `key`
+    # Levels of descendants drawn (1: the children; deeper ones as clusters; 0: all of them).
+    depth: NotRequired[Annotated[int, 1]]
 
 
 # -- replies ------------------------------------------------------------------------------------
@@ -58,6 +60,8 @@ class FlowLine(TypedDict):
     key: str  # a fold's key (for `open`); "" for a call
     last: str  # a fold: the last call's path
     open: bool  # a fold: whether its calls follow
+    time_ms: float | None  # the call's time (a real probe); a fold: its calls' sum
+    flops: int | None  # the call's FLOPs (counted in a fake probe); a fold: its calls' sum
 
 
 class FlowReply(TypedDict):
@@ -74,7 +78,7 @@ class GraphNode(TypedDict):
 
     id: str  # the DOT node id (the SVG node's <title>)
     path: str  # the module (a group: its first); "" for the input and output
-    kind: Literal["module", "group", "input", "output"]
+    kind: Literal["module", "group", "cluster", "input", "output"]  # cluster: its kids drawn
     key: str  # a group's key (for `open`); "" otherwise
     count: int  # a group: how many modules it stands for
     nkids: int  # the module's children: 0 means there is nothing to go into
@@ -87,3 +91,4 @@ class GraphReply(TypedDict):
     nodes: list[GraphNode]
     edges: int  # edges drawn
     note: str  # e.g. "a real probe records no dataflow: run a fake probe"
+    depth: int  # the depth drawn (lower than asked past MAX_NODES boxes); 0: all of it

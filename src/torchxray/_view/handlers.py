@@ -15,7 +15,9 @@ from . import tools_flow as flow
 from . import tools_memory as memory
 from . import tools_patch as patch
 from . import tools_probe as probe
+from . import tools_summary as summary
 from . import tools_tree as tree
+from . import tools_watch as watch
 from .host import Handler
 
 __all__ = ["HANDLERS"]
@@ -42,6 +44,7 @@ HANDLERS: dict[str, Handler] = {
     "probe": probe.on_probe,
     "probe_table": probe.on_probe_table,
     "cancel": probe.on_cancel,
+    "summary": summary.on_summary,
     # selection, compare and health
     "pick": compare.on_pick,
     "plan": compare.on_plan,
@@ -56,4 +59,8 @@ HANDLERS: dict[str, Handler] = {
     # the execution flow: the call tree and the Graph tab
     "flow": flow.on_flow,
     "graph": flow.on_graph,
+    # the Training tab
+    "train_series": watch.on_train_series,
+    "train_control": watch.on_train_control,
+    "train_figures": watch.on_train_figures,
 }

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ..patch import PatchEntry, PatchLog
     from ..probe import ProbeReport
     from ..tree import ModelTree
+    from ..watch import Watch
     from .origin import Opened
     from .replies import ProbeSummary, Reply
     from .serialize import RowMaker
@@ -87,7 +88,10 @@ class Host(Protocol):
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
     probe_note: str
+    patch_refusal: str  # why Apply cannot change this model ('' when it can), said before Apply
     caches: Caches
+    watch: Watch | None  # the training lens shown (ex.watch), if any
+    training_now: bool  # answering between two steps of a running loop (no probe then)
 
     @property
     def tree(self) -> ModelTree: ...

@@ -1,4 +1,4 @@
-"""The Explorer's Python API (``ex.select``, ``ex.edit``, ``ex.undo``, ``ex.probe_report``, ``ex.to_html``...):
+"""The Explorer's Python API (``ex.select``, ``ex.edit``, ``ex.undo``, ``ex.probe_report``, ``ex.summary``, ``ex.to_html``...):
 each call does what the view's request does, through the same Session, and re-sends the states it
 changed. A mixin of ``widget.Explorer``, which holds the traitlets, the lock and the background probe.
 """
@@ -8,15 +8,17 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from torch import nn
 
 from ..patch import PatchEntry
 from ..probe import ProbeReport
+from ..summary import summarize
 from . import assets
 from .host import ALL, PROBE, SELECT, States
 from .session import Session
+from .tools_summary import NO_PROBE
 
 __all__ = ["STATE", "PythonApi"]
 
@@ -101,23 +103,40 @@ class PythonApi:
         log = self._live().log
         return log.to_code() if log is not None else ""
 
+    def summary(self, depth: int | None = None) -> str:
+        """The text summary of the model as it is now (``tx.summary``'s: the tree to ``depth``,
+        output shapes from the last probe, totals); ``print(ex)`` prints the same. Waits for a
+        probe running in the background."""
+        self._join()
+        with self._lock:
+            s = self._live()
+            return summarize(s.tree, s.report, depth=depth, note=s.probe_note or NO_PROBE).text()
+
     def save_snapshot(self) -> None:
         """Store a read-only snapshot in the widget state, so that a notebook saved with widget
         state shows the tree and panes without a kernel (actions disabled)."""
         self._join()
         self.snapshot = dict(self._live().snapshot())
 
-    def to_html(self, path: str | os.PathLike[str] | None = None) -> str:
+    @overload
+    def to_html(self, path: None = None) -> str: ...
+    @overload
+    def to_html(self, path: str | os.PathLike[str]) -> Path: ...
+    def to_html(self, path: str | os.PathLike[str] | None = None) -> str | Path:
         """A standalone HTML page (bundle and current state inlined, no network) that browses the
-        tree and panes read-only; written to ``path`` too when given."""
+        tree and panes read-only. With ``path``, the page is written there and the path returned:
+        a notebook cell ending in ``ex.to_html("model.html")`` shows that path, not megabytes of
+        page (the page text would also be saved into the notebook)."""
         self._join()
         state = {name: getattr(self, name) for name in STATE}
         state.update(readonly=True, snapshot=self._live().snapshot())
         title = f"torchxray: {self._live().tree.root.cls}"
         page = assets.standalone_page(state, title)
-        if path is not None:
-            Path(path).write_text(page, encoding="utf-8")
-        return page
+        if path is None:
+            return page
+        target = Path(path)
+        target.write_text(page, encoding="utf-8")
+        return target
 
     def _patch(self, op: str, *args: Any, **kwargs: Any) -> PatchEntry:
         self._join()  # the model changes only once the probe is done with it

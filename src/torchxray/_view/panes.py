@@ -1,6 +1,7 @@
-"""Pane data for the widget (overview, source, form, MRO, catalog, probe, history) as JSON-able
-dicts, in the shapes ``replies.py`` declares (and ``js/protocol_gen.ts`` is generated from). The
-tree's rows and pages are in ``serialize.py``.
+"""Pane data for the widget (overview, source, form, MRO, catalog, history) as JSON-able dicts,
+in the shapes ``replies.py`` declares (and ``js/protocol_gen.ts`` is generated from), and the
+shapes as text. The tree's rows and pages are in ``serialize.py``, the probe's summary and table
+in ``probe_panes.py``.
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from .._text import short
 
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from ..forms import Form
     from ..mro import ClassInfo
     from ..patch import PatchLog
-    from ..probe import ModuleRecord, ProbeReport, TensorInfo
+    from ..probe import ModuleRecord, TensorInfo
     from ..source import Source
     from ..tree import Node
     from .flow_types import SiteRow
@@ -30,10 +31,6 @@ if TYPE_CHECKING:
         HistoryState,
         MroReply,
         Overview,
-        ProbeError,
-        ProbeRow,
-        ProbeSummary,
-        ProbeTableReply,
         SourceReply,
     )
 
@@ -45,8 +42,8 @@ __all__ = [
     "leaves_text",
     "mro_dict",
     "overview",
-    "probe_summary",
-    "probe_table",
+    "output_parts",
+    "outputs_text",
     "shape_text",
     "source_dict",
 ]
@@ -64,9 +61,33 @@ def shape_text(shapes: Iterable[Sequence[int]]) -> str:
     return _clip(", ".join(parts), 120)
 
 
-def leaves_text(leaves: Iterable[TensorInfo | str], params: Sequence[str] | None = None) -> str:
+def _dims(shape: Sequence[int]) -> str:
+    return "×".join(map(str, shape)) if len(shape) else "scalar"
+
+
+def output_parts(leaves: Iterable[TensorInfo | str]) -> list[str]:
+    """Each output tensor as "name: shape", named by where it sat in what the module returned
+    ("logits: 1×8×100", "cache.self_attention_cache[0].keys: 1×4×8×8", "[1]: 2×3"); a lone
+    tensor returned as is is its shape alone. Non-tensor leaves (None, ints) are left out."""
+    tensors = [leaf for leaf in leaves if not isinstance(leaf, str)]
+    if len(tensors) == 1 and not tensors[0].name:
+        return [_dims(tensors[0].shape)]
+    return [
+        f"{t.name.lstrip('.')}: {_dims(t.shape)}" if t.name else _dims(t.shape) for t in tensors
+    ]
+
+
+def outputs_text(leaves: Iterable[TensorInfo | str], limit: int = 600) -> str:
+    """All of `output_parts`, joined with ", " (the Probe table's "output" column)."""
+    return _clip(", ".join(output_parts(leaves)), limit)
+
+
+def leaves_text(
+    leaves: Iterable[TensorInfo | str], params: Sequence[str] | None = None, named: bool = False
+) -> str:
     """Leaves as text; with ``params`` (the forward's parameter names), each tensor is labelled
-    by the argument it sat in: ``hidden_states: 2×8×64 float32`` for ``args[0]``."""
+    by the argument it sat in: ``hidden_states: 2×8×64 float32`` for ``args[0]``; ``named``
+    (outputs), by where it sat in what was returned: ``logits: 1×8×100 float32``."""
     out = []
     for leaf in leaves:
         if isinstance(leaf, str):
@@ -74,7 +95,10 @@ def leaves_text(leaves: Iterable[TensorInfo | str], params: Sequence[str] | None
         else:
             dims = "×".join(map(str, leaf.shape)) if leaf.shape else "scalar"
             text = f"{dims} {leaf.dtype}" + (f" {leaf.device}" if leaf.device != "cpu" else "")
-            label = _argument(leaf.name, params) if params is not None else ""
+            if params is not None:
+                label = _argument(leaf.name, params)
+            else:
+                label = leaf.name.lstrip(".") if named else ""
             out.append(f"{label}: {text}" if label else text)
     return _clip(", ".join(out), 300)
 
@@ -146,7 +170,7 @@ def overview(
         out["probe"] = {
             "calls": record.calls,
             "inputs": leaves_text(record.inputs, params),
-            "outputs": leaves_text(record.outputs),
+            "outputs": leaves_text(record.outputs, named=True),
             "flops": record.flops,
             "time_ms": record.time_ms,
             "mem_alloc": record.mem_alloc,
@@ -183,10 +207,13 @@ def source_dict(src: Source, html: str, line: int | None = None) -> SourceReply:
         "qualname": src.qualname,
         "forward_lines": src.forward_lines or None,
         "note": note,
+        "cell": src.cell,
     }
 
 
-def form_dict(form: Form, path: str, rev: int, aliases: Sequence[str] = ()) -> FormReply:
+def form_dict(
+    form: Form, path: str, rev: int, aliases: Sequence[str] = (), refusal: str = ""
+) -> FormReply:
     fields: list[FormField] = []
     for f in form.fields:
         default = f.default
@@ -215,6 +242,8 @@ def form_dict(form: Form, path: str, rev: int, aliases: Sequence[str] = ()) -> F
         "rev": rev,
         "aliases": list(aliases),
         "hint": _clip(form.hint, 1000),
+        "inexact": _clip(form.inexact, 1000),
+        "refusal": _clip(refusal, 400),
     }
 
 
@@ -241,122 +270,6 @@ def catalog_list(entries: Sequence[CatalogEntry], limit: int = 200) -> list[Cata
         {"name": e.name, "qualname": e.qualname, "group": e.group, "doc": _clip(e.doc, 300)}
         for e in entries[:limit]
     ]
-
-
-def probe_summary(
-    report: ProbeReport | None, previous: ProbeReport | None, rev: int, why: str = ""
-) -> ProbeSummary:
-    if report is None:
-        return {
-            "ok": None,
-            "mode": "",
-            "status": why or "no probe yet",
-            "count": 0,
-            "error": None,
-            "changed": 0,
-            "rev": rev,
-        }
-    diff = _Diff(report, previous)
-    changed = len(diff.changed) + len(diff.added) + len(diff.removed)
-    error: ProbeError | None = None
-    if report.error is not None:
-        e = report.error
-        error = {
-            "path": e.path,
-            "cls": e.cls,
-            "exc_type": e.exc_type,
-            "message": _clip(e.message, 1000),
-            "hint": _clip(e.hint, 1000),
-            "input_shapes": shape_text(e.input_shapes),
-        }
-        where = e.path or "(model)"
-        first = e.message.strip().splitlines()[0] if e.message.strip() else ""
-        status = _clip(f"probe failed at {where}: {e.exc_type}: {first}", 300)
-    else:
-        status = f"probe ok: {len(report.records)} modules"
-        if report.not_called:  # e.g. a fused fast path: say so, rather than leave rows blank
-            status += f"; {len(report.not_called)} not called (reasons in the table)"
-    return {
-        "ok": report.ok,
-        "mode": report.mode,
-        "status": status,
-        "count": len(report.records),
-        "error": error,
-        "changed": changed,
-        "rev": rev,
-    }
-
-
-class _Diff:
-    """The previous probe against this one, as the Probe pane shows it: output shapes or the class
-    changed (a replace that keeps shapes is still a change), added, removed; after a failed probe
-    the modules it no longer reached are "not reached", not "removed"."""
-
-    def __init__(self, report: ProbeReport, previous: ProbeReport | None) -> None:
-        self.changed: dict[str, str] = {}
-        self.added: set[str] = set()
-        self.removed: list[str] = []
-        self.not_reached: list[str] = []
-        if previous is None:
-            return
-        d = previous.diff(report)
-        self.added = {e.path for e in d.added}
-        gone = [e.path for e in d.removed]
-        if report.ok:
-            self.removed = gone
-        else:
-            self.not_reached = gone
-        shapes_differ = {e.path for e in d.changed}
-        for path, rec in report.records.items():
-            old = previous.records.get(path)
-            if old is None or (path not in shapes_differ and old.cls == rec.cls):
-                continue
-            # Same format as the "output" column, so before and now compare at a glance.
-            before = shape_text(old.output_shapes) if old.output_shapes else "—"
-            if old.cls != rec.cls:
-                before += f" (was {old.cls})"
-            self.changed[path] = before
-
-
-def probe_table(
-    report: ProbeReport, previous: ProbeReport | None, offset: int, limit: int, rev: int
-) -> ProbeTableReply:
-    diff = _Diff(report, previous)
-    failed = report.error.path if report.error is not None else None
-    paths = list(report.records)  # records are made when read: read only this page's
-    limit = min(max(limit, 1), 2000)
-    rows: list[ProbeRow] = []
-    for rec in (report.records[path] for path in paths[offset : offset + limit]):
-        status: Literal["same", "changed", "added", "failed"] = "same"
-        if rec.path == failed:
-            status = "failed"
-        elif rec.path in diff.changed:
-            status = "changed"
-        elif rec.path in diff.added:
-            status = "added"
-        rows.append(
-            {
-                "path": rec.path,
-                "cls": rec.cls,
-                "calls": rec.calls,
-                "inputs": shape_text(rec.input_shapes),
-                "outputs": shape_text(rec.output_shapes),
-                "status": status,
-                "before": diff.changed.get(rec.path),
-                "flops": rec.flops,
-                "time_ms": rec.time_ms,
-                "mem_peak": rec.mem_peak,
-            }
-        )
-    return {
-        "kind": "probe_table",
-        "rows": rows,
-        "total": len(paths),
-        "removed": diff.removed[:100],
-        "not_reached": diff.not_reached[:100],
-        "not_called": dict(list(report.not_called.items())[:200]),
-        "rev": rev,
-    }
 
 
 def history_dict(log: PatchLog) -> HistoryState:

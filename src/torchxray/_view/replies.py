@@ -9,10 +9,22 @@ from typing_extensions import NotRequired, TypedDict
 
 from . import compare_types as ct
 from . import flow_types as ft
+from . import summary_types as st
+from . import watch_types as wt
 
 # A tree row's markers; js/tree_row.ts labels each (a Record<Mark, ...>, so tsc fails on drift).
 Mark: TypeAlias = Literal[
-    "alias", "hooks", "fwd", "custom", "param", "wrap", "patched", "error", "contract"
+    "alias",
+    "hooks",
+    "fwd",
+    "custom",
+    "param",
+    "wrap",
+    "patched",
+    "error",
+    "inside_error",  # an ancestor of the module the last probe failed in
+    "contract",
+    "frozen",  # has parameters, none of them trainable
 ]
 
 
@@ -24,7 +36,10 @@ class NodeRow(TypedDict):
     cls: str
     nkids: int
     params: NotRequired[int]  # parameters in the subtree; not in an outline (not counted yet)
-    out: NotRequired[str]  # output shapes, once probed
+    # Once probed: the first output tensor, named by where it sat in what the module returned,
+    # and how many more ("logits: 1×8×100 +9"); a lone tensor returned as is: its shape alone.
+    out: NotRequired[str]
+    out_all: NotRequired[str]  # every output, "name: shape" one a line, when there are several
     marks: NotRequired[list[Mark]]
     alias_of: NotRequired[str]  # an alias path: the canonical path of the same module object
     placement: NotRequired[str]  # only where unusual: offloaded, DTensor / FSDP2, several devices
@@ -131,6 +146,9 @@ class ProbeError(TypedDict):
     message: str
     hint: str
     input_shapes: str
+    # "real" when fake tensors cannot run an op of this forward and the real probe can (the pane
+    # offers "Run real probe"); "" otherwise.
+    remedy: str
 
 
 class ProbeSummary(TypedDict):
@@ -141,6 +159,9 @@ class ProbeSummary(TypedDict):
     error: ProbeError | None
     changed: int
     rev: int
+    # The report shown is not the model's latest word: a probe runs, or the last one was
+    # cancelled or could not run (the status says so first, then what the shown report said).
+    stale: bool
 
 
 class HistoryEntry(TypedDict):
@@ -249,6 +270,9 @@ class SourceReply(TypedDict):
     qualname: str
     forward_lines: tuple[int, int] | None
     note: str | None  # e.g. "showing the original class of a parametrized module"
+    # "In [3]" when the class was defined in a notebook cell: the header names the cell (and the
+    # line in it), not the kernel's temporary file that `file` is then.
+    cell: str | None
 
 
 class FormReply(TypedDict):
@@ -260,6 +284,11 @@ class FormReply(TypedDict):
     rev: int
     aliases: list[str]
     hint: str  # why values are missing or guessed, and how to get exact ones; "" if none
+    # "" when the unchanged rebuild equals the live module, else one line: "inexact: norm1 would
+    # be GroupNorm(32, 32), the live one is GroupNorm(8, 32)" (Apply is refused until confirmed).
+    inexact: str
+    # "" when Apply can change the model, else why not (said before Apply: a TorchScript model).
+    refusal: str
 
 
 class PatchedReply(TypedDict):
@@ -282,7 +311,10 @@ class ProbeTableReply(TypedDict):
     rows: list[ProbeRow]
     total: int
     removed: list[str]
-    not_reached: list[str]  # after a failed probe: modules it stopped before (not removed)
+    # After a failed probe: the outermost modules it stopped before (not removed; what is under
+    # them was not reached either), and how many modules that is in all.
+    not_reached: list[str]
+    not_reached_total: int
     # After a successful probe: the outermost modules their parent's forward did not call -> why
     # (a fused fast path, weights used directly, unused); nothing under them was called either.
     not_called: NotRequired[dict[str, str]]
@@ -353,5 +385,5 @@ Reply: TypeAlias = (
     PatchedReply | ProbeReply | ProbeTableReply | MroReply | CatalogReply | AssetReply | ErrorReply |
     MemoryReply | FiguresReply | CancelReply |
     ct.PickReply | ct.PlanReply | ct.PeftReply | ct.DiffReply | ct.StatsReply | ct.HealthReply |
-    ft.FlowReply | ft.GraphReply
+    ft.FlowReply | ft.GraphReply | st.SummaryReply | wt.TrainSeriesReply | wt.TrainControlReply | wt.TrainFiguresReply
 )  # fmt: skip

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .panes import shape_text
+from .panes import output_parts
 
 if TYPE_CHECKING:
     from .._tree.outline import Outline, Sketch
@@ -55,6 +55,14 @@ def _is_patched(path: str, patched: frozenset[str]) -> bool:
     return any(".".join(parts[: i + 1]) in patched for i in range(len(parts)))
 
 
+_OUT_ALL = 40  # outputs listed in a row's tooltip
+
+
+def _clip_all(parts: list[str]) -> str:
+    more = len(parts) - _OUT_ALL
+    return "\n".join(parts[:_OUT_ALL]) + (f"\n… {more} more" if more > 0 else "")
+
+
 class RowMaker:
     """Turns nodes into rows with the markers of the current probe and patch log."""
 
@@ -62,6 +70,11 @@ class RowMaker:
         self.report = report
         self.patched = _patched(log)
         self.failed = report.error.path if report is not None and report.error is not None else None
+        # Its ancestors are marked too: a failure inside collapsed rows is seen from the top.
+        self.above_failed: frozenset[str] = frozenset()
+        if self.failed:
+            parts = self.failed.split(".")
+            self.above_failed = frozenset(".".join(parts[:i]) for i in range(len(parts)))
 
     def row(self, node: Node | Sketch) -> NodeRow:
         marks: list[Mark] = []
@@ -81,6 +94,8 @@ class RowMaker:
             marks.append("patched")
         if self.failed is not None and node.path == self.failed:
             marks.append("error")
+        elif node.path in self.above_failed:
+            marks.append("inside_error")
         row: NodeRow = {
             "path": node.path,
             "name": node.name,
@@ -90,11 +105,17 @@ class RowMaker:
         params = getattr(node, "params_total", None)  # an outline's Sketch has no counts yet
         if params is not None:
             row["params"] = params
+            if params and not node.trainable_total:  # type: ignore[union-attr]
+                marks.append("frozen")
         rec = self.report.records.get(node.path) if self.report is not None else None
         if rec is not None and rec.contract:
             marks.append("contract")
         if rec is not None and rec.output_shapes:
-            row["out"] = shape_text(rec.output_shapes)
+            # The first output by name ("logits: 1×8×100 +9"); the row's tooltip lists them all.
+            parts = output_parts(rec.outputs)
+            row["out"] = parts[0] + (f" +{len(parts) - 1}" if len(parts) > 1 else "")
+            if len(parts) > 1:
+                row["out_all"] = _clip_all(parts)
         elif rec is None and self.report is not None and self.report.ok:
             why = self.report.why_not_called(node.path)
             if why is not None:
@@ -147,9 +168,12 @@ def page(
     limit: int = 0,
     unfold: bool = False,
     page_size: int = 0,
+    runs: list[tuple[int, int]] | None = None,
 ) -> Page:
     """Children of ``parent``: folded items (offset/limit over folded runs) or, with ``unfold``,
-    plain rows of the raw children (offset/limit over child indices, e.g. to open a fold)."""
+    plain rows of the raw children (offset/limit over child indices, e.g. to open a fold).
+    ``runs``: ``folded(tree, parent)`` when the caller keeps it (it reads every child: most of
+    a page's time for a parent of 30,000 children)."""
     node = tree[parent]
     size = page_size or PAGE
     limit = size if limit <= 0 else min(limit, size)
@@ -159,7 +183,8 @@ def page(
         end = min(len(kids), offset + limit)
         items = [rows.child_row(tree, p) for p in kids[offset:end]]
         return {"items": items, "total": len(kids), "offset": offset}
-    runs = folded(tree, parent)
+    if runs is None:
+        runs = folded(tree, parent)
     for start, count in runs[offset : offset + limit]:
         first = tree[node.children[start]]
         if count == 1:

@@ -19,7 +19,8 @@ from ..patch import PatchEntry, PatchLog
 from ..probe import ProbeReport, probe
 from ..protocol import PROBE_MODES, SLOW, ProtocolError, error_reply, validate
 from ..tree import ModelTree, walk
-from . import panes, tools_flow
+from ..watch import Watch
+from . import panes, probe_panes, tools_flow
 from . import serialize as ser
 from .background import PROBING
 from .handlers import HANDLERS
@@ -30,7 +31,9 @@ from .schedule import Schedule
 from .snapshot import SNAPSHOT_NODES, snapshot
 from .snapshot_types import Snapshot
 
-__all__ = ["Session", "probe_mode"]
+__all__ = ["TRAINING_NOTE", "Session", "probe_mode"]
+
+TRAINING_NOTE = "probe waits while the model trains: Run probe (Probe tab) once the loop ends"
 
 
 def probe_mode(mode: str) -> str:
@@ -86,6 +89,8 @@ class Session:
         # The revision of the last model change: a probe alone bumps `rev` but leaves forms valid.
         self.model_rev = 0
         self.selected = ""
+        self.watch: Watch | None = None  # ex.watch: edits keep its optimizer true
+        self.training_now = False  # answering between two steps of a running loop
 
     @property
     def tree(self) -> ModelTree:
@@ -128,7 +133,7 @@ class Session:
         return panes.overview(node, rec, why, params, tools_flow.site_rows(self, node.path))
 
     def probe_summary(self) -> ProbeSummary:
-        return panes.probe_summary(self.report, self.previous, self.rev, self.probe_note)
+        return probe_panes.probe_summary(self.report, self.previous, self.rev, self.probe_note)
 
     def history(self) -> HistoryState:
         if self.log is None:
@@ -141,6 +146,10 @@ class Session:
     def run_probe(self, mode: str | None = None) -> None:
         if mode is not None:
             self.mode = probe_mode(mode)
+        if self.training_now:  # the loop goes on after this answer: the probe would race it
+            self.previous, self.report = self.report or self.previous, None
+            self.probe_note = TRAINING_NOTE
+            return
         if not self.args and not self.kwargs:
             self.probe_note = (
                 "no probe: pass example inputs, e.g. tx.explore(model, torch.randn(1, 3, 32, 32))"
@@ -163,14 +172,26 @@ class Session:
         """Stop the running probe at its next module call; False when none is running."""
         return self.schedule.cancel()
 
+    def _base(self) -> ProbeReport | None:
+        """What the next report is compared with: the last report there was, or, when that one
+        failed (it stopped early, so most modules would read as new), the last one that passed.
+        Undoing back to the model that last passed then reads "0 changed". When none passed yet
+        (a first fake run that could not run, then the real one), there is nothing to compare."""
+        last = self.report or self.previous
+        if last is not None and not last.ok:
+            return self.previous if self.previous is not None and self.previous.ok else None
+        return last
+
     def install(self, report: ProbeReport) -> None:
         # After a cancelled or failed probe, `previous` stays the last report there was.
-        self.previous, self.report = self.report or self.previous, report
+        self.previous, self.report = self._base(), report
         self.probe_note = ""
         self.rev += 1
 
     def changed(self) -> None:
         """After a patch: new tree, new probe."""
+        if self.log is not None:
+            self.model = self.log.model  # an edit of the root binds the rebuilt model
         self.tree = walk(self.live_model())
         self.rev += 1
         self.model_rev = self.rev
@@ -181,20 +202,31 @@ class Session:
             if (
                 self.schedule.pending
             ):  # probed in the background: meanwhile no shapes of the old model
-                self.previous, self.report = self.report or self.previous, None
+                self.previous, self.report = self._base(), None
         except Exception as e:  # noqa: BLE001 - a broken probe must not break the view
             # No stale report: the view would show shapes of a model that no longer exists.
-            self.previous, self.report = self.report, None
+            self.previous, self.report = self._base(), None
             self.probe_note = f"probe could not run: {type(e).__name__}: {e}"
         except KeyboardInterrupt:
             # The user stopped a slow (real) probe: the patch stands, its probe does not.
-            self.previous, self.report = self.report, None
+            self.previous, self.report = self._base(), None
             self.probe_note = "probe interrupted: run it again from the Probe tab"
             raise
 
     def patch(self, op: str, *args: Any, **kwargs: Any) -> PatchEntry:
         _ = self.origin  # the model as opened, before its first change
-        entry: PatchEntry = getattr(self.patch_log(), op)(*args, **kwargs)
+        log = self.patch_log()
+
+        def apply() -> PatchEntry:
+            entry: PatchEntry = getattr(log, op)(*args, **kwargs)
+            return entry
+
+        w = self.watch
+        if w is not None and not w.closed:  # between training steps: the optimizer follows
+            what = f"{op} of {args[0]!r}" if args and isinstance(args[0], str) else op
+            entry = w.patched(apply, log.undo, what)
+        else:
+            entry = apply()
         self.changed()
         return entry
 

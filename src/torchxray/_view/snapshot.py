@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..forms import form
 from ..mro import mro_classes, mro_graph
 from ..source import source
-from . import panes, tools_flow
+from . import panes, probe_panes, tools_flow
 from . import serialize as ser
 from .highlight import highlight
 from .host import Host
@@ -15,6 +15,7 @@ from .snapshot_types import Snapshot
 __all__ = ["SNAPSHOT_NODES", "snapshot"]
 
 SNAPSHOT_NODES = 2000
+SNAPSHOT_GRAPHS = 200  # modules with children whose Graph tab the snapshot holds
 
 
 def snapshot(host: Host, max_nodes: int = SNAPSHOT_NODES) -> Snapshot:
@@ -30,6 +31,7 @@ def snapshot(host: Host, max_nodes: int = SNAPSHOT_NODES) -> Snapshot:
         "source": {},
         "mro": {},
         "probe_table": None,
+        "graph": {},
         "truncated": len(tree) > max_nodes,
     }
     for node in tree.nodes[:max_nodes]:
@@ -38,6 +40,10 @@ def snapshot(host: Host, max_nodes: int = SNAPSHOT_NODES) -> Snapshot:
             folded = ser.page(tree, node.path, rows, page_size=len(node.children))["items"]
             raw = [rows.child_row(tree, p) for p in node.children]
             data["children"][node.path] = {"folded": folded, "raw": raw}
+        if node.children and len(data["graph"]) < SNAPSHOT_GRAPHS:
+            data["graph"][node.path] = tools_flow.on_graph(
+                host, {"kind": "graph", "path": node.path, "open": [], "depth": 1}
+            )[0]
         rec = report.records.get(node.path) if report is not None else None
         why = report.why_not_called(node.path) if report is not None else None
         module = tree.module(node.path)
@@ -56,5 +62,7 @@ def snapshot(host: Host, max_nodes: int = SNAPSHOT_NODES) -> Snapshot:
         except Exception:  # noqa: BLE001 - a snapshot shows what it can; the pane says the rest
             continue
     if report is not None:
-        data["probe_table"] = panes.probe_table(report, host.previous, 0, len(report.records), rev)
+        data["probe_table"] = probe_panes.probe_table(
+            report, host.previous, 0, len(report.records), rev
+        )
     return data

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing_extensions import TypedDict
 
+from .flow_types import GraphReply
 from .replies import FormReply, Item, MroReply, NodeRow, Overview, ProbeTableReply, SourceReply
 
 __all__ = ["Snapshot", "SnapshotChildren"]
@@ -27,4 +28,7 @@ class Snapshot(TypedDict):
     source: dict[str, SourceReply]
     mro: dict[str, MroReply]
     probe_table: ProbeTableReply | None
+    # The Graph tab's one-level graphs of the first modules with children (the probe's dataflow
+    # as it was recorded), by path.
+    graph: dict[str, GraphReply]
     truncated: bool  # the model has more modules than the snapshot holds

@@ -55,7 +55,9 @@ def on_form(host: Host, req: FormRequest) -> tuple[FormReply, States]:
         return reply, NONE
     node = host.tree[req["path"] or ""]
     module = host.tree.module(node.path)
-    return panes.form_dict(form(module), node.path, host.rev, node.aliases), NONE
+    return panes.form_dict(
+        form(module), node.path, host.rev, node.aliases, host.patch_refusal
+    ), NONE
 
 
 def _prefill(reply: FormReply, old: Any) -> None:

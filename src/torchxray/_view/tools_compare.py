@@ -177,7 +177,9 @@ def on_peft(host: Host, req: PeftRequest) -> tuple[PeftReply, States]:
 
 # -- diff ---------------------------------------------------------------------------------------
 
-_BADGE_ORDER = ("added", "retyped", "changed", "shape", "dtype", "values", "missing")
+_BADGE_ORDER = (
+    "added", "retyped", "changed", "shape", "dtype", "values", "missing", "frozen", "unfrozen"
+)  # fmt: skip
 
 
 def on_diff(host: Host, req: DiffRequest) -> tuple[DiffReply, States]:
@@ -193,6 +195,7 @@ def on_diff(host: Host, req: DiffRequest) -> tuple[DiffReply, States]:
         d = diff(model, host.origin.tensors)
         label = "the model when the explorer opened"
         rows += _module_rows(host.origin.modules, module_table(model), badges)
+        rows += _grad_rows(host.origin.trainable, model, badges)
         # diff(now, opened): "missing" is a tensor only now has, "unexpected" one only then had.
         rename = {"missing": "added", "unexpected": "removed"}
     else:
@@ -243,6 +246,25 @@ def _module_rows(
     return rows
 
 
+def _grad_rows(
+    before: Mapping[str, bool], model: nn.Module, badges: dict[str, str]
+) -> list[DiffRow]:
+    """One row per module whose own parameters were frozen (or unfrozen) since the model opened."""
+    flipped: dict[tuple[str, bool], list[str]] = {}
+    for name, p in model.named_parameters():
+        was = before.get(name)
+        if was is not None and was != p.requires_grad:
+            owner, _, leaf = name.rpartition(".")
+            flipped.setdefault((owner, p.requires_grad), []).append(leaf)
+    rows = []
+    for (owner, now), leaves in flipped.items():
+        kind = "unfrozen" if now else "frozen"
+        detail = f"requires_grad {not now} → {now}: {', '.join(leaves)}"
+        rows.append(_row(owner, kind, detail))
+        _badge(badges, owner, kind)
+    return rows
+
+
 def _row(
     path: str, kind: str, detail: str, rel: float | None = None, module: str | None = ""
 ) -> DiffRow:
@@ -289,24 +311,25 @@ def on_stats(host: Host, req: StatsRequest) -> tuple[StatsReply, States]:
 
 # id(tensor) -> (a weak reference to it, its version counter then, the answer): scrolling the tree
 # asks again about the same rows, and a weight read once is not read again until an in-place
-# change bumps its version (writes through ``.data`` do not: torch does not count them).
-_checked: dict[int, tuple[weakref.ref[torch.Tensor], int, bool]] = {}
+# change bumps its version (writes through ``.data`` do not: torch does not count them). One per
+# session, kept in ``host.caches`` for as long as its tree.
+Checked = dict[int, tuple[weakref.ref[torch.Tensor], int, bool]]
 
 
-def has_nonfinite(t: torch.Tensor) -> bool:
-    """NaN or Inf anywhere in ``t``, read a chunk at a time (no tensor-sized temporary)."""
+def has_nonfinite(t: torch.Tensor, checked: Checked | None = None) -> bool:
+    """NaN or Inf anywhere in ``t``, read a chunk at a time (no tensor-sized temporary); the
+    answer is kept in ``checked`` until ``t`` changes in place."""
     if t.is_meta or not (t.is_floating_point() or t.is_complex()) or _fake(t):
         return False
-    seen = _checked.get(id(t))
+    seen = checked.get(id(t)) if checked is not None else None
     if seen is not None and seen[0]() is t and seen[1] == t._version:
         return seen[2]
     flat = t.detach().reshape(-1)
     bad = any(
         not bool(torch.isfinite(flat[i : i + CHUNK]).all()) for i in range(0, flat.numel(), CHUNK)
     )
-    if len(_checked) > 100_000:
-        _checked.clear()
-    _checked[id(t)] = (weakref.ref(t), t._version, bad)
+    if checked is not None:
+        checked[id(t)] = (weakref.ref(t), t._version, bad)
     return bad
 
 
@@ -317,11 +340,12 @@ def _fake(t: torch.Tensor) -> bool:
 
 
 def on_health(host: Host, req: HealthRequest) -> tuple[HealthReply, States]:
+    checked: Checked = host.caches.get("nonfinite", host.tree, dict)
     bad = []
     for p in dict.fromkeys(req["paths"]):
         node = host.tree.get(p)
         if node is not None and any(
-            has_nonfinite(t) for t in _own(host.tree.module(node.path)).values()
+            has_nonfinite(t, checked) for t in _own(host.tree.module(node.path)).values()
         ):
             bad.append(p)
     rec = host.report.nonfinite if host.report is not None else None

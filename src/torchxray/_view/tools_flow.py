@@ -109,7 +109,8 @@ def site_rows(host: Host, path: str) -> list[SiteRow]:
 def flow_lines(
     report: ProbeReport, tree: ModelTree, open_: frozenset[str], keys: dict[int, Any] | None = None
 ) -> list[tuple[Any, ...]]:
-    """The call tree's lines: ``("call", pos)`` or ``("fold", pos, count, last_pos, open)``; a
+    """The call tree's lines: ``("call", pos)`` or ``("fold", pos, count, last_pos, open,
+    positions)``; a
     run of >= 2 sibling calls with equal subtrees (the same modules, relative to each) folds.
     ``keys``: the calls' subtree keys from an earlier call on this report (filled in here)."""
     entries = list(report.flow)
@@ -156,7 +157,7 @@ def flow_lines(
                     m += 1
             if m - k >= 2:
                 is_open = str(i) in open_
-                out.append(("fold", i, m - k, siblings[m - 1], is_open))
+                out.append(("fold", i, m - k, siblings[m - 1], is_open, tuple(siblings[k:m])))
                 if not is_open:
                     k = m
                     continue
@@ -188,10 +189,24 @@ def on_flow(host: Host, req: FlowRequest) -> tuple[FlowReply, States]:
     counts = got.counts
     offset = min(req["offset"], len(lines))
     page: list[FlowLine] = []
+    records = got.report.records
+
+    def figures(pos: int) -> tuple[float | None, int | None]:
+        """A call's time (a real probe measures it) and FLOPs (counted in a fake one)."""
+        f = flow[pos]
+        rec = records.get(f.path)
+        calls = rec.call_records if rec is not None else ()
+        if f.index >= len(calls):
+            return None, None
+        return calls[f.index].time_ms, calls[f.index].flops
+
     for line in lines[offset : offset + max(1, req["limit"])]:
         e = flow[line[1]]
         node = tree.get(e.path)
         fold = line[0] == "fold"
+        each = [figures(p) for p in (line[5] if fold else (line[1],))]
+        times = [t for t, _ in each]
+        flops = [x for _, x in each]
         page.append(
             {
                 "pos": line[1],
@@ -204,6 +219,9 @@ def on_flow(host: Host, req: FlowRequest) -> tuple[FlowReply, States]:
                 "key": str(line[1]) if fold else "",
                 "last": flow[line[3]].path if fold else "",
                 "open": bool(line[4]) if fold else False,
+                # A fold: its calls' sum; None where the probe did not measure it.
+                "time_ms": None if None in times else sum(t for t in times if t is not None),
+                "flops": None if None in flops else sum(x for x in flops if x is not None),
             }
         )
     note = "" if len(flow) else "the last probe recorded no module call"
@@ -223,7 +241,7 @@ def on_flow(host: Host, req: FlowRequest) -> tuple[FlowReply, States]:
 
 def on_graph(host: Host, req: GraphRequest) -> tuple[GraphReply, States]:
     node = host.tree[req["path"]]  # KeyError names close paths
-    graph = graph_dot.build(host.tree, host.report, node.path, req["open"])
+    graph = graph_dot.build(host.tree, host.report, node.path, req["open"], req["depth"])
     reply: GraphReply = {
         "kind": "graph",
         "path": node.path,
@@ -231,5 +249,6 @@ def on_graph(host: Host, req: GraphRequest) -> tuple[GraphReply, States]:
         "nodes": graph.nodes,
         "edges": graph.edges,
         "note": graph.note,
+        "depth": graph.depth,
     }
     return reply, NONE

@@ -90,7 +90,9 @@ def on_memory(host: Host, req: MemoryRequest) -> tuple[MemoryReply, States]:
         "peak": rec.peak,
         "model_peak": rep.peak,
         "devices": device_sizes(),
-        "note": "" if training else INFERENCE_NOTE,
+        # How the figures were made where it was not the fake step (a data-dependent op: a real
+        # CPU run), then why activations are 0 in inference.
+        "note": " ".join([*rep.notes, *([] if training else [INFERENCE_NOTE])]),
     }
     return reply, NONE
 

@@ -30,8 +30,11 @@ def on_edit(host: Host, req: EditRequest) -> tuple[PatchedReply, States]:
     if errors:
         raise FormError(errors)
     # Too large a module raises TooLarge, a FormError under "__confirm__": the form shows the
-    # estimate with a "Build anyway" button, which sends the edit again with confirm.
-    return _patched(host, "edit", path, _confirm=req["confirm"], **changes)
+    # estimate with a "Build anyway" button, which sends the edit again with confirm. An inexact
+    # edit raises Inexact under "__inexact__": "Apply anyway" sends it with inexact_ok.
+    return _patched(
+        host, "edit", path, _confirm=req["confirm"], _inexact_ok=req["inexact_ok"], **changes
+    )
 
 
 def on_replace(host: Host, req: ReplaceRequest) -> tuple[PatchedReply, States]:

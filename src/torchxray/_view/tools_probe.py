@@ -10,7 +10,7 @@ thread.
 from __future__ import annotations
 
 from ..protocol import CancelRequest, ProbeRequest, ProbeTableRequest
-from . import panes
+from . import probe_panes
 from .host import NONE, PROBE, Host, States
 from .replies import CancelReply, ProbeReply, ProbeTableReply
 
@@ -26,7 +26,7 @@ def on_probe_table(host: Host, req: ProbeTableRequest) -> tuple[ProbeTableReply,
     if host.report is None:
         raise ValueError(host.probe_note or "no probe has run yet")
     offset, limit = req["offset"], req["limit"]
-    return panes.probe_table(host.report, host.previous, offset, limit, host.rev), NONE
+    return probe_panes.probe_table(host.report, host.previous, offset, limit, host.rev), NONE
 
 
 def on_cancel(host: Host, req: CancelRequest) -> tuple[CancelReply, States]:

@@ -27,7 +27,12 @@ def on_children(host: Host, req: ChildrenRequest) -> tuple[ChildrenReply, States
     if req["unfold"]:
         got = ser.unfold_page(tree, parent, rows, offset, limit or ser.PAGE)
     else:
-        got = ser.page(tree, parent, rows, offset, limit)
+        # The folded runs of a parent, kept per tree: "more" on a parent of many children pages
+        # through the same runs (bench/README.md, "more" page).
+        runs = host.caches.get("folded", tree, dict)
+        if parent not in runs:
+            runs[parent] = ser.folded(tree, parent)
+        got = ser.page(tree, parent, rows, offset, limit, runs=runs[parent])
     return {"kind": "children", "path": parent, **got}, NONE
 
 

@@ -1,0 +1,175 @@
+"""The training lens's goals, measured (``python -m bench.watch``; README.md "Training lens").
+
+- overhead: a training step with ``tx.watch(model, opt, every=10)`` and ``every=1`` against the
+  bare step, on a timm ResNet-50 and a small transformers Llama on the CPU. Single steps are timed
+  interleaved (bare, a sampled step, an unsampled one, bare, ...; ``overhead``), and the figures are
+  ratios of their medians. Attaching and closing the watch are outside the timing.
+- buffer: ``w.memory_bytes`` after 1,000 sampled steps of a 1,000-module model (``every=1``).
+- the planted NaN (found at its step and module in every run) is a test:
+  ``tests/test_watch_nonfinite.py``.
+
+One intra-op thread (``--threads``): on a machine shared with other work, two threads wait for a
+busy core at every op and a bare step varies several-fold between runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import torchxray as tx
+from torchxray.demo import many_modules
+
+GOALS = {"every 10": 1.03, "every 1": 1.25}
+BUFFER_GOAL = 1_000_000  # bytes per 1,000 modules at 1,000 samples
+
+
+def resnet50(batch: int, size: int) -> tuple[nn.Module, Callable[[nn.Module], torch.Tensor]]:
+    import timm
+
+    torch.manual_seed(0)
+    model = timm.create_model("resnet50", pretrained=False, num_classes=100)
+    x, y = torch.randn(batch, 3, size, size), torch.randint(0, 100, (batch,))
+    return model, lambda m: F.cross_entropy(m(x), y)
+
+
+def llama(batch: int, tokens: int) -> tuple[nn.Module, Callable[[nn.Module], torch.Tensor]]:
+    import transformers
+
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(
+        vocab_size=8000, hidden_size=256, intermediate_size=688, num_hidden_layers=4,
+        num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=tokens,
+    )  # fmt: skip
+    model = transformers.LlamaForCausalLM(cfg)
+    ids = torch.randint(0, 8000, (batch, tokens))
+    return model, lambda m: m(input_ids=ids, labels=ids).loss
+
+
+def overhead(name: str, build: Callable[[], Any], rounds: int) -> dict[str, Any]:
+    """Steps timed one by one, interleaved: bare, a watch's sampled step (its first), the same
+    watch's next (unsampled) step, bare again. A step at ``every=10`` costs one sampled and nine
+    unsampled steps per ten; at ``every=1`` every step is a sampled one."""
+    model, loss_of = build()
+    model.train()
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
+
+    def step(w: Any) -> float:
+        t = time.perf_counter()
+        opt.zero_grad()
+        loss = loss_of(model)
+        loss.backward()
+        opt.step()
+        if w is not None:
+            w.step(loss)
+        return time.perf_counter() - t
+
+    step(None)  # warm-up: allocator, first-call paths
+    times: dict[str, list[float]] = {"bare": [], "sampled": [], "unsampled": []}
+    for r in range(rounds):
+        times["bare"].append(step(None))
+        w = tx.watch(model, opt, every=10)
+        times["sampled"].append(step(w))
+        times["unsampled"].append(step(w))
+        w.close()
+        times["bare"].append(step(None))
+        last = ", ".join(f"{k} {v[-1]:.2f}s" for k, v in times.items())
+        print(f"  {name} round {r + 1}/{rounds}: {last}", file=sys.stderr)
+    bare, on, off = (statistics.median(times[k]) for k in ("bare", "sampled", "unsampled"))
+    return {
+        "model": name,
+        "modules": sum(1 for _ in model.modules()),
+        "step_s": bare,
+        "ratios": {"every 10": (on + 9 * off) / (10 * bare), "every 1": on / bare},
+        "medians": {"bare": bare, "sampled": on, "unsampled": off},
+        "runs": times,
+    }
+
+
+def buffer_bytes(modules: int = 1000, samples: int = 1000) -> dict[str, Any]:
+    model = many_modules(modules, width=4).train()
+    n = sum(1 for _ in model.modules())
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    x = torch.randn(2, 4)
+    with tx.watch(model, opt, every=1) as w:
+        for _ in range(samples):
+            opt.zero_grad()
+            model(x).sum().backward()
+            opt.step()
+    return {
+        "modules": n,
+        "samples": samples,
+        "bytes": w.memory_bytes,
+        "per_1000": w.memory_bytes * 1000 / n,
+    }
+
+
+def table(rows: list[dict[str, Any]], buf: dict[str, Any]) -> str:
+    out = [
+        "| row | anchor | figure | goal | met |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rows:
+        for key, goal in GOALS.items():
+            ratio = r["ratios"][key]
+            m = r["medians"]
+            anchor = (
+                f"bare step {m['bare']:.3f} s ({r['modules']} modules); sampled {m['sampled']:.3f} s, "
+                f"unsampled {m['unsampled']:.3f} s"
+            )
+            out.append(
+                f"| {r['model']}, watch {key} | {anchor} | {100 * (ratio - 1):+.1f}% ({ratio:.3f}x) "
+                f"| <= {100 * (goal - 1):.0f}% | {'yes' if ratio <= goal else 'no'} |"
+            )
+    per = buf["per_1000"]
+    out.append(
+        f"| history, {buf['samples']} samples | {buf['modules']} modules | {buf['bytes'] / 1e6:.3f} MB "
+        f"({per / 1e6:.3f} MB per 1,000 modules) | <= 1 MB per 1,000 | {'yes' if per <= BUFFER_GOAL else 'no'} |"
+    )
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.watch", description=__doc__.splitlines()[0])
+    p.add_argument("--rounds", type=int, default=15)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--only", nargs="*", default=["resnet50", "llama", "buffer"])
+    p.add_argument("--json", default="")
+    a = p.parse_args(argv)
+    torch.set_num_threads(a.threads)
+    rows = []
+    if "resnet50" in a.only:
+        rows.append(
+            overhead("timm ResNet-50, 2x3x128x128, SGD", lambda: resnet50(2, 128), a.rounds)
+        )
+    if "llama" in a.only:
+        rows.append(
+            overhead(
+                "transformers Llama (4 layers, width 256), 2x128 tokens, SGD",
+                lambda: llama(2, 128),
+                a.rounds,
+            )
+        )
+    buf = (
+        buffer_bytes()
+        if "buffer" in a.only
+        else {"modules": 0, "samples": 0, "bytes": 0, "per_1000": 0}
+    )
+    print(table(rows, buf))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"rows": rows, "buffer": buf, "threads": a.threads}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

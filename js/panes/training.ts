@@ -1,0 +1,204 @@
+// The Training tab: what ex.watch sees of a live training loop. The loss curve, Pause / Resume,
+// the first non-finite module (selectable), the flags raised lately, and for the selected module
+// sparklines of its gradient norm, update ratio and activation std and zeros. The state comes in
+// the `training` traitlet while the loop runs (throttled by the kernel); a module's history is
+// asked for when the tab shows it and again when the step moves on. Mirrors _view/tools_watch.py.
+import { clear, h } from "../dom";
+import type { TrainingState, TrainSeriesReply } from "../protocol";
+import type { Ctx, Pane } from "./context";
+import { messageOf } from "./context";
+
+const SVG = "http://www.w3.org/2000/svg";
+
+/** The figures drawn per module: reply key, label, whether its scale is logarithmic. */
+export const SERIES = [
+  ["grad_norm", "gradient norm", true],
+  ["update_ratio", "update ratio ‖Δw‖/‖w‖", true],
+  ["act_std", "activation std", true],
+  ["act_zeros", "activation zeros", false],
+] as const;
+
+const WORST = ["nonfinite", "exploding", "dead", "vanishing", "saturated"];
+
+/** The tree's badges (tree_select.ts BADGES): each flagged row's worst flag, the first NaN. */
+export function trainingBadges(s: Partial<TrainingState>): Record<string, string> {
+  const badges: Record<string, string> = {};
+  for (const [path, kinds] of Object.entries(s.active ?? {})) {
+    const worst = WORST.find((k) => kinds.includes(k));
+    if (worst) badges[path] = `t-${worst}`;
+  }
+  const nf = s.nonfinite;
+  if (nf && nf.path !== null) badges[nf.path] = "first-nan";
+  return badges;
+}
+
+export function short(x: number): string {
+  const a = Math.abs(x);
+  if (a === 0) return "0";
+  if (a < 1e-3 || a >= 1e4) return x.toExponential(2);
+  return x.toPrecision(3);
+}
+
+/** A polyline chart of (step, value) points, built with DOM calls (no markup parsed). */
+export function lineChart(points: readonly (readonly [number, number])[], width: number, height: number, log: boolean, label: string): SVGSVGElement {
+  const svg = document.createElementNS(SVG, "svg");
+  svg.setAttribute("class", "tx-line");
+  svg.setAttribute("width", String(width));
+  svg.setAttribute("height", String(height));
+  svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+  svg.setAttribute("role", "img");
+  svg.setAttribute("aria-label", label);
+  const ys = points.map(([, v]) => (log ? Math.log10(Math.max(v, 1e-30)) : v));
+  if (points.length) {
+    const x0 = points[0][0];
+    const x1 = points[points.length - 1][0];
+    const lo = Math.min(...ys);
+    const hi = Math.max(...ys);
+    const sx = (s: number) => (x1 > x0 ? ((s - x0) / (x1 - x0)) * (width - 2) + 1 : width / 2);
+    const sy = (y: number) => (hi > lo ? height - 1 - ((y - lo) / (hi - lo)) * (height - 2) : height / 2);
+    const line = document.createElementNS(SVG, "polyline");
+    line.setAttribute("points", points.map(([s], i) => `${sx(s).toFixed(1)},${sy(ys[i]).toFixed(1)}`).join(" "));
+    svg.appendChild(line);
+    const dot = document.createElementNS(SVG, "circle");
+    dot.setAttribute("cx", sx(points[points.length - 1][0]).toFixed(1));
+    dot.setAttribute("cy", sy(ys[ys.length - 1]).toFixed(1));
+    dot.setAttribute("r", "2");
+    svg.appendChild(dot);
+  }
+  return svg;
+}
+
+export class TrainingPane implements Pane {
+  readonly el = h("div", { class: "tx-training" });
+  private readonly head = h("div", { class: "tx-train-head" });
+  private readonly pause = h("button", { type: "button", class: "tx-train-pause" }, "Pause");
+  private readonly message = h("span", { class: "tx-muted", "aria-live": "polite" });
+  private readonly banner = h("div", { class: "tx-train-nan", role: "alert", hidden: true });
+  private readonly loss = h("div", { class: "tx-train-loss" });
+  private readonly module = h("div", { class: "tx-train-module" });
+  private readonly flags = h("div", { class: "tx-train-flags" });
+  private seq = 0;
+  private shownStep = -1;
+  private shownPath: string | null = null;
+
+  constructor(private readonly ctx: Ctx) {
+    this.pause.addEventListener("click", () => void this.toggle());
+    this.el.append(this.head, this.banner, this.loss, this.module, this.flags);
+  }
+
+  private state(): Partial<TrainingState> {
+    return (this.ctx.model.get("training") ?? {}) as Partial<TrainingState>;
+  }
+
+  private async toggle(): Promise<void> {
+    const action = this.state().paused ? "resume" : "pause";
+    this.pause.disabled = true;
+    this.message.textContent = action === "pause" ? "pausing at the end of this step…" : "resuming…";
+    // While the loop runs, the kernel answers at the end of the step (or when the cell ends).
+    const r = await this.ctx.run(`train_${action}`, () => this.ctx.rpc.call({ kind: "train_control", action }, 120_000));
+    this.pause.disabled = false;
+    if (r) this.message.textContent = r.message;
+  }
+
+  /** The training state changed (a step, a pause, a flag): redraw what does not need the kernel. */
+  update(): void {
+    const s = this.state();
+    clear(this.head);
+    if (!s.watching) {
+      this.head.append(h("p", { class: "tx-muted" }, s.note || "no training loop is watched: w = ex.watch(optimizer) before the loop"));
+      if (s.step) this.head.append(h("p", { class: "tx-muted" }, `the watch closed after ${s.step} steps`));
+    } else {
+      this.pause.textContent = s.paused ? "Resume" : "Pause";
+      this.pause.setAttribute("aria-pressed", String(Boolean(s.paused)));
+      this.pause.disabled = this.ctx.readonly;
+      const what = `step ${s.step} · sampled every ${s.every} · ${s.optimizer || "no optimizer"} · ${s.flag_count} flag${s.flag_count === 1 ? "" : "s"}`;
+      this.head.append(h("span", { class: "tx-train-status" }, s.paused ? `paused after step ${s.step}` : what), this.pause, this.message);
+      if (s.note) this.head.append(h("p", { class: "tx-muted" }, s.note));
+    }
+    this.drawBanner(s);
+    this.drawLoss(s);
+    this.drawFlags(s);
+  }
+
+  private drawBanner(s: Partial<TrainingState>): void {
+    const nf = s.nonfinite;
+    clear(this.banner);
+    this.banner.hidden = !nf;
+    if (!nf) return;
+    const where = nf.path === null ? "outside the model" : nf.path || "(model)";
+    this.banner.append(h("strong", {}, `First NaN/Inf: step ${nf.step}, ${where}`), ` (${nf.phase}${nf.cls ? `, ${nf.cls}` : ""}): ${nf.detail}`);
+    if (nf.path !== null) {
+      const go = h("button", { type: "button", class: "tx-link" }, "Select it");
+      go.addEventListener("click", () => this.ctx.select(nf.path ?? ""));
+      this.banner.append(" ", go);
+    }
+  }
+
+  private drawLoss(s: Partial<TrainingState>): void {
+    clear(this.loss);
+    const pts = s.loss ?? [];
+    if (!pts.length) {
+      if (s.watching) this.loss.append(h("p", { class: "tx-muted" }, "loss: pass it to w.step(loss) to draw the curve"));
+      return;
+    }
+    const last = pts[pts.length - 1];
+    this.loss.append(
+      h("h4", {}, `loss ${short(last[1])} at step ${last[0]}`),
+      lineChart(pts, 320, 72, false, `loss over ${pts.length} steps, last ${short(last[1])}`),
+    );
+  }
+
+  private drawFlags(s: Partial<TrainingState>): void {
+    clear(this.flags);
+    const recent = s.recent ?? [];
+    if (!recent.length) return;
+    const list = h("ul", { class: "tx-train-flaglist", "aria-label": "flags raised" });
+    for (const f of [...recent].reverse()) {
+      const go = h("button", { type: "button", class: "tx-link" }, f.path || "(model)");
+      go.addEventListener("click", () => this.ctx.select(f.path));
+      list.append(h("li", {}, h("span", { class: `tx-badge tx-badge-${f.kind}` }, f.kind), ` step ${f.step} `, go));
+    }
+    this.flags.append(h("h4", {}, `flags (${s.flag_count}, latest first)`), list);
+  }
+
+  async show(): Promise<void> {
+    this.update();
+    const s = this.state();
+    const path = String(this.ctx.model.get("selected") ?? "");
+    if (this.ctx.readonly || !s.watching && !s.step) {
+      clear(this.module);
+      return;
+    }
+    if (s.step === this.shownStep && path === this.shownPath) return;
+    const seq = ++this.seq;
+    let r: TrainSeriesReply;
+    try {
+      r = await this.ctx.rpc.call({ kind: "train_series", path });
+    } catch (e) {
+      if (seq === this.seq) this.module.replaceChildren(h("p", { class: "tx-muted" }, messageOf(e)));
+      return;
+    }
+    if (seq !== this.seq) return;
+    this.shownStep = s.step ?? -1;
+    this.shownPath = path;
+    this.drawModule(r);
+  }
+
+  private drawModule(r: TrainSeriesReply): void {
+    clear(this.module);
+    const title = `${r.path || "(model)"} · ${r.cls}`;
+    this.module.append(h("h4", {}, title, ...r.flags.map((f) => h("span", { class: `tx-badge tx-badge-${f}` }, f))));
+    const table = h("table", { class: "tx-table tx-train-series" });
+    for (const [key, label, log] of SERIES) {
+      const pts = r.series[key] ?? [];
+      const last = r.latest[key];
+      const cell = pts.length ? lineChart(pts, 140, 22, log, `${label} of ${r.path || "the model"} over ${pts.length} samples`) : h("span", { class: "tx-muted" }, key === "grad_norm" || key === "update_ratio" ? "no own weights" : "no sample yet");
+      table.append(h("tr", {}, h("th", {}, label), h("td", {}, cell), h("td", { class: "tx-num" }, last === undefined ? "—" : short(last))));
+    }
+    this.module.append(table);
+  }
+
+  selectionChanged(): void {
+    this.shownPath = null;
+  }
+}

@@ -1,0 +1,207 @@
+"""The exactness gate: does a form's unchanged rebuild equal the live module, and which parts of the
+live module an edit would change.
+
+``check(form)`` builds the form on the meta device with no change (no memory, milliseconds), casts
+it the way an edit places a replacement (``_patch/placement.py``: the live module's floating
+dtype), and compares its parts (``_forms/parts.py``) with the live module's. ``Check.reason`` is
+"" when they are equal, else one sentence: "inexact: norm1 would be GroupNorm(32, 32), the live
+one is GroupNorm(8, 32)". ``differences`` and ``sentence`` serve the edit's own check
+(``_patch/gate.py``): after ``build(**changes)``, every part the changes do not reach must still
+equal the live one.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+from .._text import short
+from .metabuild import meta_build
+from .parts import Parts, parts
+
+__all__ = [
+    "Check",
+    "Difference",
+    "build_meta",
+    "cast_like",
+    "change",
+    "check",
+    "differences",
+    "sentence",
+    "telling",
+    "weight",
+]
+
+MAX_SENTENCE = 400
+
+
+@dataclass(frozen=True, slots=True)
+class Difference:
+    """One part that differs: ``aspect`` is "module" (present on one side only), "class",
+    "repr <i>", "children", "param <name>", "buffer <name>" or "attr <name>"; ``live`` and
+    ``built`` are its texts (None where absent)."""
+
+    path: str
+    aspect: str
+    live: str | None
+    built: str | None
+
+
+@dataclass
+class Check:
+    """The gate's answer for one form: ``reason`` is "" when the unchanged rebuild is exact."""
+
+    reason: str
+    diffs: list[Difference] = field(default_factory=list)
+    base: Parts | None = None  # the unchanged rebuild's parts (None when it could not be built)
+    seconds: float = 0.0
+
+
+def _under(path: str, roots: set[str]) -> bool:
+    return any(path == r or path.startswith(r + ".") for r in roots)
+
+
+def differences(live: Parts, built: Parts) -> list[Difference]:
+    """Parts that differ, in the live module's order. A submodule on one side only is one
+    difference (its own parts are not listed). An attribute set on one side only is not compared:
+    a forward or the user may add attributes after construction (caches), and a constructor's
+    value missing from the live module is one the live module dropped."""
+    out: list[Difference] = []
+    gone = [p for p in live.summary if p not in built.summary]
+    new = [p for p in built.summary if p not in live.summary]
+    roots: set[str] = set()
+    for p in gone:
+        if not _under(p, roots):
+            out.append(Difference(p, "module", live.summary[p], None))
+            roots.add(p)
+    for p in new:
+        if not _under(p, roots):
+            out.append(Difference(p, "module", None, built.summary[p]))
+            roots.add(p)
+    for key, a in live.items.items():
+        if key[0] not in built.summary:
+            continue
+        b = built.items.get(key)
+        if b is None and key[1].startswith("attr "):
+            continue
+        if a != b:
+            out.append(Difference(key[0], key[1], a, b))
+    for key, b in built.items.items():
+        if key[0] in live.summary and key not in live.items and not key[1].startswith("attr "):
+            out.append(Difference(key[0], key[1], None, b))
+    order = {p: i for i, p in enumerate(live.summary)}
+    out.sort(key=lambda d: order.get(d.path, len(order)))
+    return out
+
+
+def _reordered(d: Difference) -> bool:
+    names = [(t or "").split(", ") for t in (d.live, d.built)]
+    return sorted(names[0]) == sorted(names[1])
+
+
+def telling(diffs: list[Difference]) -> list[Difference]:
+    """Without the "children" differences that added or missing submodules explain."""
+    return [d for d in diffs if d.aspect != "children" or _reordered(d)] or diffs
+
+
+def change(d: Difference, live: Parts, built: Parts) -> str:
+    """``d`` as a change that was made: "dropout: Dropout(p=0.0) -> Dropout(p=0.1)"."""
+    where = d.path or "the module"
+    if d.aspect == "module":
+        return f"{where}: added {d.built}" if d.live is None else f"{where}: removed {d.live}"
+    if d.aspect == "class" or d.aspect.startswith("repr") or d.aspect == "children":
+        return f"{where}: {live.summary.get(d.path, '?')} -> {built.summary.get(d.path, '?')}"
+    name = d.aspect.partition(" ")[2]
+    label = f"{d.path}.{name}" if d.path else name
+    return f"{label}: {d.live} -> {d.built}"
+
+
+def _one(d: Difference, live: Parts, built: Parts) -> str:
+    where = d.path or "the module"
+    if d.aspect == "module":
+        if d.built is None:
+            return f"{where} ({short(d.live or '', 80)}) would be missing"
+        return f"{where} ({short(d.built, 80)}) would be added"
+    if d.aspect == "class" or d.aspect.startswith("repr"):
+        a, b = live.summary.get(d.path, "?"), built.summary.get(d.path, "?")
+        if a != b:
+            return f"{where} would be {short(b, 120)}, the live one is {short(a, 120)}"
+    kind, _, name = d.aspect.partition(" ")
+    if kind == "children":
+        return f"{where} would hold ({d.built}), the live one holds ({d.live})"
+    label = f"{d.path}.{name}" if d.path else name
+    if d.built is None:
+        return f"{label} would be missing (the live one is {short(d.live or '', 80)})"
+    if d.live is None:
+        return f"{label} would be added ({short(d.built, 80)})"
+    return f"{label} would be {short(d.built, 100)}, the live one is {short(d.live, 100)}"
+
+
+def sentence(diffs: list[Difference], live: Parts, built: Parts) -> str:
+    """The first difference in words, and how many more (one line)."""
+    diffs = telling(diffs)
+    if not diffs:
+        return ""
+    first = _one(diffs[0], live, built)
+    others = {d.path for d in diffs[1:] if d.path != diffs[0].path}
+    if others:
+        more = ", ".join(sorted(p or "the module" for p in others)[:4])
+        first += f" (and {len(others)} more: {more}{', ...' if len(others) > 4 else ''})"
+    return short(first, MAX_SENTENCE)
+
+
+def weight(diffs: list[Difference], live: Parts, built: Parts) -> int:
+    """How far a build is from the live module: one per differing part, a whole submodule's
+    parts for one that is on one side only (the search's score; 0 is exact)."""
+    total = 0
+    for d in diffs:
+        if d.aspect != "module":
+            total += 1
+            continue
+        side = live if d.built is None else built
+        prefix = d.path + "."
+        total += sum(1 for p, _ in side.items if p == d.path or p.startswith(prefix))
+    return total
+
+
+def floating_dtype(module: nn.Module) -> torch.dtype | None:
+    for t in [*module.parameters(), *module.buffers()]:
+        if t.is_floating_point():
+            return t.dtype
+    return None
+
+
+def cast_like(built: nn.Module, dtype: torch.dtype | None) -> None:
+    """Cast ``built``'s floating tensors to ``dtype``, as an edit places a replacement."""
+    if dtype is not None and floating_dtype(built) not in (None, dtype):
+        built.to(dtype=dtype)
+
+
+def build_meta(form: Any, changes: dict[str, Any] | None = None) -> nn.Module:
+    """``form.build(**changes)`` on the meta device (an explicit ``device`` field too)."""
+    meta = dict(changes or {})
+    by_name = getattr(form, "_by_name", {})
+    if "device" in by_name and by_name["device"].kind == "device" and "device" not in meta:
+        meta["device"] = torch.device("meta")
+    with meta_build():
+        return form.build(**meta)
+
+
+def check(form: Any, live: nn.Module) -> Check:
+    """Build ``form`` unchanged on meta and compare it with ``live`` (see the module doc)."""
+    start = time.perf_counter()
+    try:
+        built = build_meta(form)
+    except Exception as e:  # noqa: BLE001 - any constructor failure: the gate cannot prove it
+        text = str(e).splitlines()[0] if str(e) else ""
+        why = f"inexact: it could not be rebuilt to check ({type(e).__name__}: {short(text, 200)})"
+        return Check(why, seconds=time.perf_counter() - start)
+    cast_like(built, floating_dtype(live))
+    a, b = parts(live), parts(built)
+    diffs = differences(a, b)
+    reason = f"inexact: {sentence(diffs, a, b)}" if diffs else ""
+    return Check(reason, diffs, b, time.perf_counter() - start)

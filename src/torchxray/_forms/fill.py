@@ -1,0 +1,191 @@
+"""Guessed fields replaced by values a meta build confirms (``fill``): the search of
+``_forms/infer.py`` run over a form's draft fields, or the hint that says why it failed."""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import inspect
+import time
+import typing
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+
+from .bind import bind
+from .check import check_type
+from .exact import Check
+from .field import Field
+from .infer import guessed, infer
+from .kinds import KindInfo
+from .make import make_field, same
+from .parts import parts
+from .record import snapshot
+
+__all__ = ["fill"]
+
+# The search's share of the one second a form may take to open (the gate and the fields take the
+# rest), in CPU seconds of the thread that opens it: on a loaded machine the search does the same
+# work (the same form, whatever else runs) and takes longer, on an idle one it takes this long.
+SEARCH_SECONDS = 0.8
+
+
+# (class, hash of a module's parts) -> plain values that rebuilt such a module exactly.
+_found: OrderedDict[tuple[type, int], dict[str, Any]] = OrderedDict()
+_FOUND_MAX = 512
+_PLAIN = (bool, int, float, str, type(None), tuple, type)
+
+
+def _remember(key: tuple[type, int], values: dict[str, Any]) -> None:
+    # Only values that belong to no instance (numbers, tuples, classes): a child module or a
+    # config found for one instance is never handed to another.
+    _found[key] = {k: v for k, v in values.items() if isinstance(v, _PLAIN)}
+    _found.move_to_end(key)
+    while len(_found) > _FOUND_MAX:
+        _found.popitem(last=False)
+
+
+_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("deadline", default=None)
+_NOT_PASSED = ("device", "dtype")
+
+
+def _factory(layer: nn.Module, form: Callable[[nn.Module], Any]) -> list[Any]:
+    """Factories that make ``layer`` again: its class with the keyword values its own exact form
+    found that are not the defaults (``partial(BatchNorm2d, eps=0.001)``), then the same with its
+    required values but the first (the width a parent passes: ``partial(SpatialGatingUnit,
+    seq_len=196)``); none when its form is not exact. ``form`` is ``tx.form`` (forms.py passes
+    it: this module serves forms.py and does not import it)."""
+
+    try:
+        f = form(layer)
+        if f.inexact:
+            return []
+    except Exception:  # noqa: BLE001 - a layer without a readable form gives no factory
+        return []
+    plain = [x for x in f.fields if not x.group and x.kind not in ("varargs", "varkw")]
+    kw = {
+        x.name: x.value
+        for x in plain
+        if not x.required
+        and x.name not in _NOT_PASSED
+        and x.origin != "default"
+        and not same(x.value, x.default)
+    }
+    required = {x.name: x.value for x in plain if x.required}
+    out: list[Any] = [functools.partial(type(layer), **kw) if kw else type(layer)]
+    if len(required) > 1:
+        rest = dict(list(required.items())[1:])
+        out.append(functools.partial(type(layer), **rest, **kw))
+    return out
+
+
+def _widen(fields: list[Field]) -> list[Field]:
+    """The guessed fields, then those read from attributes or derived (they may hold a value the
+    constructor transformed, or one a later argument overrides)."""
+    first = [f for f in fields if guessed(f)]
+    rest = [
+        f
+        for f in fields
+        if f not in first
+        and f.origin in ("attribute", "derived")
+        and f.kind not in ("varargs", "varkw", "config")
+        and f.name not in ("device", "dtype")
+        and not isinstance(f.value, nn.Module)
+    ]
+    return first + rest
+
+
+def fill(
+    module: nn.Module,
+    cls: type,
+    sig: inspect.Signature,
+    fields: list[Field],
+    infos: dict[str, KindInfo],
+    started: float,
+    form: Callable[[nn.Module], Any],
+) -> tuple[str, Check | None]:
+    """Replace guessed fields (in place) by values a meta build confirms. Returns the hint ("" when
+    the rebuild is exact) and the gate's answer for the final values (None: not known yet)."""
+    base = {f.name: f.value for f in fields}
+    if "device" in base:
+        base["device"] = torch.device("meta")  # an explicit device would beat the meta context
+
+    def make(changes: dict[str, Any]) -> nn.Module:
+        bound = bind(sig, fields, {**base, **changes})
+        # Copies: a constructor may set fields of the config it is given (T5Stack's use_cache),
+        # and the candidates are the live model's own objects.
+        args, kwargs = snapshot(bound.args, bound.kwargs)
+        return typing.cast(nn.Module, cls(*args, **kwargs))
+
+    def fits(f: Field, value: Any) -> bool:
+        # None is tried for any field with a default: annotations say `int` where callers pass
+        # None (diffusers' temb_channels); the build decides.
+        # Annotations that lie are tried past: a float where `int` is annotated (a live attribute
+        # 1.0 for attn_ratio: int), an int for a `bool` (below).
+        if value is None and not f.required or type(value) is float and f.kind == "int":
+            return True
+        if type(value) is int and f.kind == "bool":
+            return True  # `layer_idx: bool | None` (transformers' LED) holds a layer's index
+        if isinstance(value, functools.partial) and f.kind in ("class", "callable", "literal"):
+            return True  # a factory for a class field (norm_layer=partial(BatchNorm2d, eps=...))
+        return check_type(f, infos[f.name], value) is None
+
+    outer = _deadline.get()
+    deadline = min(started + SEARCH_SECONDS, outer if outer is not None else float("inf"))
+    first = [f for f in fields if guessed(f)]
+    live = parts(module)
+    key = (cls, hash(tuple(live.items.items())))
+    # Another instance with the same parts (the next block of a stack) most likely takes the same
+    # values: they are tried first, and the first build proves them or the search goes on.
+    start = _found.get(key)
+    token = _deadline.set(deadline)  # a child's form (``_factory``) shares this budget
+    made: dict[int, list[Any]] = {}
+
+    def factory(layer: nn.Module) -> list[Any]:
+        if id(layer) not in made:
+            made[id(layer)] = _factory(layer, form) if time.thread_time() < deadline else []
+        return made[id(layer)]
+
+    try:
+        found = infer(module, fields, first, fits, make, deadline, start, live, factory)
+        wide = _widen(fields)
+        if not found.exact and len(wide) > len(first) and time.thread_time() < deadline:
+            again = infer(module, fields, wide, fits, make, deadline, found.values, live, factory)
+            if again.exact:
+                found = again
+    finally:
+        _deadline.reset(token)
+    if found.exact:
+        _remember(key, found.values)
+    for i, f in enumerate(fields):
+        if f.name not in found.values or same(found.values[f.name], f.value):
+            continue
+        value = found.values[f.name]
+        if found.exact:
+            # A default the build agrees with is proven by the gate, but it stays a default; a
+            # value the search had to find is "inferred".
+            fields[i], infos[f.name] = make_field(cls, sig.parameters[f.name], value, "inferred")
+        elif guessed(f) and not f.required:
+            # The closest build's value: still a guess, but nearer than the default. A required
+            # value stays empty: a guess there would build without complaint.
+            fields[i], infos[f.name] = make_field(cls, sig.parameters[f.name], value, "default")
+    if found.exact:
+        return "", found.check
+    closest = found.check.reason.removeprefix("inexact: ")
+    empty = any(f.required and f.value is None for f in fields)
+    # The closest build is the form's own when no required value stayed empty: the gate's answer
+    # (with its parts, so that an edit setting the field that differs can apply). Its one line
+    # names the part; the hint says how the search ended.
+    check = Check(f"inexact: {closest}", found.check.diffs, None if empty else found.check.base)
+    unknown = [f.name for f in first]
+    what = f"no attribute for {', '.join(unknown)}" if unknown else "attributes that rebuild it"
+    return (
+        f"{cls.__name__} keeps {what}, and {found.reason}: required ones stay empty, the others "
+        "show guesses. Record the model's construction (`%load_ext torchxray` or "
+        "`tx.record_everything()` before building it, or `with tx.record_init_args():`) to get "
+        "exact forms.",
+        check,
+    )

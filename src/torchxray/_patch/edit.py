@@ -1,0 +1,80 @@
+"""An edit, planned before the model is touched: the module rebuilt from its form with the changes,
+fitted to its slot (device, dtype, mode, hooks, the weights that still fit, the parametrizations
+and quantized tensors that still fit), and checked to change only what the changes reach
+(``_patch/gate.py``). ``PatchLog.edit`` commits the plan."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from torch import nn
+
+from . import gate, size
+from .paths import SlotIndex
+from .placement import carry, place
+
+__all__ = ["EditPlan", "plan"]
+
+
+@dataclass(frozen=True)
+class EditPlan:
+    new: nn.Module
+    changes: dict[str, tuple[Any, Any]]
+    kept: tuple[str, ...]
+    fresh: tuple[str, ...]
+    guessed: tuple[str, ...]
+    cast: bool
+    effects: tuple[str, ...]  # one line per submodule the edit changes (``gate.check``)
+
+
+def plan(
+    index: SlotIndex,
+    path: str,
+    old: nn.Module,
+    hyperparameters: dict[str, Any],
+    confirm: bool,
+    inexact_ok: bool,
+) -> EditPlan:
+    from .._forms.unchanged import equal, nothing_message
+    from ..forms import form
+
+    asked = tuple(hyperparameters)
+    before = form(old)
+    # Values are compared parsed, not as text: "(2,2)" for (2, 2) or "float16" for
+    # torch.float16 changes nothing, and an edit that changes nothing records no entry.
+    hyperparameters = before.changed(**hyperparameters)
+    if not hyperparameters:
+        raise ValueError(nothing_message(before, path, asked))
+    if not confirm:
+        size.check(before, hyperparameters, old, path)
+    new = before.build(**hyperparameters)
+    if not isinstance(new, nn.Module):
+        raise TypeError(
+            f"the rebuilt {type(old).__name__} at {path!r} is a {type(new).__name__}, not an "
+            "nn.Module; return/pass a module"
+        )
+    try:
+        after: dict[str, Any] = dict(form(new).values)
+    except Exception:  # noqa: BLE001 - only used to label the entry
+        after = {}
+    old_values = dict(before.values)
+    changes = {k: (old_values.get(k), after.get(k, v)) for k, v in hyperparameters.items()}
+    # A value the constructor canonicalises (kernel_size=3 is (3, 3)) may also be unchanged.
+    changes = {k: v for k, v in changes.items() if not (k in after and equal(*v))}
+    if not changes:
+        raise ValueError(nothing_message(before, path, asked))
+    # Values the form could not recover are rebuilt from the signature's defaults: listed, though
+    # the gate below proves that they change no part of the module (or the caller accepted it).
+    guessed = tuple(
+        f.name
+        for f in before.fields
+        if f.origin == "default"
+        and f.name not in hyperparameters
+        and f.kind not in ("varargs", "varkw")
+    )
+    cast = not ({"dtype", "device"} & set(hyperparameters))
+    place(new, old, index, path, cast=cast)
+    kept, fresh = carry(new, old)
+    effects = gate.check(before, old, new, path, inexact_ok)
+    return EditPlan(new, changes, kept, fresh, guessed, cast, effects)

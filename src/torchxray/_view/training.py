@@ -1,0 +1,114 @@
+"""The Explorer's side of a training lens (``ex.watch``): the watch on the explored model, the
+``training`` state sent while the loop runs (at most every ``PUSH_EVERY`` seconds, and at once
+when the loop pauses, resumes or first meets a NaN), and the view's requests answered between
+steps (``_view/train_pump.py``). Edits made meanwhile go through ``Watch.patched`` (the session
+does it), so the optimizer keeps holding the model's weights; the probe waits for the loop.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ..watch import Watch
+from .session import Session
+from .tools_watch import training_state
+from .train_pump import Pump
+from .watch_types import TrainingState
+
+__all__ = ["PUSH_EVERY", "TrainingLink", "open_watch"]
+
+PUSH_EVERY = 0.5  # seconds between two training states sent while the loop runs
+UNPAUSABLE = (
+    "this kernel answers the view only between cells: Pause and edits wait for the loop's cell "
+    "to end (ipykernel 7.4 or later answers them between steps)"
+)
+
+
+class TrainingLink:
+    """One watch shown by one Explorer."""
+
+    def __init__(self, explorer: Any, session: Session, watch: Watch) -> None:
+        self.explorer, self.session, self.watch = explorer, session, watch
+        self.pump = Pump(self._answer)
+        comm = getattr(explorer, "comm", None)
+        self.pausable = comm is not None and self.pump.install(comm)
+        self._last = 0.0
+        self._shown: tuple[bool, bool] = (False, False)
+        self._remove = watch.on_step(self._between_steps)
+        session.watch = watch
+        # The loop's last steps since the last (throttled) state: sent once its cell ends.
+        self._shell = _shell()
+        if self._shell is not None:
+            self._shell.events.register("post_run_cell", self._after_cell)
+        self.push()
+
+    def _after_cell(self, *_: Any) -> None:
+        if self.watch.steps != self.explorer.training.get("step"):
+            self.push()
+
+    def state(self) -> TrainingState:
+        return training_state(self.watch, self.pausable, "" if self.pausable else UNPAUSABLE)
+
+    def push(self) -> None:
+        self._last = time.monotonic()
+        w = self.watch
+        self._shown = (w.paused, w.nonfinite is not None)
+        self.explorer.training = dict(self.state())
+
+    def _between_steps(self, w: Watch) -> None:
+        self.session.training_now = True
+        try:
+            self.pump.drain()
+        finally:
+            self.session.training_now = False
+        now = (w.paused, w.nonfinite is not None)
+        if now != self._shown or time.monotonic() - self._last >= PUSH_EVERY:
+            self.push()
+
+    def _answer(self, cmd: dict[str, Any]) -> None:
+        reply, buffers = self.explorer.rpc(cmd["msg"], [])
+        self.explorer.send(
+            {"id": cmd["id"], "kind": "anywidget-command-response", "response": reply}, buffers
+        )
+
+    def claimed(self, content: Any) -> bool:
+        return self.pump.claimed(content)
+
+    def close(self, close_watch: bool) -> None:
+        self._remove()
+        if self._shell is not None:
+            try:
+                self._shell.events.unregister("post_run_cell", self._after_cell)
+            except ValueError:  # not registered (any more)
+                pass
+            self._shell = None
+        self.pump.uninstall()
+        if self.session.watch is self.watch:
+            self.session.watch = None
+        if close_watch:
+            self.watch.close()
+
+
+def _shell() -> Any:
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython comes with ipywidgets
+        return None
+    return get_ipython()
+
+
+def open_watch(explorer: Any, session: Session, optimizer: Any, every: int, **kwargs: Any) -> Watch:
+    """A watch on the session's model, linked to ``explorer`` (``Explorer.watch``)."""
+    explorer._join()  # a background probe runs the model's modules: done before training
+    old = explorer._training
+    if old is not None:
+        old.close(close_watch=True)
+        explorer._training = None
+    w = Watch(session.live_model(), optimizer, every, **kwargs)
+    try:
+        explorer._training = TrainingLink(explorer, session, w)
+    except BaseException:
+        w.close()
+        raise
+    return w

@@ -1,0 +1,122 @@
+"""What a watch attaches, and taking all of it off again: one forward hook per module (torch's
+``register_forward_hook``; the gradient hooks it adds go with each step's graph) and the
+optimizer's step pre/post hooks (``Optimizer.register_step_pre_hook`` / ``_post_hook``).
+
+``detach`` removes every handle and then sweeps the model for hooks of this watch that a patch
+copied to a replacement module (``_patch/placement.py`` carries forward hooks over), so that
+nothing is left on the model or the optimizer, whatever happened in between (an exception or a
+KeyboardInterrupt in the loop, an edit, an undo).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from torch import nn
+from torch.optim import Optimizer
+from torch.utils.hooks import RemovableHandle
+
+__all__ = ["Attached", "ForwardHook", "PreHook"]
+
+_TABLES = ("_forward_hooks", "_forward_hooks_with_kwargs", "_forward_hooks_always_called")
+_PRE = ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs")
+
+
+class ForwardHook:
+    """The forward hook of one watch (an object, so a sweep can tell it from the user's)."""
+
+    __slots__ = ("fn", "owner")
+
+    def __init__(self, owner: object, fn: Callable[..., None]) -> None:
+        self.owner, self.fn = owner, fn
+
+    def __call__(self, module: nn.Module, args: Any, kwargs: Any, output: Any) -> None:
+        self.fn(module, args, kwargs, output)
+
+
+class PreHook:
+    """A forward pre-hook of one watch: the root's (what a replay needs) and the taps."""
+
+    __slots__ = ("fn", "owner")
+
+    def __init__(self, owner: object, fn: Callable[..., Any]) -> None:
+        self.owner, self.fn = owner, fn
+
+    def __call__(self, module: nn.Module, args: Any, kwargs: Any) -> Any:
+        return self.fn(module, args, kwargs)
+
+
+class Attached:
+    """The handles of one watch on one model and optimizer."""
+
+    def __init__(self, owner: object) -> None:
+        self.owner = owner
+        self._modules: list[RemovableHandle] = []
+        self._optimizer: list[RemovableHandle] = []
+
+    def modules(
+        self,
+        model: nn.Module,
+        fn: Callable[..., None],
+        tap: Callable[..., Any],
+        root: tuple[Callable[..., None], ...],
+    ) -> None:
+        """Hook every module of ``model`` with ``fn`` (a forward hook) and ``tap`` (a pre-hook),
+        and the model itself with ``root`` (a pre-hook and a hook, first); again after an edit:
+        the old hooks go first."""
+        self.off_modules(model)
+        hook, pre = ForwardHook(self.owner, fn), PreHook(self.owner, tap)
+        before, after = root
+        try:
+            self._modules.append(
+                model.register_forward_pre_hook(PreHook(self.owner, before), with_kwargs=True)
+            )
+            self._modules.append(
+                model.register_forward_hook(ForwardHook(self.owner, after), with_kwargs=True)
+            )
+            for m in model.modules():
+                self._modules.append(m.register_forward_pre_hook(pre, with_kwargs=True))
+                self._modules.append(m.register_forward_hook(hook, with_kwargs=True))
+        except BaseException:
+            self.off_modules(model)
+            raise
+
+    def optimizer(
+        self, opt: Optimizer, pre: Callable[..., None], post: Callable[..., None]
+    ) -> None:
+        self._optimizer.append(opt.register_step_pre_hook(pre))
+        self._optimizer.append(opt.register_step_post_hook(post))
+
+    def off_optimizer(self) -> None:
+        while self._optimizer:
+            self._optimizer.pop().remove()
+
+    def off_modules(self, model: nn.Module | None) -> None:
+        while self._modules:
+            self._modules.pop().remove()
+        if model is not None:
+            self.sweep(model)
+
+    def sweep(self, model: nn.Module) -> int:
+        """Remove this watch's hooks that handles do not reach (copies made by a patch)."""
+        gone = 0
+        for m in model.modules():
+            for table, flags in ((m._forward_hooks, _TABLES), (m._forward_pre_hooks, _PRE)):
+                mine = [k for k, h in table.items() if getattr(h, "owner", None) is self.owner]
+                for key in mine:
+                    for name in flags:
+                        getattr(m, name, {}).pop(key, None)
+                gone += len(mine)
+        return gone
+
+    def off(self, model: nn.Module | None) -> None:
+        """Everything off, the optimizer's hooks too; safe to call twice."""
+        try:
+            self.off_optimizer()
+        finally:
+            self.off_modules(model)
+
+    @property
+    def count(self) -> int:
+        return len(self._modules) + len(self._optimizer)

@@ -1,0 +1,334 @@
+"""One step of the lens, measured: ``Recorder`` holds what the hooks (``_watch/hooks.py``) saw
+during a step and turns it into samples, flags and the first non-finite module at the step's end.
+
+Every step: whether any weight gradient is non-finite (one fused ``_foreach_norm``, one
+synchronisation). Sampled steps (every ``every``-th, the first included) are armed: every
+module's output and output gradient is checked (where a NaN/Inf began, ``_watch/finite.py``),
+and the activation figures (first call of each module), the gradient norm of each module's own
+weights and, around ``optimizer.step()``, the update ratio ||w_after - w_before|| / ||w_before||
+(from a copy of the weights for the step's duration: all of a tensor up to ``EXACT`` values, else
+``SAMPLE`` evenly spaced ones, each standing for its share) are taken. The first step found non-finite
+while unarmed is run again armed (``_watch/replay.py``). Values are read as 0-d tensors and
+synchronised once, at the step's end.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch import nn
+from torch.utils._pytree import tree_leaves
+
+from .buffer import CAPACITY, LossBuffer, Series
+from .finite import FiniteTracker, NonFinite, values
+from .finite import fast_sum as _sum
+from .flags import Flag, FlagBook, Thresholds, kinds_of
+from .replay import Capture, replay
+
+__all__ = ["BOUNDS", "Recorder"]
+
+# Bounded activations: (low, high) for the saturation figure, by class.
+BOUNDS: dict[type, Any] = {
+    nn.Tanh: (-1.0, 1.0),
+    nn.Sigmoid: (0.0, 1.0),
+    nn.Softsign: (-1.0, 1.0),
+    nn.Hardsigmoid: (0.0, 1.0),
+    nn.Hardtanh: lambda m: (float(m.min_val), float(m.max_val)),
+}
+
+
+def _is_fake(t: torch.Tensor) -> bool:
+    # The probe and tx.memory run the model on fake or meta tensors: nothing to measure there.
+    return t.device.type == "meta" or type(t).__name__ == "FakeTensor"
+
+
+def first_float(value: Any) -> torch.Tensor | None:
+    for leaf in tree_leaves(value):
+        if isinstance(leaf, torch.Tensor) and leaf.is_floating_point() and leaf.numel():
+            return leaf
+    return None
+
+
+def _bounds(module: nn.Module) -> tuple[float, float] | None:
+    for cls in type(module).__mro__:
+        b = BOUNDS.get(cls)
+        if b is not None:
+            return b(module) if callable(b) else b
+    return None
+
+
+class Recorder:
+    """The measurements of a watch, step by step (``watch.py`` drives it)."""
+
+    def __init__(self, every: int, thresholds: Thresholds, capacity: int = CAPACITY) -> None:
+        self.every = every
+        self.thresholds = thresholds
+        self.series = Series(capacity)
+        self.loss = LossBuffer()
+        self.flags = FlagBook()
+        self.finite = FiniteTracker()
+        self.nonfinite: NonFinite | None = None
+        self.done = 0  # completed steps
+        self.latest: dict[str, dict[str, float]] = {}  # exact last sample per module
+        self.paths: dict[int, str] = {}
+        self.classes: dict[str, str] = {}
+        self._weights: list[tuple[nn.Parameter, str]] = []  # trainable, each with its module
+        self.capture = Capture()
+        self.closed = False
+        self._replaying = False
+        self._start_step()
+
+    # -- the model's modules ---------------------------------------------------------------
+
+    def index(self, model: nn.Module) -> None:
+        """(Re)learn the model's modules and trainable weights (after an edit too)."""
+        self.model = model
+        self.paths = {id(m): p for p, m in model.named_modules()}
+        self.classes = {p: type(m).__name__ for p, m in model.named_modules()}
+        self._static_order = {p: i for i, (p, _) in enumerate(model.named_modules())}
+        seen: set[int] = set()
+        self._weights = []
+        for path, m in model.named_modules():
+            for p in m.parameters(recurse=False):
+                if p.requires_grad and id(p) not in seen:
+                    seen.add(id(p))
+                    self._weights.append((p, path))
+
+    @property
+    def step(self) -> int:
+        """The step being computed now."""
+        return self.done + 1
+
+    def _start_step(self) -> None:
+        self.sampling = (self.step - 1) % self.every == 0
+        self.capture.clear()
+        # An unarmed step keeps what a replay needs; after the first NaN there is none to find.
+        self.capture.enabled = not self.sampling and self.nonfinite is None
+        self._acts: dict[str, tuple[list[torch.Tensor], bool]] = {}
+        self.order: dict[str, int] = {}
+        self._grad_norms: dict[str, float] = {}
+        self._param_norms: dict[str, float] = {}
+        self._updates: dict[str, float] = {}
+        self._before: list[torch.Tensor] | None = None
+        self._bad_loss = False
+        self._new_nonfinite: NonFinite | None = None
+
+    # -- the hooks' side -------------------------------------------------------------------
+
+    @property
+    def armed(self) -> bool:
+        return self.sampling or self._replaying
+
+    def forward(self, module: nn.Module, args: Any, kwargs: Any, output: Any) -> None:
+        if self.closed or not self.armed or not torch.is_grad_enabled():  # probes, eval
+            return
+        path = self.paths.get(id(module))
+        out = first_float(output)
+        if path is None or out is None or _is_fake(out):
+            return
+        ins = [
+            t
+            for t in tree_leaves((args, kwargs))
+            if isinstance(t, torch.Tensor) and t.is_floating_point() and not _is_fake(t)
+        ]
+        own = self.finite.forward(path, out, ins)
+        self.order.setdefault(path, len(self.order))
+        if self.sampling and not self._replaying and path not in self._acts:
+            self._acts[path] = (self._act_stats(module, out.detach()), own)
+
+    def tap(self, module: nn.Module, args: Any, kwargs: Any) -> tuple[Any, Any] | None:
+        """The forward pre-hook: on an armed step, each input that needs a gradient becomes a
+        view of its own (top-level arguments only: a cache object must stay the same object)."""
+        if self.closed or not self.armed or not torch.is_grad_enabled():
+            return None
+        path = self.paths.get(id(module))
+        if path is None:
+            return None
+
+        def one(t: Any) -> Any:
+            if isinstance(t, torch.Tensor) and t.requires_grad and t.is_floating_point():
+                return t if _is_fake(t) else self.finite.tap(path, t)
+            return t
+
+        return tuple(one(a) for a in args), {k: one(v) for k, v in kwargs.items()}
+
+    def _act_stats(self, module: nn.Module, x: torch.Tensor) -> list[torch.Tensor]:
+        """Sum, norm and count of non-zeros (mean, std and zeros follow at the step's end).
+        Why not ``std_mean`` and ``count_nonzero``: on the CPU each takes 100-200 times a sum
+        (bench/README.md), more than the convolution that made the tensor."""
+        n = x.numel()
+        got = [
+            _sum(x) / n,
+            torch.linalg.vector_norm(x, dtype=torch.float32) / math.sqrt(n),  # sqrt(E[x^2])
+            x.sign().abs_().sum(dtype=torch.float32) / n,
+        ]
+        b = _bounds(module)
+        if b is not None:
+            lo, hi = b
+            mid, reach = (hi + lo) / 2, (hi - lo) / 2 * 0.98  # within 1% of the range from a bound
+            got.append((x - mid).abs_().ge_(reach).sum(dtype=torch.float32) / n)
+        return got
+
+    # -- the step's end --------------------------------------------------------------------
+
+    def backward_done(self, optimizer_params: set[int] | None, update_ratio: bool) -> None:
+        """After the backward, before the update: gradient checks and norms; a copy of the
+        weights for the update ratio when this step is sampled."""
+        have = [
+            (p, path) for p, path in self._weights if p.grad is not None and not p.grad.is_sparse
+        ]
+        bad_weights: list[str] = []
+        if have:
+            grads: list[torch.Tensor] = [p.grad for p, _ in have]  # type: ignore[misc]
+            norms = values(list(torch._foreach_norm(grads)))
+            sq: dict[str, float] = {}
+            for (_, path), v in zip(have, norms, strict=True):
+                if not math.isfinite(v) and path not in bad_weights:
+                    bad_weights.append(path)
+                sq[path] = sq.get(path, 0.0) + v * v
+            if self.sampling:
+                self._grad_norms = {p: math.sqrt(v) for p, v in sq.items()}
+        if self.armed:
+            nf = self.finite.resolve(self.step, self.classes, bad_weights, self._order())
+        elif bad_weights and self.nonfinite is None and self.capture.calls:
+            nf = self._replay()
+        else:
+            nf = None
+            self.finite.clear()
+        if nf is not None:
+            self._found(nf)
+        if self.sampling and self._weights:
+            params: list[torch.Tensor] = [p for p, _ in self._weights]
+            pn = values(list(torch._foreach_norm(params)))
+            sq = {}
+            for (_, path), v in zip(self._weights, pn, strict=True):
+                sq[path] = sq.get(path, 0.0) + v * v
+            self._param_norms = {p: math.sqrt(v) for p, v in sq.items()}
+            if update_ratio and optimizer_params is not None:
+                self._moving = [(p, path) for p, path in have if id(p) in optimizer_params]
+                with torch.no_grad():
+                    self._before = [_spread(p)[0].clone() for p, _ in self._moving]
+
+    def _order(self) -> dict[str, int]:
+        return self.order or self._static_order
+
+    def _replay(self) -> NonFinite | None:
+        self.finite.clear()
+        calls, self.capture.calls = self.capture.calls, []
+
+        def arm(on: bool) -> None:
+            self._replaying = on
+            self.capture.enabled = False
+
+        names = replay(self.model, calls, arm)
+        bad = list(dict.fromkeys(n.rpartition(".")[0] for n in names))
+        got = self.finite.resolve(self.step, self.classes, bad, self._order())
+        self.order = {}
+        return got
+
+    def updated(self) -> None:
+        """After ``optimizer.step()``: the update ratio of each module's own weights."""
+        before, self._before = self._before, None
+        if before is None or not before:
+            return
+        with torch.no_grad():
+            now = [_spread(p) for p, _ in self._moving]
+            torch._foreach_sub_(before, [v for v, _ in now])
+            delta = values(list(torch._foreach_norm(before)))
+        sq: dict[str, float] = {}
+        for (_, path), (_, share), v in zip(self._moving, now, delta, strict=True):
+            sq[path] = sq.get(path, 0.0) + share * v * v
+        for path, v in sq.items():
+            w = self._param_norms.get(path)
+            if w:
+                self._updates[path] = math.sqrt(v) / w
+        self._moving = []
+
+    def loss_value(self, step: int, value: float) -> None:
+        self.loss.add(step, value)
+        if not math.isfinite(value):
+            if step <= self.done:
+                if self.nonfinite is None:
+                    self._found(_loss_culprit(step))
+            else:
+                self._bad_loss = True
+
+    def end(self) -> list[Flag]:
+        """Close the step: samples stored, flags raised; returns the new flags."""
+        step = self.step
+        if self._bad_loss and self._new_nonfinite is None and self.nonfinite is None:
+            self._found(_loss_culprit(step))
+        new: list[Flag] = []
+        if self.sampling:
+            new = self._store(step)
+        nf = self._new_nonfinite
+        if nf is not None and nf.path is not None:
+            new += self.flags.update(step, nf.path, {"nonfinite"}, sampled=False)
+        self.finite.clear()
+        self.done += 1
+        self._start_step()
+        return new
+
+    def _found(self, nf: NonFinite) -> None:
+        self._new_nonfinite = self._new_nonfinite or nf
+        if self.nonfinite is None:
+            self.nonfinite = nf
+
+    def _store(self, step: int) -> list[Flag]:
+        acts = list(self._acts.items())
+        got = values([t for _, (ts, _) in acts for t in ts])
+        self.series.open(step)
+        new: list[Flag] = []
+        i = 0
+        paths = set(self._grad_norms) | {p for p, _ in acts}
+        act_of: dict[str, tuple[list[float], bool]] = {}
+        for path, (ts, own) in acts:
+            act_of[path] = (got[i : i + len(ts)], own)
+            i += len(ts)
+        for path in sorted(paths, key=lambda p: self.order.get(p, 1 << 30)):
+            sample: dict[str, float] = {}
+            if path in self._grad_norms:
+                sample["grad_norm"] = self._grad_norms[path]
+                sample["param_norm"] = self._param_norms.get(path, 0.0)
+            if path in self._updates:
+                sample["update_ratio"] = self._updates[path]
+            if path in act_of:
+                vals, own = act_of[path]
+                mean, rms, nonzero = vals[0], vals[1], vals[2]
+                std = math.sqrt(max(rms * rms - mean * mean, 0.0)) if math.isfinite(rms) else rms
+                sample.update(act_mean=mean, act_std=std, act_zeros=1.0 - nonzero)
+                if len(vals) > 3:
+                    sample["saturated"] = vals[3]
+                sample["own_output"] = 1.0 if own else 0.0
+            row = self.series.row(path)
+            for metric in self.series.metrics:
+                if metric in sample:
+                    self.series.put(row, metric, sample[metric])
+            self.latest[path] = {k: v for k, v in sample.items() if k != "own_output"}
+            new += self.flags.update(step, path, kinds_of(sample, self.thresholds))
+        return new
+
+
+# The update ratio reads every value of a tensor up to EXACT values, else SAMPLE evenly spaced
+# ones: copying all the weights each sampled step cost more than the step's own SGD update on a
+# ResNet-50 (bench/README.md), and the norm of a strided sample of a large tensor is within a
+# percent or two of the whole's share.
+EXACT = 65_536
+SAMPLE = 16_384
+
+
+def _spread(p: torch.Tensor) -> tuple[torch.Tensor, float]:
+    """The values of ``p`` the update ratio reads, and how many values each stands for."""
+    flat = p.detach().reshape(-1)
+    n = flat.numel()
+    if n <= EXACT:
+        return flat, 1.0
+    picked = flat[:: n // SAMPLE]
+    return picked, n / picked.numel()
+
+
+def _loss_culprit(step: int) -> NonFinite:
+    what = "the loss is NaN/Inf while every module's output was finite: the loss function made it"
+    return NonFinite(step, None, "loss", "", what)

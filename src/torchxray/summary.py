@@ -1,0 +1,161 @@
+"""`summary(model, *args, depth=None, **kwargs) -> str`: one copyable text summary, as torchinfo's:
+the tree to a depth with each module's class, output shape and parameter count, then the totals
+(total / trainable / non-trainable parameters, mult-adds, sizes).
+
+    >>> import torch, torch.nn as nn, torchxray as tx
+    >>> model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    >>> print(tx.summary(model, torch.randn(3, 4)))
+    Sequential: 4 modules; probe ok (fake)
+    =====================================
+    Layer (type)   Output shape   Param #
+    =====================================
+    Sequential     [3, 2]         --
+    ├─0 (Linear)   [3, 8]         40
+    ├─1 (ReLU)     [3, 8]         --
+    └─2 (Linear)   [3, 2]         18
+    =====================================
+    Total params: 58
+    Trainable params: 58
+    Non-trainable params: 0
+    Total mult-adds: 144
+    =====================================
+    Input size: 48 bytes
+    Forward/backward pass size: 432 bytes
+    Params size: 232 bytes
+    Buffers size: 0 bytes
+    Estimated total size: 712 bytes
+    =====================================
+
+Output shapes come from a fake probe (`probe.probe`: no memory used, nothing computed) when
+example inputs are given; an output that is a dict, tuple or ``ModelOutput`` is listed by name
+("logits: [1, 16, 30522]"). ``depth`` is how many levels below the model are shown; None picks
+the deepest whose rows fit on a screen (80). Runs of identical blocks shown without their
+children fold into one row ("layer.0–11 (BertLayer) ×12"). The pieces, in torchinfo's order:
+`_summary/records.py` (rows), `_summary/stats.py` (totals, and how they differ from
+torchinfo's for tied weights), `_summary/text.py` (text and CSV). `summarize` returns them as
+data (`Summary`); ``Summary.text()`` and ``Summary.csv()`` format them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from torch import nn
+
+from ._summary.records import Row, auto_depth, max_depth, rows
+from ._summary.stats import Totals, totals
+from ._summary.text import csv_text, table
+from .probe import ProbeReport, probe
+from .tree import ModelTree, walk
+
+__all__ = ["Summary", "summarize", "summary"]
+
+_MESSAGE_MAX = 160
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A summary as data: the rows shown, the totals, and what the text's first line says."""
+
+    cls: str
+    depth: int
+    deepest: int  # the tree's depth: `depth` below it hides levels
+    auto: bool  # the depth was chosen (depth=None)
+    rows: tuple[Row, ...]
+    totals: Totals
+    probe: str  # "probe ok (fake)", "probe failed at bn1 (...)", "no probe: ..."
+    probed: bool  # a report gave the output shapes
+    no_mult_adds: str  # why there is no mult-adds figure, where there is none
+
+    def text(self) -> str:
+        t = self.totals
+        modules = f"{t.modules:,} module{'s' if t.modules != 1 else ''}"
+        notes = []
+        if t.shared:
+            notes.append(
+                f"Shared parameters: {t.shared:,} are held by more than one module (tied "
+                "weights) and counted once, as model.parameters() does; torchinfo counts "
+                "them again for each module that holds them."
+            )
+        if not t.exact:
+            notes.append("Uninitialised (lazy) parameters are counted as 0.")
+        if any(r.count > 1 for r in self.rows):
+            notes.append("×N: N identical blocks in one row, their figures summed.")
+        if self.depth < self.deepest:
+            how = "the deepest that fits the screen; " if self.auto else ""
+            notes.append(
+                f"Depth {self.depth} of {self.deepest} ({how}summary(depth={self.depth + 1}) "
+                "shows more)."
+            )
+        return table(
+            self.rows,
+            t,
+            [f"{self.cls}: {modules}; {self.probe}"],
+            probed=self.probed,
+            notes=notes,
+            no_mult_adds=self.no_mult_adds,
+        )
+
+    def csv(self) -> str:
+        """The rows as CSV (``summarize(..., fold=False)`` gives one line per module)."""
+        return csv_text(self.rows)
+
+
+def _probe_line(report: ProbeReport | None, note: str) -> str:
+    if report is None:
+        return note or "no probe (no example inputs: summary(model, x) probes with them)"
+    if report.ok:
+        return f"probe ok ({report.mode})"
+    err = report.error
+    if err is None:
+        return "probe failed"
+    message = " ".join(err.message.split())
+    if len(message) > _MESSAGE_MAX:
+        message = message[: _MESSAGE_MAX - 1] + "…"
+    return f"probe failed at {err.path or '(model)'} ({err.cls}): {err.exc_type}: {message}"
+
+
+def _no_mult_adds(report: ProbeReport | None) -> str:
+    if report is None:
+        return "no probe"
+    if not report.ok:
+        return "the probe failed"
+    return "a real probe counts no FLOPs; a fake one does"
+
+
+def summarize(
+    tree: ModelTree,
+    report: ProbeReport | None = None,
+    *,
+    depth: int | None = None,
+    fold: bool = True,
+    note: str = "",
+) -> Summary:
+    """The summary of a walked model and (optionally) its probe, as data. ``note`` says why there
+    is no report, where there is none (the Explorer's probe note)."""
+    if depth is not None and (not isinstance(depth, int) or isinstance(depth, bool) or depth < 0):
+        raise ValueError(f"summary(depth=...) takes an int >= 0 or None, got {depth!r}")
+    deepest = max_depth(tree)
+    chosen = auto_depth(tree, report) if depth is None else min(depth, deepest)
+    return Summary(
+        cls=tree.root.cls,
+        depth=chosen,
+        deepest=deepest,
+        auto=depth is None,
+        rows=rows(tree, report, chosen, fold),
+        totals=totals(tree, report),
+        probe=_probe_line(report, note),
+        probed=report is not None,
+        no_mult_adds=_no_mult_adds(report),
+    )
+
+
+def summary(model: nn.Module, *args: Any, depth: int | None = None, **kwargs: Any) -> str:
+    """The text summary of ``model``; with example inputs, a fake probe gives the output shapes
+    and the mult-adds (``depth`` is taken by the summary: a forward keyword of that name cannot
+    be passed through here; ``tx.probe`` and `summarize` can)."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"summary() takes an nn.Module, got {type(model).__name__}")
+    report = probe(model, *args, **kwargs) if args or kwargs else None
+    return summarize(walk(model), report, depth=depth).text()

@@ -1,0 +1,50 @@
+"""No silent wrong rebuild on the classes the forms sweep meets (bench/forms_sweep.py).
+
+A class is judged as the sweep judges it: its form's gate says exact, and the unchanged edit done
+for real (built, cast, the old weights carried) must then have the live module's repr,
+state_dict and plain attributes; a gate that says exact when the module is not fails here.
+
+By default one model per library of the sweep's catalogue and the project's zoo run (a few
+minutes); ``TORCHXRAY_FULL_SWEEP=1`` runs every model of the catalogue (as ``python -m
+bench.forms_sweep`` does, which exits 1 on a silent rebuild).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.forms_models import MODELS  # noqa: E402
+from bench.forms_sweep import _firsts, judge  # noqa: E402
+
+FULL = os.environ.get("TORCHXRAY_FULL_SWEEP") == "1"
+SUBSET = {
+    "timm": ("efficientnet_b0", "convnext_atto", "vit_tiny_patch16_224"),
+    "torchvision": ("mobilenet_v3_small", "deeplabv3_mobilenet_v3_large"),
+    "diffusers": ("AutoencoderKL", "UNet2DConditionModel"),
+    "transformers": ("llama", "t5", "wav2vec2"),
+    "open_clip": ("ViT-B-32",),
+    "zoo": ("weight_norm", "spectral_norm", "quantized_dynamic", "hf-bert", "timm-mobilevit"),
+}
+CASES = [m for m in MODELS if FULL or m.name in SUBSET.get(m.library, ())]
+LIBS = {"timm": "timm", "torchvision": "torchvision", "diffusers": "diffusers"}
+LIBS |= {"transformers": "transformers", "open_clip": "open_clip"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", CASES, ids=[f"{m.library}-{m.name}" for m in CASES])
+def test_no_silent_wrong_rebuild(model) -> None:  # noqa: ANN001 - a bench Model
+    if model.library in LIBS:
+        pytest.importorskip(LIBS[model.library])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        built = model.make()
+        judged = {cls.__qualname__: judge(m) for cls, (_, m) in _firsts(built).items()}
+    silent = {name: why for name, (status, why, _) in judged.items() if status == "silent"}
+    assert not silent, silent

@@ -1,0 +1,47 @@
+"""A person opens a torchvision detector, whose region proposals have a size only its values decide
+(aten.nonzero): the fake probe cannot run it, says which module and why, and offers the real
+probe; one click runs it, the tree gets its shapes, and the mode stays real for the next Apply."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from lab import Lab, open_explorer
+from playwright.sync_api import Page, expect
+
+pytestmark = pytest.mark.ui
+
+DETECTOR = """\
+import torch, torchvision
+import torchxray as tx
+
+model = torchvision.models.detection.fasterrcnn_mobilenet_v3_large_320_fpn(
+    weights=None, weights_backbone=None, num_classes=3
+).eval()
+images = [torch.rand(3, 160, 160)]"""
+
+
+def test_a_detector_gets_the_real_probe_offered_and_run(page: Page, lab: Lab, shots: Path) -> None:
+    ex = open_explorer(
+        page, lab, "detector", DETECTOR, "ex = tx.explore(model, images)\nex",
+        status=r"^probe failed at rpn\b",
+    )  # fmt: skip
+    status = ex.get_by_role("status")
+    ex.get_by_role("tab", name="Probe").click()
+    probe = ex.get_by_role("tabpanel", name="Probe")
+    banner = probe.locator(".tx-banner")
+    expect(banner).to_contain_text("fake tensors cannot run aten.nonzero")
+    expect(banner).to_contain_text("mode='real'")
+    expect(banner).not_to_contain_text("check that the example inputs")  # not the user's fault
+    page.screenshot(path=str(shots / "detector-fake-refused.png"))
+
+    banner.get_by_role("button", name="Run real probe").click()
+    expect(status).to_have_text(re.compile(r"^probe ok: \d+ modules"), timeout=120_000)
+    expect(probe.locator(".tx-buttons .tx-muted").first).to_have_text(re.compile(r"mode real$"))
+    expect(probe.get_by_label("mode")).to_have_value("real")
+    expect(probe.locator(".tx-banner")).to_have_count(0)
+    expect(probe.locator("tbody")).to_contain_text("backbone")
+    expect(probe.get_by_role("button", name="Run real probe")).to_have_count(0)
+    page.screenshot(path=str(shots / "detector-real-probe.png"))
