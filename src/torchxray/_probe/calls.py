@@ -147,8 +147,8 @@ class Recorder:
         call_forward: bool,
     ) -> Callable[..., Any]:
         """A function ``(module, *args, **kwargs)`` that records the call of the module at
-        ``path_of(id(module))`` around ``module.forward(*args, **kwargs)`` (`call_forward`, as a
-        replacement of ``nn.Module._call_impl``) or around ``original(module, *args, **kwargs)``
+        ``path_of(id(module))`` around ``module.forward(*args, **kwargs)`` (`call_forward`, bound
+        as a module's instance ``_call_impl``) or around ``original(module, *args, **kwargs)``
         (as an instance's ``forward``). A module without a path goes to ``original`` unrecorded."""
         rec = self
         stack, log, recent = self.stack, self.log, self.recent
