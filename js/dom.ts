@@ -90,3 +90,17 @@ export function breakable(text: string): Node[] {
   });
   return out;
 }
+
+export const SVG_NS = "http://www.w3.org/2000/svg";
+
+/** An empty inline SVG chart of `width` x `height` px, an image named `label` for screen readers. */
+export function svgChart(cls: string, width: number, height: number, label: string): SVGSVGElement {
+  const svg = document.createElementNS(SVG_NS, "svg");
+  svg.setAttribute("class", cls);
+  svg.setAttribute("width", String(width));
+  svg.setAttribute("height", String(height));
+  svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+  svg.setAttribute("role", "img");
+  svg.setAttribute("aria-label", label);
+  return svg;
+}

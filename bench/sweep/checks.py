@@ -337,7 +337,10 @@ def _checks(model: nn.Module, inputs: Inputs, bare: Any, out: Outcome) -> None:
 def _graded(model: nn.Module, inputs: Inputs) -> set[int] | None:
     """Indexes (in `_distinct_params` order, trainable ones) of the weights that have a gradient
     after a real train-mode forward and backward of the sum of its float outputs, on a copy;
-    None when the copy or the step fails."""
+    None when the copy or the step fails, or holds a scripted module (a deep copy of one does not
+    give its copied weights gradients)."""
+    if any(isinstance(m, torch.jit.ScriptModule) for m in model.modules()):
+        return None
     try:
         twin = copy.deepcopy(model).train()
         args, kwargs = inputs

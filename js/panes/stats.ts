@@ -1,30 +1,24 @@
 // Statistics of the selected module's own weights in the Overview: norm, mean, std,
 // min, max, zero and non-finite counts, and a sparkline of the value histogram. Asked for when the
 // Overview shows a module (tx.stats reads every value: never for the whole tree at once).
-import { clear, formatCount, h } from "../dom";
+import { clear, formatCount, h, SVG_NS, svgChart } from "../dom";
 import type { StatRow } from "../protocol";
 import type { Ctx } from "./context";
 import { messageOf } from "./context";
 
-const SVG = "http://www.w3.org/2000/svg";
+
 const WIDTH = 96;
 const HEIGHT = 20;
 
 /** An inline SVG bar chart of `counts`, built with DOM calls (no markup parsed). */
 export function sparkline(counts: readonly number[], label: string): SVGSVGElement {
-  const svg = document.createElementNS(SVG, "svg");
-  svg.setAttribute("class", "tx-spark");
-  svg.setAttribute("width", String(WIDTH));
-  svg.setAttribute("height", String(HEIGHT));
-  svg.setAttribute("viewBox", `0 0 ${WIDTH} ${HEIGHT}`);
-  svg.setAttribute("role", "img");
-  svg.setAttribute("aria-label", label);
+  const svg = svgChart("tx-spark", WIDTH, HEIGHT, label);
   const top = Math.max(1, ...counts);
   const w = counts.length ? WIDTH / counts.length : WIDTH;
   counts.forEach((c, i) => {
     // A bin with any value gets at least a pixel: a lone outlier must stay visible.
     const bh = c > 0 ? Math.max(1, (c / top) * HEIGHT) : 0;
-    const rect = document.createElementNS(SVG, "rect");
+    const rect = document.createElementNS(SVG_NS, "rect");
     rect.setAttribute("x", (i * w).toFixed(2));
     rect.setAttribute("y", (HEIGHT - bh).toFixed(2));
     rect.setAttribute("width", Math.max(0.5, w - 1).toFixed(2));

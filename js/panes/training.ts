@@ -3,12 +3,12 @@
 // sparklines of its gradient norm, update ratio and activation std and zeros. The state comes in
 // the `training` traitlet while the loop runs (throttled by the kernel); a module's history is
 // asked for when the tab shows it and again when the step moves on. Mirrors _view/tools_watch.py.
-import { clear, h } from "../dom";
+import { clear, h, SVG_NS, svgChart } from "../dom";
 import type { TrainingState, TrainSeriesReply } from "../protocol";
 import type { Ctx, Pane } from "./context";
 import { messageOf } from "./context";
 
-const SVG = "http://www.w3.org/2000/svg";
+
 
 /** The figures drawn per module: reply key, label, whether its scale is logarithmic. */
 export const SERIES = [
@@ -41,13 +41,7 @@ export function short(x: number): string {
 
 /** A polyline chart of (step, value) points, built with DOM calls (no markup parsed). */
 export function lineChart(points: readonly (readonly [number, number])[], width: number, height: number, log: boolean, label: string): SVGSVGElement {
-  const svg = document.createElementNS(SVG, "svg");
-  svg.setAttribute("class", "tx-line");
-  svg.setAttribute("width", String(width));
-  svg.setAttribute("height", String(height));
-  svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
-  svg.setAttribute("role", "img");
-  svg.setAttribute("aria-label", label);
+  const svg = svgChart("tx-line", width, height, label);
   const ys = points.map(([, v]) => (log ? Math.log10(Math.max(v, 1e-30)) : v));
   if (points.length) {
     const x0 = points[0][0];
@@ -56,10 +50,10 @@ export function lineChart(points: readonly (readonly [number, number])[], width:
     const hi = Math.max(...ys);
     const sx = (s: number) => (x1 > x0 ? ((s - x0) / (x1 - x0)) * (width - 2) + 1 : width / 2);
     const sy = (y: number) => (hi > lo ? height - 1 - ((y - lo) / (hi - lo)) * (height - 2) : height / 2);
-    const line = document.createElementNS(SVG, "polyline");
+    const line = document.createElementNS(SVG_NS, "polyline");
     line.setAttribute("points", points.map(([s], i) => `${sx(s).toFixed(1)},${sy(ys[i]).toFixed(1)}`).join(" "));
     svg.appendChild(line);
-    const dot = document.createElementNS(SVG, "circle");
+    const dot = document.createElementNS(SVG_NS, "circle");
     dot.setAttribute("cx", sx(points[points.length - 1][0]).toFixed(1));
     dot.setAttribute("cy", sy(ys[ys.length - 1]).toFixed(1));
     dot.setAttribute("r", "2");

@@ -2,13 +2,14 @@
 during a step and turns it into samples, flags and the first non-finite module at the step's end.
 
 Every step: whether any weight gradient is non-finite (one fused ``_foreach_norm``, one
-synchronisation). Sampled steps (every ``every``-th, the first included) are armed: every
-module's output and output gradient is checked (where a NaN/Inf began, ``_watch/finite.py``),
-and the activation figures (first call of each module), the gradient norm of each module's own
-weights and, around ``optimizer.step()``, the update ratio ||w_after - w_before|| / ||w_before||
-(from a copy of the weights for the step's duration: all of a tensor up to ``EXACT`` values, else
-``SAMPLE`` evenly spaced ones, each standing for its share) are taken. The first step found non-finite
-while unarmed is run again armed (``_watch/replay.py``). Values are read as 0-d tensors and
+synchronisation), and what a replay needs (the forward's inputs and RNG state, no copies).
+Sampled steps (every ``every``-th, the first included) take the activation figures (first call
+of each module), the gradient norm of each module's own weights and, around
+``optimizer.step()``, the update ratio ||w_after - w_before|| / ||w_before|| (from a copy of the
+weights for the step's duration: all of a tensor up to ``EXACT`` values, else ``SAMPLE`` evenly
+spaced ones, each standing for its share). The first step found non-finite is run again armed
+(``_watch/replay.py``): every module's output and input gradient checked, to find where the
+NaN/Inf began (``_watch/finite.py``). Values are read as 0-d tensors and
 synchronised once, at the step's end.
 """
 
@@ -104,8 +105,10 @@ class Recorder:
     def _start_step(self) -> None:
         self.sampling = (self.step - 1) % self.every == 0
         self.capture.clear()
-        # An unarmed step keeps what a replay needs; after the first NaN there is none to find.
-        self.capture.enabled = not self.sampling and self.nonfinite is None
+        # Every step keeps what a replay needs (its inputs and RNG state: no copies); after the
+        # first NaN there is none to find.
+        self.capture.enabled = self.nonfinite is None
+        self._outputs: set[int] = set()  # a sampled step's outputs (a container passes one on)
         self._acts: dict[str, tuple[list[torch.Tensor], bool]] = {}
         self.order: dict[str, int] = {}
         self._grad_norms: dict[str, float] = {}
@@ -119,23 +122,31 @@ class Recorder:
 
     @property
     def armed(self) -> bool:
-        return self.sampling or self._replaying
+        """Every module's outputs and input gradients checked: only while a step that turned
+        non-finite runs again (``_replay``). Why not on sampled steps too: the views and gradient
+        hooks it takes doubled a ResNet-50's backward; the weights' gradient norms, read every
+        step, find the step, and its replay finds the module."""
+        return self._replaying
 
     def forward(self, module: nn.Module, args: Any, kwargs: Any, output: Any) -> None:
-        if self.closed or not self.armed or not torch.is_grad_enabled():  # probes, eval
-            return
+        if self.closed or not (self.armed or self.sampling) or not torch.is_grad_enabled():
+            return  # probes, eval
         path = self.paths.get(id(module))
         out = first_float(output)
         if path is None or out is None or _is_fake(out):
             return
-        ins = [
-            t
-            for t in tree_leaves((args, kwargs))
-            if isinstance(t, torch.Tensor) and t.is_floating_point() and not _is_fake(t)
-        ]
-        own = self.finite.forward(path, out, ins)
         self.order.setdefault(path, len(self.order))
-        if self.sampling and not self._replaying and path not in self._acts:
+        if self.armed:
+            ins = [
+                t
+                for t in tree_leaves((args, kwargs))
+                if isinstance(t, torch.Tensor) and t.is_floating_point() and not _is_fake(t)
+            ]
+            self.finite.forward(path, out, ins)
+            return
+        own = id(out) not in self._outputs  # False: a child's output passed on
+        self._outputs.add(id(out))
+        if path not in self._acts:
             self._acts[path] = (self._act_stats(module, out.detach()), own)
 
     def tap(self, module: nn.Module, args: Any, kwargs: Any) -> tuple[Any, Any] | None:
