@@ -1,4 +1,4 @@
-"""The fake probe against torchinfo at both ends of issue 26: small models and many modules.
+"""The fake probe against torchinfo at both ends: small models and many modules.
 
 ``python -m bench.small [--repeats N] [--threads 1] [--only NAME ...] [--json PATH]`` times, per
 model and interleaved (probe, torchinfo, probe, torchinfo, ...), ``tx.probe(model, x)`` (fake,
@@ -10,7 +10,7 @@ transformers Qwen2 / Gemma2 / Phi3 (`bench.sweep`), timm ResNet-18, torchvision 
 small and the torchao int8 ResNet-18.
 
 It measures whichever torchxray it imports, so a before/after comparison runs it twice with
-another ``PYTHONPATH`` (README.md, issue 26).
+another ``PYTHONPATH`` (bench/README.md, "The fake probe's fixed cost").
 """
 
 from __future__ import annotations

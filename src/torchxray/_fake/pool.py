@@ -2,7 +2,7 @@
 
 Making a FakeTensorMode records the caller's whole stack (``traceback.extract_stack``, source
 lines included), a cost that grows with the depth of the caller's stack (a notebook cell's is
-deep; bench/README.md, issue 26). A mode holds nothing of a run once the run is over, except
+deep; bench/README.md, "The fake probe's fixed cost"). A mode holds nothing of a run once the run is over, except
 its converter's memo of real tensors (weak references, but a memo that could answer for a tensor
 changed in place since); a mode given back therefore gets a new converter, and each borrow a new
 `Fakes` and no front. A mode is handed to one run at a time (two threads probing get two modes) and goes back to the

@@ -5,7 +5,7 @@ op it has seen runs no meta kernel. What it spends per op instead is the key: a 
 arguments that flattens every tensor's full metadata (a dataclass of 17 fields, each field's type
 checked), and the output: a meta tensor made under its kernel-invocation context and wrapped by a
 FakeTensor constructor that parses its arguments. On a small model that was most of a fake probe
-(bench/README.md, "Issue 26: the fake probe's fixed cost").
+(bench/README.md, "The fake probe's fixed cost").
 
 `Quick` keys the same entries more cheaply: per tensor argument the fields torch's key holds for
 a dense strided tensor of this mode without a constant (dtype, sizes, strides, storage offset and

@@ -13,7 +13,7 @@ large part of a bare forward. Instead, for the probe's duration:
   on nn.Module itself is assigned: assigning any attribute of a class makes CPython invalidate
   the method caches of every subclass, and a dunder also updates that slot in each; with a
   model library imported nn.Module has thousands of subclasses, a fixed cost per probe that
-  dominated small models (bench/README.md, issue 26). Modules outside the probed model run
+  dominated small models (bench/README.md, "The fake probe's fixed cost"). Modules outside the probed model run
   untouched.
 - The modules that path cannot serve exactly get an instance attribute ``forward`` that records
   the call instead, and are called the usual way: a module with hooks of its own (they run as
