@@ -62,12 +62,8 @@ def static_bundle() -> Path:
 def lab(
     chromium: str, static_bundle: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Lab]:
-    server = Lab(tmp_path_factory.mktemp("jupyterlab"))
-    server.start()
-    try:
+    with Lab(tmp_path_factory.mktemp("jupyterlab")) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import nbformat
 from playwright.sync_api import Locator, Page, expect
+from typing_extensions import Self
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
@@ -85,6 +86,17 @@ class Server:
             time.sleep(0.3)
         self.stop()
         raise RuntimeError(f"{what} did not answer on {health} in {timeout}s:\n{self.log()}")
+
+    def start(self, timeout: float = 90.0) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        """``with Lab(dir) as lab:``: started, and stopped however the block ends."""
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
     def stop(self) -> None:
         proc, self.proc = self.proc, None
@@ -309,10 +321,6 @@ def save_readme_screenshot(shot: Path) -> None:
 if __name__ == "__main__":
     import tempfile
 
-    lab = Lab(Path(tempfile.mkdtemp(prefix="torchxray-lab-")))
-    lab.start()
-    print(lab.url, lab.root, flush=True)
-    try:
+    with Lab(Path(tempfile.mkdtemp(prefix="torchxray-lab-"))) as lab:
+        print(lab.url, lab.root, flush=True)
         signal.pause()
-    finally:
-        lab.stop()

@@ -74,10 +74,6 @@ class Marimo(Server):
 if __name__ == "__main__":
     import tempfile
 
-    server = Marimo(Path(tempfile.mkdtemp(prefix="torchxray-marimo-")))
-    server.start()
-    print(server.url, server.notebook, flush=True)
-    try:
+    with Marimo(Path(tempfile.mkdtemp(prefix="torchxray-marimo-"))) as server:
+        print(server.url, server.notebook, flush=True)
         signal.pause()
-    finally:
-        server.stop()

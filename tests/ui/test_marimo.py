@@ -23,12 +23,8 @@ pytestmark = pytest.mark.ui
 def marimo(
     chromium: str, static_bundle: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Marimo]:
-    server = Marimo(tmp_path_factory.mktemp("marimo"))
-    server.start()
-    try:
+    with Marimo(tmp_path_factory.mktemp("marimo")) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

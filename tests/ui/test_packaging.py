@@ -58,12 +58,8 @@ def wheel_lab(
 ) -> Iterator[Lab]:
     # Kernels inherit the server's environment: torchxray comes from the wheel's folder, which
     # PYTHONPATH puts before the venv's editable install of the checkout.
-    server = Lab(tmp_path_factory.mktemp("wheel-lab"), env={"PYTHONPATH": str(wheel_site)})
-    server.start()
-    try:
+    with Lab(tmp_path_factory.mktemp("wheel-lab"), env={"PYTHONPATH": str(wheel_site)}) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def _run_all_and_wait(page: Page) -> None:
@@ -111,12 +107,8 @@ def test_a_wheel_from_a_clean_clone_works_outside_the_checkout(
 
 @pytest.fixture(scope="module")
 def notebook7(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    server = Lab(tmp_path_factory.mktemp("notebook7"), app="notebook")
-    server.start()
-    try:
+    with Lab(tmp_path_factory.mktemp("notebook7"), app="notebook") as server:
         yield server
-    finally:
-        server.stop()
 
 
 def test_notebook7_open_select_edit_undo(
