@@ -83,9 +83,11 @@ export function breakable(text: string): Node[] {
     const parts = at >= 0 ? entry.slice(0, at).split(/(?<=[.\]])/) : [];
     if (parts.length) parts[parts.length - 1] += ":"; // the name's end stays with its colon
     for (const part of parts) piece(part);
-    const shape = h("span", { class: "tx-nobr" }, `${entry.slice(at >= 0 ? at + 2 : 0)}${comma}`);
-    // After a name, the space is the break ("logits: 1×10" reads and copies as it is written).
-    out.push(...(parts.length ? [document.createTextNode(" "), shape] : out.length ? [document.createElement("wbr"), shape] : [shape]));
+    const shape = `${entry.slice(at >= 0 ? at + 2 : 0)}${comma}`;
+    if (parts.length) {
+      // After a name, the space is the break ("logits: 1×10" reads and copies as it is written).
+      out.push(document.createTextNode(" "), h("span", { class: "tx-nobr" }, shape));
+    } else piece(shape);
     if (comma) out.push(document.createTextNode(" "));
   });
   return out;
