@@ -96,6 +96,23 @@ def test_planted_problems_flagged_too_high_lr_and_dead_relus() -> None:
     assert "dead" in w.active["3"]
 
 
+def test_an_in_place_relu_is_judged_by_its_own_output() -> None:
+    # ReLU(inplace=True) returns its input tensor, changed: its output is its own, not a child's.
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(inplace=True), nn.Linear(16, 1))
+    with torch.no_grad():
+        model[0].bias.fill_(-50.0)  # every unit of the ReLU dead
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with tx.watch(model, opt, every=1) as w:
+        for _ in range(2):
+            opt.zero_grad()
+            loss = model(torch.randn(16, 8)).pow(2).mean()
+            loss.backward()
+            opt.step()
+            w.step(loss)
+        assert any(f.path == "1" and f.kind == "dead" for f in w.flags), w.flags
+
+
 def test_history_is_bounded_and_spans_the_run() -> None:
     model = _mlp()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)

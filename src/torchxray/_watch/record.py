@@ -108,7 +108,7 @@ class Recorder:
         # Every step keeps what a replay needs (its inputs and RNG state: no copies); after the
         # first NaN there is none to find.
         self.capture.enabled = self.nonfinite is None
-        self._outputs: set[int] = set()  # a sampled step's outputs (a container passes one on)
+        self._outputs: set[tuple[int, int]] = set()  # a sampled step's (id, version) of outputs
         self._acts: dict[str, tuple[list[torch.Tensor], bool]] = {}
         self.order: dict[str, int] = {}
         self._grad_norms: dict[str, float] = {}
@@ -144,8 +144,11 @@ class Recorder:
             ]
             self.finite.forward(path, out, ins)
             return
-        own = id(out) not in self._outputs  # False: a child's output passed on
-        self._outputs.add(id(out))
+        # False for a child's output passed on; an in-place op (ReLU(inplace=True)) makes a new
+        # version of its input, its own output.
+        key = (id(out), out._version)
+        own = key not in self._outputs
+        self._outputs.add(key)
         if path not in self._acts:
             self._acts[path] = (self._act_stats(module, out.detach()), own)
 
