@@ -100,6 +100,43 @@ def test_adamw_state_is_exactly_what_a_real_adamw_step_keeps() -> None:
     assert tx.memory(model, x, training=True, optimizer=opt).optimizer == real_state
 
 
+class _Rounded(nn.Module):
+    """An encoder whose codes are cast to bytes: autograd cannot reach the encoder's weights."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.enc, self.dec = nn.Linear(16, 8), nn.Linear(8, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.dec(self.enc(x).round().byte().float())
+
+
+class _Argmax(nn.Module):
+    """A classifier that returns its choice: no float output, so no backward."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x).argmax(-1)
+
+
+def test_only_weights_the_backward_reaches_get_gradients_and_state() -> None:
+    model, x = _Rounded(), torch.randn(8, 16)
+    rep = tx.memory(model, x, training=True, optimizer="adamw")
+    model(x).sum().backward()
+    reached = [p for p in model.parameters() if p.grad is not None]
+    assert {id(p) for p in reached} == {id(p) for p in model.dec.parameters()}
+    assert rep.grads == _nbytes(reached) and rep.optimizer == 2 * _nbytes(reached)
+    assert rep["enc"].grads == 0 and rep["dec"].grads == _nbytes(reached)
+    assert not rep.notes
+    # No float output depends on a weight: no backward, no gradients, and the report says so.
+    rep = tx.memory(_Argmax(), x, training=True, optimizer="adamw")
+    assert (rep.grads, rep.optimizer) == (0, 0)
+    assert any("no trainable weight gets a gradient" in n for n in rep.notes)
+
+
 def test_optimizer_instances_are_read_from_their_class_and_options() -> None:
     model = nn.Sequential(nn.Linear(16, 32), nn.Linear(32, 4))
     x = torch.randn(8, 16)

@@ -336,8 +336,8 @@ def _checks(model: nn.Module, inputs: Inputs, bare: Any, out: Outcome) -> None:
 
 def _graded(model: nn.Module, inputs: Inputs) -> set[int] | None:
     """Indexes (in `_distinct_params` order, trainable ones) of the weights that have a gradient
-    after a real train-mode forward and backward of the sum of its float outputs, on a copy;
-    None when the copy or the step fails, or holds a scripted module (a deep copy of one does not
+    after a real train-mode forward and backward of the sum of its float outputs, on a copy (none
+    when no float output requires grad); None when the copy or the step fails, or holds a scripted module (a deep copy of one does not
     give its copied weights gradients)."""
     if any(isinstance(m, torch.jit.ScriptModule) for m in model.modules()):
         return None
@@ -354,7 +354,7 @@ def _graded(model: nn.Module, inputs: Inputs) -> set[int] | None:
             if isinstance(t, torch.Tensor) and t.requires_grad and t.is_floating_point()
         ]
         if not leaves:
-            return None
+            return set()  # nothing to run backward from: no weight gets a gradient
         sum(t.float().sum() for t in leaves).backward()  # type: ignore[union-attr]
     except Exception:
         return None

@@ -12,8 +12,9 @@ meta models of any size, and on CPU and CUDA models without touching their memor
 
 Weights (`params`, `buffers`) count each tensor once, however often it is shared or tied, as it is
 stored: a quantized weight (torchao) by its inner tensors, not by its shape and dtype.
-`grads` are the trainable parameters' gradients and `optimizer` the optimizer's state (see
-`_memory.optim`), both only when `training`. `activations` are the bytes autograd saves for
+`grads` are the gradients of the trainable parameters the fake backward reaches (one used only
+through a rounding to integers, or not at all, gets none, as in a real step) and `optimizer` the
+optimizer's state for those (see `_memory.optim`), both only when `training`. `activations` are the bytes autograd saves for
 backward, measured with saved-tensor hooks during a fake forward (each storage once; weights
 excluded), charged to the innermost module whose forward saved them. `peak` is the highest live
 total of a fake forward (and backward, plus the optimizer state, when training): weights, inputs,
@@ -233,9 +234,15 @@ def _run_memory(
         step = real.measure(model, modules, params, buffers, args, kwargs, training, optimizer)
         trace, grad_ids, opt = step.trace, step.grad_ids, step.opt
     else:
-        opt = state_bytes(optimizer, trainable) if optimizer is not None else {}
+        if optimizer is not None:
+            state_bytes(optimizer, [])  # a bad name or type is refused before the run
         trace = fake_step(model, modules, args, kwargs, training, memoise)
-        grad_ids = {id(p) for p in trainable}
+        # Gradients and optimizer state only for the weights the fake backward reached, as a
+        # real step gives them (`_memory.real`).
+        reached = trace.graded
+        graded = [p for p in trainable if reached is None or id(p) in reached]
+        opt = state_bytes(optimizer, graded) if optimizer is not None else {}
+        grad_ids = {id(p) for p in graded}
     notes: tuple[str, ...] = ()
     op = trace.data_dependent
     if mode == "fake" and trace.error is not None and op is not None:
@@ -266,6 +273,12 @@ def _run_memory(
         raise ValueError(
             f"memory(): the {mode} forward failed: {trace.error}. Check the example inputs "
             "(tx.probe(model, ...) shows the shapes each layer receives)"
+        )
+    if trainable and not grad_ids:
+        notes = (
+            *notes,
+            "no trainable weight gets a gradient in this step (no float output depends on one "
+            "through autograd), so it counts no gradients and no optimizer state",
         )
     records = _records(modules, grad_ids, opt, trace)
     root = records[""]

@@ -45,6 +45,10 @@ class StepTrace:
     device: str = "cpu"  # where the step ran (an offloaded weight's execution device)
     memoised: list[str] = field(default_factory=list)  # blocks replayed (`_memory.memo`)
     where: str = ""  # the module a failed step was in
+    # After a training step's backward, the real weights (by id) whose fake stand-in got a
+    # gradient: a weight whose only path to the loss goes through a rounding or an integer cast
+    # (or a quantized tensor's integer data) gets none, as in a real step. None: no backward ran.
+    graded: set[int] | None = None
 
 
 class _Stack:
@@ -202,6 +206,7 @@ def trace_step(
                 if loss is not None:
                     loss.backward()
                 del loss
+                trace.graded = {key for key, f in (swap or {}).items() if f.grad is not None}
             else:
                 del output
         except Exception as exc:
