@@ -192,9 +192,16 @@ def _weakly(value: Any) -> bool:
     )
 
 
+# Most constructor arguments: kept as they are without the checks below (every module built
+# while recording passes each of its arguments through here).
+_PLAIN = frozenset({type(None), bool, int, float, str})
+
+
 def _snapshot(
     value: Any, memo: dict[int, Any], notes: dict[str, str], name: str, weak: bool = False
 ) -> Any:
+    if type(value) in _PLAIN:
+        return value
     if weak and _weakly(value):
         try:
             return _Weak(value)
