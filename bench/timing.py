@@ -96,27 +96,39 @@ def ratio(ours: Timing, anchor: Timing) -> float:
 
 
 def measure_interleaved(
-    fns: dict[str, Callable[[], Any]], repeats: int, budget_s: float = 60.0, warmup: int = 1
+    fns: dict[str, Callable[[], Any]],
+    repeats: int,
+    budget_s: float = 60.0,
+    warmup: int = 1,
+    clock: Callable[[], float] = time.perf_counter,
+    alternate: bool = False,
 ) -> dict[str, Timing]:
     """Like `measure`, for several functions run in turn within each repeat, so that a change in
-    machine load (another process, thermal throttling) hits every figure of a ratio alike."""
+    machine load (another process, thermal throttling) hits every figure of a ratio alike.
+    `alternate`: every other repeat runs them in reverse order (what runs first after a
+    collection is not always the same one). `clock`: `time.thread_time` times the CPU this thread
+    used, which leaves out the waits for a core that other processes hold (for single-threaded
+    work on a shared machine)."""
     group = next(_GROUPS)
     out = {name: Timing(group=group) for name in fns}
     spent = 0.0
     for i in range(warmup + repeats):
-        for name, fn in fns.items():
+        order = list(fns.items())
+        if alternate and i % 2:
+            order.reverse()
+        for name, fn in order:
             t = out[name]
             if t.error is not None:
                 continue
             gc.collect()
-            start = time.perf_counter()
+            start = clock()
             try:
                 result = fn()
             except Exception as exc:  # recorded as the figure's value, as in `measure`
                 first = str(exc).splitlines()[0][:120] if str(exc) else ""
                 t.error = f"{type(exc).__name__}: {first}"
                 continue
-            elapsed = time.perf_counter() - start
+            elapsed = clock() - start
             del result
             if i >= warmup:
                 t.runs.append(elapsed)

@@ -32,7 +32,7 @@ import sys
 import threading
 import weakref
 from collections.abc import Iterator
-from types import FrameType
+from types import FrameType, MethodType
 from typing import Any
 
 from torch import Tensor, nn
@@ -140,13 +140,16 @@ def _recording_init(self: nn.Module, *args: Any, **kwargs: Any) -> None:
         pass
 
 
+# Type tests go through type(value): isinstance() falls back to reading `value.__class__`, which a
+# config class with its own __getattribute__ (transformers') answers in Python, and every
+# argument of every module built while recording is tested.
+_BY_REFERENCE = (bool, int, float, complex, str, bytes, type, nn.Module, Tensor)
+_HELD_WEAKLY = (nn.Module, Tensor)
+
+
 def _kept(value: Any) -> bool:
     """Values recorded by reference: identity is their meaning or they never change."""
-    return (
-        value is None
-        or isinstance(value, (bool, int, float, complex, str, bytes, type, nn.Module, Tensor))
-        or callable(value)
-    )
+    return value is None or issubclass(type(value), _BY_REFERENCE) or callable(value)
 
 
 # id(object) -> (weak reference to it, its last copy): one config is given to every layer of a
@@ -156,7 +159,8 @@ _copies: dict[int, tuple[weakref.ref[Any], Any]] = {}
 
 def _same_state(a: Any, b: Any) -> bool:
     try:
-        return type(a) is type(b) and bool(vars(a) == vars(b))
+        state = object.__getattribute__  # the instance dict, past a class's own __getattribute__
+        return type(a) is type(b) and bool(state(a, "__dict__") == state(b, "__dict__"))
     except Exception:  # noqa: BLE001 - no __dict__, or values that refuse ==
         return False
 
@@ -187,8 +191,9 @@ def _share(value: Any, out: Any) -> None:
 
 
 def _weakly(value: Any) -> bool:
-    return isinstance(value, (nn.Module, Tensor)) or (
-        inspect.ismethod(value) and isinstance(value.__self__, (nn.Module, Tensor))
+    kind = type(value)
+    return issubclass(kind, _HELD_WEAKLY) or (
+        kind is MethodType and issubclass(type(value.__self__), _HELD_WEAKLY)
     )
 
 
