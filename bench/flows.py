@@ -13,7 +13,8 @@ JupyterLab (the UI tests' `Lab`, as `bench/browser.py`):
   sent after the view, so the browser draws the view meanwhile).
 - **Apply -> re-probed tree**: in the Form tab of a selected module, a field is changed and Apply
   clicked; from the click to the paint after the status reads "probe ok" again (having read
-  "probe running after apply" or "probing" in between: Apply's probe runs in the background). Models: timm `convnext_tiny`
+  "probe running after apply" or "probing" in between: Apply's probe runs in the background).
+  Models: the synthetic 100k-module model (a LayerNorm's eps deep inside), timm `convnext_tiny`
   (`head.fc` out_features) and a 4-layer GPT-2 (`transformer.h.3.mlp.dropout` p). Anchor: the
   fake probe of the same model in the same kernel (`tx.probe`).
 
@@ -113,6 +114,12 @@ EXPLORE_MODELS = {
 }
 
 APPLY_MODELS = {
+    "synthetic 100k": (
+        "from bench.models import synthetic\nmodel = synthetic(100_000); args = (torch.randn(4, 8),)",
+        "stages.500.3.norm",
+        "eps",
+        ("0.001", "0.0001"),
+    ),
     "ConvNeXt-T (timm)": (
         "from bench import real\nmodel = real.convnext_tiny(); args = (torch.randn(1, 3, 224, 224),)",
         "head.fc",
@@ -191,7 +198,15 @@ def apply_flow(
     root.get_by_role("tab", name="Form").click()
     box = root.get_by_label(field, exact=True)
     runs = []
+    alert = root.locator(".tx-alert")
     for i in range(repeats + 1):  # the first Apply warms the form and patch code: not counted
+        # The last Apply's tree state re-renders the form: a value typed before it lands is
+        # lost ("nothing to apply"), so each run starts from an idle widget.
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('.tx-root')].pop()"
+            ".getAttribute('aria-busy') === 'false'",
+            timeout=600_000,
+        )
         box.fill(values[i % 2])
         page.evaluate(_APPLY)
         root.get_by_role("button", name="Apply").click()
@@ -199,6 +214,8 @@ def apply_flow(
         w = page.evaluate("() => window.__txa")
         if errors(page):
             raise RuntimeError(errors(page)[0][-2000:])
+        if alert.is_visible():  # a refused edit is no figure of an Apply
+            raise RuntimeError(f"Apply {i} did not apply: {alert.inner_text()[:300]}")
         run = {"apply_s": (w["paint"] - w["click"]) / 1000}
         print(f"  {key}: apply {i}: {run}", file=sys.stderr, flush=True)
         if i:
