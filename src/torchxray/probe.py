@@ -213,7 +213,7 @@ def _run(
         return ModuleRecord.from_calls(path, names.get(path, "?"), made, sites_of(calls), contract)
 
     # The builder holds the calls and the names, nothing of `run`: a report keeps no model alive.
-    records = LazyRecords(run.log, build)
+    records = LazyRecords(run.log, build, names)
     total = None
     if flops and error is None:
         total = sum(call.flops for call in run.log if call.path == "")

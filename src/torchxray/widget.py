@@ -28,6 +28,7 @@ import traitlets as t
 from anywidget.experimental import command
 from torch import nn
 
+from . import _gc
 from ._probe.cancel import ProbeCancelled
 from ._view import assets, background, static_html, training
 from ._view.host import ALL, PROBE, States
@@ -199,7 +200,14 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
         try:
             # In a kernel the probe a slow request asks for runs in the background, where Cancel
             # can stop it.
-            with self._lock, self._schedule.answering(slow and background.in_kernel()):
+            # No cyclic collection while answering: an Apply on a big model builds a new slot
+            # index, walk and report (hundreds of thousands of objects) and the collector
+            # rescanned the whole heap over and over meanwhile (bench/README.md).
+            with (
+                self._lock,
+                self._schedule.answering(slow and background.in_kernel()),
+                _gc.paused(),
+            ):
                 self._flush()  # a view drawn without _ipython_display_ (e.g. inside a VBox)
                 reply, changed = session.handle(msg)
                 if changed:
@@ -321,7 +329,9 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
     def _push(self, s: Session, changed: States) -> None:
         if self._static is not None and changed & {"tree_state", "probe_summary"}:
             self._static.update(self._stand_in(), raw=True)  # a saved notebook shows the latest
-        with self.hold_sync():
+        # The states read every record of a new report (made when first read) and build the
+        # rows: on a 100,000-module model that made the collector rescan the heap many times.
+        with _gc.paused(), self.hold_sync():
             if "tree_state" in changed:
                 self.tree_state = dict(s.tree_state())
             if "selected" in changed:

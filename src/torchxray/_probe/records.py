@@ -130,10 +130,14 @@ class LazyRecords(Mapping[str, ModuleRecord]):
     """
 
     def __init__(
-        self, calls: Sequence[Any], build: Callable[[str, list[Any]], ModuleRecord]
+        self,
+        calls: Sequence[Any],
+        build: Callable[[str, list[Any]], ModuleRecord],
+        names: Mapping[str, str] | None = None,
     ) -> None:
         self._calls: Sequence[Any] = calls
         self._build = build
+        self._names = names  # path -> the class name its record gets, when known without one
         self._grouped: dict[str, list[Any]] | None = None
         self._made: dict[str, ModuleRecord] = {}
 
@@ -159,6 +163,22 @@ class LazyRecords(Mapping[str, ModuleRecord]):
 
     def __contains__(self, path: object) -> bool:
         return path in self._groups()
+
+    def output_signature(self, path: str) -> tuple[tuple[tuple[int, ...], str], ...]:
+        """`_signature` of the record at `path`, read from its first call without making the
+        record: a diff of two 100,000-module reports made every record of both."""
+        made = self._made.get(path)
+        if made is not None:
+            return _signature(made)
+        first = self._groups()[path][0]
+        return tuple((o.shape, o.dtype) for o in first.output_leaves() if isinstance(o, TensorInfo))
+
+    def cls_of(self, path: str) -> str:
+        """The class name of the record at `path`, without making the record when known."""
+        made = self._made.get(path)
+        if made is None and self._names is not None and path in self:
+            return self._names.get(path, "?")
+        return (made or self[path]).cls
 
     def __repr__(self) -> str:
         return f"<{len(self)} module records>"
@@ -208,6 +228,21 @@ class ProbeDiff:
 
 def _signature(record: ModuleRecord) -> tuple[tuple[tuple[int, ...], str], ...]:
     return tuple((o.shape, o.dtype) for o in record.outputs if isinstance(o, TensorInfo))
+
+
+def class_at(records: Mapping[str, ModuleRecord], path: str) -> str:
+    """The class name of the record at `path` (KeyError when none), made only when needed."""
+    if isinstance(records, LazyRecords):
+        return records.cls_of(path)
+    return records[path].cls
+
+
+def _output_signature(
+    records: Mapping[str, ModuleRecord], path: str
+) -> tuple[tuple[tuple[int, ...], str], ...]:
+    if isinstance(records, LazyRecords):
+        return records.output_signature(path)
+    return _signature(records[path])
 
 
 @dataclass(frozen=True)
@@ -303,16 +338,19 @@ class ProbeReport:
         if not isinstance(other, ProbeReport):
             raise TypeError(f"diff() takes another ProbeReport, got {type(other).__name__}")
         changed, added, removed = [], [], []
-        for path, after in other.records.items():
-            before = self.records.get(path)
-            if before is None:
+        mine, theirs = self.records, other.records
+        for path in theirs:
+            if path not in mine:
+                after = theirs[path]
                 added.append(DiffEntry(path, (), after.outputs, None, after.cls))
-            elif _signature(before) != _signature(after):
+            elif _output_signature(mine, path) != _output_signature(theirs, path):
+                before, after = mine[path], theirs[path]
                 changed.append(
                     DiffEntry(path, before.outputs, after.outputs, before.cls, after.cls)
                 )
-        for path, before in self.records.items():
-            if path not in other.records:
+        for path in mine:
+            if path not in theirs:
+                before = mine[path]
                 removed.append(DiffEntry(path, before.outputs, (), before.cls, None))
         return ProbeDiff(tuple(changed), tuple(added), tuple(removed))
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
+from .._probe.records import class_at
 from .._text import short
 from .panes import MAX_TEXT, outputs_text, shape_text
 
@@ -92,10 +93,13 @@ class _Diff:
         else:
             self.not_reached = gone
         shapes_differ = {e.path for e in d.changed}
-        for path, rec in report.records.items():
-            old = previous.records.get(path)
-            if old is None or (path not in shapes_differ and old.cls == rec.cls):
+        now, then = report.records, previous.records
+        for path in now:  # the records themselves are made only for the paths that changed
+            if path not in then:
                 continue
+            if path not in shapes_differ and class_at(then, path) == class_at(now, path):
+                continue
+            old, rec = then[path], now[path]
             # Same format as the "output" column, so before and now compare at a glance.
             before = shape_text(old.output_shapes) if old.output_shapes else "—"
             if old.cls != rec.cls:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._probe.flow import callers_of
 from . import graph_dot
 from .flow_types import FlowLine, FlowReply, FlowRequest, GraphReply, GraphRequest, SiteRow
 from .host import NONE, Host, States
@@ -29,21 +30,17 @@ class _Derived:
 
     def __init__(self, report: ProbeReport) -> None:
         self.report = report
-        self.callers: dict[str, list[str]] | None = None
+        self.callers: dict[str, list[str]] = {}  # per path, as asked for
         self.lines: tuple[frozenset[str], list[tuple[Any, ...]]] | None = None
         self.counts: dict[str, int] | None = None
         self.keys: dict[int, Any] = {}  # flow_lines' subtree keys, kept for the next open fold
 
     def parents(self, path: str) -> list[str]:
         """The paths whose calls called `path`, in order of first call."""
-        if self.callers is None:
-            flow = self.report.flow
-            out: dict[str, dict[str, None]] = {}
-            for e in flow:
-                if e.parent >= 0:
-                    out.setdefault(e.path, {})[flow[e.parent].path] = None
-            self.callers = {p: list(d) for p, d in out.items()}
-        return self.callers.get(path, [])
+        got = self.callers.get(path)
+        if got is None:
+            got = self.callers[path] = callers_of(self.report.flow, path)
+        return got
 
 
 def _derived(host: Host) -> _Derived | None:
