@@ -55,6 +55,8 @@ _MODULE_INTERNALS = frozenset(vars(nn.Module())) | {"forward"}
 _MISSING = object()
 _INDEX_ATTRS = frozenset({"layer_idx"})
 _NONE: frozenset[int] = frozenset()
+# Attribute values keyed as themselves with their type (`_attr_key`), checked by exact type.
+_PLAIN_TYPES = frozenset(PLAIN)
 REFUSED = object()  # the entry of a key whose calls a replay could not repeat: always run
 
 Meta = tuple[tuple[int, ...], tuple[int, ...], torch.dtype, torch.device]
@@ -89,83 +91,134 @@ class Signatures:
     that differ at most in their cache index (an int attribute ``layer_idx``, transformers' name
     for it), kept only for modules holding an index (elsewhere it is the exact one); `index`, the
     one index value a block's subtree holds, if exactly one. Modules that cannot be memoised
-    (hooks, or a child that cannot) are absent from all of them."""
+    (hooks, a child that cannot, or a child reached again by another path: a shared object's
+    records live at its first path only) are absent from all of them.
 
-    def __init__(self, model: nn.Module, paths: dict[int, str]) -> None:
+    `modules`: every module once, in pre-order at its first path (`paths`), if the caller has
+    that list (the probe's run does); else it is made here. One loop over it, children before
+    parents, does all per-module work: at 100,000 modules this ran as often as the forward's
+    module calls, so it is kept lean (per-class facts read once, no per-module function call)."""
+
+    def __init__(
+        self, model: nn.Module, paths: dict[int, str], modules: list[nn.Module] | None = None
+    ) -> None:
         self.exact: dict[int, int] = {}
         self.relaxed: dict[int, int] = {}
         self.index: dict[int, int] = {}
         self._indices: dict[int, frozenset[int]] = {}
-        self._interned: dict[Hashable, int] = {}
-        self._seen: set[int] = set()
-        self._paths = paths
-        self._visit(model, "")
+        self._sign(_preorder(model) if modules is None else modules, paths)
 
-    def _intern(self, key: Hashable) -> int:
-        return self._interned.setdefault(key, len(self._interned))
-
-    def _visit(self, m: nn.Module, path: str) -> tuple[int, int, frozenset[int]] | None:
-        key = id(m)
-        if key in self._seen:  # shared object: its records live at its first path only
-            if self._paths.get(key) != path or key not in self.exact:
-                return None
-            exact = self.exact[key]
-            return exact, self.relaxed.get(key, exact), self._indices.get(key, _NONE)
-        self._seen.add(key)
-        ok = not (m._forward_hooks or m._forward_pre_hooks or m._backward_hooks)
-        ok = ok and not getattr(m, "_backward_pre_hooks", None)
-        kids: list[tuple[str, int | None]] = []
-        # Children whose relaxed signature differs from their exact one: (position, relaxed).
-        moved: list[tuple[int, int]] = []
-        indices = _NONE
-        for name, child in m._modules.items():
-            if child is None:
-                kids.append((name, None))
+    def _sign(self, modules: list[nn.Module], paths: dict[int, str]) -> None:
+        exact_of, relaxed_of, indices_of = self.exact, self.relaxed, self._indices
+        index_of = self.index
+        interned: dict[Hashable, int] = {}
+        intern = interned.setdefault
+        # Per class and order of instance attributes: the attributes that go into the key (the
+        # non-internal ones, sorted so that the key does not depend on the order they were set
+        # in) and the cache index attributes a relaxed key leaves out.
+        layouts: dict[tuple[Any, ...], tuple[tuple[str, ...], tuple[str, ...]]] = {}
+        plain = _PLAIN_TYPES
+        get_path = paths.get
+        for m in reversed(modules):
+            key = id(m)
+            ok = not (m._forward_hooks or m._forward_pre_hooks or m._backward_hooks)
+            ok = ok and not getattr(m, "_backward_pre_hooks", None)
+            kids: list[tuple[str, int | None]] = []
+            # Children whose relaxed signature differs from their exact one: (position, relaxed).
+            moved: list[tuple[int, int]] = []
+            indices = _NONE
+            children = m._modules
+            if children:
+                path = get_path(key)
+                prefix = path + "." if path else ""
+                for name, child in children.items():
+                    if child is None:
+                        kids.append((name, None))
+                        continue
+                    ck = id(child)
+                    sub = exact_of.get(ck)
+                    if sub is None or get_path(ck) != prefix + name:
+                        ok = False  # not memoisable, or another path to a module seen before
+                        continue
+                    if ck in indices_of:
+                        moved.append((len(kids), relaxed_of[ck]))
+                        indices = indices | indices_of[ck]
+                    kids.append((name, sub))
+            if not ok:
                 continue
-            sub = self._visit(child, f"{path}.{name}" if path else name)
-            if sub is None:
-                ok = False
-                continue
-            if sub[2]:
-                moved.append((len(kids), sub[1]))
-                indices = indices | sub[2]
-            kids.append((name, sub[0]))
-        if not ok:
-            return None
-        # The few non-internal attributes found by a set difference (a C loop over ~20 keys),
-        # sorted so that the key does not depend on the order they were set in.
-        d = vars(m)
-        attrs = tuple(sorted((k, _attr_key(d[k])) for k in d.keys() - _MODULE_INTERNALS))
-        # Its own train/eval flag: a run takes each module's mode, and the modes change the path.
-        attrs += (("training", d.get("training")),)
-        # transformers' convention only (checked across its models): ``layer_idx`` is the layer's
-        # cache slot, or a scalar factor; a user's own attribute of that name keeps its value.
-        rattrs = attrs
-        if type(m).__module__.startswith("transformers.") and not _INDEX_ATTRS.isdisjoint(d):
-            own = frozenset(d[k] for k in _INDEX_ATTRS if type(d.get(k)) is int)
-            if own:
-                rattrs = tuple(
-                    (k, ("index",)) if k in _INDEX_ATTRS and type(d[k]) is int else (k, v)
-                    for k, v in attrs
+            d = vars(m)
+            cls = type(m)
+            layout_key = (cls, *d)
+            layout = layouts.get(layout_key)
+            if layout is None:
+                names = tuple(sorted(d.keys() - _MODULE_INTERNALS))
+                # transformers' convention only (checked across its models): ``layer_idx`` is
+                # the layer's cache slot, or a scalar factor; a user's own attribute of that name
+                # keeps its value.
+                hf = cls.__module__.startswith("transformers.")
+                layout = layouts[layout_key] = (names, tuple(_INDEX_ATTRS & d.keys()) if hf else ())
+            names, index_names = layout
+            attrs: tuple[Any, ...] = ()
+            if names:
+                values = [d[k] for k in names]
+                attrs = tuple(
+                    [
+                        (k, (type(v), v) if type(v) in plain else _attr_key(v))
+                        for k, v in zip(names, values)
+                    ]
                 )
-                indices = indices | own
-        params = tuple((k, tensor_key(p)) for k, p in m._parameters.items())
-        buffers = tuple((k, tensor_key(b)) for k, b in m._buffers.items())
-        forward = id(d.get("forward", _MISSING))
-        exact = self._intern((type(m), forward, attrs, params, buffers, tuple(kids)))
-        self.exact[key] = exact
-        if not indices:
-            # No index below: the relaxed signature is the exact one, and no second key is built
-            # (this runs for every module).
-            return exact, exact, _NONE
-        rkids = list(kids)
-        for pos, sub_relaxed in moved:
-            rkids[pos] = (rkids[pos][0], sub_relaxed)
-        relaxed = self._intern(("relaxed", type(m), forward, rattrs, params, buffers, tuple(rkids)))
-        self.relaxed[key], self._indices[key] = relaxed, indices
-        if len(indices) == 1:
-            self.index[key] = next(iter(indices))
-        return exact, relaxed, indices
+            # Its own train/eval flag: a run takes each module's mode, and the modes change the path.
+            attrs += (("training", d.get("training")),)
+            rattrs = attrs
+            if index_names:
+                own = frozenset(d[k] for k in index_names if type(d[k]) is int)
+                if own:
+                    rattrs = tuple(
+                        (k, ("index",)) if k in _INDEX_ATTRS and type(d[k]) is int else (k, v)
+                        for k, v in attrs
+                    )
+                    indices = indices | own
+            ps, bs = m._parameters, m._buffers
+            params = _tensor_keys(ps) if ps else ()
+            buffers = _tensor_keys(bs) if bs else ()
+            forward = id(d.get("forward", _MISSING))
+            exact = intern((cls, forward, attrs, params, buffers, tuple(kids)), len(interned))
+            exact_of[key] = exact
+            if not indices:
+                continue  # no index below: the relaxed signature is the exact one
+            for pos, sub_relaxed in moved:
+                kids[pos] = (kids[pos][0], sub_relaxed)
+            relaxed_key = ("relaxed", cls, forward, rattrs, params, buffers, tuple(kids))
+            relaxed_of[key] = intern(relaxed_key, len(interned))
+            indices_of[key] = indices
+            if len(indices) == 1:
+                index_of[key] = next(iter(indices))
+
+
+def _tensor_keys(tensors: dict[str, Any]) -> tuple[Any, ...]:
+    """(name, `tensor_key`) of each entry, as `Signatures` keys them (``Size`` for the shape:
+    equal to the tuple)."""
+    return tuple(
+        [
+            (k, None if t is None else (t.shape, t.stride(), t.dtype, t.device, t.requires_grad))
+            for k, t in tensors.items()
+        ]
+    )
+
+
+def _preorder(model: nn.Module) -> list[nn.Module]:
+    """Every module once, pre-order, at its first path (``named_modules``' order)."""
+    seen: set[int] = set()
+    out: list[nn.Module] = []
+    todo = [model]
+    while todo:
+        m = todo.pop()
+        if id(m) in seen:
+            continue
+        seen.add(id(m))
+        out.append(m)
+        todo.extend(c for c in reversed(m._modules.values()) if c is not None)
+    return out
 
 
 def input_key(
@@ -216,9 +269,11 @@ def stub_targets(sigs: Signatures, model: nn.Module) -> dict[int, tuple[Hashable
                 out[key] = (("exact", sig), None)
             elif key in sigs.index and relaxed[sigs.relaxed[key]] > 1:
                 out[key] = (("relaxed", sigs.relaxed[key]), sigs.index[key])
+        if inside or repeats:
+            return  # nothing below is marked: each mark needs `inside` False
         for child in m._modules.values():
             if child is not None:
-                mark(child, inside or repeats)
+                mark(child, False)
 
     mark(model, False)
     return out
@@ -251,8 +306,10 @@ class BlockMemo:
     # called again); else only a confirmed entry is.
     replay_same_index = True
 
-    def __init__(self, model: nn.Module, paths: dict[int, str]) -> None:
-        self.sigs = Signatures(model, paths)
+    def __init__(
+        self, model: nn.Module, paths: dict[int, str], modules: list[nn.Module] | None = None
+    ) -> None:
+        self.sigs = Signatures(model, paths, modules)
         self.entries: dict[Hashable, Any] = {}
         self.hits: list[str] = []  # the paths of the replayed calls, in order
         # id(module) -> (signature key, cache index or None) for each stubbed module

@@ -92,12 +92,13 @@ class Memo(BlockMemo):
     def __init__(
         self, model: nn.Module, modules: list[nn.Module], paths: dict[int, str], recorder: Recorder
     ) -> None:
-        super().__init__(model, paths)
+        super().__init__(model, paths, modules)
         self.modules, self.paths, self.run = modules, paths, recorder
 
     def stubs(self) -> list[tuple[nn.Module, Callable[..., Any]]]:
         """(module, stub) for each outermost repeated block."""
-        named = ((self.paths[id(m)], m) for m in self.modules)
+        stubbed = self.stubbed
+        named = ((self.paths[id(m)], m) for m in self.modules if id(m) in stubbed)
         return [(m, stub) for _, m, stub in self.make_stubs(named)]
 
     def here(self, path: str) -> Call | None:
