@@ -1,6 +1,7 @@
 """The fake probe against torchinfo at both ends: small models and many modules.
 
-``python -m bench.small [--repeats N] [--threads 1] [--only NAME ...] [--json PATH]`` times, per
+``python -m bench.small [--repeats N] [--threads 1] [--only NAME ...] [--explore] [--json PATH]``
+times, per
 model and interleaved (probe, torchinfo, probe, torchinfo, ...), ``tx.probe(model, x)`` (fake,
 FLOPs counted) and ``torchinfo.summary(model, input_data=[x])``, and prints one markdown row per
 model: both medians and the median of the run-by-run ratios (goal <= 0.5x). The 10k / 100k
@@ -8,6 +9,11 @@ synthetic models (`bench.models.synthetic`) also give the module-count goal: 100
 <= 1.5 s. The small models are the ones the issue names: a small CNN, the sweep's small-config
 transformers Qwen2 / Gemma2 / Phi3 (`bench.sweep`), timm ResNet-18, torchvision MobileNet-V3
 small and the torchao int8 ResNet-18.
+
+``--explore`` adds, on the synthetic models, ``tx.explore(model, x)`` and its first state
+(``get_state()``) outside a kernel, where the probe runs before ``explore`` returns (goal <= 1 s
+at 10k modules), timed interleaved with the fake probe; the explorers are closed after the
+timing.
 
 It measures whichever torchxray it imports, so a before/after comparison runs it twice with
 another ``PYTHONPATH`` (bench/README.md, "The fake probe's fixed cost").
@@ -80,7 +86,7 @@ MODELS: dict[str, Callable[[], Built]] = {
 }
 
 
-def run(names: list[str], repeats: int) -> Iterator[dict[str, Any]]:
+def run(names: list[str], repeats: int, explore: bool = False) -> Iterator[dict[str, Any]]:
     import torchxray as tx
 
     for name in names:
@@ -97,6 +103,7 @@ def run(names: list[str], repeats: int) -> Iterator[dict[str, Any]]:
             budget_s=60.0,
         )
         probe, info = t["probe"], t["torchinfo"]
+        opened = _explore(model, args) if explore and name in SYNTHETIC else None
         yield {
             "model": name,
             "modules": modules,
@@ -105,7 +112,37 @@ def run(names: list[str], repeats: int) -> Iterator[dict[str, Any]]:
             "ratio": ratio(probe, info),
             "runs": len(probe.runs),
             "error": probe.error or info.error,
+            "explore": opened,
         }
+
+
+SYNTHETIC = ("synthetic 10k modules", "synthetic 100k modules")
+
+
+def _explore(model: nn.Module, args: tuple[Any, ...]) -> dict[str, Any]:
+    """``tx.explore(model, *args)`` + ``get_state()`` against the fake probe, interleaved."""
+    import torchxray as tx
+
+    opened: list[Any] = []
+
+    def explore() -> None:
+        ex = tx.explore(model, *args)
+        ex.get_state()
+        opened.append(ex)
+
+    t = measure_interleaved(
+        {"explore": explore, "probe": lambda: tx.probe(model, *args)}, repeats=5, budget_s=60.0
+    )
+    for ex in opened:
+        ex.close()
+    ours, probe = t["explore"], t["probe"]
+    return {
+        "explore_s": ours.median,
+        "probe_s": probe.median,
+        "ratio": ratio(ours, probe),
+        "runs": len(ours.runs),
+        "error": ours.error or probe.error,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=9)
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--only", nargs="+", choices=list(MODELS), metavar="NAME")
+    p.add_argument("--explore", action="store_true", help="also time tx.explore + first state")
     p.add_argument("--json", help="also write the rows as JSON here")
     args = p.parse_args(argv)
     if args.threads:
@@ -120,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore")
     import torchxray
 
-    rows = list(run(args.only or list(MODELS), args.repeats))
+    rows = list(run(args.only or list(MODELS), args.repeats, args.explore))
     print(f"torchxray from {torchxray.__file__}; {machine()}\n")
     print("| model | modules | fake probe | torchinfo | ratio |")
     print("|---|---:|---:|---:|---:|")
@@ -138,6 +176,15 @@ def main(argv: list[str] | None = None) -> int:
             f"\n100k / 10k modules: {big['probe_s'] / small['probe_s']:.1f}x (goal <= 10x), "
             f"100k {ms(big['probe_s'])} (goal <= 1.5 s)"
         )
+    for r in rows:
+        e = r.get("explore")
+        if e:
+            cell = (
+                f"fails: {e['error']}"
+                if e["error"]
+                else f"{ms(e['explore_s'])}, {e['ratio']:.2f}x its fake probe ({ms(e['probe_s'])})"
+            )
+            print(f"{r['model']}: tx.explore(model, x) + first state: {cell} (goal <= 1 s at 10k)")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"machine": machine(), "torchxray": torchxray.__file__, "rows": rows}, f)
