@@ -37,8 +37,9 @@ def unchanged(snapshot: list[State]) -> bool:
     """Whether every module still holds the very objects it held at `snapshot` (parameters,
     buffers and attributes, by identity, under the same names in the same order): then no
     restore has anything to put back. C loops over the dicts and their copies, which share their
-    keys and values: a per-module comparison in Python cost several times as much, and in the
-    usual run nothing changed."""
+    keys and values, rather than a comparison per module in Python: in the usual run nothing
+    changed, and on a big model the per-module loops were a large part of a fake probe
+    (bench/README.md, "Figures behind choices")."""
     modules = [s[0] for s in snapshot]
     try:
         now = [*map(_PARAMS, modules), *map(_BUFFERS, modules), *map(vars, modules)]
