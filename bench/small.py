@@ -1,6 +1,7 @@
 """The fake probe against torchinfo at both ends: small models and many modules.
 
-``python -m bench.small [--repeats N] [--threads 1] [--only NAME ...] [--json PATH]`` times, per
+``python -m bench.small [--repeats N] [--threads 1] [--only NAME ...] [--explore]
+[--torchinfo-max MODULES] [--json PATH]`` times, per
 model and interleaved (probe, torchinfo, probe, torchinfo, ...), ``tx.probe(model, x)`` (fake,
 FLOPs counted) and ``torchinfo.summary(model, input_data=[x])``, and prints one markdown row per
 model: both medians and the median of the run-by-run ratios (goal <= 0.5x). The 10k / 100k
@@ -8,6 +9,12 @@ synthetic models (`bench.models.synthetic`) also give the module-count goal: 100
 <= 1.5 s. The small models are the ones the issue names: a small CNN, the sweep's small-config
 transformers Qwen2 / Gemma2 / Phi3 (`bench.sweep`), timm ResNet-18, torchvision MobileNet-V3
 small and the torchao int8 ResNet-18.
+
+Every row also gives a bare forward (``no_grad``) timed in the same turns, an anchor for rows
+without torchinfo. ``--explore`` adds, on models of at most 20,000 modules, ``tx.explore(model, x)`` and its first state
+(``get_state()``) outside a kernel, where the probe runs before ``explore`` returns (goal <= 1 s
+at 10k modules), timed interleaved with the fake probe; the explorers are closed after the
+timing.
 
 It measures whichever torchxray it imports, so a before/after comparison runs it twice with
 another ``PYTHONPATH`` (bench/README.md, "The fake probe's fixed cost").
@@ -25,10 +32,10 @@ from typing import Any
 import torch
 from torch import nn
 
-from .anchors import torchinfo_summary
+from .anchors import bare_forward, torchinfo_summary
 from .machine import machine
 from .models import synthetic
-from .timing import measure_interleaved, ms, ratio
+from .timing import Timing, measure_interleaved, ms, ratio
 
 Built = tuple[nn.Module, tuple[Any, ...]]
 
@@ -80,7 +87,9 @@ MODELS: dict[str, Callable[[], Built]] = {
 }
 
 
-def run(names: list[str], repeats: int) -> Iterator[dict[str, Any]]:
+def run(
+    names: list[str], repeats: int, explore: bool = False, torchinfo_max: int | None = None
+) -> Iterator[dict[str, Any]]:
     import torchxray as tx
 
     for name in names:
@@ -88,24 +97,54 @@ def run(names: list[str], repeats: int) -> Iterator[dict[str, Any]]:
         torch.manual_seed(0)
         model, args = MODELS[name]()
         modules = sum(1 for _ in model.modules())
-        t = measure_interleaved(
-            {
-                "probe": lambda m=model, a=args: tx.probe(m, *a),
-                "torchinfo": lambda m=model, a=args: torchinfo_summary(m, *a),
-            },
-            repeats=repeats,
-            budget_s=60.0,
-        )
-        probe, info = t["probe"], t["torchinfo"]
+        fns = {
+            "probe": lambda m=model, a=args: tx.probe(m, *a),
+            "bare": lambda m=model, a=args: bare_forward(m, *a),
+        }
+        if torchinfo_max is None or modules <= torchinfo_max:
+            fns["torchinfo"] = lambda m=model, a=args: torchinfo_summary(m, *a)
+        t = measure_interleaved(fns, repeats=repeats, budget_s=60.0)
+        probe = t["probe"]
+        info = t.get("torchinfo", Timing(error="not run (--torchinfo-max)"))
+        opened = _explore(model, args) if explore and modules <= 20_000 else None
         yield {
             "model": name,
             "modules": modules,
             "probe_s": probe.median,
-            "torchinfo_s": info.median,
-            "ratio": ratio(probe, info),
+            "torchinfo_s": info.median if info.ok else None,
+            "bare_s": t["bare"].median,
+            "bare_ratio": ratio(probe, t["bare"]),
+            "ratio": ratio(probe, info) if info.ok else None,
             "runs": len(probe.runs),
-            "error": probe.error or info.error,
+            "error": probe.error or (info.error if "torchinfo" in t else None),
+            "explore": opened,
         }
+
+
+def _explore(model: nn.Module, args: tuple[Any, ...]) -> dict[str, Any]:
+    """``tx.explore(model, *args)`` + ``get_state()`` against the fake probe, interleaved."""
+    import torchxray as tx
+
+    opened: list[Any] = []
+
+    def explore() -> None:
+        ex = tx.explore(model, *args)
+        ex.get_state()
+        opened.append(ex)
+
+    t = measure_interleaved(
+        {"explore": explore, "probe": lambda: tx.probe(model, *args)}, repeats=5, budget_s=60.0
+    )
+    for ex in opened:
+        ex.close()
+    ours, probe = t["explore"], t["probe"]
+    return {
+        "explore_s": ours.median,
+        "probe_s": probe.median,
+        "ratio": ratio(ours, probe),
+        "runs": len(ours.runs),
+        "error": ours.error or probe.error,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,6 +152,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=9)
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--only", nargs="+", choices=list(MODELS), metavar="NAME")
+    p.add_argument("--explore", action="store_true", help="also time tx.explore + first state")
+    p.add_argument(
+        "--torchinfo-max",
+        type=int,
+        metavar="MODULES",
+        help="time torchinfo only on models of at most this many modules (it takes a minute a "
+        "run at 100k); the others get the fake probe alone",
+    )
     p.add_argument("--json", help="also write the rows as JSON here")
     args = p.parse_args(argv)
     if args.threads:
@@ -120,17 +167,20 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore")
     import torchxray
 
-    rows = list(run(args.only or list(MODELS), args.repeats))
+    rows = list(run(args.only or list(MODELS), args.repeats, args.explore, args.torchinfo_max))
     print(f"torchxray from {torchxray.__file__}; {machine()}\n")
-    print("| model | modules | fake probe | torchinfo | ratio |")
-    print("|---|---:|---:|---:|---:|")
+    print("| model | modules | fake probe | torchinfo | ratio | bare forward | probe / bare |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         cells = (
             f"fails: {r['error']}"
             if r["error"]
+            else f"{ms(r['probe_s'])} | not run | n/a"
+            if r["torchinfo_s"] is None
             else f"{ms(r['probe_s'])} | {ms(r['torchinfo_s'])} | {r['ratio']:.2f}x"
         )
-        print(f"| {r['model']} | {r['modules']:,} | {cells} |")
+        bare = f"{ms(r['bare_s'])} | {r['bare_ratio']:.2f}x"
+        print(f"| {r['model']} | {r['modules']:,} | {cells} | {bare} |")
     by = {r["model"]: r for r in rows}
     small, big = by.get("synthetic 10k modules"), by.get("synthetic 100k modules")
     if small and big and not (small["error"] or big["error"]):
@@ -138,6 +188,15 @@ def main(argv: list[str] | None = None) -> int:
             f"\n100k / 10k modules: {big['probe_s'] / small['probe_s']:.1f}x (goal <= 10x), "
             f"100k {ms(big['probe_s'])} (goal <= 1.5 s)"
         )
+    for r in rows:
+        e = r.get("explore")
+        if e:
+            cell = (
+                f"fails: {e['error']}"
+                if e["error"]
+                else f"{ms(e['explore_s'])}, {e['ratio']:.2f}x its fake probe ({ms(e['probe_s'])})"
+            )
+            print(f"{r['model']}: tx.explore(model, x) + first state: {cell} (goal <= 1 s at 10k)")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"machine": machine(), "torchxray": torchxray.__file__, "rows": rows}, f)

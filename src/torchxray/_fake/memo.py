@@ -21,14 +21,13 @@ state the first block's slot ended with. What this cannot see is a forward that 
 ``layer_idx`` only as the cache index or a scalar factor, so the relaxation applies to classes
 from the ``transformers`` package only, and only when a cache is passed.
 
-Skipping a forward needs the call itself: the outermost modules whose signature occurs more than
-once get a stub (`BlockMemo.make_stubs`) that consults the memo.
+Signatures and stub targets are computed in `_fake.signatures`. Skipping a forward needs the call
+itself: the outermost modules whose signature occurs more than once get a stub (`BlockMemo.make_stubs`) that consults the memo.
 """
 
 from __future__ import annotations
 
 import types
-from collections import Counter
 from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
@@ -37,6 +36,7 @@ from torch import nn
 from torch.utils import _pytree as pytree
 
 from .memo_cache import PLAIN, is_hf_cache, slot_key, snapshot
+from .signatures import Signatures, stub_targets, tensor_key
 
 __all__ = [
     "REFUSED",
@@ -51,10 +51,6 @@ __all__ = [
     "tensor_key",
 ]
 
-_MODULE_INTERNALS = frozenset(vars(nn.Module())) | {"forward"}
-_MISSING = object()
-_INDEX_ATTRS = frozenset({"layer_idx"})
-_NONE: frozenset[int] = frozenset()
 REFUSED = object()  # the entry of a key whose calls a replay could not repeat: always run
 
 Meta = tuple[tuple[int, ...], tuple[int, ...], torch.dtype, torch.device]
@@ -63,109 +59,6 @@ Meta = tuple[tuple[int, ...], tuple[int, ...], torch.dtype, torch.device]
 def meta(t: torch.Tensor) -> Meta:
     """What a replay needs to make a tensor like `t`: shape, stride, dtype, device."""
     return (tuple(t.shape), t.stride(), t.dtype, t.device)
-
-
-def _attr_key(value: Any) -> Hashable:
-    if isinstance(value, PLAIN):
-        return (type(value), value)
-    if isinstance(value, (tuple, list)) and all(isinstance(v, PLAIN) for v in value):
-        return (type(value), tuple(value))
-    if isinstance(value, torch.Tensor):
-        return ("tensor", tuple(value.shape), value.stride(), value.dtype, value.device)
-    # Anything else (a config object, a function) is equal only to itself: sharing one config
-    # object still matches, two different ones never do.
-    return ("id", id(value))
-
-
-def tensor_key(t: torch.Tensor | None) -> Hashable:
-    """A tensor's metadata as a call's outputs may depend on it (``requires_grad`` included)."""
-    if t is None:
-        return None
-    return (tuple(t.shape), t.stride(), t.dtype, t.device, t.requires_grad)
-
-
-class Signatures:
-    """Per module (by id): `exact`, equal for interchangeable blocks; `relaxed`, equal for blocks
-    that differ at most in their cache index (an int attribute ``layer_idx``, transformers' name
-    for it), kept only for modules holding an index (elsewhere it is the exact one); `index`, the
-    one index value a block's subtree holds, if exactly one. Modules that cannot be memoised
-    (hooks, or a child that cannot) are absent from all of them."""
-
-    def __init__(self, model: nn.Module, paths: dict[int, str]) -> None:
-        self.exact: dict[int, int] = {}
-        self.relaxed: dict[int, int] = {}
-        self.index: dict[int, int] = {}
-        self._indices: dict[int, frozenset[int]] = {}
-        self._interned: dict[Hashable, int] = {}
-        self._seen: set[int] = set()
-        self._paths = paths
-        self._visit(model, "")
-
-    def _intern(self, key: Hashable) -> int:
-        return self._interned.setdefault(key, len(self._interned))
-
-    def _visit(self, m: nn.Module, path: str) -> tuple[int, int, frozenset[int]] | None:
-        key = id(m)
-        if key in self._seen:  # shared object: its records live at its first path only
-            if self._paths.get(key) != path or key not in self.exact:
-                return None
-            exact = self.exact[key]
-            return exact, self.relaxed.get(key, exact), self._indices.get(key, _NONE)
-        self._seen.add(key)
-        ok = not (m._forward_hooks or m._forward_pre_hooks or m._backward_hooks)
-        ok = ok and not getattr(m, "_backward_pre_hooks", None)
-        kids: list[tuple[str, int | None]] = []
-        # Children whose relaxed signature differs from their exact one: (position, relaxed).
-        moved: list[tuple[int, int]] = []
-        indices = _NONE
-        for name, child in m._modules.items():
-            if child is None:
-                kids.append((name, None))
-                continue
-            sub = self._visit(child, f"{path}.{name}" if path else name)
-            if sub is None:
-                ok = False
-                continue
-            if sub[2]:
-                moved.append((len(kids), sub[1]))
-                indices = indices | sub[2]
-            kids.append((name, sub[0]))
-        if not ok:
-            return None
-        # The few non-internal attributes found by a set difference (a C loop over ~20 keys),
-        # sorted so that the key does not depend on the order they were set in.
-        d = vars(m)
-        attrs = tuple(sorted((k, _attr_key(d[k])) for k in d.keys() - _MODULE_INTERNALS))
-        # Its own train/eval flag: a run takes each module's mode, and the modes change the path.
-        attrs += (("training", d.get("training")),)
-        # transformers' convention only (checked across its models): ``layer_idx`` is the layer's
-        # cache slot, or a scalar factor; a user's own attribute of that name keeps its value.
-        rattrs = attrs
-        if type(m).__module__.startswith("transformers.") and not _INDEX_ATTRS.isdisjoint(d):
-            own = frozenset(d[k] for k in _INDEX_ATTRS if type(d.get(k)) is int)
-            if own:
-                rattrs = tuple(
-                    (k, ("index",)) if k in _INDEX_ATTRS and type(d[k]) is int else (k, v)
-                    for k, v in attrs
-                )
-                indices = indices | own
-        params = tuple((k, tensor_key(p)) for k, p in m._parameters.items())
-        buffers = tuple((k, tensor_key(b)) for k, b in m._buffers.items())
-        forward = id(d.get("forward", _MISSING))
-        exact = self._intern((type(m), forward, attrs, params, buffers, tuple(kids)))
-        self.exact[key] = exact
-        if not indices:
-            # No index below: the relaxed signature is the exact one, and no second key is built
-            # (this runs for every module).
-            return exact, exact, _NONE
-        rkids = list(kids)
-        for pos, sub_relaxed in moved:
-            rkids[pos] = (rkids[pos][0], sub_relaxed)
-        relaxed = self._intern(("relaxed", type(m), forward, rattrs, params, buffers, tuple(rkids)))
-        self.relaxed[key], self._indices[key] = relaxed, indices
-        if len(indices) == 1:
-            self.index[key] = next(iter(indices))
-        return exact, relaxed, indices
 
 
 def input_key(
@@ -197,33 +90,6 @@ def input_key(
     return tuple(parts), caches
 
 
-def stub_targets(sigs: Signatures, model: nn.Module) -> dict[int, tuple[Hashable, int | None]]:
-    """The blocks a memo stubs, by id: (signature key, cache index or None). Only the outermost
-    exactly repeated modules: inside such a block the first instance runs its children anyway,
-    and fewer stubs keep set-up and calls cheap. Inside a block repeated up to its cache index,
-    children keep theirs: that block may not replay (no cache argument, or its second instance
-    did something else)."""
-    out: dict[int, tuple[Hashable, int | None]] = {}
-    exact = Counter(sigs.exact.values())
-    relaxed = Counter(sigs.relaxed[k] for k in sigs.index)
-
-    def mark(m: nn.Module, inside: bool) -> None:
-        key = id(m)
-        sig = sigs.exact.get(key)
-        repeats = sig is not None and exact[sig] > 1
-        if not inside:
-            if repeats:
-                out[key] = (("exact", sig), None)
-            elif key in sigs.index and relaxed[sigs.relaxed[key]] > 1:
-                out[key] = (("relaxed", sigs.relaxed[key]), sigs.index[key])
-        for child in m._modules.values():
-            if child is not None:
-                mark(child, inside or repeats)
-
-    mark(model, False)
-    return out
-
-
 class BlockCall:
     """A stubbed block's call that the memo can key: its arguments, the Hugging Face caches among
     them (`input_key`) and the block's cache index (None for an exact repeat)."""
@@ -251,8 +117,10 @@ class BlockMemo:
     # called again); else only a confirmed entry is.
     replay_same_index = True
 
-    def __init__(self, model: nn.Module, paths: dict[int, str]) -> None:
-        self.sigs = Signatures(model, paths)
+    def __init__(
+        self, model: nn.Module, paths: dict[int, str], modules: list[nn.Module] | None = None
+    ) -> None:
+        self.sigs = Signatures(model, paths, modules)
         self.entries: dict[Hashable, Any] = {}
         self.hits: list[str] = []  # the paths of the replayed calls, in order
         # id(module) -> (signature key, cache index or None) for each stubbed module

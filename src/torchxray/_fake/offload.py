@@ -48,7 +48,8 @@ def _governed(module: nn.Module, hook: Any) -> Iterator[tuple[nn.Module, str, bo
 def execution_devices(modules: list[nn.Module]) -> dict[int, torch.device]:
     """{id(tensor): device it runs on} for meta tensors held back by offloading hooks."""
     out: dict[int, torch.device] = {}
-    for m in modules:
+    # Only modules accelerate hooked (a dict lookup each; the hooks' own checks are calls).
+    for m in [m for m in modules if "_hf_hook" in m.__dict__]:
         for hook in offloading_hooks(m):
             device = getattr(hook, "execution_device", None)
             if device is None:

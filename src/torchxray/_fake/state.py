@@ -6,7 +6,9 @@ parameters, buffers or tensor attributes replaced) and the train/eval flags (`se
 from __future__ import annotations
 
 import contextlib
+import operator
 from collections.abc import Iterator
+from itertools import chain
 from typing import Any
 
 import torch
@@ -16,10 +18,40 @@ __all__ = ["State", "kept_state", "set_training", "snapshot_state", "undo_fake_s
 
 State = tuple[nn.Module, dict[str, Any], dict[str, Any], dict[str, Any]]
 
+_PARAMS, _BUFFERS = operator.attrgetter("_parameters"), operator.attrgetter("_buffers")
+
 
 def snapshot_state(modules: list[nn.Module]) -> list[State]:
     """Each module's parameters, buffers and attributes as they are now (shallow copies)."""
-    return [(m, dict(m._parameters), dict(m._buffers), dict(vars(m))) for m in modules]
+    return list(
+        zip(
+            modules,
+            map(dict, map(_PARAMS, modules)),
+            map(dict, map(_BUFFERS, modules)),
+            map(dict, map(vars, modules)),
+        )
+    )
+
+
+def unchanged(snapshot: list[State]) -> bool:
+    """Whether every module still holds the very objects it held at `snapshot` (parameters,
+    buffers and attributes, by identity, under the same names in the same order): then no
+    restore has anything to put back. C loops over the dicts and their copies, which share their
+    keys and values, rather than a comparison per module in Python: in the usual run nothing
+    changed, and on a big model the per-module loops were a large part of a fake probe
+    (bench/README.md, "Figures behind choices")."""
+    modules = [s[0] for s in snapshot]
+    try:
+        now = [*map(_PARAMS, modules), *map(_BUFFERS, modules), *map(vars, modules)]
+        then = [*(s[1] for s in snapshot), *(s[2] for s in snapshot), *(s[3] for s in snapshot)]
+        is_, flat = operator.is_, chain.from_iterable
+        return (
+            list(map(len, now)) == list(map(len, then))
+            and all(map(is_, flat(now), flat(then)))  # the names
+            and all(map(is_, flat(map(dict.values, now)), flat(map(dict.values, then))))
+        )
+    except TypeError:  # not a dict (a ScriptModule's C++-backed view): compare the slow way
+        return False
 
 
 def undo_fake_state(snapshot: list[State]) -> None:
@@ -64,18 +96,33 @@ def set_training(m: nn.Module, training: bool) -> None:
 
 @contextlib.contextmanager
 def kept_state(
-    modules: list[nn.Module], buffers: list[torch.Tensor], state: list[State] | None = None
+    modules: list[nn.Module],
+    buffers: list[torch.Tensor],
+    state: list[State] | None = None,
+    fake: bool = False,
 ) -> Iterator[None]:
     """Around a real run: buffer values copied back (a kernel may update one in place without
     moving its version counter: BatchNorm's running statistics), and parameters, buffers and
     tensor attributes a forward replaced put back. Buffers are a small part of a model.
-    `state`: ``snapshot_state(modules)`` taken just now, if the caller has one."""
+    `state`: ``snapshot_state(modules)`` taken just now, if the caller has one. `fake`: around a
+    fake run, `undo_fake_state` first, the one check that anything changed serving both."""
     if state is None:
         state = snapshot_state(modules)
     values = [(b, b.detach().clone()) for b in buffers]
     try:
         yield
     finally:
+        same = unchanged(state)
+        try:
+            if fake and not same:
+                undo_fake_state(state)
+        finally:
+            _put_back(() if same else state, values)
+
+
+def _put_back(state: Any, values: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
+    """What a forward replaced in `state`'s modules, then the buffers' values."""
+    try:
         for m, ps, bs, attrs in state:
             dicts: tuple[tuple[dict[str, Any], dict[str, Any]], ...] = (
                 (m._parameters, ps),
@@ -93,6 +140,7 @@ def kept_state(
                     del d[key]
                 elif attrs[key] is not d[key]:
                     d[key] = attrs[key]
+    finally:
         with torch.no_grad():
             for b, v in values:
                 b.copy_(v)

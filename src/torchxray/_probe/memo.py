@@ -92,12 +92,13 @@ class Memo(BlockMemo):
     def __init__(
         self, model: nn.Module, modules: list[nn.Module], paths: dict[int, str], recorder: Recorder
     ) -> None:
-        super().__init__(model, paths)
+        super().__init__(model, paths, modules)
         self.modules, self.paths, self.run = modules, paths, recorder
 
     def stubs(self) -> list[tuple[nn.Module, Callable[..., Any]]]:
         """(module, stub) for each outermost repeated block."""
-        named = ((self.paths[id(m)], m) for m in self.modules)
+        stubbed = self.stubbed
+        named = ((self.paths[id(m)], m) for m in self.modules if id(m) in stubbed)
         return [(m, stub) for _, m, stub in self.make_stubs(named)]
 
     def here(self, path: str) -> Call | None:
@@ -168,16 +169,26 @@ class Memo(BlockMemo):
         made: list[Call] = []
         produced = run.produced
         pending = []
-        for rel, inputs, outputs, flops, site, up, *edges in entry.descendants:
-            parent = own if up < 0 else made[up]
-            inner = Call.made(own.path + rel, inputs, outputs, flops, True, site, parent)
+        base, log = own.path, run.log
+        # `Call.made`'s work inline, with the descendant's fields read by position: a replay
+        # makes every call of the block, and on many small blocks the calls and unpackings per
+        # call were most of the replay.
+        for d in entry.descendants:
+            up, site = d[5], d[4]
+            inner = Call()
+            inner.path, inner.inputs, inner.outputs, inner.done = base + d[0], d[1], d[2], True
+            inner.flops = d[3] or 0
+            inner.code, inner.line = site[0], site[1]
+            inner.contract = site[2] if len(site) > 2 else ()
+            inner.parent = own if up < 0 else made[up]
             made.append(inner)
-            run.log.append(inner)
-            if produced is not None and edges:
-                pending.append((inner, edges[0]))
+            log.append(inner)
+            if produced is not None and len(d) > 6 and d[6]:
+                pending.append((inner, d[6]))
         # After every call is made: a call's return edges come from its own later descendants.
+        inputs = list(given)
         for inner, edges in pending:
-            replay_edges(produced, inner, edges, made, list(given))  # type: ignore[arg-type]
+            replay_edges(produced, inner, edges, made, inputs)  # type: ignore[arg-type]
         for outer in run.stack:  # own is on the stack: it and its callers get the block's FLOPs
             outer.flops += entry.flops
         replay_slots(call.caches, entry.effects, call.index)

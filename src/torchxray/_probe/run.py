@@ -22,7 +22,7 @@ from torch.nn.parameter import is_lazy
 
 from .._fake.mode import quiet_fake_logs
 from .._fake.pool import borrowed
-from .._fake.state import kept_state, set_training, snapshot_state, undo_fake_state
+from .._fake.state import kept_state, set_training, snapshot_state
 from . import cancel
 from .calls import Call, Recorder
 from .flops import FlopCount
@@ -139,10 +139,11 @@ class ProbeRun:
             limit = None if self.mode == "real" else CONSTANT_NUMEL_LIMIT
             # One snapshot serves both kept_state and, in fake mode, undo_fake_state.
             state = snapshot_state(self.modules)
-            es.enter_context(kept_state(self.modules, _buffers(self.modules, limit), state))
+            # A fake run's own tensors left on the model are undone there too (`undo_fake_state`).
+            fake = self.mode == "fake"
+            es.enter_context(kept_state(self.modules, _buffers(self.modules, limit), state, fake))
             cancel.check("setting up")  # each step takes seconds on 100,000 modules
-            if self.mode == "fake":
-                es.callback(undo_fake_state, state)
+            if fake:
                 # FSDP2 units: lazily initialised for real, their bookkeeping put back after.
                 es.enter_context(fsdp_kept(self.modules, self.classes))
                 # Non-fake inputs allowed: the model's real parameters are converted lazily to

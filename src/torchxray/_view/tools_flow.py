@@ -76,14 +76,16 @@ def site_rows(host: Host, path: str) -> list[SiteRow]:
     if got is None or rec is None:
         return []
     tree = host.tree
-    node = tree.get(path)
-    callers = got.parents(path)
-    if node is not None and node.parent is not None and node.parent not in callers:
-        callers = [*callers, node.parent]
+    callers: list[str] | None = None  # read from the whole flow: only for a site that needs it
     rows: list[SiteRow] = []
     for site in rec.sites[:50]:
         caller, cls = (None, None)
         if site.line and not site.reason:
+            if callers is None:
+                callers = got.parents(path)
+                node = tree.get(path)
+                if node is not None and node.parent is not None and node.parent not in callers:
+                    callers = [*callers, node.parent]
             caller, cls = _owner(tree, callers, site.function, site.file)
         rows.append(
             {
