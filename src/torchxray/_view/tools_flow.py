@@ -76,7 +76,7 @@ def site_rows(host: Host, path: str) -> list[SiteRow]:
     if got is None or rec is None:
         return []
     tree = host.tree
-    callers: list[str] | None = None  # read from the whole flow: only for a site that needs it
+    callers: list[str] | None = None  # read from the calls: only for a site that needs it
     rows: list[SiteRow] = []
     for site in rec.sites[:50]:
         caller, cls = (None, None)
