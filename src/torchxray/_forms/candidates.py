@@ -108,6 +108,37 @@ def _sizes(module: nn.Module) -> list[Any]:
     return out
 
 
+def _tuples(module: nn.Module) -> list[tuple[int, ...]]:
+    """Tuples of ints the module and its layers keep under any name (a grid or a resolution a
+    stage keeps as ``input_resolution``), nearest first, for a field that takes an int or a tuple."""
+    out: dict[tuple[int, ...], None] = {}
+    for m in [module, *_descendants(module, 5)]:
+        for v in m.__dict__.values():
+            if type(v) is tuple and 1 < len(v) <= 4 and all(type(x) is int for x in v):
+                out[v] = None
+        if len(out) >= 4:
+            break
+    return list(out)[:4]
+
+
+def _per_item(module: nn.Module) -> list[list[int]]:
+    """For each container of two or more layers: the input width of each item, and its output
+    width (a head made per feature map from ``in_channels=[672, 480, ...]``)."""
+    out: list[list[int]] = []
+    for c in [module, *_descendants(module, 2)]:
+        if not isinstance(c, (nn.Sequential, nn.ModuleList)) or len(c) < 2:
+            continue
+        ends: list[list[int]] = [[], []]
+        for item in c:
+            found = [(a, v) for m in item.modules() for a, v in vars(m).items() if type(v) is int]
+            ins = [v for a, v in found if a in ("in_channels", "in_features")]
+            outs = [v for a, v in found if a in ("out_channels", "out_features")]
+            ends[0] += ins[:1]
+            ends[1] += outs[-1:]
+        out += [e for e in ends if len(e) == len(c)]
+    return out[:4]
+
+
 def _floats(module: nn.Module) -> list[float]:
     out = [v for v in vars(module).values() if type(v) is float]
     for m in module.modules():
@@ -337,6 +368,11 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
             pool = [0, 1, 2, *pool[:3]]
         if f.kind != "int":
             pool = [*_stages(module), *_child_widths(module), *pool, *_sizes(module)]
+        if f.kind == "int_or_tuple":
+            pool = [*pool[:2], *_tuples(module), *pool[2:]]
+            if any(w in f.annotation.lower() for w in ("list", "sequence")):
+                # A list of widths: one per item of a container, before any single width.
+                first = [*_per_item(module), *first]
     if isinstance(f.default, tuple) and f.default and all(type(x) is int for x in f.default):
         pool = [*_per_stage(module, len(f.default)), *pool]
     if isinstance(f.value, (tuple, list)) and f.value:
@@ -359,6 +395,15 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
         pool = [""]
     if "drop" in low and f.kind != "bool":
         pool = [*_drop_rates(module), *pool]
+        if "rate" in low and (f.kind == "float" or type(f.default) is float):
+            # Per-block rates rise linearly to the given rate: the last block holds it.
+            rates = [r for rs in _drop_rates(module) for r in rs]
+            pool = [max(rates), *pool] if rates else pool
+    if isinstance(f.value, nn.Module):
+        # A layer kept under the parameter's name was often made from what was passed: its class,
+        # or the name a registry maps to it ("gelu" for GELUActivation).
+        word = type(f.value).__name__.lower().removesuffix("activation")
+        pool = [type(f.value), *([word] if word else []), *pool]
     if f.optional or f.default is None:
         pool.append(None)
     values = [v for v in [*first, *pool] if (v is not None or pool) and fits(v)]
