@@ -10,14 +10,13 @@ import itertools
 import time
 import typing
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import torch
 from torch import nn
 
 from .bind import bind
-from .candidates import same_value
 from .check import check_type
 from .exact import Check
 from .field import Field
@@ -78,13 +77,10 @@ def _keywords(
     return {x.name: x.value for x in plain if x.required}, kw
 
 
-def _factory(
-    layer: nn.Module, form: Callable[[nn.Module], Any], peers: Sequence[nn.Module] = ()
-) -> list[Any]:
+def _factory(layer: nn.Module, form: Callable[[nn.Module], Any]) -> list[Any]:
     """Factories that make ``layer`` again: its class with the keyword values its own exact form
-    found that are not the defaults (``partial(BatchNorm2d, eps=0.001)``); the same with only the
-    values its ``peers`` (the layers of its class in the same module, made by the same factory)
-    share; its required values but the first (the width a parent passes: ``partial(
+    found that are not the defaults (``partial(BatchNorm2d, eps=0.001)``); its required values but
+    the first (the width a parent passes: ``partial(
     SpatialGatingUnit, seq_len=196)``); each keyword alone. None when its form is not exact."""
     found = _keywords(layer, form)
     if found is None:
@@ -92,18 +88,6 @@ def _factory(
     required, kw = found
     cls = type(layer)
     out: list[Any] = [functools.partial(cls, **kw) if kw else cls]
-    others = [k for p in peers if p is not layer for k in [_keywords(p, form)] if k is not None]
-    if others and kw:
-        # What a parent passes per call (kernel_size, stride) differs between the layers it made;
-        # what the factory holds (padding=0, norm_kwargs) is the same in most of them (a call
-        # may still override it).
-        common = {
-            k: v
-            for k, v in kw.items()
-            if 2 * sum(k in o[1] and same_value(o[1][k], v) for o in others) >= len(others)
-        }
-        if common != kw:
-            out.append(functools.partial(cls, **common) if common else cls)
     if len(required) > 1:
         rest = dict(list(required.items())[1:])
         out.append(functools.partial(cls, **rest, **kw))
@@ -181,8 +165,7 @@ def fill(
 
     def factory(layer: nn.Module) -> list[Any]:
         if id(layer) not in made:
-            peers = [m for m in module.modules() if type(m) is type(layer)][:6]
-            made[id(layer)] = _factory(layer, form, peers) if time.thread_time() < deadline else []
+            made[id(layer)] = _factory(layer, form) if time.thread_time() < deadline else []
         return made[id(layer)]
 
     try:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import ast
 import functools
 import inspect
-import itertools
 import math
 import re
 from collections.abc import Callable, Iterator
@@ -34,7 +33,6 @@ __all__ = ["proposals"]
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![\w.])")
 _QUOTED = re.compile(r"'([^']*)'")
 MAX_PER_DIFF = 24
-TURN = 4  # proposals per differing layer and turn
 
 
 def _numbers(text: str) -> list[int | float]:
@@ -263,13 +261,7 @@ def _singles(
         for f in fields:
             if _named(f, kw[0]):
                 yield f.name, kw[1]
-        for f in fields:
-            # A dict of keywords handed on to a layer (norm_kwargs=dict(eps=1e-3)): the live
-            # value under its name, added to what the dict holds.
-            v = values.get(f.name)
-            if f.name.endswith("kwargs") and (v is None or isinstance(v, dict)) and d.path:
-                if not kw[0].startswith("_"):
-                    yield f.name, {**(v or {}), kw[0]: kw[1]}
+
     if d.aspect == "class" and target is not None:
         live_cls = type(target)
         built_name = (d.built or "").rsplit(".", 1)[-1].lower()
@@ -304,6 +296,13 @@ def _singles(
                 yield f.name, type(present)
             if not f.required and v is not f.default and not _flag_like(f):
                 yield f.name, f.default
+    if kw is not None and d.path and not kw[0].startswith("_"):
+        for f in fields:
+            # A dict of keywords handed on to a layer (norm_kwargs=dict(eps=1e-3)): the live
+            # value under its name, added to what the dict holds.
+            v = values.get(f.name)
+            if f.name.endswith("kwargs") and (v is None or isinstance(v, dict)):
+                yield f.name, {**(v or {}), kw[0]: kw[1]}
     if child is not None and (d.aspect.startswith(("repr", "attr")) or d.aspect == "class"):
         # Last: a factory costs a child form, and the plain values above are likelier.
         yield from _factories(fields, values, child, ancestors)
@@ -337,17 +336,5 @@ def proposals(
                 if type(values.get(f.name)) is int and values[f.name] == b:
                     yield from _keeping(fields, values, f.name, b, lv)
 
-    # The layers that differ take turns (a few proposals each): a search's tries per build are
-    # few, and the first layer's long list must not hide the one value that fixes the second.
-    by_layer: dict[str, list[Iterator[dict[str, Any]]]] = {}
     for i, d in enumerate(diffs):
-        by_layer.setdefault(d.path, []).append(of(i, d))
-    turns = [itertools.chain(*its) for its in by_layer.values()]
-    while turns:
-        for it in list(turns):
-            for _ in range(TURN):
-                one = next(it, None)
-                if one is None:
-                    turns.remove(it)
-                    break
-                yield one
+        yield from of(i, d)

@@ -190,7 +190,25 @@ def infer(
                 n += 1
                 if n >= GUIDED_TRIES or time.thread_time() > deadline:
                     break
-        for first, got in flat if step is None and best is not None else []:
+        if step is None:
+            for f in order:
+                for c in pools[f.name]:
+                    if same_value(c, values[f.name]) or tried({f.name: c}):
+                        continue
+                    if time.thread_time() > deadline:
+                        break
+                    got = run({**values, f.name: c})
+                    if got is not None and (best is None or got.score < best.score):
+                        step = ({f.name: c}, got)
+                        break
+                    if got is None and best is None and reached > far:
+                        step, far, far_error = ({f.name: c}, None), reached, error
+                        break
+                if step is not None:
+                    break
+        # Only in the first half of the budget: a look past costs builds the plain search may need.
+        early = time.thread_time() < t0 + (deadline - t0) / 2
+        for first, got in flat if step is None and best is not None and early else []:
             m = 0
             on = {**values, **first}
             for change in proposals(got.diffs, searched, on, module, factory):
@@ -208,22 +226,6 @@ def infer(
                     break
             if step is not None:
                 break
-        if step is None:
-            for f in order:
-                for c in pools[f.name]:
-                    if same_value(c, values[f.name]) or tried({f.name: c}):
-                        continue
-                    if time.thread_time() > deadline:
-                        break
-                    got = run({**values, f.name: c})
-                    if got is not None and (best is None or got.score < best.score):
-                        step = ({f.name: c}, got)
-                        break
-                    if got is None and best is None and reached > far:
-                        step, far, far_error = ({f.name: c}, None), reached, error
-                        break
-                if step is not None:
-                    break
         if step is None:
             out_of_time = time.thread_time() > deadline
             break
