@@ -79,9 +79,9 @@ def _keywords(
 
 def _factory(layer: nn.Module, form: Callable[[nn.Module], Any]) -> list[Any]:
     """Factories that make ``layer`` again: its class with the keyword values its own exact form
-    found that are not the defaults (``partial(BatchNorm2d, eps=0.001)``); its required values but
-    the first (the width a parent passes: ``partial(
-    SpatialGatingUnit, seq_len=196)``); each keyword alone. None when its form is not exact."""
+    found that are not the defaults (``partial(BatchNorm2d, eps=0.001)``), the same with its
+    required values but the first (the width a parent passes: ``partial(SpatialGatingUnit,
+    seq_len=196)``), then those keywords alone and in pairs; none when its form is not exact."""
     found = _keywords(layer, form)
     if found is None:
         return []
