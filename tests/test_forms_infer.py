@@ -12,11 +12,19 @@ import pytest
 from torch import nn
 
 import torchxray as tx
+from torchxray._forms import fill
 from torchxray._forms.exact import build_meta
 from torchxray._forms.guide import _literal
 from torchxray._forms.parts import parts
 
 warnings.filterwarnings("ignore")
+
+
+@pytest.fixture(autouse=True)
+def _roomy_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    # These tests are about the rules, not the budget (tests/test_forms_exact.py checks that the
+    # search says when it runs out): a loaded machine must not cut a search short here.
+    monkeypatch.setattr(fill, "SEARCH_SECONDS", 5.0)
 
 
 def _exact(m: nn.Module) -> tx.Form:
