@@ -9,14 +9,43 @@ from __future__ import annotations
 import gc
 import warnings
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-import torch
 from torch import nn
 
 from .config import is_config
 from .field import Field
+from .layout import (
+    child_widths as _child_widths,
+)
+from .layout import (
+    descendants as _descendants,
+)
+from .layout import (
+    drop_rates as _drop_rates,
+)
+from .layout import (
+    lengths as _lengths,
+)
+from .layout import (
+    per_item as _per_item,
+)
+from .layout import (
+    per_stage as _per_stage,
+)
+from .layout import (
+    resized as _resized,
+)
+from .layout import (
+    stages as _stages,
+)
+from .layout import (
+    tuples as _tuples,
+)
+from .layout import (
+    width as _width,
+)
 
 __all__ = ["ALIASES", "candidates", "same_value"]
 
@@ -58,25 +87,11 @@ _SIZE_ATTRS = ("kernel_size", "stride", "padding", "dilation", "img_size", "patc
 _FLOAT_ATTRS = ("eps", "p", "drop_prob", "variance_epsilon", "negative_slope", "momentum")
 
 
-def _descendants(module: nn.Module, depth: int = 3) -> Iterator[nn.Module]:
-    """Children first, breadth first, ``depth`` levels down."""
-    level = [module]
-    for _ in range(depth):
-        level = [c for m in level for c in m.children()]
-        yield from level
-
-
 def _attr(obj: Any, name: str) -> Any:
     try:
         return obj.__dict__.get(name, getattr(obj, name, None))
     except Exception:  # noqa: BLE001 - a property that raises
         return None
-
-
-def _width(value: Any) -> Any:
-    if isinstance(value, (tuple, list, torch.Size)) and len(value) >= 1:
-        return value[0]
-    return value
 
 
 def _ints(module: nn.Module) -> list[int]:
@@ -116,98 +131,6 @@ def _floats(module: nn.Module) -> list[float]:
             if type(v) is float:
                 out.append(v)
     return out
-
-
-def _stages(module: nn.Module) -> list[tuple[int, ...]]:
-    """How many blocks each stage holds, as a tuple (ResNet's ``layers``)."""
-    sizes = tuple(
-        len(c._modules) for c in module.children() if isinstance(c, (nn.Sequential, nn.ModuleList))
-    )
-    return [sizes] if len(sizes) >= 2 else []
-
-
-def _per_stage(module: nn.Module, n: int) -> list[tuple[int, ...]]:
-    """For the first container of ``n`` stages: each stage's output width and its block count
-    (ConvNeXt's ``dims`` and ``depths``)."""
-    for c in _descendants(module, 2):
-        if isinstance(c, (nn.Sequential, nn.ModuleList)) and len(c) == n:
-            widths, depths = [], []
-            for stage in c:
-                outs = [
-                    _width(v)
-                    for m in stage.modules()
-                    for a in ("out_channels", "out_features", "num_features", "normalized_shape")
-                    if type(_width(v := m.__dict__.get(a))) is int
-                ]
-                inner = [
-                    x for x in stage.children() if isinstance(x, (nn.Sequential, nn.ModuleList))
-                ]
-                widths.append(outs[-1] if outs else 0)
-                depths.append(max(len(x) for x in inner) if inner else len(stage._modules))
-            return [tuple(widths), tuple(depths)]
-    return []
-
-
-def _resized(module: nn.Module, value: tuple[Any, ...] | list[Any]) -> list[Any]:
-    """``value`` stretched (last item repeated) or cut to the length of each stage container,
-    and for numbers the stages' own widths at that length."""
-    out: list[Any] = []
-    for n in dict.fromkeys(_lengths(module)):
-        if n == len(value) or n < 1 or n > 16:
-            continue
-        items = [value[i] if i < len(value) else value[-1] for i in range(n)]
-        out.append(type(value)(items))
-        if all(type(x) is int for x in value):
-            # A decoder's stages run from the widest: its widths may be listed either way.
-            widths = _per_stage(module, n)[:1]
-            out += [type(value)(w) for w in widths] + [type(value)(w[::-1]) for w in widths]
-    return out
-
-
-def _child_widths(module: nn.Module) -> list[tuple[int, ...]]:
-    """The output width of each direct child, in order, for a tuple of per-layer widths (a
-    stem's out_chs=(24, 32, 64))."""
-    out = []
-    for c in module.children():
-        found = [
-            _width(v)
-            for m in c.modules()
-            for a in ("out_channels", "out_features")
-            if type(_width(v := m.__dict__.get(a))) is int
-        ]
-        if found:
-            out.append(found[-1])
-    return [tuple(out)] if len(out) >= 2 else []
-
-
-def _drop_rates(module: nn.Module) -> list[list[float]]:
-    """Per-block drop rates, read from the blocks of each container: the ``drop_prob`` (or ``p``)
-    of each block's first drop layer, 0.0 for a block without one (Swin's stages)."""
-    out = []
-    for c in _descendants(module, 2):
-        if not isinstance(c, (nn.Sequential, nn.ModuleList)) or len(c) < 2:
-            continue
-        rates = []
-        for block in c:
-            found = [
-                v
-                for m in block.modules()
-                for a in ("drop_prob", "drop_path_rate")
-                if type(v := m.__dict__.get(a)) is float
-            ]
-            rates.append(found[0] if found else 0.0)
-        if any(rates):
-            out.append(rates)
-    return out[:2]
-
-
-def _lengths(module: nn.Module) -> list[int]:
-    """How many modules each container child holds (a stage's depth)."""
-    return [
-        len(c._modules)
-        for c in _descendants(module, 2)
-        if isinstance(c, (nn.Sequential, nn.ModuleList))
-    ]
 
 
 def _classes(module: nn.Module) -> list[type]:
@@ -337,6 +260,11 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
             pool = [0, 1, 2, *pool[:3]]
         if f.kind != "int":
             pool = [*_stages(module), *_child_widths(module), *pool, *_sizes(module)]
+        if f.kind == "int_or_tuple":
+            pool = [*pool[:2], *_tuples(module), *pool[2:]]
+            if any(w in f.annotation.lower() for w in ("list", "sequence")):
+                # A list of widths: one per item of a container, before any single width.
+                first = [*_per_item(module), *first]
     if isinstance(f.default, tuple) and f.default and all(type(x) is int for x in f.default):
         pool = [*_per_stage(module, len(f.default)), *pool]
     if isinstance(f.value, (tuple, list)) and f.value:
@@ -359,6 +287,15 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
         pool = [""]
     if "drop" in low and f.kind != "bool":
         pool = [*_drop_rates(module), *pool]
+        if "rate" in low and (f.kind == "float" or type(f.default) is float):
+            # Per-block rates rise linearly to the given rate: the last block holds it.
+            rates = [r for rs in _drop_rates(module) for r in rs]
+            pool = [max(rates), *pool] if rates else pool
+    if isinstance(f.value, nn.Module):
+        # A layer kept under the parameter's name was often made from what was passed: its class,
+        # or the name a registry maps to it ("gelu" for GELUActivation).
+        word = type(f.value).__name__.lower().removesuffix("activation")
+        pool = [type(f.value), *([word] if word else []), *pool]
     if f.optional or f.default is None:
         pool.append(None)
     values = [v for v in [*first, *pool] if (v is not None or pool) and fits(v)]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import inspect
+import itertools
 import time
 import typing
 from collections import OrderedDict
@@ -52,19 +53,18 @@ _deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("deadli
 _NOT_PASSED = ("device", "dtype")
 
 
-def _factory(layer: nn.Module, form: Callable[[nn.Module], Any]) -> list[Any]:
-    """Factories that make ``layer`` again: its class with the keyword values its own exact form
-    found that are not the defaults (``partial(BatchNorm2d, eps=0.001)``), then the same with its
-    required values but the first (the width a parent passes: ``partial(SpatialGatingUnit,
-    seq_len=196)``); none when its form is not exact. ``form`` is ``tx.form`` (forms.py passes
-    it: this module serves forms.py and does not import it)."""
-
+def _keywords(
+    layer: nn.Module, form: Callable[[nn.Module], Any]
+) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """(required, keyword values that are not the defaults) of ``layer``'s exact form; None when
+    its form is not exact. ``form`` is ``tx.form`` (forms.py passes it: this module serves
+    forms.py and does not import it)."""
     try:
         f = form(layer)
         if f.inexact:
-            return []
+            return None
     except Exception:  # noqa: BLE001 - a layer without a readable form gives no factory
-        return []
+        return None
     plain = [x for x in f.fields if not x.group and x.kind not in ("varargs", "varkw")]
     kw = {
         x.name: x.value
@@ -74,17 +74,37 @@ def _factory(layer: nn.Module, form: Callable[[nn.Module], Any]) -> list[Any]:
         and x.origin != "default"
         and not same(x.value, x.default)
     }
-    required = {x.name: x.value for x in plain if x.required}
-    out: list[Any] = [functools.partial(type(layer), **kw) if kw else type(layer)]
+    return {x.name: x.value for x in plain if x.required}, kw
+
+
+def _factory(layer: nn.Module, form: Callable[[nn.Module], Any]) -> list[Any]:
+    """Factories that make ``layer`` again: its class with the keyword values its own exact form
+    found that are not the defaults (``partial(BatchNorm2d, eps=0.001)``), the same with its
+    required values but the first (the width a parent passes: ``partial(SpatialGatingUnit,
+    seq_len=196)``), then those keywords alone and in pairs; none when its form is not exact."""
+    found = _keywords(layer, form)
+    if found is None:
+        return []
+    required, kw = found
+    cls = type(layer)
+    out: list[Any] = [functools.partial(cls, **kw) if kw else cls]
     if len(required) > 1:
         rest = dict(list(required.items())[1:])
-        out.append(functools.partial(type(layer), **rest, **kw))
+        out.append(functools.partial(cls, **rest, **kw))
+    if len(kw) > 1:
+        # Which keywords the factory holds and which the parent passes per call is not known:
+        # each keyword alone, then each pair (the most a factory of this kind holds, mostly).
+        items = list(kw.items())[:6]
+        out += [functools.partial(cls, **dict([kv])) for kv in items]
+        if len(items) > 2:
+            out += [functools.partial(cls, **dict(p)) for p in itertools.combinations(items, 2)]
     return out
 
 
 def _widen(fields: list[Field]) -> list[Field]:
     """The guessed fields, then those read from attributes or derived (they may hold a value the
-    constructor transformed, or one a later argument overrides)."""
+    constructor transformed, or one a later argument overrides), then the layers held under a
+    parameter's name (the constructor may have been given their class)."""
     first = [f for f in fields if guessed(f)]
     rest = [
         f
@@ -93,9 +113,8 @@ def _widen(fields: list[Field]) -> list[Field]:
         and f.origin in ("attribute", "derived")
         and f.kind not in ("varargs", "varkw", "config")
         and f.name not in ("device", "dtype")
-        and not isinstance(f.value, nn.Module)
     ]
-    return first + rest
+    return first + sorted(rest, key=lambda f: isinstance(f.value, nn.Module))
 
 
 def fill(

@@ -71,6 +71,11 @@ def _int_moves(v: int, b: int, live: int) -> Iterator[int]:
         yield live * (v // b)  # b = v / k
     if b != v and abs(b - v) <= 8:
         yield live - (b - v)  # b = v + k
+    for extra in (0, 1):
+        # A grid: b = (v / k) ** 2 (+ 1 for a class token): patches of an image side.
+        s, t = math.isqrt(max(b - extra, 0)), math.isqrt(max(live - extra, 0))
+        if s > 1 and s * s == b - extra and t * t == live - extra and v % s == 0:
+            yield t * (v // s)
 
 
 def _from_pair(f: Field, v: Any, b: Any, live: Any) -> Iterator[Any]:
@@ -128,12 +133,36 @@ def _keyword(d: Difference, target: nn.Module | None) -> tuple[str, Any, bool] |
     return name, p.default, True
 
 
+def _literal(text: str) -> str:
+    """The parts' text of a sequence as a Python literal: ``tuple(0, 0)`` -> ``(0, 0,)``,
+    ``list(1, 2)`` -> ``[1, 2]`` (``_forms/parts.py`` names the type of every sequence)."""
+    out: list[str] = []
+    stack: list[str] = []
+    i = 0
+    while i < len(text):
+        word = next((w for w in ("tuple(", "list(") if text.startswith(w, i)), None)
+        if word is not None and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
+            stack.append(word[0])
+            out.append("(" if word == "tuple(" else "[")
+            i += len(word)
+            continue
+        ch = text[i]
+        if ch == "(":
+            stack.append("p")
+        elif ch == ")" and stack:
+            kind = stack.pop()
+            ch = "]" if kind == "l" else ",)" if kind == "t" and out[-1] != "(" else ")"
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
 def _attribute(d: Difference) -> tuple[str, Any, bool] | None:
     """(name, live value, found) of an attribute the build sets to another literal."""
     if not d.aspect.startswith("attr ") or d.live is None:
         return None
     try:
-        return d.aspect[5:], ast.literal_eval(d.live), True
+        return d.aspect[5:], ast.literal_eval(_literal(d.live)), True
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return None
 
@@ -213,7 +242,9 @@ def _factories(
                     c = _cls_of(v)
                     fit = c is not None and isinstance(layer, c)
                 if fit:
-                    for made in child(layer):
+                    # An empty factory field takes the layer's class as its own form has it
+                    # (the first two); one of the layer's class also tries it keyword by keyword.
+                    for made in child(layer)[: 2 if unset else None]:
                         yield f.name, made
 
 
@@ -230,6 +261,7 @@ def _singles(
         for f in fields:
             if _named(f, kw[0]):
                 yield f.name, kw[1]
+
     if d.aspect == "class" and target is not None:
         live_cls = type(target)
         built_name = (d.built or "").rsplit(".", 1)[-1].lower()
@@ -244,8 +276,6 @@ def _singles(
                 # A layer named by a string (timm's act_layer="relu"): the live layer's name.
                 yield f.name, live_cls.__name__.lower()
                 yield f.name, live_cls
-    if child is not None and (d.aspect.startswith("repr") or d.aspect == "class"):
-        yield from _factories(fields, values, child, ancestors)
     count = 0
     for b, lv in _pairs(d):
         for f in fields:
@@ -266,6 +296,16 @@ def _singles(
                 yield f.name, type(present)
             if not f.required and v is not f.default and not _flag_like(f):
                 yield f.name, f.default
+    if kw is not None and d.path and not kw[0].startswith("_"):
+        for f in fields:
+            # A dict of keywords handed on to a layer (norm_kwargs=dict(eps=1e-3)): the live
+            # value under its name, added to what the dict holds.
+            v = values.get(f.name)
+            if f.name.endswith("kwargs") and (v is None or isinstance(v, dict)):
+                yield f.name, {**(v or {}), kw[0]: kw[1]}
+    if child is not None and (d.aspect.startswith(("repr", "attr")) or d.aspect == "class"):
+        # Last: a factory costs a child form, and the plain values above are likelier.
+        yield from _factories(fields, values, child, ancestors)
 
 
 def proposals(
@@ -278,14 +318,15 @@ def proposals(
     """Changes to try (one field, or a few that move together), those of the first differences
     first. ``child(module)`` gives factories for a live layer (its class with its own values)."""
     by_path = dict(live.named_modules())
-    for i, d in enumerate(diffs):
+
+    def of(i: int, d: Difference) -> Iterator[dict[str, Any]]:
         bits = d.path.split(".") if d.path else []
         ups = [by_path.get(".".join(bits[:n])) for n in range(len(bits), 0, -1)]
         layers = [m for m in ups if m is not None][:3]
         for one in _singles(d, fields, values, by_path.get(d.path), child, layers):
             yield dict([one])
         if i >= 4:
-            continue
+            return
         for b, lv in _pairs(d):
             if type(b) is not int or type(lv) is not int or not lv:
                 continue
@@ -294,3 +335,6 @@ def proposals(
             for f in fields:
                 if type(values.get(f.name)) is int and values[f.name] == b:
                     yield from _keeping(fields, values, f.name, b, lv)
+
+    for i, d in enumerate(diffs):
+        yield from of(i, d)

@@ -24,13 +24,17 @@ from .candidates import candidates, same_value
 from .exact import Check, Difference, cast_like, differences, floating_dtype, sentence, weight
 from .field import Field
 from .guide import proposals
-from .metabuild import meta_build
+from .metabuild import TooBig, meta_build
 from .parts import Parts, parts
 
 __all__ = ["Inferred", "guessed", "infer"]
 
 FIRST_BUILD_SECONDS = 10.0
 GUIDED_TRIES = 16  # proposals tried from one build's differences before the candidates
+# A proposal that fixes one part and breaks others (kernel_size 3 then needs padding 0) scores no
+# better: the proposals of its own build are tried on top of it, for the few closest such (at
+# most FLAT_MARGIN parts worse), FLAT_TRIES each.
+FLAT_LOOKS, FLAT_TRIES, FLAT_MARGIN = 2, 8, 2
 
 
 @dataclass
@@ -78,6 +82,14 @@ def _key(v: Any) -> Any:
     return (type(v), id(v))
 
 
+def _plain(change: dict[str, Any]) -> bool:
+    """Numbers, strings, tuples, flags: a factory or a layer made on the way is not worth a
+    second look (they are many and rarely half right)."""
+    return all(
+        isinstance(v, (bool, int, float, str, tuple, dict, type(None))) for v in change.values()
+    )
+
+
 def infer(
     module: nn.Module,
     fields: list[Field],
@@ -96,20 +108,24 @@ def infer(
     dtype = floating_dtype(module)
     # A candidate that builds a module many times the live one's size is wrong anyway.
     cap = 4 * len(live.summary) + 64
-    builds, error = 0, ""
+    builds, error, reached = 0, "", 0
 
     def run(values: dict[str, Any]) -> _Try | None:
-        nonlocal builds, error
+        nonlocal builds, error, reached
         builds += 1
         # The first build is the form's own values, and may pay torch's one-time warm-up (the
         # first meta kernels of a process): only the search's later tries are cut at the deadline.
         stop = t0 + FIRST_BUILD_SECONDS if builds == 1 else deadline + 0.1
+        state: list[Any] = [0]
         try:
-            with meta_build(cap, stop):
+            with meta_build(cap, stop) as state:
                 built = make(values)
             cast_like(built, dtype)
         except Exception as e:  # noqa: BLE001 - a candidate the class rejects is no build
             error = f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
+            # How far the constructor got (submodules it made) before it raised; a build cut
+            # for its size got nowhere that counts.
+            reached = -1 if isinstance(e, TooBig) else state[0]
             return None
         got = parts(built)
         diffs = differences(live, got)
@@ -124,7 +140,12 @@ def infer(
             values[f.name] = pools[f.name][0]
     seen = {tuple(_key(values[n]) for n in by_name)}
     best = run(values)
+    # While no value set builds, a change that lets the constructor get further (more submodules
+    # made before it raises) is a step: two wrong values are then fixed one after the other.
+    far, far_error = reached, error
     out_of_time = False
+
+    done: dict[tuple[Any, ...], _Try | None] = {}  # a state's build, for a second look
 
     def tried(change: dict[str, Any]) -> bool:
         state = tuple(_key(change[n] if n in change else values[n]) for n in by_name)
@@ -133,12 +154,18 @@ def infer(
         seen.add(state)
         return False
 
+    def build(change: dict[str, Any]) -> _Try | None:
+        got = run({**values, **change})
+        done[tuple(_key(change[n] if n in change else values[n]) for n in by_name)] = got
+        return got
+
     order = sorted(searched, key=lambda f: (not f.required, _rank(f, pools)))
     while best is None or best.score > 0:
         if time.thread_time() > deadline:
             out_of_time = True
             break
-        step: tuple[dict[str, Any], _Try] | None = None
+        step: tuple[dict[str, Any], _Try | None] | None = None
+        flat: list[tuple[dict[str, Any], _Try]] = []
         if best is not None:
             n = 0
             for change in proposals(best.diffs, searched, values, module, factory):
@@ -148,11 +175,18 @@ def infer(
                 ):
                     continue
                 if tried(change):
+                    # Built before, from another state: still a place to look from.
+                    old = done.get(tuple(_key(change.get(n, values[n])) for n in by_name))
+                    if old is not None and old.score <= best.score + FLAT_MARGIN and _plain(change):
+                        flat = sorted([*flat, (change, old)], key=lambda x: x[1].score)
+                        flat = flat[:FLAT_LOOKS]
                     continue
-                got = run({**values, **change})
+                got = build(change)
                 if got is not None and got.score < best.score:
                     step = (change, got)
                     break
+                if got is not None and got.score <= best.score + FLAT_MARGIN and _plain(change):
+                    flat = sorted([*flat, (change, got)], key=lambda x: x[1].score)[:FLAT_LOOKS]
                 n += 1
                 if n >= GUIDED_TRIES or time.thread_time() > deadline:
                     break
@@ -167,8 +201,31 @@ def infer(
                     if got is not None and (best is None or got.score < best.score):
                         step = ({f.name: c}, got)
                         break
+                    if got is None and best is None and reached > far:
+                        step, far, far_error = ({f.name: c}, None), reached, error
+                        break
                 if step is not None:
                     break
+        # Only in the first half of the budget: a look past costs builds the plain search may need.
+        early = time.thread_time() < t0 + (deadline - t0) / 2
+        for first, got in flat if step is None and best is not None and early else []:
+            m = 0
+            on = {**values, **first}
+            for change in proposals(got.diffs, searched, on, module, factory):
+                if any(
+                    k not in by_name or same_value(v, on[k]) or not fits(by_name[k], v)
+                    for k, v in change.items()
+                ) or tried({**first, **change}):
+                    continue
+                two = run({**on, **change})
+                if two is not None and best is not None and two.score < best.score:
+                    step = ({**first, **change}, two)
+                    break
+                m += 1
+                if m >= FLAT_TRIES or time.thread_time() > deadline:
+                    break
+            if step is not None:
+                break
         if step is None:
             out_of_time = time.thread_time() > deadline
             break
@@ -176,6 +233,7 @@ def infer(
         best = step[1]
     seconds = time.thread_time() - t0
     if best is None:
+        error = far_error or error
         why = (
             f"building it on the meta device failed ({error})" if error else "it could not be built"
         )

@@ -58,11 +58,14 @@ def current(
     if (isinstance(attr, torch.Tensor) or attr is None) and wants_bool:
         return attr is not None, "derived"
     wants_number = param.annotation in (float, int) or type(param.default) in (float, int)
-    if isinstance(attr, nn.Module) and wants_number:
-        # `self.dropout = nn.Dropout(dropout)`: the number lives on the submodule.
-        p = getattr(attr, "p", None)
-        if isinstance(p, (int, float)) and "dropout" in name:
+    if isinstance(attr, nn.Module) and (wants_number or "drop" in name):
+        # `self.dropout = nn.Dropout(dropout)`: the number lives on the submodule (``p``, or a
+        # drop path's ``drop_prob``); `DropPath(rate) if rate > 0 else Identity()` keeps none.
+        p = getattr(attr, "p", getattr(attr, "drop_prob", None))
+        if type(p) in (int, float) and "drop" in name:
             return p, "derived"
+        if "drop" in name and param.default is _MISSING and p is None:
+            return 0.0, "default"  # a first guess the search goes on from
         return guess
     if callable(attr) and inspect.ismethod(attr):
         return (param.default if param.default is not _MISSING else None), "default"

@@ -73,19 +73,22 @@ def _hook(module: Any, name: str, submodule: Any) -> None:
 
 
 @contextlib.contextmanager
-def meta_build(cap: int = 1 << 30, deadline: float = float("inf")) -> Iterator[None]:
-    """Build inside: on meta, uninitialised, bounded (see the module doc); warnings hidden."""
+def meta_build(cap: int = 1 << 30, deadline: float = float("inf")) -> Iterator[list[Any]]:
+    """Build inside: on meta, uninitialised, bounded (see the module doc); warnings hidden. It
+    yields its count (``[submodules registered, cap, deadline]``): a build that raises got as
+    far as its count says."""
     global _users, _handle
     with _lock:
         if _users == 0:
             _handle = register_module_module_registration_hook(_hook)
         _users += 1
     outer = getattr(_local, "state", None)
-    _local.state = [0, cap, deadline]
+    state: list[Any] = [0, cap, deadline]
+    _local.state = state
     try:
         with warnings.catch_warnings(), torch.device("meta"), _SkipInit():
             warnings.simplefilter("ignore")
-            yield
+            yield state
     finally:
         _local.state = outer
         with _lock:

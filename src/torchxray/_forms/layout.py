@@ -1,0 +1,161 @@
+"""What a module's layers keep as shapes, for the search's candidates (``_forms/candidates.py``):
+its descendants level by level, per-stage widths and depths, per-item widths of a container, the
+int tuples its layers keep, per-block drop rates."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+from torch import nn
+
+__all__ = [
+    "child_widths",
+    "descendants",
+    "drop_rates",
+    "lengths",
+    "per_item",
+    "per_stage",
+    "resized",
+    "stages",
+    "tuples",
+    "width",
+]
+
+
+def descendants(module: nn.Module, depth: int = 3) -> Iterator[nn.Module]:
+    """Children first, breadth first, ``depth`` levels down."""
+    level = [module]
+    for _ in range(depth):
+        level = [c for m in level for c in m.children()]
+        yield from level
+
+
+def width(value: Any) -> Any:
+    if isinstance(value, (tuple, list, torch.Size)) and len(value) >= 1:
+        return value[0]
+    return value
+
+
+def tuples(module: nn.Module) -> list[tuple[int, ...]]:
+    """Tuples of ints the module and its layers keep under any name (a grid or a resolution a
+    stage keeps as ``input_resolution``), nearest first, for a field that takes an int or a tuple."""
+    out: dict[tuple[int, ...], None] = {}
+    for m in [module, *descendants(module, 5)]:
+        for v in m.__dict__.values():
+            if type(v) is tuple and 1 < len(v) <= 4 and all(type(x) is int for x in v):
+                out[v] = None
+        if len(out) >= 4:
+            break
+    return list(out)[:4]
+
+
+def per_item(module: nn.Module) -> list[list[int]]:
+    """For each container of two or more layers: the input width of each item, and its output
+    width (a head made per feature map from ``in_channels=[672, 480, ...]``)."""
+    out: list[list[int]] = []
+    for c in [module, *descendants(module, 2)]:
+        if not isinstance(c, (nn.Sequential, nn.ModuleList)) or len(c) < 2:
+            continue
+        ends: list[list[int]] = [[], []]
+        for item in c:
+            found = [(a, v) for m in item.modules() for a, v in vars(m).items() if type(v) is int]
+            ins = [v for a, v in found if a in ("in_channels", "in_features")]
+            outs = [v for a, v in found if a in ("out_channels", "out_features")]
+            ends[0] += ins[:1]
+            ends[1] += outs[-1:]
+        out += [e for e in ends if len(e) == len(c)]
+    return out[:4]
+
+
+def stages(module: nn.Module) -> list[tuple[int, ...]]:
+    """How many blocks each stage holds, as a tuple (ResNet's ``layers``)."""
+    sizes = tuple(
+        len(c._modules) for c in module.children() if isinstance(c, (nn.Sequential, nn.ModuleList))
+    )
+    return [sizes] if len(sizes) >= 2 else []
+
+
+def per_stage(module: nn.Module, n: int) -> list[tuple[int, ...]]:
+    """For the first container of ``n`` stages: each stage's output width and its block count
+    (ConvNeXt's ``dims`` and ``depths``)."""
+    for c in descendants(module, 2):
+        if isinstance(c, (nn.Sequential, nn.ModuleList)) and len(c) == n:
+            widths, depths = [], []
+            for stage in c:
+                outs = [
+                    width(v)
+                    for m in stage.modules()
+                    for a in ("out_channels", "out_features", "num_features", "normalized_shape")
+                    if type(width(v := m.__dict__.get(a))) is int
+                ]
+                inner = [
+                    x for x in stage.children() if isinstance(x, (nn.Sequential, nn.ModuleList))
+                ]
+                widths.append(outs[-1] if outs else 0)
+                depths.append(max(len(x) for x in inner) if inner else len(stage._modules))
+            return [tuple(widths), tuple(depths)]
+    return []
+
+
+def resized(module: nn.Module, value: tuple[Any, ...] | list[Any]) -> list[Any]:
+    """``value`` stretched (last item repeated) or cut to the length of each stage container,
+    and for numbers the stages' own widths at that length."""
+    out: list[Any] = []
+    for n in dict.fromkeys(lengths(module)):
+        if n == len(value) or n < 1 or n > 16:
+            continue
+        items = [value[i] if i < len(value) else value[-1] for i in range(n)]
+        out.append(type(value)(items))
+        if all(type(x) is int for x in value):
+            # A decoder's stages run from the widest: its widths may be listed either way.
+            widths = per_stage(module, n)[:1]
+            out += [type(value)(w) for w in widths] + [type(value)(w[::-1]) for w in widths]
+    return out
+
+
+def child_widths(module: nn.Module) -> list[tuple[int, ...]]:
+    """The output width of each direct child, in order, for a tuple of per-layer widths (a
+    stem's out_chs=(24, 32, 64))."""
+    out = []
+    for c in module.children():
+        found = [
+            width(v)
+            for m in c.modules()
+            for a in ("out_channels", "out_features")
+            if type(width(v := m.__dict__.get(a))) is int
+        ]
+        if found:
+            out.append(found[-1])
+    return [tuple(out)] if len(out) >= 2 else []
+
+
+def drop_rates(module: nn.Module) -> list[list[float]]:
+    """Per-block drop rates, read from the blocks of each container: the ``drop_prob`` (or ``p``)
+    of each block's first drop layer, 0.0 for a block without one (Swin's stages)."""
+    out = []
+    for c in descendants(module, 2):
+        if not isinstance(c, (nn.Sequential, nn.ModuleList)) or len(c) < 2:
+            continue
+        rates = []
+        for block in c:
+            found = [
+                v
+                for m in block.modules()
+                for a in ("drop_prob", "drop_path_rate")
+                if type(v := m.__dict__.get(a)) is float
+            ]
+            rates.append(found[0] if found else 0.0)
+        if any(rates):
+            out.append(rates)
+    return out[:2]
+
+
+def lengths(module: nn.Module) -> list[int]:
+    """How many modules each container child holds (a stage's depth)."""
+    return [
+        len(c._modules)
+        for c in descendants(module, 2)
+        if isinstance(c, (nn.Sequential, nn.ModuleList))
+    ]
