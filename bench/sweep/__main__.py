@@ -30,7 +30,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--limit", type=int, help="at most N models per family")
     p.add_argument("--every", action="store_true", help="every timm and open_clip model")
     p.add_argument("--sample", action="store_true", help="the test suite's fixed sample only")
-    p.add_argument("--match", help="only models whose name contains this text")
+    p.add_argument("--match", nargs="+", help="only models whose name contains one of these texts")
     p.add_argument("--json", type=Path, help="write every outcome here (JSON lines, as it runs)")
     p.add_argument(
         "--resume", action="store_true", help="with --json: skip the models it holds, append"
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     todo = by_key(SAMPLE) if args.sample else list(entries(args.family, every=args.every))
     if args.match:
-        todo = [e for e in todo if args.match in e.name]
+        todo = [e for e in todo if any(text in e.name for text in args.match)]
     if args.limit:
         per: dict[str, int] = {}
         todo = [

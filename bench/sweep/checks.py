@@ -308,9 +308,11 @@ def _checks(model: nn.Module, inputs: Inputs, bare: Any, out: Outcome) -> None:
         params = _distinct_params(model)
         want_p = sum(stored_bytes(p) for p in params)
         trainable = [p for p in params if p.requires_grad]
-        # A real step on a copy says which weights get a gradient (one the forward leaves unused
-        # gets none, nor AdamW state); on meta, every trainable weight.
-        graded = _graded(model, inputs) if cpu else None
+        # A step on a copy says which weights get a gradient (one the forward leaves unused gets
+        # none, nor AdamW state): for real on the CPU; on meta autograd runs all the same without
+        # values (an audio tower given only input_ids gets none); every trainable weight when
+        # that step fails.
+        graded = _graded(model, inputs)
         want_g = sum(
             p.numel() * p.element_size()
             for i, p in enumerate(trainable)
@@ -336,9 +338,10 @@ def _checks(model: nn.Module, inputs: Inputs, bare: Any, out: Outcome) -> None:
 
 def _graded(model: nn.Module, inputs: Inputs) -> set[int] | None:
     """Indexes (in `_distinct_params` order, trainable ones) of the weights that have a gradient
-    after a real train-mode forward and backward of the sum of its float outputs, on a copy (none
-    when no float output requires grad); None when the copy or the step fails, or holds a scripted module (a deep copy of one does not
-    give its copied weights gradients)."""
+    after a train-mode forward and backward of the sum of its float outputs, on a copy, on the
+    model's own device (meta too: autograd runs without values); none when no float output
+    requires grad; None when the copy or the step fails, or holds a scripted module (a deep copy
+    of one does not give its copied weights gradients)."""
     if any(isinstance(m, torch.jit.ScriptModule) for m in model.modules()):
         return None
     try:
