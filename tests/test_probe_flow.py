@@ -235,3 +235,28 @@ def test_the_bench_switch_turns_sites_and_edges_off_and_nothing_else(
         assert rec.output_shapes == off.records[path].output_shapes, path
         if path:  # the root's site is the probe itself, with or without
             assert rec.sites[0].text and not off.records[path].sites[0].text, path
+
+
+class _Two(nn.Module):
+    """One module called by two parents, and by the root itself."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.shared = nn.Linear(4, 4)
+        self.a, self.b = Looped(), Looped()
+        self.a.shared = self.b.shared = self.shared  # registered at the root first: "shared"
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.a(self.shared(x)) + self.b(x)
+
+
+def test_callers_read_from_the_calls_match_the_flow_entries() -> None:
+    from torchxray._probe.flow import callers_of
+
+    rep = run_probe(_Two(), (torch.randn(2, 4),), {})
+    paths = list(rep.records)
+    fresh = {p: rep.flow.callers(p) for p in paths}  # before the entries are made
+    entries = tuple(rep.flow)
+    assert {p: callers_of(entries, p) for p in paths} == fresh
+    assert fresh["shared"] == ["", "a", "b"]
+    assert fresh["a.inp"] == ["a"] and fresh[""] == []
