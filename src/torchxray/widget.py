@@ -200,14 +200,7 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
         try:
             # In a kernel the probe a slow request asks for runs in the background, where Cancel
             # can stop it.
-            # No cyclic collection while answering: an Apply on a big model builds a new slot
-            # index, walk and report (hundreds of thousands of objects) and the collector
-            # rescanned the whole heap over and over meanwhile (bench/README.md).
-            with (
-                self._lock,
-                self._schedule.answering(slow and background.in_kernel()),
-                _gc.paused(),
-            ):
+            with self._lock, self._schedule.answering(slow and background.in_kernel()):
                 self._flush()  # a view drawn without _ipython_display_ (e.g. inside a VBox)
                 reply, changed = session.handle(msg)
                 if changed:
@@ -329,8 +322,7 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
     def _push(self, s: Session, changed: States) -> None:
         if self._static is not None and changed & {"tree_state", "probe_summary"}:
             self._static.update(self._stand_in(), raw=True)  # a saved notebook shows the latest
-        # The states read every record of a new report (made when first read) and build the
-        # rows: on a 100,000-module model that made the collector rescan the heap many times.
+        # Building the states makes a new report's records and the rows: no collection meanwhile.
         with _gc.paused(), self.hold_sync():
             if "tree_state" in changed:
                 self.tree_state = dict(s.tree_state())

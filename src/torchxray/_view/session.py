@@ -13,6 +13,7 @@ from typing import Any
 
 from torch import nn
 
+from .. import _gc
 from .._probe.cancel import scope as cancel_scope
 from ..forms import FormError
 from ..patch import PatchEntry, PatchLog
@@ -282,7 +283,10 @@ class Session:
                 request=kind,
             ), NONE
         try:
-            return HANDLERS[kind](self, req)
+            # No collection while answering: an Apply's new slot index, walk and report made the
+            # collector rescan a big model's heap over and over (bench/README.md).
+            with _gc.paused():
+                return HANDLERS[kind](self, req)
         except FormError as e:
             return error_reply(
                 str(e), fields={k or "__all__": v for k, v in e.errors.items()}, request=kind
