@@ -14,11 +14,12 @@ Weights (`params`, `buffers`) count each tensor once, however often it is shared
 stored: a quantized weight (torchao) by its inner tensors, not by its shape and dtype.
 `grads` are the gradients of the trainable parameters the fake backward reaches (one used only
 through a rounding to integers, or not at all, gets none, as in a real step) and `optimizer` the
-optimizer's state for those (see `_memory.optim`), both only when `training`. `activations` are the bytes autograd saves for
-backward, measured with saved-tensor hooks during a fake forward (each storage once; weights
-excluded), charged to the innermost module whose forward saved them. `peak` is the highest live
-total of a fake forward (and backward, plus the optimizer state, when training): weights, inputs,
-activations and every temporary an op makes, freed when the run lets go of it.
+optimizer's state for those (see `_memory.optim`), both only when `training`. `activations` are
+the bytes autograd saves for backward, measured with saved-tensor hooks during a fake forward
+(each storage once; weights excluded), charged to the innermost module whose forward saved them.
+`peak` is the highest live total of a fake forward (and backward, plus the optimizer state, when
+training): weights, inputs, activations and every temporary an op makes, freed when the run lets
+go of it.
 
 A forward's repeated identical blocks (80 decoder layers) are traced twice and the rest replayed
 from what those two did (`_memory.memo`, listed in `report.memoised`), with the same figures as
@@ -228,14 +229,12 @@ def _run_memory(
     _refuse_sharded(params)
     buffers = _unique(model.buffers())
     trainable = [p for p in params if p.requires_grad] if training else []
+    if optimizer is not None:
+        state_bytes(optimizer, [])  # a bad name or type is refused before the run
     if mode == "real":
-        if optimizer is not None:
-            state_bytes(optimizer, [])  # a bad name or type is refused before the run
         step = real.measure(model, modules, params, buffers, args, kwargs, training, optimizer)
         trace, grad_ids, opt = step.trace, step.grad_ids, step.opt
     else:
-        if optimizer is not None:
-            state_bytes(optimizer, [])  # a bad name or type is refused before the run
         trace = fake_step(model, modules, args, kwargs, training, memoise)
         # Gradients and optimizer state only for the weights the fake backward reached, as a
         # real step gives them (`_memory.real`).

@@ -22,7 +22,8 @@ state the first block's slot ended with. What this cannot see is a forward that 
 from the ``transformers`` package only, and only when a cache is passed.
 
 Signatures and stub targets are computed in `_fake.signatures`. Skipping a forward needs the call
-itself: the outermost modules whose signature occurs more than once get a stub (`BlockMemo.make_stubs`) that consults the memo.
+itself: the outermost modules whose signature occurs more than once get a stub
+(`BlockMemo.make_stubs`) that consults the memo.
 """
 
 from __future__ import annotations

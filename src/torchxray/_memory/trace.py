@@ -47,7 +47,8 @@ class StepTrace:
     where: str = ""  # the module a failed step was in
     # After a training step's backward, the real weights (by id) whose fake stand-in got a
     # gradient: a weight whose only path to the loss goes through a rounding or an integer cast
-    # (or a quantized tensor's integer data) gets none, as in a real step. None: no backward ran.
+    # (or a quantized tensor's integer data) gets none, as in a real step. None: not a training
+    # step, or it failed before its backward.
     graded: set[int] | None = None
 
 
