@@ -135,7 +135,6 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
                     return
                 self._flush()  # never displayed: the deferred states go out now
             try:
-                _ = session.origin  # the Diff tab's base, before Apply (which waits) can run
                 report = session.compute_probe()
             except ProbeCancelled as e:
                 note = f"{e}; Run probe (Probe tab) runs it again"
@@ -150,6 +149,8 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
                     session.probe_note = note
                 self._sync(PROBE)
                 self.busy = ""
+            # The Diff tab's base, before an Apply (it joins this thread), after the results are out.
+            _ = session.origin
 
         self._background.start(job)
 
@@ -320,8 +321,6 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
             self.tree_state = dict(state)
 
     def _push(self, s: Session, changed: States) -> None:
-        if self._static is not None and changed & {"tree_state", "probe_summary"}:
-            self._static.update(self._stand_in(), raw=True)  # a saved notebook shows the latest
         # Building the states makes a new report's records and the rows: no collection meanwhile.
         with _gc.paused(), self.hold_sync():
             if "tree_state" in changed:
@@ -335,6 +334,8 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
                 self.probe_mode = s.mode
             if "history" in changed:
                 self.history = dict(s.history())
+        if self._static is not None and changed & {"tree_state", "probe_summary"}:
+            self._static.update(self._stand_in(), raw=True)  # a saved notebook shows the latest
 
     def _on_mode(self, change: dict[str, Any]) -> None:
         if self._session is not None:  # the Enum trait has refused any other mode

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 import torch.nn as nn
@@ -22,9 +22,10 @@ from .._text import closest
 Match = type | tuple[type, ...] | str | re.Pattern[str]
 
 
-@dataclass(frozen=True, slots=True)
-class Slot:
-    """``parent._modules[key]`` holds ``module``; ``path`` is one dotted path that reaches it."""
+class Slot(NamedTuple):
+    """``parent._modules[key]`` holds ``module``; ``path`` is one dotted path that reaches it.
+    A tuple: an index of a 100,000-module model makes one per module, and a frozen dataclass's
+    ``__init__`` cost several times a tuple's (bench/README.md, "Measured, by file")."""
 
     path: str
     parent_path: str
@@ -40,14 +41,31 @@ class SlotIndex:
         self.model = model
         self.slots: dict[str, Slot] = {}
         self.by_id: dict[int, list[str]] = {}
-        # remove_duplicate=False walks every path, so shared modules and shared parents show up
-        # at each place they are registered (the default walk would only list the first one).
-        for ppath, parent in model.named_modules(remove_duplicate=False):
-            for key, child in parent._modules.items():
+        slots, by_id = self.slots, self.by_id
+        new = tuple.__new__
+        # Every path is walked (``named_modules(remove_duplicate=False)``'s pre-order over
+        # parents), so shared modules and shared parents show up at each place they are
+        # registered; a parent's slots are listed when it is reached, in its `_modules` order.
+        todo: list[tuple[str, nn.Module]] = [("", model)]
+        pop, push = todo.pop, todo.append
+        while todo:
+            ppath, parent = pop()
+            children = parent._modules
+            if not children:
+                continue
+            prefix = ppath + "." if ppath else ""
+            for key, child in children.items():
                 if child is not None:
-                    path = f"{ppath}.{key}" if ppath else key
-                    self.slots[path] = Slot(path, ppath, parent, key, child)
-                    self.by_id.setdefault(id(child), []).append(path)
+                    path = prefix + key
+                    slots[path] = new(Slot, (path, ppath, parent, key, child))
+                    ids = by_id.get(id(child))
+                    if ids is None:
+                        by_id[id(child)] = [path]
+                    else:
+                        ids.append(path)
+            for key, child in reversed(children.items()):
+                if child is not None:
+                    push((prefix + key, child))
 
     def paths(self) -> list[str]:
         return list(self.slots)
