@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
-from .._probe.records import class_at
+from .._probe.records import classes_changed
 from .._text import short
 from .panes import MAX_TEXT, outputs_text, shape_text
 
@@ -94,10 +94,11 @@ class _Diff:
             self.not_reached = gone
         shapes_differ = {e.path for e in d.changed}
         now, then = report.records, previous.records
-        for path in now:  # the records themselves are made only for the paths that changed
-            if path not in then:
-                continue
-            if path not in shapes_differ and class_at(then, path) == class_at(now, path):
+        new = {e.path for e in d.added}
+        both = [p for p in now if p not in new]
+        retyped = classes_changed(then, now, both)
+        for path in both:  # the records themselves are made only for the paths that changed
+            if path not in shapes_differ and path not in retyped:
                 continue
             old, rec = then[path], now[path]
             # Same format as the "output" column, so before and now compare at a glance.
