@@ -308,7 +308,7 @@ class PatchLog:
             # Code first: the constructor call reads the replacement as the user built it.
             blocks.append(code.Change(item.paths[0], item.new, tuple(exprs), item.kept, item.cast))
         title = code.title(entry_id, op, items, changes, kept, fresh, guessed)
-        text = code.entry_code(title, blocks, index.by_id, imports, code.model_configs(index.model))
+        text = code.entry_code(title, blocks, index.by_id, imports, code.ModelConfigs(index.model))
         if not placed:
             for item in items:
                 if not index.contains(item.new):

@@ -15,7 +15,7 @@ import inspect
 import keyword
 import math
 import types
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,7 +76,7 @@ class Ctx:
     drop: frozenset[str] = frozenset()
     # (expression, config object) for every config the model holds: a config argument is written
     # as a copy of the closest one with the differing fields set.
-    configs: Sequence[tuple[str, Any]] = ()
+    configs: Iterable[tuple[str, Any]] = ()
 
 
 def value_code(value: Any, ctx: Ctx) -> str:
@@ -138,6 +138,21 @@ def config_code(value: Any, ctx: Ctx) -> str:
         cls_text = import_ref(type(value), ctx.imports)
     args = ", ".join(f"{k}={value_code(v, ctx)}" for k, v in items.items() if k.isidentifier())
     return f"{cls_text}({args})"
+
+
+class ModelConfigs:
+    """`model_configs(model)`, found when a config argument is first written (iterable, and
+    found once): a walk of every module that most edits, with no config argument, never need
+    (a tenth of a second on a 100,000-module model)."""
+
+    def __init__(self, model: nn.Module) -> None:
+        self._model: nn.Module | None = model
+        self._found: list[tuple[str, Any]] = []
+
+    def __iter__(self) -> Iterator[tuple[str, Any]]:
+        if self._model is not None:
+            self._found, self._model = model_configs(self._model), None
+        return iter(self._found)
 
 
 def model_configs(model: nn.Module) -> list[tuple[str, Any]]:
@@ -242,7 +257,7 @@ def entry_code(
     changes: Sequence[Change],
     known: Mapping[int, Sequence[str]],
     imports: set[str],
-    configs: Sequence[tuple[str, Any]] = (),
+    configs: Iterable[tuple[str, Any]] = (),
 ) -> str:
     """The replay block of one entry: build every replacement first, then assign, so a wrapper
     referring to a model path reads it before any slot of this entry changes."""
