@@ -50,6 +50,7 @@ export interface TreeState {
   root: NodeRow;
   pages: Record<string, Page>;
   outline?: boolean; // rows of the walk alone; the full tree follows
+  model_rev?: number;
 }
 
 export interface HookRow {

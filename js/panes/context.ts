@@ -26,3 +26,10 @@ export interface Pane {
 export function messageOf(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
+
+/** The revision of the model's last change (a probe alone does not move it), for panes whose
+ * content follows the model only: a form typed into is not rebuilt when a probe's results land. */
+export function modelRev(ctx: Ctx): number | undefined {
+  const state = ctx.model.get("tree_state");
+  return state?.model_rev ?? state?.rev;
+}

@@ -5,7 +5,7 @@
 import { clear, h, uid } from "../dom";
 import type { CatalogRow, EditRequest, Field, FormReply, ReplaceRequest } from "../protocol";
 import { RpcError } from "../protocol";
-import { messageOf, type Ctx, type Pane } from "./context";
+import { messageOf, modelRev, type Ctx, type Pane } from "./context";
 
 // Only "default" is a guess: "derived" values are read from the module's state
 // (e.g. bias = module.bias is not None), so they get a neutral badge, not a warning.
@@ -111,7 +111,7 @@ export class FormPane implements Pane {
 
   async show(force = false): Promise<void> {
     const path = this.ctx.model.get("selected");
-    const key = `${path}@${this.ctx.model.get("tree_state")?.rev}`;
+    const key = `${path}@${modelRev(this.ctx)}`;
     if (key === this.shown && !force) return;
     this.shown = key;
     const seq = ++this.seq;

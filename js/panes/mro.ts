@@ -4,7 +4,7 @@
 // from a blob, so a relative chunk import would not resolve). No network request is made.
 import { clear, h } from "../dom";
 import type { Channel, MroClass, MroReply } from "../protocol";
-import { messageOf, type Ctx, type Pane } from "./context";
+import { messageOf, modelRev, type Ctx, type Pane } from "./context";
 import { GraphView } from "./graph_view";
 import { renderSource } from "./source";
 
@@ -59,7 +59,7 @@ export class MroPane implements Pane {
 
   async show(): Promise<void> {
     const path = this.ctx.model.get("selected");
-    const key = `${path}@${this.ctx.model.get("tree_state")?.rev}`;
+    const key = `${path}@${modelRev(this.ctx)}`;
     if (key === this.shown) return;
     this.shown = key;
     const seq = ++this.seq;

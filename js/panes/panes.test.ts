@@ -4,6 +4,7 @@ import { FakeModel, fakeKernel, flush, firstState, type FakeNode } from "../fake
 import { Rpc } from "../protocol";
 import { mountSnapshot } from "../widget";
 import type { Ctx } from "./context";
+import { FormPane } from "./form";
 import { MroPane } from "./mro";
 import { OverviewPane } from "./overview";
 
@@ -158,5 +159,37 @@ describe("form fields", () => {
     heads.value = "8";
     expect(read(false)).toEqual({ "config.num_attention_heads": "8" });
     expect(Object.keys(read(true))).not.toContain("config");
+  });
+});
+
+describe("FormPane", () => {
+  it("keeps what was typed when a probe's results arrive, and rebuilds after a model change", async () => {
+    let asked = 0;
+    const field = {
+      name: "out_features", kind: "int", text: "3", default: null, required: true, origin: "attribute",
+      annotation: "int", optional: false, group: "", read: null, note: "", choices: [],
+    };
+    const c = ctx({
+      form: () => {
+        asked += 1;
+        return { kind: "form", path: "fc", cls: "Linear", qualname: "torch.nn.Linear", fields: [field], rev: 1, aliases: [], hint: "", inexact: "", refusal: "" };
+      },
+    }, { tree_state: { ...firstState(NET, 1), model_rev: 1 } });
+    const pane = new FormPane(c);
+    await pane.show();
+    await flush();
+    const box = pane.el.querySelector("input") as HTMLInputElement;
+    box.value = "7";
+    // A probe alone bumps rev and leaves the model as it was: the form stays, value and all.
+    (c.model as unknown as FakeModel).set("tree_state", { ...firstState(NET, 2), model_rev: 1 });
+    await pane.show();
+    await flush();
+    expect(asked).toBe(1);
+    expect((pane.el.querySelector("input") as HTMLInputElement).value).toBe("7");
+    // An edit changes the model: the form is asked for again.
+    (c.model as unknown as FakeModel).set("tree_state", { ...firstState(NET, 3), model_rev: 3 });
+    await pane.show();
+    await flush();
+    expect(asked).toBe(2);
   });
 });

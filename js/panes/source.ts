@@ -2,7 +2,7 @@
 // from highlight.py (Pygments, which escapes the code); it is the only HTML the widget inserts.
 import { clear, h } from "../dom";
 import type { SourceReply } from "../protocol";
-import { messageOf, type Ctx, type Pane } from "./context";
+import { messageOf, modelRev, type Ctx, type Pane } from "./context";
 
 export type { SourceReply };
 
@@ -86,7 +86,7 @@ export class SourcePane implements Pane {
   async show(): Promise<void> {
     const t = this.target;
     const path = t ? t.path : this.ctx.model.get("selected");
-    const key = `${t ? `${t.path}|${t.cls}|${t.line}` : path}@${this.ctx.model.get("tree_state")?.rev}`;
+    const key = `${t ? `${t.path}|${t.cls}|${t.line}` : path}@${modelRev(this.ctx)}`;
     if (key === this.shown) {
       scrollToForward(this.el);
       return;

@@ -84,6 +84,9 @@ class TreeState(TypedDict):
     # A big model's first state, from the walk alone (`_tree/outline.py`): rows without counts,
     # runs folded by structure; the full state follows once the kernel has read the tensors.
     outline: NotRequired[bool]  # rows of the walk alone; the full tree follows
+    # The rev of the model's last change: a probe alone moves `rev` only, so a form typed into
+    # stays as it is when the probe's results arrive.
+    model_rev: NotRequired[int]
 
 
 class HookRow(TypedDict):

@@ -224,7 +224,9 @@ def unfold_page(tree: ModelTree, parent: str, rows: RowMaker, offset: int, want:
     return got
 
 
-def first_state(tree: ModelTree | Outline, rows: RowMaker, rev: int) -> TreeState:
+def first_state(
+    tree: ModelTree | Outline, rows: RowMaker, rev: int, model_rev: int = 0
+) -> TreeState:
     """Root row plus pages of the first levels, breadth first, within ``FIRST_ROWS`` rows."""
     root = tree.root
     pages: dict[str, Page] = {}
@@ -243,7 +245,7 @@ def first_state(tree: ModelTree | Outline, rows: RowMaker, rev: int) -> TreeStat
                 if isinstance(path, str):
                     nxt.append(tree[path])
         frontier = nxt
-    state: TreeState = {"rev": rev, "root": rows.row(root), "pages": pages}
+    state: TreeState = {"rev": rev, "root": rows.row(root), "pages": pages, "model_rev": model_rev}
     if not hasattr(root, "params_total"):
         state["outline"] = True
     return state

@@ -118,13 +118,15 @@ class Session:
         return ser.RowMaker(self.report, self.log)
 
     def tree_state(self) -> TreeState:
-        return ser.first_state(self.tree, self.rows(), self.rev)
+        return ser.first_state(self.tree, self.rows(), self.rev, self.model_rev)
 
     def outline_state(self) -> TreeState | None:
         """The first state from the walk alone (`TreeState.outline`: rows without counts, folds
         by structure), before the tree's tensors are read; None once they have been."""
         outline = self.tree.outline()
-        return None if outline is None else ser.first_state(outline, self.rows(), self.rev)
+        if outline is None:
+            return None
+        return ser.first_state(outline, self.rows(), self.rev, self.model_rev)
 
     def overview(self) -> Overview:
         node = self.tree.get(self.selected) or self.tree.root
