@@ -625,6 +625,34 @@ def test_fake_probe_leaves_no_fake_tensor_cached_on_the_model() -> None:
     assert model.table is table and "extra" not in model._buffers and model.last is None
 
 
+@pytest.mark.parametrize("where", ["attribute", "buffer", "parameter"])
+def test_a_tensor_rebound_to_an_equal_one_is_put_back(where: str) -> None:
+    """The state check compares the model's dicts with their copies in one go; a tensor that a
+    forward replaced by an equal one (one element: a constant under fake mode) is still seen."""
+
+    class Rebinds(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.scale = torch.tensor(2.0)
+            self.register_buffer("step", torch.tensor(2.0))
+            self.weight = nn.Parameter(torch.tensor(2.0))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            if where == "attribute":
+                self.scale = torch.tensor(2.0)
+            elif where == "buffer":
+                self.step = torch.tensor(2.0)
+            else:
+                self.weight = nn.Parameter(torch.tensor(2.0))
+            return x * self.scale * self.step * self.weight
+
+    model = Rebinds()
+    before = (model.scale, model.step, model.weight)
+    for mode in ("fake", "real"):
+        assert probe(model, torch.randn(3, 2), mode=mode).ok
+        assert all(a is b for a, b in zip((model.scale, model.step, model.weight), before)), mode
+
+
 def test_lazy_modules_are_refused_not_initialised() -> None:
     import warnings
 

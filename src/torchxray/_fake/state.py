@@ -8,11 +8,11 @@ from __future__ import annotations
 import contextlib
 import operator
 from collections.abc import Iterator
-from itertools import chain
 from typing import Any
 
 import torch
 from torch import nn
+from torch.overrides import TorchFunctionMode
 
 __all__ = ["State", "kept_state", "set_training", "snapshot_state", "undo_fake_state"]
 
@@ -33,24 +33,34 @@ def snapshot_state(modules: list[nn.Module]) -> list[State]:
     )
 
 
+class _Compared(Exception):
+    """A tensor was about to be compared by value: it is not the object the snapshot holds."""
+
+
+class _TensorsByIdentity(TorchFunctionMode):
+    """Any tensor operation raises `_Compared` (this thread only): the dict comparison in
+    `unchanged` tells values apart by identity first, so a tensor it compares by value is one
+    that was replaced (compared by value, an equal one-element tensor would pass)."""
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        raise _Compared
+
+
 def unchanged(snapshot: list[State]) -> bool:
-    """Whether every module still holds the very objects it held at `snapshot` (parameters,
-    buffers and attributes, by identity, under the same names in the same order): then no
-    restore has anything to put back. C loops over the dicts and their copies, which share their
-    keys and values, rather than a comparison per module in Python: in the usual run nothing
-    changed, and on a big model the per-module loops were a large part of a fake probe
-    (bench/README.md, "Figures behind choices")."""
+    """Whether every module still holds the very tensors it held at `snapshot` (parameters,
+    buffers and attributes, under the same names) and attributes equal to those it held: then no
+    restore has anything to put back. One C comparison of the dicts against their copies, which
+    share their keys and values (the identity test comes first, so only a replaced value is
+    compared, and a replaced tensor ends the comparison: `_TensorsByIdentity`), rather than a
+    comparison per module in Python, or even entry by entry in C loops, which took a quarter of
+    a fake probe of 100,000 small modules (bench/README.md, "Figures behind choices")."""
     modules = [s[0] for s in snapshot]
+    now = [*map(_PARAMS, modules), *map(_BUFFERS, modules), *map(vars, modules)]
+    then = [*(s[1] for s in snapshot), *(s[2] for s in snapshot), *(s[3] for s in snapshot)]
     try:
-        now = [*map(_PARAMS, modules), *map(_BUFFERS, modules), *map(vars, modules)]
-        then = [*(s[1] for s in snapshot), *(s[2] for s in snapshot), *(s[3] for s in snapshot)]
-        is_, flat = operator.is_, chain.from_iterable
-        return (
-            list(map(len, now)) == list(map(len, then))
-            and all(map(is_, flat(now), flat(then)))  # the names
-            and all(map(is_, flat(map(dict.values, now)), flat(map(dict.values, then))))
-        )
-    except TypeError:  # not a dict (a ScriptModule's C++-backed view): compare the slow way
+        with _TensorsByIdentity():
+            return now == then
+    except Exception:  # noqa: BLE001 - _Compared, or a value whose == raises: look closer
         return False
 
 
