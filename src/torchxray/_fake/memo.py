@@ -119,9 +119,13 @@ class BlockMemo:
     replay_same_index = True
 
     def __init__(
-        self, model: nn.Module, paths: dict[int, str], modules: list[nn.Module] | None = None
+        self,
+        model: nn.Module,
+        paths: dict[int, str],
+        modules: list[nn.Module] | None = None,
+        unshared: bool = False,
     ) -> None:
-        self.sigs = Signatures(model, paths, modules)
+        self.sigs = Signatures(model, paths, modules, unshared)
         self.entries: dict[Hashable, Any] = {}
         self.hits: list[str] = []  # the paths of the replayed calls, in order
         # id(module) -> (signature key, cache index or None) for each stubbed module

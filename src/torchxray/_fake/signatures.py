@@ -59,15 +59,21 @@ class Signatures:
     on the class and the order of its attribute names is read once per such layout."""
 
     def __init__(
-        self, model: nn.Module, paths: dict[int, str], modules: list[nn.Module] | None = None
+        self,
+        model: nn.Module,
+        paths: dict[int, str],
+        modules: list[nn.Module] | None = None,
+        unshared: bool = False,
     ) -> None:
         self.exact: dict[int, int] = {}
         self.relaxed: dict[int, int] = {}
         self.index: dict[int, int] = {}
         self._indices: dict[int, frozenset[int]] = {}
-        self._sign(_preorder(model) if modules is None else modules, paths)
+        # `unshared`: the caller knows that no module has a second path, so no child's path
+        # needs checking (the usual model; a string built and compared per child otherwise).
+        self._sign(_preorder(model) if modules is None else modules, paths, unshared)
 
-    def _sign(self, modules: list[nn.Module], paths: dict[int, str]) -> None:
+    def _sign(self, modules: list[nn.Module], paths: dict[int, str], unshared: bool) -> None:
         exact_of, relaxed_of, indices_of = self.exact, self.relaxed, self._indices
         index_of = self.index
         interned: dict[Hashable, int] = {}
@@ -80,23 +86,34 @@ class Signatures:
         get_path = paths.get
         for m in reversed(modules):
             key = id(m)
-            ok = not (m._forward_hooks or m._forward_pre_hooks or m._backward_hooks)
-            ok = ok and not getattr(m, "_backward_pre_hooks", None)
+            d = vars(m)
+            if "_forward_hooks" in d:  # read from the dict: an attribute lookup walks the MRO
+                ok = not (
+                    d["_forward_hooks"]
+                    or d["_forward_pre_hooks"]
+                    or d["_backward_hooks"]
+                    or d.get("_backward_pre_hooks")
+                )
+            else:  # e.g. a ScriptModule's, behind its own attribute access
+                ok = not (m._forward_hooks or m._forward_pre_hooks or m._backward_hooks)
+                ok = ok and not getattr(m, "_backward_pre_hooks", None)
             kids: list[tuple[str, int | None]] = []
             # Children whose relaxed signature differs from their exact one: (position, relaxed).
             moved: list[tuple[int, int]] = []
             indices = _NONE
             children = m._modules
             if children:
-                path = get_path(key)
-                prefix = path + "." if path else ""
+                prefix = ""
+                if not unshared:
+                    path = get_path(key)
+                    prefix = path + "." if path else ""
                 for name, child in children.items():
                     if child is None:
                         kids.append((name, None))
                         continue
                     ck = id(child)
                     sub = exact_of.get(ck)
-                    if sub is None or get_path(ck) != prefix + name:
+                    if sub is None or (not unshared and get_path(ck) != prefix + name):
                         ok = False  # not memoisable, or another path to a module seen before
                         continue
                     if ck in indices_of:
@@ -105,7 +122,6 @@ class Signatures:
                     kids.append((name, sub))
             if not ok:
                 continue
-            d = vars(m)
             cls = type(m)
             layout_key = (cls, *d)
             layout = layouts.get(layout_key)
@@ -137,7 +153,9 @@ class Signatures:
                         for k, v in attrs
                     )
                     indices = indices | own
-            ps, bs = m._parameters, m._buffers
+            ps, bs = d.get("_parameters"), d.get("_buffers")
+            if ps is None or bs is None:
+                ps, bs = m._parameters, m._buffers
             params = _tensor_keys(ps) if ps else ()
             buffers = _tensor_keys(bs) if bs else ()
             forward = id(d.get("forward", _MISSING))

@@ -90,9 +90,14 @@ class Memo(BlockMemo):
     run's modules (pre-order, ``paths`` by id) and the recorder's open calls and log."""
 
     def __init__(
-        self, model: nn.Module, modules: list[nn.Module], paths: dict[int, str], recorder: Recorder
+        self,
+        model: nn.Module,
+        modules: list[nn.Module],
+        paths: dict[int, str],
+        recorder: Recorder,
+        unshared: bool = False,
     ) -> None:
-        super().__init__(model, paths, modules)
+        super().__init__(model, paths, modules, unshared)
         self.modules, self.paths, self.run = modules, paths, recorder
 
     def stubs(self) -> list[tuple[nn.Module, Callable[..., Any]]]:

@@ -170,7 +170,9 @@ class ProbeRun:
                     es.enter_context(counter.mode())
             cancel.check("setting up")
             if self.memoise:
-                self.memo = Memo(self.model, self.modules, self.paths, self.recorder)
+                # No alias met by the walk: no module is reached by a second path.
+                unshared = not self.aliases
+                self.memo = Memo(self.model, self.modules, self.paths, self.recorder, unshared)
                 for m, stub in self.memo.stubs():
                     self.patches.stub(m, stub)
             cancel.check("setting up")
