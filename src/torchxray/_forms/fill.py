@@ -23,6 +23,7 @@ from .field import Field
 from .infer import guessed, infer
 from .kinds import KindInfo
 from .make import make_field, same
+from .nested import nest
 from .parts import parts
 from .record import snapshot
 
@@ -128,12 +129,17 @@ def fill(
 ) -> tuple[str, Check | None]:
     """Replace guessed fields (in place) by values a meta build confirms. Returns the hint ("" when
     the rebuild is exact) and the gate's answer for the final values (None: not known yet)."""
+    out_infos = infos
+    # Config arguments are searched field by field (``_forms/nested.py``); each build makes them.
+    nested = nest(cls, sig, fields, infos, {f.name for f in fields if guessed(f)})
+    form_fields, fields = fields, nested.fields
+    infos = {**infos, **nested.infos}
     base = {f.name: f.value for f in fields}
     if "device" in base:
         base["device"] = torch.device("meta")  # an explicit device would beat the meta context
 
     def make(changes: dict[str, Any]) -> nn.Module:
-        bound = bind(sig, fields, {**base, **changes})
+        bound = bind(sig, form_fields, nested.assemble({**base, **changes}))
         # Copies: a constructor may set fields of the config it is given (T5Stack's use_cache),
         # and the candidates are the live model's own objects.
         args, kwargs = snapshot(bound.args, bound.kwargs)
@@ -179,6 +185,10 @@ def fill(
         _deadline.reset(token)
     if found.exact:
         _remember(key, found.values)
+    infos, fields = out_infos, form_fields
+    if found.exact and nested.groups:
+        made_cfg = nested.assemble({**base, **found.values})
+        found.values.update({n: made_cfg[n] for n in nested.names})
     for i, f in enumerate(fields):
         if f.name not in found.values or same(found.values[f.name], f.value):
             continue
