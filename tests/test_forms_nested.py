@@ -5,6 +5,7 @@ form of a module built without recording is exact, and its unchanged build has t
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import warnings
 
 import pytest
@@ -88,3 +89,31 @@ def test_a_required_float_starts_at_one_and_a_factory_at_a_leaf_layer() -> None:
     f = _exact(block)
     assert f["bottleneck_multiplier"].value == 1.0
     assert f["norm_layer"].value is nn.BatchNorm2d
+
+
+def test_the_names_a_failed_build_quotes_are_tried_for_a_string() -> None:
+    # AutoencoderTinyBlock(in, out, act_fn) keeps no act_fn; a build with "" fails with "not
+    # found in ACT2FN mapping ['swish', 'silu', ...]": those names are the candidates.
+    diffusers = pytest.importorskip("diffusers")
+    model = diffusers.AutoencoderTiny(
+        encoder_block_out_channels=(8, 8),
+        decoder_block_out_channels=(8, 8),
+        num_encoder_blocks=(1, 1),
+        num_decoder_blocks=(1, 1),
+        latent_channels=4,
+    )
+    assert _exact(model.encoder.layers[1])["act_fn"].value == "relu"
+
+
+def test_unannotated_widths_are_numbers_and_a_kernel_size_is_read_from_a_buffer() -> None:
+    # open_clip's Bottleneck(inplanes, planes, stride) has no annotations: a width's name is a
+    # number first, not a per-stage tuple; timm's Dct1d keeps its kernel size only as the side
+    # of its eye() buffer.
+    open_clip = pytest.importorskip("open_clip")
+    pytest.importorskip("timm")
+    resnet = open_clip.modified_resnet.ModifiedResNet((1, 1, 1, 1), 64, 2, 64, 16)
+    f = _exact(resnet.layer2[0])
+    assert (f["inplanes"].value, f["planes"].value) == (64, 32)
+    csatv2 = importlib.import_module("timm.models.csatv2")  # timm.models.csatv2 is a function
+    dct = csatv2.Dct1d(kernel_size=8)
+    assert _exact(dct)["kernel_size"].value == 8
