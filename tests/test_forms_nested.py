@@ -117,3 +117,12 @@ def test_unannotated_widths_are_numbers_and_a_kernel_size_is_read_from_a_buffer(
     csatv2 = importlib.import_module("timm.models.csatv2")  # timm.models.csatv2 is a function
     dct = csatv2.Dct1d(kernel_size=8)
     assert _exact(dct)["kernel_size"].value == 8
+
+
+def test_a_spread_kwargs_holds_what_the_layer_it_reaches_holds() -> None:
+    # BasicConv2d(in_channels, out_channels, **kwargs) hands kwargs on to
+    # nn.Conv2d(in_channels, out_channels, bias=False, **kwargs): the conv's kernel size, stride
+    # and padding, less the two it is given by position and the bias it is given by name.
+    tv = pytest.importorskip("torchvision")
+    f = _exact(tv.models.googlenet(init_weights=False, aux_logits=False).conv1)
+    assert f["kwargs"].value == {"kernel_size": (7, 7), "stride": (2, 2), "padding": (3, 3)}

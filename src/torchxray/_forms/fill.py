@@ -20,6 +20,7 @@ from .bind import bind
 from .check import check_type
 from .exact import Check
 from .field import Field
+from .handed import handed
 from .infer import guessed, infer
 from .kinds import KindInfo
 from .make import make_field, same
@@ -102,6 +103,10 @@ def _factory(layer: nn.Module, form: Callable[[nn.Module], Any]) -> list[Any]:
     return out
 
 
+def _unset_spread(f: Field) -> bool:
+    return f.origin == "default" and not f.value
+
+
 def _widen(fields: list[Field]) -> list[Field]:
     """The guessed fields, then those read from attributes or derived (they may hold a value the
     constructor transformed, or one a later argument overrides), then the layers held under a
@@ -174,7 +179,12 @@ def fill(
             made[id(layer)] = _factory(layer, form) if time.thread_time() < deadline else []
         return made[id(layer)]
 
+    # A **kwargs handed on to a layer starts from what that layer holds (``_forms/handed.py``).
+    spread = next((f for f in fields if f.kind == "varkw" and _unset_spread(f)), None)
+    kept: dict[str, Any] | None = None
     try:
+        if spread is not None and (kept := handed(cls, module, spread.name, form)):
+            base[spread.name] = kept
         found = infer(module, fields, first, fits, make, deadline, start, live, factory)
         wide = _widen(fields)
         if not found.exact and len(wide) > len(first) and time.thread_time() < deadline:
@@ -186,6 +196,8 @@ def fill(
     if found.exact:
         _remember(key, found.values)
     infos, fields = out_infos, form_fields
+    if found.exact and spread is not None and kept:
+        found.values[spread.name] = kept
     if found.exact and nested.groups:
         made_cfg = nested.assemble({**base, **found.values})
         found.values.update({n: made_cfg[n] for n in nested.names})
