@@ -59,6 +59,8 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "in_chs": ("in_channels", "in_features", "dim", "in_dim"),
     "out_chs": ("out_channels", "out_features", "dim", "out_dim"),
     "in_channels": ("in_chs", "in_features", "dim"),
+    "input_channels": ("in_channels", "in_chs", "in_features"),
+    "output_channels": ("out_channels", "out_chs", "out_features"),
     "out_channels": ("out_chs", "out_features", "dim"),
     "in_features": ("in_chs", "in_channels", "dim"),
     "out_features": ("out_chs", "out_channels"),
@@ -202,6 +204,10 @@ def _class_rank(name: str) -> Callable[[type], int]:
     return rank
 
 
+def _even(v: Any) -> bool:
+    return type(v) is tuple and len(v) > 1 and all(type(x) is int and x == v[0] for x in v)
+
+
 def _ratios(ints: list[int]) -> list[float]:
     widths = list(dict.fromkeys(i for i in ints if i > 1))[:6]
     out = []
@@ -214,16 +220,18 @@ def _ratios(ints: list[int]) -> list[float]:
 
 def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list[Any]:
     """Plausible values for field ``f`` of ``module``, most likely first."""
-    name = f.name
+    name = f.name.rpartition(".")[2]  # a config's field is named as its class names it
     low = name.lower()
     first: list[Any] = []
     own_names: set[str] = set()
     for m in [module, *_descendants(module)]:
         for a in (name, *ALIASES.get(name, ())):
-            if m is module and a == name:
+            if m is module and a == f.name:
                 continue  # the form already tried the module's own same-named attribute
             if a in m.__dict__ or (m is not module and hasattr(type(m), a)):
                 first.append(_attr(m, a))
+                if _even(first[-1]) and f.kind == "int":
+                    first.append(first[-1][0])  # a conv's stride (2, 2) for an int stride
                 if a == name and not first[:-1]:
                     own_names.add(a)
     if low.startswith("out"):
@@ -238,7 +246,9 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
                 dict.fromkeys(_classes(module)), key=lambda c: c.__module__.startswith("torch.")
             )
             by_class = any(w in low for w in ("block", "layer", "cls", "fn", "type"))
-            first += classes if by_class else stages
+            # A width's name (inplanes, hidden_size) with no annotation is a number first.
+            wide = any(w in low for w in _WIDTH_WORDS) and not by_class
+            first += classes if by_class else [] if wide else stages
     if "drop" in low and f.kind != "bool":
         # Rates and probabilities: a width or a kernel size is never one; per-block rates are a
         # list as long as a stage.
@@ -248,7 +258,8 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
     if f.kind == "bool":
         pool = [f.value, not f.value] if isinstance(f.value, bool) else [True, False]
     elif numeric and any(w in low for w in _KERNEL_WORDS):
-        pool = _sizes(module)
+        # A size no layer keeps may still be read from the shapes of the tensors (eye(k)).
+        pool = _sizes(module) or _ints(module) or [d for t in module.buffers() for d in t.shape]
     elif numeric and any(w in low for w in ("depth", "layers", "blocks", "num_")):
         pool = [*_lengths(module), 0, 1, 2, 3, 4, *_ints(module)]
         if f.kind != "int":
@@ -258,7 +269,9 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
         pool = list(reversed(ints)) if low.startswith("out") else ints
         if not any(w in low for w in _WIDTH_WORDS) and not f.required:
             pool = [0, 1, 2, *pool[:3]]
-        if f.kind != "int":
+        if f.kind == "literal" and f.required and any(w in low for w in _WIDTH_WORDS):
+            pool = [*pool, *_stages(module), *_child_widths(module), *_sizes(module)]
+        elif f.kind != "int":
             pool = [*_stages(module), *_child_widths(module), *pool, *_sizes(module)]
         if f.kind == "int_or_tuple":
             pool = [*pool[:2], *_tuples(module), *pool[2:]]
@@ -267,6 +280,14 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
                 first = [*_per_item(module), *first]
     if isinstance(f.default, tuple) and f.default and all(type(x) is int for x in f.default):
         pool = [*_per_stage(module, len(f.default)), *pool]
+    elif f.required and f.value is None and f.kind == "int_or_tuple":
+        # A per-stage tuple with no default to tell its length: each stage container's widths
+        # and depths (a cfg's depths=(2, 2, 2, 2), channels=(256, 512, 1024, 2048)).
+        lens = [n for n in dict.fromkeys(_lengths(module)) if n > 1]
+        readings = [r for n in lens for r in _per_stage(module, n)]
+        deep = any(w in low for w in ("depth", "layers", "blocks", "num_"))
+        readings = readings[1::2] + readings[::2] if deep else readings
+        pool = [*_stages(module), *readings, *pool] if deep else [*readings, *pool]
     if isinstance(f.value, (tuple, list)) and f.value:
         # Per-stage values (block types, widths) as long as a stage container of the module.
         pool = [*_resized(module, f.value), *pool]
@@ -274,8 +295,14 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
         pool = _floats(module)
         if "ratio" in low:
             pool = [*_ratios(_ints(module)), 0.0, *pool]
+        if f.required:
+            pool = [1.0, *pool]  # a multiplier or a ratio that leaves widths as they are
     elif f.kind in ("class", "callable"):
-        pool = sorted(dict.fromkeys(_classes(module)), key=_class_rank(name))[:6]
+        # A layer a factory makes is mostly one without children (a norm, not a conv-norm block).
+        leaves = {type(m) for m in module.modules() if not m._modules}
+        rank = _class_rank(name)
+        pool = sorted(dict.fromkeys(_classes(module)), key=lambda c: (rank(c), c not in leaves))
+        pool = pool[:6]
     if f.kind == "literal" and (name == "config" or "config" in f.annotation.lower()):
         pool = [
             c
@@ -284,7 +311,7 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
         ]
         pool += _holding_configs(module)
     elif f.kind == "str":
-        pool = [""]
+        pool = [*f.choices, ""]  # the strings its constructor compares it with, if known
     if "drop" in low and f.kind != "bool":
         pool = [*_drop_rates(module), *pool]
         if "rate" in low and (f.kind == "float" or type(f.default) is float):

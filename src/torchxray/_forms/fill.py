@@ -20,9 +20,11 @@ from .bind import bind
 from .check import check_type
 from .exact import Check
 from .field import Field
+from .handed import handed
 from .infer import guessed, infer
 from .kinds import KindInfo
 from .make import make_field, same
+from .nested import nest
 from .parts import parts
 from .record import snapshot
 
@@ -101,6 +103,10 @@ def _factory(layer: nn.Module, form: Callable[[nn.Module], Any]) -> list[Any]:
     return out
 
 
+def _unset_spread(f: Field) -> bool:
+    return f.origin == "default" and not f.value
+
+
 def _widen(fields: list[Field]) -> list[Field]:
     """The guessed fields, then those read from attributes or derived (they may hold a value the
     constructor transformed, or one a later argument overrides), then the layers held under a
@@ -128,12 +134,17 @@ def fill(
 ) -> tuple[str, Check | None]:
     """Replace guessed fields (in place) by values a meta build confirms. Returns the hint ("" when
     the rebuild is exact) and the gate's answer for the final values (None: not known yet)."""
+    out_infos = infos
+    # Config arguments are searched field by field (``_forms/nested.py``); each build makes them.
+    nested = nest(cls, sig, fields, infos, {f.name for f in fields if guessed(f)})
+    form_fields, fields = fields, nested.fields
+    infos = {**infos, **nested.infos}
     base = {f.name: f.value for f in fields}
     if "device" in base:
         base["device"] = torch.device("meta")  # an explicit device would beat the meta context
 
     def make(changes: dict[str, Any]) -> nn.Module:
-        bound = bind(sig, fields, {**base, **changes})
+        bound = bind(sig, form_fields, nested.assemble({**base, **changes}))
         # Copies: a constructor may set fields of the config it is given (T5Stack's use_cache),
         # and the candidates are the live model's own objects.
         args, kwargs = snapshot(bound.args, bound.kwargs)
@@ -168,7 +179,12 @@ def fill(
             made[id(layer)] = _factory(layer, form) if time.thread_time() < deadline else []
         return made[id(layer)]
 
+    # A **kwargs handed on to a layer starts from what that layer holds (``_forms/handed.py``).
+    spread = next((f for f in fields if f.kind == "varkw" and _unset_spread(f)), None)
+    kept: dict[str, Any] | None = None
     try:
+        if spread is not None and (kept := handed(cls, module, spread.name, form)):
+            base[spread.name] = kept
         found = infer(module, fields, first, fits, make, deadline, start, live, factory)
         wide = _widen(fields)
         if not found.exact and len(wide) > len(first) and time.thread_time() < deadline:
@@ -179,6 +195,12 @@ def fill(
         _deadline.reset(token)
     if found.exact:
         _remember(key, found.values)
+    infos, fields = out_infos, form_fields
+    if found.exact and spread is not None and kept:
+        found.values[spread.name] = kept
+    if found.exact and nested.groups:
+        made_cfg = nested.assemble({**base, **found.values})
+        found.values.update({n: made_cfg[n] for n in nested.names})
     for i, f in enumerate(fields):
         if f.name not in found.values or same(found.values[f.name], f.value):
             continue

@@ -168,7 +168,8 @@ def _attribute(d: Difference) -> tuple[str, Any, bool] | None:
 
 
 def _named(f: Field, key: str) -> bool:
-    return f.name == key or f.name.endswith("_" + key) or f.name.startswith(key + "_")
+    name = f.name.rpartition(".")[2]  # a config's field by its own name
+    return name == key or name.endswith("_" + key) or name.startswith(key + "_")
 
 
 def _flag_like(f: Field) -> bool:
@@ -282,6 +283,8 @@ def _singles(
             for x in _from_pair(f, values.get(f.name), b, lv):
                 yield f.name, x
                 count += 1
+            if values.get(f.name) is None and f.optional and f.kind == "int" and type(lv) is int:
+                yield f.name, lv  # a width left to default to another (stem_chs=None)
         if count > MAX_PER_DIFF:
             break
     if d.aspect == "module" or d.aspect.startswith("attr") or d.aspect == "children":

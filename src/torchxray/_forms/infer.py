@@ -22,6 +22,7 @@ from torch import nn
 
 from .candidates import candidates, same_value
 from .exact import Check, Difference, cast_like, differences, floating_dtype, sentence, weight
+from .failed import learn
 from .field import Field
 from .guide import proposals
 from .metabuild import TooBig, meta_build
@@ -140,6 +141,8 @@ def infer(
             values[f.name] = pools[f.name][0]
     seen = {tuple(_key(values[n]) for n in by_name)}
     best = run(values)
+    if best is None:
+        learn(error, searched, pools, fits)
     # While no value set builds, a change that lets the constructor get further (more submodules
     # made before it raises) is a step: two wrong values are then fixed one after the other.
     far, far_error = reached, error
@@ -203,6 +206,7 @@ def infer(
                         break
                     if got is None and best is None and reached > far:
                         step, far, far_error = ({f.name: c}, None), reached, error
+                        learn(error, searched, pools, fits)
                         break
                 if step is not None:
                     break

@@ -1,0 +1,76 @@
+"""A ``**kwargs`` handed on to a layer (``nn.Conv2d(in_channels, out_channels, bias=False,
+**kwargs)``): the values the layer that call made holds, less what the call passes itself, read
+from the layer's own exact form. The search's first build proves them."""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import textwrap
+from collections.abc import Callable
+from typing import Any
+
+from torch import nn
+
+from .make import same
+
+__all__ = ["handed"]
+
+_NOT_PASSED = ("device", "dtype")
+
+
+def _default(value: Any, default: Any) -> bool:
+    # torch keeps sizes expanded: dilation (1, 1) is the default 1.
+    if type(value) is tuple and value and type(default) is int:
+        return all(type(x) is int and x == default for x in value)
+    return same(value, default)
+
+
+@functools.lru_cache(maxsize=512)
+def _calls(cls: type, name: str) -> tuple[tuple[str, int, frozenset[str]], ...]:
+    """(callee's last name, positional count, keyword names) of each call in ``cls.__init__`` that
+    passes ``**name``."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls.__init__)))  # type: ignore[misc]
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return ()
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        spread = [k for k in node.keywords if k.arg is None]
+        if not any(isinstance(k.value, ast.Name) and k.value.id == name for k in spread):
+            continue
+        func = node.func
+        callee = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        named = frozenset(k.arg for k in node.keywords if k.arg is not None)
+        out.append((callee, len(node.args), named))
+    return tuple(out)
+
+
+def handed(
+    cls: type, module: nn.Module, name: str, form: Callable[[nn.Module], Any]
+) -> dict[str, Any] | None:
+    """The keywords ``**name`` most likely held, or None when no call of ``cls`` hands it on to
+    a child layer whose form is exact."""
+    for callee, positional, named in _calls(cls, name):
+        for child in module.children():
+            if type(child).__name__ != callee:
+                continue
+            try:
+                f = form(child)
+            except Exception:  # noqa: BLE001 - a layer without a readable form tells nothing
+                continue
+            if f.inexact:
+                continue
+            plain = [x for x in f.fields if not x.group and x.kind not in ("varargs", "varkw")]
+            covered = {x.name for x in plain[:positional]} | named
+            return {
+                x.name: x.value
+                for x in plain
+                if x.name not in covered
+                and x.name not in _NOT_PASSED
+                and (x.required or not _default(x.value, x.default))
+            }
+    return None
