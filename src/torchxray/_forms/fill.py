@@ -18,7 +18,7 @@ from torch import nn
 
 from .bind import bind
 from .check import check_type
-from .exact import Check
+from .exact import CHECK_SECONDS, Check
 from .field import Field
 from .infer import guessed, infer
 from .kinds import KindInfo
@@ -32,6 +32,9 @@ __all__ = ["fill"]
 # rest), in CPU seconds of the thread that opens it: on a loaded machine the search does the same
 # work (the same form, whatever else runs) and takes longer, on an idle one it takes this long.
 SEARCH_SECONDS = 0.8
+# A child's form (a factory for a parent's field) may build past the parent's search deadline by
+# this much, at most: the parent's own form stays within its limit.
+SLACK = 0.1
 
 
 # (class, hash of a module's parts) -> plain values that rebuilt such a module exactly.
@@ -168,11 +171,15 @@ def fill(
             made[id(layer)] = _factory(layer, form) if time.thread_time() < deadline else []
         return made[id(layer)]
 
+    # The first build (the form's own values) may run to the form's limit, never past it.
+    stop = min(started + CHECK_SECONDS, outer + SLACK if outer is not None else float("inf"))
     try:
-        found = infer(module, fields, first, fits, make, deadline, start, live, factory)
+        found = infer(module, fields, first, fits, make, deadline, start, live, factory, stop)
         wide = _widen(fields)
         if not found.exact and len(wide) > len(first) and time.thread_time() < deadline:
-            again = infer(module, fields, wide, fits, make, deadline, found.values, live, factory)
+            again = infer(
+                module, fields, wide, fits, make, deadline, found.values, live, factory, stop
+            )
             if again.exact:
                 found = again
     finally:
@@ -193,6 +200,12 @@ def fill(
             fields[i], infos[f.name] = make_field(cls, sig.parameters[f.name], value, "default")
     if found.exact:
         return "", found.check
+    if found.check.cut:
+        return (
+            f"{cls.__name__}'s build with the values it keeps did not finish within the form's "
+            "time limit, so they are not checked.",
+            found.check,
+        )
     closest = found.check.reason.removeprefix("inexact: ")
     empty = any(f.required and f.value is None for f in fields)
     # The closest build is the form's own when no required value stayed empty: the gate's answer

@@ -21,15 +21,23 @@ from typing import Any
 from torch import nn
 
 from .candidates import candidates, same_value
-from .exact import Check, Difference, cast_like, differences, floating_dtype, sentence, weight
+from .exact import (
+    TOO_SLOW,
+    Check,
+    Difference,
+    cast_like,
+    differences,
+    floating_dtype,
+    sentence,
+    weight,
+)
 from .field import Field
 from .guide import proposals
-from .metabuild import TooBig, meta_build
+from .metabuild import PastDeadline, TooBig, meta_build
 from .parts import Parts, parts
 
 __all__ = ["Inferred", "guessed", "infer"]
 
-FIRST_BUILD_SECONDS = 10.0
 GUIDED_TRIES = 16  # proposals tried from one build's differences before the candidates
 # A proposal that fixes one part and breaks others (kernel_size 3 then needs padding 0) scores no
 # better: the proposals of its own build are tried on top of it, for the few closest such (at
@@ -100,22 +108,24 @@ def infer(
     start: dict[str, Any] | None = None,
     live: Parts | None = None,
     factory: Callable[[nn.Module], list[Any]] | None = None,
+    first_stop: float = float("inf"),
 ) -> Inferred:
     """Values for the ``searched`` fields that rebuild ``module`` exactly (see the module doc);
-    ``start`` holds values a previous search found, ``live`` the module's parts if known."""
+    ``start`` holds values a previous search found, ``live`` the module's parts if known; the
+    first build is stopped past ``first_stop`` (the form's time limit: it is then not checked)."""
     t0 = time.thread_time()
     live = live if live is not None else parts(module)
     dtype = floating_dtype(module)
     # A candidate that builds a module many times the live one's size is wrong anyway.
     cap = 4 * len(live.summary) + 64
-    builds, error, reached = 0, "", 0
+    builds, error, reached, cut = 0, "", 0, False
 
     def run(values: dict[str, Any]) -> _Try | None:
-        nonlocal builds, error, reached
+        nonlocal builds, error, reached, cut
         builds += 1
         # The first build is the form's own values, and may pay torch's one-time warm-up (the
-        # first meta kernels of a process): only the search's later tries are cut at the deadline.
-        stop = t0 + FIRST_BUILD_SECONDS if builds == 1 else deadline + 0.1
+        # first meta kernels of a process): it may run to the form's limit, past the search's.
+        stop = first_stop if builds == 1 else deadline + 0.1
         state: list[Any] = [0]
         try:
             with meta_build(cap, stop) as state:
@@ -126,6 +136,7 @@ def infer(
             # How far the constructor got (submodules it made) before it raised; a build cut
             # for its size got nowhere that counts.
             reached = -1 if isinstance(e, TooBig) else state[0]
+            cut = cut or builds == 1 and isinstance(e, PastDeadline)
             return None
         got = parts(built)
         diffs = differences(live, got)
@@ -232,6 +243,8 @@ def infer(
         values.update(step[0])
         best = step[1]
     seconds = time.thread_time() - t0
+    if best is None and cut:
+        return Inferred(values, Check(TOO_SLOW, cut=True), builds, TOO_SLOW[9:], seconds)
     if best is None:
         error = far_error or error
         why = (
