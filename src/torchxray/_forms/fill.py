@@ -94,6 +94,10 @@ def _factory(layer: nn.Module, form: Callable[[nn.Module], Any]) -> list[Any]:
     if len(required) > 1:
         rest = dict(list(required.items())[1:])
         out.append(functools.partial(cls, **rest, **kw))
+    if required:
+        # A parent that passes what it knows by keyword overrides those of the factory:
+        # every required value held (rel_pos_cls=partial(RelPosBias, window_size=(7, 7), ...)).
+        out.append(functools.partial(cls, **required, **kw))
     if len(kw) > 1:
         # Which keywords the factory holds and which the parent passes per call is not known:
         # each keyword alone, then each pair (the most a factory of this kind holds, mostly).
@@ -149,8 +153,14 @@ def fill(
         # 1.0 for attn_ratio: int), an int for a `bool` (below).
         if value is None and not f.required or type(value) is float and f.kind == "int":
             return True
+        if f.kind == "int" and isinstance(value, tuple) and all(type(x) is int for x in value):
+            return True  # widths per layer where `int` is annotated (out_chs = to_2tuple(...))
+        if isinstance(value, str) and f.kind == "int" and not f.annotation:
+            return True  # a kind read from an int default only (padding=0 that takes "same")
         if type(value) is int and f.kind == "bool":
             return True  # `layer_idx: bool | None` (transformers' LED) holds a layer's index
+        if f.kind == "float" and isinstance(value, list) and all(type(x) is float for x in value):
+            return True  # per-block rates where `float` is annotated (drop_path=dpr[i] inside)
         if isinstance(value, functools.partial) and f.kind in ("class", "callable", "literal"):
             return True  # a factory for a class field (norm_layer=partial(BatchNorm2d, eps=...))
         return check_type(f, infos[f.name], value) is None

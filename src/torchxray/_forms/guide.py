@@ -10,7 +10,11 @@ A build with the current values differs from the live module in some parts
 - strings and floats the same way (``eps=1e-06`` vs ``eps=1e-05``; ``'gelu'`` vs ``'silu'``);
 - a class: a field holding the built class (or a partial of it) is proposed the live one;
 - a submodule on one side only, or a flag attribute: optional fields are proposed None (or their
-  default), flags their opposite, class fields the live submodule's class.
+  default), flags their opposite, class fields the live submodule's class; the field that shares
+  the part's name first, and a depth with one rate per block (``_forms/presence.py``);
+- an attribute holding a dict or an object of values: its entries by name; a float attribute no
+  field holds: a float field scaled by live / built;
+- the members of a dataclass argument (``_forms/members.py``) by the same rules, one at a time.
 """
 
 from __future__ import annotations
@@ -25,8 +29,11 @@ from typing import Any
 
 from torch import nn
 
+from .._unwrap import original_class
 from .exact import Difference
 from .field import Field
+from .members import nested
+from .presence import by_part, flag_like, per_block, stem
 
 __all__ = ["proposals"]
 
@@ -62,20 +69,27 @@ def _pairs(d: Difference) -> list[tuple[Any, Any]]:
     return out
 
 
+def _grid(v: int, b: int, live: int) -> Iterator[int]:
+    for extra in (0, 1):
+        # A grid: b = (v / k) ** 2 (+ 1 for a class token): patches of an image side.
+        s, t = math.isqrt(max(b - extra, 0)), math.isqrt(max(live - extra, 0))
+        if s > 1 and s * s == b - extra and t * t == live - extra and v % s == 0:
+            yield t * (v // s)
+
+
 def _int_moves(v: int, b: int, live: int) -> Iterator[int]:
     if v == b:
         yield live
+    # Two squares are a grid's points before they are a multiple: a side tried as a multiple
+    # (b = k * v) builds a grid k ** 2 times too big, and a loop over its pairs of points
+    # takes the search's whole budget.
+    yield from _grid(v, b, live)
     if v and b % v == 0 and b // v > 1 and live % (b // v) == 0:
         yield live // (b // v)  # b = k * v
     if b and v % b == 0 and v // b > 1:
         yield live * (v // b)  # b = v / k
     if b != v and abs(b - v) <= 8:
         yield live - (b - v)  # b = v + k
-    for extra in (0, 1):
-        # A grid: b = (v / k) ** 2 (+ 1 for a class token): patches of an image side.
-        s, t = math.isqrt(max(b - extra, 0)), math.isqrt(max(live - extra, 0))
-        if s > 1 and s * s == b - extra and t * t == live - extra and v % s == 0:
-            yield t * (v // s)
 
 
 def _from_pair(f: Field, v: Any, b: Any, live: Any) -> Iterator[Any]:
@@ -85,6 +99,9 @@ def _from_pair(f: Field, v: Any, b: Any, live: Any) -> Iterator[Any]:
         yield live  # an int where the live module holds a float (attn_ratio 1 vs 1.0)
     if type(v) is int and type(b) is int and type(live) is int:
         yield from (x for x in _int_moves(v, b, live) if x >= 0)
+        if v == b and f.kind in ("int", "int_or_tuple"):
+            # One width per layer where the module kept one of them (out_chs[-1]).
+            yield from ((live, v), (v, live))
     elif type(v) is float and isinstance(b, (int, float)) and isinstance(live, (int, float)):
         if math.isclose(v, b, rel_tol=1e-6):
             yield float(live)
@@ -118,10 +135,12 @@ def _keyword(d: Difference, target: nn.Module | None) -> tuple[str, Any, bool] |
         return None
     name = d.aspect[5:]
     if d.live is not None:
+        text = d.live.split("=", 1)[1]
         try:
-            return name, ast.literal_eval(d.live.split("=", 1)[1]), True
+            return name, ast.literal_eval(text), True
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            return None
+            # A string formatted without quotes (torch's convs print padding=same).
+            return (name, text, True) if text.isidentifier() else None
     if target is None:
         return None
     try:
@@ -167,12 +186,32 @@ def _attribute(d: Difference) -> tuple[str, Any, bool] | None:
         return None
 
 
+def _members(d: Difference) -> list[tuple[str, Any]]:
+    """(key, live value) of the entries that differ in an attribute holding a dict or an object
+    of values (a box coder's ``weights``, a config record's ``attention_head_dim``)."""
+    if not d.aspect.startswith("attr ") or d.live is None or d.built is None:
+        return []
+    got: list[dict[Any, Any]] = []
+    for text in (d.live, d.built):
+        body = text[text.find("{") :] if "{" in text and text.endswith("}") else ""
+        try:
+            value = ast.literal_eval(_literal(body)) if body else None
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            value = None
+        if not isinstance(value, dict):
+            return []
+        got.append(value)
+    live, built = got
+    return [
+        (k, v)
+        for k, v in live.items()
+        if isinstance(k, str) and (k not in built or built[k] != v or type(built[k]) is not type(v))
+    ]
+
+
 def _named(f: Field, key: str) -> bool:
+    key = key.lstrip("_")  # a private attribute keeps its parameter's value (_pre_nms_top_n)
     return f.name == key or f.name.endswith("_" + key) or f.name.startswith(key + "_")
-
-
-def _flag_like(f: Field) -> bool:
-    return f.kind == "bool" or isinstance(f.value, bool)
 
 
 def _nice(x: float) -> bool:
@@ -191,9 +230,12 @@ def _keeping(
             continue
         if type(v) is float and v and _nice(v * b / live):
             yield {name: live, f.name: v * b / live}
-        elif type(v) is int and v > 1 and (v * b) % live == 0:
+        elif type(v) is int and v >= 1 and (v * b) % live == 0:
             yield {name: live, f.name: v * b // live}
         elif v is None and not f.required and f.kind in ("int", "int_or_tuple", "literal"):
+            # An unset width that defaulted to ``name`` (dim_out = dim_out or dim) takes the
+            # live one, or ``name`` moves and it keeps ``b``.
+            yield {f.name: live}
             yield {name: live, f.name: b}
 
 
@@ -219,7 +261,8 @@ def _quotient(
     ints = [(f.name, values[f.name]) for f in fields if type(values.get(f.name)) is int]
     for w_name, w in ints:
         for v_name, v in ints:
-            if v_name != w_name and v > 0 and w % v == 0 and w // v == b and w % live == 0:
+            # Floor division too: dim // n_div.
+            if v_name != w_name and v > 0 and w // v == b and w % live == 0:
                 yield {v_name: w // live}
 
 
@@ -228,39 +271,72 @@ def _factories(
     values: dict[str, Any],
     child: Callable[[nn.Module], list[Any]],
     ancestors: list[nn.Module],
+    built: str = "",
 ) -> Iterator[tuple[str, Any]]:
     """A layer made by a factory field: the live layer (or the block around it) again, its class
-    with its own non-default values (norm_layer=partial(BatchNorm2d, eps=1e-3)); the fields whose
-    class the layer is first, then the empty factory fields."""
-    for unset in (False, True):
-        for layer in ancestors:
+    with its own non-default values (norm_layer=partial(BatchNorm2d, eps=1e-3)). Layer by layer,
+    the nearest first: the fields whose class the layer is, then the empty ones and those that
+    hold the class the build made there (``built``, a class difference): every factory for a
+    field named like the layer's class (conv_layer for StdConv2d), the first three for others."""
+    for layer in ancestors:
+        for unset in (False, True):
             for f in fields:
                 v = values.get(f.name)
+                c = _cls_of(v)
                 if unset:
-                    fit = v is None and f.kind in ("class", "callable")
+                    fit = (
+                        v is None
+                        and f.kind in ("class", "callable")
+                        or (c is not None and layer is ancestors[0] and _qualname(c) == built)
+                    )
                 else:
-                    c = _cls_of(v)
                     fit = c is not None and isinstance(layer, c)
-                if fit:
-                    # An empty factory field takes the layer's class as its own form has it
-                    # (the first two); one of the layer's class also tries it keyword by keyword.
-                    for made in child(layer)[: 2 if unset else None]:
-                        yield f.name, made
+                if not fit:
+                    continue
+                word = stem(f.name)
+                named = len(word) >= 3 and word in type(layer).__name__.lower()
+                for made in child(layer)[: 3 if unset and not named else None]:
+                    yield f.name, made
 
 
-def _singles(
-    d: Difference,
-    fields: list[Field],
-    values: dict[str, Any],
-    target: nn.Module | None,
-    child: Callable[[nn.Module], list[Any]] | None,
-    ancestors: list[nn.Module],
+def _scaled(
+    d: Difference, fields: list[Field], values: dict[str, Any]
 ) -> Iterator[tuple[str, Any]]:
+    """A float attribute no field holds, derived as ``v * c`` (``scale = gamma * fan_in **
+    -0.5``): a float field ``v`` becomes ``v * live / built``."""
+    if not d.aspect.startswith("attr ") or d.live is None or d.built is None:
+        return
+    try:
+        live, b = float(d.live), float(d.built)
+    except ValueError:
+        return
+    if not b or live == b or "." not in d.live or any(values.get(f.name) == b for f in fields):
+        return
+    for f in fields:
+        v = values.get(f.name)
+        if type(v) is float and v and "drop" not in f.name:
+            yield f.name, v * live / b
+
+
+def _qualname(c: type) -> str:
+    return f"{c.__module__}.{c.__qualname__}"
+
+
+def _direct(
+    d: Difference, fields: list[Field], values: dict[str, Any], target: nn.Module | None
+) -> Iterator[tuple[str, Any]]:
+    """The values a difference names: the live value where the build has the field's (or a
+    relation of it), keyword items and attributes by name, classes."""
+    yield from by_part(d, fields, values, target)
     kw = _keyword(d, target) or _attribute(d)
     if kw is not None:
         for f in fields:
             if _named(f, kw[0]):
                 yield f.name, kw[1]
+    for key, value in _members(d)[:MAX_PER_DIFF]:
+        for f in fields:
+            if _named(f, key):
+                yield f.name, value
 
     if d.aspect == "class" and target is not None:
         live_cls = type(target)
@@ -268,7 +344,7 @@ def _singles(
         for f in fields:
             v = values.get(f.name)
             c = _cls_of(v)
-            if c is not None and f"{c.__module__}.{c.__qualname__}" == d.built:
+            if c is not None and _qualname(c) == d.built:
                 yield f.name, live_cls
             elif v is None and f.kind in ("class", "callable"):
                 yield f.name, live_cls
@@ -284,17 +360,31 @@ def _singles(
                 count += 1
         if count > MAX_PER_DIFF:
             break
+    yield from _scaled(d, fields, values)
+
+
+def _generic(
+    d: Difference,
+    fields: list[Field],
+    values: dict[str, Any],
+    target: nn.Module | None,
+    child: Callable[[nn.Module], list[Any]] | None,
+    ancestors: list[nn.Module],
+) -> Iterator[tuple[str, Any]]:
+    """The changes a difference allows without naming a value: flags, None, defaults, keyword
+    dicts, factories."""
+    kw = _keyword(d, target) or _attribute(d)
     if d.aspect == "module" or d.aspect.startswith("attr") or d.aspect == "children":
         present = target if d.live is not None else None
         for f in fields:
             v = values.get(f.name)
-            if _flag_like(f):
+            if flag_like(f):
                 yield f.name, not v
             elif v is not None and not f.required:
                 yield f.name, None
             elif v is None and present is not None and f.kind in ("class", "callable"):
                 yield f.name, type(present)
-            if not f.required and v is not f.default and not _flag_like(f):
+            if not f.required and v is not f.default and not flag_like(f):
                 yield f.name, f.default
     if kw is not None and d.path and not kw[0].startswith("_"):
         for f in fields:
@@ -303,9 +393,11 @@ def _singles(
             v = values.get(f.name)
             if f.name.endswith("kwargs") and (v is None or isinstance(v, dict)):
                 yield f.name, {**(v or {}), kw[0]: kw[1]}
-    if child is not None and (d.aspect.startswith(("repr", "attr")) or d.aspect == "class"):
+    made_there = d.aspect == "class" or d.aspect == "module" and d.live is not None
+    if child is not None and (d.aspect.startswith(("repr", "attr")) or made_there):
         # Last: a factory costs a child form, and the plain values above are likelier.
-        yield from _factories(fields, values, child, ancestors)
+        built = d.built or "" if d.aspect == "class" else ""
+        yield from _factories(fields, values, child, ancestors, built)
 
 
 def proposals(
@@ -318,16 +410,22 @@ def proposals(
     """Changes to try (one field, or a few that move together), those of the first differences
     first. ``child(module)`` gives factories for a live layer (its class with its own values)."""
     by_path = dict(live.named_modules())
+    inner = nested(original_class(type(live)), fields, values)
 
     def of(i: int, d: Difference) -> Iterator[dict[str, Any]]:
         bits = d.path.split(".") if d.path else []
         ups = [by_path.get(".".join(bits[:n])) for n in range(len(bits), 0, -1)]
         layers = [m for m in ups if m is not None][:3]
-        for one in _singles(d, fields, values, by_path.get(d.path), child, layers):
+        if d.aspect == "children":
+            # Before the one-field changes: those of a depth alone fail to build.
+            for b, lv in _pairs(d):
+                yield from per_block(fields, values, b, lv)
+        target = by_path.get(d.path)
+        for one in _direct(d, fields, values, target):
             yield dict([one])
-        if i >= 4:
-            return
-        for b, lv in _pairs(d):
+        # Moves of a few fields together, before the generic single changes: the first change
+        # that scores better is taken, and a width moved alone is often a step away.
+        for b, lv in _pairs(d) if i < 4 else []:
             if type(b) is not int or type(lv) is not int or not lv:
                 continue
             yield from _quotient(fields, values, b, lv)
@@ -335,6 +433,19 @@ def proposals(
             for f in fields:
                 if type(values.get(f.name)) is int and values[f.name] == b:
                     yield from _keeping(fields, values, f.name, b, lv)
+        # The same rules on the members of a dataclass argument, one member at a time.
+        for n in inner:
+            for name, v in _direct(d, n.fields, n.values, target):
+                change = n.change(name, v)
+                if change is not None:
+                    yield change
+        for one in _generic(d, fields, values, target, child, layers):
+            yield dict([one])
+        for n in inner:
+            for name, v in _generic(d, n.fields, n.values, target, child, layers):
+                change = n.change(name, v)
+                if change is not None:
+                    yield change
 
     for i, d in enumerate(diffs):
         yield from of(i, d)

@@ -43,6 +43,7 @@ GUIDED_TRIES = 16  # proposals tried from one build's differences before the can
 # better: the proposals of its own build are tried on top of it, for the few closest such (at
 # most FLAT_MARGIN parts worse), FLAT_TRIES each.
 FLAT_LOOKS, FLAT_TRIES, FLAT_MARGIN = 2, 8, 2
+BETTER_LOOKS = 3  # proposals tried after the first that scores better, for the best of them
 
 
 @dataclass
@@ -193,12 +194,18 @@ def infer(
                         flat = flat[:FLAT_LOOKS]
                     continue
                 got = build(change)
-                if got is not None and got.score < best.score:
-                    step = (change, got)
-                    break
-                if got is not None and got.score <= best.score + FLAT_MARGIN and _plain(change):
-                    flat = sorted([*flat, (change, got)], key=lambda x: x[1].score)[:FLAT_LOOKS]
                 n += 1
+                bar = step[1] if step is not None and step[1] is not None else best
+                if got is not None and got.score < bar.score:
+                    step = (change, got)
+                    if got.score == 0:
+                        break
+                    # A few more proposals, and the best of them: the first that scores better
+                    # may move a width that another field derives (in_chs where transformer_dim
+                    # was meant), a step away from the exact values.
+                    n = max(n, GUIDED_TRIES - BETTER_LOOKS)
+                elif got is not None and got.score <= best.score + FLAT_MARGIN and _plain(change):
+                    flat = sorted([*flat, (change, got)], key=lambda x: x[1].score)[:FLAT_LOOKS]
                 if n >= GUIDED_TRIES or time.thread_time() > deadline:
                     break
         if step is None:
