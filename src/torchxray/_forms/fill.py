@@ -34,7 +34,7 @@ __all__ = ["fill"]
 SEARCH_SECONDS = 0.8
 # A child's form (a factory for a parent's field) may build past the parent's search deadline by
 # this much, at most: the parent's own form stays within its limit.
-SLACK = 0.1
+SLACK = 0.05
 
 
 # (class, hash of a module's parts) -> plain values that rebuilt such a module exactly.

@@ -99,9 +99,6 @@ def _from_pair(f: Field, v: Any, b: Any, live: Any) -> Iterator[Any]:
         yield live  # an int where the live module holds a float (attn_ratio 1 vs 1.0)
     if type(v) is int and type(b) is int and type(live) is int:
         yield from (x for x in _int_moves(v, b, live) if x >= 0)
-        if v == b and f.kind in ("int", "int_or_tuple"):
-            # One width per layer where the module kept one of them (out_chs[-1]).
-            yield from ((live, v), (v, live))
     elif type(v) is float and isinstance(b, (int, float)) and isinstance(live, (int, float)):
         if math.isclose(v, b, rel_tol=1e-6):
             yield float(live)
@@ -240,26 +237,27 @@ def _keeping(
 
 
 def _product(
-    fields: list[Field], values: dict[str, Any], b: int, live: int
+    fields: list[Field], values: dict[str, Any], b: int, live: int, known: dict[str, Any]
 ) -> Iterator[dict[str, Any]]:
-    """``b = w * r`` for a width ``w`` and a ratio ``r`` (mlp hidden = dim * mlp_ratio): ``r``
-    becomes ``live / w``."""
+    """``b = w * r`` for a width ``w`` (any field's, ``known``) and a ratio ``r`` (mlp hidden =
+    dim * mlp_ratio): ``r`` becomes ``live / w``."""
     for fr in fields:
         r = values.get(fr.name)
         if type(r) is not float or not r or "drop" in fr.name:
             continue
-        for fw in fields:
-            w = values.get(fw.name)
-            if type(w) is int and w > 0 and math.isclose(w * r, b) and _nice(live / w):
+        for w in dict.fromkeys(v for v in known.values() if type(v) is int):
+            if w > 0 and math.isclose(w * r, b) and _nice(live / w):
                 yield {fr.name: live / w}
 
 
 def _quotient(
-    fields: list[Field], values: dict[str, Any], b: int, live: int
+    fields: list[Field], values: dict[str, Any], b: int, live: int, known: dict[str, Any]
 ) -> Iterator[dict[str, Any]]:
-    """``b = W / v`` (head_dim = dim / num_heads): ``v`` becomes ``W / live``."""
+    """``b = W / v`` (head_dim = dim / num_heads, ``W`` any field's): ``v`` becomes ``W /
+    live``."""
     ints = [(f.name, values[f.name]) for f in fields if type(values.get(f.name)) is int]
-    for w_name, w in ints:
+    widths = [(n, v) for n, v in known.items() if type(v) is int]
+    for w_name, w in widths:
         for v_name, v in ints:
             # Floor division too: dim // n_div.
             if v_name != w_name and v > 0 and w // v == b and w % live == 0:
@@ -406,10 +404,13 @@ def proposals(
     values: dict[str, Any],
     live: nn.Module,
     child: Callable[[nn.Module], list[Any]] | None = None,
+    known: dict[str, Any] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Changes to try (one field, or a few that move together), those of the first differences
-    first. ``child(module)`` gives factories for a live layer (its class with its own values)."""
+    first. ``child(module)`` gives factories for a live layer (its class with its own values);
+    ``known`` holds the values of the fields not searched (widths a relation may read)."""
     by_path = dict(live.named_modules())
+    seen = {**(known or {}), **values}
     inner = nested(original_class(type(live)), fields, values)
 
     def of(i: int, d: Difference) -> Iterator[dict[str, Any]]:
@@ -428,11 +429,16 @@ def proposals(
         for b, lv in _pairs(d) if i < 4 else []:
             if type(b) is not int or type(lv) is not int or not lv:
                 continue
-            yield from _quotient(fields, values, b, lv)
-            yield from _product(fields, values, b, lv)
+            yield from _quotient(fields, values, b, lv, seen)
+            yield from _product(fields, values, b, lv, seen)
             for f in fields:
                 if type(values.get(f.name)) is int and values[f.name] == b:
                     yield from _keeping(fields, values, f.name, b, lv)
+            for f in fields:
+                if values.get(f.name) == b and type(b) is type(values[f.name]):
+                    # One width per layer where the module kept one of them (out_chs[-1]).
+                    if f.kind in ("int", "int_or_tuple"):
+                        yield from ({f.name: (lv, b)}, {f.name: (b, lv)})
         # The same rules on the members of a dataclass argument, one member at a time.
         for n in inner:
             for name, v in _direct(d, n.fields, n.values, target):

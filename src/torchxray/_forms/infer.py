@@ -44,6 +44,10 @@ GUIDED_TRIES = 16  # proposals tried from one build's differences before the can
 # most FLAT_MARGIN parts worse), FLAT_TRIES each.
 FLAT_LOOKS, FLAT_TRIES, FLAT_MARGIN = 2, 8, 2
 BETTER_LOOKS = 3  # proposals tried after the first that scores better, for the best of them
+SLOW_FACTOR, SLOW_FLOOR = 8.0, 0.05  # a build past 8x the slowest before (and 50 ms) is stopped
+# A build begun just before the deadline may finish past it by this much: the form's second (the
+# search's 0.8 s, this, the gate's sentence and the fields) holds on a loaded machine too.
+LAST_BUILD_SLACK = 0.05
 
 
 @dataclass
@@ -119,14 +123,19 @@ def infer(
     dtype = floating_dtype(module)
     # A candidate that builds a module many times the live one's size is wrong anyway.
     cap = 4 * len(live.summary) + 64
-    builds, error, reached, cut = 0, "", 0, False
+    builds, error, reached, cut, slowest = 0, "", 0, False, 0.0
 
     def run(values: dict[str, Any]) -> _Try | None:
-        nonlocal builds, error, reached, cut
+        nonlocal builds, error, reached, cut, slowest
         builds += 1
+        begun = time.thread_time()
         # The first build is the form's own values, and may pay torch's one-time warm-up (the
         # first meta kernels of a process): it may run to the form's limit, past the search's.
-        stop = first_stop if builds == 1 else deadline + 0.1
+        # A later one that takes many times the slowest build so far is wrong anyway (a side
+        # tried as a multiple loops over the grid's pairs of points): it is stopped.
+        stop = first_stop if builds == 1 else deadline + LAST_BUILD_SLACK
+        if builds > 1 and slowest:
+            stop = min(stop, begun + max(SLOW_FLOOR, SLOW_FACTOR * slowest))
         state: list[Any] = [0]
         try:
             with meta_build(cap, stop) as state:
@@ -139,11 +148,13 @@ def infer(
             reached = -1 if isinstance(e, TooBig) else state[0]
             cut = cut or builds == 1 and isinstance(e, PastDeadline)
             return None
+        slowest = max(slowest, time.thread_time() - begun)
         got = parts(built)
         diffs = differences(live, got)
         return _Try(weight(diffs, live, got), diffs, got)
 
     by_name = {f.name: f for f in searched}
+    known = {f.name: f.value for f in fields if f.name not in by_name}
     pools = {f.name: candidates(module, f, functools.partial(fits, f)) for f in searched}
     values = {f.name: f.value for f in searched}
     values.update(start or {})
@@ -180,7 +191,7 @@ def infer(
         flat: list[tuple[dict[str, Any], _Try]] = []
         if best is not None:
             n = 0
-            for change in proposals(best.diffs, searched, values, module, factory):
+            for change in proposals(best.diffs, searched, values, module, factory, known):
                 if any(
                     k not in by_name or same_value(v, values[k]) or not fits(by_name[k], v)
                     for k, v in change.items()
@@ -229,7 +240,7 @@ def infer(
         for first, got in flat if step is None and best is not None and early else []:
             m = 0
             on = {**values, **first}
-            for change in proposals(got.diffs, searched, on, module, factory):
+            for change in proposals(got.diffs, searched, on, module, factory, known):
                 if any(
                     k not in by_name or same_value(v, on[k]) or not fits(by_name[k], v)
                     for k, v in change.items()

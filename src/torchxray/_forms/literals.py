@@ -33,7 +33,9 @@ def _code(obj: Any) -> tuple[Callable[..., Any], int] | None:
     return (fn, 0) if isinstance(fn, types.FunctionType) else None
 
 
+@functools.lru_cache(maxsize=512)
 def _tree(fn: Callable[..., Any]) -> ast.AST | None:
+    # Many constructors hand their strings to the same few functions (a layer registry's).
     try:
         return ast.parse(textwrap.dedent(inspect.getsource(fn)))
     except (OSError, TypeError, SyntaxError, IndentationError):
