@@ -123,3 +123,24 @@ def test_the_best_of_a_few_better_steps_is_taken() -> None:
     # width derived from in_chs moving instead is exact.
     block = mobilevit.MobileVitV2Block(128, 128, transformer_dim=64, patch_size=2)
     assert _exact(block)["in_chs"].value == 128
+
+
+def test_one_class_per_layer_where_the_live_layer_has_none() -> None:
+    efficientvit = pytest.importorskip("timm.models.efficientvit_mit")
+    # act_layer=(Hardswish, None): the second conv's act is an Identity.
+    f = _exact(efficientvit.DSConv(16, 16, act_layer=(nn.Hardswish, None)))
+    assert f["act_layer"].value == (nn.Hardswish, None)
+
+
+def test_a_grids_side_from_windows_counted_by_floor_division() -> None:
+    gcvit = pytest.importorskip("timm.models.gcvit")
+    # 64 windows of 7 (56 // 7 = 8 a side): a side of 64 gives 9 ** 2.
+    f = _exact(gcvit.GlobalContextVitBlock(64, (56, 56), 2, window_size=(7, 7)))
+    assert f["feat_size"].value == (56, 56)
+
+
+def test_relative_positions_across_a_window() -> None:
+    halonet = pytest.importorskip("timm.layers.halo_attn")
+    # (2 * win_size - 1) rows of relative positions.
+    f = _exact(halonet.PosEmbedRel(8, 12, 32, 32**-0.5))
+    assert f["win_size"].value == 12

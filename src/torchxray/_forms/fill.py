@@ -16,11 +16,12 @@ from typing import Any
 import torch
 from torch import nn
 
+from .._gc import pause, resume
 from .bind import bind
 from .check import check_type
 from .exact import CHECK_SECONDS, Check
 from .field import Field
-from .infer import guessed, infer
+from .infer import LAST_BUILD_SLACK, guessed, infer
 from .kinds import KindInfo
 from .make import make_field, same
 from .parts import parts
@@ -161,6 +162,8 @@ def fill(
             return True  # `layer_idx: bool | None` (transformers' LED) holds a layer's index
         if f.kind == "float" and isinstance(value, list) and all(type(x) is float for x in value):
             return True  # per-block rates where `float` is annotated (drop_path=dpr[i] inside)
+        if isinstance(value, tuple) and isinstance(f.default, tuple) and f.kind == "class":
+            return True  # one class per layer (act_layer=(nn.ReLU6, None)) read as a class
         if isinstance(value, functools.partial) and f.kind in ("class", "callable", "literal"):
             return True  # a factory for a class field (norm_layer=partial(BatchNorm2d, eps=...))
         return check_type(f, infos[f.name], value) is None
@@ -183,17 +186,23 @@ def fill(
 
     # The first build (the form's own values) may run to the form's limit, never past it.
     stop = min(started + CHECK_SECONDS, outer + SLACK if outer is not None else float("inf"))
+    # The cyclic GC waits while the builds run: in a process with a big heap its passes rescan
+    # everything, on the form's second, for garbage the builds do not need collected.
+    collecting = pause()
     try:
         found = infer(module, fields, first, fits, make, deadline, start, live, factory, stop)
         wide = _widen(fields)
         if not found.exact and len(wide) > len(first) and time.thread_time() < deadline:
+            # Its first build is a search's build like any other: it ends with the search.
+            last = min(stop, deadline + LAST_BUILD_SLACK)
             again = infer(
-                module, fields, wide, fits, make, deadline, found.values, live, factory, stop
+                module, fields, wide, fits, make, deadline, found.values, live, factory, last
             )
             if again.exact:
                 found = again
     finally:
         _deadline.reset(token)
+        resume(collecting)
     if found.exact:
         _remember(key, found.values)
     for i, f in enumerate(fields):

@@ -6,9 +6,12 @@ A build with the current values differs from the live module in some parts
 - numbers: the built text holds ``b`` where the live one holds ``l`` (``GroupNorm(32, 32)`` vs
   ``GroupNorm(8, 32)``; ``Linear(32, 64)`` vs ``Linear(32, 128)``). A field whose value ``v`` is
   ``b`` is proposed ``l``; one with ``b = k * v`` is proposed ``l / k``, ``b = v + k`` gives
-  ``l - k`` (``proj.out_features = 2 * dim_out``); tuples are changed element by element;
+  ``l - k`` (``proj.out_features = 2 * dim_out``); tuples are changed element by element; the
+  relations and the moves of several fields are in ``_forms/numbers.py``;
 - strings and floats the same way (``eps=1e-06`` vs ``eps=1e-05``; ``'gelu'`` vs ``'silu'``);
-- a class: a field holding the built class (or a partial of it) is proposed the live one;
+- a class: a field holding the built class (or a partial of it) is proposed the live one, an
+  element of a per-layer tuple of classes the live one or None; a string that named the built
+  class the other strings its code compares it with (``_forms/literals.py``);
 - a submodule on one side only, or a flag attribute: optional fields are proposed None (or their
   default), flags their opposite, class fields the live submodule's class; the field that shares
   the part's name first, and a depth with one rate per block (``_forms/presence.py``);
@@ -22,7 +25,6 @@ from __future__ import annotations
 import ast
 import functools
 import inspect
-import math
 import re
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -32,7 +34,9 @@ from torch import nn
 from .._unwrap import original_class
 from .exact import Difference
 from .field import Field
+from .literals import compared_strings
 from .members import nested
+from .numbers import from_pair, keeping, product, quotient, scaled
 from .presence import by_part, flag_like, per_block, stem
 
 __all__ = ["proposals"]
@@ -67,54 +71,6 @@ def _pairs(d: Difference) -> list[tuple[Any, Any]]:
         if len(a) == len(b):
             out += [(x, y) for x, y in zip(a, b) if x != y or type(x) is not type(y)]
     return out
-
-
-def _grid(v: int, b: int, live: int) -> Iterator[int]:
-    for extra in (0, 1):
-        # A grid: b = (v / k) ** 2 (+ 1 for a class token): patches of an image side.
-        s, t = math.isqrt(max(b - extra, 0)), math.isqrt(max(live - extra, 0))
-        if s > 1 and s * s == b - extra and t * t == live - extra and v % s == 0:
-            yield t * (v // s)
-
-
-def _int_moves(v: int, b: int, live: int) -> Iterator[int]:
-    if v == b:
-        yield live
-    # Two squares are a grid's points before they are a multiple: a side tried as a multiple
-    # (b = k * v) builds a grid k ** 2 times too big, and a loop over its pairs of points
-    # takes the search's whole budget.
-    yield from _grid(v, b, live)
-    if v and b % v == 0 and b // v > 1 and live % (b // v) == 0:
-        yield live // (b // v)  # b = k * v
-    if b and v % b == 0 and v // b > 1:
-        yield live * (v // b)  # b = v / k
-    if b != v and abs(b - v) <= 8:
-        yield live - (b - v)  # b = v + k
-
-
-def _from_pair(f: Field, v: Any, b: Any, live: Any) -> Iterator[Any]:
-    if isinstance(v, bool):
-        return
-    if type(v) is int and b == v and type(live) is float:
-        yield live  # an int where the live module holds a float (attn_ratio 1 vs 1.0)
-    if type(v) is int and type(b) is int and type(live) is int:
-        yield from (x for x in _int_moves(v, b, live) if x >= 0)
-    elif type(v) is float and isinstance(b, (int, float)) and isinstance(live, (int, float)):
-        if math.isclose(v, b, rel_tol=1e-6):
-            yield float(live)
-    if type(v) is int and v > 0 and type(b) is float and type(live) is float and live > 0:
-        # An attention's scale: b = v ** -0.5 (head_dim 64 gives 0.125).
-        if math.isclose(b, v**-0.5, rel_tol=1e-6):
-            root = live**-2
-            if abs(root - round(root)) < 1e-6:
-                yield round(root)
-    elif isinstance(v, str) and isinstance(b, str) and v == b:
-        yield live
-    elif isinstance(v, (tuple, list)) and v and all(type(x) is int for x in v):
-        if type(b) is int and type(live) is int and b in v:
-            yield type(v)(live if x == b else x for x in v)
-            if all(x == b for x in v):
-                yield live  # an int for a tuple field (kernel_size=3)
 
 
 def _cls_of(v: Any) -> type | None:
@@ -211,59 +167,6 @@ def _named(f: Field, key: str) -> bool:
     return f.name == key or f.name.endswith("_" + key) or f.name.startswith(key + "_")
 
 
-def _nice(x: float) -> bool:
-    return x > 0 and abs(x * 4 - round(x * 4)) < 1e-9
-
-
-def _keeping(
-    fields: list[Field], values: dict[str, Any], name: str, b: int, live: int
-) -> Iterator[dict[str, Any]]:
-    """``name`` goes from ``b`` to ``live`` while the widths derived from it stay: a ratio or a
-    multiplier takes up the factor (``mid = in_chs * exp_ratio``: 96 * 1.0 is 16 * 6.0), and an
-    unset width that defaulted to ``name`` keeps ``b``."""
-    for f in fields:
-        v = values.get(f.name)
-        if f.name == name or isinstance(v, bool) or "drop" in f.name:
-            continue
-        if type(v) is float and v and _nice(v * b / live):
-            yield {name: live, f.name: v * b / live}
-        elif type(v) is int and v >= 1 and (v * b) % live == 0:
-            yield {name: live, f.name: v * b // live}
-        elif v is None and not f.required and f.kind in ("int", "int_or_tuple", "literal"):
-            # An unset width that defaulted to ``name`` (dim_out = dim_out or dim) takes the
-            # live one, or ``name`` moves and it keeps ``b``.
-            yield {f.name: live}
-            yield {name: live, f.name: b}
-
-
-def _product(
-    fields: list[Field], values: dict[str, Any], b: int, live: int, known: dict[str, Any]
-) -> Iterator[dict[str, Any]]:
-    """``b = w * r`` for a width ``w`` (any field's, ``known``) and a ratio ``r`` (mlp hidden =
-    dim * mlp_ratio): ``r`` becomes ``live / w``."""
-    for fr in fields:
-        r = values.get(fr.name)
-        if type(r) is not float or not r or "drop" in fr.name:
-            continue
-        for w in dict.fromkeys(v for v in known.values() if type(v) is int):
-            if w > 0 and math.isclose(w * r, b) and _nice(live / w):
-                yield {fr.name: live / w}
-
-
-def _quotient(
-    fields: list[Field], values: dict[str, Any], b: int, live: int, known: dict[str, Any]
-) -> Iterator[dict[str, Any]]:
-    """``b = W / v`` (head_dim = dim / num_heads, ``W`` any field's): ``v`` becomes ``W /
-    live``."""
-    ints = [(f.name, values[f.name]) for f in fields if type(values.get(f.name)) is int]
-    widths = [(n, v) for n, v in known.items() if type(v) is int]
-    for w_name, w in widths:
-        for v_name, v in ints:
-            # Floor division too: dim // n_div.
-            if v_name != w_name and v > 0 and w // v == b and w % live == 0:
-                yield {v_name: w // live}
-
-
 def _factories(
     fields: list[Field],
     values: dict[str, Any],
@@ -297,23 +200,19 @@ def _factories(
                     yield f.name, made
 
 
-def _scaled(
-    d: Difference, fields: list[Field], values: dict[str, Any]
-) -> Iterator[tuple[str, Any]]:
-    """A float attribute no field holds, derived as ``v * c`` (``scale = gamma * fan_in **
-    -0.5``): a float field ``v`` becomes ``v * live / built``."""
-    if not d.aspect.startswith("attr ") or d.live is None or d.built is None:
-        return
-    try:
-        live, b = float(d.live), float(d.built)
-    except ValueError:
-        return
-    if not b or live == b or "." not in d.live or any(values.get(f.name) == b for f in fields):
-        return
-    for f in fields:
-        v = values.get(f.name)
-        if type(v) is float and v and "drop" not in f.name:
-            yield f.name, v * live / b
+def _per_layer(f: Field, v: Any, built: str, live_cls: type) -> Iterator[tuple[str, Any]]:
+    """One class per layer (``act_layer=(nn.ReLU6, None)``): the element that made the built
+    layer becomes the live one's class, or None where the live layer is an Identity (no layer
+    there); a single class of such a field becomes a pair."""
+    gone = live_cls is nn.Identity
+    if isinstance(v, tuple) and v and any(_cls_of(x) is not None for x in v):
+        at = [i for i, x in enumerate(v) if (c := _cls_of(x)) is not None and _qualname(c) == built]
+        for i in at:
+            swap = None if gone else live_cls
+            yield f.name, tuple(swap if j == i else x for j, x in enumerate(v))
+    elif (c := _cls_of(v)) is not None and _qualname(c) == built and gone:
+        if isinstance(f.default, tuple):
+            yield from ((f.name, (v, None)), (f.name, (None, v)))
 
 
 def _qualname(c: type) -> str:
@@ -321,10 +220,15 @@ def _qualname(c: type) -> str:
 
 
 def _direct(
-    d: Difference, fields: list[Field], values: dict[str, Any], target: nn.Module | None
+    d: Difference,
+    fields: list[Field],
+    values: dict[str, Any],
+    target: nn.Module | None,
+    modes: dict[str, tuple[str, ...]] | None = None,
 ) -> Iterator[tuple[str, Any]]:
     """The values a difference names: the live value where the build has the field's (or a
-    relation of it), keyword items and attributes by name, classes."""
+    relation of it), keyword items and attributes by name, classes; ``modes``: the strings a
+    string field's code compares it with (``_forms/literals.py``)."""
     yield from by_part(d, fields, values, target)
     kw = _keyword(d, target) or _attribute(d)
     if kw is not None:
@@ -350,15 +254,20 @@ def _direct(
                 # A layer named by a string (timm's act_layer="relu"): the live layer's name.
                 yield f.name, live_cls.__name__.lower()
                 yield f.name, live_cls
+            yield from _per_layer(f, v, d.built or "", live_cls)
+            if isinstance(v, str) and len(v) > 1 and v.lower() in built_name:
+                # The mode the string chose made the built class (DownsampleAvg for "avg"):
+                # the other modes its code knows.
+                yield from ((f.name, m) for m in (modes or {}).get(f.name, ()) if m != v)
     count = 0
     for b, lv in _pairs(d):
         for f in fields:
-            for x in _from_pair(f, values.get(f.name), b, lv):
+            for x in from_pair(f, values.get(f.name), b, lv):
                 yield f.name, x
                 count += 1
         if count > MAX_PER_DIFF:
             break
-    yield from _scaled(d, fields, values)
+    yield from scaled(d, fields, values)
 
 
 def _generic(
@@ -411,7 +320,9 @@ def proposals(
     ``known`` holds the values of the fields not searched (widths a relation may read)."""
     by_path = dict(live.named_modules())
     seen = {**(known or {}), **values}
-    inner = nested(original_class(type(live)), fields, values)
+    cls = original_class(type(live))
+    modes = {f.name: compared_strings(cls, f.name) for f in fields if f.kind == "str"}
+    inner = nested(cls, fields, values)
 
     def of(i: int, d: Difference) -> Iterator[dict[str, Any]]:
         bits = d.path.split(".") if d.path else []
@@ -422,18 +333,18 @@ def proposals(
             for b, lv in _pairs(d):
                 yield from per_block(fields, values, b, lv)
         target = by_path.get(d.path)
-        for one in _direct(d, fields, values, target):
+        for one in _direct(d, fields, values, target, modes):
             yield dict([one])
         # Moves of a few fields together, before the generic single changes: the first change
         # that scores better is taken, and a width moved alone is often a step away.
         for b, lv in _pairs(d) if i < 4 else []:
             if type(b) is not int or type(lv) is not int or not lv:
                 continue
-            yield from _quotient(fields, values, b, lv, seen)
-            yield from _product(fields, values, b, lv, seen)
+            yield from quotient(fields, values, b, lv, seen)
+            yield from product(fields, values, b, lv, seen)
             for f in fields:
                 if type(values.get(f.name)) is int and values[f.name] == b:
-                    yield from _keeping(fields, values, f.name, b, lv)
+                    yield from keeping(fields, values, f.name, b, lv)
             for f in fields:
                 if values.get(f.name) == b and type(b) is type(values[f.name]):
                     # One width per layer where the module kept one of them (out_chs[-1]).

@@ -47,6 +47,12 @@ def _dataclass_of(ann: Any) -> type | None:
     return None
 
 
+def _model_config(value: Any) -> bool:
+    """A model's whole config (transformers' are dataclasses too): the search tries the configs
+    of the model around the module instead (``_forms/candidates.py``), not one member at a time."""
+    return any(k.__name__ in ("PretrainedConfig", "PreTrainedConfig") for k in type(value).__mro__)
+
+
 def _default_instance(kind: type) -> Any:
     try:
         return kind()
@@ -104,7 +110,7 @@ def nested(cls: type, fields: list[Field], values: dict[str, Any]) -> list[Neste
             p = params.get(f.name)
             kind = _dataclass_of(p.annotation) if p is not None else None
             v = _default_instance(kind) if kind is not None else None
-        if v is None or isinstance(v, type) or not dataclasses.is_dataclass(v):
+        if v is None or isinstance(v, type) or not dataclasses.is_dataclass(v) or _model_config(v):
             continue
         members = [m for m in dataclasses.fields(v) if m.init]
         got = {m.name: getattr(v, m.name, None) for m in members}
