@@ -24,7 +24,7 @@ from torch import nn
 class Tagged(nn.Module):
     def __init__(self, channels: int = 32, tag: str = "wide", dropout: float = 0.0):
         super().__init__()
-        self.norm = nn.GroupNorm({"narrow": 8}.get(tag, 32), channels)
+        self.norm = nn.GroupNorm(8 if len(tag) == 6 else 32, channels)
         self.conv = nn.Conv2d(channels, channels, 3, padding=1)
         self.drop = nn.Dropout(dropout)
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from torch import nn
 
+from .._unwrap import original_class
 from .config import is_config
 from .field import Field
 from .layout import (
@@ -46,6 +47,7 @@ from .layout import (
 from .layout import (
     width as _width,
 )
+from .literals import compared_strings
 
 __all__ = ["ALIASES", "candidates", "same_value"]
 
@@ -104,6 +106,8 @@ def _ints(module: nn.Module) -> list[int]:
     for v in vars(module).values():
         if type(v) is int:
             out.append(v)
+        elif isinstance(v, tuple) and 0 < len(v) <= 4 and all(type(x) is int for x in v):
+            out += list(v)  # a width kept as a shape (normalized_shape = (hidden_size,))
     for m in module.modules():
         for t in m._parameters.values():
             if t is not None and m is not module:
@@ -311,7 +315,11 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
         ]
         pool += _holding_configs(module)
     elif f.kind == "str":
-        pool = [*f.choices, ""]  # the strings its constructor compares it with, if known
+        # the strings its constructor compares it with, if known
+        pool = [
+            *dict.fromkeys([*f.choices, *compared_strings(original_class(type(module)), name)]),
+            "",
+        ]
     if "drop" in low and f.kind != "bool":
         pool = [*_drop_rates(module), *pool]
         if "rate" in low and (f.kind == "float" or type(f.default) is float):
@@ -326,6 +334,10 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
     if f.optional or f.default is None:
         pool.append(None)
     values = [v for v in [*first, *pool] if (v is not None or pool) and fits(v)]
+    if f.kind == "int":
+        # ``fits`` lets an int field try a tuple the guide reads off its layers; kernel sizes
+        # and strides kept as tuples are not worth a build each.
+        values = [v for v in values if not isinstance(v, tuple)]
     if not f.required or f.value is not None:
         # A child's attribute of the same name (patch_embed.img_size) beats the default.
         at = 1 if values and name in own_names and values[0] is not None else 0

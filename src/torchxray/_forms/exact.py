@@ -20,10 +20,12 @@ import torch
 from torch import nn
 
 from .._text import short
-from .metabuild import meta_build
+from .metabuild import PastDeadline, meta_build
 from .parts import Parts, parts
 
 __all__ = [
+    "CHECK_SECONDS",
+    "TOO_SLOW",
     "Check",
     "Difference",
     "build_meta",
@@ -37,6 +39,9 @@ __all__ = [
 ]
 
 MAX_SENTENCE = 400
+# A form opens within one second of CPU: its gate's build is stopped past this many (the fields
+# and the rest take the remainder). An edit checks in full (no limit), however long it takes.
+CHECK_SECONDS = 0.95
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +64,13 @@ class Check:
     diffs: list[Difference] = field(default_factory=list)
     base: Parts | None = None  # the unchanged rebuild's parts (None when it could not be built)
     seconds: float = 0.0
+    cut: bool = False  # the build was stopped at the form's time limit: not checked
+
+
+TOO_SLOW = (
+    "inexact: not checked: building it did not finish within the form's time limit (1 s of CPU); "
+    "an edit checks it in full"
+)
 
 
 def _under(path: str, roots: set[str]) -> bool:
@@ -181,21 +193,28 @@ def cast_like(built: nn.Module, dtype: torch.dtype | None) -> None:
         built.to(dtype=dtype)
 
 
-def build_meta(form: Any, changes: dict[str, Any] | None = None) -> nn.Module:
-    """``form.build(**changes)`` on the meta device (an explicit ``device`` field too)."""
+def build_meta(
+    form: Any, changes: dict[str, Any] | None = None, deadline: float = float("inf")
+) -> nn.Module:
+    """``form.build(**changes)`` on the meta device (an explicit ``device`` field too), stopped
+    past ``deadline`` (``time.thread_time()``) with ``PastDeadline``."""
     meta = dict(changes or {})
     by_name = getattr(form, "_by_name", {})
     if "device" in by_name and by_name["device"].kind == "device" and "device" not in meta:
         meta["device"] = torch.device("meta")
-    with meta_build():
+    with meta_build(deadline=deadline):
         return form.build(**meta)
 
 
-def check(form: Any, live: nn.Module) -> Check:
-    """Build ``form`` unchanged on meta and compare it with ``live`` (see the module doc)."""
+def check(form: Any, live: nn.Module, limit: float | None = CHECK_SECONDS) -> Check:
+    """Build ``form`` unchanged on meta and compare it with ``live`` (see the module doc); a
+    build past ``limit`` CPU seconds is stopped (``Check.cut``; None: no limit)."""
     start = time.perf_counter()
+    deadline = float("inf") if limit is None else time.thread_time() + limit
     try:
-        built = build_meta(form)
+        built = build_meta(form, deadline=deadline)
+    except PastDeadline:
+        return Check(TOO_SLOW, seconds=time.perf_counter() - start, cut=True)
     except Exception as e:  # noqa: BLE001 - any constructor failure: the gate cannot prove it
         text = str(e).splitlines()[0] if str(e) else ""
         why = f"inexact: it could not be rebuilt to check ({type(e).__name__}: {short(text, 200)})"

@@ -16,12 +16,13 @@ from typing import Any
 import torch
 from torch import nn
 
+from .._gc import pause, resume
 from .bind import bind
 from .check import check_type
-from .exact import Check
+from .exact import CHECK_SECONDS, Check
 from .field import Field
 from .handed import handed
-from .infer import guessed, infer
+from .infer import LAST_BUILD_SLACK, guessed, infer
 from .kinds import KindInfo
 from .make import make_field, same
 from .nested import nest
@@ -34,6 +35,9 @@ __all__ = ["fill"]
 # rest), in CPU seconds of the thread that opens it: on a loaded machine the search does the same
 # work (the same form, whatever else runs) and takes longer, on an idle one it takes this long.
 SEARCH_SECONDS = 0.8
+# A child's form (a factory for a parent's field) may build past the parent's search deadline by
+# this much, at most: the parent's own form stays within its limit.
+SLACK = 0.05
 
 
 # (class, hash of a module's parts) -> plain values that rebuilt such a module exactly.
@@ -93,6 +97,10 @@ def _factory(layer: nn.Module, form: Callable[[nn.Module], Any]) -> list[Any]:
     if len(required) > 1:
         rest = dict(list(required.items())[1:])
         out.append(functools.partial(cls, **rest, **kw))
+    if required:
+        # A parent that passes what it knows by keyword overrides those of the factory:
+        # every required value held (rel_pos_cls=partial(RelPosBias, window_size=(7, 7), ...)).
+        out.append(functools.partial(cls, **required, **kw))
     if len(kw) > 1:
         # Which keywords the factory holds and which the parent passes per call is not known:
         # each keyword alone, then each pair (the most a factory of this kind holds, mostly).
@@ -157,8 +165,16 @@ def fill(
         # 1.0 for attn_ratio: int), an int for a `bool` (below).
         if value is None and not f.required or type(value) is float and f.kind == "int":
             return True
+        if f.kind == "int" and isinstance(value, tuple) and all(type(x) is int for x in value):
+            return True  # widths per layer where `int` is annotated (out_chs = to_2tuple(...))
+        if isinstance(value, str) and f.kind == "int" and not f.annotation:
+            return True  # a kind read from an int default only (padding=0 that takes "same")
         if type(value) is int and f.kind == "bool":
             return True  # `layer_idx: bool | None` (transformers' LED) holds a layer's index
+        if f.kind == "float" and isinstance(value, list) and all(type(x) is float for x in value):
+            return True  # per-block rates where `float` is annotated (drop_path=dpr[i] inside)
+        if isinstance(value, tuple) and isinstance(f.default, tuple) and f.kind == "class":
+            return True  # one class per layer (act_layer=(nn.ReLU6, None)) read as a class
         if isinstance(value, functools.partial) and f.kind in ("class", "callable", "literal"):
             return True  # a factory for a class field (norm_layer=partial(BatchNorm2d, eps=...))
         return check_type(f, infos[f.name], value) is None
@@ -182,17 +198,27 @@ def fill(
     # A **kwargs handed on to a layer starts from what that layer holds (``_forms/handed.py``).
     spread = next((f for f in fields if f.kind == "varkw" and _unset_spread(f)), None)
     kept: dict[str, Any] | None = None
+    # The first build (the form's own values) may run to the form's limit, never past it.
+    stop = min(started + CHECK_SECONDS, outer + SLACK if outer is not None else float("inf"))
+    # The cyclic GC waits while the builds run: in a process with a big heap its passes rescan
+    # everything, on the form's second, for garbage the builds do not need collected.
+    collecting = pause()
     try:
         if spread is not None and (kept := handed(cls, module, spread.name, form)):
             base[spread.name] = kept
-        found = infer(module, fields, first, fits, make, deadline, start, live, factory)
+        found = infer(module, fields, first, fits, make, deadline, start, live, factory, stop)
         wide = _widen(fields)
         if not found.exact and len(wide) > len(first) and time.thread_time() < deadline:
-            again = infer(module, fields, wide, fits, make, deadline, found.values, live, factory)
+            # Its first build is a search's build like any other: it ends with the search.
+            last = min(stop, deadline + LAST_BUILD_SLACK)
+            again = infer(
+                module, fields, wide, fits, make, deadline, found.values, live, factory, last
+            )
             if again.exact:
                 found = again
     finally:
         _deadline.reset(token)
+        resume(collecting)
     if found.exact:
         _remember(key, found.values)
     infos, fields = out_infos, form_fields
@@ -215,6 +241,12 @@ def fill(
             fields[i], infos[f.name] = make_field(cls, sig.parameters[f.name], value, "default")
     if found.exact:
         return "", found.check
+    if found.check.cut:
+        return (
+            f"{cls.__name__}'s build with the values it keeps did not finish within the form's "
+            "time limit, so they are not checked.",
+            found.check,
+        )
     closest = found.check.reason.removeprefix("inexact: ")
     empty = any(f.required and f.value is None for f in fields)
     # The closest build is the form's own when no required value stayed empty: the gate's answer

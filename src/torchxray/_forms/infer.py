@@ -21,21 +21,34 @@ from typing import Any
 from torch import nn
 
 from .candidates import candidates, same_value
-from .exact import Check, Difference, cast_like, differences, floating_dtype, sentence, weight
+from .exact import (
+    TOO_SLOW,
+    Check,
+    Difference,
+    cast_like,
+    differences,
+    floating_dtype,
+    sentence,
+    weight,
+)
 from .failed import learn
 from .field import Field
 from .guide import proposals
-from .metabuild import TooBig, meta_build
+from .metabuild import PastDeadline, TooBig, meta_build
 from .parts import Parts, parts
 
 __all__ = ["Inferred", "guessed", "infer"]
 
-FIRST_BUILD_SECONDS = 10.0
 GUIDED_TRIES = 16  # proposals tried from one build's differences before the candidates
 # A proposal that fixes one part and breaks others (kernel_size 3 then needs padding 0) scores no
 # better: the proposals of its own build are tried on top of it, for the few closest such (at
 # most FLAT_MARGIN parts worse), FLAT_TRIES each.
 FLAT_LOOKS, FLAT_TRIES, FLAT_MARGIN = 2, 8, 2
+BETTER_LOOKS = 3  # proposals tried after the first that scores better, for the best of them
+SLOW_FACTOR, SLOW_FLOOR = 8.0, 0.05  # a build past 8x the slowest before (and 50 ms) is stopped
+# A build begun just before the deadline may finish past it by this much: the form's second (the
+# search's 0.8 s, this, the gate's sentence and the fields) holds on a loaded machine too.
+LAST_BUILD_SLACK = 0.05
 
 
 @dataclass
@@ -101,22 +114,29 @@ def infer(
     start: dict[str, Any] | None = None,
     live: Parts | None = None,
     factory: Callable[[nn.Module], list[Any]] | None = None,
+    first_stop: float = float("inf"),
 ) -> Inferred:
     """Values for the ``searched`` fields that rebuild ``module`` exactly (see the module doc);
-    ``start`` holds values a previous search found, ``live`` the module's parts if known."""
+    ``start`` holds values a previous search found, ``live`` the module's parts if known; the
+    first build is stopped past ``first_stop`` (the form's time limit: it is then not checked)."""
     t0 = time.thread_time()
     live = live if live is not None else parts(module)
     dtype = floating_dtype(module)
     # A candidate that builds a module many times the live one's size is wrong anyway.
     cap = 4 * len(live.summary) + 64
-    builds, error, reached = 0, "", 0
+    builds, error, reached, cut, slowest = 0, "", 0, False, 0.0
 
     def run(values: dict[str, Any]) -> _Try | None:
-        nonlocal builds, error, reached
+        nonlocal builds, error, reached, cut, slowest
         builds += 1
+        begun = time.thread_time()
         # The first build is the form's own values, and may pay torch's one-time warm-up (the
-        # first meta kernels of a process): only the search's later tries are cut at the deadline.
-        stop = t0 + FIRST_BUILD_SECONDS if builds == 1 else deadline + 0.1
+        # first meta kernels of a process): it may run to the form's limit, past the search's.
+        # A later one that takes many times the slowest build so far is wrong anyway (a side
+        # tried as a multiple loops over the grid's pairs of points): it is stopped.
+        stop = first_stop if builds == 1 else deadline + LAST_BUILD_SLACK
+        if builds > 1 and slowest:
+            stop = min(stop, begun + max(SLOW_FLOOR, SLOW_FACTOR * slowest))
         state: list[Any] = [0]
         try:
             with meta_build(cap, stop) as state:
@@ -127,12 +147,15 @@ def infer(
             # How far the constructor got (submodules it made) before it raised; a build cut
             # for its size got nowhere that counts.
             reached = -1 if isinstance(e, TooBig) else state[0]
+            cut = cut or builds == 1 and isinstance(e, PastDeadline)
             return None
+        slowest = max(slowest, time.thread_time() - begun)
         got = parts(built)
         diffs = differences(live, got)
         return _Try(weight(diffs, live, got), diffs, got)
 
     by_name = {f.name: f for f in searched}
+    known = {f.name: f.value for f in fields if f.name not in by_name}
     pools = {f.name: candidates(module, f, functools.partial(fits, f)) for f in searched}
     values = {f.name: f.value for f in searched}
     values.update(start or {})
@@ -171,7 +194,7 @@ def infer(
         flat: list[tuple[dict[str, Any], _Try]] = []
         if best is not None:
             n = 0
-            for change in proposals(best.diffs, searched, values, module, factory):
+            for change in proposals(best.diffs, searched, values, module, factory, known):
                 if any(
                     k not in by_name or same_value(v, values[k]) or not fits(by_name[k], v)
                     for k, v in change.items()
@@ -185,12 +208,18 @@ def infer(
                         flat = flat[:FLAT_LOOKS]
                     continue
                 got = build(change)
-                if got is not None and got.score < best.score:
-                    step = (change, got)
-                    break
-                if got is not None and got.score <= best.score + FLAT_MARGIN and _plain(change):
-                    flat = sorted([*flat, (change, got)], key=lambda x: x[1].score)[:FLAT_LOOKS]
                 n += 1
+                bar = step[1] if step is not None and step[1] is not None else best
+                if got is not None and got.score < bar.score:
+                    step = (change, got)
+                    if got.score == 0:
+                        break
+                    # A few more proposals, and the best of them: the first that scores better
+                    # may move a width that another field derives (in_chs where transformer_dim
+                    # was meant), a step away from the exact values.
+                    n = max(n, GUIDED_TRIES - BETTER_LOOKS)
+                elif got is not None and got.score <= best.score + FLAT_MARGIN and _plain(change):
+                    flat = sorted([*flat, (change, got)], key=lambda x: x[1].score)[:FLAT_LOOKS]
                 if n >= GUIDED_TRIES or time.thread_time() > deadline:
                     break
         if step is None:
@@ -215,7 +244,7 @@ def infer(
         for first, got in flat if step is None and best is not None and early else []:
             m = 0
             on = {**values, **first}
-            for change in proposals(got.diffs, searched, on, module, factory):
+            for change in proposals(got.diffs, searched, on, module, factory, known):
                 if any(
                     k not in by_name or same_value(v, on[k]) or not fits(by_name[k], v)
                     for k, v in change.items()
@@ -236,6 +265,8 @@ def infer(
         values.update(step[0])
         best = step[1]
     seconds = time.thread_time() - t0
+    if best is None and cut:
+        return Inferred(values, Check(TOO_SLOW, cut=True), builds, TOO_SLOW[9:], seconds)
     if best is None:
         error = far_error or error
         why = (

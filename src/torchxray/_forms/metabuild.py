@@ -10,7 +10,8 @@ past ``deadline``. One candidate can make a constructor build without end (timm'
 once per level: a width tried as ``levels`` builds millions of modules), and a deadline checked
 between builds cannot stop it. torch's global module-registration hook sees every submodule as it is set; it is
 there only while a build runs (reference-counted across threads; no global hook is left behind)
-and counts only in the thread that runs the build.
+and counts only in the thread that runs the build. A constructor that loops in plain Python
+registers nothing for seconds: ``_forms/watchdog.py`` stops it at the deadline (``PastDeadline``).
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ import torch
 from torch.nn.modules.module import register_module_module_registration_hook
 from torch.overrides import TorchFunctionMode
 
-__all__ = ["TooBig", "meta_build"]
+from .watchdog import interrupt
+
+__all__ = ["PastDeadline", "TooBig", "meta_build"]
 
 # In-place ops that keep a tensor's shape and dtype: what initialisers run.
 _VALUE_OPS = frozenset(
@@ -55,6 +58,13 @@ class TooBig(RuntimeError):
     """The build passed its module cap or its deadline."""
 
 
+class PastDeadline(TooBig):
+    """The build ran past its deadline (raised by the watchdog, with no arguments)."""
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(args or ("the build ran past the search's deadline",)))
+
+
 _local = threading.local()
 _users = 0
 _handle: Any = None
@@ -69,7 +79,7 @@ def _hook(module: Any, name: str, submodule: Any) -> None:
     if state[0] > state[1]:
         raise TooBig(f"the build passed {state[1]} submodules")
     if state[0] % 16 == 0 and time.thread_time() > state[2]:
-        raise TooBig("the build ran past the search's deadline")
+        raise PastDeadline()
 
 
 @contextlib.contextmanager
@@ -88,7 +98,8 @@ def meta_build(cap: int = 1 << 30, deadline: float = float("inf")) -> Iterator[l
     try:
         with warnings.catch_warnings(), torch.device("meta"), _SkipInit():
             warnings.simplefilter("ignore")
-            yield state
+            with interrupt(deadline, PastDeadline):
+                yield state
     finally:
         _local.state = outer
         with _lock:

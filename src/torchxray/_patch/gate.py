@@ -15,6 +15,7 @@ from typing import Any
 from torch import nn
 
 from .._forms.exact import Difference, change, differences, sentence, telling
+from .._forms.exact import check as full_check
 from .._forms.field import FormError
 from .._forms.parts import parts
 from .._text import short
@@ -57,10 +58,13 @@ def check(form: Any, old: nn.Module, new: nn.Module, path: str, ok: bool) -> tup
     ``ok``."""
     live, got = parts(old, kinds=True), parts(new, kinds=True)
     final = differences(live, got)
-    base = form.check.base
+    gate = form.check
+    if gate.cut:
+        gate = full_check(form, form.module, None)  # the form's check was stopped at its time limit
+    base = gate.base
     if base is None:
         unreached = final  # the unchanged rebuild could not be built: nothing is proven
-        why = form.inexact
+        why = gate.reason
     else:
         keys, roots = _reached(base, parts(new))
         unreached = [

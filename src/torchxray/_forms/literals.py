@@ -1,0 +1,142 @@
+"""The strings a constructor compares a parameter with: the values a string field can take.
+
+``if block_type == 'proj'``, ``assert downsample_type in ('avg', 'conv1x1', '')``: read with
+``ast`` from the constructor's source and from the functions and classes it hands the parameter
+to (``create_shortcut(downsample, ...)``), a few calls deep. A string field keeps no attribute
+the search could read, and no other candidate names a mode the code knows.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import textwrap
+import types
+import typing
+from collections.abc import Callable, Iterator
+from typing import Any
+
+__all__ = ["compared_strings"]
+
+DEPTH = 3  # calls followed from the constructor
+MAX_STRINGS = 12
+
+
+def _code(obj: Any) -> tuple[Callable[..., Any], int] | None:
+    """The function whose source says what ``obj`` does with its arguments, and how many
+    leading parameters a call does not pass (``self``)."""
+    if isinstance(obj, type):
+        init = obj.__dict__.get("__init__")
+        return (init, 1) if isinstance(init, types.FunctionType) else None
+    fn = inspect.unwrap(obj) if callable(obj) else None
+    return (fn, 0) if isinstance(fn, types.FunctionType) else None
+
+
+@functools.lru_cache(maxsize=512)
+def _tree(fn: Callable[..., Any]) -> ast.AST | None:
+    # Many constructors hand their strings to the same few functions (a layer registry's).
+    try:
+        return ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return None
+
+
+def _is(node: ast.AST, name: str) -> bool:
+    """``name`` itself, or a method of it that keeps its text (``name.lower()``)."""
+    if isinstance(node, ast.Name):
+        return node.id == name
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("lower", "upper", "strip", "casefold")
+        and _is(node.func.value, name)
+    )
+
+
+def _texts(node: ast.AST) -> Iterator[str]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        yield node.value
+    elif isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        for e in node.elts:
+            yield from _texts(e)
+
+
+def _callee(node: ast.expr, scope: dict[str, Any]) -> Any:
+    if isinstance(node, ast.Name):
+        return scope.get(node.id)
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        owner = scope.get(node.value.id)
+        if isinstance(owner, types.ModuleType):
+            return getattr(owner, node.attr, None)
+    return None
+
+
+def _keys(node: ast.expr, scope: dict[str, Any]) -> Iterator[str]:
+    """The string keys of a module-level dict the parameter is looked up in."""
+    table = scope.get(node.id) if isinstance(node, ast.Name) else None
+    if isinstance(table, dict):
+        yield from (k for k in table if isinstance(k, str))
+
+
+def _lookup(call: ast.Call, name: str) -> bool:
+    f = call.func
+    return (
+        isinstance(f, ast.Attribute)
+        and f.attr == "get"
+        and bool(call.args)
+        and _is(call.args[0], name)
+    )
+
+
+def _passed(call: ast.Call, name: str, target: Callable[..., Any], skip: int) -> str | None:
+    """The parameter of ``target`` that ``call`` hands ``name`` to."""
+    try:
+        params = list(inspect.signature(target).parameters.values())[skip:]
+    except (TypeError, ValueError):
+        return None
+    for i, a in enumerate(call.args):
+        if _is(a, name) and i < len(params) and params[i].kind <= params[i].POSITIONAL_OR_KEYWORD:
+            return params[i].name
+    for k in call.keywords:
+        if k.arg is not None and _is(k.value, name) and any(p.name == k.arg for p in params):
+            return k.arg
+    return None
+
+
+def _strings(fn: Callable[..., Any], name: str, depth: int, seen: set[Any]) -> Iterator[str]:
+    if (fn, name) in seen:
+        return
+    seen.add((fn, name))
+    tree = _tree(fn)
+    if tree is None:
+        return
+    scope = getattr(fn, "__globals__", {})
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            if any(_is(s, name) for s in sides):
+                for s in sides:
+                    yield from _texts(s)
+        elif isinstance(node, ast.Subscript) and _is(node.slice, name):
+            yield from _keys(node.value, scope)  # KERNELS[kernel]
+        elif isinstance(node, ast.Call) and _lookup(node, name):
+            yield from _keys(typing.cast(ast.Attribute, node.func).value, scope)  # D.get(name)
+        elif isinstance(node, ast.Call) and depth < DEPTH:
+            code = _code(_callee(node.func, scope))
+            if code is None:
+                continue
+            inner = _passed(node, name, code[0], code[1])
+            if inner is not None:
+                yield from _strings(code[0], inner, depth + 1, seen)
+
+
+@functools.lru_cache(maxsize=512)
+def compared_strings(cls: type, name: str) -> tuple[str, ...]:
+    """The strings ``cls``'s constructor compares its parameter ``name`` with (see the module
+    doc), in the order the code reads them; () where there is no source."""
+    code = _code(cls)
+    if code is None:
+        return ()
+    found = dict.fromkeys(_strings(code[0], name, 0, set()))
+    return tuple(found)[:MAX_STRINGS]

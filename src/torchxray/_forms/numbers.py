@@ -1,0 +1,145 @@
+"""Numbers a difference relates: the moves of ``_forms/guide.py`` that read a built number
+against the live one (``b`` against ``live``) through a field's value ``v``.
+
+- ``v`` is ``b``: the live number; ``b = k * v``, ``b = v / k``, ``b = v + k``, ``b = 2 * v +- 1``;
+  a square grid's side (``b = (v // k) ** 2``, + 1 for a class token), per tuple element too;
+- several fields move together: a ratio that takes up a width's factor, an unset width that
+  defaulted to another, ``b = w * r`` (any field's width), ``b = W / v``;
+- a float attribute no field holds: a float field scaled by live / built.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import Any
+
+from .exact import Difference
+from .field import Field
+
+__all__ = ["from_pair", "grid", "keeping", "product", "quotient", "scaled"]
+
+
+def grid(v: int, b: int, live: int) -> Iterator[int]:
+    for extra in (0, 1):
+        # A grid: b = (v / k) ** 2 (+ 1 for a class token): patches of an image side.
+        s, t = math.isqrt(max(b - extra, 0)), math.isqrt(max(live - extra, 0))
+        if s > 1 and s * s == b - extra and t * t == live - extra and v >= s:
+            yield t * (v // s)  # floor: 64 // 7 = 9 windows a side
+
+
+def _int_moves(v: int, b: int, live: int) -> Iterator[int]:
+    if v == b:
+        yield live
+    # Two squares are a grid's points before they are a multiple: a side tried as a multiple
+    # (b = k * v) builds a grid k ** 2 times too big, and a loop over its pairs of points
+    # takes the search's whole budget.
+    yield from grid(v, b, live)
+    if v and b % v == 0 and b // v > 1 and live % (b // v) == 0:
+        yield live // (b // v)  # b = k * v
+    if b and v % b == 0 and v // b > 1:
+        yield live * (v // b)  # b = v / k
+    if b != v and abs(b - v) <= 8:
+        yield live - (b - v)  # b = v + k
+    for c in (-1, 1):
+        if b == 2 * v + c and (live - c) % 2 == 0:
+            yield (live - c) // 2  # b = 2 * v - 1: relative positions across a window
+
+
+def from_pair(f: Field, v: Any, b: Any, live: Any) -> Iterator[Any]:
+    if isinstance(v, bool):
+        return
+    if type(v) is int and b == v and type(live) is float:
+        yield live  # an int where the live module holds a float (attn_ratio 1 vs 1.0)
+    if type(v) is int and type(b) is int and type(live) is int:
+        yield from (x for x in _int_moves(v, b, live) if x >= 0)
+    elif type(v) is float and isinstance(b, (int, float)) and isinstance(live, (int, float)):
+        if math.isclose(v, b, rel_tol=1e-6):
+            yield float(live)
+    if type(v) is int and v > 0 and type(b) is float and type(live) is float and live > 0:
+        # An attention's scale: b = v ** -0.5 (head_dim 64 gives 0.125).
+        if math.isclose(b, v**-0.5, rel_tol=1e-6):
+            root = live**-2
+            if abs(root - round(root)) < 1e-6:
+                yield round(root)
+    elif isinstance(v, str) and isinstance(b, str) and v == b:
+        yield live
+    elif isinstance(v, (tuple, list)) and v and all(type(x) is int for x in v):
+        if type(b) is int and type(live) is int and b in v:
+            yield type(v)(live if x == b else x for x in v)
+            if all(x == b for x in v):
+                yield live  # an int for a tuple field (kernel_size=3)
+        elif type(b) is int and type(live) is int and len(set(v)) == 1:
+            # A square grid's side per dimension (feat_size (56, 56): 8 ** 2 windows of 7).
+            for side in grid(v[0], b, live):
+                yield type(v)(side for _ in v)
+
+
+def _nice(x: float) -> bool:
+    return x > 0 and abs(x * 4 - round(x * 4)) < 1e-9
+
+
+def keeping(
+    fields: list[Field], values: dict[str, Any], name: str, b: int, live: int
+) -> Iterator[dict[str, Any]]:
+    """``name`` goes from ``b`` to ``live`` while the widths derived from it stay: a ratio or a
+    multiplier takes up the factor (``mid = in_chs * exp_ratio``: 96 * 1.0 is 16 * 6.0), and an
+    unset width that defaulted to ``name`` keeps ``b``."""
+    for f in fields:
+        v = values.get(f.name)
+        if f.name == name or isinstance(v, bool) or "drop" in f.name:
+            continue
+        if type(v) is float and v and _nice(v * b / live):
+            yield {name: live, f.name: v * b / live}
+        elif type(v) is int and v >= 1 and (v * b) % live == 0:
+            yield {name: live, f.name: v * b // live}
+        elif v is None and not f.required and f.kind in ("int", "int_or_tuple", "literal"):
+            # An unset width that defaulted to ``name`` (dim_out = dim_out or dim) takes the
+            # live one, or ``name`` moves and it keeps ``b``.
+            yield {f.name: live}
+            yield {name: live, f.name: b}
+
+
+def product(
+    fields: list[Field], values: dict[str, Any], b: int, live: int, known: dict[str, Any]
+) -> Iterator[dict[str, Any]]:
+    """``b = w * r`` for a width ``w`` (any field's, ``known``) and a ratio ``r`` (mlp hidden =
+    dim * mlp_ratio): ``r`` becomes ``live / w``."""
+    for fr in fields:
+        r = values.get(fr.name)
+        if type(r) is not float or not r or "drop" in fr.name:
+            continue
+        for w in dict.fromkeys(v for v in known.values() if type(v) is int):
+            if w > 0 and math.isclose(w * r, b) and _nice(live / w):
+                yield {fr.name: live / w}
+
+
+def quotient(
+    fields: list[Field], values: dict[str, Any], b: int, live: int, known: dict[str, Any]
+) -> Iterator[dict[str, Any]]:
+    """``b = W / v`` (head_dim = dim / num_heads, ``W`` any field's): ``v`` becomes ``W /
+    live``."""
+    ints = [(f.name, values[f.name]) for f in fields if type(values.get(f.name)) is int]
+    widths = [(n, v) for n, v in known.items() if type(v) is int]
+    for w_name, w in widths:
+        for v_name, v in ints:
+            # Floor division too: dim // n_div.
+            if v_name != w_name and v > 0 and w // v == b and w % live == 0:
+                yield {v_name: w // live}
+
+
+def scaled(d: Difference, fields: list[Field], values: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+    """A float attribute no field holds, derived as ``v * c`` (``scale = gamma * fan_in **
+    -0.5``): a float field ``v`` becomes ``v * live / built``."""
+    if not d.aspect.startswith("attr ") or d.live is None or d.built is None:
+        return
+    try:
+        live, b = float(d.live), float(d.built)
+    except ValueError:
+        return
+    if not b or live == b or "." not in d.live or any(values.get(f.name) == b for f in fields):
+        return
+    for f in fields:
+        v = values.get(f.name)
+        if type(v) is float and v and "drop" not in f.name:
+            yield f.name, v * live / b
