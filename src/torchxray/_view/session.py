@@ -109,7 +109,7 @@ class Session:
     @property
     def origin(self) -> Opened | None:
         if self._origin is None and self.model is not None:
-            self._origin = Opened.of(self.model)
+            self._origin = Opened.of(self.model, self._tree)
         return self._origin
 
     # -- the synced states (one Explorer traitlet each) ----------------------------------------
