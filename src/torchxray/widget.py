@@ -103,8 +103,9 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
             # The tree shows now; the probe's results fill in when it is done.
             self._start_probe(first=True)
         else:
-            # The Diff tab's base (session.origin, slow on a big model) is taken lazily: by the
-            # first patch or diff request, or by the background probe; not before the tree.
+            # The Diff tab's base (session.origin, slow on a big model) is taken lazily, by the
+            # first patch or diff request: in the background after the probe it slowed whatever
+            # the kernel did next (bench/README.md, "Figures behind choices").
             if probe:
                 self._probe_now(session)
             self._sync(ALL)
@@ -149,8 +150,6 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
                     session.probe_note = note
                 self._sync(PROBE)
                 self.busy = ""
-            # The Diff tab's base, before an Apply (it joins this thread), after the results are out.
-            _ = session.origin
 
         self._background.start(job)
 
