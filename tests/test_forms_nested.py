@@ -14,7 +14,7 @@ from torch import nn
 import torchxray as tx
 from torchxray._forms import fill
 from torchxray._forms.exact import build_meta
-from torchxray._forms.nested import compared_strings
+from torchxray._forms.literals import compared_strings
 from torchxray._forms.parts import parts
 
 warnings.filterwarnings("ignore")
@@ -126,3 +126,22 @@ def test_a_spread_kwargs_holds_what_the_layer_it_reaches_holds() -> None:
     tv = pytest.importorskip("torchvision")
     f = _exact(tv.models.googlenet(init_weights=False, aux_logits=False).conv1)
     assert f["kwargs"].value == {"kernel_size": (7, 7), "stride": (2, 2), "padding": (3, 3)}
+
+
+def test_a_class_without_a_source_file_opens_its_form(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A class whose module has no file (IPython's ``__main__`` in a kernel): the strings its
+    code compares are unknown, and the form opens all the same."""
+    import sys
+    import types
+
+    mod = types.ModuleType("torchxray_test_fileless")
+    monkeypatch.setitem(sys.modules, mod.__name__, mod)
+
+    def init(self: nn.Module, tag: str = "wide", width: int = 8) -> None:
+        nn.Module.__init__(self)
+        self.lin = nn.Linear(width, width)
+
+    cls = type("Fileless", (nn.Module,), {"__init__": init, "__module__": mod.__name__})
+    assert compared_strings(cls, "tag") == ()
+    form = tx.form(cls(width=4))
+    assert form.values["width"] == 4

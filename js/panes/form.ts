@@ -85,6 +85,7 @@ export function renderFields(
       readers.push([f, () => input.value]);
     }
     input.dataset.kind = f.kind;
+    input.dataset.field = f.name;
     const hint = h("span", { class: "tx-kind", title: f.annotation || f.kind }, f.kind);
     const badge = ORIGIN_BADGE[f.origin];
     const origin = badge ? h("span", { class: badge[0], title: badge[2] }, badge[1]) : null;
@@ -103,11 +104,39 @@ export function renderFields(
   };
 }
 
+/** What was typed into a form: per field, the text the form showed and the value typed over it. */
+type Draft = { path: string; typed: Map<string, [string, string]> };
+
+/** Puts typed values back into a form rebuilt for the same module, for the fields whose shown
+ * text is still the one they were typed over (a refresh that changed nothing under them). */
+function restoreDraft(form: HTMLElement, fields: Field[], draft: Draft): void {
+  for (const f of fields) {
+    const got = draft.typed.get(f.name);
+    if (!got || got[0] !== f.text) continue;
+    for (const el of form.querySelectorAll<HTMLInputElement | HTMLSelectElement>("[data-field]")) {
+      if (el.dataset.field !== f.name) continue;
+      if (el instanceof HTMLInputElement && el.type === "checkbox") el.checked = got[1] === "True";
+      else el.value = got[1];
+    }
+  }
+}
+
 export class FormPane implements Pane {
   readonly el = h("div", { class: "tx-formpane" });
   private shown: string | null = null;
   private seq = 0;
+  // The form on screen: its module and a reader of what was typed into it, so that a refresh
+  // (the model changed elsewhere, a probe landed) keeps what the person typed.
+  private current: { path: string; texts: Map<string, string>; read: (all: boolean) => Record<string, string> } | null = null;
   constructor(private readonly ctx: Ctx) {}
+
+  private draft(): Draft | null {
+    const c = this.current;
+    if (!c) return null;
+    const typed = new Map<string, [string, string]>();
+    for (const [name, value] of Object.entries(c.read(false))) typed.set(name, [c.texts.get(name) ?? "", value]);
+    return { path: c.path, typed };
+  }
 
   async show(force = false): Promise<void> {
     const path = this.ctx.model.get("selected");
@@ -129,6 +158,7 @@ export class FormPane implements Pane {
   selectionChanged(): void {
     this.seq += 1; // a reply still on its way is for the old module
     this.shown = null;
+    this.current = null; // a draft belongs to one module
     clear(this.el);
   }
 
@@ -137,10 +167,13 @@ export class FormPane implements Pane {
   }
 
   private renderEdit(r: FormReply): void {
+    const draft = this.draft();
     clear(this.el);
     const form = h("form", { class: "tx-form", "aria-label": `${r.cls} hyperparameters` });
     const errors = new Map<string, HTMLElement>();
     const read = renderFields(form, r.fields, errors);
+    if (draft && draft.path === r.path) restoreDraft(form, r.fields, draft);
+    this.current = { path: r.path, texts: new Map(r.fields.map((f) => [f.name, f.text])), read };
     const general = h("div", { class: "tx-fielderr", role: "alert" });
     const apply = h("button", { type: "submit", class: "tx-primary" }, "Apply");
     const replace = h("button", { type: "button" }, "Replace with...");
@@ -149,7 +182,10 @@ export class FormPane implements Pane {
       apply.disabled = true;
       replace.disabled = true;
     }
-    reset.addEventListener("click", () => void this.show(true));
+    reset.addEventListener("click", () => {
+      this.current = null; // forget what was typed
+      void this.show(true);
+    });
     form.append(general, h("div", { class: "tx-buttons" }, apply, reset, replace));
     form.addEventListener("submit", (e) => {
       e.preventDefault();
@@ -205,6 +241,7 @@ export class FormPane implements Pane {
     });
     if (done) {
       this.shown = null;
+      this.current = null; // applied: the form shows the live values again
       await this.show(true);
     }
   }

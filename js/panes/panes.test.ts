@@ -186,10 +186,19 @@ describe("FormPane", () => {
     await flush();
     expect(asked).toBe(1);
     expect((pane.el.querySelector("input") as HTMLInputElement).value).toBe("7");
-    // An edit changes the model: the form is asked for again.
+    // An edit elsewhere changes the model: the form is asked for again, and what was typed
+    // stays where the field still shows the value it was typed over.
     (c.model as unknown as FakeModel).set("tree_state", { ...firstState(NET, 3), model_rev: 3 });
     await pane.show();
     await flush();
     expect(asked).toBe(2);
+    expect((pane.el.querySelector("input") as HTMLInputElement).value).toBe("7");
+    // The field's live value changed under it: the new value is shown, not the draft.
+    field.text = "5";
+    (c.model as unknown as FakeModel).set("tree_state", { ...firstState(NET, 4), model_rev: 4 });
+    await pane.show();
+    await flush();
+    expect(asked).toBe(3);
+    expect((pane.el.querySelector("input") as HTMLInputElement).value).toBe("5");
   });
 });

@@ -2,8 +2,11 @@
 
 ``if block_type == 'proj'``, ``assert downsample_type in ('avg', 'conv1x1', '')``: read with
 ``ast`` from the constructor's source and from the functions and classes it hands the parameter
-to (``create_shortcut(downsample, ...)``), a few calls deep. A string field keeps no attribute
-the search could read, and no other candidate names a mode the code knows.
+to (``create_shortcut(downsample, ...)``), a few calls deep; then the strings the class's
+source file compares that name with anywhere (``cfg.rel_pos_type == "mlp"`` in a block the
+class builds), read through ``linecache`` so that a notebook cell's code counts too. A string
+field keeps no attribute the search could read, and no other candidate names a mode the code
+knows.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import ast
 import functools
 import inspect
+import linecache
 import textwrap
 import types
 import typing
@@ -131,12 +135,48 @@ def _strings(fn: Callable[..., Any], name: str, depth: int, seen: set[Any]) -> I
                 yield from _strings(code[0], inner, depth + 1, seen)
 
 
+@functools.lru_cache(maxsize=256)
+def _file_strings(path: str) -> dict[str, tuple[str, ...]]:
+    try:
+        # linecache: a notebook cell's code is there too, under its cell's file name.
+        tree = ast.parse("".join(linecache.getlines(path)))
+    except (SyntaxError, ValueError):
+        return {}
+    found: dict[str, dict[str, None]] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Compare):
+            continue
+        sides = [node.left, *node.comparators]
+        names = [
+            s.id if isinstance(s, ast.Name) else s.attr
+            for s in sides
+            if isinstance(s, (ast.Name, ast.Attribute))
+        ]
+        for s in sides:
+            items = s.elts if isinstance(s, (ast.Tuple, ast.List, ast.Set)) else [s]
+            for x in items:
+                if isinstance(x, ast.Constant) and isinstance(x.value, str):
+                    for n in names:
+                        found.setdefault(n, {}).setdefault(x.value, None)
+    return {n: tuple(v) for n, v in found.items()}
+
+
+def _in_file(owner: type, name: str) -> tuple[str, ...]:
+    """The strings the code of ``owner``'s source file compares a name or an attribute ``name``
+    with anywhere (``cfg.rel_pos_type == "mlp"`` in a block the class builds)."""
+    try:
+        path = inspect.getsourcefile(owner)
+    except (TypeError, OSError):  # a builtin, or a class whose file is gone
+        return ()
+    return _file_strings(path).get(name, ()) if path else ()
+
+
 @functools.lru_cache(maxsize=512)
 def compared_strings(cls: type, name: str) -> tuple[str, ...]:
     """The strings ``cls``'s constructor compares its parameter ``name`` with (see the module
-    doc), in the order the code reads them; () where there is no source."""
+    doc), in the order the code reads them, then those its source file compares a name
+    ``name`` with elsewhere; () where there is no source."""
     code = _code(cls)
-    if code is None:
-        return ()
-    found = dict.fromkeys(_strings(code[0], name, 0, set()))
+    found = dict.fromkeys(_strings(code[0], name, 0, set())) if code is not None else {}
+    found.update(dict.fromkeys(_in_file(cls, name)))
     return tuple(found)[:MAX_STRINGS]

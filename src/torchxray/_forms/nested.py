@@ -8,11 +8,8 @@ like any other argument: from the children's attributes and the differences of e
 
 from __future__ import annotations
 
-import ast
 import dataclasses
-import functools
 import inspect
-import linecache
 import types
 import typing
 from collections.abc import Iterator
@@ -25,13 +22,13 @@ from torch import nn
 from .config import is_config
 from .field import Field
 from .kinds import KindInfo, kind_of
+from .literals import compared_strings
 from .signature import ann_text
 from .values import to_text
 
-__all__ = ["Nested", "compared_strings", "nest"]
+__all__ = ["Nested", "nest"]
 
 MAX_ARGS = 24  # a class with more arguments than this is no small config: left whole
-MAX_STRINGS = 12
 MAX_DEPTH = 2  # a config inside a config is expanded too, once
 _MISSING = inspect.Parameter.empty
 
@@ -107,43 +104,6 @@ def config_class(p: inspect.Parameter, value: Any) -> type | None:
     if not dataclasses.is_dataclass(c) and "__init__" not in vars(c):
         return None  # an object made from nothing it was told
     return c if _params(c) is not None else None
-
-
-@functools.lru_cache(maxsize=256)
-def _file_strings(path: str) -> dict[str, tuple[str, ...]]:
-    try:
-        # linecache: a notebook cell's code is there too, under its cell's file name.
-        tree = ast.parse("".join(linecache.getlines(path)))
-    except (SyntaxError, ValueError):
-        return {}
-    found: dict[str, dict[str, None]] = {}
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Compare):
-            continue
-        sides = [node.left, *node.comparators]
-        names = [
-            s.id if isinstance(s, ast.Name) else s.attr
-            for s in sides
-            if isinstance(s, (ast.Name, ast.Attribute))
-        ]
-        for s in sides:
-            items = s.elts if isinstance(s, (ast.Tuple, ast.List, ast.Set)) else [s]
-            for x in items:
-                if isinstance(x, ast.Constant) and isinstance(x.value, str):
-                    for n in names:
-                        found.setdefault(n, {}).setdefault(x.value, None)
-    return {n: tuple(v) for n, v in found.items()}
-
-
-def compared_strings(owner: type, name: str) -> tuple[str, ...]:
-    """The strings the code of ``owner``'s source file compares a name or an attribute ``name``
-    with (``activation == "HS"``, ``cfg.rel_pos_type == "mlp"``, ``stem_type in ("", "deep")``):
-    the values that code knows, for the search."""
-    try:
-        path = inspect.getsourcefile(owner)
-    except TypeError:
-        return ()
-    return _file_strings(path)[name][:MAX_STRINGS] if path and name in _file_strings(path) else ()
 
 
 def _sub(owner: type, p: inspect.Parameter, prefix: str, value: Any) -> tuple[Field, KindInfo]:
