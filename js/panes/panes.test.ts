@@ -176,29 +176,22 @@ describe("FormPane", () => {
       },
     }, { tree_state: { ...firstState(NET, 1), model_rev: 1 } });
     const pane = new FormPane(c);
-    await pane.show();
-    await flush();
-    const box = pane.el.querySelector("input") as HTMLInputElement;
-    box.value = "7";
+    // The kernel's next tree state (rev, model_rev), then what the form shows: (asked, value).
+    const after = async (rev: number, modelRev: number): Promise<[number, string]> => {
+      (c.model as unknown as FakeModel).set("tree_state", { ...firstState(NET, rev), model_rev: modelRev });
+      await pane.show();
+      await flush();
+      return [asked, (pane.el.querySelector("input") as HTMLInputElement).value];
+    };
+    expect(await after(1, 1)).toEqual([1, "3"]);
+    (pane.el.querySelector("input") as HTMLInputElement).value = "7";
     // A probe alone bumps rev and leaves the model as it was: the form stays, value and all.
-    (c.model as unknown as FakeModel).set("tree_state", { ...firstState(NET, 2), model_rev: 1 });
-    await pane.show();
-    await flush();
-    expect(asked).toBe(1);
-    expect((pane.el.querySelector("input") as HTMLInputElement).value).toBe("7");
+    expect(await after(2, 1)).toEqual([1, "7"]);
     // An edit elsewhere changes the model: the form is asked for again, and what was typed
     // stays where the field still shows the value it was typed over.
-    (c.model as unknown as FakeModel).set("tree_state", { ...firstState(NET, 3), model_rev: 3 });
-    await pane.show();
-    await flush();
-    expect(asked).toBe(2);
-    expect((pane.el.querySelector("input") as HTMLInputElement).value).toBe("7");
+    expect(await after(3, 3)).toEqual([2, "7"]);
     // The field's live value changed under it: the new value is shown, not the draft.
     field.text = "5";
-    (c.model as unknown as FakeModel).set("tree_state", { ...firstState(NET, 4), model_rev: 4 });
-    await pane.show();
-    await flush();
-    expect(asked).toBe(3);
-    expect((pane.el.querySelector("input") as HTMLInputElement).value).toBe("5");
+    expect(await after(4, 4)).toEqual([3, "5"]);
   });
 });
