@@ -322,6 +322,9 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
         ]
     if "drop" in low and f.kind != "bool":
         pool = [*_drop_rates(module), *pool]
+        if f.kind == "literal":
+            # A rate nothing annotates: the rates its layers keep (a Dropout's p), or none.
+            pool = [*pool, *_floats(module), 0.0]
         if "rate" in low and (f.kind == "float" or type(f.default) is float):
             # Per-block rates rise linearly to the given rate: the last block holds it.
             rates = [r for rs in _drop_rates(module) for r in rs]
