@@ -14,6 +14,7 @@ import torchxray as tx
 from torchxray._forms import fill
 from torchxray._forms.exact import build_meta
 from torchxray._forms.parts import parts
+from torchxray._forms.position import index_like, ordinals
 
 warnings.filterwarnings("ignore")
 
@@ -72,3 +73,81 @@ def test_a_required_value_proven_none_is_given() -> None:
     stage = swin2sr.Swin2SRStage(cfg, 12, (4, 4), 1, 2, [0.0])
     f = _exact(stage)
     assert f.build() is not None
+
+
+def test_an_index_parameter_takes_the_place_of_the_stage() -> None:
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.PvtV2Config(
+        depths=[1] * 4, hidden_sizes=[8, 16, 24, 32], num_attention_heads=[1] * 4,
+        mlp_ratios=[2] * 4, sr_ratios=[1] * 4, patch_sizes=[5] * 4, strides=[2] * 4,
+        num_encoder_blocks=4,
+    )  # fmt: skip
+    model = transformers.PvtV2Model(cfg)
+    # layer_idx reads the config's per-stage lists: the fourth stage's embedding was given 3,
+    # a number none of its layers keeps.
+    embedding = model.encoder.layers[3].patch_embedding
+    assert ordinals(embedding)[0] == 3  # the numbered container around it says so first
+    f = _exact(embedding)
+    assert f["layer_idx"].value == 3
+    assert index_like("stage_idx") and index_like("layer_index") and not index_like("num_heads")
+
+
+def test_a_number_used_as_a_sequence_tries_the_grids_the_layers_keep() -> None:
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.DonutSwinConfig(
+        image_size=32, patch_size=4, embed_dim=8, depths=[1, 1], num_heads=[1, 2], window_size=2
+    )
+    model = transformers.DonutSwinModel(cfg)
+    # grid_size[0]: an int fails ("'int' object is not subscriptable"); the stages keep (8, 8).
+    f = _exact(model.encoder)
+    assert f["grid_size"].value == (8, 8)
+
+
+def test_a_value_added_as_a_layer_tries_the_layers_the_module_holds() -> None:
+    mask2former = pytest.importorskip("transformers.models.mask2former.modeling_mask2former")
+    # activation is a layer instance it keeps: "int is not a Module subclass" said so.
+    block = mask2former.Mask2FormerPredictionBlock(8, 16, activation=nn.ReLU())
+    f = _exact(block)
+    assert isinstance(f["activation"].value, nn.ReLU)
+    oneformer = pytest.importorskip("transformers.models.oneformer.modeling_oneformer")
+    # decoder_layer is cloned: the layer's class fails ("... is not a Module subclass").
+    layer = oneformer.OneFormerTransformerDecoderQueryTransformerDecoderLayer(16, 2, 32)
+    decoder = oneformer.OneFormerTransformerDecoderQueryTransformerDecoder(layer, 2)
+    f = _exact(decoder)
+    assert type(f["decoder_layer"].value) is type(layer) and f.build() is not None
+
+
+def test_a_singular_unannotated_width_is_a_number_first() -> None:
+    oneformer = pytest.importorskip("transformers.models.oneformer.modeling_oneformer")
+    # d_model and nhead: per-stage tuples first made both fail the same comparison.
+    layer = oneformer.OneFormerTransformerDecoderQueryTransformerDecoderLayer(16, 2, 32)
+    f = _exact(layer)
+    assert (f["d_model"].value, f["nhead"].value) == (16, 2)
+
+
+def test_a_layer_only_the_build_has_proposes_its_width_was_none() -> None:
+    blocks = pytest.importorskip("diffusers.models.unets.unet_2d_blocks")
+    # temb_channels: int is required, and None leaves out each resnet's time_emb_proj.
+    block = blocks.UNetMidBlock2D(32, None, resnet_groups=8, attention_head_dim=8)
+    f = _exact(block)
+    assert f["temb_channels"].value is None and f.build() is not None
+
+
+def test_a_plural_parameter_takes_one_value_per_layer() -> None:
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.EncodecConfig(
+        num_filters=4, upsampling_ratios=[2], hidden_size=8, codebook_size=16
+    )
+    model = transformers.EncodecModel(cfg)
+    # dilations: one per conv of its block (its kernel sizes are two: the lengths must match).
+    f = _exact(model.encoder.layers[1])
+    assert tuple(f["dilations"].value) == (1, 1)
+
+
+def test_stages_laid_out_flat_are_read_as_runs() -> None:
+    vae = pytest.importorskip("diffusers.models.autoencoders.vae")
+    # conv, blocks, conv, blocks, conv in one Sequential: widths (16, 8), one block each.
+    f = _exact(vae.EncoderTiny(3, 4, (1, 2), (16, 8), "relu"))
+    assert f["num_blocks"].value == (1, 2) and f["block_out_channels"].value == (16, 8)
+    f = _exact(vae.DecoderTiny(4, 3, (2, 1), (16, 8), 2, "relu", "nearest"))
+    assert f["num_blocks"].value == (2, 1)

@@ -163,11 +163,11 @@ def fill(
         return typing.cast(nn.Module, cls(*args, **kwargs))
 
     def fits(f: Field, value: Any) -> bool:
-        # None is tried for any field with a default: annotations say `int` where callers pass
-        # None (diffusers' temb_channels); the build decides.
-        # Annotations that lie are tried past: a float where `int` is annotated (a live attribute
-        # 1.0 for attn_ratio: int), an int for a `bool` (below).
-        if value is None and not f.required or type(value) is float and f.kind == "int":
+        # None is tried for any field, required ones too: annotations say `int` where callers
+        # pass None (a layer made only when its width is given, ``_forms/gated.py``); the build
+        # decides. Annotations that lie are tried past: a float where `int` is annotated (a live
+        # attribute 1.0 for attn_ratio: int), an int for a `bool` (below).
+        if value is None or type(value) is float and f.kind == "int":
             return True
         if f.kind == "int" and isinstance(value, tuple) and all(type(x) is int for x in value):
             return True  # widths per layer where `int` is annotated (out_chs = to_2tuple(...))

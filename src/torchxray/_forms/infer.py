@@ -165,7 +165,7 @@ def infer(
     seen = {tuple(_key(values[n]) for n in by_name)}
     best = run(values)
     if best is None:
-        learn(error, searched, pools, fits)
+        learn(error, searched, pools, fits, module, values)
     # While no value set builds, a change that lets the constructor get further (more submodules
     # made before it raises) is a step: two wrong values are then fixed one after the other.
     far, far_error = reached, error
@@ -235,7 +235,7 @@ def infer(
                         break
                     if got is None and best is None and reached > far:
                         step, far, far_error = ({f.name: c}, None), reached, error
-                        learn(error, searched, pools, fits)
+                        learn(error, searched, pools, fits, module, {**values, f.name: c})
                         break
                 if step is not None:
                     break
