@@ -151,3 +151,46 @@ def test_stages_laid_out_flat_are_read_as_runs() -> None:
     assert f["num_blocks"].value == (1, 2) and f["block_out_channels"].value == (16, 8)
     f = _exact(vae.DecoderTiny(4, 3, (2, 1), (16, 8), 2, "relu", "nearest"))
     assert f["num_blocks"].value == (2, 1)
+
+
+def test_per_block_values_are_fixed_one_message_after_the_other() -> None:
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.HieraConfig(
+        embed_dim=8, image_size=[32, 32], patch_size=[4, 4], patch_stride=[2, 2],
+        depths=[2, 1], num_heads=[1, 2], masked_unit_size=[4, 4], num_query_pool=1,
+    )  # fmt: skip
+    model = transformers.HieraModel(cfg)
+    # drop_path[i] then query_stride[i]: each number fails as a sequence, one after the other.
+    f = _exact(model.encoder.stages[0])
+    assert f["drop_path"].value == [0.0, 0.0] and tuple(f["query_stride"].value) == (1, 1)
+
+
+def test_a_stage_takes_the_items_of_its_configs_lists() -> None:
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.LevitConfig(
+        image_size=64, hidden_sizes=[16, 32], num_attention_heads=[1, 2], depths=[1, 1],
+        key_dim=[8, 8], mlp_ratio=[2, 2], attention_ratio=[2, 2],
+        down_ops=[["Subsample", 8, 2, 4, 2, 2]],
+    )  # fmt: skip
+    model = transformers.LevitModel(cfg)
+    # The last stage keeps its config: hidden_sizes=config.hidden_sizes[1], and so on.
+    f = _exact(model.encoder.stages[1])
+    assert f["hidden_sizes"].value == 32 and f["down_ops"].value == [""]
+
+
+def test_a_pyramid_takes_its_widths_reversed_and_hands_them_on() -> None:
+    maskformer = pytest.importorskip("transformers.models.maskformer.modeling_maskformer")
+    # Its layers are made from lateral_widths[::-1].
+    f = _exact(maskformer.MaskFormerFPNModel(64, [16, 32, 48], feature_size=32))
+    assert list(f["lateral_widths"].value) == [16, 32, 48]
+    # *args and **kwargs handed on to that pyramid: its values, by keyword.
+    decoder = maskformer.MaskFormerPixelDecoder(64, [16, 32], feature_size=32)
+    f = _exact(decoder)
+    assert list(f["kwargs"].value["lateral_widths"]) == [16, 32]
+
+
+def test_a_width_annotated_as_a_tensor_is_a_number() -> None:
+    mask2former = pytest.importorskip("transformers.models.mask2former.modeling_mask2former")
+    # mask_feature_size: torch.Tensor, given an int (the last layer's width).
+    f = _exact(mask2former.Mask2FormerMaskPredictor(32, 2, 24))
+    assert f["mask_feature_size"].value == 24

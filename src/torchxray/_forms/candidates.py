@@ -54,7 +54,7 @@ from .layout import (
     width as _width,
 )
 from .literals import compared_strings
-from .position import index_like, ordinals
+from .position import config_items, index_like, ordinals
 
 __all__ = ["ALIASES", "candidates", "same_value"]
 
@@ -249,6 +249,8 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
         first.reverse()  # an output width is the last layer's
     pool: list[Any] = []
     numeric = f.kind in ("int", "int_or_tuple") or type(f.default) is int
+    # A width annotated as a tensor (``mask_feature_size: torch.Tensor`` given an int).
+    numeric = numeric or f.kind == "tensor" and any(w in low for w in _WIDTH_WORDS)
     # Per-stage tuples for a plural name (layers, depths) first; one number for a singular one
     # (d_model, nhead) that nothing annotates: a tuple there fails the first comparison.
     plural = low.split("_")[-1].endswith("s") and not low.endswith("ss")
@@ -293,7 +295,9 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
             pool = [*pool[:2], *_tuples(module), *pool[2:]]
             if any(w in f.annotation.lower() for w in ("list", "sequence")):
                 # A list of widths: one per item of a container, before any single width.
-                first = [*_per_item(module), *first]
+                # Either way round: a pyramid's layers are made from the list reversed.
+                items = _per_item(module)
+                first = [*items, *(w[::-1] for w in items if w != w[::-1]), *first]
     if isinstance(f.default, tuple) and f.default and all(type(x) is int for x in f.default):
         pool = [*_per_stage(module, len(f.default)), *pool]
     elif f.required and f.value is None and f.kind == "int_or_tuple":
@@ -349,6 +353,8 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
     if plural and f.kind in ("int_or_tuple", "literal") and name.endswith("s"):
         # One value per layer (dilations from each conv's dilation).
         pool = [*_per_layer(module, name[:-1]), *pool]
+    if f.required and f.value is None:
+        pool = [*config_items(module, name), *pool]  # hidden_sizes=config.hidden_sizes[idx]
     if f.kind in ("int", "literal") and index_like(name) and not f.choices:
         pool = [*ordinals(module), *pool]  # a stage given its own number (stage_idx)
     if f.optional or f.default is None:

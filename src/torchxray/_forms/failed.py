@@ -21,9 +21,9 @@ import torch
 from torch import nn
 
 from .field import Field
-from .layout import drop_rates, tuples
+from .layout import drop_rates, lengths, tuples
 
-__all__ = ["learn"]
+__all__ = ["learn", "teaches"]
 
 _QUOTED = re.compile(r"""['"]([A-Za-z_][\w.-]{0,40})['"]""")
 _SEQUENCE = re.compile(
@@ -34,10 +34,13 @@ MAX_NAMED = 8
 MAX_LAYERS = 4
 
 
-def _sequences(kind: str, module: nn.Module) -> list[Any]:
+def _sequences(kind: str, module: nn.Module, value: Any) -> list[Any]:
+    """The grids (ints) or per-block rates (floats) the layers keep, then the value once per
+    block of each container (a stride or a rate given per block, all the same)."""
+    counts = [n for n in dict.fromkeys(lengths(module)) if n > 0]
     if kind == "int":
-        return list(tuples(module))
-    return [list(r) for r in drop_rates(module)]
+        return [*tuples(module), *((value,) * n for n in counts)]
+    return [*(list(r) for r in drop_rates(module)), *([value] * n for n in counts)]
 
 
 def _layers(value: Any, module: nn.Module) -> list[nn.Module]:
@@ -46,6 +49,11 @@ def _layers(value: Any, module: nn.Module) -> list[nn.Module]:
     else:
         found = [m for m in module.children() if not isinstance(m, (nn.ModuleList, nn.Sequential))]
     return found[:MAX_LAYERS]
+
+
+def teaches(error: str) -> bool:
+    """Whether ``error`` says which kind of value a field needs (a sequence, a layer)."""
+    return bool(_SEQUENCE.search(error) or _NOT_A_LAYER.search(error))
 
 
 def learn(
@@ -72,7 +80,7 @@ def learn(
         if seq is not None and f.kind not in ("int", "float", "bool"):
             kind = seq.group(1) or seq.group(2)
             if type(v).__name__ == kind:
-                new = [x for x in _sequences(kind, module) if fits(f, x)]
+                new = [x for x in _sequences(kind, module, v) if fits(f, x)]
         if layer is not None and v is not None and torch.typename(v) == layer.group(1):
             # The constructor said it: a layer instance, whatever the field's kind was read as.
             new = _layers(v, module)

@@ -175,6 +175,8 @@ def fill(
             return True  # a kind read from an int default only (padding=0 that takes "same")
         if f.kind == "str" and not f.annotation and _ints(value):
             return True  # a kind read from a str default only (padding="SAME" that takes (3, 3))
+        if type(value) is int and f.kind == "tensor":
+            return True  # a width annotated as a tensor (the candidates offer one by its name)
         if type(value) is int and f.kind == "bool":
             return True  # `layer_idx: bool | None` (transformers' LED) holds a layer's index
         if f.kind == "float" and isinstance(value, list) and all(type(x) is float for x in value):

@@ -31,7 +31,7 @@ from .exact import (
     sentence,
     weight,
 )
-from .failed import learn
+from .failed import learn, teaches
 from .field import Field
 from .guide import proposals
 from .metabuild import PastDeadline, TooBig, meta_build
@@ -233,7 +233,10 @@ def infer(
                     if got is not None and (best is None or got.score < best.score):
                         step = ({f.name: c}, got)
                         break
-                    if got is None and best is None and reached > far:
+                    # So is one that fails as far, for another reason the message explains
+                    # (a per-block rate now a list: the stride next to it is the int indexed).
+                    moved = reached == far and error != far_error and teaches(error)
+                    if got is None and best is None and (reached > far or moved):
                         step, far, far_error = ({f.name: c}, None), reached, error
                         learn(error, searched, pools, fits, module, {**values, f.name: c})
                         break

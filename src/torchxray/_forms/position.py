@@ -9,10 +9,13 @@ from __future__ import annotations
 import gc
 import warnings
 import weakref
+from typing import Any
 
 from torch import nn
 
-__all__ = ["index_like", "ordinals"]
+from .config import is_config
+
+__all__ = ["config_items", "index_like", "ordinals"]
 
 _WORDS = frozenset({"idx", "index", "id", "num", "number", "i"})
 
@@ -21,6 +24,7 @@ _places: weakref.WeakKeyDictionary[nn.Module, tuple[weakref.ref[nn.Module], str]
     weakref.WeakKeyDictionary()
 )
 MAX_UP = 4
+MAX_ITEMS = 6
 
 
 def index_like(name: str) -> bool:
@@ -55,3 +59,15 @@ def ordinals(module: nn.Module) -> list[int]:
         if key.isdigit():
             found.append(int(key))
     return list(dict.fromkeys([*found, 0, 1]))
+
+
+def config_items(module: nn.Module, name: str) -> list[Any]:
+    """The items of the per-stage list the module's own config holds under ``name``
+    (``config.down_ops``, ``config.hidden_sizes``), the one at the module's place first: a stage
+    given ``config.hidden_sizes[idx]`` keeps the config, not the number."""
+    config = module.__dict__.get("config")
+    seq = getattr(config, name, None) if is_config(config) else None
+    if not isinstance(seq, (list, tuple)) or len(seq) < 2:
+        return []
+    places = [i for i in ordinals(module) if i < len(seq)]
+    return [seq[i] for i in dict.fromkeys([*places, *range(len(seq))])][:MAX_ITEMS]
