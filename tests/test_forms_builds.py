@@ -194,3 +194,10 @@ def test_a_width_annotated_as_a_tensor_is_a_number() -> None:
     # mask_feature_size: torch.Tensor, given an int (the last layer's width).
     f = _exact(mask2former.Mask2FormerMaskPredictor(32, 2, 24))
     assert f["mask_feature_size"].value == 24
+
+
+def test_a_class_used_as_a_sequence_tries_the_widths_of_the_layers() -> None:
+    keypoint = pytest.importorskip("torchvision.models.detection.keypoint_rcnn")
+    # layers: one width per conv; a class there "is not iterable".
+    f = _exact(keypoint.KeypointRCNNHeads(16, (8, 12)))
+    assert tuple(f["layers"].value) == (8, 12)

@@ -5,7 +5,8 @@
   candidate of the string fields;
 - a number used as a sequence ("'int' object is not subscriptable", "object of type 'float' has
   no len()"): the fields holding a number of that type whose kind is not fixed to a number try the
-  sequences the module's layers keep first (a grid ``(56, 56)``, per-block rates);
+  sequences the module's layers keep first (a grid ``(56, 56)``, per-block rates); a class used
+  so, the widths of its layers (``layers=(512,) * 8``);
 - a value added as a layer that is none ("int is not a Module subclass", "...Layer is not a
   Module subclass"): the field holding it tries the layers the module holds (the instance of that
   class, or the children it was handed: ``activation=nn.ReLU()``).
@@ -21,13 +22,14 @@ import torch
 from torch import nn
 
 from .field import Field
-from .layout import drop_rates, lengths, tuples
+from .layout import child_widths, drop_rates, lengths, per_item, stages, tuples
 
 __all__ = ["learn", "teaches"]
 
 _QUOTED = re.compile(r"""['"]([A-Za-z_][\w.-]{0,40})['"]""")
 _SEQUENCE = re.compile(
-    r"'(int|float)' object is not (?:subscriptable|iterable)|object of type '(int|float)' has no"
+    r"'(int|float|type)' object is not (?:subscriptable|iterable)"
+    r"|object of type '(int|float|type)' has no"
 )
 _NOT_A_LAYER = re.compile(r"([\w.]+) is not a Module subclass")
 MAX_NAMED = 8
@@ -38,6 +40,9 @@ def _sequences(kind: str, module: nn.Module, value: Any) -> list[Any]:
     """The grids (ints) or per-block rates (floats) the layers keep, then the value once per
     block of each container (a stride or a rate given per block, all the same)."""
     counts = [n for n in dict.fromkeys(lengths(module)) if n > 0]
+    if kind == "type":
+        # A class where widths were meant (``layers=(512,) * 8``, one per conv).
+        return [*child_widths(module), *per_item(module), *stages(module)]
     if kind == "int":
         return [*tuples(module), *((value,) * n for n in counts)]
     return [*(list(r) for r in drop_rates(module)), *([value] * n for n in counts)]
@@ -79,7 +84,7 @@ def learn(
         new: list[Any] = []
         if seq is not None and f.kind not in ("int", "float", "bool"):
             kind = seq.group(1) or seq.group(2)
-            if type(v).__name__ == kind:
+            if type(v).__name__ == kind and (kind != "type" or isinstance(v, type)):
                 new = [x for x in _sequences(kind, module, v) if fits(f, x)]
         if layer is not None and v is not None and torch.typename(v) == layer.group(1):
             # The constructor said it: a layer instance, whatever the field's kind was read as.
