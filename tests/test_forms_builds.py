@@ -201,3 +201,22 @@ def test_a_class_used_as_a_sequence_tries_the_widths_of_the_layers() -> None:
     # layers: one width per conv; a class there "is not iterable".
     f = _exact(keypoint.KeypointRCNNHeads(16, (8, 12)))
     assert tuple(f["layers"].value) == (8, 12)
+
+
+def test_unset_rates_and_layer_classes_are_set_one_message_after_the_other() -> None:
+    nest = pytest.importorskip("timm.models.nest")
+    # len(drop_path) fails on None, then norm_layer(dim) and act_layer() on None.
+    level = nest.NestLevel(
+        4, 2, 4, 2, 2, 16, drop_path=[0.0, 0.1], norm_layer=nn.LayerNorm, act_layer=nn.GELU
+    )
+    f = _exact(level)
+    assert f["drop_path"].value == [0.0, 0.1] and f["norm_layer"].value is nn.LayerNorm
+
+
+def test_an_int_tried_for_a_pair_that_is_then_indexed_is_no_step() -> None:
+    timm = pytest.importorskip("timm")
+    stage = timm.create_model("convnext_atto", pretrained=False).stages[0]
+    # dilation=7 fails as "'int' object is not subscriptable": the int just tried is to blame,
+    # not a step towards norm_layer (None is not callable).
+    f = _exact(stage)
+    assert tuple(f["dilation"].value) == (1, 1)

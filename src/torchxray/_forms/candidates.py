@@ -254,6 +254,7 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
     # Per-stage tuples for a plural name (layers, depths) first; one number for a singular one
     # (d_model, nhead) that nothing annotates: a tuple there fails the first comparison.
     plural = low.split("_")[-1].endswith("s") and not low.endswith("ss")
+    plural = plural or isinstance(f.default, (tuple, list)) or isinstance(f.value, (tuple, list))
     if f.kind == "literal" and not isinstance(f.value, (bool, float, str)):
         numeric = True
         if f.required:
@@ -350,7 +351,7 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
         # or the name a registry maps to it ("gelu" for GELUActivation).
         word = type(f.value).__name__.lower().removesuffix("activation")
         pool = [type(f.value), *([word] if word else []), *pool]
-    if plural and f.kind in ("int_or_tuple", "literal") and name.endswith("s"):
+    if f.kind in ("int_or_tuple", "literal") and name.endswith("s") and not name.endswith("ss"):
         # One value per layer (dilations from each conv's dilation).
         pool = [*_per_layer(module, name[:-1]), *pool]
     if f.required and f.value is None:

@@ -28,10 +28,11 @@ __all__ = ["learn", "teaches"]
 
 _QUOTED = re.compile(r"""['"]([A-Za-z_][\w.-]{0,40})['"]""")
 _SEQUENCE = re.compile(
-    r"'(int|float|type)' object is not (?:subscriptable|iterable)"
-    r"|object of type '(int|float|type)' has no"
+    r"'(int|float|type|NoneType)' object is not (?:subscriptable|iterable)"
+    r"|object of type '(int|float|type|NoneType)' has no"
 )
 _NOT_A_LAYER = re.compile(r"([\w.]+) is not a Module subclass")
+_UNSET_CLASS = "'NoneType' object is not callable"
 MAX_NAMED = 8
 MAX_LAYERS = 4
 
@@ -56,9 +57,16 @@ def _layers(value: Any, module: nn.Module) -> list[nn.Module]:
     return found[:MAX_LAYERS]
 
 
-def teaches(error: str) -> bool:
-    """Whether ``error`` says which kind of value a field needs (a sequence, a layer)."""
-    return bool(_SEQUENCE.search(error) or _NOT_A_LAYER.search(error))
+def teaches(error: str, changed: Any) -> bool:
+    """Whether ``error`` says which kind of value a field needs (a sequence, a layer, a class
+    where None was: "'NoneType' object is not callable"), and blames a value of another type
+    than the one just ``changed`` (an int tried for a pair that is then indexed is no step)."""
+    seq, layer = _SEQUENCE.search(error), _NOT_A_LAYER.search(error)
+    if seq is not None:
+        return type(changed).__name__ != (seq.group(1) or seq.group(2))
+    if layer is not None:
+        return torch.typename(changed) != layer.group(1)
+    return _UNSET_CLASS in error and changed is not None
 
 
 def learn(
@@ -84,7 +92,10 @@ def learn(
         new: list[Any] = []
         if seq is not None and f.kind not in ("int", "float", "bool"):
             kind = seq.group(1) or seq.group(2)
-            if type(v).__name__ == kind and (kind != "type" or isinstance(v, type)):
+            if v is None and kind == "NoneType" and "drop" in f.name:
+                # Per-block rates left unset (``len(drop_path)``).
+                new = [x for x in _sequences("float", module, 0.0) if fits(f, x)]
+            elif type(v).__name__ == kind and kind != "NoneType":
                 new = [x for x in _sequences(kind, module, v) if fits(f, x)]
         if layer is not None and v is not None and torch.typename(v) == layer.group(1):
             # The constructor said it: a layer instance, whatever the field's kind was read as.

@@ -235,7 +235,7 @@ def infer(
                         break
                     # So is one that fails as far, for another reason the message explains
                     # (a per-block rate now a list: the stride next to it is the int indexed).
-                    moved = reached == far and error != far_error and teaches(error)
+                    moved = reached == far and error != far_error and teaches(error, c)
                     if got is None and best is None and (reached > far or moved):
                         step, far, far_error = ({f.name: c}, None), reached, error
                         learn(error, searched, pools, fits, module, {**values, f.name: c})
