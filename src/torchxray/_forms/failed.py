@@ -6,10 +6,13 @@
 - a number used as a sequence ("'int' object is not subscriptable", "object of type 'float' has
   no len()"): the fields holding a number of that type whose kind is not fixed to a number try the
   sequences the module's layers keep first (a grid ``(56, 56)``, per-block rates); a class used
-  so, the widths of its layers (``layers=(512,) * 8``);
+  so, the widths of its layers (``layers=(512,) * 8``); a rate left None, per-block rates;
 - a value added as a layer that is none ("int is not a Module subclass", "...Layer is not a
   Module subclass"): the field holding it tries the layers the module holds (the instance of that
   class, or the children it was handed: ``activation=nn.ReLU()``).
+
+While nothing builds, a change whose build fails as far for another such reason is a step
+(``teaches``): the values a constructor reads one after the other are fixed in that order.
 """
 
 from __future__ import annotations
