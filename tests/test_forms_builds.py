@@ -220,3 +220,17 @@ def test_an_int_tried_for_a_pair_that_is_then_indexed_is_no_step() -> None:
     # not a step towards norm_layer (None is not callable).
     f = _exact(stage)
     assert tuple(f["dilation"].value) == (1, 1)
+
+
+def test_an_unhashable_module_has_no_place_and_no_crash() -> None:
+    class Unhashable(nn.Module):
+        def __init__(self, stage_idx: int) -> None:
+            super().__init__()
+            self.proj = nn.Linear(4, 4 + stage_idx)
+
+        def __eq__(self, other: object) -> bool:
+            return self is other
+
+    holder = nn.ModuleList([Unhashable(0), Unhashable(1)])
+    assert ordinals(holder[1]) == [0, 1]  # its place is not known: the usual guesses
+    assert ordinals(holder) == [0, 1]  # and the scan past it goes on

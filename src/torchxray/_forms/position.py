@@ -38,21 +38,30 @@ def _scan() -> None:
         warnings.simplefilter("ignore")  # isinstance on deprecated proxies (torch.distributed)
         modules = [o for o in gc.get_objects() if isinstance(o, nn.Module)]
     for m in modules:
-        _places.setdefault(m, None)
-        for key, child in m._modules.items():
-            if child is not None:
-                _places[child] = (weakref.ref(m), key)
+        try:
+            _places.setdefault(m, None)
+            for key, child in m._modules.items():
+                if child is not None:
+                    _places[child] = (weakref.ref(m), key)
+        except TypeError:  # a module class made unhashable (``__eq__`` without ``__hash__``)
+            continue
 
 
 def ordinals(module: nn.Module) -> list[int]:
     """The keys of the numbered containers that hold the module or the layers around it,
     nearest first (a stage's patch embedding given the stage's number), then 0 and 1."""
-    if module not in _places:
-        _scan()
+    try:
+        if module not in _places:
+            _scan()
+    except TypeError:  # unhashable: no place known
+        return [0, 1]
     found: list[int] = []
     at: nn.Module | None = module
     for _ in range(MAX_UP):
-        place = _places.get(at) if at is not None else None
+        try:
+            place = _places.get(at) if at is not None else None
+        except TypeError:
+            place = None
         if place is None:
             break
         at, key = place[0](), place[1]
