@@ -33,10 +33,16 @@ from .layout import (
     per_item as _per_item,
 )
 from .layout import (
+    per_layer as _per_layer,
+)
+from .layout import (
     per_stage as _per_stage,
 )
 from .layout import (
     resized as _resized,
+)
+from .layout import (
+    runs as _runs,
 )
 from .layout import (
     stages as _stages,
@@ -48,6 +54,7 @@ from .layout import (
     width as _width,
 )
 from .literals import compared_strings
+from .position import config_items, index_like, ordinals
 
 __all__ = ["ALIASES", "candidates", "same_value"]
 
@@ -242,6 +249,12 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
         first.reverse()  # an output width is the last layer's
     pool: list[Any] = []
     numeric = f.kind in ("int", "int_or_tuple") or type(f.default) is int
+    # A width annotated as a tensor (``mask_feature_size: torch.Tensor`` given an int).
+    numeric = numeric or f.kind == "tensor" and any(w in low for w in _WIDTH_WORDS)
+    # Per-stage tuples for a plural name (layers, depths) first; one number for a singular one
+    # (d_model, nhead) that nothing annotates: a tuple there fails the first comparison.
+    plural = low.split("_")[-1].endswith("s") and not low.endswith("ss")
+    plural = plural or isinstance(f.default, (tuple, list)) or isinstance(f.value, (tuple, list))
     if f.kind == "literal" and not isinstance(f.value, (bool, float, str)):
         numeric = True
         if f.required:
@@ -252,7 +265,7 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
             by_class = any(w in low for w in ("block", "layer", "cls", "fn", "type"))
             # A width's name (inplanes, hidden_size) with no annotation is a number first.
             wide = any(w in low for w in _WIDTH_WORDS) and not by_class
-            first += classes if by_class else [] if wide else stages
+            first += classes if by_class else [] if wide or not plural else stages
     if "drop" in low and f.kind != "bool":
         # Rates and probabilities: a width or a kernel size is never one; per-block rates are a
         # list as long as a stage.
@@ -275,20 +288,24 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
             pool = [0, 1, 2, *pool[:3]]
         if f.kind == "literal" and f.required and any(w in low for w in _WIDTH_WORDS):
             pool = [*pool, *_stages(module), *_child_widths(module), *_sizes(module)]
+        elif f.kind == "literal" and not plural:
+            pool = [*pool, *_stages(module), *_child_widths(module), *_sizes(module)]
         elif f.kind != "int":
             pool = [*_stages(module), *_child_widths(module), *pool, *_sizes(module)]
         if f.kind == "int_or_tuple":
             pool = [*pool[:2], *_tuples(module), *pool[2:]]
             if any(w in f.annotation.lower() for w in ("list", "sequence")):
                 # A list of widths: one per item of a container, before any single width.
-                first = [*_per_item(module), *first]
+                # Either way round: a pyramid's layers are made from the list reversed.
+                items = _per_item(module)
+                first = [*items, *(w[::-1] for w in items if w != w[::-1]), *first]
     if isinstance(f.default, tuple) and f.default and all(type(x) is int for x in f.default):
         pool = [*_per_stage(module, len(f.default)), *pool]
     elif f.required and f.value is None and f.kind == "int_or_tuple":
         # A per-stage tuple with no default to tell its length: each stage container's widths
         # and depths (a cfg's depths=(2, 2, 2, 2), channels=(256, 512, 1024, 2048)).
         lens = [n for n in dict.fromkeys(_lengths(module)) if n > 1]
-        readings = [r for n in lens for r in _per_stage(module, n)]
+        readings = [*_runs(module), *(r for n in lens for r in _per_stage(module, n))]
         deep = any(w in low for w in ("depth", "layers", "blocks", "num_"))
         readings = readings[1::2] + readings[::2] if deep else readings
         pool = [*_stages(module), *readings, *pool] if deep else [*readings, *pool]
@@ -322,6 +339,9 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
         ]
     if "drop" in low and f.kind != "bool":
         pool = [*_drop_rates(module), *pool]
+        if f.kind == "literal":
+            # A rate nothing annotates: the rates its layers keep (a Dropout's p), or none.
+            pool = [*pool, *_floats(module), 0.0]
         if "rate" in low and (f.kind == "float" or type(f.default) is float):
             # Per-block rates rise linearly to the given rate: the last block holds it.
             rates = [r for rs in _drop_rates(module) for r in rs]
@@ -331,9 +351,19 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
         # or the name a registry maps to it ("gelu" for GELUActivation).
         word = type(f.value).__name__.lower().removesuffix("activation")
         pool = [type(f.value), *([word] if word else []), *pool]
+    if f.kind in ("int_or_tuple", "literal") and name.endswith("s") and not name.endswith("ss"):
+        # One value per layer (dilations from each conv's dilation).
+        pool = [*_per_layer(module, name[:-1]), *pool]
+    if f.required and f.value is None:
+        pool = [*config_items(module, name), *pool]  # hidden_sizes=config.hidden_sizes[idx]
+    if f.kind in ("int", "literal") and index_like(name) and not f.choices:
+        pool = [*ordinals(module), *pool]  # a stage given its own number (stage_idx)
     if f.optional or f.default is None:
         pool.append(None)
-    values = [v for v in [*first, *pool] if (v is not None or pool) and fits(v)]
+    # None for a required field only where the annotation allows it: ``fits`` lets the guide
+    # propose it (``_forms/gated.py``), an attribute that holds None is no candidate.
+    unset = bool(pool) and (f.optional or not f.required)
+    values = [v for v in [*first, *pool] if (v is not None or unset) and fits(v)]
     if f.kind == "int":
         # ``fits`` lets an int field try a tuple the guide reads off its layers; kernel sizes
         # and strides kept as tuples are not worth a build each.

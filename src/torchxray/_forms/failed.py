@@ -1,6 +1,19 @@
-"""What a failed build's message tells the search: the names it quotes. A constructor that rejects
-a string often lists the ones it knows ("activation function  not found in ACT2FN mapping
-['swish', 'silu', ...]"); each becomes a candidate of the string fields (``_forms/infer.py``)."""
+"""What a failed build's message tells the search (``_forms/infer.py``):
+
+- the names it quotes: a constructor that rejects a string often lists the ones it knows
+  ("activation function  not found in ACT2FN mapping ['swish', 'silu', ...]"); each becomes a
+  candidate of the string fields;
+- a number used as a sequence ("'int' object is not subscriptable", "object of type 'float' has
+  no len()"): the fields holding a number of that type whose kind is not fixed to a number try the
+  sequences the module's layers keep first (a grid ``(56, 56)``, per-block rates); a class used
+  so, the widths of its layers (``layers=(512,) * 8``); a rate left None, per-block rates;
+- a value added as a layer that is none ("int is not a Module subclass", "...Layer is not a
+  Module subclass"): the field holding it tries the layers the module holds (the instance of that
+  class, or the children it was handed: ``activation=nn.ReLU()``).
+
+While nothing builds, a change whose build fails as far for another such reason is a step
+(``teaches``): the values a constructor reads one after the other are fixed in that order.
+"""
 
 from __future__ import annotations
 
@@ -8,21 +21,86 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from .field import Field
+import torch
+from torch import nn
 
-__all__ = ["learn"]
+from .field import Field
+from .layout import child_widths, drop_rates, lengths, per_item, stages, tuples
+
+__all__ = ["learn", "teaches"]
 
 _QUOTED = re.compile(r"""['"]([A-Za-z_][\w.-]{0,40})['"]""")
+_SEQUENCE = re.compile(
+    r"'(int|float|type|NoneType)' object is not (?:subscriptable|iterable)"
+    r"|object of type '(int|float|type|NoneType)' has no"
+)
+_NOT_A_LAYER = re.compile(r"([\w.]+) is not a Module subclass")
+_UNSET_CLASS = "'NoneType' object is not callable"
 MAX_NAMED = 8
+MAX_LAYERS = 4
+
+
+def _sequences(kind: str, module: nn.Module, value: Any) -> list[Any]:
+    """The grids (ints) or per-block rates (floats) the layers keep, then the value once per
+    block of each container (a stride or a rate given per block, all the same)."""
+    counts = [n for n in dict.fromkeys(lengths(module)) if n > 0]
+    if kind == "type":
+        # A class where widths were meant (``layers=(512,) * 8``, one per conv).
+        return [*child_widths(module), *per_item(module), *stages(module)]
+    if kind == "int":
+        return [*tuples(module), *((value,) * n for n in counts)]
+    return [*(list(r) for r in drop_rates(module)), *([value] * n for n in counts)]
+
+
+def _layers(value: Any, module: nn.Module) -> list[nn.Module]:
+    if isinstance(value, type):
+        found = [m for m in module.modules() if m is not module and type(m) is value]
+    else:
+        found = [m for m in module.children() if not isinstance(m, (nn.ModuleList, nn.Sequential))]
+    return found[:MAX_LAYERS]
+
+
+def teaches(error: str, changed: Any) -> bool:
+    """Whether ``error`` says which kind of value a field needs (a sequence, a layer, a class
+    where None was: "'NoneType' object is not callable"), and blames a value of another type
+    than the one just ``changed`` (an int tried for a pair that is then indexed is no step)."""
+    seq, layer = _SEQUENCE.search(error), _NOT_A_LAYER.search(error)
+    if seq is not None:
+        return type(changed).__name__ != (seq.group(1) or seq.group(2))
+    if layer is not None:
+        return torch.typename(changed) != layer.group(1)
+    return _UNSET_CLASS in error and changed is not None
 
 
 def learn(
-    error: str, fields: list[Field], pools: dict[str, list[Any]], fits: Callable[[Field, Any], bool]
+    error: str,
+    fields: list[Field],
+    pools: dict[str, list[Any]],
+    fits: Callable[[Field, Any], bool],
+    module: nn.Module | None = None,
+    values: dict[str, Any] | None = None,
 ) -> None:
-    """Add the names ``error`` quotes to the candidates of each string field (in place)."""
+    """Add what ``error`` tells to the candidates of the fields it concerns (in place, first)."""
     named = list(dict.fromkeys(_QUOTED.findall(error)))[:MAX_NAMED]
     for f in fields:
         if f.kind != "str" and not isinstance(f.value, str):
             continue
-        new = [s for s in named if s not in pools[f.name] and fits(f, s)]
-        pools[f.name][:0] = new
+        pools[f.name][:0] = [s for s in named if s not in pools[f.name] and fits(f, s)]
+    if module is None or values is None:
+        return
+    seq = _SEQUENCE.search(error)
+    layer = _NOT_A_LAYER.search(error)
+    for f in fields:
+        v = values.get(f.name)
+        new: list[Any] = []
+        if seq is not None and f.kind not in ("int", "float", "bool"):
+            kind = seq.group(1) or seq.group(2)
+            if v is None and kind == "NoneType" and "drop" in f.name:
+                # Per-block rates left unset (``len(drop_path)``).
+                new = [x for x in _sequences("float", module, 0.0) if fits(f, x)]
+            elif type(v).__name__ == kind and kind != "NoneType":
+                new = [x for x in _sequences(kind, module, v) if fits(f, x)]
+        if layer is not None and v is not None and torch.typename(v) == layer.group(1):
+            # The constructor said it: a layer instance, whatever the field's kind was read as.
+            new = _layers(v, module)
+        pools[f.name][:0] = [x for x in new if not any(x is p for p in pools[f.name])]

@@ -111,6 +111,10 @@ def _factory(layer: nn.Module, form: Callable[[nn.Module], Any]) -> list[Any]:
     return out
 
 
+def _ints(value: Any) -> bool:
+    return type(value) is int or isinstance(value, tuple) and all(type(x) is int for x in value)
+
+
 def _unset_spread(f: Field) -> bool:
     return f.origin == "default" and not f.value
 
@@ -159,16 +163,20 @@ def fill(
         return typing.cast(nn.Module, cls(*args, **kwargs))
 
     def fits(f: Field, value: Any) -> bool:
-        # None is tried for any field with a default: annotations say `int` where callers pass
-        # None (diffusers' temb_channels); the build decides.
-        # Annotations that lie are tried past: a float where `int` is annotated (a live attribute
-        # 1.0 for attn_ratio: int), an int for a `bool` (below).
-        if value is None and not f.required or type(value) is float and f.kind == "int":
+        # None is tried for any field, required ones too: annotations say `int` where callers
+        # pass None (a layer made only when its width is given, ``_forms/gated.py``); the build
+        # decides. Annotations that lie are tried past: a float where `int` is annotated (a live
+        # attribute 1.0 for attn_ratio: int), an int for a `bool` (below).
+        if value is None or type(value) is float and f.kind == "int":
             return True
         if f.kind == "int" and isinstance(value, tuple) and all(type(x) is int for x in value):
             return True  # widths per layer where `int` is annotated (out_chs = to_2tuple(...))
         if isinstance(value, str) and f.kind == "int" and not f.annotation:
             return True  # a kind read from an int default only (padding=0 that takes "same")
+        if f.kind == "str" and not f.annotation and _ints(value):
+            return True  # a kind read from a str default only (padding="SAME" that takes (3, 3))
+        if type(value) is int and f.kind == "tensor":
+            return True  # a width annotated as a tensor (the candidates offer one by its name)
         if type(value) is int and f.kind == "bool":
             return True  # `layer_idx: bool | None` (transformers' LED) holds a layer's index
         if f.kind == "float" and isinstance(value, list) and all(type(x) is float for x in value):
@@ -228,7 +236,9 @@ def fill(
         made_cfg = nested.assemble({**base, **found.values})
         found.values.update({n: made_cfg[n] for n in nested.names})
     for i, f in enumerate(fields):
-        if f.name not in found.values or same(found.values[f.name], f.value):
+        # A required value the search proved None is given, not missing (drop_path=None).
+        given = found.exact and f.required and f.value is None and f.origin == "default"
+        if f.name not in found.values or same(found.values[f.name], f.value) and not given:
             continue
         value = found.values[f.name]
         if found.exact:

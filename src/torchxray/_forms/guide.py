@@ -34,6 +34,7 @@ from torch import nn
 from .._unwrap import original_class
 from .exact import Difference
 from .field import Field
+from .gated import unset_width
 from .literals import compared_strings
 from .members import nested
 from .numbers import from_pair, keeping, product, quotient, scaled
@@ -231,6 +232,7 @@ def _direct(
     relation of it), keyword items and attributes by name, classes; ``modes``: the strings a
     string field's code compares it with (``_forms/literals.py``)."""
     yield from by_part(d, fields, values, target)
+    yield from unset_width(d, fields, values)
     kw = _keyword(d, target) or _attribute(d)
     if kw is not None:
         for f in fields:

@@ -45,7 +45,10 @@ def _calls(cls: type, name: str) -> tuple[tuple[str, int, frozenset[str]], ...]:
         func = node.func
         callee = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
         named = frozenset(k.arg for k in node.keywords if k.arg is not None)
-        out.append((callee, len(node.args), named))
+        # A ``*args`` spread alongside passes nothing of its own (the form's args are empty):
+        # the layer's positional values are handed by keyword.
+        fixed = [a for a in node.args if not isinstance(a, ast.Starred)]
+        out.append((callee, len(fixed), named))
     return tuple(out)
 
 

@@ -31,7 +31,7 @@ from .exact import (
     sentence,
     weight,
 )
-from .failed import learn
+from .failed import learn, teaches
 from .field import Field
 from .guide import proposals
 from .metabuild import PastDeadline, TooBig, meta_build
@@ -165,7 +165,7 @@ def infer(
     seen = {tuple(_key(values[n]) for n in by_name)}
     best = run(values)
     if best is None:
-        learn(error, searched, pools, fits)
+        learn(error, searched, pools, fits, module, values)
     # While no value set builds, a change that lets the constructor get further (more submodules
     # made before it raises) is a step: two wrong values are then fixed one after the other.
     far, far_error = reached, error
@@ -233,9 +233,12 @@ def infer(
                     if got is not None and (best is None or got.score < best.score):
                         step = ({f.name: c}, got)
                         break
-                    if got is None and best is None and reached > far:
+                    # So is one that fails as far, for another reason the message explains
+                    # (a per-block rate now a list: the stride next to it is the int indexed).
+                    moved = reached == far and error != far_error and teaches(error, c)
+                    if got is None and best is None and (reached > far or moved):
                         step, far, far_error = ({f.name: c}, None), reached, error
-                        learn(error, searched, pools, fits)
+                        learn(error, searched, pools, fits, module, {**values, f.name: c})
                         break
                 if step is not None:
                     break

@@ -159,3 +159,65 @@ def lengths(module: nn.Module) -> list[int]:
         for c in descendants(module, 2)
         if isinstance(c, (nn.Sequential, nn.ModuleList))
     ]
+
+
+def per_layer(module: nn.Module, attr: str) -> list[tuple[Any, ...]]:
+    """The value each layer keeps under ``attr``, in order, for a plural parameter
+    (``dilations`` from each conv's ``dilation``): over the items of each container that have
+    it, then over all the module's layers; a single-valued tuple ((1,) for a 1d conv) as its
+    int."""
+    out: dict[tuple[Any, ...], None] = {}
+
+    def kept(m: nn.Module) -> Any:
+        v = m.__dict__.get(attr)
+        return width(v) if _even(v) else v
+
+    for c in [module, *descendants(module, 2)]:
+        if isinstance(c, (nn.Sequential, nn.ModuleList)) and len(c) > 1:
+            seq = [
+                next((kept(m) for m in item.modules() if attr in m.__dict__), None) for item in c
+            ]
+            found = tuple(v for v in seq if v is not None)
+            if len(found) > 1:
+                out[found] = None
+    every = tuple(kept(m) for m in module.modules() if attr in m.__dict__)
+    if len(every) > 1:
+        out[every] = None
+    return list(out)[:4]
+
+
+def _even(v: Any) -> bool:
+    return isinstance(v, tuple) and len(v) >= 1 and all(x == v[0] for x in v)
+
+
+def runs(module: nn.Module) -> list[tuple[int, ...]]:
+    """Stages laid out flat in one container (a conv, then the blocks of a stage, then the next
+    conv): for each class whose items come in two or more runs, the output width of the first
+    item of each run and how many items each run holds (a flat encoder's
+    ``block_out_channels=(16, 16)`` and ``num_blocks=(1, 1)``)."""
+    out: list[tuple[int, ...]] = []
+    for c in [module, *descendants(module, 1)]:
+        if not isinstance(c, (nn.Sequential, nn.ModuleList)) or len(c) < 3:
+            continue
+        items = list(c)
+        for cls in dict.fromkeys(type(m) for m in items):
+            counts: list[int] = []
+            widths: list[int] = []
+            for i, m in enumerate(items):
+                if type(m) is not cls:
+                    continue
+                if i and type(items[i - 1]) is cls:
+                    counts[-1] += 1
+                    continue
+                counts.append(1)
+                outs = [
+                    width(v)
+                    for x in m.modules()
+                    for a in ("out_channels", "out_features")
+                    if type(width(v := x.__dict__.get(a))) is int
+                ]
+                widths.append(outs[-1] if outs else 0)
+            # Blocks (layers with layers inside), not the convs between them.
+            if len(counts) > 1 and any(x._modules for x in items if type(x) is cls):
+                out += [tuple(widths), tuple(counts)]  # as ``per_stage`` reads them
+    return out[:4]

@@ -1,0 +1,82 @@
+"""A module's place in the container that holds it, for a parameter that names an index
+(``stage_idx``, ``layer_index``): a stage built in a loop is often given its own number, and reads
+per-stage lists of a config at it (its layers too: a stage's patch embedding). A module does not
+know its parent: one scan of the live modules maps each child to its parent and key, again when a
+module it has not seen asks (``_forms/candidates.py``)."""
+
+from __future__ import annotations
+
+import gc
+import warnings
+import weakref
+from typing import Any
+
+from torch import nn
+
+from .config import is_config
+
+__all__ = ["config_items", "index_like", "ordinals"]
+
+_WORDS = frozenset({"idx", "index", "id", "num", "number", "i"})
+
+# module -> (the module holding it, its key there); None for a module nothing holds.
+_places: weakref.WeakKeyDictionary[nn.Module, tuple[weakref.ref[nn.Module], str] | None] = (
+    weakref.WeakKeyDictionary()
+)
+MAX_UP = 4
+MAX_ITEMS = 6
+
+
+def index_like(name: str) -> bool:
+    """``stage_idx``, ``layer_index``, ``idx``, ``stage_num``; not ``num_heads`` (a count)."""
+    words = name.lower().split("_")
+    return len(words[-1]) > 0 and words[-1] in _WORDS and (len(words) > 1 or words[0] != "i")
+
+
+def _scan() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # isinstance on deprecated proxies (torch.distributed)
+        modules = [o for o in gc.get_objects() if isinstance(o, nn.Module)]
+    for m in modules:
+        try:
+            _places.setdefault(m, None)
+            for key, child in m._modules.items():
+                if child is not None:
+                    _places[child] = (weakref.ref(m), key)
+        except TypeError:  # a module class made unhashable (``__eq__`` without ``__hash__``)
+            continue
+
+
+def ordinals(module: nn.Module) -> list[int]:
+    """The keys of the numbered containers that hold the module or the layers around it,
+    nearest first (a stage's patch embedding given the stage's number), then 0 and 1."""
+    try:
+        if module not in _places:
+            _scan()
+    except TypeError:  # unhashable: no place known
+        return [0, 1]
+    found: list[int] = []
+    at: nn.Module | None = module
+    for _ in range(MAX_UP):
+        try:
+            place = _places.get(at) if at is not None else None
+        except TypeError:
+            place = None
+        if place is None:
+            break
+        at, key = place[0](), place[1]
+        if key.isdigit():
+            found.append(int(key))
+    return list(dict.fromkeys([*found, 0, 1]))
+
+
+def config_items(module: nn.Module, name: str) -> list[Any]:
+    """The items of the per-stage list the module's own config holds under ``name``
+    (``config.down_ops``, ``config.hidden_sizes``), the one at the module's place first: a stage
+    given ``config.hidden_sizes[idx]`` keeps the config, not the number."""
+    config = module.__dict__.get("config")
+    seq = getattr(config, name, None) if is_config(config) else None
+    if not isinstance(seq, (list, tuple)) or len(seq) < 2:
+        return []
+    places = [i for i in ordinals(module) if i < len(seq)]
+    return [seq[i] for i in dict.fromkeys([*places, *range(len(seq))])][:MAX_ITEMS]
