@@ -175,6 +175,8 @@ def fill(
             return True  # per-block rates where `float` is annotated (drop_path=dpr[i] inside)
         if isinstance(value, tuple) and isinstance(f.default, tuple) and f.kind == "class":
             return True  # one class per layer (act_layer=(nn.ReLU6, None)) read as a class
+        if isinstance(value, type) and f.kind == "str" and issubclass(value, nn.Module):
+            return True  # a layer's class where its registry name is annotated (act_layer: str)
         if isinstance(value, functools.partial) and f.kind in ("class", "callable", "literal"):
             return True  # a factory for a class field (norm_layer=partial(BatchNorm2d, eps=...))
         return check_type(f, infos[f.name], value) is None

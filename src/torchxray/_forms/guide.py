@@ -36,7 +36,7 @@ from .exact import Difference
 from .field import Field
 from .literals import compared_strings
 from .members import nested
-from .numbers import from_pair, keeping, product, quotient, scaled
+from .numbers import from_pair, keeping, product, quotient, scaled, summed
 from .presence import by_part, flag_like, per_block, stem
 
 __all__ = ["proposals"]
@@ -236,6 +236,12 @@ def _direct(
         for f in fields:
             if _named(f, kw[0]):
                 yield f.name, kw[1]
+            v = values.get(f.name)
+            if isinstance(v, functools.partial) and kw[0] in v.keywords:
+                # A factory read off one layer holds what its call passed (stride=2 for the
+                # one that downsamples): without it, each call passes its own or the default.
+                rest = {k: x for k, x in v.keywords.items() if k != kw[0]}
+                yield f.name, functools.partial(v.func, *v.args, **rest)
     for key, value in _members(d)[:MAX_PER_DIFF]:
         for f in fields:
             if _named(f, key):
@@ -345,6 +351,7 @@ def proposals(
                 continue
             yield from quotient(fields, values, b, lv, seen)
             yield from product(fields, values, b, lv, seen)
+            yield from summed(fields, values, b, lv, seen)
             for f in fields:
                 if type(values.get(f.name)) is int and values[f.name] == b:
                     yield from keeping(fields, values, f.name, b, lv)

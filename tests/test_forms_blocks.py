@@ -1,0 +1,81 @@
+"""Blocks whose build needs a relation the earlier rules missed, each on a real library class
+(random init, nothing downloaded): the form of a module built without recording is exact and its
+unchanged build has the live parts.
+
+- ``b = v + w``: a gate reads its input and its hidden state side by side (in = input + hidden);
+- a per-item tuple whose items are one value, moved as one (anchors per feature map), also
+  together with a width that multiplies it (out = anchors * classes);
+- a factory read off one layer holds what that layer's call passed (stride=2): without it;
+- a string converted to a string enum (``Format(fmt)``): the enum's values are its candidates;
+- a layer's class where its registry name is annotated (``act_layer: str = 'gelu'``).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+from torch import nn
+
+import torchxray as tx
+from torchxray._forms import fill
+from torchxray._forms.exact import build_meta
+from torchxray._forms.literals import compared_strings
+from torchxray._forms.parts import parts
+
+warnings.filterwarnings("ignore")
+
+
+@pytest.fixture(autouse=True)
+def _roomy_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The rules, not the budget: a loaded machine must not cut a search short here.
+    monkeypatch.setattr(fill, "SEARCH_SECONDS", 5.0)
+
+
+def _exact(m: nn.Module) -> tx.Form:
+    f = tx.form(m)
+    assert f.inexact == "", f.inexact
+    assert parts(build_meta(f)).items == parts(m).items
+    return f
+
+
+def test_a_gate_of_input_plus_hidden_channels_is_rebuilt() -> None:
+    raft = pytest.importorskip("torchvision.models.optical_flow.raft")
+    gru = raft.ConvGRU(input_size=146, hidden_size=96, kernel_size=3, padding=1)
+    f = _exact(gru)
+    assert (f["input_size"].value, f["hidden_size"].value) == (146, 96)
+
+
+def test_one_value_per_feature_map_moves_as_one_and_with_the_width_it_multiplies() -> None:
+    ssd = pytest.importorskip("torchvision.models.detection.ssdlite")
+    norm = nn.BatchNorm2d
+    reg = ssd.SSDLiteRegressionHead([672, 480, 512], [6, 6, 6], norm)
+    assert tuple(_exact(reg)["num_anchors"].value) == (6, 6, 6)
+    cls = ssd.SSDLiteClassificationHead([672, 480, 512], [6, 6, 6], 91, norm)
+    f = _exact(cls)
+    assert (tuple(f["num_anchors"].value), f["num_classes"].value) == ((6, 6, 6), 91)
+
+
+def test_a_factory_read_off_a_downsampling_layer_drops_the_stride_its_call_passed() -> None:
+    inception = pytest.importorskip("timm.models.inception_v3")
+    from functools import partial
+
+    from timm.layers import ConvNormAct
+
+    block = partial(ConvNormAct, padding=0, norm_kwargs=dict(eps=0.001))
+    m = inception.InceptionB(288, conv_block=block)
+    f = _exact(m)
+    assert "stride" not in f["conv_block"].value.keywords
+
+
+def test_a_string_converted_to_a_string_enum_takes_the_enums_values() -> None:
+    pool = pytest.importorskip("timm.layers.adaptive_avgmax_pool")
+    assert "NHWC" in compared_strings(pool.FastAdaptiveAvgPool, "input_fmt")
+    f = _exact(pool.FastAdaptiveAvgPool(flatten=True, input_fmt="NHWC"))
+    assert f["input_fmt"].value == "NHWC"
+
+
+def test_a_layer_class_where_a_registry_name_is_annotated() -> None:
+    vitamin = pytest.importorskip("timm.models.vitamin")
+    m = vitamin.GeGluMlp(64, 128, act_layer=nn.GELU)
+    assert _exact(m)["act_layer"].value is nn.GELU
