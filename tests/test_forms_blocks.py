@@ -7,7 +7,9 @@ unchanged build has the live parts.
   together with a width that multiplies it (out = anchors * classes);
 - a factory read off one layer holds what that layer's call passed (stride=2): without it;
 - a string converted to a string enum (``Format(fmt)``): the enum's values are its candidates;
-- a layer's class where its registry name is annotated (``act_layer: str = 'gelu'``).
+- a layer's class where its registry name is annotated (``act_layer: str = 'gelu'``);
+- a dict of keywords handed on to a layer: the layer's own keywords; ``b = W - W // v`` (the
+  rest of a split); a string popped from a ``**kwargs`` dict: the strings compared there.
 """
 
 from __future__ import annotations
@@ -79,3 +81,23 @@ def test_a_layer_class_where_a_registry_name_is_annotated() -> None:
     vitamin = pytest.importorskip("timm.models.vitamin")
     m = vitamin.GeGluMlp(64, 128, act_layer=nn.GELU)
     assert _exact(m)["act_layer"].value is nn.GELU
+
+
+def test_a_dict_of_keywords_handed_on_takes_the_layers_own_keywords() -> None:
+    sk = pytest.importorskip("timm.models.sknet")
+    block = sk.SelectiveKernelBasic(64, 64, sk_kwargs=dict(rd_ratio=1 / 8, rd_divisor=16))
+    f = _exact(block)
+    assert f["sk_kwargs"].value  # the reduction width, however the dict names it
+
+
+def test_the_rest_of_a_split_moves_with_its_divisor() -> None:
+    fasternet = pytest.importorskip("timm.models.fasternet")
+    f = _exact(fasternet.Partial_conv3(40, 4, "split_cat"))
+    assert (f["dim"].value, f["n_div"].value) == (40, 4)
+
+
+def test_a_string_popped_from_a_kwargs_dict_takes_the_strings_compared_there() -> None:
+    nest = pytest.importorskip("timm.models.nest")
+    assert "same" in compared_strings(nest.ConvPool, "pad_type")
+    f = _exact(nest.ConvPool(64, 128, nn.LayerNorm, pad_type="same"))
+    assert f["pad_type"].value == "same"

@@ -2,8 +2,8 @@
 
 ``if block_type == 'proj'``, ``assert downsample_type in ('avg', 'conv1x1', '')``: read with
 ``ast`` from the constructor's source and from the functions and classes it hands the parameter
-to (``create_shortcut(downsample, ...)``), a few calls deep, with the values of a string enum it
-is converted to (``Format(fmt)``); then the strings the class's
+to (``create_shortcut(downsample, ...)``, a ``**kwargs`` entry it pops), a few calls deep, with
+the values of a string enum it is converted to (``Format(fmt)``); then the strings the class's
 source file compares that name with anywhere (``cfg.rel_pos_type == "mlp"`` in a block the
 class builds), read through ``linecache`` so that a notebook cell's code counts too. A string
 field keeps no attribute the search could read, and no other candidate names a mode the code
@@ -107,6 +107,32 @@ def _passed(call: ast.Call, name: str, target: Callable[..., Any], skip: int) ->
     for k in call.keywords:
         if k.arg is not None and _is(k.value, name) and any(p.name == k.arg for p in params):
             return k.arg
+    spread = next((p.name for p in params if p.kind == p.VAR_KEYWORD), None)
+    for k in call.keywords:
+        if k.arg is not None and spread is not None and _is(k.value, name):
+            return _taken(target, spread, k.arg)
+    return None
+
+
+def _taken(fn: Callable[..., Any], spread: str, key: str) -> str | None:
+    """The name ``fn`` binds a keyword of its ``**spread`` to (``padding =
+    kwargs.pop('padding', '')``)."""
+    tree = _tree(fn)
+    for node in ast.walk(tree) if tree is not None else []:
+        if not (isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)):
+            continue
+        v = node.value
+        if (
+            isinstance(v, ast.Call)
+            and isinstance(v.func, ast.Attribute)
+            and v.func.attr in ("pop", "get")
+            and isinstance(v.func.value, ast.Name)
+            and v.func.value.id == spread
+            and v.args
+            and isinstance(v.args[0], ast.Constant)
+            and v.args[0].value == key
+        ):
+            return node.targets[0].id
     return None
 
 

@@ -6,7 +6,8 @@ against the live one (``b`` against ``live``) through a field's value ``v``.
 - a per-item tuple whose items are one value (anchors per feature map): each move on all items;
 - several fields move together: a ratio that takes up a width's factor (a uniform tuple's items
   too), an unset width that defaulted to another, ``b = w * r`` (any field's width), ``b = W /
-  v``, ``b = v + w`` (a gate's input and hidden widths side by side);
+  v``, ``b = v + w`` (a gate's input and hidden widths side by side), ``b = W - W // v`` (the
+  channels a split leaves untouched, its part ``W // v`` kept);
 - a float attribute no field holds: a float field scaled by live / built.
 """
 
@@ -156,6 +157,11 @@ def quotient(
             # Floor division too: dim // n_div.
             if v_name != w_name and v > 0 and w // v == b and w % live == 0:
                 yield {v_name: w // live}
+            # The rest of a split (dim - dim // n_div), the split part kept: both fields move.
+            part = w // v if v > 0 else 0
+            if v_name != w_name and part and w - part == b and (live + part) % part == 0:
+                if w_name in values:
+                    yield {w_name: live + part, v_name: (live + part) // part}
 
 
 def scaled(d: Difference, fields: list[Field], values: dict[str, Any]) -> Iterator[tuple[str, Any]]:
