@@ -9,7 +9,8 @@ unchanged build has the live parts.
 - a string converted to a string enum (``Format(fmt)``): the enum's values are its candidates;
 - a layer's class where its registry name is annotated (``act_layer: str = 'gelu'``);
 - a dict of keywords handed on to a layer: the layer's own keywords; ``b = W - W // v`` (the
-  rest of a split); a string popped from a ``**kwargs`` dict: the strings compared there.
+  rest of a split); a string popped from a ``**kwargs`` dict: the strings compared there;
+- a search with no wider one to follow looks past a no-better step however slow its builds.
 """
 
 from __future__ import annotations
@@ -101,3 +102,30 @@ def test_a_string_popped_from_a_kwargs_dict_takes_the_strings_compared_there() -
     assert "same" in compared_strings(nest.ConvPool, "pad_type")
     f = _exact(nest.ConvPool(64, 128, nn.LayerNorm, pad_type="same"))
     assert f["pad_type"].value == "same"
+
+
+def test_a_search_with_no_wider_one_to_follow_looks_past_a_flat_step_however_slow_its_builds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A loaded machine makes every build slower: the look past a no-better proposal must not
+    # depend on how much of the budget the builds before it took.
+    densenet = pytest.importorskip("torchvision.models.densenet")
+    import contextlib
+    import time
+
+    from torchxray._forms import infer
+
+    real = infer.meta_build
+
+    @contextlib.contextmanager
+    def slow(*args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        end = time.thread_time() + 0.04
+        while time.thread_time() < end:
+            pass
+        with real(*args, **kwargs) as state:  # type: ignore[arg-type]
+            yield state
+
+    monkeypatch.setattr(infer, "meta_build", slow)
+    block = densenet._DenseBlock(6, 64, 4, 32, 0.0)
+    f = _exact(block)
+    assert (f["num_input_features"].value, f["growth_rate"].value) == (64, 32)

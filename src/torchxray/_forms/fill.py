@@ -208,13 +208,16 @@ def fill(
     try:
         if spread is not None and (kept := handed(cls, module, spread.name, form)):
             base[spread.name] = kept
-        found = infer(module, fields, first, fits, make, deadline, start, live, factory, stop)
         wide = _widen(fields)
+        alone = len(wide) <= len(first)  # no wider search follows this one
+        found = infer(
+            module, fields, first, fits, make, deadline, start, live, factory, stop, alone
+        )
         if not found.exact and len(wide) > len(first) and time.thread_time() < deadline:
             # Its first build is a search's build like any other: it ends with the search.
             last = min(stop, deadline + LAST_BUILD_SLACK)
             again = infer(
-                module, fields, wide, fits, make, deadline, found.values, live, factory, last
+                module, fields, wide, fits, make, deadline, found.values, live, factory, last, True
             )
             if again.exact:
                 found = again
