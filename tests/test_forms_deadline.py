@@ -104,3 +104,35 @@ def test_a_build_is_stopped_under_a_profiler_too() -> None:
     finally:
         sys.setprofile(old)
     assert torch.is_grad_enabled()
+
+
+class Swallows(nn.Module):
+    """A constructor that tries a costly layer and falls back on any error (``except
+    Exception``), then computes in plain Python again."""
+
+    def __init__(self, channels: int = 8, seconds: float = 1.5) -> None:
+        super().__init__()
+        try:
+            end = time.thread_time() + seconds
+            while time.thread_time() < end:
+                pass
+        except Exception:  # noqa: BLE001 - the model's own fallback, as some constructors have
+            pass
+        end = time.thread_time() + seconds
+        while time.thread_time() < end:
+            pass
+        self.channels = channels
+        self.proj = nn.Linear(channels, channels)
+
+
+def test_a_constructor_that_swallows_the_stop_is_stopped_all_the_same() -> None:
+    start = time.thread_time()
+    with pytest.raises(PastDeadline):
+        with meta_build(deadline=time.thread_time() + 0.05):
+            Swallows()
+    assert time.thread_time() - start < 0.5
+    live = Swallows(seconds=0.6)
+    start = time.thread_time()
+    f = tx.form(live)
+    assert time.thread_time() - start < 1.0
+    assert f.inexact == TOO_SLOW and f.check.cut

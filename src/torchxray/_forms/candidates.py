@@ -331,8 +331,9 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
             if is_config(c := m.__dict__.get(name, m.__dict__.get("config")))
         ]
         pool += _holding_configs(module)
-    elif f.kind == "str":
-        # the strings its constructor compares it with, if known
+    elif f.kind == "str" or f.kind == "literal" and isinstance(f.default, str):
+        # the strings its constructor compares it with, if known (an annotation that names no
+        # type, with a string default, is a string too)
         pool = [
             *dict.fromkeys([*f.choices, *compared_strings(original_class(type(module)), name)]),
             "",

@@ -183,6 +183,8 @@ def fill(
             return True  # per-block rates where `float` is annotated (drop_path=dpr[i] inside)
         if isinstance(value, tuple) and isinstance(f.default, tuple) and f.kind == "class":
             return True  # one class per layer (act_layer=(nn.ReLU6, None)) read as a class
+        if isinstance(value, type) and f.kind == "str" and issubclass(value, nn.Module):
+            return True  # a layer's class where its registry name is annotated (act_layer: str)
         if isinstance(value, functools.partial) and f.kind in ("class", "callable", "literal"):
             return True  # a factory for a class field (norm_layer=partial(BatchNorm2d, eps=...))
         return check_type(f, infos[f.name], value) is None
@@ -214,13 +216,16 @@ def fill(
     try:
         if spread is not None and (kept := handed(cls, module, spread.name, form)):
             base[spread.name] = kept
-        found = infer(module, fields, first, fits, make, deadline, start, live, factory, stop)
         wide = _widen(fields)
+        alone = len(wide) <= len(first)  # no wider search follows this one
+        found = infer(
+            module, fields, first, fits, make, deadline, start, live, factory, stop, alone
+        )
         if not found.exact and len(wide) > len(first) and time.thread_time() < deadline:
             # Its first build is a search's build like any other: it ends with the search.
             last = min(stop, deadline + LAST_BUILD_SLACK)
             again = infer(
-                module, fields, wide, fits, make, deadline, found.values, live, factory, last
+                module, fields, wide, fits, make, deadline, found.values, live, factory, last, True
             )
             if again.exact:
                 found = again

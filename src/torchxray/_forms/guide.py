@@ -37,7 +37,7 @@ from .field import Field
 from .gated import unset_width
 from .literals import compared_strings
 from .members import nested
-from .numbers import from_pair, keeping, product, quotient, scaled
+from .numbers import from_pair, keeping, product, quotient, scaled, summed
 from .presence import by_part, flag_like, per_block, stem
 
 __all__ = ["proposals"]
@@ -238,6 +238,12 @@ def _direct(
         for f in fields:
             if _named(f, kw[0]):
                 yield f.name, kw[1]
+            v = values.get(f.name)
+            if isinstance(v, functools.partial) and kw[0] in v.keywords:
+                # A factory read off one layer holds what its call passed (stride=2 for the
+                # one that downsamples): without it, each call passes its own or the default.
+                rest = {k: x for k, x in v.keywords.items() if k != kw[0]}
+                yield f.name, functools.partial(v.func, *v.args, **rest)
     for key, value in _members(d)[:MAX_PER_DIFF]:
         for f in fields:
             if _named(f, key):
@@ -309,7 +315,33 @@ def _generic(
     if child is not None and (d.aspect.startswith(("repr", "attr")) or made_there):
         # Last: a factory costs a child form, and the plain values above are likelier.
         built = d.built or "" if d.aspect == "class" else ""
+        yield from _handed_dicts(fields, values, child, ancestors)
         yield from _factories(fields, values, child, ancestors, built)
+
+
+def _handed_dicts(
+    fields: list[Field],
+    values: dict[str, Any],
+    child: Callable[[nn.Module], list[Any]],
+    ancestors: list[nn.Module],
+) -> Iterator[tuple[str, Any]]:
+    """A dict of keywords handed on to a layer (``sk_kwargs=dict(rd_divisor=16)``): the keywords
+    of the layer's own exact form, as its factories hold them, added to what the dict holds; the
+    layer nearest the module first (the one its constructor made)."""
+    dicts = [
+        f
+        for f in fields
+        if f.name.endswith("kwargs") and f.kind != "varkw" and _dict_or_none(values.get(f.name))
+    ]
+    for layer in reversed(ancestors[1:]) if dicts else []:
+        for made in child(layer):
+            if isinstance(made, functools.partial) and made.func is type(layer) and made.keywords:
+                for f in dicts:
+                    yield f.name, {**(values.get(f.name) or {}), **made.keywords}
+
+
+def _dict_or_none(v: Any) -> bool:
+    return v is None or isinstance(v, dict)
 
 
 def proposals(
@@ -347,6 +379,7 @@ def proposals(
                 continue
             yield from quotient(fields, values, b, lv, seen)
             yield from product(fields, values, b, lv, seen)
+            yield from summed(fields, values, b, lv, seen)
             for f in fields:
                 if type(values.get(f.name)) is int and values[f.name] == b:
                     yield from keeping(fields, values, f.name, b, lv)

@@ -115,10 +115,12 @@ def infer(
     live: Parts | None = None,
     factory: Callable[[nn.Module], list[Any]] | None = None,
     first_stop: float = float("inf"),
+    late_looks: bool = False,
 ) -> Inferred:
     """Values for the ``searched`` fields that rebuild ``module`` exactly (see the module doc);
     ``start`` holds values a previous search found, ``live`` the module's parts if known; the
-    first build is stopped past ``first_stop`` (the form's time limit: it is then not checked)."""
+    first build is stopped past ``first_stop`` (the form's time limit: it is then not checked);
+    ``late_looks``: no search follows this one, so a look past may use all of its budget."""
     t0 = time.thread_time()
     live = live if live is not None else parts(module)
     dtype = floating_dtype(module)
@@ -242,8 +244,10 @@ def infer(
                         break
                 if step is not None:
                     break
-        # Only in the first half of the budget: a look past costs builds the plain search may need.
-        early = time.thread_time() < t0 + (deadline - t0) / 2
+        # Only in the first half of the budget: a look past costs builds the plain search may need
+        # (a wider one that follows). With no search to follow (``late_looks``), it costs nothing,
+        # and a form does not change with the load that made its builds slower.
+        early = late_looks or time.thread_time() < t0 + (deadline - t0) / 2
         for first, got in flat if step is None and best is not None and early else []:
             m = 0
             on = {**values, **first}

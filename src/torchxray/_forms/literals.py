@@ -2,7 +2,8 @@
 
 ``if block_type == 'proj'``, ``assert downsample_type in ('avg', 'conv1x1', '')``: read with
 ``ast`` from the constructor's source and from the functions and classes it hands the parameter
-to (``create_shortcut(downsample, ...)``), a few calls deep; then the strings the class's
+to (``create_shortcut(downsample, ...)``, a ``**kwargs`` entry it pops), a few calls deep, with
+the values of a string enum it is converted to (``Format(fmt)``); then the strings the class's
 source file compares that name with anywhere (``cfg.rel_pos_type == "mlp"`` in a block the
 class builds), read through ``linecache`` so that a notebook cell's code counts too. A string
 field keeps no attribute the search could read, and no other candidate names a mode the code
@@ -12,6 +13,7 @@ knows.
 from __future__ import annotations
 
 import ast
+import enum
 import functools
 import inspect
 import linecache
@@ -105,6 +107,40 @@ def _passed(call: ast.Call, name: str, target: Callable[..., Any], skip: int) ->
     for k in call.keywords:
         if k.arg is not None and _is(k.value, name) and any(p.name == k.arg for p in params):
             return k.arg
+    spread = next((p.name for p in params if p.kind == p.VAR_KEYWORD), None)
+    for k in call.keywords:
+        if k.arg is not None and spread is not None and _is(k.value, name):
+            return _taken(target, spread, k.arg)
+    return None
+
+
+def _taken(fn: Callable[..., Any], spread: str, key: str) -> str | None:
+    """The name ``fn`` binds a keyword of its ``**spread`` to (``padding =
+    kwargs.pop('padding', '')``)."""
+    tree = _tree(fn)
+    for node in ast.walk(tree) if tree is not None else []:
+        if not (isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)):
+            continue
+        v = node.value
+        if (
+            isinstance(v, ast.Call)
+            and isinstance(v.func, ast.Attribute)
+            and v.func.attr in ("pop", "get")
+            and isinstance(v.func.value, ast.Name)
+            and v.func.value.id == spread
+            and v.args
+            and isinstance(v.args[0], ast.Constant)
+            and v.args[0].value == key
+        ):
+            return node.targets[0].id
+    return None
+
+
+def _enum_of(call: ast.Call, name: str, scope: dict[str, Any]) -> type[enum.Enum] | None:
+    """The enum class ``call`` converts ``name`` to (``Format(fmt)``), if it is one."""
+    kind = _callee(call.func, scope)
+    if isinstance(kind, type) and issubclass(kind, enum.Enum) and call.args:
+        return kind if _is(call.args[0], name) else None
     return None
 
 
@@ -126,6 +162,10 @@ def _strings(fn: Callable[..., Any], name: str, depth: int, seen: set[Any]) -> I
             yield from _keys(node.value, scope)  # KERNELS[kernel]
         elif isinstance(node, ast.Call) and _lookup(node, name):
             yield from _keys(typing.cast(ast.Attribute, node.func).value, scope)  # D.get(name)
+        elif isinstance(node, ast.Call) and _enum_of(node, name, scope) is not None:
+            # Format(fmt): the values of the string enum it is converted to.
+            kind = typing.cast(type[enum.Enum], _enum_of(node, name, scope))
+            yield from (m.value for m in kind if isinstance(m.value, str))
         elif isinstance(node, ast.Call) and depth < DEPTH:
             code = _code(_callee(node.func, scope))
             if code is None:

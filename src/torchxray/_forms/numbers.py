@@ -3,8 +3,11 @@ against the live one (``b`` against ``live``) through a field's value ``v``.
 
 - ``v`` is ``b``: the live number; ``b = k * v``, ``b = v / k``, ``b = v + k``, ``b = 2 * v +- 1``;
   a square grid's side (``b = (v // k) ** 2``, + 1 for a class token), per tuple element too;
-- several fields move together: a ratio that takes up a width's factor, an unset width that
-  defaulted to another, ``b = w * r`` (any field's width), ``b = W / v``;
+- a per-item tuple whose items are one value (anchors per feature map): each move on all items;
+- several fields move together: a ratio that takes up a width's factor (a uniform tuple's items
+  too), an unset width that defaulted to another, ``b = w * r`` (any field's width), ``b = W /
+  v``, ``b = v + w`` (a gate's input and hidden widths side by side), ``b = W - W // v`` (the
+  channels a split leaves untouched, its part ``W // v`` kept);
 - a float attribute no field holds: a float field scaled by live / built.
 """
 
@@ -17,7 +20,7 @@ from typing import Any
 from .exact import Difference
 from .field import Field
 
-__all__ = ["from_pair", "grid", "keeping", "product", "quotient", "scaled"]
+__all__ = ["from_pair", "grid", "keeping", "product", "quotient", "scaled", "summed"]
 
 
 def grid(v: int, b: int, live: int) -> Iterator[int]:
@@ -70,9 +73,11 @@ def from_pair(f: Field, v: Any, b: Any, live: Any) -> Iterator[Any]:
             if all(x == b for x in v):
                 yield live  # an int for a tuple field (kernel_size=3)
         elif type(b) is int and type(live) is int and len(set(v)) == 1:
-            # A square grid's side per dimension (feat_size (56, 56): 8 ** 2 windows of 7).
-            for side in grid(v[0], b, live):
-                yield type(v)(side for _ in v)
+            # A square grid's side per dimension (feat_size (56, 56): 8 ** 2 windows of 7); one
+            # value per item (num_anchors (3, 3, 3) where a layer has b = 4 * 3 channels).
+            for x in dict.fromkeys([*grid(v[0], b, live), *_int_moves(v[0], b, live)]):
+                if x > 0:
+                    yield type(v)(x for _ in v)
 
 
 def _nice(x: float) -> bool:
@@ -93,11 +98,37 @@ def keeping(
             yield {name: live, f.name: v * b / live}
         elif type(v) is int and v >= 1 and (v * b) % live == 0:
             yield {name: live, f.name: v * b // live}
+        elif isinstance(v, (tuple, list)) and _uniform(v) and (v[0] * b) % live == 0:
+            # One multiplier per item (num_anchors per feature map, times num_classes).
+            yield {name: live, f.name: type(v)(v[0] * b // live for _ in v)}
         elif v is None and not f.required and f.kind in ("int", "int_or_tuple", "literal"):
             # An unset width that defaulted to ``name`` (dim_out = dim_out or dim) takes the
             # live one, or ``name`` moves and it keeps ``b``.
             yield {f.name: live}
             yield {name: live, f.name: b}
+
+
+def _uniform(v: Any) -> bool:
+    return (
+        isinstance(v, (tuple, list))
+        and bool(v)
+        and all(type(x) is int for x in v)
+        and len(set(v)) == 1
+        and v[0] >= 1
+    )
+
+
+def summed(
+    fields: list[Field], values: dict[str, Any], b: int, live: int, known: dict[str, Any]
+) -> Iterator[dict[str, Any]]:
+    """``b = v + w`` for a field's ``v`` and another width ``w`` (a gate reads its input and its
+    hidden state side by side: in = input_size + hidden_size): ``v`` becomes ``live - w``."""
+    ints = [(f.name, values[f.name]) for f in fields if type(values.get(f.name)) is int]
+    widths = ints + [(n, v) for n, v in known.items() if type(v) is int]
+    for v_name, v in ints:
+        for w_name, w in dict.fromkeys(widths):
+            if v_name != w_name and w > 0 and v + w == b and live - w > 0:
+                yield {v_name: live - w}
 
 
 def product(
@@ -126,6 +157,11 @@ def quotient(
             # Floor division too: dim // n_div.
             if v_name != w_name and v > 0 and w // v == b and w % live == 0:
                 yield {v_name: w // live}
+            # The rest of a split (dim - dim // n_div), the split part kept: both fields move.
+            part = w // v if v > 0 else 0
+            if v_name != w_name and part and w - part == b and (live + part) % part == 0:
+                if w_name in values:
+                    yield {w_name: live + part, v_name: (live + part) // part}
 
 
 def scaled(d: Difference, fields: list[Field], values: dict[str, Any]) -> Iterator[tuple[str, Any]]:

@@ -6,12 +6,13 @@ registration hook of ``_forms/metabuild.py`` never sees it. One watchdog thread 
 thread's CPU clock and, past its deadline, raises the error in it (CPython's
 ``PyThreadState_SetAsyncExc``: at the thread's next bytecode boundary, never inside C code).
 
-It fires once per arming at most, and only while it holds the lock that arming and disarming
-take (a C lock: no Python code runs under it in the armed thread, so the error cannot land there).
-An error fired after the build finished is let land at once, in a loop of our own, and dropped:
-it never reaches the code that runs after the build. An error that lands while the build unwinds
-can leave torch's global modes as the interrupted code had them: grad mode and the default dtype
-are put back. Where a thread's CPU clock cannot be read from another thread (no
+It fires only while it holds the lock that arming and disarming take (a C lock: no Python code
+runs under it in the armed thread, so the error cannot land there), and again every
+``REFIRE_SECONDS`` of the thread's CPU time while the build runs on: a constructor's own ``except
+Exception`` (a fallback tried when a layer fails) can swallow one error, not the deadline.
+Disarming lets an error fired but not landed yet land in its own loop: none reaches the code
+that runs after the build. An error that lands while the build unwinds can leave torch's global modes
+as the interrupted code had them: grad mode and the default dtype are put back. Where a thread's CPU clock cannot be read from another thread (no
 ``pthread_getcpuclockid``), the deadline is measured on the wall clock from the arming, which is
 never later.
 """
@@ -30,6 +31,7 @@ import torch
 __all__ = ["interrupt"]
 
 POLL_SECONDS = 0.01  # how late past its deadline a build may be stopped, at most (plus a bytecode)
+REFIRE_SECONDS = 0.01  # CPU time a build that swallowed the error may run before the next one
 
 
 @dataclass
@@ -37,7 +39,8 @@ class _Armed:
     clock: int | None  # the thread's CPU clock id; None: wall time
     deadline: float  # on that clock
     error: type[BaseException]
-    fired: bool = False
+    fired: float | None = None  # on that clock, when the error was last raised
+    gone: bool = False  # the thread ended without disarming
 
 
 _armed: dict[int, _Armed] = {}
@@ -55,21 +58,21 @@ def _watch() -> None:
         left: float | None = None
         with _lock:
             for tid, a in _armed.items():
-                if a.fired:
+                if a.gone:
                     continue
                 try:
                     now = _now(a)
                 except OSError:  # the thread ended without disarming: nothing to stop
-                    a.fired = True
+                    a.gone = True
                     continue
-                if now >= a.deadline:
+                due = a.deadline if a.fired is None else a.fired + REFIRE_SECONDS
+                if now >= due:
                     ctypes.pythonapi.PyThreadState_SetAsyncExc(
                         ctypes.c_ulong(tid), ctypes.py_object(a.error)
                     )
-                    a.fired = True
-                else:
-                    # CPU time runs no faster than the wall clock: no need to look sooner.
-                    left = min(POLL_SECONDS, a.deadline - now, left or POLL_SECONDS)
+                    a.fired, due = now, now + REFIRE_SECONDS
+                # CPU time runs no faster than the wall clock: no need to look sooner.
+                left = min(POLL_SECONDS, due - now, left or POLL_SECONDS)
         _wake.wait(left)
         _wake.clear()
 
@@ -81,17 +84,29 @@ def _clock() -> int | None:
         return None
 
 
-def _disarm(tid: int, error: type[BaseException]) -> tuple[bool, bool]:
-    """(fired, landed here): the arming removed; a fired error that lands meanwhile is caught
-    (it fired, then: once, so the next try goes through)."""
-    landed = False
+class _Spent(BaseException):
+    """Stands in for a fired error that has not landed: it lands in ``_disarm``'s own loop."""
+
+
+def _disarm(tid: int, error: type[BaseException]) -> None:
+    """The arming removed under the lock (no firing after it); an error fired but not landed yet
+    is replaced by ``_Spent`` and let land here. (Clearing it instead leaves CPython 3.11's
+    pending-exception flag set, and a profiled thread then loops at its next call.)"""
     while True:
         try:
             with _lock:
                 a = _armed.pop(tid, None)
-            return landed or (a is not None and a.fired), landed
-        except error:
-            landed = True
+                if a is not None and a.fired is not None:
+                    ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                        ctypes.c_ulong(tid), ctypes.py_object(_Spent)
+                    )
+                    for _ in range(1 << 30):
+                        pass
+            return
+        except error:  # fired before the arming was removed, landed before the replacement
+            pass
+        except _Spent:
+            return
 
 
 @contextlib.contextmanager
@@ -108,7 +123,6 @@ def interrupt(deadline: float, error: type[BaseException]) -> Iterator[None]:
     grad, dtype = torch.is_grad_enabled(), torch.get_default_dtype()
     left = deadline - time.thread_time()
     at = (time.clock_gettime(clock) if clock is not None else time.monotonic()) + left
-    landed = False
     try:
         with _lock:  # the watchdog cannot fire before this thread is past here
             _armed[tid] = _Armed(clock, at, error)
@@ -117,21 +131,12 @@ def interrupt(deadline: float, error: type[BaseException]) -> Iterator[None]:
                 _thread.start()
             _wake.set()
         yield
-    except error:
-        landed = True
-        raise
     finally:
-        fired = caught = False
         while True:
             try:
-                fired, caught = _disarm(tid, error)
+                _disarm(tid, error)
                 break
             except error:  # landed as the call began
-                landed = True
-        if fired and not (landed or caught):
-            # Fired as the build ended: pending here, it lands at the loop's first jump back.
-            with contextlib.suppress(error):
-                for _ in range(1 << 30):
-                    pass
+                pass
         torch.set_grad_enabled(grad)
         torch.set_default_dtype(dtype)
