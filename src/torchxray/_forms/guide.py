@@ -35,6 +35,7 @@ from .._unwrap import original_class
 from .exact import Difference
 from .field import Field
 from .gated import unset_width
+from .handed import handed_dicts
 from .literals import compared_strings
 from .members import nested
 from .numbers import from_pair, keeping, product, quotient, scaled, summed
@@ -315,33 +316,8 @@ def _generic(
     if child is not None and (d.aspect.startswith(("repr", "attr")) or made_there):
         # Last: a factory costs a child form, and the plain values above are likelier.
         built = d.built or "" if d.aspect == "class" else ""
-        yield from _handed_dicts(fields, values, child, ancestors)
+        yield from handed_dicts(fields, values, child, ancestors)
         yield from _factories(fields, values, child, ancestors, built)
-
-
-def _handed_dicts(
-    fields: list[Field],
-    values: dict[str, Any],
-    child: Callable[[nn.Module], list[Any]],
-    ancestors: list[nn.Module],
-) -> Iterator[tuple[str, Any]]:
-    """A dict of keywords handed on to a layer (``sk_kwargs=dict(rd_divisor=16)``): the keywords
-    of the layer's own exact form, as its factories hold them, added to what the dict holds; the
-    layer nearest the module first (the one its constructor made)."""
-    dicts = [
-        f
-        for f in fields
-        if f.name.endswith("kwargs") and f.kind != "varkw" and _dict_or_none(values.get(f.name))
-    ]
-    for layer in reversed(ancestors[1:]) if dicts else []:
-        for made in child(layer):
-            if isinstance(made, functools.partial) and made.func is type(layer) and made.keywords:
-                for f in dicts:
-                    yield f.name, {**(values.get(f.name) or {}), **made.keywords}
-
-
-def _dict_or_none(v: Any) -> bool:
-    return v is None or isinstance(v, dict)
 
 
 def proposals(
@@ -374,7 +350,8 @@ def proposals(
             yield dict([one])
         # Moves of a few fields together, before the generic single changes: the first change
         # that scores better is taken, and a width moved alone is often a step away.
-        for b, lv in _pairs(d) if i < 4 else []:
+        # A container's count of blocks is a depth (per_block above), no width a relation reads.
+        for b, lv in _pairs(d) if i < 4 and d.aspect != "children" else []:
             if type(b) is not int or type(lv) is not int or not lv:
                 continue
             yield from quotient(fields, values, b, lv, seen)
