@@ -1,5 +1,5 @@
 """Shared pytest setup: makes `fixtures.models` importable from every test file; the `mesh`
-fixture of the FSDP2 / DTensor tests."""
+fixture of the FSDP2 / DTensor tests; `roomy_form_budget` for the form-rule tests."""
 
 from __future__ import annotations
 
@@ -32,3 +32,11 @@ def mesh() -> Iterator[Any]:
         yield init_device_mesh("cpu", (4,))
     finally:
         dist.destroy_process_group()
+
+
+@pytest.fixture
+def roomy_form_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The form rules, not the budget: a loaded machine must not cut a form's search short."""
+    from torchxray._forms import fill
+
+    monkeypatch.setattr(fill, "SEARCH_SECONDS", 5.0)

@@ -18,34 +18,21 @@ from __future__ import annotations
 import warnings
 
 import pytest
+from fixtures.forms import exact
 from torch import nn
 
-import torchxray as tx
-from torchxray._forms import fill
-from torchxray._forms.exact import build_meta
 from torchxray._forms.literals import compared_strings
-from torchxray._forms.parts import parts
 
 warnings.filterwarnings("ignore")
 
 
-@pytest.fixture(autouse=True)
-def _roomy_budget(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The rules, not the budget: a loaded machine must not cut a search short here.
-    monkeypatch.setattr(fill, "SEARCH_SECONDS", 5.0)
-
-
-def _exact(m: nn.Module) -> tx.Form:
-    f = tx.form(m)
-    assert f.inexact == "", f.inexact
-    assert parts(build_meta(f)).items == parts(m).items
-    return f
+pytestmark = pytest.mark.usefixtures("roomy_form_budget")
 
 
 def test_a_gate_of_input_plus_hidden_channels_is_rebuilt() -> None:
     raft = pytest.importorskip("torchvision.models.optical_flow.raft")
     gru = raft.ConvGRU(input_size=146, hidden_size=96, kernel_size=3, padding=1)
-    f = _exact(gru)
+    f = exact(gru)
     assert (f["input_size"].value, f["hidden_size"].value) == (146, 96)
 
 
@@ -53,9 +40,9 @@ def test_one_value_per_feature_map_moves_as_one_and_with_the_width_it_multiplies
     ssd = pytest.importorskip("torchvision.models.detection.ssdlite")
     norm = nn.BatchNorm2d
     reg = ssd.SSDLiteRegressionHead([672, 480, 512], [6, 6, 6], norm)
-    assert tuple(_exact(reg)["num_anchors"].value) == (6, 6, 6)
+    assert tuple(exact(reg)["num_anchors"].value) == (6, 6, 6)
     cls = ssd.SSDLiteClassificationHead([672, 480, 512], [6, 6, 6], 91, norm)
-    f = _exact(cls)
+    f = exact(cls)
     assert (tuple(f["num_anchors"].value), f["num_classes"].value) == ((6, 6, 6), 91)
 
 
@@ -67,40 +54,40 @@ def test_a_factory_read_off_a_downsampling_layer_drops_the_stride_its_call_passe
 
     block = partial(ConvNormAct, padding=0, norm_kwargs=dict(eps=0.001))
     m = inception.InceptionB(288, conv_block=block)
-    f = _exact(m)
+    f = exact(m)
     assert "stride" not in f["conv_block"].value.keywords
 
 
 def test_a_string_converted_to_a_string_enum_takes_the_enums_values() -> None:
     pool = pytest.importorskip("timm.layers.adaptive_avgmax_pool")
     assert "NHWC" in compared_strings(pool.FastAdaptiveAvgPool, "input_fmt")
-    f = _exact(pool.FastAdaptiveAvgPool(flatten=True, input_fmt="NHWC"))
+    f = exact(pool.FastAdaptiveAvgPool(flatten=True, input_fmt="NHWC"))
     assert f["input_fmt"].value == "NHWC"
 
 
 def test_a_layer_class_where_a_registry_name_is_annotated() -> None:
     vitamin = pytest.importorskip("timm.models.vitamin")
     m = vitamin.GeGluMlp(64, 128, act_layer=nn.GELU)
-    assert _exact(m)["act_layer"].value is nn.GELU
+    assert exact(m)["act_layer"].value is nn.GELU
 
 
 def test_a_dict_of_keywords_handed_on_takes_the_layers_own_keywords() -> None:
     sk = pytest.importorskip("timm.models.sknet")
     block = sk.SelectiveKernelBasic(64, 64, sk_kwargs=dict(rd_ratio=1 / 8, rd_divisor=16))
-    f = _exact(block)
+    f = exact(block)
     assert f["sk_kwargs"].value  # the reduction width, however the dict names it
 
 
 def test_the_rest_of_a_split_moves_with_its_divisor() -> None:
     fasternet = pytest.importorskip("timm.models.fasternet")
-    f = _exact(fasternet.Partial_conv3(40, 4, "split_cat"))
+    f = exact(fasternet.Partial_conv3(40, 4, "split_cat"))
     assert (f["dim"].value, f["n_div"].value) == (40, 4)
 
 
 def test_a_string_popped_from_a_kwargs_dict_takes_the_strings_compared_there() -> None:
     nest = pytest.importorskip("timm.models.nest")
     assert "same" in compared_strings(nest.ConvPool, "pad_type")
-    f = _exact(nest.ConvPool(64, 128, nn.LayerNorm, pad_type="same"))
+    f = exact(nest.ConvPool(64, 128, nn.LayerNorm, pad_type="same"))
     assert f["pad_type"].value == "same"
 
 
@@ -127,5 +114,5 @@ def test_a_search_with_no_wider_one_to_follow_looks_past_a_flat_step_however_slo
 
     monkeypatch.setattr(infer, "meta_build", slow)
     block = densenet._DenseBlock(6, 64, 4, 32, 0.0)
-    f = _exact(block)
+    f = exact(block)
     assert (f["num_input_features"].value, f["growth_rate"].value) == (64, 32)

@@ -9,29 +9,14 @@ import importlib
 import warnings
 
 import pytest
-from torch import nn
+from fixtures.forms import exact
 
-import torchxray as tx
-from torchxray._forms import fill
-from torchxray._forms.exact import build_meta
 from torchxray._forms.guide import _literal
-from torchxray._forms.parts import parts
 
 warnings.filterwarnings("ignore")
 
 
-@pytest.fixture(autouse=True)
-def _roomy_budget(monkeypatch: pytest.MonkeyPatch) -> None:
-    # These tests are about the rules, not the budget (tests/test_forms_exact.py checks that the
-    # search says when it runs out): a loaded machine must not cut a search short here.
-    monkeypatch.setattr(fill, "SEARCH_SECONDS", 5.0)
-
-
-def _exact(m: nn.Module) -> tx.Form:
-    f = tx.form(m)
-    assert f.inexact == "", f.inexact
-    assert parts(build_meta(f)).items == parts(m).items
-    return f
+pytestmark = pytest.mark.usefixtures("roomy_form_budget")
 
 
 def test_sequence_texts_read_back_as_literals() -> None:
@@ -48,11 +33,11 @@ def test_two_wrong_values_are_fixed_in_turn_while_no_build_succeeds() -> None:
     transformers = pytest.importorskip("transformers")
     cfg = transformers.SwinConfig(embed_dim=32, depths=[2, 2], num_heads=[2, 4], image_size=64)
     model = transformers.SwinModel(cfg)
-    f = _exact(model.encoder.layers[0])
+    f = exact(model.encoder.layers[0])
     assert isinstance(f["drop_path"].value, list)
     assert f["downsample"].value is type(model.encoder.layers[0].downsample)
     # The encoder's grid is the int tuple its blocks keep (input_resolution).
-    assert _exact(model.encoder)["grid_size"].value == (16, 16)
+    assert exact(model.encoder)["grid_size"].value == (16, 16)
 
 
 def test_a_layer_held_under_the_parameters_name_gives_its_rate_or_its_name() -> None:
@@ -66,7 +51,7 @@ def test_a_layer_held_under_the_parameters_name_gives_its_rate_or_its_name() -> 
         num_attention_heads=[1, 2],
         decoder_hidden_size=32,
     )
-    _exact(transformers.SegformerModel(seg).stages[0].blocks[0])
+    exact(transformers.SegformerModel(seg).stages[0].blocks[0])
     # SqueezeBert keeps ACT2FN["gelu"], a module: the constructor takes the registry's name.
     sq = transformers.SqueezeBertConfig(
         hidden_size=64,
@@ -75,7 +60,7 @@ def test_a_layer_held_under_the_parameters_name_gives_its_rate_or_its_name() -> 
         num_attention_heads=4,
         intermediate_size=128,
     )
-    f = _exact(transformers.SqueezeBertModel(sq).encoder.layers[0].intermediate)
+    f = exact(transformers.SqueezeBertModel(sq).encoder.layers[0].intermediate)
     assert f["act"].value == "gelu"
 
 
@@ -86,10 +71,10 @@ def test_keyword_dicts_and_a_move_past_a_no_better_proposal() -> None:
     conv = timm.layers.ConvNormAct(
         3, 32, kernel_size=3, stride=2, padding=0, norm_kwargs={"eps": 1e-3}
     )
-    f = _exact(conv)
+    f = exact(conv)
     assert f["norm_kwargs"].value == {"eps": 1e-3}
     block = functools.partial(timm.layers.ConvNormAct, padding=0, norm_kwargs={"eps": 1e-3})
-    _exact(importlib.import_module("timm.models.inception_v4").Mixed3a(conv_block=block))
+    exact(importlib.import_module("timm.models.inception_v4").Mixed3a(conv_block=block))
 
 
 def test_a_grid_from_its_square() -> None:
@@ -97,4 +82,4 @@ def test_a_grid_from_its_square() -> None:
     # patches is a height of 8.
     embeddings = pytest.importorskip("diffusers.models.embeddings")
     m = embeddings.PatchEmbed(height=8, width=8, patch_size=2, in_channels=4, embed_dim=32)
-    assert _exact(m)["height"].value == 8
+    assert exact(m)["height"].value == 8

@@ -9,29 +9,16 @@ import importlib
 import warnings
 
 import pytest
+from fixtures.forms import exact
 from torch import nn
 
 import torchxray as tx
-from torchxray._forms import fill
-from torchxray._forms.exact import build_meta
 from torchxray._forms.literals import compared_strings
-from torchxray._forms.parts import parts
 
 warnings.filterwarnings("ignore")
 
 
-@pytest.fixture(autouse=True)
-def _roomy_budget(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The rules, not the budget (tests/test_forms_exact.py checks that the search says when it
-    # runs out): a loaded machine must not cut a search short here.
-    monkeypatch.setattr(fill, "SEARCH_SECONDS", 5.0)
-
-
-def _exact(m: nn.Module) -> tx.Form:
-    f = tx.form(m)
-    assert f.inexact == "", f.inexact
-    assert parts(build_meta(f)).items == parts(m).items
-    return f
+pytestmark = pytest.mark.usefixtures("roomy_form_budget")
 
 
 class _Mode(nn.Module):
@@ -42,7 +29,7 @@ class _Mode(nn.Module):
 
 def test_the_strings_a_source_file_compares_a_name_with_are_candidates() -> None:
     assert compared_strings(_Mode, "mode") == ("smooth",)
-    assert _exact(_Mode("smooth"))["mode"].value == "smooth"
+    assert exact(_Mode("smooth"))["mode"].value == "smooth"
 
 
 def test_a_required_config_object_is_searched_field_by_field() -> None:
@@ -51,7 +38,7 @@ def test_a_required_config_object_is_searched_field_by_field() -> None:
     tv = pytest.importorskip("torchvision")
     model = tv.models.mobilenet_v3_small()
     for block in (model.features[1], model.features[4]):
-        f = _exact(block)
+        f = exact(block)
         cnf = f["cnf"].value
         assert isinstance(cnf, tv.models.mobilenetv3.InvertedResidualConfig)
         assert cnf.out_channels == block.out_channels
@@ -68,7 +55,7 @@ def test_config_dataclasses_with_a_ratio_and_a_layer_factory() -> None:
         tv.models.efficientnet_v2_s().features[1][0],
         tv.models.efficientnet_v2_s().features[2][0],
     ):
-        f = _exact(block)
+        f = exact(block)
         assert dataclasses.is_dataclass(f["cnf"].value)
     assert f["cnf"].value.expand_ratio == 4.0
 
@@ -78,7 +65,7 @@ def test_a_dataclass_default_is_searched_field_by_field() -> None:
     # another (rel_pos_type="mlp", read from a comparison elsewhere in the file; a window size).
     timm = pytest.importorskip("timm")
     model = timm.create_model("maxvit_rmlp_pico_rw_256", pretrained=False)
-    f = _exact(model.stages[0].blocks[0].attn_block)
+    f = exact(model.stages[0].blocks[0].attn_block)
     assert f["cfg"].value.rel_pos_type == "mlp"
     assert f["cfg"].value.window_size == (8, 8)
 
@@ -86,7 +73,7 @@ def test_a_dataclass_default_is_searched_field_by_field() -> None:
 def test_a_required_float_starts_at_one_and_a_factory_at_a_leaf_layer() -> None:
     tv = pytest.importorskip("torchvision")
     block = tv.models.regnet_y_400mf().trunk_output.block1[0]
-    f = _exact(block)
+    f = exact(block)
     assert f["bottleneck_multiplier"].value == 1.0
     assert f["norm_layer"].value is nn.BatchNorm2d
 
@@ -102,7 +89,7 @@ def test_the_names_a_failed_build_quotes_are_tried_for_a_string() -> None:
         num_decoder_blocks=(1, 1),
         latent_channels=4,
     )
-    assert _exact(model.encoder.layers[1])["act_fn"].value == "relu"
+    assert exact(model.encoder.layers[1])["act_fn"].value == "relu"
 
 
 def test_unannotated_widths_are_numbers_and_a_kernel_size_is_read_from_a_buffer() -> None:
@@ -112,11 +99,11 @@ def test_unannotated_widths_are_numbers_and_a_kernel_size_is_read_from_a_buffer(
     open_clip = pytest.importorskip("open_clip")
     pytest.importorskip("timm")
     resnet = open_clip.modified_resnet.ModifiedResNet((1, 1, 1, 1), 64, 2, 64, 16)
-    f = _exact(resnet.layer2[0])
+    f = exact(resnet.layer2[0])
     assert (f["inplanes"].value, f["planes"].value) == (64, 32)
     csatv2 = importlib.import_module("timm.models.csatv2")  # timm.models.csatv2 is a function
     dct = csatv2.Dct1d(kernel_size=8)
-    assert _exact(dct)["kernel_size"].value == 8
+    assert exact(dct)["kernel_size"].value == 8
 
 
 def test_a_spread_kwargs_holds_what_the_layer_it_reaches_holds() -> None:
@@ -124,7 +111,7 @@ def test_a_spread_kwargs_holds_what_the_layer_it_reaches_holds() -> None:
     # nn.Conv2d(in_channels, out_channels, bias=False, **kwargs): the conv's kernel size, stride
     # and padding, less the two it is given by position and the bias it is given by name.
     tv = pytest.importorskip("torchvision")
-    f = _exact(tv.models.googlenet(init_weights=False, aux_logits=False).conv1)
+    f = exact(tv.models.googlenet(init_weights=False, aux_logits=False).conv1)
     assert f["kwargs"].value == {"kernel_size": (7, 7), "stride": (2, 2), "padding": (3, 3)}
 
 
