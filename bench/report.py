@@ -258,8 +258,12 @@ GOALS = (
     Goal("JS bundle without graph renderer", "<= 150 KB minified", _bundle),
     Goal("cell run -> tree visible, browser", "<= 1 s",
          _flow("tree_visible_s", ("synthetic 100k", LLAMA_70B), 1.0)),
+    Goal("cell run -> probe shown (every row's shapes), browser, 100k modules", "<= 3 s",
+         _flow("probe_shown_s", ("synthetic 100k",), 3.0)),
     Goal("Apply in the Form tab -> re-probed tree, browser", "<= 0.5 s",
          _flow("apply_s", ("ConvNeXt-T (timm)", "GPT-2, 4 layers (transformers)"), 0.5)),
+    Goal("Apply in the Form tab -> re-probed tree, browser, 100k modules", "<= 3 s",
+         _flow("apply_s", ("synthetic 100k",), 3.0)),
     Goal("memory of an open explorer, 100k modules", "reported; freed by close (<= 1% left)",
          _memory_open),
 )  # fmt: skip
