@@ -1,0 +1,36 @@
+"""Blocks whose build needs a rule the earlier rounds missed, each on a real library class (random
+init, nothing downloaded): the form of a module built without recording is exact and its
+unchanged build has the live parts.
+
+- a ``**kwargs`` handed on through a factory a parameter holds (``block_fn(..., **block_kwargs)``
+  in a loop): the keywords of the blocks it filled a container with, and the keys the constructor
+  reads from that dict itself (``block_kwargs.get('norm_layer')``) even at their defaults;
+- a count named ``x_per_y`` (``block_per_stage``, ``layer_per_block``) is a depth.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+from fixtures.forms import exact
+
+warnings.filterwarnings("ignore")
+
+
+pytestmark = pytest.mark.usefixtures("roomy_form_budget")
+
+
+def test_keywords_handed_through_a_block_factory_read_off_the_blocks_it_made() -> None:
+    timm = pytest.importorskip("timm")
+    stage = timm.create_model("darknet17", pretrained=False).stages[0]
+    f = exact(stage)
+    kw = f["block_kwargs"].value
+    assert kw["norm_layer"] is not None and kw["act_layer"] is not None
+
+
+def test_a_count_per_stage_or_per_block_is_a_depth() -> None:
+    timm = pytest.importorskip("timm")
+    stage = timm.create_model("ese_vovnet19b_dw", pretrained=False).stages[0]
+    f = exact(stage)
+    assert (f["block_per_stage"].value, f["layer_per_block"].value) == (1, 3)
