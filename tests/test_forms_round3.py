@@ -5,7 +5,11 @@ unchanged build has the live parts.
 - a ``**kwargs`` handed on through a factory a parameter holds (``block_fn(..., **block_kwargs)``
   in a loop): the keywords of the blocks it filled a container with, and the keys the constructor
   reads from that dict itself (``block_kwargs.get('norm_layer')``) even at their defaults;
-- a count named ``x_per_y`` (``block_per_stage``, ``layer_per_block``) is a depth.
+- a count named ``x_per_y`` (``block_per_stage``, ``layer_per_block``) is a depth;
+- a class the constructor reads an attribute of (``block_type.expansion``) that a tried class
+  lacks: the classes of the module's layers that have it;
+- a layer kept under a parameter's name whose default is plain (``downsample=('', 1)``) is not
+  the argument: the search starts from the default.
 """
 
 from __future__ import annotations
@@ -34,3 +38,19 @@ def test_a_count_per_stage_or_per_block_is_a_depth() -> None:
     stage = timm.create_model("ese_vovnet19b_dw", pretrained=False).stages[0]
     f = exact(stage)
     assert (f["block_per_stage"].value, f["layer_per_block"].value) == (1, 3)
+
+
+def test_a_class_without_the_attribute_the_constructor_reads_tries_the_layers_classes() -> None:
+    timm = pytest.importorskip("timm")
+    from timm.models.resnet import BasicBlock
+
+    module = timm.create_model("hrnet_w18_small", pretrained=False).stage2[0]
+    f = exact(module)
+    assert f["block_types"].value is BasicBlock
+
+
+def test_a_layer_made_from_a_plain_default_is_not_the_argument() -> None:
+    timm = pytest.importorskip("timm")
+    stage = timm.create_model("efficientvit_m0", pretrained=False).stages[0]
+    f = exact(stage)
+    assert f["downsample"].value == ("", 1)
