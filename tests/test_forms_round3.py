@@ -9,7 +9,9 @@ unchanged build has the live parts.
 - a class the constructor reads an attribute of (``block_type.expansion``) that a tried class
   lacks: the classes of the module's layers that have it;
 - a layer kept under a parameter's name whose default is plain (``downsample=('', 1)``) is not
-  the argument: the search starts from the default.
+  the argument: the search starts from the default;
+- ``b = 2 * w * r`` (a fused gate doubles an mlp's hidden width): ``r`` becomes ``r * live / b``,
+  a ratio in thirds (``4 * 2 / 3``).
 """
 
 from __future__ import annotations
@@ -54,3 +56,10 @@ def test_a_layer_made_from_a_plain_default_is_not_the_argument() -> None:
     stage = timm.create_model("efficientvit_m0", pretrained=False).stages[0]
     f = exact(stage)
     assert f["downsample"].value == ("", 1)
+
+
+def test_a_fused_gate_hidden_width_moves_its_ratio_in_thirds() -> None:
+    timm = pytest.importorskip("timm")
+    block = timm.create_model("eva02_tiny_patch14_224", pretrained=False).blocks[0]
+    f = exact(block)
+    assert f["mlp_ratio"].value == pytest.approx(4 * 2 / 3)

@@ -84,6 +84,10 @@ def _nice(x: float) -> bool:
     return x > 0 and abs(x * 4 - round(x * 4)) < 1e-9
 
 
+def _third(x: float) -> bool:
+    return x > 0 and abs(x * 12 - round(x * 12)) < 1e-9
+
+
 def keeping(
     fields: list[Field], values: dict[str, Any], name: str, b: int, live: int
 ) -> Iterator[dict[str, Any]]:
@@ -143,6 +147,10 @@ def product(
         for w in dict.fromkeys(v for v in known.values() if type(v) is int):
             if w > 0 and math.isclose(w * r, b) and _nice(live / w):
                 yield {fr.name: live / w}
+            # A fused gate doubles the hidden width (SwiGLU: 2 * dim * mlp_ratio); such ratios
+            # are often thirds of a whole (4 * 2 / 3).
+            elif w > 0 and math.isclose(2 * w * r, b) and live % 2 == 0 and _third(live / 2 / w):
+                yield {fr.name: r * live / b}
 
 
 def quotient(
