@@ -11,7 +11,9 @@ unchanged build has the live parts.
 - a layer kept under a parameter's name whose default is plain (``downsample=('', 1)``) is not
   the argument: the search starts from the default;
 - ``b = 2 * w * r`` (a fused gate doubles an mlp's hidden width): ``r`` becomes ``r * live / b``,
-  a ratio in thirds (``4 * 2 / 3``).
+  a ratio in thirds (``4 * 2 / 3``);
+- a value added as a layer that is none: the layers handed in may sit in a container the
+  constructor made of them (``nn.Sequential(*[norm, activation])``).
 """
 
 from __future__ import annotations
@@ -63,3 +65,12 @@ def test_a_fused_gate_hidden_width_moves_its_ratio_in_thirds() -> None:
     block = timm.create_model("eva02_tiny_patch14_224", pretrained=False).blocks[0]
     f = exact(block)
     assert f["mlp_ratio"].value == pytest.approx(4 * 2 / 3)
+
+
+def test_a_layer_handed_in_is_found_in_the_container_made_of_it() -> None:
+    mvit = pytest.importorskip("torchvision.models.video.mvit")
+    from torch import nn
+
+    pool = mvit.Pool(nn.Conv3d(8, 8, 3, padding=1, groups=8, bias=False), nn.LayerNorm(8))
+    f = exact(pool)
+    assert isinstance(f["norm"].value, nn.LayerNorm)

@@ -59,7 +59,12 @@ def _layers(value: Any, module: nn.Module) -> list[nn.Module]:
     if isinstance(value, type):
         found = [m for m in module.modules() if m is not module and type(m) is value]
     else:
-        found = [m for m in module.children() if not isinstance(m, (nn.ModuleList, nn.Sequential))]
+        # The layers it was handed sit among its children, or in a container it made of them
+        # (``nn.Sequential(*[norm, activation])``).
+        found = []
+        for m in module.children():
+            lists = isinstance(m, (nn.ModuleList, nn.Sequential))
+            found += [x for x in m.children() if not x._modules] if lists else [m]
     return found[:MAX_LAYERS]
 
 
