@@ -13,7 +13,9 @@ unchanged build has the live parts.
 - ``b = 2 * w * r`` (a fused gate doubles an mlp's hidden width): ``r`` becomes ``r * live / b``,
   a ratio in thirds (``4 * 2 / 3``);
 - a value added as a layer that is none: the layers handed in may sit in a container the
-  constructor made of them (``nn.Sequential(*[norm, activation])``).
+  constructor made of them (``nn.Sequential(*[norm, activation])``);
+- a numbered layer only the build has (``convgru2``): the sequence fields shortened together to
+  the live count; one pair per layer (``kernel_size=((1, 5), ...)``) moved item by item.
 """
 
 from __future__ import annotations
@@ -74,3 +76,10 @@ def test_a_layer_handed_in_is_found_in_the_container_made_of_it() -> None:
     pool = mvit.Pool(nn.Conv3d(8, 8, 3, padding=1, groups=8, bias=False), nn.LayerNorm(8))
     f = exact(pool)
     assert isinstance(f["norm"].value, nn.LayerNorm)
+
+
+def test_a_numbered_layer_only_the_build_has_shortens_the_per_layer_pairs() -> None:
+    raft = pytest.importorskip("torchvision.models.optical_flow.raft")
+    block = raft.RecurrentBlock(input_size=146, hidden_size=96, kernel_size=(3,), padding=(1,))
+    f = exact(block)
+    assert len(f["kernel_size"].value) == len(f["padding"].value) == 1

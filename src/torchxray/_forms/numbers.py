@@ -80,6 +80,28 @@ def from_pair(f: Field, v: Any, b: Any, live: Any) -> Iterator[Any]:
                     yield type(v)(x for _ in v)
 
 
+def item_runs(
+    fields: list[Field], values: dict[str, Any], built: list[Any], live: list[Any]
+) -> Iterator[dict[str, Any]]:
+    """One pair per layer (``kernel_size=((1, 5), (5, 1))``): an item the build's numbers show
+    in a row (a conv's ``(1, 5)``) becomes the live numbers at the same place."""
+    if len(built) != len(live):
+        return
+    for f in fields:
+        v = values.get(f.name)
+        if not isinstance(v, tuple) or not v or not all(_int_tuple(x) for x in v):
+            continue
+        for i, x in enumerate(v):
+            for j in range(len(built) - len(x) + 1):
+                new = tuple(live[j : j + len(x)])
+                if tuple(built[j : j + len(x)]) == x and new != x and _int_tuple(new):
+                    yield {f.name: (*v[:i], new, *v[i + 1 :])}
+
+
+def _int_tuple(x: Any) -> bool:
+    return isinstance(x, tuple) and bool(x) and all(type(n) is int for n in x)
+
+
 def _nice(x: float) -> bool:
     return x > 0 and abs(x * 4 - round(x * 4)) < 1e-9
 
