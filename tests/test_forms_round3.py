@@ -15,7 +15,8 @@ unchanged build has the live parts.
 - a value added as a layer that is none: the layers handed in may sit in a container the
   constructor made of them (``nn.Sequential(*[norm, activation])``);
 - a numbered layer only the build has (``convgru2``): the sequence fields shortened together to
-  the live count; one pair per layer (``kernel_size=((1, 5), ...)``) moved item by item.
+  the live count; one pair per layer (``kernel_size=((1, 5), ...)``) moved item by item;
+- widths per item that chain (each layer reads its predecessor's): every width once, in order.
 """
 
 from __future__ import annotations
@@ -83,3 +84,9 @@ def test_a_numbered_layer_only_the_build_has_shortens_the_per_layer_pairs() -> N
     block = raft.RecurrentBlock(input_size=146, hidden_size=96, kernel_size=(3,), padding=(1,))
     f = exact(block)
     assert len(f["kernel_size"].value) == len(f["padding"].value) == 1
+
+
+def test_widths_that_chain_through_a_container_are_read_in_order() -> None:
+    hgnet = pytest.importorskip("timm.models.hgnet")
+    f = exact(hgnet.StemV1([3, 16, 16, 32]))
+    assert list(f["stem_chs"].value) == [3, 16, 16, 32]
