@@ -16,7 +16,8 @@ unchanged build has the live parts.
   constructor made of them (``nn.Sequential(*[norm, activation])``);
 - a numbered layer only the build has (``convgru2``): the sequence fields shortened together to
   the live count; one pair per layer (``kernel_size=((1, 5), ...)``) moved item by item;
-- widths per item that chain (each layer reads its predecessor's): every width once, in order.
+- widths per item that chain (each layer reads its predecessor's): every width once, in order;
+- a tuple holding the built number several times: each one of them moved alone too.
 """
 
 from __future__ import annotations
@@ -90,3 +91,14 @@ def test_widths_that_chain_through_a_container_are_read_in_order() -> None:
     hgnet = pytest.importorskip("timm.models.hgnet")
     f = exact(hgnet.StemV1([3, 16, 16, 32]))
     assert list(f["stem_chs"].value) == [3, 16, 16, 32]
+
+
+def test_one_of_several_equal_items_moves_alone() -> None:
+    raft = pytest.importorskip("torchvision.models.optical_flow.raft")
+    from torch import nn
+
+    enc = raft.FeatureEncoder(
+        block=raft.BottleneckBlock, layers=(32, 32, 64, 96, 128), norm_layer=nn.InstanceNorm2d
+    )
+    f = exact(enc)
+    assert tuple(f["layers"].value) == (32, 32, 64, 96, 128)

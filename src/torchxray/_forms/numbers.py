@@ -70,6 +70,10 @@ def from_pair(f: Field, v: Any, b: Any, live: Any) -> Iterator[Any]:
     elif isinstance(v, (tuple, list)) and v and all(type(x) is int for x in v):
         if type(b) is int and type(live) is int and b in v:
             yield type(v)(live if x == b else x for x in v)
+            at = [i for i, x in enumerate(v) if x == b]
+            for i in reversed(at) if len(at) > 1 else []:
+                # One item of several equal ones (an encoder's last width, the output's).
+                yield type(v)(live if j == i else x for j, x in enumerate(v))
             if all(x == b for x in v):
                 yield live  # an int for a tuple field (kernel_size=3)
         elif type(b) is int and type(live) is int and len(set(v)) == 1:
