@@ -17,7 +17,9 @@ unchanged build has the live parts.
 - a numbered layer only the build has (``convgru2``): the sequence fields shortened together to
   the live count; one pair per layer (``kernel_size=((1, 5), ...)``) moved item by item;
 - widths per item that chain (each layer reads its predecessor's): every width once, in order;
-- a tuple holding the built number several times: each one of them moved alone too.
+- a tuple holding the built number several times: each one of them moved alone too;
+- a numbered layer the live module holds as Identity (made only when its width is given) counts
+  as one only the build has; each sequence field shortened alone too.
 """
 
 from __future__ import annotations
@@ -102,3 +104,12 @@ def test_one_of_several_equal_items_moves_alone() -> None:
     )
     f = exact(enc)
     assert tuple(f["layers"].value) == (32, 32, 64, 96, 128)
+
+
+def test_a_numbered_layer_left_as_identity_shortens_its_own_sequence() -> None:
+    raft = pytest.importorskip("torchvision.models.optical_flow.raft")
+    enc = raft.MotionEncoder(
+        in_channels_corr=196, corr_layers=(96,), flow_layers=(64, 32), out_channels=82
+    )
+    f = exact(enc)
+    assert (tuple(f["corr_layers"].value), tuple(f["flow_layers"].value)) == ((96,), (64, 32))
