@@ -199,6 +199,8 @@ def _eq(a: Any, b: Any) -> bool:
 
 _WIDTH_WORDS = ("chs", "channels", "features", "dim", "size", "planes", "width", "classes")
 _KERNEL_WORDS = ("kernel", "stride", "dilation", "padding", "patch", "img_size")
+# A count of blocks or layers: a depth (``block_per_stage``, ``layer_per_block`` count too).
+_DEPTH_WORDS = ("depth", "layers", "blocks", "num_", "_per_")
 
 
 def _class_rank(name: str) -> Callable[[type], int]:
@@ -277,7 +279,7 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
     elif numeric and any(w in low for w in _KERNEL_WORDS):
         # A size no layer keeps may still be read from the shapes of the tensors (eye(k)).
         pool = _sizes(module) or _ints(module) or [d for t in module.buffers() for d in t.shape]
-    elif numeric and any(w in low for w in ("depth", "layers", "blocks", "num_")):
+    elif numeric and any(w in low for w in _DEPTH_WORDS):
         pool = [*_lengths(module), 0, 1, 2, 3, 4, *_ints(module)]
         if f.kind != "int":
             pool = [*_stages(module), *pool]
@@ -306,7 +308,7 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
         # and depths (a cfg's depths=(2, 2, 2, 2), channels=(256, 512, 1024, 2048)).
         lens = [n for n in dict.fromkeys(_lengths(module)) if n > 1]
         readings = [*_runs(module), *(r for n in lens for r in _per_stage(module, n))]
-        deep = any(w in low for w in ("depth", "layers", "blocks", "num_"))
+        deep = any(w in low for w in _DEPTH_WORDS)
         readings = readings[1::2] + readings[::2] if deep else readings
         pool = [*_stages(module), *readings, *pool] if deep else [*readings, *pool]
     if isinstance(f.value, (tuple, list)) and f.value:

@@ -7,6 +7,8 @@
   no len()"): the fields holding a number of that type whose kind is not fixed to a number try the
   sequences the module's layers keep first (a grid ``(56, 56)``, per-block rates); a class used
   so, the widths of its layers (``layers=(512,) * 8``); a rate left None, per-block rates;
+- a class without an attribute the constructor reads ("type object 'Conv2d' has no attribute
+  'expansion'"): the field holding it tries the classes of the module's layers that have it;
 - a value added as a layer that is none ("int is not a Module subclass", "...Layer is not a
   Module subclass"): the field holding it tries the layers the module holds (the instance of that
   class, or the children it was handed: ``activation=nn.ReLU()``).
@@ -36,6 +38,7 @@ _SEQUENCE = re.compile(
 )
 _NOT_A_LAYER = re.compile(r"([\w.]+) is not a Module subclass")
 _UNSET_CLASS = "'NoneType' object is not callable"
+_NO_CLASS_ATTR = re.compile(r"type object '(\w+)' has no attribute '(\w+)'")
 MAX_NAMED = 8
 MAX_LAYERS = 4
 
@@ -56,7 +59,12 @@ def _layers(value: Any, module: nn.Module) -> list[nn.Module]:
     if isinstance(value, type):
         found = [m for m in module.modules() if m is not module and type(m) is value]
     else:
-        found = [m for m in module.children() if not isinstance(m, (nn.ModuleList, nn.Sequential))]
+        # The layers it was handed sit among its children, or in a container it made of them
+        # (``nn.Sequential(*[norm, activation])``).
+        found = []
+        for m in module.children():
+            lists = isinstance(m, (nn.ModuleList, nn.Sequential))
+            found += [x for x in m.children() if not x._modules] if lists else [m]
     return found[:MAX_LAYERS]
 
 
@@ -69,7 +77,15 @@ def teaches(error: str, changed: Any) -> bool:
         return type(changed).__name__ != (seq.group(1) or seq.group(2))
     if layer is not None:
         return torch.typename(changed) != layer.group(1)
+    attr = _NO_CLASS_ATTR.search(error)
+    if attr is not None:
+        return isinstance(changed, type) and changed.__name__ != attr.group(1)
     return _UNSET_CLASS in error and changed is not None
+
+
+def _classes_with(module: nn.Module, attr: str) -> list[type]:
+    found = dict.fromkeys(type(m) for m in module.modules() if m is not module)
+    return [c for c in found if hasattr(c, attr)][:MAX_LAYERS]
 
 
 def learn(
@@ -90,6 +106,7 @@ def learn(
         return
     seq = _SEQUENCE.search(error)
     layer = _NOT_A_LAYER.search(error)
+    attr = _NO_CLASS_ATTR.search(error)
     for f in fields:
         v = values.get(f.name)
         new: list[Any] = []
@@ -103,4 +120,8 @@ def learn(
         if layer is not None and v is not None and torch.typename(v) == layer.group(1):
             # The constructor said it: a layer instance, whatever the field's kind was read as.
             new = _layers(v, module)
+        if attr is not None and isinstance(v, type) and v.__name__ == attr.group(1):
+            # A class the constructor reads an attribute of (``block_type.expansion``): the
+            # classes of the module's layers that have it.
+            new = [c for c in _classes_with(module, attr.group(2)) if fits(f, c)]
         pools[f.name][:0] = [x for x in new if not any(x is p for p in pools[f.name])]

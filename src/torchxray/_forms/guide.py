@@ -38,8 +38,8 @@ from .gated import unset_width
 from .handed import handed_dicts
 from .literals import compared_strings
 from .members import nested
-from .numbers import from_pair, keeping, product, quotient, scaled, summed
-from .presence import by_part, flag_like, per_block, stem
+from .numbers import from_pair, item_runs, keeping, product, quotient, scaled, summed
+from .presence import by_part, flag_like, numbered, per_block, stem
 
 __all__ = ["proposals"]
 
@@ -345,6 +345,9 @@ def proposals(
             # Before the one-field changes: those of a depth alone fail to build.
             for b, lv in _pairs(d):
                 yield from per_block(fields, values, b, lv)
+        yield from numbered(d, fields, values)
+        if d.live is not None and d.built is not None and d.aspect != "children":
+            yield from item_runs(fields, values, _numbers(d.built), _numbers(d.live))
         target = by_path.get(d.path)
         for one in _direct(d, fields, values, target, modes):
             yield dict([one])

@@ -53,15 +53,47 @@ def _calls(cls: type, name: str) -> tuple[tuple[str, int, frozenset[str]], ...]:
     return tuple(out)
 
 
+@functools.lru_cache(maxsize=512)
+def _read(cls: type, name: str) -> frozenset[str]:
+    """The keys ``cls.__init__`` reads from the dict ``name`` itself (``name.get('norm_layer')``,
+    ``name['k']``, ``name.pop('k', None)``): a default value there is read, so it was passed."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls.__init__)))  # type: ignore[misc]
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return frozenset()
+    out = set()
+    for node in ast.walk(tree):
+        key: ast.AST | None = None
+        if isinstance(node, ast.Subscript) and _named(node.value, name):
+            key = node.slice
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("get", "pop")
+            and _named(node.func.value, name)
+            and node.args
+        ):
+            key = node.args[0]
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            out.add(key.value)
+    return frozenset(out)
+
+
+def _named(node: ast.AST, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
+
+
 def handed(
     cls: type, module: nn.Module, name: str, form: Callable[[nn.Module], Any]
 ) -> dict[str, Any] | None:
     """The keywords ``**name`` most likely held, or None when no call of ``cls`` hands it on to
     a child layer whose form is exact."""
+    try:
+        params = inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        params = {}  # type: ignore[assignment]
     for callee, positional, named in _calls(cls, name):
-        for child in module.children():
-            if type(child).__name__ != callee:
-                continue
+        for child in _made(module, callee, callee in params):
             try:
                 f = form(child)
             except Exception:  # noqa: BLE001 - a layer without a readable form tells nothing
@@ -70,14 +102,26 @@ def handed(
                 continue
             plain = [x for x in f.fields if not x.group and x.kind not in ("varargs", "varkw")]
             covered = {x.name for x in plain[:positional]} | named
+            read = _read(cls, name)
             return {
                 x.name: x.value
                 for x in plain
                 if x.name not in covered
                 and x.name not in _NOT_PASSED
-                and (x.required or not _default(x.value, x.default))
+                and (x.required or x.name in read or not _default(x.value, x.default))
             }
     return None
+
+
+def _made(module: nn.Module, callee: str, held: bool) -> Iterator[nn.Module]:
+    """The layers a call of ``callee`` may have made: children of its class's name; for a factory
+    a parameter holds (``block_fn(...)`` in a loop), the items of the containers the module holds
+    too (the blocks it filled)."""
+    for child in module.children():
+        if type(child).__name__ == callee:
+            yield child
+        elif held and isinstance(child, (nn.Sequential, nn.ModuleList)):
+            yield from child.children()
 
 
 def handed_dicts(

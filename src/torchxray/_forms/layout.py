@@ -53,7 +53,8 @@ def tuples(module: nn.Module) -> list[tuple[int, ...]]:
 
 def per_item(module: nn.Module) -> list[list[int]]:
     """For each container of two or more layers: the input width of each item, and its output
-    width (a head made per feature map from ``in_channels=[672, 480, ...]``)."""
+    width (a head made per feature map from ``in_channels=[672, 480, ...]``), and where they
+    chain, the widths in order."""
     out: list[list[int]] = []
     for c in [module, *descendants(module, 2)]:
         if not isinstance(c, (nn.Sequential, nn.ModuleList)) or len(c) < 2:
@@ -66,7 +67,11 @@ def per_item(module: nn.Module) -> list[list[int]]:
             ends[0] += ins[:1]
             ends[1] += outs[-1:]
         out += [e for e in ends if len(e) == len(c)]
-    return out[:4]
+        if len(ends[0]) == len(ends[1]) == len(c) and ends[0][1:] == ends[1][:-1]:
+            # A chain (each item reads its predecessor's width): every width once, in order
+            # (``stem_chs=[3, 48, 48, 96]`` makes a conv from each to the next).
+            out.append([*ends[0], ends[1][-1]])
+    return out[:5]
 
 
 def stages(module: nn.Module) -> list[tuple[int, ...]]:

@@ -67,6 +67,10 @@ def current(
         if "drop" in name and param.default is _MISSING and p is None:
             return 0.0, "default"  # a first guess the search goes on from
         return guess
+    if isinstance(attr, nn.Module) and isinstance(param.default, (tuple, list, str, bool)):
+        # A layer made from a plain default (``downsample=('', 1)`` made `self.downsample`) is
+        # not the argument: a guess the search goes on from.
+        return guess
     if callable(attr) and inspect.ismethod(attr):
         return (param.default if param.default is not _MISSING else None), "default"
     return attr, "attribute"

@@ -70,6 +70,10 @@ def from_pair(f: Field, v: Any, b: Any, live: Any) -> Iterator[Any]:
     elif isinstance(v, (tuple, list)) and v and all(type(x) is int for x in v):
         if type(b) is int and type(live) is int and b in v:
             yield type(v)(live if x == b else x for x in v)
+            at = [i for i, x in enumerate(v) if x == b]
+            for i in reversed(at) if len(at) > 1 else []:
+                # One item of several equal ones (an encoder's last width, the output's).
+                yield type(v)(live if j == i else x for j, x in enumerate(v))
             if all(x == b for x in v):
                 yield live  # an int for a tuple field (kernel_size=3)
         elif type(b) is int and type(live) is int and len(set(v)) == 1:
@@ -80,8 +84,34 @@ def from_pair(f: Field, v: Any, b: Any, live: Any) -> Iterator[Any]:
                     yield type(v)(x for _ in v)
 
 
+def item_runs(
+    fields: list[Field], values: dict[str, Any], built: list[Any], live: list[Any]
+) -> Iterator[dict[str, Any]]:
+    """One pair per layer (``kernel_size=((1, 5), (5, 1))``): an item the build's numbers show
+    in a row (a conv's ``(1, 5)``) becomes the live numbers at the same place."""
+    if len(built) != len(live):
+        return
+    for f in fields:
+        v = values.get(f.name)
+        if not isinstance(v, tuple) or not v or not all(_int_tuple(x) for x in v):
+            continue
+        for i, x in enumerate(v):
+            for j in range(len(built) - len(x) + 1):
+                new = tuple(live[j : j + len(x)])
+                if tuple(built[j : j + len(x)]) == x and new != x and _int_tuple(new):
+                    yield {f.name: (*v[:i], new, *v[i + 1 :])}
+
+
+def _int_tuple(x: Any) -> bool:
+    return isinstance(x, tuple) and bool(x) and all(type(n) is int for n in x)
+
+
 def _nice(x: float) -> bool:
     return x > 0 and abs(x * 4 - round(x * 4)) < 1e-9
+
+
+def _third(x: float) -> bool:
+    return x > 0 and abs(x * 12 - round(x * 12)) < 1e-9
 
 
 def keeping(
@@ -143,6 +173,10 @@ def product(
         for w in dict.fromkeys(v for v in known.values() if type(v) is int):
             if w > 0 and math.isclose(w * r, b) and _nice(live / w):
                 yield {fr.name: live / w}
+            # A fused gate doubles the hidden width (SwiGLU: 2 * dim * mlp_ratio); such ratios
+            # are often thirds of a whole (4 * 2 / 3).
+            elif w > 0 and math.isclose(2 * w * r, b) and live % 2 == 0 and _third(live / 2 / w):
+                yield {fr.name: r * live / b}
 
 
 def quotient(

@@ -5,7 +5,10 @@
   name shares (``layer_scale`` and ``layer_scale_init_value``, ``rel_pos`` and ``rel_pos_cls``,
   ``cpe`` and ``shared_cpe``): 0 for a number that gates it, None, the opposite flag, the live
   layer for an empty field that takes a layer;
-- a container with another number of blocks: a depth field moves with one rate per block.
+- a container with another number of blocks: a depth field moves with one rate per block;
+- a numbered layer only the build has (``convgru2`` past the live ``convgru1``; one the live
+  module holds as Identity counts too): the sequence fields long enough to have made it,
+  shortened together to the layers the live module has, then each alone.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from torch import nn
 from .exact import Difference
 from .field import Field
 
-__all__ = ["by_part", "flag_like", "per_block", "stem"]
+__all__ = ["by_part", "flag_like", "numbered", "per_block", "stem"]
 
 
 def flag_like(f: Field) -> bool:
@@ -90,3 +93,30 @@ def by_part(
         elif v is None and d.aspect == "module" and isinstance(target, nn.Module) and not gone:
             if f.kind not in ("class", "callable"):
                 yield f.name, target
+
+
+def numbered(
+    d: Difference, fields: list[Field], values: dict[str, Any]
+) -> Iterator[dict[str, Any]]:
+    """A layer named with its number ``n`` (``convgru2``) that only the build has: every sequence
+    field of at least ``n`` items (one per such layer: kernel sizes and paddings, each a pair)
+    keeps its first ``n - 1``, all together (a constructor checks that their lengths agree)."""
+    added = d.aspect == "module" and d.live is None and d.built is not None
+    if not added and not (d.aspect == "class" and d.live == "torch.nn.modules.linear.Identity"):
+        return  # (a layer made only when a width is given, else Identity, counts as none)
+    name = d.path.rsplit(".", 1)[-1]
+    digits = len(name) - len(name.rstrip("0123456789"))
+    if not digits or digits == len(name):
+        return
+    n = int(name[-digits:])
+    if n < 2:
+        return
+    change = {
+        f.name: v[: n - 1]
+        for f in fields
+        if isinstance(v := values.get(f.name), (tuple, list)) and len(v) >= n
+    }
+    if change:
+        yield change
+    for name, v in change.items() if len(change) > 1 else []:
+        yield {name: v}  # one sequence per kind of layer (corr_layers, flow_layers)
