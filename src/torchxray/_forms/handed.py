@@ -7,13 +7,13 @@ from __future__ import annotations
 import ast
 import functools
 import inspect
-import textwrap
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from torch import nn
 
 from .field import Field
+from .literals import source_tree
 from .make import same
 
 __all__ = ["handed", "handed_dicts"]
@@ -32,9 +32,8 @@ def _default(value: Any, default: Any) -> bool:
 def _calls(cls: type, name: str) -> tuple[tuple[str, int, frozenset[str]], ...]:
     """(callee's last name, positional count, keyword names) of each call in ``cls.__init__`` that
     passes ``**name``."""
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(cls.__init__)))  # type: ignore[misc]
-    except (OSError, TypeError, SyntaxError, IndentationError):
+    tree = source_tree(cls.__init__)  # type: ignore[misc]
+    if tree is None:
         return ()
     out = []
     for node in ast.walk(tree):
@@ -57,9 +56,8 @@ def _calls(cls: type, name: str) -> tuple[tuple[str, int, frozenset[str]], ...]:
 def _read(cls: type, name: str) -> frozenset[str]:
     """The keys ``cls.__init__`` reads from the dict ``name`` itself (``name.get('norm_layer')``,
     ``name['k']``, ``name.pop('k', None)``): a default value there is read, so it was passed."""
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(cls.__init__)))  # type: ignore[misc]
-    except (OSError, TypeError, SyntaxError, IndentationError):
+    tree = source_tree(cls.__init__)  # type: ignore[misc]
+    if tree is None:
         return frozenset()
     out = set()
     for node in ast.walk(tree):

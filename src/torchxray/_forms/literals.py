@@ -23,7 +23,7 @@ import typing
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["compared_strings"]
+__all__ = ["compared_strings", "source_tree"]
 
 DEPTH = 3  # calls followed from the constructor
 MAX_STRINGS = 12
@@ -40,8 +40,9 @@ def _code(obj: Any) -> tuple[Callable[..., Any], int] | None:
 
 
 @functools.lru_cache(maxsize=512)
-def _tree(fn: Callable[..., Any]) -> ast.AST | None:
-    # Many constructors hand their strings to the same few functions (a layer registry's).
+def source_tree(fn: Callable[..., Any]) -> ast.AST | None:
+    """The parsed source of ``fn``, or None where it cannot be read; cached, as many constructors
+    hand their values to the same few functions (a layer registry's)."""
     try:
         return ast.parse(textwrap.dedent(inspect.getsource(fn)))
     except (OSError, TypeError, SyntaxError, IndentationError):
@@ -117,7 +118,7 @@ def _passed(call: ast.Call, name: str, target: Callable[..., Any], skip: int) ->
 def _taken(fn: Callable[..., Any], spread: str, key: str) -> str | None:
     """The name ``fn`` binds a keyword of its ``**spread`` to (``padding =
     kwargs.pop('padding', '')``)."""
-    tree = _tree(fn)
+    tree = source_tree(fn)
     for node in ast.walk(tree) if tree is not None else []:
         if not (isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)):
             continue
@@ -148,7 +149,7 @@ def _strings(fn: Callable[..., Any], name: str, depth: int, seen: set[Any]) -> I
     if (fn, name) in seen:
         return
     seen.add((fn, name))
-    tree = _tree(fn)
+    tree = source_tree(fn)
     if tree is None:
         return
     scope = getattr(fn, "__globals__", {})

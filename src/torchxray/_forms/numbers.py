@@ -106,12 +106,9 @@ def _int_tuple(x: Any) -> bool:
     return isinstance(x, tuple) and bool(x) and all(type(n) is int for n in x)
 
 
-def _nice(x: float) -> bool:
-    return x > 0 and abs(x * 4 - round(x * 4)) < 1e-9
-
-
-def _third(x: float) -> bool:
-    return x > 0 and abs(x * 12 - round(x * 12)) < 1e-9
+def _nice(x: float, parts: int = 4) -> bool:
+    """A positive whole number of ``1 / parts`` (quarters; twelfths take thirds too)."""
+    return x > 0 and abs(x * parts - round(x * parts)) < 1e-9
 
 
 def keeping(
@@ -175,7 +172,7 @@ def product(
                 yield {fr.name: live / w}
             # A fused gate doubles the hidden width (SwiGLU: 2 * dim * mlp_ratio); such ratios
             # are often thirds of a whole (4 * 2 / 3).
-            elif w > 0 and math.isclose(2 * w * r, b) and live % 2 == 0 and _third(live / 2 / w):
+            elif w > 0 and math.isclose(2 * w * r, b) and live % 2 == 0 and _nice(live / 2 / w, 12):
                 yield {fr.name: r * live / b}
 
 

@@ -38,30 +38,36 @@ def _scan() -> None:
         warnings.simplefilter("ignore")  # isinstance on deprecated proxies (torch.distributed)
         modules = [o for o in gc.get_objects() if isinstance(o, nn.Module)]
     for m in modules:
-        try:
-            _places.setdefault(m, None)
-            for key, child in m._modules.items():
-                if child is not None:
-                    _places[child] = (weakref.ref(m), key)
-        except TypeError:  # a module class made unhashable (``__eq__`` without ``__hash__``)
+        if not _hashable(m):
             continue
+        _places.setdefault(m, None)
+        for key, child in m._modules.items():
+            if child is not None and _hashable(child):
+                _places[child] = (weakref.ref(m), key)
+
+
+def _hashable(m: nn.Module) -> bool:
+    """False for a module class made unhashable (``__eq__`` without ``__hash__``): it has no
+    place, and the modules around it keep theirs."""
+    try:
+        hash(m)
+    except TypeError:
+        return False
+    return True
 
 
 def ordinals(module: nn.Module) -> list[int]:
     """The keys of the numbered containers that hold the module or the layers around it,
     nearest first (a stage's patch embedding given the stage's number), then 0 and 1."""
-    try:
-        if module not in _places:
-            _scan()
-    except TypeError:  # unhashable: no place known
+    if not _hashable(module):
         return [0, 1]
+    if module not in _places:
+        _scan()
     found: list[int] = []
     at: nn.Module | None = module
     for _ in range(MAX_UP):
-        try:
-            place = _places.get(at) if at is not None else None
-        except TypeError:
-            place = None
+        # Every module with a place is hashable: so is each parent found on the way up.
+        place = _places.get(at) if at is not None else None
         if place is None:
             break
         at, key = place[0](), place[1]
