@@ -221,7 +221,7 @@ def fill(
         found = infer(
             module, fields, first, fits, make, deadline, start, live, factory, stop, alone
         )
-        if not found.exact and len(wide) > len(first) and time.thread_time() < deadline:
+        if not found.exact and not alone and time.thread_time() < deadline:
             # Its first build is a search's build like any other: it ends with the search.
             last = min(stop, deadline + LAST_BUILD_SLACK)
             again = infer(
