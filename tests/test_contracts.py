@@ -121,3 +121,38 @@ def test_the_view_shows_a_violation_as_a_warning_not_a_failure() -> None:
     probe = s.overview()["probe"]
     assert probe is not None
     assert probe["contract"] == ["return value: forward says 'b c' but got 3 dims (2, 4, 6)"]
+
+
+def _forwards() -> list[object]:
+    t = torch.Tensor
+
+    def one(self, x: t) -> t: ...
+    def two(self, x: t, mask: t | None = None) -> t: ...
+    def only(self, x: t, /, y: t) -> t: ...
+    def star(self, x: t, *rest: t) -> t: ...
+    def keyword(self, x: t, *, scale: float = 1.0) -> t: ...
+    def needs_keyword(self, x: t, *, scale: float) -> t: ...
+    def kw(self, x: t, **extra: object) -> t: ...
+
+    return [one, two, only, star, keyword, needs_keyword, kw]
+
+
+@pytest.mark.parametrize("forward", _forwards(), ids=lambda f: f.__name__)
+def test_the_quick_binding_of_positional_calls_is_what_signature_bind_gives(forward) -> None:
+    """`Contract` binds a positional call without `Signature.bind` where it can (a probe calls it
+    at every module call); for every count of arguments it gives what bind gives, or refuses
+    the same calls."""
+    import inspect
+
+    from torchxray._probe.contracts import Contract
+
+    contract = Contract(forward, {}, None)
+    sig = inspect.signature(forward)
+    for n in range(5):
+        args = tuple(torch.zeros(1) for _ in range(n))
+        for kwargs in ({}, {"mask": None}, {"scale": 2.0}):
+            try:
+                want = dict(sig.bind("module", *args, **kwargs).arguments)
+            except TypeError:
+                want = None
+            assert contract._bound("module", args, kwargs) == want, (n, kwargs)

@@ -11,6 +11,7 @@ received and returned; a violation is a message, never an exception.
 from __future__ import annotations
 
 import inspect
+import itertools
 import types
 import typing
 from collections.abc import Callable
@@ -111,15 +112,41 @@ class Contract:
     """The checkable annotations of one forward: per parameter name, and for the return value."""
 
     def __init__(self, forward: Any, params: dict[str, _Check], ret: _Check | None) -> None:
-        self.signature = inspect.signature(forward)
+        self.signature = sig = inspect.signature(forward)
         self.params, self.ret = params, ret
+        # A call with positional arguments only binds them in order, as `Signature.bind` would,
+        # where the forward's leading parameters take them and nothing else is required: bind
+        # itself costs ~10 us, run at every module call of a probe (most forwards: ``(self, x)``).
+        lead = list(
+            itertools.takewhile(
+                lambda p: p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD),
+                sig.parameters.values(),
+            )
+        )
+        required_keywords = any(
+            p.kind is p.KEYWORD_ONLY and p.default is p.empty for p in sig.parameters.values()
+        )
+        self._lead = None if required_keywords else tuple(p.name for p in lead)
+        self._least = sum(1 for p in lead if p.default is p.empty)
+
+    def _bound(
+        self, module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """The call's arguments by parameter name (as ``bind(...).arguments``), or None where
+        the forward could not take them."""
+        lead = self._lead
+        if not kwargs and lead is not None and self._least <= len(args) + 1 <= len(lead):
+            return dict(zip(lead, (module, *args)))
+        try:
+            return dict(self.signature.bind(module, *args, **kwargs).arguments)
+        except TypeError:
+            return None
 
     def check(
         self, module: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any
     ) -> tuple[str, ...]:
-        try:
-            bound_args = self.signature.bind(module, *args, **kwargs).arguments
-        except TypeError:
+        bound_args = self._bound(module, args, kwargs)
+        if bound_args is None:
             return ()
         dims: dict[str, int] = {}
         found: list[str] = []
