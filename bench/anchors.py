@@ -22,6 +22,20 @@ def bare_forward(model: nn.Module, *args: Any) -> Any:
         return model(*args)
 
 
+def on_meta(model: nn.Module, *args: Any) -> tuple[nn.Module, tuple[Any, ...]]:
+    """A copy of the model and its inputs on the meta device, for `bare_forward`: the forward
+    with every op's output shape computed by torch's meta kernels and nothing else (no mode, no
+    record), the least a shape inference that runs those kernels costs. Made once, outside the
+    timing; the model itself is not touched."""
+    import copy
+
+    from torch.utils._pytree import tree_map
+
+    meta = copy.deepcopy(model).to("meta")
+    moved = tree_map(lambda a: a.to("meta") if isinstance(a, torch.Tensor) else a, args)
+    return meta, tuple(moved)
+
+
 def torchinfo_summary(model: nn.Module, *args: Any) -> Any:
     import torchinfo
 

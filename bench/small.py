@@ -1,6 +1,6 @@
 """The fake probe against torchinfo at both ends: small models and many modules.
 
-``python -m bench.small [--repeats N] [--threads 1] [--only NAME ...] [--explore]
+``python -m bench.small [--repeats N] [--threads 1] [--only NAME ...] [--explore] [--meta]
 [--torchinfo-max MODULES] [--json PATH]`` times, per
 model and interleaved (probe, torchinfo, probe, torchinfo, ...), ``tx.probe(model, x)`` (fake,
 FLOPs counted) and ``torchinfo.summary(model, input_data=[x])``, and prints one markdown row per
@@ -15,6 +15,11 @@ without torchinfo. ``--explore`` adds, on models of at most 20,000 modules, ``tx
 (``get_state()``) outside a kernel, where the probe runs before ``explore`` returns (goal <= 1 s
 at 10k modules), timed interleaved with the fake probe; the explorers are closed after the
 timing.
+
+``--meta`` adds a bare forward of a meta copy of each model (`anchors.on_meta`; models of at most
+``--torchinfo-max`` modules): the output shapes from torch's meta kernels alone, no torchxray, no
+mode. It is the floor under any shape inference that runs those kernels, and the fake probe
+runs them only on an op it has not seen (`torchxray._fake.quick`).
 
 It measures whichever torchxray it imports, so a before/after comparison runs it twice with
 another ``PYTHONPATH`` (bench/README.md, "The fake probe's fixed cost").
@@ -32,7 +37,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .anchors import bare_forward, torchinfo_summary
+from .anchors import bare_forward, on_meta, torchinfo_summary
 from .machine import machine
 from .models import synthetic
 from .timing import Timing, measure_interleaved, ms, ratio
@@ -88,7 +93,11 @@ MODELS: dict[str, Callable[[], Built]] = {
 
 
 def run(
-    names: list[str], repeats: int, explore: bool = False, torchinfo_max: int | None = None
+    names: list[str],
+    repeats: int,
+    explore: bool = False,
+    torchinfo_max: int | None = None,
+    meta: bool = False,
 ) -> Iterator[dict[str, Any]]:
     import torchxray as tx
 
@@ -103,9 +112,12 @@ def run(
         }
         if torchinfo_max is None or modules <= torchinfo_max:
             fns["torchinfo"] = lambda m=model, a=args: torchinfo_summary(m, *a)
+        if meta and (torchinfo_max is None or modules <= torchinfo_max):
+            fns["meta"] = _meta_forward(model, args)
         t = measure_interleaved(fns, repeats=repeats, budget_s=60.0)
         probe = t["probe"]
         info = t.get("torchinfo", Timing(error="not run (--torchinfo-max)"))
+        on = t.get("meta")
         opened = _explore(model, args) if explore and modules <= 20_000 else None
         yield {
             "model": name,
@@ -115,10 +127,25 @@ def run(
             "bare_s": t["bare"].median,
             "bare_ratio": ratio(probe, t["bare"]),
             "ratio": ratio(probe, info) if info.ok else None,
+            "meta_s": on.median if on is not None and on.ok else None,
+            "meta_error": on.error if on is not None else None,
             "runs": len(probe.runs),
             "error": probe.error or (info.error if "torchinfo" in t else None),
             "explore": opened,
         }
+
+
+def _meta_forward(model: nn.Module, args: tuple[Any, ...]) -> Callable[[], Any]:
+    """The bare forward of a meta copy (`anchors.on_meta`), or its error when there is none."""
+    try:
+        meta, meta_args = on_meta(model, *args)
+    except Exception as exc:  # a model that cannot be copied or moved: the figure says so
+
+        def fails(exc: Exception = exc) -> Any:
+            raise exc
+
+        return fails
+    return lambda: bare_forward(meta, *meta_args)
 
 
 def _explore(model: nn.Module, args: tuple[Any, ...]) -> dict[str, Any]:
@@ -160,6 +187,11 @@ def main(argv: list[str] | None = None) -> int:
         help="time torchinfo only on models of at most this many modules (it takes a minute a "
         "run at 100k); the others get the fake probe alone",
     )
+    p.add_argument(
+        "--meta",
+        action="store_true",
+        help="also time a bare forward of a meta copy of each model (torch's meta kernels alone)",
+    )
     p.add_argument("--json", help="also write the rows as JSON here")
     args = p.parse_args(argv)
     if args.threads:
@@ -167,7 +199,9 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore")
     import torchxray
 
-    rows = list(run(args.only or list(MODELS), args.repeats, args.explore, args.torchinfo_max))
+    rows = list(
+        run(args.only or list(MODELS), args.repeats, args.explore, args.torchinfo_max, args.meta)
+    )
     print(f"torchxray from {torchxray.__file__}; {machine()}\n")
     print("| model | modules | fake probe | torchinfo | ratio | bare forward | probe / bare |")
     print("|---|---:|---:|---:|---:|---:|---:|")
@@ -181,6 +215,16 @@ def main(argv: list[str] | None = None) -> int:
         )
         bare = f"{ms(r['bare_s'])} | {r['bare_ratio']:.2f}x"
         print(f"| {r['model']} | {r['modules']:,} | {cells} | {bare} |")
+    if args.meta:
+        print("\n| model | fake probe | meta forward (no torchxray) | probe / meta |")
+        print("|---|---:|---:|---:|")
+        for r in rows:
+            cell = (
+                f"{ms(r['meta_s'])} | {r['probe_s'] / r['meta_s']:.2f}x"
+                if r["meta_s"] and r["probe_s"]
+                else f"{r['meta_error'] or 'not run'} | n/a"
+            )
+            print(f"| {r['model']} | {ms(r['probe_s'])} | {cell} |")
     by = {r["model"]: r for r in rows}
     small, big = by.get("synthetic 10k modules"), by.get("synthetic 100k modules")
     if small and big and not (small["error"] or big["error"]):
