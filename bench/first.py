@@ -28,15 +28,14 @@ import json, sys, time, warnings
 warnings.filterwarnings("ignore")
 import torch
 torch.set_num_threads(1)
-import torchxray as tx, torchinfo
+import torchxray as tx
+from bench.anchors import torchinfo_summary
 from bench.small import MODELS
 model, args = MODELS[sys.argv[1]]()
 loaded = "torch._dynamo" in sys.modules
 t = []
-for f in (lambda: tx.probe(model, *args), lambda: tx.probe(model, *args),
-          lambda: torchinfo.summary(model, input_data=list(args), verbose=0),
-          lambda: torchinfo.summary(model, input_data=list(args), verbose=0)):
-    s = time.perf_counter(); f(); t.append(time.perf_counter() - s)
+for f in (tx.probe, tx.probe, torchinfo_summary, torchinfo_summary):
+    s = time.perf_counter(); f(model, *args); t.append(time.perf_counter() - s)
 print(json.dumps({"times": t, "dynamo": loaded}))
 """
 

@@ -138,7 +138,7 @@ class Contract:
         if not kwargs and lead is not None and self._least <= len(args) + 1 <= len(lead):
             return dict(zip(lead, (module, *args)))
         try:
-            return dict(self.signature.bind(module, *args, **kwargs).arguments)
+            return self.signature.bind(module, *args, **kwargs).arguments
         except TypeError:
             return None
 
