@@ -25,7 +25,7 @@ from .forms import Field, Form, FormError, form, record_everything, record_init_
 from .memory import MemoryRecord, MemoryReport, memory
 from .mro import ClassInfo, mro_class, mro_classes, mro_graph
 from .patch import PatchEntry, PatchLog
-from .probe import Edge, FlowEntry, ProbeReport, Site, probe
+from .probe import Edge, FlowEntry, ProbeReport, Site, Write, probe
 from .select import peft_targets, select
 from .source import Source, source
 from .stats import ParamStats, stats
@@ -57,6 +57,7 @@ __all__ = [
     "Site",
     "Source",
     "Watch",
+    "Write",
     "__version__",
     "catalog",
     "diff",

@@ -108,6 +108,8 @@ from ._probe.records import (
 from ._probe.run import ProbeRun
 from ._probe.sites import Site, sites_of
 from ._probe.skipped import NotCalled
+from ._trace.report import unrestored
+from ._trace.writes import Write
 
 __all__ = [
     "CallRecord",
@@ -120,6 +122,7 @@ __all__ = [
     "ProbeReport",
     "Site",
     "TensorInfo",
+    "Write",
     "probe",
 ]
 
@@ -212,6 +215,7 @@ def _run(
         contract = tuple(dict.fromkeys(m for call in calls for m in call.contract))
         return ModuleRecord.from_calls(path, names.get(path, "?"), made, sites_of(calls), contract)
 
+    writes = tuple(run.trace.writes) if run.trace is not None else ()
     # The builder holds the calls and the names, nothing of `run`: a report keeps no model alive.
     records = LazyRecords(run.log, build, names)
     total = None
@@ -233,6 +237,8 @@ def _run(
         edges=Edges(run.log, produced.raw) if (produced := run.recorder.produced) else (),
         returns=Edges(run.log, produced.raw, returned=True) if produced else (),
         limitations=tuple(run.recorder.limits),
+        notes=unrestored(writes),
+        writes=writes,
     )
 
 

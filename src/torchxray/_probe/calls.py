@@ -139,6 +139,10 @@ class Recorder:
         self.contracts: dict[type, Any] = {}  # per class: its forward's contract, or None
         self.cancel = cancel.current()  # set from another thread: stop at the next module call
         self.limits: list[str] = []  # what torchxray could not read (`unread`), for the report
+        # Called with a module before its first call runs (`_trace.Trace.touch`): what it holds
+        # is copied then, so that what its forward writes can be put back.
+        self.touch: Callable[[Any], None] | None = None
+        self.touched: set[int] = set()  # ids of the modules `touch` has seen (it adds them)
 
     def function(
         self,
@@ -164,6 +168,8 @@ class Recorder:
         skip = _SKIPPED
         sites = _TRACE_FLOW
         token = self.cancel
+        touch = self.touch
+        touched = self.touched
 
         def meta(x: torch.Tensor) -> Meta:
             """`x`'s metadata, read now (the caller checked `recent` already)."""
@@ -182,6 +188,8 @@ class Recorder:
             if token is not None and token.is_set:
                 token.where = path
                 raise cancel.ProbeCancelled(f"probe cancelled before {path or '(root)'}")
+            if touch is not None and id(self) not in touched:
+                touch(self)
             call = Call()
             call.path = path
             # The caller: the frame that called `module(...)`, past torch's __call__ machinery

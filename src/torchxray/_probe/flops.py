@@ -14,6 +14,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import flop_registry
 
 from .._fake.convert import converts_alone
+from .._trace.tensors import written_args
 
 if TYPE_CHECKING:
     from .calls import Call
@@ -64,15 +65,17 @@ def _formulas() -> dict[Any, Any]:
 
 
 _FORMULAS = _formulas()
-_BY_OP: dict[int, tuple[Any, Any, bool, bool]] = {}
+_BY_OP: dict[int, tuple[Any, Any, bool, bool, tuple[int, ...]]] = {}
 _LIFT_FNS = (torch.ops.aten.lift_fresh.default, torch.ops.aten.lift_fresh_copy.default)
 # Exactly these types (not subclasses: a FakeTensor or a user's tensor subclass stays as it is).
 _REAL_TYPES = (torch.Tensor, nn.Parameter)
+_WRITABLE = _REAL_TYPES  # the real tensors whose in-place writes are reported (a copy: tests
+# turn the conversion off through _REAL_TYPES and still compare the writes)
 
 
-def _op_entry(func: Any) -> tuple[Any, Any, bool, bool]:
-    """(func, its FLOP formula, whether its real arguments may be made fake here, and whether
-    even when no argument is fake yet)."""
+def _op_entry(func: Any) -> tuple[Any, Any, bool, bool, tuple[int, ...]]:
+    """(func, its FLOP formula, whether its real arguments may be made fake here, whether
+    even when no argument is fake yet, and the positions of the arguments it writes)."""
     # FakeTensorMode refuses metadata-mutating ops on real inputs: leave those for it to refuse.
     convertible = torch.Tag.inplace_view not in getattr(func, "tags", ())
     # torch.tensor() inside a forward lifts a real tensor, which the mode turns into a constant.
@@ -80,7 +83,8 @@ def _op_entry(func: Any) -> tuple[Any, Any, bool, bool]:
     # (read from an instance only) in older releases such as torch 2.2.
     convertible = convertible and func not in _LIFT_FNS
     alone = convertible and converts_alone(func)
-    return (func, _FORMULAS.get(func._overloadpacket), convertible, alone)
+    written = written_args(func)[0] if convertible else ()
+    return (func, _FORMULAS.get(func._overloadpacket), convertible, alone, written)
 
 
 class FlopCount:
@@ -101,8 +105,11 @@ class FlopCount:
         fake_mode: Any = None,
         count: bool = True,
         produced: Produced | None = None,
+        wrote: Any = None,
     ) -> None:
         self.stack = stack
+        # Fake mode: told of each real tensor an in-place op writes (`_trace.Trace.fake_write`).
+        self.wrote = wrote
         # Fake mode: the dataflow edges' producers, carried through every op (`_probe.edges`).
         self.produced = produced
         self.count = count
@@ -125,7 +132,9 @@ class FlopCount:
         seen = _BY_OP.get(id(func))
         if seen is None or seen[0] is not func:
             seen = _BY_OP[id(func)] = _op_entry(func)
-        if seen[2]:
+        if seen[4]:
+            args = self._written(args, seen)
+        elif seen[2]:
             args = self._fake_args(args, seen[3])
         out = inner(func, types, args, kwargs)
         self._counted(func, args, kwargs, out, seen[1])
@@ -149,6 +158,21 @@ class FlopCount:
             flops = int(formula(*args, **kwargs, out_val=out))
         for call in self.stack:
             call.flops += flops
+
+    def _written(self, args: tuple[Any, ...], seen: Any) -> tuple[Any, ...]:
+        """An in-place op: a real tensor it writes (``weight.mul_(0.5)`` under no_grad, an EMA
+        buffer's update) is written on its fake, never for real: its real arguments are made
+        fake even where FakeTensorMode would compute on them as constants. One-element tensors
+        stay constants (a counter's ``add_(1)`` that a later branch reads); the run puts their
+        values back (`_probe.run`)."""
+        alone = seen[3]
+        for i in seen[4]:
+            if i < len(args) and type(a := args[i]) in _WRITABLE:
+                if self.wrote is not None:
+                    self.wrote(a)
+                if a.numel() > 1:
+                    alone = True
+        return self._fake_args(args, alone) if seen[2] else args
 
     def _fake_args(self, args: tuple[Any, ...], alone: bool) -> tuple[Any, ...]:
         """The model's real parameters as their fake views, converted here rather than inside

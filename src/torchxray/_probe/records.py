@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._text import closest
+from .._trace.writes import Write
 from .edges import Edge
 from .flow import FlowEntry
 from .sites import Site
@@ -299,16 +300,13 @@ class ProbeReport:
     error: ProbeError | None = None
     total_flops: int | None = None
     wall_ms: float = 0.0
-    # Paths whose records were copied from an identical earlier block instead of being run again
-    # (fake mode only; see `_probe.memo`). Their records equal what a full run gives.
+    # Paths whose records were copied from an identical earlier block (fake mode, `_probe.memo`).
     memoised: tuple[str, ...] = field(default=())
     aliases: Mapping[str, str] = field(default_factory=dict)
-    # Real mode: the record of the first module to return NaN/Inf from finite inputs (innermost
-    # first, see `_probe.finite`), or None.
+    # Real mode: the first module to return NaN/Inf from finite inputs (`_probe.finite`), or None.
     nonfinite: ModuleRecord | None = None
     # After a successful run: the outermost modules that ran no call although their parent did,
-    # path -> why (a fused fast path, weights used by the parent directly, unused); everything
-    # under a listed path ran no call either. Empty after a failed run (see `_probe.skipped`).
+    # path -> why (a fused fast path, unused, ...); empty after a failed run (`_probe.skipped`).
     not_called: Mapping[str, str] = field(default_factory=dict)
     # Every module call in the order it began, nested as it ran (`_probe.flow`).
     flow: Sequence[FlowEntry] = field(default=())
@@ -323,6 +321,8 @@ class ProbeReport:
     # How the run went where it departed from the plain mode, one sentence each (fake mode's
     # data-dependent sizes, a retry that localised a failure): said, never silent.
     notes: tuple[str, ...] = field(default=())
+    # What the forward wrote to the model and torch's global state, put back (`_trace`).
+    writes: tuple[Write, ...] = field(default=())
 
     def __getitem__(self, path: str) -> ModuleRecord:
         try:

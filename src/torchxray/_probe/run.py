@@ -23,6 +23,7 @@ from torch.nn.parameter import is_lazy
 from .._fake.mode import quiet_fake_logs
 from .._fake.pool import borrowed
 from .._fake.state import kept_state, set_training, snapshot_state
+from .._trace import Trace
 from . import cancel
 from .calls import Call, Recorder
 from .flops import FlopCount
@@ -63,6 +64,7 @@ class ProbeRun:
         self.stack: list[Call] = self.recorder.stack
         self.log: list[Call] = self.recorder.log
         self.fake_mode: Any = None
+        self.trace: Trace | None = None  # what the forward writes (`_trace`), made on entering
         self._exit = contextlib.ExitStack()
 
     def _walk(self, model: nn.Module) -> None:
@@ -141,7 +143,14 @@ class ProbeRun:
             state = snapshot_state(self.modules)
             # A fake run's own tensors left on the model are undone there too (`undo_fake_state`).
             fake = self.mode == "fake"
-            es.enter_context(kept_state(self.modules, _buffers(self.modules, limit), state, fake))
+            # Everything else a forward writes (attributes, containers, hooks, in-place weights,
+            # torch's flags), put back before the buffers below and said in `report.writes`;
+            # entered further down, past FSDP's lazy initialisation (hooks it keeps for good).
+            self.trace = trace = Trace(self.modules, self.paths, state, real=not fake)
+            held = _buffers(self.modules, limit)
+            checked = trace.attributes_done
+            es.enter_context(kept_state(self.modules, held, state, fake, checked))
+            self.recorder.touch, self.recorder.touched = trace.touch, trace.touched
             cancel.check("setting up")  # each step takes seconds on 100,000 modules
             if fake:
                 # FSDP2 units: lazily initialised for real, their bookkeeping put back after.
@@ -154,6 +163,9 @@ class ProbeRun:
             else:
                 # FSDP2 units sharded before the run are sharded again after it.
                 es.enter_context(fsdp_resharded(self.modules, self.classes))
+            es.enter_context(trace)
+            if not fake:
+                es.enter_context(trace.guard())
             if self.mode == "fake" or self.flops:
                 # In fake mode the counter also hands FakeTensorMode fake views of the weights,
                 # as the fake mode's front (no dispatch mode of its own: `_fake.mode`).
@@ -162,6 +174,7 @@ class ProbeRun:
                     self.fake_mode,
                     count=self.flops,
                     produced=self.recorder.produced,
+                    wrote=trace.fake_write,
                 )
                 if self.fake_mode is not None:
                     self.fake_mode.front = counter.front
@@ -175,6 +188,7 @@ class ProbeRun:
                 self.memo = Memo(self.model, self.modules, self.paths, self.recorder, unshared)
                 for m, stub in self.memo.stubs():
                     self.patches.stub(m, stub)
+                    trace.stubbed.add(id(m))
             cancel.check("setting up")
             es.callback(self.recorder.release)  # the last tensor it read, held until now
             es.callback(self.patches.undo)
@@ -200,12 +214,17 @@ class ProbeRun:
 
 def _buffers(modules: list[nn.Module], numel: int | None = None) -> list[torch.Tensor]:
     """Every buffer once (a buffer shared by two modules is one tensor), those of at most
-    `numel` elements only if given."""
+    `numel` elements only if given, then parameters of at most `numel` elements too: fake mode
+    computes those for real (FakeTensorMode keeps them as constants), in-place ops included."""
     seen: dict[int, torch.Tensor] = {}
     for m in modules:
         for b in m._buffers.values():
             if b is not None and (numel is None or b.numel() <= numel):
                 seen.setdefault(id(b), b)
+        if numel is not None:
+            for p in m._parameters.values():
+                if p is not None and not is_lazy(p) and p.numel() <= numel:
+                    seen.setdefault(id(p), p)
     return list(seen.values())
 
 

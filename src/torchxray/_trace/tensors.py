@@ -1,0 +1,140 @@
+"""Model tensors written in place by a run, put back.
+
+Real runs: `InplaceGuard`, a dispatch mode that backs up a parameter or buffer (by its storage,
+so ``w.data.mul_`` is seen too) before the first op that writes it, as the op's schema says
+(``w.mul_``, ``embedding_renorm_`` inside an Embedding with ``max_norm``, ``w[0] = 0``,
+``out=w``); `Backups.restore` copies the values back. A dispatch mode rather than a function
+mode, which costs half as much per call on small models but cannot see the ops inside a Python
+function it hands on (``F.embedding`` renormalising its weight): what a person must trust is
+every write. Buffers are also copied before a real run and put back by `_fake/state.py`.
+
+Fake runs never run an in-place op on a real tensor: the probe's fake front turns the real
+tensors an in-place op writes into their fakes (`_probe/flops.py`) and reports them here
+(`written_args`), so a fake probe can no longer halve a real weight.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
+
+__all__ = ["Backups", "InplaceGuard", "written_args"]
+
+
+def _storage_key(t: Any) -> int | None:
+    if not isinstance(t, torch.Tensor) or t.device.type == "meta":
+        return None
+    try:
+        ptr = t.untyped_storage().data_ptr()
+    except Exception:  # noqa: BLE001 - a wrapper subclass without a storage of its own
+        return None
+    return ptr or None
+
+
+class Backups:
+    """Each model tensor's values before its first in-place write (copy-on-write)."""
+
+    def __init__(self, modules: list[nn.Module]) -> None:
+        self.modules = modules
+        self._owners: dict[int, list[tuple[nn.Module, str, torch.Tensor]]] | None = None
+        # id(tensor) -> (module, name, tensor, copy of its values, its requires_grad)
+        self.saved: dict[int, tuple[nn.Module, str, torch.Tensor, torch.Tensor, bool]] = {}
+
+    def owners(self) -> dict[int, list[tuple[nn.Module, str, torch.Tensor]]]:
+        """Storage pointer -> the parameters and buffers on it; made at the first in-place call
+        of a run (one pass over the model's tensors), never for a run that makes none."""
+        if self._owners is None:
+            owners: dict[int, list[tuple[nn.Module, str, torch.Tensor]]] = {}
+            for m in self.modules:
+                for table in (m._parameters, m._buffers):
+                    for name, t in table.items():
+                        key = _storage_key(t)
+                        if key is not None:
+                            owners.setdefault(key, []).append((m, name, t))
+            self._owners = owners
+        return self._owners
+
+    def before_write(self, target: Any) -> None:
+        key = _storage_key(target)
+        if key is None:
+            return
+        for m, name, t in self.owners().get(key, ()):
+            if id(t) not in self.saved:
+                self.saved[id(t)] = (m, name, t, t.detach().clone(), t.requires_grad)
+
+    def restore(self) -> list[tuple[nn.Module, str, str]]:
+        """(module, tensor name, detail) for each tensor written, its values put back."""
+        out = []
+        with torch.no_grad():
+            for m, name, t, copy, grad in self.saved.values():
+                same = (
+                    t.shape == copy.shape and t.dtype == copy.dtype and bool(torch.equal(t, copy))
+                )
+                if t.shape == copy.shape and t.dtype == copy.dtype:
+                    t.copy_(copy)
+                else:
+                    t.data = copy
+                if t.requires_grad != grad and t.is_leaf:
+                    t.requires_grad_(grad)
+                out.append((m, name, "written in place" + (" (values unchanged)" if same else "")))
+        self.saved.clear()
+        return out
+
+
+class InplaceGuard(TorchDispatchMode):
+    """Backs up a model tensor before an op writes it (real runs): the op's schema says which
+    arguments it writes (``Tensor(a!)``), so no name needs guessing."""
+
+    def __init__(self, backups: Backups) -> None:
+        super().__init__()
+        self.backups = backups
+
+    def __torch_dispatch__(
+        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
+    ) -> Any:
+        kwargs = kwargs or {}
+        positions, names = written_args(func)
+        if positions or names:
+            before = self.backups.before_write
+            for i in positions:
+                if i < len(args):
+                    _each(args[i], before)
+            for name in names:
+                if name in kwargs:
+                    _each(kwargs[name], before)
+        return func(*args, **kwargs)
+
+
+def _each(value: Any, call: Any) -> None:
+    if isinstance(value, (tuple, list)):
+        for v in value:
+            call(v)
+    else:
+        call(value)
+
+
+_SCHEMA: dict[int, tuple[Any, tuple[int, ...], tuple[str, ...]]] = {}
+
+
+def written_args(func: Any) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """The positions and keyword names of the arguments an aten op writes (its schema's
+    ``Tensor(a!)``), e.g. ``((0,), ())`` for ``mul_``; empty for a functional op."""
+    got = _SCHEMA.get(id(func))
+    if got is not None and got[0] is func:
+        return got[1], got[2]
+    positions: list[int] = []
+    names: list[str] = []
+    schema = getattr(func, "_schema", None)
+    if schema is not None and schema.is_mutable:
+        for i, arg in enumerate(schema.arguments):
+            info = arg.alias_info
+            if info is not None and info.is_write:
+                if arg.kwarg_only:
+                    names.append(arg.name)
+                else:
+                    positions.append(i)
+    _SCHEMA[id(func)] = (func, tuple(positions), tuple(names))
+    return tuple(positions), tuple(names)

@@ -1,0 +1,362 @@
+"""`Trace`: one run's watch over everything it may write, put back at its end and said as data.
+
+A run (a probe, a memory step) enters a `Trace` once its own set-up is done, and leaves it
+before the set-up is undone:
+
+- on entering: torch's global flags (`_trace/flags.py`), the global module hooks, the next hook
+  handle id, and the file audit (`_trace/outside.py`);
+- at a module's first call (`touch`, called by the run's recorder): the containers the module
+  and its children hold (`_trace/held.py`: ``_modules``, hook dicts, ``self.seen``,
+  ``self.memo``, a config's attributes) and the registries its class's forward reads from its
+  Python module's globals. Only code that runs can write, so a memoised block that is replayed
+  costs nothing, and the cost follows the forward, not the model's size;
+- in-place writes to parameters and buffers: `_trace/tensors.py` (copy-on-write in a real run,
+  recorded by the fake front in a fake run);
+- every module's attributes, by identity, from the snapshot the run took already
+  (`_fake/state.py`): one C comparison when nothing changed.
+
+`finish()` puts each of those back and returns the `Write`s; a hook registered during the run
+(its handle id is past the one read on entering) is removed wherever it sits, module or tensor.
+"""
+
+from __future__ import annotations
+
+import inspect
+import numbers
+import types
+from typing import Any
+
+import torch
+from torch import nn
+from torch.utils.hooks import RemovableHandle
+
+from .._fake.state import State, unchanged
+from .flags import Flags, globals_held
+from .held import MAX_DEPTH, Held
+from .outside import Files
+from .tensors import Backups, InplaceGuard
+from .writes import (
+    ATTRIBUTE,
+    CONTAINER,
+    COUNTER,
+    FILE,
+    GLOBAL,
+    HOOK,
+    INPLACE,
+    SUBMODULE,
+    TENSOR,
+    Write,
+)
+
+__all__ = ["Trace"]
+
+_MODULE_HOOK_DICTS = (
+    "_forward_hooks",
+    "_forward_pre_hooks",
+    "_backward_hooks",
+    "_backward_pre_hooks",
+    "_forward_hooks_with_kwargs",
+    "_forward_hooks_always_called",
+    "_forward_pre_hooks_with_kwargs",
+    "_state_dict_hooks",
+    "_state_dict_pre_hooks",
+    "_load_state_dict_pre_hooks",
+    "_load_state_dict_post_hooks",
+)
+_TENSOR_HOOK_DICTS = ("_backward_hooks", "_post_accumulate_grad_hooks")
+_CONTAINER_TYPES = (list, dict, set)
+_SILENT = frozenset({"_non_persistent_buffers_set"})  # follows `_buffers`, said there
+
+
+def _kind_of(attr: str) -> str:
+    if attr == "_modules":
+        return SUBMODULE
+    if attr in ("_parameters", "_buffers"):
+        return TENSOR
+    if attr.endswith("hooks") or "hooks[" in attr or "hooks_" in attr:
+        return HOOK
+    return CONTAINER
+
+
+class Trace:
+    """See the module docstring. `modules`: the run's modules, each once; `paths`: id(module) ->
+    path; `state`: the run's `snapshot_state(modules)`; `real`: a real run (in-place writes are
+    backed up by `guard()`)."""
+
+    def __init__(
+        self,
+        modules: list[nn.Module],
+        paths: dict[int, str],
+        state: list[State],
+        real: bool,
+    ) -> None:
+        self.modules = modules
+        self.paths = paths
+        self.state = state
+        self.real = real
+        self.held = Held()
+        self.touched: set[int] = set()
+        self.stubbed: set[int] = set()  # modules a memo stubs (`_probe/memo.py`, `_memory/memo.py`)
+        self.taken: set[int] = set()  # modules whose containers `held` has
+        self.classes: set[type] = set()
+        self.backups = Backups(modules)
+        self.fake_written: dict[int, torch.Tensor] = {}
+        self.writes: list[Write] = []
+        self.limits: list[str] = []  # what torchxray itself could not watch, one sentence each
+        self._files = Files()
+        self._flags: Flags | None = None
+        self._next_hook = 0
+        self._done = False
+        self.attributes_checked = False  # every module's attributes compared and put back
+
+    # -- during the run ------------------------------------------------------------------------
+    def __enter__(self) -> Trace:
+        self._flags = Flags()
+        self._next_hook = RemovableHandle.next_id
+        self.held.take(globals_held(), "torch.nn.modules.module")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.finish()
+
+    def guard(self) -> InplaceGuard:
+        """The real run's in-place guard (a function mode to enter around the forward)."""
+        return InplaceGuard(self.backups)
+
+    def touch(self, m: nn.Module) -> None:
+        """`m` is about to run for the first time: what it and its children hold, copied."""
+        key = id(m)
+        if key in self.touched:
+            return
+        if not self.touched:
+            # Files are watched from the first module call on: the run's own set-up (importing
+            # torch._dynamo for a first fake mode) is not the forward's doing.
+            self._files.__enter__()
+        self.touched.add(key)
+        try:
+            self._take(m, key)
+        except Exception as exc:  # noqa: BLE001 - our own failure never stops the forward
+            where = self.paths.get(key, "?") or "(root)"
+            self.limits.append(f"torchxray could not copy what {where} holds: {exc!r}")
+
+    def _take(self, m: nn.Module, key: int) -> None:
+        paths, taken, take = self.paths, self.taken, self.held.take_module
+        if key not in taken:
+            taken.add(key)
+            take(m, paths.get(key, "?"))
+        if key in self.stubbed:
+            # A memo's stub: its first call runs the children, which are then taken at their own
+            # calls, and a replay runs no code of the block's at all.
+            return
+        # A forward may write into a child before calling it (``self.lin.register_forward_hook``)
+        # or without calling it: the children are taken with their parent.
+        for child in m._modules.values():
+            if child is not None and (ck := id(child)) not in taken:
+                taken.add(ck)
+                take(child, paths.get(ck, "?"))
+        cls = type(m)
+        if cls not in self.classes:
+            self.classes.add(cls)
+            self._registries(cls)
+
+    def _registries(self, cls: type) -> None:
+        """Containers in the Python module of `cls` that its forward names (a cache or registry
+        a forward fills): taken one level deep."""
+        # Read statically: a class's `forward` may be a descriptor (TorchScript's).
+        forward = inspect.getattr_static(cls, "forward", None)
+        forward = inspect.getattr_static(forward, "__func__", forward)
+        code = (
+            getattr(forward, "__code__", None) if isinstance(forward, types.FunctionType) else None
+        )
+        space = getattr(forward, "__globals__", None)
+        if code is None or not isinstance(space, dict):
+            return
+        names = set(code.co_names)
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                names.update(const.co_names)
+        where = space.get("__name__", "?")
+        found = [
+            (f"{where}.{n}", space[n])
+            for n in names
+            if type(space.get(n)) in _CONTAINER_TYPES or _is_container(space.get(n))
+        ]
+        if found:
+            self.held.take(found, _GLOBALS, depth=MAX_DEPTH - 1)
+
+    def attributes_done(self) -> bool:
+        """Whether `finish` compared every module's attributes and put them back."""
+        return self.attributes_checked
+
+    def fake_write(self, t: torch.Tensor) -> None:
+        """A fake run's in-place op targeted the real tensor `t` (it ran on `t`'s fake)."""
+        self.fake_written.setdefault(id(t), t)
+
+    # -- after the run -------------------------------------------------------------------------
+    def finish(self) -> list[Write]:
+        """Put back everything the run wrote; the writes, also kept in `writes`."""
+        if self._done:
+            return self.writes
+        self._done = True
+        out = self.writes
+        owners: dict[int, str] = self.paths
+        self._files.__exit__()
+        try:
+            for m, name, detail in self.backups.restore():
+                out.append(Write(owners.get(id(m), "?"), name, INPLACE, detail))
+            if self.fake_written:
+                out.extend(self._fake_writes())
+            for item in self.held.changed():
+                self._restored_container(item)
+            if not unchanged(self.state):
+                self._attributes()
+            self.attributes_checked = True
+            if RemovableHandle.next_id > self._next_hook:
+                self._new_hooks()
+        finally:
+            if self._flags is not None:
+                for name, detail, done in self._flags.restore():
+                    out.append(Write("torch", name, GLOBAL, detail, done))
+            for seen in self._files.seen:
+                out.append(Write("file", seen.split(" ", 2)[-1], FILE, seen, restored=False))
+        return _merged(out)
+
+    def _fake_writes(self) -> list[Write]:
+        found = []
+        wanted = self.fake_written
+        for m in self.modules:
+            for table in (m._parameters, m._buffers):
+                for name, t in table.items():
+                    if t is not None and id(t) in wanted:
+                        path = self.paths.get(id(m), "?")
+                        found.append(Write(path, name, INPLACE, "written in place"))
+        return found
+
+    def _restored_container(self, item: tuple[Any, int, Any, str, str]) -> None:
+        _, _, _, path, attr = item
+        detail = Held.difference(item)
+        Held.restore(item)
+        if attr in _SILENT:
+            return
+        if path == _GLOBALS:  # a registry in a Python module's globals: "pkg.mod.NAME"
+            module = attr.split("[", 1)[0].rsplit(".", 1)[0]
+            self.writes.append(Write(module, attr, GLOBAL, detail))
+            return
+        if path == "torch.nn.modules.module":
+            self.writes.append(Write("torch", f"torch.nn.modules.module.{attr}", HOOK, detail))
+            return
+        self.writes.append(Write(path, _public(attr, detail), _kind_of(attr), detail))
+
+    def _attributes(self) -> None:
+        """Every module's attributes, parameters and buffers back to the objects they were."""
+        out, paths = self.writes, self.paths
+        for m, params, buffers, attrs in self.state:
+            path = paths.get(id(m), "?")
+            for now, before in ((m._parameters, params), (m._buffers, buffers)):
+                if not isinstance(now, dict):  # a ScriptModule's C++-backed view
+                    continue
+                if now.keys() == before.keys() and all(now[k] is v for k, v in before.items()):
+                    continue
+                for k in now.keys() | before.keys():
+                    if now.get(k, _GONE) is not before.get(k, _GONE):
+                        how = (
+                            "added"
+                            if k not in before
+                            else "removed"
+                            if k not in now
+                            else "replaced"
+                        )
+                        out.append(Write(path, k, TENSOR, how))
+                now.clear()
+                now.update(before)
+            d = vars(m)
+            if d.keys() == attrs.keys() and all(d[k] is v for k, v in attrs.items()):
+                continue
+            for k in [k for k in d if k not in attrs]:
+                out.append(Write(path, k, ATTRIBUTE, f"set to {_short(d[k])}"))
+                del d[k]
+            for k, v in attrs.items():
+                now_v = d.get(k, _GONE)
+                if now_v is v:
+                    continue
+                if now_v is _GONE:
+                    out.append(Write(path, k, ATTRIBUTE, "deleted"))
+                elif _number(v) and _number(now_v):
+                    out.append(Write(path, k, COUNTER, f"{v} -> {now_v}"))
+                else:
+                    out.append(Write(path, k, ATTRIBUTE, f"{_short(v)} -> {_short(now_v)}"))
+                d[k] = v
+
+    def _new_hooks(self) -> None:
+        """Hooks whose handle ids are past the one read on entering: registered during the run,
+        on a module or a parameter the touched snapshot did not cover. Removed."""
+        start = self._next_hook
+        for m in self.modules:
+            d = vars(m)
+            path = self.paths.get(id(m), "?")
+            for name in _MODULE_HOOK_DICTS:
+                hooks = d.get(name)
+                if hooks:
+                    new = [k for k in hooks if isinstance(k, int) and k >= start]
+                    for k in new:
+                        del hooks[k]
+                    if new and not name.endswith(("with_kwargs", "always_called")):
+                        self.writes.append(Write(path, name, HOOK, f"{len(new)} registered"))
+            for pname, t in (*m._parameters.items(), *m._buffers.items()):
+                for name in _TENSOR_HOOK_DICTS:
+                    hooks = getattr(t, name, None) if t is not None else None
+                    if isinstance(hooks, dict) and hooks:
+                        new = [k for k in hooks if isinstance(k, int) and k >= start]
+                        for k in new:
+                            del hooks[k]
+                        if new:
+                            detail = f"{len(new)} tensor hook(s) registered"
+                            self.writes.append(Write(path, pname, HOOK, detail))
+
+
+_GONE = object()
+_GLOBALS = "<globals>"  # the owner of registries taken from a forward's Python module
+
+
+def _is_container(v: Any) -> bool:
+    return isinstance(v, (list, dict, set)) and not isinstance(v, type)
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, numbers.Number) and not isinstance(v, bool)
+
+
+def _short(v: Any) -> str:
+    if isinstance(v, torch.Tensor):
+        return f"{type(v).__name__}{tuple(v.shape)}"
+    if isinstance(v, nn.Module):
+        return type(v).__name__
+    text = repr(v) if isinstance(v, (int, float, str, bool, type(None))) else type(v).__name__
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
+def _public(attr: str, detail: str) -> str:
+    """The attribute as the user wrote it: ``_modules['proj']`` reads as ``proj``."""
+    for private in ("_modules", "_parameters", "_buffers"):
+        if attr == private:
+            key = detail.split("(", 1)[-1].rstrip(")") if "(" in detail else ""
+            return key.strip("'\"") or private
+    return attr
+
+
+def _merged(writes: list[Write]) -> list[Write]:
+    """One write per (path, attribute): the lazy submodule pattern (``self.proj = Linear``
+    where ``self.proj`` was None) both adds a submodule and drops an attribute."""
+    strong = {(w.path, w.attribute) for w in writes if w.kind in (SUBMODULE, TENSOR)}
+    out: list[Write] = []
+    seen: set[tuple[str, str, str]] = set()
+    for w in writes:
+        if w.kind == ATTRIBUTE and (w.path, w.attribute) in strong:
+            continue
+        key = (w.path, w.attribute, w.kind)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(w)
+    writes[:] = out
+    return out
