@@ -52,7 +52,7 @@ class Backups:
                 for table in (m._parameters, m._buffers):
                     for name, t in table.items():
                         key = _storage_key(t)
-                        if key is not None:
+                        if key is not None and t is not None:
                             owners.setdefault(key, []).append((m, name, t))
             self._owners = owners
         return self._owners
