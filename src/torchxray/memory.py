@@ -51,6 +51,7 @@ from ._memory.optim import state_bytes
 from ._memory.step import fake_step
 from ._memory.trace import StepTrace
 from ._memory.weights import subtree_bytes
+from ._uninitialised import uninitialised, uninitialised_message
 
 __all__ = ["MemoryRecord", "MemoryReport", "memory"]
 
@@ -99,6 +100,9 @@ class MemoryReport:
     mode: str = "fake"  # "real": measured with the CUDA allocator (`_memory.real`)
     # How the step was measured where it departed from a plain fake step, one sentence each.
     notes: tuple[str, ...] = field(repr=False, default=())
+    # Why no step ran (the model holds uninitialised tensors, which have no size): the weights
+    # it could count are there, every other figure is 0.
+    error: str | None = field(repr=False, default=None)
 
     @property
     def total(self) -> int:
@@ -132,6 +136,8 @@ class MemoryReport:
         return self.peak <= int(capacity)
 
     def summary(self) -> str:
+        if self.error is not None:
+            return f"not measured: {self.error}"
         parts = [
             f"{k} {_human(getattr(self, k))}"
             for k in ("params", "buffers", "grads", "optimizer", "activations")
@@ -171,7 +177,9 @@ def memory(
     positional ones, added to ``args``/``kwargs`` (a forward that takes its own ``training``,
     ``optimizer``, ``batch`` or ``mode`` argument gets it this way). ``mode``: "fake", or
     "real" to run the step on a CUDA model and read the allocator (`_memory.real`). Raises
-    ValueError when the forward fails."""
+    ValueError when the forward fails; a model holding uninitialised tensors (a lazy module
+    before its first forward, an ``UninitializedParameter``) runs no step: its report's `error`
+    names them and its figures are the weights that have a size."""
     return run_memory(
         model, args, kwargs, training=training, optimizer=optimizer, batch=batch, mode=mode
     )
@@ -225,6 +233,9 @@ def _run_memory(
         )
     args, kwargs = _with_batch(args, kwargs, batch)
     modules = list(model.named_modules())
+    lazy = uninitialised(modules)
+    if lazy:
+        return _refused(model, modules, lazy, training, optimizer, mode)
     params = _unique(model.parameters())
     _refuse_sharded(params)
     buffers = _unique(model.buffers())
@@ -310,6 +321,43 @@ def _run_memory(
         memoised=tuple(trace.memoised),
         mode=mode,
         notes=notes,
+    )
+
+
+def _refused(
+    model: nn.Module,
+    modules: list[tuple[str, nn.Module]],
+    lazy: tuple[str, ...],
+    training: bool,
+    optimizer: str | torch.optim.Optimizer | None,
+    mode: str,
+) -> MemoryReport:
+    """The report of a model holding uninitialised tensors: no step runs (their sizes are
+    unknown, and initialising them would change the model); the weights that have a size are
+    counted, `error` says which tensors have none and what to do."""
+    what, how = uninitialised_message(model, lazy, "memory()")
+    sums = subtree_bytes(modules, set(), {})
+    records = {
+        path: MemoryRecord(path, type(m).__name__, p, b, 0, 0, 0, 0, 0)
+        for (path, m), (p, b, _, _) in zip(modules, sums)
+    }
+    root = records[""]
+    tensors = [*model.parameters(), *model.buffers()]
+    return MemoryReport(
+        training=training,
+        optimizer_name=optimizer if isinstance(optimizer, str) or optimizer is None
+        else type(optimizer).__name__,
+        device=str(tensors[0].device) if tensors else "cpu",
+        dtypes=tuple(sorted({str(t.dtype).removeprefix("torch.") for t in tensors})),
+        params=root.params,
+        buffers=root.buffers,
+        grads=0,
+        optimizer=0,
+        activations=0,
+        peak=0,
+        records=records,
+        mode=mode,
+        error=f"{what}. {how[0].upper()}{how[1:]}",
     )
 
 
