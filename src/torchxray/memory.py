@@ -36,7 +36,6 @@ as it was. Other devices get a ValueError: the CPU has no allocator peak to read
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,6 +46,7 @@ from torch import nn
 from . import _gc
 from ._fake.values import op_text
 from ._memory import real
+from ._memory.inputs import refuse_sharded, unique, values_on_cpu, with_batch
 from ._memory.optim import state_bytes
 from ._memory.step import fake_step
 from ._memory.trace import StepTrace
@@ -231,14 +231,14 @@ def _run_memory(
             "memory(optimizer=...) counts optimizer state, which exists only when training: "
             "pass training=True too"
         )
-    args, kwargs = _with_batch(args, kwargs, batch)
+    args, kwargs = with_batch(args, kwargs, batch)
     modules = list(model.named_modules())
     lazy = uninitialised(modules)
     if lazy:
         return _refused(model, modules, lazy, training, optimizer, mode)
-    params = _unique(model.parameters())
-    _refuse_sharded(params)
-    buffers = _unique(model.buffers())
+    params = unique(model.parameters())
+    refuse_sharded(params)
+    buffers = unique(model.buffers())
     trainable = [p for p in params if p.requires_grad] if training else []
     if optimizer is not None:
         state_bytes(optimizer, [])  # a bad name or type is refused before the run
@@ -260,7 +260,7 @@ def _run_memory(
         stopped = (
             f"fake tensors cannot run {op_text(op)} in {where}: its result depends on tensor values"
         )
-        if not _values_on_cpu([*params, *buffers]):
+        if not values_on_cpu([*params, *buffers]):
             raise ValueError(
                 f"memory(): {stopped}, which fake tensors do not hold; on a CUDA model measure "
                 "it with mode='real', on a meta model build it on the CPU first"
@@ -359,45 +359,6 @@ def _refused(
         mode=mode,
         error=f"{what}. {how[0].upper()}{how[1:]}",
     )
-
-
-def _with_batch(
-    args: tuple[Any, ...], kwargs: dict[str, Any], batch: Any
-) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    if batch is None:
-        return args, kwargs
-    if isinstance(batch, Mapping):
-        clash = sorted(set(batch) & set(kwargs))
-        if clash:
-            raise ValueError(f"memory(): {clash} given both in batch= and as keyword inputs")
-        return args, {**kwargs, **batch}
-    if isinstance(batch, (tuple, list)):
-        return (*args, *batch), kwargs
-    return (*args, batch), kwargs
-
-
-def _refuse_sharded(params: list[torch.Tensor]) -> None:
-    dtensor = getattr(sys.modules.get("torch.distributed.tensor"), "DTensor", None)
-    if dtensor is None:
-        return
-    sharded = next((p for p in params if isinstance(p, dtensor)), None)
-    if sharded is not None:
-        raise ValueError(
-            "memory() measures a model on one device; this one holds DTensor parameters "
-            f"({tuple(sharded.placements)} on mesh {tuple(sharded.device_mesh.shape)}). "
-            "tx.walk(model) gives each module's bytes per rank (node.bytes_local); measure the "
-            "model before fully_shard / distribute_tensor for its activations"
-        )
-
-
-def _unique(tensors: Iterator[torch.Tensor]) -> list[torch.Tensor]:
-    seen: set[int] = set()
-    return [t for t in tensors if not (id(t) in seen or seen.add(id(t)))]  # type: ignore[func-returns-value]
-
-
-def _values_on_cpu(tensors: list[torch.Tensor]) -> bool:
-    """Every tensor holds values on the CPU (not meta, not a GPU's memory to spend)."""
-    return bool(tensors) and all(t.device.type == "cpu" for t in tensors)
 
 
 def _nbytes(t: torch.Tensor) -> int:
