@@ -345,7 +345,8 @@ def _refused(
     tensors = [*model.parameters(), *model.buffers()]
     return MemoryReport(
         training=training,
-        optimizer_name=optimizer if isinstance(optimizer, str) or optimizer is None
+        optimizer_name=optimizer
+        if isinstance(optimizer, str) or optimizer is None
         else type(optimizer).__name__,
         device=str(tensors[0].device) if tensors else "cpu",
         dtypes=tuple(sorted({str(t.dtype).removeprefix("torch.") for t in tensors})),

@@ -17,7 +17,6 @@ from typing import Any
 import torch
 from torch import nn
 from torch._subclasses.fake_tensor import CONSTANT_NUMEL_LIMIT
-from torch.nn.parameter import UninitializedTensorMixin
 
 from .._fake.mode import quiet_fake_logs
 from .._fake.pool import borrowed
@@ -209,13 +208,17 @@ def _buffers(modules: list[nn.Module], numel: int | None = None) -> list[torch.T
     return list(seen.values())
 
 
+# What ``torch.nn.parameter.is_lazy`` tests (its mixin is not in torch's type stubs).
+_UNINITIALISED = (nn.UninitializedParameter, nn.UninitializedBuffer)
+
+
 def _holds_lazy(d: dict[str, Any]) -> bool:
     """A module (its ``__dict__``) holds an uninitialised tensor (``is_lazy``). Plain loops over
     the two dicts: this runs for every module of every probe."""
     for group in (d.get("_parameters"), d.get("_buffers")):
         if group:
             for t in group.values():
-                if isinstance(t, UninitializedTensorMixin):
+                if isinstance(t, _UNINITIALISED):
                     return True
     return False
 

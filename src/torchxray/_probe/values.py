@@ -82,9 +82,7 @@ def leaf_infos(value: object, name: str) -> tuple[TensorInfo | str, ...]:
     return _leaves(value, name, output=not name)
 
 
-def _leaves(
-    value: object, name: str, output: bool, depth: int = 0
-) -> tuple[TensorInfo | str, ...]:
+def _leaves(value: object, name: str, output: bool, depth: int = 0) -> tuple[TensorInfo | str, ...]:
     if isinstance(value, torch.Tensor):  # the common case, without pytree's cost
         return (_info(value, name),)
     if type(value) is tuple and len(value) == 1 and isinstance(value[0], torch.Tensor):
@@ -111,7 +109,18 @@ def _leaves(
 
 
 # Leaves that are never opened (no attributes to read), tested first: most leaves are these.
-_SCALARS = (torch.Tensor, bool, int, float, complex, str, bytes, type(None), torch.dtype, torch.device)
+_SCALARS = (
+    torch.Tensor,
+    bool,
+    int,
+    float,
+    complex,
+    str,
+    bytes,
+    type(None),
+    torch.dtype,
+    torch.device,
+)
 # Values whose attributes are no data of the call: code, classes, modules (their parameters are
 # the model's, not what the call passed or returned).
 _NOT_DATA = (type, nn.Module, types.FunctionType, types.MethodType, types.BuiltinFunctionType,
@@ -120,9 +129,7 @@ _MAX_DEPTH = 2  # an object in an object in an object: no deeper
 _MAX_ATTRS = 64  # attributes read of one object
 
 
-def _attribute_leaves(
-    value: object, name: str, output: bool, depth: int
-) -> list[TensorInfo | str]:
+def _attribute_leaves(value: object, name: str, output: bool, depth: int) -> list[TensorInfo | str]:
     """A plain object's public attributes that hold tensors (``ImageList.tensors``), flattened
     as any value is and named as attribute access ("tensors", "args[0].tensors"); [] for an
     object that holds none within the bound, or one that is not plain data."""
