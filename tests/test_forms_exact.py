@@ -214,3 +214,31 @@ def test_record_everything_and_the_ipython_extension() -> None:
     tx.record_everything()  # idempotent: one switch, not a counter
     tx.record_everything(False)
     assert tx.form(Tagged(tag="narrow"))["tag"].origin != "recorded"
+
+
+class TwoLayers(nn.Module):
+    def __init__(self, width: int = 4) -> None:
+        super().__init__()
+        self.lin = nn.Linear(width, width)
+        self.seq = nn.Sequential(nn.Linear(width, width), nn.ReLU())
+
+
+class ScriptsItsLayer(nn.Module):
+    def __init__(self, width: int = 4) -> None:
+        super().__init__()
+        self.seq = torch.jit.script(nn.Sequential(nn.Linear(width, width), nn.ReLU()))
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning")  # torch.jit.script is deprecated
+def test_a_scripted_child_opens_the_form_and_is_named_as_what_it_cannot_rebuild() -> None:
+    # A ScriptModule's `_modules` is a wrapper without __iter__ (iterated, Python indexes it
+    # with 0: KeyError 0); scripted after construction, no argument makes it again.
+    m = TwoLayers(width=6)
+    m.seq = torch.jit.script(m.seq)
+    f = tx.form(m)
+    assert f["width"].value == 6
+    assert f.inexact.startswith("inexact: seq is a TorchScript module (torch.jit.script)")
+    assert "cannot rebuild exactly" in f.inexact and "RecursiveScriptModule" in f.inexact
+    # A constructor that scripts the layer itself rebuilds it: exact.
+    f = tx.form(ScriptsItsLayer(width=6))
+    assert f.inexact == "" and f["width"].value == 6

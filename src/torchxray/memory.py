@@ -36,7 +36,6 @@ as it was. Other devices get a ValueError: the CPU has no allocator peak to read
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,10 +46,12 @@ from torch import nn
 from . import _gc
 from ._fake.values import op_text
 from ._memory import real
+from ._memory.inputs import refuse_sharded, unique, values_on_cpu, with_batch
 from ._memory.optim import state_bytes
 from ._memory.step import fake_step
 from ._memory.trace import StepTrace
 from ._memory.weights import subtree_bytes
+from ._uninitialised import uninitialised, uninitialised_message
 
 __all__ = ["MemoryRecord", "MemoryReport", "memory"]
 
@@ -99,6 +100,9 @@ class MemoryReport:
     mode: str = "fake"  # "real": measured with the CUDA allocator (`_memory.real`)
     # How the step was measured where it departed from a plain fake step, one sentence each.
     notes: tuple[str, ...] = field(repr=False, default=())
+    # Why no step ran (the model holds uninitialised tensors, which have no size): the weights
+    # it could count are there, every other figure is 0.
+    error: str | None = field(repr=False, default=None)
 
     @property
     def total(self) -> int:
@@ -132,6 +136,8 @@ class MemoryReport:
         return self.peak <= int(capacity)
 
     def summary(self) -> str:
+        if self.error is not None:
+            return f"not measured: {self.error}"
         parts = [
             f"{k} {_human(getattr(self, k))}"
             for k in ("params", "buffers", "grads", "optimizer", "activations")
@@ -171,7 +177,9 @@ def memory(
     positional ones, added to ``args``/``kwargs`` (a forward that takes its own ``training``,
     ``optimizer``, ``batch`` or ``mode`` argument gets it this way). ``mode``: "fake", or
     "real" to run the step on a CUDA model and read the allocator (`_memory.real`). Raises
-    ValueError when the forward fails."""
+    ValueError when the forward fails; a model holding uninitialised tensors (a lazy module
+    before its first forward, an ``UninitializedParameter``) runs no step: its report's `error`
+    names them and its figures are the weights that have a size."""
     return run_memory(
         model, args, kwargs, training=training, optimizer=optimizer, batch=batch, mode=mode
     )
@@ -223,11 +231,14 @@ def _run_memory(
             "memory(optimizer=...) counts optimizer state, which exists only when training: "
             "pass training=True too"
         )
-    args, kwargs = _with_batch(args, kwargs, batch)
+    args, kwargs = with_batch(args, kwargs, batch)
     modules = list(model.named_modules())
-    params = _unique(model.parameters())
-    _refuse_sharded(params)
-    buffers = _unique(model.buffers())
+    lazy = uninitialised(modules)
+    if lazy:
+        return _refused(model, modules, lazy, training, optimizer, mode)
+    params = unique(model.parameters())
+    refuse_sharded(params)
+    buffers = unique(model.buffers())
     trainable = [p for p in params if p.requires_grad] if training else []
     if optimizer is not None:
         state_bytes(optimizer, [])  # a bad name or type is refused before the run
@@ -249,7 +260,7 @@ def _run_memory(
         stopped = (
             f"fake tensors cannot run {op_text(op)} in {where}: its result depends on tensor values"
         )
-        if not _values_on_cpu([*params, *buffers]):
+        if not values_on_cpu([*params, *buffers]):
             raise ValueError(
                 f"memory(): {stopped}, which fake tensors do not hold; on a CUDA model measure "
                 "it with mode='real', on a meta model build it on the CPU first"
@@ -313,43 +324,42 @@ def _run_memory(
     )
 
 
-def _with_batch(
-    args: tuple[Any, ...], kwargs: dict[str, Any], batch: Any
-) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    if batch is None:
-        return args, kwargs
-    if isinstance(batch, Mapping):
-        clash = sorted(set(batch) & set(kwargs))
-        if clash:
-            raise ValueError(f"memory(): {clash} given both in batch= and as keyword inputs")
-        return args, {**kwargs, **batch}
-    if isinstance(batch, (tuple, list)):
-        return (*args, *batch), kwargs
-    return (*args, batch), kwargs
-
-
-def _refuse_sharded(params: list[torch.Tensor]) -> None:
-    dtensor = getattr(sys.modules.get("torch.distributed.tensor"), "DTensor", None)
-    if dtensor is None:
-        return
-    sharded = next((p for p in params if isinstance(p, dtensor)), None)
-    if sharded is not None:
-        raise ValueError(
-            "memory() measures a model on one device; this one holds DTensor parameters "
-            f"({tuple(sharded.placements)} on mesh {tuple(sharded.device_mesh.shape)}). "
-            "tx.walk(model) gives each module's bytes per rank (node.bytes_local); measure the "
-            "model before fully_shard / distribute_tensor for its activations"
-        )
-
-
-def _unique(tensors: Iterator[torch.Tensor]) -> list[torch.Tensor]:
-    seen: set[int] = set()
-    return [t for t in tensors if not (id(t) in seen or seen.add(id(t)))]  # type: ignore[func-returns-value]
-
-
-def _values_on_cpu(tensors: list[torch.Tensor]) -> bool:
-    """Every tensor holds values on the CPU (not meta, not a GPU's memory to spend)."""
-    return bool(tensors) and all(t.device.type == "cpu" for t in tensors)
+def _refused(
+    model: nn.Module,
+    modules: list[tuple[str, nn.Module]],
+    lazy: tuple[str, ...],
+    training: bool,
+    optimizer: str | torch.optim.Optimizer | None,
+    mode: str,
+) -> MemoryReport:
+    """The report of a model holding uninitialised tensors: no step runs (their sizes are
+    unknown, and initialising them would change the model); the weights that have a size are
+    counted, `error` says which tensors have none and what to do."""
+    what, how = uninitialised_message(model, lazy, "memory()")
+    sums = subtree_bytes(modules, set(), {})
+    records = {
+        path: MemoryRecord(path, type(m).__name__, p, b, 0, 0, 0, 0, 0)
+        for (path, m), (p, b, _, _) in zip(modules, sums)
+    }
+    root = records[""]
+    tensors = [*model.parameters(), *model.buffers()]
+    return MemoryReport(
+        training=training,
+        optimizer_name=optimizer
+        if isinstance(optimizer, str) or optimizer is None
+        else type(optimizer).__name__,
+        device=str(tensors[0].device) if tensors else "cpu",
+        dtypes=tuple(sorted({str(t.dtype).removeprefix("torch.") for t in tensors})),
+        params=root.params,
+        buffers=root.buffers,
+        grads=0,
+        optimizer=0,
+        activations=0,
+        peak=0,
+        records=records,
+        mode=mode,
+        error=f"{what}. {how[0].upper()}{how[1:]}",
+    )
 
 
 def _nbytes(t: torch.Tensor) -> int:

@@ -79,7 +79,10 @@ class Summary:
                 "them again for each module that holds them."
             )
         if not t.exact:
-            notes.append("Uninitialised (lazy) parameters are counted as 0.")
+            notes.append(
+                "Uninitialised parameters (a lazy module's before its first forward, any "
+                "UninitializedParameter) are counted as 0: materialise them for their sizes."
+            )
         if any(r.count > 1 for r in self.rows):
             notes.append("×N: N identical blocks in one row, their figures summed.")
         if self.depth < self.deepest:

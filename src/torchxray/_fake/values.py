@@ -1,8 +1,13 @@
 """Operations whose result depends on tensor values (``nonzero``, ``.item()``, boolean-mask
-indexing, data-dependent routing), which fake tensors cannot run: the op that stopped a run.
+indexing, data-dependent routing) or that hand the values themselves to Python (``.numpy()``,
+``.tolist()``), which fake tensors cannot run: the op that stopped a run.
 
 `data_dependent_op(exc)` reads the op out of the exception fake mode raises ("aten.nonzero",
-"aten._local_scalar_dense" read as ``.item()``); None for any other exception. (torch's
+"aten._local_scalar_dense" read as ``.item()``, which ``.tolist()``, ``float()`` and an ``if`` on a
+tensor go through too) or out of torch's refusal to give NumPy the memory of a tensor subclass,
+which a FakeTensor is (".numpy()", also reached by ``np.asarray``); None for any other exception.
+Callers ask only of an exception from a fake run: a real run's tensor subclass refuses
+``.numpy()`` with the same words for reasons of its own. (torch's
 real-tensor propagation, ``fake_tensor_propagate_real_tensors``, was tried for a fake run that
 learns such sizes: torchvision's detectors then failed in composite kernels that need concrete
 sizes, so callers run such a model for real instead.)
@@ -12,8 +17,14 @@ from __future__ import annotations
 
 __all__ = ["data_dependent_op", "op_text"]
 
+_NUMPY = ".numpy()"
 # What each op reads as in a message: `.item()` is what a user writes for _local_scalar_dense.
-_READS = {"aten._local_scalar_dense": ".item() (aten._local_scalar_dense)"}
+_READS = {
+    "aten._local_scalar_dense": ".item() (aten._local_scalar_dense, as .tolist() or float() too)",
+    _NUMPY: ".numpy() (a NumPy array of the tensor's values)",
+}
+# torch's words when NumPy asks a tensor subclass (a FakeTensor) for its memory.
+_NO_NUMPY = ".numpy() is not supported for tensor subclasses"
 
 
 def data_dependent_op(exc: BaseException) -> str | None:
@@ -24,6 +35,8 @@ def data_dependent_op(exc: BaseException) -> str | None:
     if isinstance(exc, (ft.DataDependentOutputException, ft.DynamicOutputShapeException)):
         func = exc.args[0] if exc.args else None  # the OpOverload: "aten.nonzero.default"
         return str(func or "").removesuffix(".default")
+    if isinstance(exc, RuntimeError) and _NO_NUMPY in str(exc):
+        return _NUMPY
     kind = type(exc).__name__
     if kind == "GuardOnDataDependentSymNode" or "data-dependent" in str(exc).lower():
         return ""

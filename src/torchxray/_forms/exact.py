@@ -158,8 +158,20 @@ def sentence(diffs: list[Difference], live: Parts, built: Parts) -> str:
     diffs = telling(diffs)
     if not diffs:
         return ""
-    first = _one(diffs[0], live, built)
-    others = {d.path for d in diffs[1:] if d.path != diffs[0].path}
+    lead, head = "", diffs[0]
+    # A layer scripted after construction (torch.jit.script): no constructor argument makes it
+    # again, so the sentence says that first, whichever of its parts differs first.
+    scripted = live.scripted - built.scripted
+    at = next((d for d in diffs if _under(d.path, set(scripted))), None)
+    if at is not None:
+        root = min((p for p in scripted if _under(at.path, {p})), key=len)
+        lead, head = (
+            f"{root or 'the module'} is a TorchScript module (torch.jit.script), which the "
+            "form cannot rebuild exactly: ",
+            at,
+        )
+    first = lead + _one(head, live, built)
+    others = {d.path for d in diffs if d.path != head.path}
     if others:
         more = ", ".join(sorted(p or "the module" for p in others)[:4])
         first += f" (and {len(others)} more: {more}{', ...' if len(others) > 4 else ''})"

@@ -44,10 +44,13 @@ _KEYED = re.compile(r"([A-Za-z_]\w*)=")
 
 @dataclasses.dataclass
 class Parts:
-    """``items``: (path, aspect) -> text; ``summary``: path -> ``Class(extra_repr)``."""
+    """``items``: (path, aspect) -> text; ``summary``: path -> ``Class(extra_repr)``;
+    ``scripted``: paths of TorchScript modules (no Python constructor: a rebuild makes them
+    again only where the constructor scripts them itself)."""
 
     items: dict[tuple[str, str], str]
     summary: dict[str, str]
+    scripted: frozenset[str] = frozenset()
 
 
 def split_repr(text: str) -> list[str]:
@@ -194,7 +197,10 @@ def _attrs(m: nn.Module) -> Iterator[tuple[str, str]]:
 def parts(module: nn.Module, kinds: bool = False) -> Parts:
     items: dict[tuple[str, str], str] = {}
     summary: dict[str, str] = {}
+    scripted: set[str] = set()
     for path, m in _walk(module):
+        if isinstance(m, torch.jit.ScriptModule):
+            scripted.add(path)
         cls = original_class(type(m))
         extra = _extra(m)
         summary[path] = f"{cls.__name__}({extra})"
@@ -207,7 +213,9 @@ def parts(module: nn.Module, kinds: bool = False) -> Parts:
                 continue  # a tensor described in the repr (torchao's "weight=Tensor: ..."): below
             items[path, f"repr {keyed.group(1) if keyed else i}"] = item
         hidden = "parametrizations" if parametrize.is_parametrized(m) else None
-        items[path, "children"] = ", ".join(n for n in m._modules if n != hidden)
+        # `.keys()`, not the mapping: a ScriptModule's `_modules` is a wrapper without __iter__,
+        # which Python then indexes with 0, 1, ... (KeyError: 0).
+        items[path, "children"] = ", ".join(n for n in m._modules.keys() if n != hidden)
         for n, p in m._parameters.items():
             items[path, f"param {n}"] = _tensor_text(p, kinds)
         for n, b in m._buffers.items():
@@ -225,4 +233,4 @@ def parts(module: nn.Module, kinds: bool = False) -> Parts:
                 items[path, f"{where} {n}"] = text
         for key, text in _attrs(m):
             items[path, f"attr {key}"] = text
-    return Parts(items, summary)
+    return Parts(items, summary, frozenset(scripted))

@@ -205,7 +205,7 @@ if hasattr(nn, "LinearCrossEntropyLoss"):
 def _sequential(m: nn.Sequential) -> dict[str, Any]:
     from collections import OrderedDict
 
-    names = list(m._modules)
+    names = list(m._modules.keys())
     if all(n.isdigit() for n in names):
         return {"args": tuple(m._modules.values())}
     return {"args": (OrderedDict(m._modules),)}

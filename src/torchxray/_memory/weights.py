@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.nn.parameter import is_lazy
 
 from .._fake.mode import new_fake
 from .._tensors import stored_bytes
@@ -92,7 +93,7 @@ def subtree_bytes(
     for i, (_, m) in enumerate(modules):
         for kind, tensors in ((True, m._parameters), (False, m._buffers)):
             for t in tensors.values():
-                if t is not None:
+                if t is not None and not is_lazy(t):  # uninitialised: no size to count
                     owners.setdefault(id(t), (t, kind, []))[2].append(i)
     sums = [[0, 0, 0, 0] for _ in modules]
     for key, (t, is_param, where) in owners.items():

@@ -92,7 +92,7 @@ def localise(
         path=path,
         cls=names.get(path, type(run.model).__name__),
         exc_type=_type_name(exc),
-        message=_message(exc),
+        message=_message(exc, op),
         input_shapes=tuple(i.shape for i in infos if isinstance(i, TensorInfo)),
         hint=hint or _input_hint(exc),
         remedy="real" if op is not None and run.device.type != "meta" else "",
@@ -152,9 +152,10 @@ def _type_name(exc: BaseException) -> str:
     )
 
 
-def _message(exc: BaseException) -> str:
+def _message(exc: BaseException, op: str | None) -> str:
+    """The exception's text; where a fake run stopped at an op that needs values (``op``, from
+    `data_dependent_op`), that op named instead of torch's internal words."""
     text = str(exc).strip() or type(exc).__name__
-    op = data_dependent_op(exc)
     if op is not None:
         text = (
             f"fake tensors cannot run {op_text(op)}: its result depends on tensor values, which "

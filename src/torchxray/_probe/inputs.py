@@ -1,5 +1,5 @@
 """What a probe does before the forward: a batch passed as one mapping opened into keyword
-arguments, the model's device, refusing uninitialised lazy modules, and the example inputs turned
+arguments, the model's device, refusing models that hold uninitialised tensors, and the example inputs turned
 into fake views (fake mode) on the model's device (never the model)."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import torch
 from torch import nn
 from torch.utils import _pytree as pytree
 
+from .._uninitialised import uninitialised, uninitialised_message
 from .records import ProbeError
 from .run import ProbeRun
 
@@ -71,21 +72,27 @@ def model_device(model: nn.Module) -> torch.device:
 
 
 def first_lazy(run: ProbeRun) -> ProbeError | None:
-    """Lazy modules initialise themselves on their first forward, which would change the model
-    (and, under fake tensors, give it fake parameters): refuse instead."""
+    """Uninitialised tensors (a lazy module's, or an ``UninitializedParameter`` set on any
+    module) have no shape; a lazy module initialises its own on its first forward, which would
+    change the model (and, under fake tensors, give it fake parameters): refuse instead, naming
+    every such tensor. The walk found the first module holding one (`ProbeRun.lazy`); the
+    others are looked for only then."""
     path = run.lazy
-    if path is not None:
-        return ProbeError(
-            path=path,
-            cls=run.names[path],
-            exc_type="ValueError",
-            message="this lazy module has uninitialised parameters; a probe must not "
-            "initialise them because that changes the model",
-            input_shapes=(),
-            hint="run the model once yourself (model(*example_inputs)) to initialise its lazy "
-            "modules, then probe it",
-        )
-    return None
+    if path is None:
+        return None
+    named = zip(
+        [run.paths[id(m)] for m in run.modules], run.modules
+    )  # each module object once, at its first path
+    paths = uninitialised(named)
+    message, hint = uninitialised_message(run.model, paths, "a probe")
+    return ProbeError(
+        path=path,
+        cls=run.names[path],
+        exc_type="ValueError",
+        message=message,
+        input_shapes=(),
+        hint=hint,
+    )
 
 
 def prepare_inputs(

@@ -1,7 +1,7 @@
 """The probe's run: one context manager that sets up everything a probe changes and undoes it.
 
 `ProbeRun(model, mode, device, ...)` walks the model once when made: paths in ``named_modules``
-order, class names, train/eval flags, uninitialised lazy modules, and which forwards to route
+order, class names, train/eval flags, modules holding uninitialised tensors, and which forwards to route
 through the recorder (`_probe.wrap`). Entering it forks the RNG, enters ``torch.no_grad`` (and
 ``FakeTensorMode`` in fake mode, and the FLOP counter when FLOPs are counted), keeps the buffers
 of a real run and installs the recording forwards; every module stays in its own train/eval
@@ -17,8 +17,6 @@ from typing import Any
 import torch
 from torch import nn
 from torch._subclasses.fake_tensor import CONSTANT_NUMEL_LIMIT
-from torch.nn.modules.lazy import LazyModuleMixin
-from torch.nn.parameter import is_lazy
 
 from .._fake.mode import quiet_fake_logs
 from .._fake.pool import borrowed
@@ -56,7 +54,7 @@ class ProbeRun:
         # Another path of a module object already reached (model.b = model.a): alias -> first path.
         self.aliases: dict[str, str] = {}
         self.names: dict[str, str] = {}
-        self.lazy: str | None = None  # the first module holding uninitialised lazy tensors
+        self.lazy: str | None = None  # the first module holding uninitialised tensors
         self.flags: list[bool] = []  # each module's train/eval flag, as `modules`
         self.patches = Patches()
         self._walk(model)
@@ -77,8 +75,8 @@ class ProbeRun:
         direct, instances = patches.direct, patches.instances
         direct_modules = patches.direct_modules
         # Per class, once: its name, whether its instances can be recorded by an instance
-        # `_call_impl` (`_probe.wrap`), whether it is a lazy module class.
-        kinds: dict[type, tuple[str, bool, bool]] = {}
+        # `_call_impl` (`_probe.wrap`).
+        kinds: dict[type, tuple[str, bool]] = {}
         todo: list[tuple[str, nn.Module]] = [("", model)]
         pop, push = todo.pop, todo.append
         while todo:
@@ -91,9 +89,8 @@ class ProbeRun:
             cls = type(m)
             kind = kinds.get(cls)
             if kind is None:
-                lazy_cls = issubclass(cls, LazyModuleMixin)
-                kind = kinds[cls] = (cls.__name__, patches.direct_class(cls), lazy_cls)
-            name, plain, lazy = kind
+                kind = kinds[cls] = (cls.__name__, patches.direct_class(cls))
+            name, plain = kind
             names[path] = name
             modules.append(m)
             d = m.__dict__
@@ -112,7 +109,9 @@ class ProbeRun:
                 direct_modules.append(m)
             else:
                 instances[key] = (m, path)
-            if lazy and self.lazy is None and _holds_lazy(m):
+            # Any uninitialised tensor, a lazy module's or one set on a plain module, has no
+            # shape: the probe refuses the model before running it (`_probe.inputs.first_lazy`).
+            if self.lazy is None and _holds_lazy(d):
                 self.lazy = path
             children = d.get("_modules")
             if children:
@@ -228,9 +227,19 @@ def _buffers(modules: list[nn.Module], numel: int | None = None) -> list[torch.T
     return list(seen.values())
 
 
-def _holds_lazy(m: nn.Module) -> bool:
-    own = (*m._parameters.values(), *m._buffers.values())
-    return any(t is not None and is_lazy(t) for t in own)
+# What ``torch.nn.parameter.is_lazy`` tests (its mixin is not in torch's type stubs).
+_UNINITIALISED = (nn.UninitializedParameter, nn.UninitializedBuffer)
+
+
+def _holds_lazy(d: dict[str, Any]) -> bool:
+    """A module (its ``__dict__``) holds an uninitialised tensor (``is_lazy``). Plain loops over
+    the two dicts: this runs for every module of every probe."""
+    for group in (d.get("_parameters"), d.get("_buffers")):
+        if group:
+            for t in group.values():
+                if isinstance(t, _UNINITIALISED):
+                    return True
+    return False
 
 
 def _restore_training(modules: list[nn.Module], flags: list[bool]) -> None:

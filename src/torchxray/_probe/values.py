@@ -6,7 +6,10 @@ reads as Python would reach it: inputs as "args[0]" and "kwargs['mask']", output
 value on, with string keys as attributes: "logits", "hidden_states[1]" for a transformers
 ``ModelOutput``, "[0]" for a tuple. A transformers cache in an output (``past_key_values``) is
 opened into its tensors, "past_key_values[0].keys", ...; in inputs it stays "<DynamicCache>",
-since a layer's cache argument holds every earlier layer's tensors too.
+since a layer's cache argument holds every earlier layer's tensors too. Any other object that
+pytree does not open (not a module, not a type) is read by its public attributes that hold tensors,
+to a bounded depth: torchvision's ``ImageList`` returned reads "tensors", passed on "args[0].tensors";
+an object holding no tensor stays one text leaf, "<ImageList>".
 
 On the common case (one tensor in, one tensor out) the recording function (`_probe.calls`) keeps
 the raw ``(shape, dtype, device)`` triple, which holds no tensor, and `meta_info` turns it into a
@@ -18,10 +21,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import types
 from collections.abc import Mapping
 from typing import Any
 
 import torch
+from torch import nn
 from torch.utils import _pytree as pytree
 
 from .._text import short
@@ -77,7 +82,7 @@ def leaf_infos(value: object, name: str) -> tuple[TensorInfo | str, ...]:
     return _leaves(value, name, output=not name)
 
 
-def _leaves(value: object, name: str, output: bool) -> tuple[TensorInfo | str, ...]:
+def _leaves(value: object, name: str, output: bool, depth: int = 0) -> tuple[TensorInfo | str, ...]:
     if isinstance(value, torch.Tensor):  # the common case, without pytree's cost
         return (_info(value, name),)
     if type(value) is tuple and len(value) == 1 and isinstance(value[0], torch.Tensor):
@@ -87,14 +92,69 @@ def _leaves(value: object, name: str, output: bool) -> tuple[TensorInfo | str, .
     out: list[TensorInfo | str] = []
     for key_path, leaf in key_paths(value):
         leaf_name = _key_text(name, key_path) if output else name + pytree.keystr(key_path)
-        if dataclasses.is_dataclass(leaf) and not isinstance(leaf, type):
-            fields = {f.name: getattr(leaf, f.name) for f in dataclasses.fields(leaf)}
-            out.extend(_leaves(fields, leaf_name, output))
-        elif output and _is_hf_cache(leaf):
-            out.extend(_cache_infos(leaf, leaf_name))
-        else:
+        if isinstance(leaf, _SCALARS):
             out.append(_info(leaf, leaf_name))
+        elif dataclasses.is_dataclass(leaf) and not isinstance(leaf, type):
+            fields = {f.name: getattr(leaf, f.name) for f in dataclasses.fields(leaf)}
+            out.extend(_leaves(fields, leaf_name, output, depth))
+        elif _is_hf_cache(leaf):
+            out.extend(_cache_infos(leaf, leaf_name) if output else [_leaf_text(leaf)])
+        else:
+            held = _attribute_leaves(leaf, leaf_name, output, depth)
+            if held:
+                out.extend(held)
+            else:
+                out.append(_info(leaf, leaf_name))
     return tuple(out)
+
+
+# Leaves that are never opened (no attributes to read), tested first: most leaves are these.
+_SCALARS = (
+    torch.Tensor,
+    bool,
+    int,
+    float,
+    complex,
+    str,
+    bytes,
+    type(None),
+    torch.dtype,
+    torch.device,
+)
+# Values whose attributes are no data of the call: code, classes, modules (their parameters are
+# the model's, not what the call passed or returned).
+_NOT_DATA = (type, nn.Module, types.FunctionType, types.MethodType, types.BuiltinFunctionType,
+             types.ModuleType)  # fmt: skip
+_MAX_DEPTH = 2  # an object in an object in an object: no deeper
+_MAX_ATTRS = 64  # attributes read of one object
+
+
+def _attribute_leaves(value: object, name: str, output: bool, depth: int) -> list[TensorInfo | str]:
+    """A plain object's public attributes that hold tensors (``ImageList.tensors``), flattened
+    as any value is and named as attribute access ("tensors", "args[0].tensors"); [] for an
+    object that holds none within the bound, or one that is not plain data."""
+    if depth >= _MAX_DEPTH or isinstance(value, _NOT_DATA):
+        return []
+    attrs: dict[str, Any] = {}
+    try:
+        attrs.update(getattr(value, "__dict__", None) or {})
+        for cls in type(value).__mro__:
+            slots = cls.__dict__.get("__slots__", ())
+            for slot in (slots,) if isinstance(slots, str) else slots:
+                if slot not in attrs and hasattr(value, slot):
+                    attrs[slot] = getattr(value, slot)
+    except Exception:  # noqa: BLE001 - an object that refuses to be read is one text leaf
+        return []
+    out: list[TensorInfo | str] = []
+    for attr, v in list(attrs.items())[:_MAX_ATTRS]:
+        if not isinstance(attr, str) or attr.startswith("_") or isinstance(v, _NOT_DATA):
+            continue
+        if isinstance(v, _SCALARS) and not isinstance(v, torch.Tensor):
+            continue
+        got = _leaves(v, f"{name}.{attr}" if name else attr, output, depth + 1)
+        if any(isinstance(g, TensorInfo) for g in got):
+            out.extend(got)
+    return out
 
 
 def key_paths(value: object) -> list[tuple[tuple[Any, ...], Any]]:

@@ -40,6 +40,8 @@ def measure(host: Host, training: bool, optimizer: str) -> MemoryReport:
         opt = None if key[1] == "none" else key[1]
         rep = memory(model, *host.args, training=training, optimizer=opt, **host.kwargs)
         reports[key] = rep
+    if rep.error is not None:  # no step ran: the tab shows why, as for a failed forward
+        raise ValueError(f"memory(): {rep.error}")
     return rep
 
 
