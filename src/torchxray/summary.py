@@ -78,6 +78,11 @@ class Summary:
                 "weights) and counted once, as model.parameters() does; torchinfo counts "
                 "them again for each module that holds them."
             )
+        if any(r.shared or r.shared_with is not None for r in self.rows):
+            notes.append(
+                "Param # counts each tensor once, at its first row: rows marked * share tensors "
+                "counted above ((shared): all of theirs), so the column adds up to Total params."
+            )
         if not t.exact:
             notes.append("Uninitialised (lazy) parameters are counted as 0.")
         if any(r.count > 1 for r in self.rows):
