@@ -272,3 +272,23 @@ def test_the_widget_request_sends_the_text_and_the_unfolded_csv() -> None:
     finally:
         tools_summary.MAX_ROWS = kept
     assert refused["kind"] == "error" and "pick a smaller depth" in refused["message"]
+
+
+@pytest.mark.parametrize("name", ["efficientnet_b0", "resnet18", "mobilenetv3_small_100"])
+def test_pass_and_total_sizes_are_torchinfos_figures(name: str) -> None:
+    # Issue 43 item 9: efficientnet_b0 showed 182 MB / 204 MB where torchinfo shows 54 MB / 76 MB
+    # under the same labels (its pass size counts only the leaf layers that hold parameters).
+    timm = pytest.importorskip("timm")
+    torchinfo = pytest.importorskip("torchinfo")
+    model = timm.create_model(name, pretrained=False).eval()
+    x = torch.randn(1, 3, 224, 224)
+    theirs = torchinfo.summary(model, input_data=x, verbose=0)
+    s = summarize(tx.walk(model), tx.probe(model, x), depth=1)
+    t = s.totals
+    assert t.pass_bytes == theirs.total_output_bytes
+    their_total = theirs.total_input + theirs.total_output_bytes + theirs.total_param_bytes
+    # The total differs by the buffers, which torchinfo leaves out, and by parameters it leaves
+    # out of its params size (timm's BatchNormAct2d holds children, so it is no leaf there).
+    assert t.param_bytes == sum(p.numel() * p.element_size() for p in model.parameters())
+    assert abs(t.total_bytes - their_total) / their_total < 0.01
+    assert "torchinfo's estimate" in s.text()
