@@ -361,7 +361,8 @@ class Watch:
         return hf_callback(self)
 
     def lightning_callback(self) -> Any:
-        """A Lightning ``Callback`` doing the same (imported lazily; untested here)."""
+        """A Lightning ``Callback`` doing the same: ``Trainer(..., callbacks=[w.lightning_callback()])``
+        (``lightning`` or ``pytorch_lightning``, imported lazily)."""
         from ._watch.trainers import lightning_callback
 
         return lightning_callback(self)
