@@ -15,7 +15,7 @@ import importlib
 import inspect
 from collections import Counter
 from dataclasses import dataclass
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 import torch.nn as nn
 
@@ -166,15 +166,23 @@ def _torch_base(cls: type) -> type | None:
     return None
 
 
-@functools.lru_cache(maxsize=1024)
-def _inputs(cls: type) -> int | None:
+_INPUTS: dict[type, int | None] = {}  # per class: torch's and the models' seen, a few hundred
+
+
+def _inputs(cls: Any) -> int | None:  # Any: a class (as `type`, mypy knows no forward on it)
     """How many inputs ``cls.forward`` requires (positional, no default); None when unknown."""
+    if cls in _INPUTS:
+        return _INPUTS[cls]
+    n: int | None = None
     try:
         params = list(inspect.signature(cls.forward).parameters.values())[1:]  # self
-    except (TypeError, ValueError):
-        return None
-    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    return sum(1 for p in params if p.default is p.empty and p.kind in positional)
+    except (AttributeError, TypeError, ValueError):
+        pass
+    else:
+        positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        n = sum(1 for p in params if p.default is p.empty and p.kind in positional)
+    _INPUTS[cls] = n
+    return n
 
 
 @functools.lru_cache(maxsize=1)
