@@ -152,6 +152,25 @@ class _TwoPaths(nn.Module):
         return self.b(self.a(x))
 
 
+class _Twice(nn.Module):
+    """Issue 39's model: one Linear under two names, both called."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = self.b = nn.Linear(10, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.a(x) + self.b(x)
+
+
+@pytest.mark.parametrize("model", [_Twice(), nn.Sequential(_Twice(), _Twice())])
+def test_the_column_adds_up_to_the_total_with_or_without_inputs(model: nn.Module) -> None:
+    for report in (None, tx.probe(model, torch.randn(1, 10))):
+        for depth in (0, 1, 2):
+            s = summarize(tx.walk(model), report, depth=depth)
+            assert sum(r.params for r in s.rows) == s.totals.params, (report, depth)
+
+
 @pytest.mark.parametrize("depth", [1, 2])
 def test_a_module_reached_by_two_paths_counts_once_in_the_column(depth: int) -> None:
     model = _TwoPaths()
