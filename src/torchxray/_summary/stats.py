@@ -7,7 +7,8 @@ counts it once per module, so its total is ``params + shared``. Mult-adds are ha
 (torch's formulas count a multiply-add as two). The sizes follow torchinfo's: the inputs, the
 forward/backward pass (torchinfo 1.8's rule: the outputs of every call of a leaf module that
 holds parameters, twice, once for the gradients; activations, pooling and dropout are left out,
-so it is no measure of a step's memory: ``tx.memory`` is), the parameters and, apart, the
+so it is no measure of a step's memory: ``tx.memory`` is; torchinfo reads only the first tensor
+of a tuple output, an LSTM's, where this counts them all), the parameters and, apart, the
 buffers (the total adds them; torchinfo's leaves them out).
 
     >>> import torch, torch.nn as nn
