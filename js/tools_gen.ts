@@ -163,9 +163,11 @@ export interface NonFiniteRow {
 }
 
 export interface FlagRow {
-  step: number;
+  step: number; // first raised
   path: string;
-  kind: string; // vanishing | exploding | dead | saturated | nonfinite
+  kind: string; // vanishing | exploding | magnitude | dead | saturated | nonfinite
+  count: number; // times raised (again only after it had cleared)
+  last: number; // the step it was last raised
 }
 
 /** What the Training tab shows of the watch; {} (no `watching`) when there is none. */
@@ -178,7 +180,7 @@ export interface TrainingState {
   loss: [number, number][]; // at most LOSS_POINTS, evenly thinned
   active: Record<string, string[]>; // path -> the flags that hold now (at most ACTIVE_ROWS paths)
   flag_count: number;
-  recent: FlagRow[]; // the last flags raised, newest last
+  recent: FlagRow[]; // the records last raised, newest last
   nonfinite: NonFiniteRow | null;
   optimizer: string; // its class, or "" without one
   note: string;

@@ -28,6 +28,7 @@ export const BADGES: Record<string, [string, string]> = {
   "first-nan": ["first NaN", "training: the first module whose forward or backward made NaN/Inf"],
   "t-nonfinite": ["NaN", "training: a sampled figure is NaN/Inf"],
   "t-exploding": ["exploding", "training: updates or gradients far too large for its weights"],
+  "t-magnitude": ["magnitude", "training: its outputs grew ~200x over their first steps' size"],
   "t-dead": ["dead", "training: at least 95% of its outputs are 0"],
   "t-vanishing": ["vanishing", "training: its weights' gradients are ~0"],
   "t-saturated": ["saturated", "training: its outputs sit at the activation's bounds"],

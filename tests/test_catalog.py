@@ -119,3 +119,31 @@ def test_resolve() -> None:
 def test_catalog_rejects_non_module_model() -> None:
     with pytest.raises(TypeError, match="must be an nn.Module"):
         catalog(model="resnet")  # type: ignore[arg-type]
+
+
+class _SelfAttention(nn.Module):
+    """A model's own attention: nothing in torch.nn to inherit its role from."""
+
+    def forward(self, hidden: object) -> object:
+        return hidden
+
+
+def test_a_role_is_what_a_class_is_not_the_file_it_lives_in() -> None:
+    # Issue 43 item 13: MultiheadAttention lives in torch.nn's activation.py, yet its forward
+    # takes query, key and value; it is an attention layer, not an activation.
+    relu = catalog(like=nn.ReLU())
+    fits = [catalog_module._fit(resolve(e.qualname), nn.ReLU) for e in relu]
+    activations = names(relu)[: fits.index(3)]
+    assert {"ReLU", "GELU", "SiLU", "PReLU", "Softmax", "Tanh"} <= set(activations)
+    assert "MultiheadAttention" not in activations
+    assert names(relu).index("MultiheadAttention") > len(activations)
+    model = nn.Sequential(_SelfAttention(), nn.ReLU())
+    attention = names(catalog(model=model, like=nn.MultiheadAttention(8, 2)))
+    assert attention[:2] == ["MultiheadAttention", "_SelfAttention"]
+    assert attention.index("ReLU") > 2
+    # The same rule keeps a file's other kinds apart: transformer.py's decoders (which take the
+    # memory too) from its encoders; Linear's file still groups Linear, LazyLinear, Identity.
+    role = catalog_module._role
+    assert role(nn.TransformerEncoderLayer) == role(nn.TransformerEncoder)
+    assert role(nn.TransformerEncoderLayer) != role(nn.TransformerDecoderLayer)
+    assert role(nn.Linear) == role(nn.LazyLinear) == role(nn.Identity) == "linear"

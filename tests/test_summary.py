@@ -139,6 +139,75 @@ def test_a_module_registered_twice_is_one_row_marked_shared() -> None:
     assert _count(text, "Total params") == 12
 
 
+class _TwoPaths(nn.Module):
+    """One Linear reached through two containers, both of which the forward calls (issue 39)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        lin = nn.Linear(10, 10)
+        self.a = nn.Sequential(lin, nn.ReLU())
+        self.b = nn.Sequential(lin, nn.Linear(10, 2))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.b(self.a(x))
+
+
+class _Twice(nn.Module):
+    """Issue 39's model: one Linear under two names, both called."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = self.b = nn.Linear(10, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.a(x) + self.b(x)
+
+
+@pytest.mark.parametrize("model", [_Twice(), nn.Sequential(_Twice(), _Twice())])
+def test_the_column_adds_up_to_the_total_with_or_without_inputs(model: nn.Module) -> None:
+    for report in (None, tx.probe(model, torch.randn(1, 10))):
+        for depth in (0, 1, 2):
+            s = summarize(tx.walk(model), report, depth=depth)
+            assert sum(r.params for r in s.rows) == s.totals.params, (report, depth)
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+def test_a_module_reached_by_two_paths_counts_once_in_the_column(depth: int) -> None:
+    model = _TwoPaths()
+    s = summarize(tx.walk(model), tx.probe(model, torch.randn(1, 10)), depth=depth)
+    assert s.totals.params == 110 + 22
+    assert sum(r.params for r in s.rows) == s.totals.params  # was 110 + 132 at depth 1
+    by_path = {r.path: r for r in s.rows}
+    if depth == 1:
+        assert (by_path["a"].params, by_path["a"].shared) == (110, 0)
+        assert (by_path["b"].params, by_path["b"].shared) == (22, 110)
+    else:
+        assert (by_path["b.0"].params, by_path["b.0"].shared_with) == (0, "a.0")
+    text = s.text()
+    assert ("22 *" in _line(text, "└─b (Sequential)")) == (depth == 1)
+    assert "Param # counts each tensor once, at its first row" in text
+
+
+def test_tied_weights_are_marked_and_the_column_adds_up_at_every_depth() -> None:
+    # Issue 43 item 10: the decoder's weight is the word embeddings'; the rows summed to 19.0 M
+    # against a total of 11.2 M for a small BertConfig.
+    model = _bert(tied=True)
+    tree, rep = tx.walk(model), tx.probe(model, input_ids=torch.randint(0, 1000, (1, 8)))
+    total = sum(p.numel() for p in model.parameters())
+    tied = model.cls.predictions.decoder.weight.numel()
+    for depth in range(0, 6):
+        s = summarize(tree, rep, depth=depth)
+        assert sum(r.params for r in s.rows) == s.totals.params == total, depth
+    s = summarize(tree, rep, depth=1)
+    cls_row = next(r for r in s.rows if r.path == "cls")
+    assert cls_row.shared >= tied and cls_row.params == cls_row.params_total - cls_row.shared
+    assert _line(s.text(), "└─cls (BertOnlyMLMHead)").endswith(" *")
+    deep = summarize(tree, rep, depth=4).text()
+    assert _line(deep, "    └─decoder (Linear)").endswith("(shared)")
+    unfolded = list(csv.DictReader(io.StringIO(summarize(tree, rep, depth=1).csv())))
+    assert [int(r["shared"]) for r in unfolded] == [0, 0, cls_row.shared]
+
+
 def test_without_inputs_no_shapes_and_a_failed_probe_says_where() -> None:
     model = demo.resnet_ish()
     text = tx.summary(model)
@@ -222,3 +291,23 @@ def test_the_widget_request_sends_the_text_and_the_unfolded_csv() -> None:
     finally:
         tools_summary.MAX_ROWS = kept
     assert refused["kind"] == "error" and "pick a smaller depth" in refused["message"]
+
+
+@pytest.mark.parametrize("name", ["efficientnet_b0", "resnet18", "mobilenetv3_small_100"])
+def test_pass_and_total_sizes_are_torchinfos_figures(name: str) -> None:
+    # Issue 43 item 9: efficientnet_b0 showed 182 MB / 204 MB where torchinfo shows 54 MB / 76 MB
+    # under the same labels (its pass size counts only the leaf layers that hold parameters).
+    timm = pytest.importorskip("timm")
+    torchinfo = pytest.importorskip("torchinfo")
+    model = timm.create_model(name, pretrained=False).eval()
+    x = torch.randn(1, 3, 224, 224)
+    theirs = torchinfo.summary(model, input_data=x, verbose=0)
+    s = summarize(tx.walk(model), tx.probe(model, x), depth=1)
+    t = s.totals
+    assert t.pass_bytes == theirs.total_output_bytes
+    their_total = theirs.total_input + theirs.total_output_bytes + theirs.total_param_bytes
+    # The total differs by the buffers, which torchinfo leaves out, and by parameters it leaves
+    # out of its params size (timm's BatchNormAct2d holds children, so it is no leaf there).
+    assert t.param_bytes == sum(p.numel() * p.element_size() for p in model.parameters())
+    assert abs(t.total_bytes - their_total) / their_total < 0.01
+    assert "torchinfo's estimate" in s.text()

@@ -1,6 +1,6 @@
 """The Hugging Face Trainer's loop handed to a watch through its TrainerCallback: the optimizer
 the Trainer builds inside train(), its logged loss at the step it was logged, and every hook off
-after close. (Lightning's callback is not tested: Lightning is not installed here.)"""
+after close. (Lightning's callback: tests/test_watch_lightning.py.)"""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ const NET: FakeNode = { name: "", cls: "Net", kids: [{ name: "fc", cls: "Linear"
 const STATE: TrainingState = {
   watching: true, step: 40, every: 10, paused: false, pausable: true,
   loss: [[1, 2.0], [20, 1.0], [40, 0.5]], active: { act: ["dead"], fc: ["vanishing", "exploding"] },
-  flag_count: 3, recent: [{ step: 11, path: "act", kind: "dead" }], optimizer: "AdamW", note: "",
+  flag_count: 3, recent: [{ step: 11, path: "act", kind: "dead", count: 2, last: 31 }], optimizer: "AdamW", note: "",
   nonfinite: { step: 37, path: "fc", phase: "backward", cls: "Linear", detail: "its backward made NaN" },
 };
 
@@ -43,6 +43,7 @@ describe("TrainingPane", () => {
     await pane.show();
     expect(pane.el.textContent).toContain("step 40 · sampled every 10 · AdamW · 3 flags");
     expect(pane.el.textContent).toContain("loss 0.500 at step 40");
+    expect(pane.el.querySelector(".tx-train-flaglist")?.textContent).toContain("dead 2 times since step 11 (last 31) act");
     expect(pane.el.querySelector(".tx-train-nan")?.textContent).toContain("First NaN/Inf: step 37, fc");
     (pane.el.querySelector(".tx-train-nan button") as HTMLButtonElement).click();
     expect(selected).toEqual(["fc"]);

@@ -18,7 +18,7 @@ export const SERIES = [
   ["act_zeros", "activation zeros", false],
 ] as const;
 
-const WORST = ["nonfinite", "exploding", "dead", "vanishing", "saturated"];
+const WORST = ["nonfinite", "exploding", "magnitude", "dead", "vanishing", "saturated"];
 
 /** The tree's badges (tree_select.ts BADGES): each flagged row's worst flag, the first NaN. */
 export function trainingBadges(s: Partial<TrainingState>): Record<string, string> {
@@ -150,7 +150,9 @@ export class TrainingPane implements Pane {
     for (const f of [...recent].reverse()) {
       const go = h("button", { type: "button", class: "tx-link" }, f.path || "(model)");
       go.addEventListener("click", () => this.ctx.select(f.path));
-      list.append(h("li", {}, h("span", { class: `tx-badge tx-badge-${f.kind}` }, f.kind), ` step ${f.step} `, go));
+      // One record per module and kind: raised again, it is counted, not listed again.
+      const when = f.count > 1 ? ` ${f.count} times since step ${f.step} (last ${f.last}) ` : ` step ${f.step} `;
+      list.append(h("li", {}, h("span", { class: `tx-badge tx-badge-${f.kind}` }, f.kind), when, go));
     }
     this.flags.append(h("h4", {}, `flags (${s.flag_count}, latest first)`), list);
   }

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import functools
 import importlib
+import inspect
+from collections import Counter
 from dataclasses import dataclass
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 import torch.nn as nn
 
@@ -128,8 +130,12 @@ def _rank(entry: CatalogEntry, query: str) -> int | None:
     return None
 
 
-# A class's role, from the torch.nn file its nearest torch ancestor comes from, else from words in
-# its name (a model's own RMSNorm or Attention subclasses nn.Module only).
+# A class's role: what it is. A torch.nn file groups classes by topic, which mostly says what they
+# are (conv.py: convolutions), but not always: activation.py also holds MultiheadAttention. So the
+# file stands for the role only of the classes whose forward takes as many inputs as most of that
+# file's classes (one for an activation; three, query, key and value, for MultiheadAttention);
+# the others, and classes with no torch ancestor (a model's own RMSNorm or Attention subclasses
+# nn.Module only), are known by the words in their name.
 _ROLE_FILES = {
     "batchnorm": "norm",
     "instancenorm": "norm",
@@ -160,13 +166,50 @@ def _torch_base(cls: type) -> type | None:
     return None
 
 
+_INPUTS: dict[type, int | None] = {}  # per class: torch's and the models' seen, a few hundred
+
+
+def _inputs(cls: Any) -> int | None:  # Any: a class (as `type`, mypy knows no forward on it)
+    """How many inputs ``cls.forward`` requires (positional, no default); None when unknown."""
+    if cls in _INPUTS:
+        return _INPUTS[cls]
+    n: int | None = None
+    try:
+        params = list(inspect.signature(cls.forward).parameters.values())[1:]  # self
+    except (AttributeError, TypeError, ValueError):
+        pass
+    else:
+        positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        n = sum(1 for p in params if p.default is p.empty and p.kind in positional)
+    _INPUTS[cls] = n
+    return n
+
+
+@functools.lru_cache(maxsize=1)
+def _usual_inputs() -> dict[str, int]:
+    """Per torch.nn file, the number of inputs most of its classes' forwards take."""
+    counts: dict[str, Counter[int]] = {}
+    for cls in _torch_classes():
+        base, n = _torch_base(cls), _inputs(cls)
+        if base is not None and n is not None:
+            counts.setdefault(base.__module__.rsplit(".", 1)[-1], Counter())[n] += 1
+    return {file: c.most_common(1)[0][0] for file, c in counts.items()}
+
+
+@functools.lru_cache(maxsize=1024)
 def _role(cls: type) -> str | None:
     base = _torch_base(cls)
-    if base is not None:
-        file = base.__module__.rsplit(".", 1)[-1]
+    file = None if base is None else base.__module__.rsplit(".", 1)[-1]
+    n = _inputs(cls)
+    if file is not None and (n is None or _usual_inputs().get(file, n) == n):
         return _ROLE_FILES.get(file, file)
     name = cls.__name__.lower()
-    return next((role for word, role in _ROLE_WORDS if word in name), None)
+    named = next((role for word, role in _ROLE_WORDS if word in name), None)
+    if named is not None or file is None:
+        return named
+    # Nothing in the name: the file's classes that take as many inputs (transformer.py's
+    # decoders, which take the memory too, apart from its encoders).
+    return f"{_ROLE_FILES.get(file, file)}/{n}"
 
 
 def _bases(cls: type) -> set[type]:

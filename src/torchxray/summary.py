@@ -20,11 +20,13 @@ the tree to a depth with each module's class, output shape and parameter count, 
     Total mult-adds: 144
     =====================================
     Input size: 48 bytes
-    Forward/backward pass size: 432 bytes
+    Forward/backward pass size: 240 bytes
     Params size: 232 bytes
     Buffers size: 0 bytes
-    Estimated total size: 712 bytes
+    Estimated total size: 520 bytes
     =====================================
+    Forward/backward pass size: torchinfo's estimate, outputs of the layers that hold parameters
+    x2; tx.memory(model, x, training=True) measures a training step.
 
 Output shapes come from a fake probe (`probe.probe`: no memory used, nothing computed) when
 example inputs are given; an output that is a dict, tuple or ``ModelOutput`` is listed by name
@@ -52,6 +54,12 @@ from .tree import ModelTree, walk
 __all__ = ["Summary", "summarize", "summary"]
 
 _MESSAGE_MAX = 160
+# What the pass size is (torchinfo's label, torchinfo's rule: `_summary/stats.py`), for a reader
+# who takes it for the activation memory of a step.
+PASS_NOTE = (
+    "Forward/backward pass size: torchinfo's estimate, outputs of the layers that hold parameters\n"
+    "x2; tx.memory(model, x, training=True) measures a training step."
+)
 
 
 @dataclass(frozen=True)
@@ -78,6 +86,13 @@ class Summary:
                 "weights) and counted once, as model.parameters() does; torchinfo counts "
                 "them again for each module that holds them."
             )
+        if any(r.shared or r.shared_with is not None for r in self.rows):
+            notes.append(
+                "Param # counts each tensor once, at its first row: rows marked * share tensors "
+                "counted above ((shared): all of theirs), so the column adds up to Total params."
+            )
+        if self.probed:
+            notes.append(PASS_NOTE)
         if not t.exact:
             notes.append(
                 "Uninitialised parameters (a lazy module's before its first forward, any "

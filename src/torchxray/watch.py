@@ -1,7 +1,8 @@
 """The training lens: ``watch(model, optimizer=None, every=10)`` follows a live training loop,
 per module: the gradient norm of its own weights, the update ratio ||dw|| / ||w|| of a step (from
 the optimizer's step hooks), and its output's mean, std and fraction of zeros; flags (vanishing,
-exploding, dead, saturated, nonfinite); and the first step and module whose forward or backward
+exploding, magnitude, dead, saturated, nonfinite; one record per module and kind, counted, with
+hysteresis: ``_watch/flags.py``); and the first step and module whose forward or backward
 produced NaN/Inf.
 
     w = tx.watch(model, opt)                # or `with tx.watch(model, opt) as w:`
@@ -160,7 +161,8 @@ class Watch:
 
     @property
     def flags(self) -> list[Flag]:
-        """Each time a flag started to hold at a module: (step, path, kind)."""
+        """One record per module and kind, in the order first raised: (step, path, kind, count,
+        last): raised first at ``step``, ``count`` times in all, the last time at ``last``."""
         return list(self._rec.flags.records)
 
     @property
@@ -361,7 +363,8 @@ class Watch:
         return hf_callback(self)
 
     def lightning_callback(self) -> Any:
-        """A Lightning ``Callback`` doing the same (imported lazily; untested here)."""
+        """A Lightning ``Callback`` doing the same: ``Trainer(..., callbacks=[w.lightning_callback()])``
+        (``lightning`` or ``pytorch_lightning``, imported lazily)."""
         from ._watch.trainers import lightning_callback
 
         return lightning_callback(self)

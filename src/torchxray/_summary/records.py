@@ -1,8 +1,10 @@
 """The summary's rows, as plain data: one `Row` per module shown at a depth, in the tree's order.
 
 A row's ``params`` is what torchinfo's "Param #" column shows, so that the column adds up to the
-total (tensors shared by two modules aside): a row whose children are rows too shows its own
-parameters, any other row its whole subtree's. Runs of at least `FOLD_MIN` identical siblings
+total: a row whose children are rows too shows its own parameters, any other row its whole
+subtree's. A tensor two rows hold (a module reached by two paths, tied weights) counts once, at
+the first of them; the later ones count the rest and say how much they left out (``shared``,
+`_summary/counted.py`). Runs of at least `FOLD_MIN` identical siblings
 (equal ``Node.signature`` and outputs) that are shown without their children fold into one row
 ("layer.0–11 ×12"), whose figures are the run's sums; the CSV asks for them unfolded.
 
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..probe import TensorInfo
+from .counted import Counted
 
 if TYPE_CHECKING:
     from ..probe import ProbeReport
@@ -59,6 +62,9 @@ class Row:
     outputs: tuple[Output, ...]  # tensors it returned, first call (a run: the first block's)
     other_outputs: int  # leaves that were not tensors (None, ints, a cache object)
     flops: int | None  # FLOPs of all its calls (a run: all blocks), None when not counted
+    # Parameters it holds that a row above counts (not in ``params``): tied weights, a module
+    # reached twice, a tensor two blocks of a run share.
+    shared: int = 0
 
 
 def max_depth(tree: ModelTree) -> int:
@@ -82,7 +88,7 @@ def rows(
     """The rows of every module down to `depth` (0: the model alone), pre-order."""
     if depth < 0:
         raise ValueError(f"depth must be >= 0 or None, got {depth}")
-    return tuple(_walk(tree, report, depth, fold))
+    return tuple(_walk(tree, report, depth, fold, book=Counted.of(tree)))
 
 
 def _record(
@@ -121,6 +127,7 @@ def _walk(
     depth: int,
     fold: bool,
     stop: int | None = None,
+    book: Counted | None = None,
 ) -> list[Row]:
     out: list[Row] = []
     # (paths of the run, depth, last among its siblings); an explicit stack: models nest deeply.
@@ -130,7 +137,7 @@ def _walk(
         first = tree[run[0]]
         alias = first.path != run[0]
         expanded = level < depth and bool(first.children) and not alias and len(run) == 1
-        out.append(_row(tree, report, run, first, level, last, expanded, alias))
+        out.append(_row(tree, report, run, first, level, last, expanded, alias, book))
         if stop is not None and len(out) >= stop:
             break
         if not expanded:
@@ -172,6 +179,7 @@ def _row(
     last: bool,
     expanded: bool,
     alias: bool,
+    book: Counted | None,
 ) -> Row:
     path = run[0]
     name = path.rpartition(".")[2]
@@ -186,7 +194,10 @@ def _row(
         calls = sum(c[0] for c in counted)
         each = [c[3] for c in counted]
         flops = None if any(f is None for f in each) else sum(f for f in each if f is not None)
-    params = 0 if alias else first.params_own if expanded else params_total
+    params = first.params_own if expanded else params_total
+    shared = 0
+    if book is not None:  # rows hold tensors in common: each counted at its first row
+        params, shared = book.take(run, own_only=expanded)
     return Row(
         path=path,
         name=name,
@@ -204,4 +215,5 @@ def _row(
         outputs=outputs,
         other_outputs=other,
         flops=flops,
+        shared=shared,
     )

@@ -5,8 +5,11 @@ Parameters come from the walk (``Node.params_total``): a tensor reached through 
 embeddings) counts once, as ``sum(p.numel() for p in model.parameters())`` does; torchinfo 1.8
 counts it once per module, so its total is ``params + shared``. Mult-adds are half the FLOPs
 (torch's formulas count a multiply-add as two). The sizes follow torchinfo's: the inputs, the
-forward/backward pass (every leaf module's outputs, all calls, twice: once for the gradients),
-the parameters and, apart, the buffers.
+forward/backward pass (torchinfo 1.8's rule: the outputs of every call of a leaf module that
+holds parameters, twice, once for the gradients; activations, pooling and dropout are left out,
+so it is no measure of a step's memory: ``tx.memory`` is; torchinfo reads only the first tensor
+of a tuple output, an LSTM's, where this counts them all), the parameters and, apart, the
+buffers (the total adds them; torchinfo's leaves them out).
 
     >>> import torch, torch.nn as nn
     >>> from torchxray import probe, walk
@@ -43,7 +46,7 @@ class Totals:
     exact: bool  # False when lazy (uninitialised) parameters counted as 0
     mult_adds: int | None  # None: no FLOP count (no inputs, a real probe, a failed one)
     input_bytes: int | None  # None without a probe
-    pass_bytes: int | None  # leaf modules' outputs x2 (forward and backward)
+    pass_bytes: int | None  # outputs of leaf modules with parameters x2 (torchinfo's rule)
     param_bytes: int
     buffer_bytes: int
 
@@ -104,7 +107,9 @@ def totals(tree: ModelTree, report: ProbeReport | None) -> Totals:
             input_bytes = nbytes(report[""].inputs)
         pass_bytes = 0
         for node in nodes:
-            if not node.children and node.path in report:
+            # torchinfo's figure under its label: leaf layers that hold parameters only (an
+            # activation or a pooling layer is left out), so the two summaries can be compared.
+            if not node.children and node.params_total and node.path in report:
                 for call in report[node.path].call_records:
                     pass_bytes += 2 * nbytes(call.outputs)
     return Totals(

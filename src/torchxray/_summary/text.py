@@ -7,7 +7,7 @@ output shape and parameter count, then totals and sizes), and as CSV.
     >>> output_lines(row)
     ['[0]: [2, 3, 8]', '[1][0]: [1, 2, 8]']
     >>> print(csv_text([row]).splitlines()[1])
-    lstm,lstm,LSTM,1,1,1,"[0]: [2, 3, 8]; [1][0]: [1, 2, 8]",448,448,448,448,,,
+    lstm,lstm,LSTM,1,1,1,"[0]: [2, 3, 8]; [1][0]: [1, 2, 8]",448,448,448,448,,,,0
     >>> mult_adds_text(4_089_184_256), size_text(102_228_128), size_text(232)
     ('4.09 G (4,089,184,256)', '102.23 MB (102,228,128 bytes)', '232 bytes')
 """
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from .records import Output, Row
 from .stats import Totals
 
-__all__ = ["csv_text", "mult_adds_text", "output_lines", "size_text", "table"]
+__all__ = ["SHARED_MARK", "csv_text", "mult_adds_text", "output_lines", "size_text", "table"]
 
 LABEL_MAX = 60  # characters of the layer column before it is cut with "…"
 SHAPE_MAX = 48
@@ -66,10 +66,14 @@ def _label(row: Row) -> str:
     return text
 
 
+SHARED_MARK = " *"  # after a Param # figure that leaves out tensors a row above counts
+
+
 def _params(row: Row) -> str:
-    if row.shared_with is not None:
+    if row.shared_with is not None or (row.shared and not row.params):
         return "(shared)"
-    return f"{row.params:,}" if row.params else "--"
+    figure = f"{row.params:,}" if row.params else "--"
+    return figure + SHARED_MARK if row.shared else figure
 
 
 def _prefixes(rows: Sequence[Row]) -> list[tuple[str, str]]:
@@ -167,7 +171,7 @@ def table(
 
 CSV_COLUMNS = (
     "path", "name", "class", "depth", "count", "calls", "outputs", "params", "params_own",
-    "params_total", "trainable", "mult_adds", "flops", "shared_with",
+    "params_total", "trainable", "mult_adds", "flops", "shared_with", "shared",
 )  # fmt: skip
 
 
@@ -182,7 +186,7 @@ def csv_text(rows: Sequence[Row]) -> str:
             (
                 r.path, r.name, r.cls, r.depth, r.count, r.calls, outs, r.params, r.params_own,
                 r.params_total, r.trainable, "" if r.flops is None else r.flops // 2,
-                "" if r.flops is None else r.flops, r.shared_with or "",
+                "" if r.flops is None else r.flops, r.shared_with or "", r.shared,
             )
         )  # fmt: skip
     return buf.getvalue()

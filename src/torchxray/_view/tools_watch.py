@@ -67,8 +67,11 @@ def training_state(w: Watch | None, pausable: bool, note: str = "") -> TrainingS
     active = w.active
     rows = dict(list(active.items())[:ACTIVE_ROWS])
     flags = w.flags
+    # A record raised again moves up: the list shows what was raised last.
+    latest = sorted(flags, key=lambda f: f.last)[-RECENT:]
     recent: list[FlagRow] = [
-        {"step": f.step, "path": f.path, "kind": f.kind} for f in flags[-RECENT:]
+        {"step": f.step, "path": f.path, "kind": f.kind, "count": f.count, "last": f.last}
+        for f in latest
     ]
     return {
         "watching": not w.closed,

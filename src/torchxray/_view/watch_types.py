@@ -49,9 +49,11 @@ class NonFiniteRow(TypedDict):
 
 
 class FlagRow(TypedDict):
-    step: int
+    step: int  # first raised
     path: str
-    kind: str  # vanishing | exploding | dead | saturated | nonfinite
+    kind: str  # vanishing | exploding | magnitude | dead | saturated | nonfinite
+    count: int  # times raised (again only after it had cleared)
+    last: int  # the step it was last raised
 
 
 class TrainingState(TypedDict):
@@ -65,7 +67,7 @@ class TrainingState(TypedDict):
     loss: list[tuple[int, float]]  # at most LOSS_POINTS, evenly thinned
     active: dict[str, list[str]]  # path -> the flags that hold now (at most ACTIVE_ROWS paths)
     flag_count: int
-    recent: list[FlagRow]  # the last flags raised, newest last
+    recent: list[FlagRow]  # the records last raised, newest last
     nonfinite: NonFiniteRow | None
     optimizer: str  # its class, or "" without one
     note: str

@@ -16,6 +16,7 @@ synchronised once, at the step's end.
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Any
 
 import torch
@@ -68,7 +69,7 @@ class Recorder:
         self.thresholds = thresholds
         self.series = Series(capacity)
         self.loss = LossBuffer()
-        self.flags = FlagBook()
+        self.flags = FlagBook(clear_after=thresholds.clear_after)
         self.finite = FiniteTracker()
         self.nonfinite: NonFinite | None = None
         self.done = 0  # completed steps
@@ -76,6 +77,7 @@ class Recorder:
         self.paths: dict[int, str] = {}
         self.classes: dict[str, str] = {}
         self._weights: list[tuple[nn.Parameter, str]] = []  # trainable, each with its module
+        self._early: dict[str, list[float]] = {}  # each module's first output RMS figures
         self.capture = Capture()
         self.closed = False
         self._replaying = False
@@ -86,7 +88,11 @@ class Recorder:
     def index(self, model: nn.Module) -> None:
         """(Re)learn the model's modules and trainable weights (after an edit too)."""
         self.model = model
+        before = {p: i for i, p in self.paths.items()}
         self.paths = {id(m): p for p, m in model.named_modules()}
+        now = {p: i for i, p in self.paths.items()}
+        for path in [p for p in self._early if before.get(p) != now.get(p)]:
+            del self._early[path]  # a module an edit replaced: its outputs start a new baseline
         self.classes = {p: type(m).__name__ for p, m in model.named_modules()}
         self._static_order = {p: i for i, (p, _) in enumerate(model.named_modules())}
         seen: set[int] = set()
@@ -108,7 +114,8 @@ class Recorder:
         # Every step keeps what a replay needs (its inputs and RNG state: no copies); after the
         # first NaN there is none to find.
         self.capture.enabled = self.nonfinite is None
-        self._outputs: set[tuple[int, int]] = set()  # a sampled step's (id, version) of outputs
+        # A sampled step's outputs so far: id -> (the tensor, weakly; its version then).
+        self._outputs: dict[int, tuple[weakref.ref[torch.Tensor], int]] = {}
         self._acts: dict[str, tuple[list[torch.Tensor], bool]] = {}
         self.order: dict[str, int] = {}
         self._grad_norms: dict[str, float] = {}
@@ -146,9 +153,11 @@ class Recorder:
             return
         # False for a child's output passed on; an in-place op (ReLU(inplace=True)) makes a new
         # version of its input, its own output.
-        key = (id(out), out._version)
-        own = key not in self._outputs
-        self._outputs.add(key)
+        # The tensor itself, not its id alone: an output freed earlier in the step (a Linear's,
+        # once the ReLU after it ran) leaves its id to a new one, which must not pass for it.
+        seen = self._outputs.get(id(out))
+        own = seen is None or seen[0]() is not out or seen[1] != out._version
+        self._outputs[id(out)] = (weakref.ref(out), out._version)
         if path not in self._acts:
             self._acts[path] = (self._act_stats(module, out.detach()), own)
 
@@ -301,6 +310,7 @@ class Recorder:
         for path, (ts, own) in acts:
             act_of[path] = (got[i : i + len(ts)], own)
             i += len(ts)
+        upstream = 1.0  # the largest output growth among the modules that ran before
         for path in sorted(paths, key=lambda p: self.order.get(p, 1 << 30)):
             sample: dict[str, float] = {}
             if path in self._grad_norms:
@@ -316,14 +326,32 @@ class Recorder:
                 if len(vals) > 3:
                     sample["saturated"] = vals[3]
                 sample["own_output"] = 1.0 if own else 0.0
+                growth = self._growth(path, rms)
+                if growth is not None:
+                    sample.update(act_growth=growth, act_growth_in=upstream)
+                    upstream = max(upstream, growth)
             row = self.series.row(path)
             for metric in self.series.metrics:
                 if metric in sample:
                     self.series.put(row, metric, sample[metric])
             self.latest[path] = {k: v for k, v in sample.items() if k != "own_output"}
-            new += self.flags.update(step, path, kinds_of(sample, self.thresholds))
+            kinds = kinds_of(sample, self.thresholds, self.flags.held(path))
+            new += self.flags.update(step, path, kinds)
         return new
 
+    def _growth(self, path: str, rms: float) -> float | None:
+        """The output's RMS over the largest of its first `EARLY` samples' (None until they are
+        in, or when they were all 0): the magnitude flag's figure."""
+        early = self._early.setdefault(path, [])
+        if len(early) < EARLY:
+            if math.isfinite(rms):
+                early.append(rms)
+            return None
+        base = max(early)
+        return rms / base if base > 0 else None
+
+
+EARLY = 3  # samples of a module's output whose largest RMS the magnitude flag compares with
 
 # The update ratio reads every value of a tensor up to EXACT values, else SAMPLE evenly spaced
 # ones: copying all the weights each sampled step cost more than the step's own SGD update on a

@@ -6,10 +6,11 @@ watch at ``on_train_begin`` (accelerate's wrapper unwrapped) and records the los
 logs (``logging_steps``) at the step it was logged. Steps are the optimizer's steps, as the
 Trainer's ``global_step`` counts them (gradient accumulation included).
 
-Lightning (not installed where torchxray is tested, so untested): its optimizer runs forward and
-backward inside ``optimizer.step(closure)``; the watch then reads gradients after the step (no
-update ratio, and a replayed NaN step sees the updated weights) and the callback records each
-batch's loss.
+Lightning (tests/test_watch_lightning.py, a real ``Trainer.fit`` with pytorch-lightning 2.6):
+the optimizers exist by ``on_fit_start``; its optimizer runs forward and backward inside
+``optimizer.step(closure)``, so the watch reads gradients after the step (no update ratio, and a
+replayed NaN step sees the updated weights) and the callback records each batch's loss at the
+step that batch's ``optimizer.step()`` ended.
 """
 
 from __future__ import annotations
