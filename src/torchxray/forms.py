@@ -46,6 +46,7 @@ from ._forms.recover import derived_values
 from ._forms.signature import signature
 from ._forms.values import ParseError, expected, parse
 from ._text import closest
+from ._trace.scope import untouched
 from ._unwrap import original_class
 
 __all__ = ["Field", "Form", "FormError", "form", "record_everything", "record_init_args"]
@@ -275,7 +276,16 @@ class Form:
 
 
 def form(module_or_class: nn.Module | type) -> Form:
-    """Form for a module instance (current values) or a class (defaults)."""
+    """Form for a module instance (current values) or a class (defaults). The live module is
+    left as found: the check hands its layers to the constructor it rebuilds with, and a
+    constructor may change a layer it is given (`_trace.scope`)."""
+    if isinstance(module_or_class, nn.Module):
+        with untouched(module_or_class):
+            return _form(module_or_class)
+    return _form(module_or_class)
+
+
+def _form(module_or_class: nn.Module | type) -> Form:
     started = time.thread_time()
     if isinstance(module_or_class, type):
         if not issubclass(module_or_class, nn.Module):

@@ -51,6 +51,7 @@ from ._memory.optim import state_bytes
 from ._memory.step import fake_step
 from ._memory.trace import StepTrace
 from ._memory.weights import subtree_bytes
+from ._trace.report import unrestored
 from ._uninitialised import uninitialised, uninitialised_message
 
 __all__ = ["MemoryRecord", "MemoryReport", "memory"]
@@ -103,6 +104,7 @@ class MemoryReport:
     # Why no step ran (the model holds uninitialised tensors, which have no size): the weights
     # it could count are there, every other figure is 0.
     error: str | None = field(repr=False, default=None)
+    writes: tuple[Any, ...] = field(repr=False, default=())  # what the forward wrote (`tx.Write`)
 
     @property
     def total(self) -> int:
@@ -320,7 +322,8 @@ def _run_memory(
         aliases=aliases,
         memoised=tuple(trace.memoised),
         mode=mode,
-        notes=notes,
+        notes=(*notes, *unrestored(trace.writes)),
+        writes=tuple(trace.writes),
     )
 
 

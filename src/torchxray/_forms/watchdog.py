@@ -14,13 +14,14 @@ Disarming lets an error fired but not landed yet land in its own loop: none reac
 that runs after the build. An error that lands while the build unwinds can leave torch's global modes
 as the interrupted code had them: grad mode and the default dtype are put back. Where a thread's CPU clock cannot be read from another thread (no
 ``pthread_getcpuclockid``), the deadline is measured on the wall clock from the arming, which is
-never later.
+never later. It never fires inside an import: that would leave a half-made module for good.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -66,7 +67,12 @@ def _watch() -> None:
                     a.gone = True
                     continue
                 due = a.deadline if a.fired is None else a.fired + REFIRE_SECONDS
-                if now >= due:
+                if now >= due and _importing(tid):
+                    # An error landing inside an import leaves a half-made module in
+                    # sys.modules for good (a build that first imported torch._dynamo broke
+                    # every later torch.compile): fired once the import is done.
+                    due = now + POLL_SECONDS
+                elif now >= due:
                     ctypes.pythonapi.PyThreadState_SetAsyncExc(
                         ctypes.c_ulong(tid), ctypes.py_object(a.error)
                     )
@@ -75,6 +81,16 @@ def _watch() -> None:
                 left = min(POLL_SECONDS, due - now, left or POLL_SECONDS)
         _wake.wait(left)
         _wake.clear()
+
+
+def _importing(tid: int) -> bool:
+    """Whether thread `tid` is inside an import (importlib's frames on its stack)."""
+    frame = sys._current_frames().get(tid)
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _clock() -> int | None:

@@ -23,6 +23,7 @@ from .. import _gc
 from .._fake.mode import quiet_fake_logs
 from .._fake.state import set_training, snapshot_state, undo_fake_state
 from .._fake.values import data_dependent_op
+from .._trace import Trace
 from .live import LiveBytes, storage_key
 from .memo import StepMemo
 from .weights import LazyWeights
@@ -45,6 +46,7 @@ class StepTrace:
     device: str = "cpu"  # where the step ran (an offloaded weight's execution device)
     memoised: list[str] = field(default_factory=list)  # blocks replayed (`_memory.memo`)
     where: str = ""  # the module a failed step was in
+    writes: list[Any] = field(default_factory=list)  # what the forward wrote (`_trace.Write`)
     # After a training step's backward, the real weights (by id) whose fake stand-in got a
     # gradient: a weight whose only path to the loss goes through a rounding or an integer cast
     # (or a quantized tensor's integer data) gets none, as in a real step. None: not a training
@@ -60,10 +62,13 @@ class _Stack:
         self.open: list[str] = []
         # Every (path, peak) as calls end, while the memo records a block; else None.
         self.log: list[tuple[str, int]] | None = None
+        self.touch: Any = None  # `_trace.Trace.touch`, before each module call
 
     def pre(self, module: nn.Module, args: Any) -> None:
         path = self.paths.get(id(module))
         if path is not None:
+            if self.touch is not None:
+                self.touch(module)
             self.open.append(path)
             self.live.enter()
 
@@ -188,6 +193,14 @@ def trace_step(
         es.enter_context(_gc.paused())
         es.callback(module_hooks.register_module_forward_pre_hook(stack.pre).remove)
         es.callback(module_hooks.register_module_forward_hook(stack.post).remove)
+        # What the forward writes besides (containers, counters, hooks, torch's flags), put
+        # back and said (`_trace`); entered past the step's own hooks, which are not the
+        # forward's doing.
+        paths = {id(m): p for p, m in modules}
+        watch = Trace(objs, paths, snapshot_state(objs), real=False)
+        stack.touch = watch.touch
+        es.enter_context(watch)
+        trace.writes = watch.writes
         es.enter_context(fake_mode)
         es.enter_context(live)
         es.enter_context(torch.enable_grad() if training else torch.no_grad())

@@ -92,6 +92,13 @@ class InplaceGuard(TorchDispatchMode):
         super().__init__()
         self.backups = backups
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # torch wraps a mode's __torch_dispatch__ in torch._disable_dynamo, whose first call
+        # imports torch._dynamo (1.5 s): a first real probe, or a form's check, would pay it.
+        # The guard never runs under torch.compile (probes run eagerly).
+        return False
+
     def __torch_dispatch__(
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
     ) -> Any:
