@@ -9,7 +9,6 @@ import inspect
 import itertools
 import time
 import typing
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -40,21 +39,12 @@ SEARCH_SECONDS = 0.8
 SLACK = 0.05
 
 
-# (class, hash of a module's parts) -> plain values that rebuilt such a module exactly.
-_found: OrderedDict[tuple[type, int], dict[str, Any]] = OrderedDict()
-_FOUND_MAX = 512
-_PLAIN = (bool, int, float, str, type(None), tuple, type)
-
-
-def _remember(key: tuple[type, int], values: dict[str, Any]) -> None:
-    # Only values that belong to no instance (numbers, tuples, classes): a child module or a
-    # config found for one instance is never handed to another.
-    _found[key] = {k: v for k, v in values.items() if isinstance(v, _PLAIN)}
-    _found.move_to_end(key)
-    while len(_found) > _FOUND_MAX:
-        _found.popitem(last=False)
-
-
+# A form is a pure function of the module: the same on every call, in any order with other forms.
+# So nothing a search finds outlives its form here (no table of values that rebuilt an identical
+# block: a second search started from them, less the factories they held, ended elsewhere and
+# emptied fields the first had proven). A form opened many times for one state of a model is
+# kept by its owner instead (``_forms/cache.py``). The budget shared with child forms lives in a
+# context variable, set and reset by each form: it is state of the call, not of the process.
 _deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("deadline", default=None)
 _NOT_PASSED = ("device", "dtype")
 
@@ -193,10 +183,6 @@ def fill(
     deadline = min(started + SEARCH_SECONDS, outer if outer is not None else float("inf"))
     first = [f for f in fields if guessed(f)]
     live = parts(module)
-    key = (cls, hash(tuple(live.items.items())))
-    # Another instance with the same parts (the next block of a stack) most likely takes the same
-    # values: they are tried first, and the first build proves them or the search goes on.
-    start = _found.get(key)
     token = _deadline.set(deadline)  # a child's form (``_factory``) shares this budget
     made: dict[int, list[Any]] = {}
 
@@ -219,7 +205,7 @@ def fill(
         wide = _widen(fields)
         alone = len(wide) <= len(first)  # no wider search follows this one
         found = infer(
-            module, fields, first, fits, make, deadline, start, live, factory, stop, alone
+            module, fields, first, fits, make, deadline, None, live, factory, stop, alone
         )
         if not found.exact and not alone and time.thread_time() < deadline:
             # Its first build is a search's build like any other: it ends with the search.
@@ -232,8 +218,6 @@ def fill(
     finally:
         _deadline.reset(token)
         resume(collecting)
-    if found.exact:
-        _remember(key, found.values)
     infos, fields = out_infos, form_fields
     if found.exact and spread is not None and kept:
         found.values[spread.name] = kept
