@@ -204,9 +204,7 @@ def fill(
             base[spread.name] = kept
         wide = _widen(fields)
         alone = len(wide) <= len(first)  # no wider search follows this one
-        found = infer(
-            module, fields, first, fits, make, deadline, None, live, factory, stop, alone
-        )
+        found = infer(module, fields, first, fits, make, deadline, None, live, factory, stop, alone)
         if not found.exact and not alone and time.thread_time() < deadline:
             # Its first build is a search's build like any other: it ends with the search.
             last = min(stop, deadline + LAST_BUILD_SLACK)
