@@ -352,5 +352,6 @@ def form(module_or_class: nn.Module | type) -> Form:
             out.append(g)
             out_infos[g.name] = info
     made = Form(cls, sig, tuple(out), out_infos, hint, module)
-    made._check = check  # the search's last build is the gate's build for these values
+    # The search's last build is the gate's build for these values (its tensor types compared too).
+    made._check = None if check is None or module is None else exact.typed(check, module)
     return made

@@ -57,7 +57,7 @@ def _keywords(
     forms.py and does not import it)."""
     try:
         f = form(layer)
-        if f.inexact:
+        if f.inexact and not f.check.typed:  # a quantized weight: the values are still right
             return None
     except Exception:  # noqa: BLE001 - a layer without a readable form gives no factory
         return None
