@@ -75,3 +75,17 @@ def test_a_place_is_the_models_now_not_the_first_scans() -> None:
     other = nn.ModuleList([nn.Identity(), nn.Identity(), block])
     assert ordinals(block) == [2, 0, 1]
     assert len(stack) == len(other) + 1
+
+
+def test_a_value_the_gate_cannot_tell_apart_is_a_guess(blocks: list[nn.Module]) -> None:
+    # A block of stride 2 has no skip whatever noskip says: True and False rebuild it the same.
+    # The search once moved it to True ("inferred"); an edit to stride 1 would then drop the
+    # skip timm's block has. It keeps its default (what timm passed), flagged as a guess.
+    f = tx.form(blocks[0])
+    assert f.inexact == ""
+    field = f["noskip"]
+    assert (field.value, field.origin) == (False, "default")
+    assert field.note.startswith("a guess: True rebuilds it just as exactly")
+    # What the gate proves stays proven: a stride of 1 would not rebuild it.
+    assert (f["stride"].value, f["stride"].origin, f["stride"].note) == ((2, 2), "inferred", "")
+    assert "noskip" in tx.PatchLog(nn.Sequential(blocks[0])).edit("0", exp_ratio=4.0).guessed

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import functools
 import inspect
 import itertools
@@ -16,9 +17,10 @@ import torch
 from torch import nn
 
 from .._gc import pause, resume
+from .ambiguous import note, settle
 from .bind import bind
 from .check import check_type
-from .exact import CHECK_SECONDS, Check
+from .exact import CHECK_SECONDS, Check, floating_dtype
 from .field import Field
 from .handed import handed
 from .infer import LAST_BUILD_SLACK, guessed, infer
@@ -213,6 +215,12 @@ def fill(
             )
             if again.exact:
                 found = again
+        # A field the search moved that its draft value rebuilds as exactly proves nothing: it
+        # keeps the draft, flagged (``_forms/ambiguous.py``). Within the form's own limit.
+        rivals: dict[str, Any] = {}
+        if found.exact:
+            dtype = floating_dtype(module)
+            rivals = settle(form_fields, found.values, make, live, dtype, stop)
     finally:
         _deadline.reset(token)
         resume(collecting)
@@ -223,6 +231,12 @@ def fill(
         made_cfg = nested.assemble({**base, **found.values})
         found.values.update({n: made_cfg[n] for n in nested.names})
     for i, f in enumerate(fields):
+        if f.name in rivals:
+            kept_value = found.values[f.name]
+            if not same(kept_value, f.value):  # a required one: the value found, as a guess
+                f, infos[f.name] = make_field(cls, sig.parameters[f.name], kept_value, "default")
+            fields[i] = dataclasses.replace(f, note=note(rivals[f.name], f.kind))
+            continue
         # A required value the search proved None is given, not missing (drop_path=None).
         given = found.exact and f.required and f.value is None and f.origin == "default"
         if f.name not in found.values or same(found.values[f.name], f.value) and not given:
