@@ -100,9 +100,10 @@ class Form:
     def inexact(self) -> str:
         """ "" when ``build()`` with no change reproduces the live module exactly (every
         submodule's class and extra_repr, parameter and buffer names, shapes and dtypes, the
-        attributes its constructor set); else one sentence: "inexact: norm1 would be
-        GroupNorm(32, 32), the live one is GroupNorm(8, 32)". ``PatchLog.edit`` refuses an
-        inexact form's edit unless ``_inexact_ok=True``."""
+        attributes its constructor set, the types of its tensors); else one sentence: "inexact:
+        norm1 would be GroupNorm(32, 32), the live one is GroupNorm(8, 32)". ``PatchLog.edit``
+        refuses an inexact form's edit unless ``_inexact_ok=True``, but for tensor types alone
+        (a quantized weight, ``check.typed``): the edit carries those tensors over."""
         return self.check.reason
 
     @property
