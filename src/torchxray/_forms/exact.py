@@ -214,10 +214,9 @@ def typed(found: Check, live: nn.Module) -> Check:
     makes = f"a {built_kind}" if built_kind else "a plain tensor"
     rest = ", ".join(labels[1:4]) + (", ..." if len(labels) > 4 else "")
     more = f" (and {len(keys) - 1} more: {rest})" if len(keys) > 1 else ""
-    reason = (
-        f"inexact: {labels[0]} is {what}{more}; a rebuild makes {makes}. An edit carries each such "
-        "tensor over where its shape still fits"
-    )
+    reason = f"inexact: {labels[0]} is {what}{more}; a rebuild makes {makes}"
+    if live_kind:
+        reason += ". An edit carries each such tensor over where its shape still fits"
     return Check(reason, diffs, found.base, found.seconds, found.cut, typed=True)
 
 
