@@ -114,8 +114,10 @@ def test_quantized_weights_survive_an_edit_that_does_not_reach_them() -> None:
     quant.quantize_(model, quant.Int8WeightOnlyConfig())
     kind = type(model[0].lin1.weight)
     assert kind not in (torch.Tensor, nn.Parameter)
-    assert tx.form(model[0]).inexact == ""  # logical shapes: a quantized weight is (64, 64)
-    entry = tx.PatchLog(model).edit("0", out=16)
+    # Logical shapes match (a quantized weight is (64, 64)); its type a rebuild does not make.
+    f = tx.form(model[0])
+    assert f.inexact.startswith("inexact: lin1.weight is a torchao ") and f.check.typed
+    entry = tx.PatchLog(model).edit("0", out=16)  # no _inexact_ok: the edit carries lin1's
     assert type(model[0].lin1.weight) is kind  # kept, not cast into a plain tensor
     assert "lin2.weight" in entry.reinitialised
     assert model(torch.randn(2, 64)).shape == (2, 16)

@@ -203,3 +203,32 @@ def test_replay_helpers_are_public_and_documented() -> None:
     copy = replay.config(base, {"heads": 4})
     assert (copy.heads, base.heads) == (4, 2)
     assert all(getattr(replay, n).__doc__ for n in replay.__all__)
+
+
+# -- one Apply opens each module's form once per state of the model ------------------------------
+
+
+def test_an_apply_opens_the_edited_modules_form_once() -> None:
+    timm = pytest.importorskip("timm")
+    s = Session(timm.create_model("efficientnet_b0", pretrained=False), ())
+    log = s.patch_log()
+    opened: list[nn.Module] = []
+    open_form = log._forms._open
+    log._forms._open = lambda m: opened.append(m) or open_form(m)  # type: ignore[method-assign]
+    old = s.tree.module("blocks.1.0")
+    tab, _ = s.handle({"kind": "form", "path": "blocks.1.0", "cls": "", "prefill": None})
+    assert tab["kind"] == "form", tab
+    reply = _edit(s, "blocks.1.0", exp_ratio="4.0")  # the "in_chs: required" once
+    assert reply["kind"] == "patched", reply
+    new = s.tree.module("blocks.1.0")
+    # The tab's form served the edit's check and its plan; the rebuilt module's, its labels and
+    # its replay code.
+    assert [m is old for m in opened] == [True, False] and opened[1] is new
+    s.handle({"kind": "form", "path": "blocks.1.0", "cls": "", "prefill": None})
+    s.handle({"kind": "form", "path": "blocks.1.0", "cls": "", "prefill": None})
+    # Placed in the model, it is another state: its form once more, then no more.
+    assert len(opened) == 3 and opened[2] is new
+    kept = log.form(new)
+    assert kept is log.form(new) and len(opened) == 3
+    new.conv_pw.stride = (2, 2)  # a change made outside the log: the module's parts changed
+    assert log.form(new) is not kept and len(opened) == 4

@@ -101,9 +101,10 @@ class Form:
     def inexact(self) -> str:
         """ "" when ``build()`` with no change reproduces the live module exactly (every
         submodule's class and extra_repr, parameter and buffer names, shapes and dtypes, the
-        attributes its constructor set); else one sentence: "inexact: norm1 would be
-        GroupNorm(32, 32), the live one is GroupNorm(8, 32)". ``PatchLog.edit`` refuses an
-        inexact form's edit unless ``_inexact_ok=True``."""
+        attributes its constructor set, the types of its tensors); else one sentence: "inexact:
+        norm1 would be GroupNorm(32, 32), the live one is GroupNorm(8, 32)". ``PatchLog.edit``
+        refuses an inexact form's edit unless ``_inexact_ok=True``, but for tensor types alone
+        (a quantized weight, ``check.typed``): the edit carries those tensors over."""
         return self.check.reason
 
     @property
@@ -362,5 +363,6 @@ def _form(module_or_class: nn.Module | type) -> Form:
             out.append(g)
             out_infos[g.name] = info
     made = Form(cls, sig, tuple(out), out_infos, hint, module)
-    made._check = check  # the search's last build is the gate's build for these values
+    # The search's last build is the gate's build for these values (its tensor types compared too).
+    made._check = None if check is None or module is None else exact.typed(check, module)
     return made

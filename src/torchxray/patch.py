@@ -38,12 +38,14 @@ from typing import Any, Literal
 import torch
 import torch.nn as nn
 
+from ._forms.cache import FormCache
 from ._patch import code, freezing
 from ._patch.edit import plan as edit_plan
 from ._patch.paths import Match, SlotIndex, no_match, targets, tensor_bytes, tensors
 from ._patch.placement import place
 from ._patch.swaps import Swap, reverse
 from ._patch.swaps import apply as apply_swaps
+from .forms import Form, form
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,14 @@ class PatchLog:
         self._done: list[_Record] = []
         self._undone: list[_Record] = []
         self._cleared: list[_Record] = []  # applied before clear(): code only, no modules
+        # The forms of this model's modules, each opened once per state of the model (an Apply
+        # asks for the edited module's form several times); emptied at every change below.
+        self._forms: FormCache[Form] = FormCache(form)
+
+    def form(self, module: nn.Module) -> Form:
+        """``tx.form(module)``, opened once per state of the model: the same ``Form`` object
+        until this log changes the model or the module's own parts change."""
+        return self._forms(module)
 
     # -- changes -----------------------------------------------------------------------------
 
@@ -147,7 +157,7 @@ class PatchLog:
         the edit changed."""
         index = SlotIndex(self.model)
         old = self.model if path == "" else _existing(index, path)
-        p = edit_plan(index, path, old, hyperparameters, _confirm, _inexact_ok)
+        p = edit_plan(index, path, old, hyperparameters, _confirm, _inexact_ok, self.form)
         paths = ("",) if path == "" else tuple(index.paths_of(old))
         item = _Item(old, p.new, paths, p.kept, p.cast)
         return self._commit(
@@ -202,6 +212,7 @@ class PatchLog:
         classes = _names(index.module(p) for p in paths)
         entry = PatchEntry(self._next_id, op, paths, classes, classes, code=text)
         freezing.apply(flags)
+        self._forms.changed()
         self._done.append(_Record(entry, (), frozenset(), flags))
         self._undone.clear()
         return entry
@@ -234,6 +245,7 @@ class PatchLog:
         record = self._done[-1]
         apply_swaps(reverse(record.swaps), self)
         freezing.apply(record.flags, undo=True)
+        self._forms.changed()
         self._undone.append(self._done.pop())
         return record.entry
 
@@ -244,6 +256,7 @@ class PatchLog:
         record = self._undone[-1]
         apply_swaps(list(record.swaps), self)
         freezing.apply(record.flags)
+        self._forms.changed()
         self._done.append(self._undone.pop())
         return record.entry
 
@@ -308,12 +321,14 @@ class PatchLog:
             # Code first: the constructor call reads the replacement as the user built it.
             blocks.append(code.Change(item.paths[0], item.new, tuple(exprs), item.kept, item.cast))
         title = code.title(entry_id, op, items, changes, kept, fresh, guessed)
-        text = code.entry_code(title, blocks, index.by_id, imports, code.ModelConfigs(index.model))
+        configs = code.ModelConfigs(index.model)
+        text = code.entry_code(title, blocks, index.by_id, imports, configs, self.form)
         if not placed:
             for item in items:
                 if not index.contains(item.new):
                     place(item.new, item.old, index, item.paths[0], cast=item.cast)
         apply_swaps(swaps, self)
+        self._forms.changed()
         changed = {(id(s.parent), s.key) for s in swaps}
         paths = tuple(p for p, s in index.slots.items() if (id(s.parent), s.key) in changed)
         if any(s.parent is None for s in swaps):

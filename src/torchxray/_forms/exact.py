@@ -35,6 +35,7 @@ __all__ = [
     "differences",
     "sentence",
     "telling",
+    "typed",
     "weight",
 ]
 
@@ -65,6 +66,9 @@ class Check:
     base: Parts | None = None  # the unchanged rebuild's parts (None when it could not be built)
     seconds: float = 0.0
     cut: bool = False  # the build was stopped at the form's time limit: not checked
+    # The values rebuild every logical part; only tensor types differ, which a constructor does
+    # not make (a quantized weight): an edit carries them over (``typed``).
+    typed: bool = False
 
 
 TOO_SLOW = (
@@ -192,6 +196,42 @@ def weight(diffs: list[Difference], live: Parts, built: Parts) -> int:
     return total
 
 
+def typed(found: Check, live: nn.Module) -> Check:
+    """``found`` (an exact check) made inexact when the live module's tensors are of types the
+    rebuild's are not: "inexact: fc1.weight is a torchao Int8Tensor; a rebuild makes a plain
+    tensor ...". Any other check is returned as it is.
+
+    The decision: refuse, not re-apply. ``Form.build()`` runs the constructor, which makes plain
+    tensors: what it returns is a float block, not the live quantized one, and a form that said
+    exact would promise it was. Re-applying the quantization is not possible in general (the
+    recipe that made the tensor, torchao's config, is not kept on it). What an edit does is
+    another matter: ``PatchLog.edit`` carries each quantized tensor itself into the rebuilt
+    module where its logical shape still fits (``_patch/placement.py``) and its own gate compares
+    tensor types (``_patch/gate.py``); the gate's build (``Check.base``) stays, so such an edit
+    applies without "Apply anyway", and the sentence says so."""
+    if found.reason or found.base is None:
+        return found
+    have, built = parts(live), found.base
+    keys = [k for k in have.kinds if built.kinds.get(k) != have.kinds[k]]
+    keys += [k for k in built.kinds if k not in have.kinds and k in have.items]
+    if not keys:
+        return found
+    diffs = [
+        Difference(p, aspect, have.items.get((p, aspect)), built.items.get((p, aspect)))
+        for p, aspect in keys
+    ]
+    labels = [f"{p}.{a.partition(' ')[2]}" if p else a.partition(" ")[2] for p, a in keys]
+    live_kind, built_kind = have.kinds.get(keys[0]), built.kinds.get(keys[0])
+    what = f"a {live_kind}" if live_kind else "a plain tensor"
+    makes = f"a {built_kind}" if built_kind else "a plain tensor"
+    rest = ", ".join(labels[1:4]) + (", ..." if len(labels) > 4 else "")
+    more = f" (and {len(keys) - 1} more: {rest})" if len(keys) > 1 else ""
+    reason = f"inexact: {labels[0]} is {what}{more}; a rebuild makes {makes}"
+    if live_kind:
+        reason += ". An edit carries each such tensor over where its shape still fits"
+    return Check(reason, diffs, found.base, found.seconds, found.cut, typed=True)
+
+
 def floating_dtype(module: nn.Module) -> torch.dtype | None:
     for t in [*module.parameters(), *module.buffers()]:
         if t.is_floating_point():
@@ -235,4 +275,4 @@ def check(form: Any, live: nn.Module, limit: float | None = CHECK_SECONDS) -> Ch
     a, b = parts(live), parts(built)
     diffs = differences(a, b)
     reason = f"inexact: {sentence(diffs, a, b)}" if diffs else ""
-    return Check(reason, diffs, b, time.perf_counter() - start)
+    return typed(Check(reason, diffs, b, time.perf_counter() - start), live)

@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import functools
 import inspect
 import itertools
 import time
 import typing
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -17,9 +17,10 @@ import torch
 from torch import nn
 
 from .._gc import pause, resume
+from .ambiguous import note, settle
 from .bind import bind
 from .check import check_type
-from .exact import CHECK_SECONDS, Check
+from .exact import CHECK_SECONDS, Check, floating_dtype
 from .field import Field
 from .handed import handed
 from .infer import LAST_BUILD_SLACK, guessed, infer
@@ -40,21 +41,12 @@ SEARCH_SECONDS = 0.8
 SLACK = 0.05
 
 
-# (class, hash of a module's parts) -> plain values that rebuilt such a module exactly.
-_found: OrderedDict[tuple[type, int], dict[str, Any]] = OrderedDict()
-_FOUND_MAX = 512
-_PLAIN = (bool, int, float, str, type(None), tuple, type)
-
-
-def _remember(key: tuple[type, int], values: dict[str, Any]) -> None:
-    # Only values that belong to no instance (numbers, tuples, classes): a child module or a
-    # config found for one instance is never handed to another.
-    _found[key] = {k: v for k, v in values.items() if isinstance(v, _PLAIN)}
-    _found.move_to_end(key)
-    while len(_found) > _FOUND_MAX:
-        _found.popitem(last=False)
-
-
+# A form is a pure function of the module: the same on every call, in any order with other forms.
+# So nothing a search finds outlives its form here (no table of values that rebuilt an identical
+# block: a second search started from them, less the factories they held, ended elsewhere and
+# emptied fields the first had proven). A form opened many times for one state of a model is
+# kept by its owner instead (``_forms/cache.py``). The budget shared with child forms lives in a
+# context variable, set and reset by each form: it is state of the call, not of the process.
 _deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("deadline", default=None)
 _NOT_PASSED = ("device", "dtype")
 
@@ -67,7 +59,7 @@ def _keywords(
     forms.py and does not import it)."""
     try:
         f = form(layer)
-        if f.inexact:
+        if f.inexact and not f.check.typed:  # a quantized weight: the values are still right
             return None
     except Exception:  # noqa: BLE001 - a layer without a readable form gives no factory
         return None
@@ -193,10 +185,6 @@ def fill(
     deadline = min(started + SEARCH_SECONDS, outer if outer is not None else float("inf"))
     first = [f for f in fields if guessed(f)]
     live = parts(module)
-    key = (cls, hash(tuple(live.items.items())))
-    # Another instance with the same parts (the next block of a stack) most likely takes the same
-    # values: they are tried first, and the first build proves them or the search goes on.
-    start = _found.get(key)
     token = _deadline.set(deadline)  # a child's form (``_factory``) shares this budget
     made: dict[int, list[Any]] = {}
 
@@ -218,9 +206,7 @@ def fill(
             base[spread.name] = kept
         wide = _widen(fields)
         alone = len(wide) <= len(first)  # no wider search follows this one
-        found = infer(
-            module, fields, first, fits, make, deadline, start, live, factory, stop, alone
-        )
+        found = infer(module, fields, first, fits, make, deadline, None, live, factory, stop, alone)
         if not found.exact and not alone and time.thread_time() < deadline:
             # Its first build is a search's build like any other: it ends with the search.
             last = min(stop, deadline + LAST_BUILD_SLACK)
@@ -229,11 +215,15 @@ def fill(
             )
             if again.exact:
                 found = again
+        # A field the search moved that its draft value rebuilds as exactly proves nothing: it
+        # keeps the draft, flagged (``_forms/ambiguous.py``). Within the form's own limit.
+        rivals: dict[str, Any] = {}
+        if found.exact:
+            dtype = floating_dtype(module)
+            rivals = settle(form_fields, found.values, make, live, dtype, stop)
     finally:
         _deadline.reset(token)
         resume(collecting)
-    if found.exact:
-        _remember(key, found.values)
     infos, fields = out_infos, form_fields
     if found.exact and spread is not None and kept:
         found.values[spread.name] = kept
@@ -241,6 +231,12 @@ def fill(
         made_cfg = nested.assemble({**base, **found.values})
         found.values.update({n: made_cfg[n] for n in nested.names})
     for i, f in enumerate(fields):
+        if f.name in rivals:
+            kept_value = found.values[f.name]
+            if not same(kept_value, f.value):  # a required one: the value found, as a guess
+                f, infos[f.name] = make_field(cls, sig.parameters[f.name], kept_value, "default")
+            fields[i] = dataclasses.replace(f, note=note(rivals[f.name], f.kind))
+            continue
         # A required value the search proved None is given, not missing (drop_path=None).
         given = found.exact and f.required and f.value is None and f.origin == "default"
         if f.name not in found.values or same(found.values[f.name], f.value) and not given:

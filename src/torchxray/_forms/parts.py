@@ -33,7 +33,7 @@ from torch.nn.utils import parametrize
 from .._unwrap import original_class
 from .config import is_config
 
-__all__ = ["Parts", "logical", "parts", "split_repr", "tensor_kind"]
+__all__ = ["Parts", "logical", "parts", "split_repr", "tensor_kind", "typename"]
 
 # Attributes every nn.Module has: bookkeeping, not constructor values.
 _BASE = frozenset(nn.Module().__dict__) | {"_is_hf_initialized", "_initialize_weights"}
@@ -44,12 +44,15 @@ _KEYED = re.compile(r"([A-Za-z_]\w*)=")
 
 @dataclasses.dataclass
 class Parts:
-    """``items``: (path, aspect) -> text; ``summary``: path -> ``Class(extra_repr)``;
-    ``scripted``: paths of TorchScript modules (no Python constructor: a rebuild makes them
-    again only where the constructor scripts them itself)."""
+    """``items``: (path, aspect) -> text; ``summary``: path -> ``Class(extra_repr)``; ``kinds``:
+    (path, "param <name>" / "buffer <name>") -> the tensor subclass (``typename``) of each tensor
+    that is not a plain one, whatever ``kinds`` asked (the gate compares them apart from the
+    logical items, ``_forms/exact.py``); ``scripted``: paths of TorchScript modules (no Python
+    constructor: a rebuild makes them again only where the constructor scripts them itself)."""
 
     items: dict[tuple[str, str], str]
     summary: dict[str, str]
+    kinds: dict[tuple[str, str], str] = dataclasses.field(default_factory=dict)
     scripted: frozenset[str] = frozenset()
 
 
@@ -81,6 +84,12 @@ def tensor_kind(t: torch.Tensor) -> str:
     if cls in (torch.Tensor, nn.Parameter) or is_lazy(t):
         return ""
     return cls.__name__
+
+
+def typename(t: torch.Tensor) -> str:
+    """A tensor subclass as a person names it: its package and class ("torchao Int8Tensor")."""
+    cls = type(t)
+    return f"{cls.__module__.split('.')[0]} {cls.__name__}"
 
 
 def _tensor_text(t: torch.Tensor | None, kinds: bool) -> str:
@@ -198,6 +207,7 @@ def parts(module: nn.Module, kinds: bool = False) -> Parts:
     items: dict[tuple[str, str], str] = {}
     summary: dict[str, str] = {}
     scripted: set[str] = set()
+    types: dict[tuple[str, str], str] = {}
     for path, m in _walk(module):
         if isinstance(m, torch.jit.ScriptModule):
             scripted.add(path)
@@ -218,9 +228,13 @@ def parts(module: nn.Module, kinds: bool = False) -> Parts:
         items[path, "children"] = ", ".join(n for n in m._modules.keys() if n != hidden)
         for n, p in m._parameters.items():
             items[path, f"param {n}"] = _tensor_text(p, kinds)
+            if p is not None and tensor_kind(p):
+                types[path, f"param {n}"] = typename(p)
         for n, b in m._buffers.items():
             lost = " non-persistent" if n in m._non_persistent_buffers_set else ""
             items[path, f"buffer {n}"] = _tensor_text(b, kinds) + lost
+            if b is not None and tensor_kind(b):
+                types[path, f"buffer {n}"] = typename(b)
         if parametrize.is_parametrized(m):
             lists = typing.cast(nn.ModuleDict, m.parametrizations)
             for n, plist in lists.items():
@@ -233,4 +247,4 @@ def parts(module: nn.Module, kinds: bool = False) -> Parts:
                 items[path, f"{where} {n}"] = text
         for key, text in _attrs(m):
             items[path, f"attr {key}"] = text
-    return Parts(items, summary, frozenset(scripted))
+    return Parts(items, summary, types, frozenset(scripted))

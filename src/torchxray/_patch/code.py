@@ -15,7 +15,7 @@ import inspect
 import keyword
 import math
 import types
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,6 +77,9 @@ class Ctx:
     # (expression, config object) for every config the model holds: a config argument is written
     # as a copy of the closest one with the differing fields set.
     configs: Iterable[tuple[str, Any]] = ()
+    # How a module's form is opened: the log's (``PatchLog.form``: the replacement's form, opened
+    # for the entry's labels, is not opened again); ``tx.form`` when None.
+    forms: Callable[[nn.Module], Any] | None = None
 
 
 def value_code(value: Any, ctx: Ctx) -> str:
@@ -183,7 +186,7 @@ def constructor(module: nn.Module, ctx: Ctx) -> str:
 
     cls = type(module)
     try:
-        fm = form(module)
+        fm = (ctx.forms or form)(module)
         values = dict(fm.values)
         params = list(fm.signature.parameters.values())
     except Exception as exc:  # noqa: BLE001 - any failure here means "cannot describe it"
@@ -258,6 +261,7 @@ def entry_code(
     known: Mapping[int, Sequence[str]],
     imports: set[str],
     configs: Iterable[tuple[str, Any]] = (),
+    forms: Callable[[nn.Module], Any] | None = None,
 ) -> str:
     """The replay block of one entry: build every replacement first, then assign, so a wrapper
     referring to a model path reads it before any slot of this entry changes."""
@@ -270,7 +274,7 @@ def entry_code(
             continue
         try:
             drop = frozenset({"device", "dtype"}) if ch.cast else frozenset()
-            built = constructor(ch.new, Ctx(known, imports, drop, configs))
+            built = constructor(ch.new, Ctx(known, imports, drop, configs, forms))
         except Exception as exc:  # noqa: BLE001 - Unwritable, or a hostile module's attributes
             message = f"torchxray cannot write code for the replacement at {ch.old_path!r}: {exc}"
             lines.append(f"raise NotImplementedError({message!r})")

@@ -5,6 +5,7 @@ and quantized tensors that still fit), and checked to change only what the chang
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,9 +36,10 @@ def plan(
     hyperparameters: dict[str, Any],
     confirm: bool,
     inexact_ok: bool,
+    form: Callable[[nn.Module], Any],
 ) -> EditPlan:
+    """``form``: the log's forms (``PatchLog.form``), each opened once per state of the model."""
     from .._forms.unchanged import equal, nothing_message
-    from ..forms import form
 
     asked = tuple(hyperparameters)
     before = form(old)

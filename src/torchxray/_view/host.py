@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 if TYPE_CHECKING:
     from torch import nn
 
+    from ..forms import Form
     from ..patch import PatchEntry, PatchLog
     from ..probe import ProbeReport
     from ..tree import ModelTree
@@ -110,6 +111,11 @@ class Host(Protocol):
 
     def module(self, path: str | None) -> nn.Module:
         """The live module at ``path`` (an alias resolves; KeyError names close paths)."""
+        ...
+
+    def form(self, module: nn.Module) -> Form:
+        """The form of a module of the model, opened once per state of the model (the patch
+        log's, ``PatchLog.form``): the Form tab, Apply's check and its edit share it."""
         ...
 
     def rows(self) -> RowMaker: ...

@@ -15,7 +15,7 @@ from torch import nn
 
 from .. import _gc
 from .._probe.cancel import scope as cancel_scope
-from ..forms import FormError
+from ..forms import Form, FormError, form
 from ..patch import PatchEntry, PatchLog
 from ..probe import ProbeReport, probe
 from ..protocol import PROBE_MODES, SLOW, ProtocolError, error_reply, validate
@@ -264,6 +264,11 @@ class Session:
     def module(self, path: str | None) -> nn.Module:
         """The live module at ``path`` (an alias resolves; KeyError names close paths)."""
         return self.tree.module(self.tree[path or ""].path)
+
+    def form(self, module: nn.Module) -> Form:
+        """The form of a module of the model, opened once per state of the model: the log's
+        (``PatchLog.form``), which every patch of this session goes through."""
+        return self.log.form(module) if self.log is not None else form(module)
 
     # -- requests from the frontend --------------------------------------------------------------
 

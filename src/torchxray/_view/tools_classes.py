@@ -51,12 +51,12 @@ def on_form(host: Host, req: FormRequest) -> tuple[FormReply, States]:
     if cls:
         reply = panes.form_dict(form(imported(host, cls)), prefill or "", host.rev)
         if prefill is not None:
-            _prefill(reply, form(host.module(prefill)))
+            _prefill(reply, host.form(host.module(prefill)))
         return reply, NONE
     node = host.tree[req["path"] or ""]
     module = host.tree.module(node.path)
     return panes.form_dict(
-        form(module), node.path, host.rev, node.aliases, host.patch_refusal
+        host.form(module), node.path, host.rev, node.aliases, host.patch_refusal
     ), NONE
 
 

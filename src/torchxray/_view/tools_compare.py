@@ -122,18 +122,20 @@ def on_bulk(host: Host, req: BulkRequest) -> tuple[PatchedReply, States]:
     if not found:
         raise ValueError("nothing to replace: the model itself cannot be replaced from here")
     # Built before anything changes: a field that fails for one module leaves the model as it was.
-    made = {id(m): _build(cls, m, req["changes"], req["prefill"]) for m, _ in found}
+    made = {id(m): _build(host, cls, m, req["changes"], req["prefill"]) for m, _ in found}
     match = "|".join(re.escape(p) for _, p in found)
     entry = host.patch("replace_all", match, lambda old: made.get(id(old), old))
     return {"kind": "patched", "id": entry.id, "rev": host.rev}, ALL
 
 
-def _build(cls: type, old: nn.Module, changes: dict[str, str], prefill: bool) -> nn.Module:
+def _build(
+    host: Host, cls: type, old: nn.Module, changes: dict[str, str], prefill: bool
+) -> nn.Module:
     new_form = form(cls)
     values = dict(changes)
     if prefill:
         names = {f.name for f in new_form.fields if f.kind not in ("varargs", "varkw")}
-        for f in form(old).fields:
+        for f in host.form(old).fields:
             if f.name in names and f.name not in values and f.origin in ("attribute", "recorded"):
                 values[f.name] = f.text
     return new_form.build(**values)

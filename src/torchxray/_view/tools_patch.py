@@ -26,7 +26,8 @@ def on_edit(host: Host, req: EditRequest) -> tuple[PatchedReply, States]:
     changes = req["changes"]
     if not changes:
         raise ValueError("nothing to apply: no field was changed")
-    errors = form(host.tree.module(path)).validate(**changes)
+    # The log's form (``Host.form``): the tab's, and the one the edit's plan reads below.
+    errors = host.form(host.tree.module(path)).validate(**changes)
     if errors:
         raise FormError(errors)
     # Too large a module raises TooLarge, a FormError under "__confirm__": the form shows the
