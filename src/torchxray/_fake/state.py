@@ -111,6 +111,7 @@ def kept_state(
     state: list[State] | None = None,
     fake: bool = False,
     checked: Callable[[], bool] | None = None,
+    wrote: Callable[[torch.Tensor], None] | None = None,
 ) -> Iterator[None]:
     """Around a real run: buffer values copied back (a kernel may update one in place without
     moving its version counter: BatchNorm's running statistics), and parameters, buffers and
@@ -118,7 +119,9 @@ def kept_state(
     `state`: ``snapshot_state(modules)`` taken just now, if the caller has one. `fake`: around a
     fake run, `undo_fake_state` first, the one check that anything changed serving both.
     `checked`: says True once a run's `_trace.Trace` has compared and put back every attribute
-    (the comparison, a C loop over every module, is then not made twice)."""
+    (the comparison, a C loop over every module, is then not made twice). `wrote`: told of each
+    buffer whose values the run changed (BatchNorm's kernels update running statistics in
+    place without saying so in their schema), before its values are put back."""
     if state is None:
         state = snapshot_state(modules)
     values = [(b, b.detach().clone()) for b in buffers]
@@ -130,10 +133,14 @@ def kept_state(
             if fake and not same:
                 undo_fake_state(state)
         finally:
-            _put_back(() if same else state, values)
+            _put_back(() if same else state, values, wrote)
 
 
-def _put_back(state: Any, values: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
+def _put_back(
+    state: Any,
+    values: list[tuple[torch.Tensor, torch.Tensor]],
+    wrote: Callable[[torch.Tensor], None] | None = None,
+) -> None:
     """What a forward replaced in `state`'s modules, then the buffers' values."""
     try:
         for m, ps, bs, attrs in state:
@@ -156,4 +163,13 @@ def _put_back(state: Any, values: list[tuple[torch.Tensor, torch.Tensor]]) -> No
     finally:
         with torch.no_grad():
             for b, v in values:
+                if wrote is not None and not _equal(b, v):
+                    wrote(b)
                 b.copy_(v)
+
+
+def _equal(a: torch.Tensor, b: torch.Tensor) -> bool:
+    try:
+        return a.shape == b.shape and bool(torch.equal(a, b))
+    except Exception:  # noqa: BLE001 - a subclass without equal: said as written
+        return False

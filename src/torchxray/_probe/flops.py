@@ -167,11 +167,18 @@ class FlopCount:
         values back (`_probe.run`)."""
         alone = seen[3]
         for i in seen[4]:
-            if i < len(args) and type(a := args[i]) in _WRITABLE:
+            if i >= len(args):
+                continue
+            a = args[i]
+            if type(a) in _WRITABLE:
                 if self.wrote is not None:
                     self.wrote(a)
                 if a.numel() > 1:
                     alone = True
+            elif type(a) is self.fake_type and self.wrote is not None:
+                # A fake view of a weight (``w.data``, ``w.detach()``): matched to the weight by
+                # its storage when the run ends (`_fake.convert.Fakes.real_of`).
+                self.wrote(a, fake=True)
         return self._fake_args(args, alone) if seen[2] else args
 
     def _fake_args(self, args: tuple[Any, ...], alone: bool) -> tuple[Any, ...]:

@@ -148,7 +148,8 @@ class ProbeRun:
             self.trace = trace = Trace(self.modules, self.paths, state, real=not fake)
             held = _buffers(self.modules, limit)
             checked = trace.attributes_done
-            es.enter_context(kept_state(self.modules, held, state, fake, checked))
+            wrote = trace.buffer_write if not fake else None
+            es.enter_context(kept_state(self.modules, held, state, fake, checked, wrote))
             self.recorder.touch, self.recorder.touched = trace.touch, trace.touched
             cancel.check("setting up")  # each step takes seconds on 100,000 modules
             if fake:
@@ -158,6 +159,7 @@ class ProbeRun:
                 # fake views (one per tensor, `_fake.convert`) on first use - no copy of their
                 # data, no new memory. A mode kept from an earlier run (`_fake.pool`).
                 self.fake_mode = es.enter_context(borrowed())
+                trace.fakes = getattr(self.fake_mode, "fakes", None)
                 es.enter_context(quiet_fake_logs())  # the report carries a kernel's error
             else:
                 # FSDP2 units sharded before the run are sharded again after it.

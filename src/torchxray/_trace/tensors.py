@@ -21,10 +21,10 @@ import torch
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
-__all__ = ["Backups", "InplaceGuard", "written_args"]
+__all__ = ["Backups", "InplaceGuard", "storage_key", "written_args"]
 
 
-def _storage_key(t: Any) -> int | None:
+def storage_key(t: Any) -> int | None:
     if not isinstance(t, torch.Tensor) or t.device.type == "meta":
         return None
     try:
@@ -51,14 +51,14 @@ class Backups:
             for m in self.modules:
                 for table in (m._parameters, m._buffers):
                     for name, t in table.items():
-                        key = _storage_key(t)
+                        key = storage_key(t)
                         if key is not None and t is not None:
                             owners.setdefault(key, []).append((m, name, t))
             self._owners = owners
         return self._owners
 
     def before_write(self, target: Any) -> None:
-        key = _storage_key(target)
+        key = storage_key(target)
         if key is None:
             return
         for m, name, t in self.owners().get(key, ()):

@@ -34,7 +34,7 @@ from .._fake.state import State, unchanged
 from .flags import Flags, globals_held
 from .held import MAX_DEPTH, Held
 from .outside import Files
-from .tensors import Backups, InplaceGuard
+from .tensors import Backups, InplaceGuard, storage_key
 from .writes import (
     ATTRIBUTE,
     CONTAINER,
@@ -98,9 +98,12 @@ class Trace:
         self.touched: set[int] = set()
         self.stubbed: set[int] = set()  # modules a memo stubs (`_probe/memo.py`, `_memory/memo.py`)
         self.taken: set[int] = set()  # modules whose containers `held` has
+        self.grads: list[tuple[nn.Module, list[tuple[str, Any, bool]]]] = []
         self.classes: set[type] = set()
         self.backups = Backups(modules)
         self.fake_written: dict[int, torch.Tensor] = {}
+        self.fake_storages: set[int] = set()  # storages of fake tensors an in-place op wrote
+        self.fakes: Any = None  # a fake run's `_fake.convert.Fakes`, to match those storages
         self.writes: list[Write] = []
         self.limits: list[str] = []  # what torchxray itself could not watch, one sentence each
         self._files = Files()
@@ -144,6 +147,7 @@ class Trace:
         if key not in taken:
             taken.add(key)
             take(m, paths.get(key, "?"))
+            self._flags_of(m)
         if key in self.stubbed:
             # A memo's stub: its first call runs the children, which are then taken at their own
             # calls, and a replay runs no code of the block's at all.
@@ -154,6 +158,15 @@ class Trace:
             if child is not None and (ck := id(child)) not in taken:
                 taken.add(ck)
                 take(child, paths.get(ck, "?"))
+                self._flags_of(child)
+
+    def _flags_of(self, m: nn.Module) -> None:
+        """Its parameters' ``requires_grad`` (a forward may freeze one: ``requires_grad_``)."""
+        params = m._parameters
+        if params:
+            self.grads.append(
+                (m, [(n, p, p.requires_grad) for n, p in params.items() if p is not None])
+            )
         cls = type(m)
         if cls not in self.classes:
             self.classes.add(cls)
@@ -184,13 +197,32 @@ class Trace:
         if found:
             self.held.take(found, _GLOBALS, depth=MAX_DEPTH - 1)
 
+    def buffer_write(self, t: torch.Tensor) -> None:
+        """A real run changed buffer `t`'s values (told after `finish`, by `_fake/state.py`,
+        which then puts them back): a write like any other."""
+        for m in self.modules:
+            for name, b in m._buffers.items():
+                if b is t:
+                    self.writes.append(
+                        Write(self.paths.get(id(m), "?"), name, INPLACE, "written in place")
+                    )
+                    self.writes[:] = _merged(self.writes)
+                    return
+
     def attributes_done(self) -> bool:
         """Whether `finish` compared every module's attributes and put them back."""
         return self.attributes_checked
 
-    def fake_write(self, t: torch.Tensor) -> None:
-        """A fake run's in-place op targeted the real tensor `t` (it ran on `t`'s fake)."""
-        self.fake_written.setdefault(id(t), t)
+    def fake_write(self, t: torch.Tensor, fake: bool = False) -> None:
+        """A fake run's in-place op targeted the real tensor `t` (it ran on `t`'s fake), or, with
+        `fake`, the fake tensor `t` (a weight's if `fakes` knows its storage at the end)."""
+        if fake:
+            try:
+                self.fake_storages.add(t.untyped_storage()._cdata)
+            except Exception:  # noqa: BLE001 - a fake without a storage: nothing to match
+                pass
+        else:
+            self.fake_written.setdefault(id(t), t)
 
     # -- after the run -------------------------------------------------------------------------
     def finish(self) -> list[Write]:
@@ -204,16 +236,30 @@ class Trace:
         try:
             for m, name, detail in self.backups.restore():
                 out.append(Write(owners.get(id(m), "?"), name, INPLACE, detail))
+            if self.fake_storages and self.fakes is not None:
+                for t in self.fakes.real_of(self.fake_storages):
+                    self.fake_written.setdefault(id(t), t)
             if self.fake_written:
                 out.extend(self._fake_writes())
             for item in self.held.changed():
                 self._restored_container(item)
+            for m, flags in self.grads:
+                for name, p, flag in flags:
+                    if p.requires_grad != flag:
+                        detail = f"requires_grad {flag} -> {p.requires_grad}"
+                        p.requires_grad_(flag)
+                        out.append(Write(owners.get(id(m), "?"), name, TENSOR, detail))
             if not unchanged(self.state):
                 self._attributes()
             self.attributes_checked = True
             if RemovableHandle.next_id > self._next_hook:
                 self._new_hooks()
         finally:
+            if not self.real:
+                # Autocast keeps each weight's cast in a cache until its context exits: cast in a
+                # fake run (autocast on around the probe, or switched on by the forward), the
+                # cached cast is a fake, and the next real forward would compute with it.
+                torch.clear_autocast_cache()
             if self._flags is not None:
                 for name, detail, done in self._flags.restore():
                     out.append(Write("torch", name, GLOBAL, detail, done))
@@ -222,15 +268,16 @@ class Trace:
         return _merged(out)
 
     def _fake_writes(self) -> list[Write]:
-        found = []
-        wanted = self.fake_written
-        for m in self.modules:
-            for table in (m._parameters, m._buffers):
-                for name, t in table.items():
-                    if t is not None and id(t) in wanted:
-                        path = self.paths.get(id(m), "?")
-                        found.append(Write(path, name, INPLACE, "written in place"))
-        return found
+        """The model tensors a fake run's in-place ops targeted: by identity, or by storage
+        (``w.data.mul_`` writes through another tensor object)."""
+        found: dict[int, Write] = {}
+        owners = self.backups.owners()
+        for t in self.fake_written.values():
+            key = storage_key(t)
+            for m, name, p in owners.get(key, ()) if key is not None else ():
+                path = self.paths.get(id(m), "?")
+                found.setdefault(id(p), Write(path, name, INPLACE, "written in place"))
+        return list(found.values())
 
     def _restored_container(self, item: tuple[Any, int, Any, str, str]) -> None:
         _, _, _, path, attr = item
