@@ -64,7 +64,7 @@ def test_the_rows_and_overview_name_what_the_forward_writes() -> None:
         "writes 0.seen (container: 1 item added)",
         "writes 0.calls (counter: 0 -> 1)",
     ]
-    assert _overview(s, "0.lin")["writes"] == [] and _overview(s, "")["writes"] == []
+    assert "writes" not in _overview(s, "0.lin") and "writes" not in _overview(s, "")
     # Put back: the model is as it was, and a second probe says the same.
     assert model[0].seen == [] and model[0].calls == 0
     s.run_probe()
@@ -101,6 +101,6 @@ def test_a_file_written_shows_on_the_root_and_in_the_probe_status(tmp_path: Path
         and root[0].startswith(f"writes {log} (file")
         and root[0].endswith("(not put back)")
     ), root
-    assert _overview(s, "1")["writes"] == []
+    assert "writes" not in _overview(s, "1")
     status = s.probe_summary()["status"]
     assert status.startswith("probe ok") and f"could not put back: writes {log}" in status, status

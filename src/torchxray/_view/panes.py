@@ -186,8 +186,9 @@ def overview(
         "probe": None,
         "not_called": not_called,
         "sites": list(sites),
-        "writes": list(writes),
     }
+    if writes:
+        out["writes"] = list(writes)
     if record is not None:
         out["probe"] = {
             "calls": record.calls,
