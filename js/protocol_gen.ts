@@ -17,6 +17,7 @@ export interface NodeRow {
   alias_of?: string; // an alias path: the canonical path of the same module object
   placement?: string; // only where unusual: offloaded, DTensor / FSDP2, several devices
   not_called?: string; // the last probe saw no call of it: why
+  writes?: string[];
   depth?: number; // filter results and snapshots only
   match?: boolean; // filter results only
 }
@@ -102,6 +103,7 @@ export interface Overview {
   probe: OverviewProbe | null;
   not_called?: string | null; // why the last probe saw no call of it, when it knows
   sites?: SiteRow[]; // where the last probe saw it called from
+  writes?: string[];
 }
 
 export interface ProbeError {

@@ -44,11 +44,19 @@ function lastName(path: string): string {
   return i < 0 ? path : path.slice(i + 1);
 }
 
-/** The accessible name: it starts with the attribute name ("conv1 Conv2d"), as tests rely on. */
+/** What the row's "writes" badge names: its forward's writes in the last probe, "writes
+ * self.seen, self.calls" (the kernel sends one label each, "writes self.seen"). */
+export function writesText(labels: readonly string[]): string {
+  return `writes ${labels.map((l) => l.replace(/^writes /, "")).join(", ")}`;
+}
+
+/** The accessible name: it starts with the attribute name ("conv1 Conv2d"), as tests rely on;
+ * then what its forward writes, if the last probe saw it write ("seen Counting, writes self.seen"). */
 export function rowLabel(item: Item): string {
   if (isFold(item)) return `${lastName(item.first)}-${lastName(item.last)} ×${item.fold} ${item.cls}`;
   if (isMore(item)) return `${item.more} more`;
-  return `${item.path === "" ? "(model)" : item.name} ${item.cls}`;
+  const name = `${item.path === "" ? "(model)" : item.name} ${item.cls}`;
+  return item.writes?.length ? `${name}, ${writesText(item.writes)}` : name;
 }
 
 /** The column names above the rows; the cells line up with `rowCells` through shared classes. */
@@ -81,6 +89,11 @@ export function rowCells(item: Item): HTMLElement[] {
   for (const m of item.marks ?? []) {
     const [text, title] = MARK_TEXT[m] ?? [m, m];
     cells.push(h("span", { class: `tx-mark tx-mark-${m}`, title }, text));
+  }
+  if (item.writes?.length) {
+    // The probe put them back; torch.compile has to handle them too (the Overview lists each).
+    const title = `${writesText(item.writes)} (last probe; put back after it)`;
+    cells.push(h("span", { class: "tx-mark tx-mark-writes", title }, "writes"));
   }
   if (item.placement) cells.push(h("span", { class: "tx-mark tx-mark-place", title: `placement: ${item.placement}` }, placeShort(item.placement)));
   cells.push(h("span", { class: "tx-spring" }));

@@ -77,10 +77,28 @@ export class OverviewPane implements Pane {
     const sites = (o.sites as SiteRow[] | undefined) ?? [];
     if (sites.length) dl.append(h("dt", {}, "called from"), h("dd", { class: "tx-sites" }, ...sites.map((x) => this.site(x))));
     this.el.appendChild(dl);
+    this.writes((o.writes as string[] | undefined) ?? []);
     if (o.extra_repr) {
       this.el.append(h("h4", {}, "extra_repr"), h("pre", { class: "tx-pre" }, String(o.extra_repr)));
     }
     this.el.appendChild(statsSection(this.ctx, String(o.path)));
+  }
+
+  /** "Its forward writes": what the last probe saw its forward write to itself (the root's: also
+   * torch's flags, registries and files), one sentence each, as text. */
+  private writes(lines: string[]): void {
+    if (!lines.length) return;
+    const kept = lines.every((l) => !l.endsWith("(not put back)"));
+    const why = kept
+      ? "torchxray put these back after the probe; torch.compile has to handle them too."
+      : "torchxray put back what it could after the probe (not what says so); torch.compile has to handle them too.";
+    this.el.append(
+      h("section", { class: "tx-writes", "aria-label": "Its forward writes" },
+        h("h4", {}, "Its forward writes"),
+        h("p", { class: "tx-muted" }, why),
+        h("ul", {}, ...lines.map((l) => h("li", {}, l))),
+      ),
+    );
   }
 
   /** "called from `ResNet.forward`, line 120: `x = self.layer1(x)`", the line a link to the

@@ -264,7 +264,7 @@ class Trace:
                 for name, detail, done in self._flags.restore():
                     out.append(Write("torch", name, GLOBAL, detail, done))
             for seen in self._files.seen:
-                out.append(Write("file", seen.split(" ", 2)[-1], FILE, seen, restored=False))
+                out.append(Write("file", _file_of(seen), FILE, seen, restored=False))
         return _merged(out)
 
     def _fake_writes(self) -> list[Write]:
@@ -359,6 +359,12 @@ class Trace:
                         if new:
                             detail = f"{len(new)} tensor hook(s) registered"
                             self.writes.append(Write(path, pname, HOOK, detail))
+
+
+def _file_of(seen: str) -> str:
+    """The file's path in what `_trace.outside` saw: "opened PATH for writing", "remove PATH"."""
+    verb, _, rest = seen.partition(" ")
+    return rest.removesuffix(" for writing") if verb == "opened" else rest
 
 
 _GONE = object()

@@ -46,9 +46,15 @@ class Write:
     detail: str = ""
     restored: bool = True
 
+    @property
+    def outside(self) -> bool:
+        """What was written is no module's: torch's global state (a flag, a global hook), a
+        registry in a Python module, a file. The widget shows these on the root's Overview."""
+        return self.kind in (GLOBAL, FILE) or self.attribute.startswith("torch.")
+
     def __str__(self) -> str:
         owner = "self" if self.path == "" else self.path
-        if self.kind in (GLOBAL, FILE):
+        if self.outside:
             where = self.attribute
         else:
             where = f"{owner}.{self.attribute}"
@@ -59,6 +65,6 @@ class Write:
     @property
     def label(self) -> str:
         """As a row shows it: "writes self.seen"."""
-        if self.kind in (GLOBAL, FILE):
+        if self.outside:
             return f"writes {self.attribute}"
         return f"writes self.{self.attribute}"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._text import short
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from ..forms import Form
     from ..mro import ClassInfo
     from ..patch import PatchLog
-    from ..probe import ModuleRecord, TensorInfo
+    from ..probe import ModuleRecord, ProbeReport, TensorInfo
     from ..source import Source
     from ..tree import Node
     from .flow_types import SiteRow
@@ -35,9 +35,11 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "MAX_WRITES",
     "catalog_list",
     "form_dict",
     "history_dict",
+    "write_lines",
     "forward_params",
     "leaves_text",
     "mro_dict",
@@ -129,15 +131,34 @@ def forward_params(module: Any) -> list[str]:
     return [p.name for p in sig.parameters.values() if p.kind in kinds]
 
 
+MAX_WRITES = 50  # writes listed on one Overview
+
+
+def write_lines(report: ProbeReport | None, path: str, modules: Container[str]) -> list[str]:
+    """Each write of the last probe at ``path``, as a sentence (``str(Write)``); the root's also
+    lists those no module holds (torch's flags, a registry, a file, a path not in ``modules``)."""
+    if report is None:
+        return []
+    out = []
+    for w in report.writes:
+        if (w.path == path and not w.outside) or (
+            path == "" and (w.outside or w.path not in modules)
+        ):
+            out.append(_clip(str(w), 300))
+    return out[:MAX_WRITES]
+
+
 def overview(
     node: Node,
     record: ModuleRecord | None,
     not_called: str | None = None,
     params: Sequence[str] | None = None,
     sites: Sequence[SiteRow] = (),
+    writes: Sequence[str] = (),
 ) -> Overview:
     """``params``: the forward's positional parameter names (``forward_params``), which label the
-    inputs by argument; ``sites``: where the last probe saw it called from."""
+    inputs by argument; ``sites``: where the last probe saw it called from; ``writes``: what its
+    forward wrote (``write_lines``)."""
     out: Overview = {
         "path": node.path,
         "name": node.name,
@@ -166,6 +187,8 @@ def overview(
         "not_called": not_called,
         "sites": list(sites),
     }
+    if writes:
+        out["writes"] = list(writes)
     if record is not None:
         out["probe"] = {
             "calls": record.calls,

@@ -57,6 +57,11 @@ def probe_summary(
         status = f"probe ok: {len(report.records)} modules"
         if report.not_called:  # e.g. a fused fast path: say so, rather than leave rows blank
             status += f"; {len(report.not_called)} not called (reasons in the table)"
+    left = [w.label for w in report.writes if not w.restored]
+    if left:  # a file written, a flag it could not set back: the probe left a trace, say which
+        more = f" and {len(left) - 3} more" if len(left) > 3 else ""
+        said = f"the forward wrote what torchxray could not put back: {', '.join(left[:3])}{more}"
+        status = _clip(f"{status}; {said}", 400)
     if why:  # probing again, or cancelled: the report shown is the one before
         status = _clip(f"{why.rstrip('.')}. Shown: the run before ({status})", 400)
     return {

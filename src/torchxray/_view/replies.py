@@ -44,6 +44,9 @@ class NodeRow(TypedDict):
     alias_of: NotRequired[str]  # an alias path: the canonical path of the same module object
     placement: NotRequired[str]  # only where unusual: offloaded, DTensor / FSDP2, several devices
     not_called: NotRequired[str]  # the last probe saw no call of it: why
+    # What its forward wrote to itself in the last probe, as the row's badge names it
+    # ("writes self.seen"); the probe put it back (`ProbeReport.writes`).
+    writes: NotRequired[list[str]]
     depth: NotRequired[int]  # filter results and snapshots only
     match: NotRequired[bool]  # filter results only
 
@@ -140,6 +143,9 @@ class Overview(TypedDict):
     probe: OverviewProbe | None
     not_called: NotRequired[str | None]  # why the last probe saw no call of it, when it knows
     sites: NotRequired[list[ft.SiteRow]]  # where the last probe saw it called from
+    # Each write of its forward in the last probe, a sentence each ("writes self.seen (container:
+    # 1 item added)"); the root's also lists those outside any module (torch's flags, a file).
+    writes: NotRequired[list[str]]
 
 
 class ProbeError(TypedDict):

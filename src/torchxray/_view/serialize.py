@@ -56,6 +56,21 @@ def _is_patched(path: str, patched: frozenset[str]) -> bool:
 
 
 _OUT_ALL = 40  # outputs listed in a row's tooltip
+_WRITES = 20  # writes named on one row
+
+
+def _writes(report: ProbeReport | None) -> dict[str, list[str]]:
+    """Per module path, what its forward wrote to it in the last probe, as the row names it
+    ("writes self.seen"), once each; torch's flags, registries and files are on no row."""
+    out: dict[str, list[str]] = {}
+    if report is None:
+        return out
+    for w in report.writes:
+        if not w.outside:
+            labels = out.setdefault(w.path, [])
+            if w.label not in labels and len(labels) < _WRITES:
+                labels.append(w.label)
+    return out
 
 
 def _clip_all(parts: list[str]) -> str:
@@ -69,6 +84,7 @@ class RowMaker:
     def __init__(self, report: ProbeReport | None, log: PatchLog | None) -> None:
         self.report = report
         self.patched = _patched(log)
+        self.writes = _writes(report)
         self.failed = report.error.path if report is not None and report.error is not None else None
         # Its ancestors are marked too: a failure inside collapsed rows is seen from the top.
         self.above_failed: frozenset[str] = frozenset()
@@ -120,6 +136,9 @@ class RowMaker:
             why = self.report.why_not_called(node.path)
             if why is not None:
                 row["not_called"] = why
+        wrote = self.writes.get(node.path)
+        if wrote:
+            row["writes"] = wrote
         place = getattr(node, "placement", "")
         if place.startswith(("offloaded", "DTensor")) or ";" in place:  # not one plain device
             row["placement"] = place

@@ -133,7 +133,9 @@ class Session:
         rec = self.report.records.get(node.path) if self.report is not None else None
         why = self.report.why_not_called(node.path) if self.report is not None else None
         params = panes.forward_params(self.tree.module(node.path))
-        return panes.overview(node, rec, why, params, tools_flow.site_rows(self, node.path))
+        sites = tools_flow.site_rows(self, node.path)
+        writes = panes.write_lines(self.report, node.path, self.tree)
+        return panes.overview(node, rec, why, params, sites, writes)
 
     def probe_summary(self) -> ProbeSummary:
         return probe_panes.probe_summary(self.report, self.previous, self.rev, self.probe_note)

@@ -50,7 +50,8 @@ def snapshot(host: Host, max_nodes: int = SNAPSHOT_NODES) -> Snapshot:
         # Inputs by argument name, as the live Overview shows them ("hidden_states: 2x16x128").
         params = panes.forward_params(module)
         sites = tools_flow.site_rows(host, node.path)
-        data["overview"][node.path] = panes.overview(node, rec, why, params, sites)
+        writes = panes.write_lines(report, node.path, tree)
+        data["overview"][node.path] = panes.overview(node, rec, why, params, sites, writes)
         key = f"{type(module).__module__}.{type(module).__qualname__}"
         data["cls_of"][node.path] = key
         try:
