@@ -22,7 +22,6 @@ before the set-up is undone:
 from __future__ import annotations
 
 import inspect
-import numbers
 import types
 from typing import Any
 
@@ -33,12 +32,11 @@ from torch.utils.hooks import RemovableHandle
 from .._fake.state import State, unchanged
 from .flags import Flags, globals_held
 from .held import MAX_DEPTH, Held
+from .modules import attributes, merged, new_hooks
 from .outside import Files
 from .tensors import Backups, InplaceGuard, storage_key
 from .writes import (
-    ATTRIBUTE,
     CONTAINER,
-    COUNTER,
     FILE,
     GLOBAL,
     HOOK,
@@ -50,20 +48,6 @@ from .writes import (
 
 __all__ = ["Trace"]
 
-_MODULE_HOOK_DICTS = (
-    "_forward_hooks",
-    "_forward_pre_hooks",
-    "_backward_hooks",
-    "_backward_pre_hooks",
-    "_forward_hooks_with_kwargs",
-    "_forward_hooks_always_called",
-    "_forward_pre_hooks_with_kwargs",
-    "_state_dict_hooks",
-    "_state_dict_pre_hooks",
-    "_load_state_dict_pre_hooks",
-    "_load_state_dict_post_hooks",
-)
-_TENSOR_HOOK_DICTS = ("_backward_hooks", "_post_accumulate_grad_hooks")
 _CONTAINER_TYPES = (list, dict, set)
 _SILENT = frozenset({"_non_persistent_buffers_set"})  # follows `_buffers`, said there
 
@@ -206,7 +190,7 @@ class Trace:
                     self.writes.append(
                         Write(self.paths.get(id(m), "?"), name, INPLACE, "written in place")
                     )
-                    self.writes[:] = _merged(self.writes)
+                    self.writes[:] = merged(self.writes)
                     return
 
     def attributes_done(self) -> bool:
@@ -250,10 +234,10 @@ class Trace:
                         p.requires_grad_(flag)
                         out.append(Write(owners.get(id(m), "?"), name, TENSOR, detail))
             if not unchanged(self.state):
-                self._attributes()
+                out.extend(attributes(self.state, self.paths))
             self.attributes_checked = True
             if RemovableHandle.next_id > self._next_hook:
-                self._new_hooks()
+                out.extend(new_hooks(self.modules, self.paths, self._next_hook))
         finally:
             if not self.real:
                 # Autocast keeps each weight's cast in a cache until its context exits: cast in a
@@ -265,7 +249,7 @@ class Trace:
                     out.append(Write("torch", name, GLOBAL, detail, done))
             for seen in self._files.seen:
                 out.append(Write("file", _file_of(seen), FILE, seen, restored=False))
-        return _merged(out)
+        return merged(out)
 
     def _fake_writes(self) -> list[Write]:
         """The model tensors a fake run's in-place ops targeted: by identity, or by storage
@@ -294,72 +278,6 @@ class Trace:
             return
         self.writes.append(Write(path, _public(attr, detail), _kind_of(attr), detail))
 
-    def _attributes(self) -> None:
-        """Every module's attributes, parameters and buffers back to the objects they were."""
-        out, paths = self.writes, self.paths
-        for m, params, buffers, attrs in self.state:
-            path = paths.get(id(m), "?")
-            for now, before in ((m._parameters, params), (m._buffers, buffers)):
-                if not isinstance(now, dict):  # a ScriptModule's C++-backed view
-                    continue
-                if now.keys() == before.keys() and all(now[k] is v for k, v in before.items()):
-                    continue
-                for k in now.keys() | before.keys():
-                    if now.get(k, _GONE) is not before.get(k, _GONE):
-                        how = (
-                            "added"
-                            if k not in before
-                            else "removed"
-                            if k not in now
-                            else "replaced"
-                        )
-                        out.append(Write(path, k, TENSOR, how))
-                now.clear()
-                now.update(before)
-            d = vars(m)
-            if d.keys() == attrs.keys() and all(d[k] is v for k, v in attrs.items()):
-                continue
-            for k in [k for k in d if k not in attrs]:
-                out.append(Write(path, k, ATTRIBUTE, f"set to {_short(d[k])}"))
-                del d[k]
-            for k, v in attrs.items():
-                now_v = d.get(k, _GONE)
-                if now_v is v:
-                    continue
-                if now_v is _GONE:
-                    out.append(Write(path, k, ATTRIBUTE, "deleted"))
-                elif _number(v) and _number(now_v):
-                    out.append(Write(path, k, COUNTER, f"{v} -> {now_v}"))
-                else:
-                    out.append(Write(path, k, ATTRIBUTE, f"{_short(v)} -> {_short(now_v)}"))
-                d[k] = v
-
-    def _new_hooks(self) -> None:
-        """Hooks whose handle ids are past the one read on entering: registered during the run,
-        on a module or a parameter the touched snapshot did not cover. Removed."""
-        start = self._next_hook
-        for m in self.modules:
-            d = vars(m)
-            path = self.paths.get(id(m), "?")
-            for name in _MODULE_HOOK_DICTS:
-                hooks = d.get(name)
-                if hooks:
-                    new = [k for k in hooks if isinstance(k, int) and k >= start]
-                    for k in new:
-                        del hooks[k]
-                    if new and not name.endswith(("with_kwargs", "always_called")):
-                        self.writes.append(Write(path, name, HOOK, f"{len(new)} registered"))
-            for pname, t in (*m._parameters.items(), *m._buffers.items()):
-                for name in _TENSOR_HOOK_DICTS:
-                    hooks = getattr(t, name, None) if t is not None else None
-                    if isinstance(hooks, dict) and hooks:
-                        new = [k for k in hooks if isinstance(k, int) and k >= start]
-                        for k in new:
-                            del hooks[k]
-                        if new:
-                            detail = f"{len(new)} tensor hook(s) registered"
-                            self.writes.append(Write(path, pname, HOOK, detail))
-
 
 def _file_of(seen: str) -> str:
     """The file's path in what `_trace.outside` saw: "opened PATH for writing", "remove PATH"."""
@@ -367,25 +285,11 @@ def _file_of(seen: str) -> str:
     return rest.removesuffix(" for writing") if verb == "opened" else rest
 
 
-_GONE = object()
 _GLOBALS = "<globals>"  # the owner of registries taken from a forward's Python module
 
 
 def _is_container(v: Any) -> bool:
     return isinstance(v, (list, dict, set)) and not isinstance(v, type)
-
-
-def _number(v: Any) -> bool:
-    return isinstance(v, numbers.Number) and not isinstance(v, bool)
-
-
-def _short(v: Any) -> str:
-    if isinstance(v, torch.Tensor):
-        return f"{type(v).__name__}{tuple(v.shape)}"
-    if isinstance(v, nn.Module):
-        return type(v).__name__
-    text = repr(v) if isinstance(v, (int, float, str, bool, type(None))) else type(v).__name__
-    return text if len(text) <= 40 else text[:39] + "…"
 
 
 def _public(attr: str, detail: str) -> str:
@@ -395,21 +299,3 @@ def _public(attr: str, detail: str) -> str:
             key = detail.split("(", 1)[-1].rstrip(")") if "(" in detail else ""
             return key.strip("'\"") or private
     return attr
-
-
-def _merged(writes: list[Write]) -> list[Write]:
-    """One write per (path, attribute): the lazy submodule pattern (``self.proj = Linear``
-    where ``self.proj`` was None) both adds a submodule and drops an attribute."""
-    strong = {(w.path, w.attribute) for w in writes if w.kind in (SUBMODULE, TENSOR)}
-    out: list[Write] = []
-    seen: set[tuple[str, str, str]] = set()
-    for w in writes:
-        if w.kind == ATTRIBUTE and (w.path, w.attribute) in strong:
-            continue
-        key = (w.path, w.attribute, w.kind)
-        if key in seen:
-            continue
-        seen.add(key)
-        out.append(w)
-    writes[:] = out
-    return out
