@@ -41,6 +41,8 @@ CHECKS = (
     "memory_exact",
     "diff",
     "untouched",
+    "nothing_fake",
+    "python_state",
 )
 TIMEOUT_S = 300
 RETRY_CPU_PARAMS = 300_000_000
@@ -256,6 +258,11 @@ def _checks(model: nn.Module, inputs: Inputs, bare: Any, out: Outcome) -> None:
     cpu = out.device == "cpu"
     before = _fingerprint(model)
     touched: list[str] = []
+    # Issue 39: no fake or new meta tensor reachable, every module's Python state as it was.
+    from tests.zoo.leftovers import diff_python_state, fakes_reachable, meta_ids, python_state
+
+    python_before, metas = python_state(model), meta_ids(model)
+    left: dict[str, list[str]] = {"nothing_fake": [], "python_state": []}
 
     def guarded(check: str, fn: Any) -> Any:
         try:
@@ -274,6 +281,14 @@ def _checks(model: nn.Module, inputs: Inputs, bare: Any, out: Outcome) -> None:
                 problem = f"after {check}: reading the model raised {_line(exc)}"
             if problem is not None and not touched:
                 touched.append(problem)
+            try:
+                fakes = fakes_reachable(model, metas)
+                python = diff_python_state(python_before, python_state(model))
+            except Exception as exc:  # noqa: BLE001 - reading the model back failed: say so
+                fakes = python = [f"reading the model raised {_line(exc)}"]
+            for name, found in (("nothing_fake", fakes), ("python_state", python)):
+                if found and not left[name]:
+                    left[name].append(f"after {check}: {'; '.join(found)}"[:300])
 
     def walk() -> None:
         tree = tx.walk(model)
@@ -334,6 +349,8 @@ def _checks(model: nn.Module, inputs: Inputs, bare: Any, out: Outcome) -> None:
     else:
         out.checks["diff"] = ("n/a", "meta")
     out.checks["untouched"] = ("fail", touched[0]) if touched else ("ok", "")
+    for name, found in left.items():
+        out.checks[name] = ("fail", found[0]) if found else ("ok", "")
 
 
 def _graded(model: nn.Module, inputs: Inputs) -> set[int] | None:
