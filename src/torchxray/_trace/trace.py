@@ -273,10 +273,14 @@ class Trace:
             module = attr.split("[", 1)[0].rsplit(".", 1)[0]
             self.writes.append(Write(module, attr, GLOBAL, detail))
             return
+        kind = HOOK if path == "torch.nn.modules.module" else _kind_of(attr)
+        if kind == HOOK:  # "1 entry added (7)" names a handle id: say it as hooks
+            grew = detail.split(" ", 1)[0]
+            detail = f"{grew} registered" if "added" in detail else detail
         if path == "torch.nn.modules.module":
             self.writes.append(Write("torch", f"torch.nn.modules.module.{attr}", HOOK, detail))
             return
-        self.writes.append(Write(path, _public(attr, detail), _kind_of(attr), detail))
+        self.writes.append(Write(path, _public(attr, detail), kind, detail))
 
 
 def _file_of(seen: str) -> str:
