@@ -99,15 +99,17 @@ _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins", "_th
 
 
 # The containers every nn.Module holds, but `_parameters` and `_buffers` (the run's attribute
-# snapshot, `_fake/state.py`, copies those for every module already). Mostly empty: a module's
-# are read in one C call (itemgetter) and their lengths kept; only a non-empty one is copied.
-_SLOTS = tuple(
-    k
-    for k, v in vars(nn.Module()).items()
-    if isinstance(v, (dict, set)) and k not in ("_parameters", "_buffers")
-)
+# snapshot, `_fake/state.py`, copies those for every module already). Read in one C call each
+# (itemgetter): the hook dicts are copied only when not empty (a hook added to an empty one is
+# found by its handle id, `_trace/modules.py`); `_modules` and the non-persistent buffer names
+# are kept with their lengths.
+_PLAIN = vars(nn.Module())
+_HOOK_SLOTS = tuple(k for k, v in _PLAIN.items() if isinstance(v, dict) and "hooks" in k)
+_HOOKS_OF = operator.itemgetter(*_HOOK_SLOTS)
+_SLOTS = ("_modules", "_non_persistent_buffers_set")
 _SLOTS_OF = operator.itemgetter(*_SLOTS)
-_PLAIN_KEYS = frozenset(vars(nn.Module()))
+_PLAIN_KEYS = frozenset(_PLAIN)
+_SCALARS = frozenset({int, float, bool, str, type(None), torch.dtype, torch.device})
 
 
 class Held:
@@ -123,21 +125,29 @@ class Held:
         self.unchecked: list[str] = []  # containers past MAX_ITEMS: "path.attr"
 
     def take_module(self, m: nn.Module, path: str) -> None:
-        """What module `m` holds: its standard containers by length (copied when not empty),
-        and every container among its own attributes."""
+        """What module `m` holds: its standard containers (`_modules` copied when not empty,
+        hook dicts when not empty) and every container among its own attributes."""
         d = m.__dict__
         try:
             slots = _SLOTS_OF(d)
+            hooks = _HOOKS_OF(d)
         except KeyError:  # a module that skipped nn.Module.__init__'s attributes
             self.take(d.items(), path)
             return
-        lens = tuple(map(len, slots))
-        self.slots.append((path, slots, lens))
-        if any(lens):
-            self.take(((k, v) for k, v, n in zip(_SLOTS, slots, lens) if n), path)
-        own = d.keys() - _PLAIN_KEYS
-        if own:
-            self.take(((k, d[k]) for k in own), path)
+        mods, names = slots
+        self.slots.append((path, slots, (len(mods), len(names))))
+        if mods:
+            self.take((("_modules", mods),), path)
+        if any(hooks):
+            self.take(((k, v) for k, v in zip(_HOOK_SLOTS, hooks) if v), path)
+        if len(d) > len(_PLAIN_KEYS):
+            scalars = _SCALARS
+            for k in d.keys() - _PLAIN_KEYS:
+                v = d[k]
+                t = type(v)
+                if t in scalars or (t is tuple and all(type(x) in scalars for x in v)):
+                    continue  # hyperparameters (a LayerNorm's normalized_shape): nothing inside
+                self.take(((k, v),), path)
 
     def take(self, named: Iterable[tuple[str, Any]], path: str, depth: int = 1) -> None:
         """Copy every container among the (attribute, value) pairs, and those they hold."""
