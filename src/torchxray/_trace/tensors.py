@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 
 __all__ = ["Backups", "InplaceGuard", "storage_key", "written_args"]
 
@@ -63,12 +63,14 @@ class Backups:
             return
         for m, name, t in self.owners().get(key, ()):
             if id(t) not in self.saved:
-                self.saved[id(t)] = (m, name, t, t.detach().clone(), t.requires_grad)
+                with _disable_current_modes():  # a real copy, also from inside a fake run's op
+                    copy = t.detach().clone()
+                self.saved[id(t)] = (m, name, t, copy, t.requires_grad)
 
     def restore(self) -> list[tuple[nn.Module, str, str]]:
         """(module, tensor name, detail) for each tensor written, its values put back."""
         out = []
-        with torch.no_grad():
+        with torch.no_grad(), _disable_current_modes():
             for m, name, t, copy, grad in self.saved.values():
                 same = (
                     t.shape == copy.shape and t.dtype == copy.dtype and bool(torch.equal(t, copy))

@@ -207,6 +207,10 @@ class Trace:
                 pass
         else:
             self.fake_written.setdefault(id(t), t)
+            if t.numel() <= 1:
+                # FakeTensorMode computes one-element tensors for real (constants): backed up
+                # now, before the op writes it, and put back at the end.
+                self.backups.before_write(t)
 
     # -- after the run -------------------------------------------------------------------------
     def finish(self) -> list[Write]:
