@@ -34,6 +34,7 @@ from ._forms.field import Field, FormError
 from ._forms.fill import fill
 from ._forms.kinds import KindInfo
 from ._forms.make import brief, current, loose, make_field
+from ._forms.metabuild import live_writes
 from ._forms.record import (
     record_everything,
     record_init_args,
@@ -281,8 +282,9 @@ def form(module_or_class: nn.Module | type) -> Form:
     left as found: the check hands its layers to the constructor it rebuilds with, and a
     constructor may change a layer it is given (`_trace.scope`)."""
     if isinstance(module_or_class, nn.Module):
-        with untouched(module_or_class):
-            return _form(module_or_class)
+        with untouched(module_or_class, guard=False) as trace:
+            with live_writes(trace.backups.before_write):
+                return _form(module_or_class)
     return _form(module_or_class)
 
 

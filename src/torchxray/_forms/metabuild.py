@@ -29,7 +29,7 @@ from torch.overrides import TorchFunctionMode
 
 from .watchdog import interrupt
 
-__all__ = ["PastDeadline", "TooBig", "meta_build"]
+__all__ = ["PastDeadline", "TooBig", "live_writes", "meta_build"]
 
 # In-place ops that keep a tensor's shape and dtype: what initialisers run.
 _VALUE_OPS = frozenset(
@@ -51,7 +51,28 @@ class _SkipInit(TorchFunctionMode):
         target = args[0] if args else kwargs.get("tensor")
         if (name in _VALUE_OPS or init) and isinstance(target, torch.Tensor) and target.is_meta:
             return target
+        written = getattr(_local, "written", None)
+        if written is not None and isinstance(target, torch.Tensor) and not target.is_meta:
+            # A live layer handed to the constructor, written in place (``w.mul_``,
+            # ``nn.init.zeros_(w)``, ``w[0] = 0``): backed up first (`_trace.scope`).
+            if (name.endswith("_") and not name.endswith("__")) or name in _WRITES:
+                written(target)
         return func(*args, **kwargs)
+
+
+_WRITES = frozenset({"__setitem__", "__set__", "__iadd__", "__isub__", "__imul__", "__itruediv__"})
+
+
+@contextlib.contextmanager
+def live_writes(before_write: Any) -> Iterator[None]:
+    """Inside, in this thread: `before_write(tensor)` is called before a build writes a live
+    (not meta) tensor in place, as a constructor may write a layer it is handed."""
+    outer = getattr(_local, "written", None)
+    _local.written = before_write
+    try:
+        yield
+    finally:
+        _local.written = outer
 
 
 class TooBig(RuntimeError):

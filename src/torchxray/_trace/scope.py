@@ -17,7 +17,10 @@ __all__ = ["untouched"]
 
 
 @contextlib.contextmanager
-def untouched(model: nn.Module) -> Iterator[Trace]:
+def untouched(model: nn.Module, guard: bool = True) -> Iterator[Trace]:
+    """`guard`: back parameters and buffers up by a dispatch mode seeing every op; False where
+    the caller backs them up itself through ``trace.backups.before_write`` (a form's meta
+    builds, whose function mode sees every in-place call at no extra cost)."""
     modules: list[nn.Module] = []
     paths: dict[int, str] = {}
     for path, m in model.named_modules():
@@ -27,5 +30,5 @@ def untouched(model: nn.Module) -> Iterator[Trace]:
     with trace:
         for m in modules:
             trace.touch(m)
-        with trace.guard():
+        with trace.guard() if guard else contextlib.nullcontext():
             yield trace
