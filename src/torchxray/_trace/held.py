@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from torch import nn
 
-__all__ = ["Held", "MAX_DEPTH", "MAX_ITEMS"]
+__all__ = ["HOOK_SLOTS", "Held", "MAX_DEPTH", "MAX_ITEMS"]
 
 MAX_DEPTH = 3  # an attribute's container (1), what it holds (2), and one level more (3)
 MAX_ITEMS = 100_000  # a larger container is compared by length only (and not put back)
@@ -104,8 +104,8 @@ _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins", "_th
 # found by its handle id, `_trace/modules.py`); `_modules` and the non-persistent buffer names
 # are kept with their lengths.
 _PLAIN = vars(nn.Module())
-_HOOK_SLOTS = tuple(k for k, v in _PLAIN.items() if isinstance(v, dict) and "hooks" in k)
-_HOOKS_OF = operator.itemgetter(*_HOOK_SLOTS)
+HOOK_SLOTS = tuple(k for k, v in _PLAIN.items() if isinstance(v, dict) and "hooks" in k)
+_HOOKS_OF = operator.itemgetter(*HOOK_SLOTS)
 _SLOTS = ("_modules", "_non_persistent_buffers_set")
 _SLOTS_OF = operator.itemgetter(*_SLOTS)
 _PLAIN_KEYS = frozenset(_PLAIN)
@@ -139,7 +139,7 @@ class Held:
         if mods:
             self.take((("_modules", mods),), path)
         if any(hooks):
-            self.take(((k, v) for k, v in zip(_HOOK_SLOTS, hooks) if v), path)
+            self.take(((k, v) for k, v in zip(HOOK_SLOTS, hooks) if v), path)
         if len(d) > len(_PLAIN_KEYS):
             scalars = _SCALARS
             for k in d.keys() - _PLAIN_KEYS:

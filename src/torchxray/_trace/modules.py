@@ -11,23 +11,11 @@ import torch
 from torch import nn
 
 from .._fake.state import State
+from .held import HOOK_SLOTS as _MODULE_HOOK_DICTS
 from .writes import ATTRIBUTE, COUNTER, HOOK, SUBMODULE, TENSOR, Write
 
 __all__ = ["attributes", "merged", "new_hooks"]
 
-_MODULE_HOOK_DICTS = (
-    "_forward_hooks",
-    "_forward_pre_hooks",
-    "_backward_hooks",
-    "_backward_pre_hooks",
-    "_forward_hooks_with_kwargs",
-    "_forward_hooks_always_called",
-    "_forward_pre_hooks_with_kwargs",
-    "_state_dict_hooks",
-    "_state_dict_pre_hooks",
-    "_load_state_dict_pre_hooks",
-    "_load_state_dict_post_hooks",
-)
 _TENSOR_HOOK_DICTS = ("_backward_hooks", "_post_accumulate_grad_hooks")
 _GONE = object()
 
