@@ -117,9 +117,9 @@ def _in(model: nn.Module, other: nn.Module) -> bool:
 def _hooks_changed(explorer: Any, model: nn.Module) -> None:
     """A watch took its hooks off ``model``: if the explorer shows it (or a part of it), its
     tree is read again and a closed ``ex.watch`` shown closed."""
-    session = getattr(explorer, "_session", None)
+    session: Session | None = getattr(explorer, "_session", None)
     live = None if session is None else session.model
-    if live is None or not (_in(model, live) or _in(live, model)):
+    if session is None or live is None or not (_in(model, live) or _in(live, model)):
         return
     link = explorer._training
     if link is not None and link.watch.closed:
