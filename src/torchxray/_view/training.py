@@ -9,6 +9,7 @@ again (its rows' hook badges), and a closed ``ex.watch`` is shown closed, its hi
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -117,6 +118,8 @@ def _in(model: nn.Module, other: nn.Module) -> bool:
 def _hooks_changed(explorer: Any, model: nn.Module) -> None:
     """A watch took its hooks off ``model``: if the explorer shows it (or a part of it), its
     tree is read again and a closed ``ex.watch`` shown closed."""
+    if threading.current_thread() is not threading.main_thread():
+        return  # a watch collected in another thread: not while that thread may hold the view
     session: Session | None = getattr(explorer, "_session", None)
     live = None if session is None else session.model
     if session is None or live is None or not (_in(model, live) or _in(live, model)):
