@@ -87,6 +87,25 @@ describe("Explorer widget", () => {
     expect(byRole(el, "status")).toHaveLength(1);
   });
 
+  it("offers the real probe in the header where a fake probe met a data-dependent op", async () => {
+    const { el, model, kernel } = setup({ probe: () => ({ kind: "probe", ok: true, status: "probe ok" }) });
+    await flush();
+    const header = el.querySelector(".tx-header") as HTMLElement;
+    const real = () => [...header.querySelectorAll("button")].find((b) => b.textContent === "Run real probe") as HTMLButtonElement;
+    expect(real().hidden).toBe(true);
+    const status = "probe failed at rpn: a fake probe cannot run aten.nonzero: its output size depends on the values; run a real probe";
+    const error = { ...FAILED.error, path: "rpn", remedy: "real" };
+    model.set("probe_summary", { ...FAILED, status, error });
+    expect(byRole(el, "status")[0].textContent).toBe(status);
+    expect(real().hidden).toBe(false);
+    real().click();
+    await flush();
+    expect(kernel.calls.at(-1)).toEqual({ kind: "probe", mode: "real" });
+    expect(model.get("probe_mode")).toBe("real");
+    model.set("probe_summary", { ...FAILED, status, error, mode: "real" });
+    expect(real().hidden).toBe(true); // the real probe failed too: nothing more to offer
+  });
+
   it("renders the overview as text, never HTML", async () => {
     const { el } = setup();
     await flush();

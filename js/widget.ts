@@ -12,6 +12,7 @@ import { MemoryPane } from "./panes/memory";
 import { MroPane } from "./panes/mro";
 import { OverviewPane } from "./panes/overview";
 import { ProbePane } from "./panes/probe";
+import { offersReal, realProbeButton } from "./panes/real_probe";
 import { SourcePane } from "./panes/source";
 import { TrainingPane, trainingBadges } from "./panes/training";
 import type { Ctx, Pane } from "./panes/context";
@@ -144,6 +145,8 @@ export function createExplorer(
     },
   };
 
+  // A fake probe stopped at a data-dependent op: the real probe is offered next to the failure.
+  const runReal = realProbeButton(ctx, "tx-runreal tx-header-real", "Probe with real tensors (the mode stays real)");
   const history = () => model.get("history") as HistoryState | undefined;
   // While a patch or probe runs, a second Ctrl+Z would queue behind it: ignored, as the buttons are.
   const idle = () => !readonly && !root.classList.contains("tx-isbusy");
@@ -164,12 +167,9 @@ export function createExplorer(
   };
 
   const source = {
-    children: (parent: string, offset: number, limit: number, unfold: boolean) =>
-      rpc.call({ kind: "children", path: parent, offset, limit, unfold }),
-    filter: (query: string, regex: boolean, names: boolean) =>
-      rpc.call({ kind: "filter", query, regex, names }),
-    reveal: (path: string) =>
-      rpc.call({ kind: "reveal", path }),
+    children: (parent: string, offset: number, limit: number, unfold: boolean) => rpc.call({ kind: "children", path: parent, offset, limit, unfold }),
+    filter: (query: string, regex: boolean, names: boolean) => rpc.call({ kind: "filter", query, regex, names }),
+    reveal: (path: string) => rpc.call({ kind: "reveal", path }),
   };
 
   let selectTimer: ReturnType<typeof setTimeout> | undefined;
@@ -279,12 +279,13 @@ export function createExplorer(
     // No report (probing, cancelled, skipped, no inputs): neither green nor red.
     status.classList.toggle("tx-none", p?.ok === null || p?.ok === undefined || Boolean(p.stale));
     root.classList.toggle("tx-failed", p?.ok === false);
+    runReal.hidden = !offersReal(p, readonly);
   }
 
   const title = h("span", { class: "tx-title" }, "torchxray");
   const note = h("span", { class: "tx-note" }, readonly ? READ_ONLY_NOTE : "");
   root.append(
-    h("div", { class: "tx-header" }, title, status, picker.probeNote, undoFailed, busyEl, cancelBtn, note, buttons),
+    h("div", { class: "tx-header" }, title, status, runReal, picker.probeNote, undoFailed, busyEl, cancelBtn, note, buttons),
     alert,
     h("div", { class: "tx-main" }, tree.el, h("div", { class: "tx-side" }, tablist, panelBox)),
   );

@@ -33,6 +33,11 @@ def test_the_probe_error_offers_the_real_probe_and_it_runs() -> None:
     assert summary["ok"] is False and summary["error"] is not None
     assert summary["error"]["path"] == "1" and summary["error"]["remedy"] == "real"
     assert "aten.nonzero" in summary["error"]["message"]
+    # The header says it in words (not torch's exception class) and what to do.
+    assert summary["status"] == (
+        "probe failed at 1: a fake probe cannot run aten.nonzero: its output size depends on "
+        "the values; run a real probe"
+    )
     real = _ok(s.handle({"kind": "probe", "mode": "real"})[0])
     assert real["ok"] is True and real["mode"] == "real" and real["error"] is None
     assert real["changed"] == 0  # a failed run that none passed before is no base to compare
@@ -43,6 +48,7 @@ def test_a_broken_edit_is_not_offered_the_real_probe() -> None:
     s.run_probe()
     error = s.probe_summary()["error"]
     assert error is not None and error["path"] == "0" and error["remedy"] == ""
+    assert "fake probe" not in s.probe_summary()["status"]
 
 
 def test_memory_of_a_data_dependent_training_step_says_how_it_was_measured() -> None:

@@ -130,3 +130,34 @@ def test_the_pump_answers_between_steps_while_paused_and_only_once() -> None:
     assert calls == []
     ex.close()
     assert "_reply_subshell_for" not in vars(comm)
+
+
+def _hooked(ex: tx.Explorer) -> list[str]:
+    state = ex.tree_state
+    rows = [state["root"], *(r for page in state["pages"].values() for r in page["items"])]
+    return [r["path"] for r in rows if "hooks" in r.get("marks", [])]
+
+
+def test_a_closed_watch_leaves_no_hook_badges_and_no_pause() -> None:
+    model = _model()
+    ex = tx.explore(model, torch.randn(2, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=1e-2)
+    w = ex.watch(opt, every=1)
+    assert _hooked(ex) == ["", "0", "1", "2", "3"]  # the tree read again: the watch's hooks
+    _steps(model, opt, w, 3)
+    w.close()
+    assert _hooked(ex) == [] and ex._training is None
+    state = ex.training
+    assert not state["watching"] and state["step"] == 3 and "closed" in state["note"]
+    reply, _ = ex._live().handle({"kind": "train_series", "path": "0"})
+    assert len(reply["series"]["act_std"]) == 3  # the history stays readable
+    reply, _ = ex._live().handle({"kind": "train_control", "action": "pause"})
+    assert not reply["paused"]
+    # A watch the Explorer did not open (tx.watch): its close is followed too.
+    other = tx.watch(model)
+    ex._live().reread()
+    ex._sync(frozenset({"tree_state"}))
+    assert _hooked(ex)
+    other.close()
+    assert _hooked(ex) == []
+    ex.close()

@@ -156,6 +156,32 @@ describe("GraphPane", () => {
     expect(pane.el.textContent).toContain("Dataflow inside fc");
   });
 
+  it("draws the whole model from its root, whatever is selected; Go into draws one level again", async () => {
+    const asked: Record<string, any>[] = [];
+    const { c, model } = setup(
+      { graph: (m) => (asked.push(m), { kind: "graph", path: m.path, dot: "digraph { n0 -> g1 }", nodes: NODES, edges: 1, note: "", depth: m.depth }) },
+      { selected: "blocks.1.1" },
+    );
+    const pane = new GraphPane(c, loader);
+    await pane.show();
+    expect(asked.at(-1)).toEqual({ kind: "graph", path: "blocks.1.1", open: [], depth: 1 });
+    const depth = pane.el.querySelector("select[aria-label='graph depth']") as HTMLSelectElement;
+    depth.value = "0";
+    depth.dispatchEvent(new Event("change"));
+    await flush();
+    expect(asked.at(-1)).toEqual({ kind: "graph", path: "", open: [], depth: 0 });
+    expect(pane.el.textContent).toContain("Dataflow of the whole model · blocks.1.1 outlined");
+    expect([...pane.el.querySelectorAll("button")].some((b) => b.textContent === "Up")).toBe(false);
+    model.set("selected", "fc"); // a row clicked in the tree: the same whole graph, fc outlined
+    await pane.show();
+    expect(asked).toHaveLength(2);
+    expect(pane.el.textContent).toContain("fc outlined");
+    (pane.el.querySelector("#xn0") as SVGGElement).dispatchEvent(new Event("dblclick"));
+    await flush();
+    expect(asked.at(-1)).toEqual({ kind: "graph", path: "fc", open: [], depth: 1 });
+    expect(depth.value).toBe("1");
+  });
+
   it("says why there is no dataflow", async () => {
     const { c } = setup({ graph: () => ({ kind: "graph", path: "fc", dot: "digraph {}", nodes: [], edges: 0, note: "a real probe records no dataflow" }) });
     const pane = new GraphPane(c, loader);

@@ -1,7 +1,8 @@
 // The Graph tab: the dataflow between the selected module's children, from the kernel's DOT
 // ("graph" request, src/torchxray/_view/graph_dot.py) laid out by @viz-js/viz, loaded as the MRO
-// tab loads it. One level by default; "depth" draws deeper levels as clusters, down to the whole
-// model (Netron's and torchview's view). A click on a node selects its module (the graph stays);
+// tab loads it. One level by default; "depth" draws deeper levels as clusters; "the whole model"
+// draws the model from its root, every level (Netron's and torchview's view), the selected module
+// outlined in it. A click on a node selects its module (the graph stays);
 // a double click or "Go into" draws that module's own children; a folded run of blocks expands on
 // click. Shapes are on the edges, the functional ops in their tooltips; zoom, pan and the SVG/PNG
 // export are graph_view.ts's; the theme's colours come from styles.css.
@@ -11,7 +12,7 @@ import { messageOf, type Ctx, type Pane } from "./context";
 import { GraphView } from "./graph_view";
 import { loadViz, type RendererLoader } from "./mro";
 
-/** The depths offered: 1 (the children), 2, 3, all (0). */
+/** The depths offered: 1 (the children), 2, 3, and the whole model from its root (0). */
 export const DEPTHS = [
   ["1", "1 level (children)"],
   ["2", "2 levels"],
@@ -50,7 +51,7 @@ export class GraphPane implements Pane {
     private readonly ctx: Ctx,
     private readonly loader: RendererLoader = loadViz,
   ) {
-    this.view = new GraphView(() => `torchxray-graph-${this.base || "model"}${this.depth.value === "1" ? "" : `-depth${this.depth.value}`}`);
+    this.view = new GraphView(() => `torchxray-graph-${this.drawn() || "model"}${this.depth.value === "1" ? "" : `-depth${this.depth.value}`}`);
     this.graph = this.view.viewport;
     this.graph.classList.add("tx-graph", "tx-flowgraph");
     for (const [value, label] of DEPTHS) this.depth.appendChild(h("option", { value }, label));
@@ -61,10 +62,11 @@ export class GraphPane implements Pane {
   async show(): Promise<void> {
     const selected = String(this.ctx.model.get("selected") ?? "");
     if (this.base === null || selected !== this.clicked) this.goTo(selected);
-    const base = this.base ?? "";
+    const base = this.drawn();
     const depth = Number(this.depth.value);
     const key = `${base}@${depth}@${this.ctx.model.get("tree_state")?.rev}@${this.ctx.model.get("probe_summary")?.rev}@${[...this.open].join(",")}`;
     if (key === this.shown) {
+      if (this.whole()) this.toolbar(); // says which module is outlined
       this.mark();
       return;
     }
@@ -102,6 +104,16 @@ export class GraphPane implements Pane {
     }
   }
 
+  /** Whether the whole model is drawn (from its root, whatever is selected). */
+  private whole(): boolean {
+    return this.depth.value === "0";
+  }
+
+  /** The module whose dataflow is drawn: the root for the whole model, else the base. */
+  private drawn(): string {
+    return this.whole() ? "" : (this.base ?? "");
+  }
+
   /** Draws `path`'s children from now on (its groups folded again). */
   private goTo(path: string): void {
     if (path !== this.base) this.open.clear();
@@ -110,6 +122,7 @@ export class GraphPane implements Pane {
   }
 
   private into(path: string): void {
+    if (this.whole()) this.depth.value = "1"; // going into a module draws its children
     this.goTo(path);
     this.ctx.select(path);
     void this.show();
@@ -117,12 +130,16 @@ export class GraphPane implements Pane {
 
   private toolbar(): void {
     clear(this.bar);
-    const base = this.base ?? "";
-    this.bar.appendChild(h("span", {}, "Dataflow inside ", h("strong", {}, base || "(model)")));
+    const base = this.drawn();
+    const selected = String(this.ctx.model.get("selected") ?? "");
+    if (this.whole()) {
+      const outlined = selected ? [" · ", h("strong", {}, selected), " outlined"] : [];
+      this.bar.appendChild(h("span", {}, "Dataflow of ", h("strong", {}, "the whole model"), ...outlined));
+    } else this.bar.appendChild(h("span", {}, "Dataflow inside ", h("strong", {}, base || "(model)")));
     this.bar.appendChild(h("label", {}, "show ", this.depth));
     this.depth.disabled = this.ctx.readonly; // a snapshot holds one level of each module
     if (this.ctx.readonly) this.depth.title = "a snapshot holds one level per module: deeper views need the kernel";
-    if (base !== "") {
+    if (base !== "" && !this.whole()) {
       const up = h("button", { type: "button", title: `draw the children of ${parentOf(base) || "the model"}` }, "Up");
       up.addEventListener("click", () => this.into(parentOf(base)));
       this.bar.appendChild(up);

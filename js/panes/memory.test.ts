@@ -3,7 +3,8 @@ import { describe, expect, it } from "vitest";
 import { FakeModel, fakeKernel, firstState, flush, type FakeNode } from "../fake_model";
 import { Rpc } from "../protocol";
 import type { Ctx } from "./context";
-import { MemoryPane, fitText, parseSize } from "./memory";
+import { MemoryPane, answer, fitText, parseSize } from "./memory";
+import type { MemoryReply } from "../protocol";
 import { sizeText } from "./overview";
 
 const NET: FakeNode = { name: "", cls: "Net", kids: [{ name: "fc", cls: "Linear", params: 3 }] };
@@ -82,6 +83,21 @@ describe("MemoryPane", () => {
     const fits = [...pane.el.querySelectorAll(".tx-memfits li")].map((li) => li.textContent);
     expect(fits[0]).toBe("CPU RAM 16.0 GiB: does not fit (needs 1.3×)");
     expect(fits[1]).toBe("cuda:0 (NVIDIA H200) 140.0 GiB: fits (14% used)");
+  });
+
+  it("answers first and large, the rest labelled: a block's own tensors, the model's figures named", async () => {
+    const { pane } = setup();
+    await pane.show();
+    const big = pane.el.querySelector(".tx-mem-answer")!;
+    expect(big.querySelector(".tx-mem-big")?.textContent).toBe("4.0 GiB");
+    expect(big.textContent).toContain("held by fc in a forward: its weights and buffers");
+    expect(pane.el.querySelector(".tx-memlegend")?.textContent).toBe("weights 4.0 GiB"); // no "activations 0 B"
+    const terms = [...pane.el.querySelectorAll(".tx-mem-context dt")].map((d) => d.textContent);
+    expect(terms).toEqual(["weights' dtype", "measured on", "model peak"]);
+    const r = { path: "", training: true, optimizer: "adamw", model_peak: 20 * GiB, peak: 0 } as MemoryReply;
+    expect(answer(r, 18 * GiB).textContent).toBe('20.0 GiB model peak in a training step (adamw): what a device needs ("Fits on" below compares it)');
+    const sub = { ...r, path: "blocks.1.1", peak: 3 * GiB };
+    expect(answer(sub, 18 * GiB).textContent).toContain("18.0 GiB held by blocks.1.1 in a training step (adamw): weights, gradients");
   });
 
   it("compares with a typed size and names bad input", async () => {

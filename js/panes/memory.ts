@@ -1,6 +1,7 @@
 // Memory of the selected subtree in a fake forward or training step (tx.memory on the explorer's
 // example inputs): a stacked bar of weights, gradients, optimizer state and saved activations,
 // and whether the whole model's peak fits on the devices present or on a size the person types.
+// One answer first and large (the model's peak; a submodule's own tensors), the rest labelled.
 import { clear, formatBytes, h, uid } from "../dom";
 import type { MemoryReply } from "../protocol";
 import type { Ctx, Pane } from "./context";
@@ -46,6 +47,17 @@ export function fitText(peak: number, capacity: number): [boolean, string] {
   const used = (100 * peak) / capacity;
   if (peak <= capacity) return [true, `fits (${used < 1 ? "<1" : Math.round(used)}% used)`];
   return [false, `does not fit (needs ${(peak / capacity).toFixed(1)}×)`];
+}
+
+/** The one answer to "how much memory is this", first and large: the model's peak for the model
+ * (what a device needs), a submodule's own tensors for a submodule (the rest is labelled below). */
+export function answer(r: MemoryReply, total: number): HTMLElement {
+  const step = r.training ? `a training step (${r.optimizer === "none" ? "no optimizer" : r.optimizer})` : "a forward";
+  if (r.path === "") {
+    return h("p", { class: "tx-mem-answer" }, h("strong", { class: "tx-mem-big" }, formatBytes(r.model_peak)), ` model peak in ${step}: what a device needs ("Fits on" below compares it)`);
+  }
+  const own = r.training ? "weights, gradients, optimizer state and saved activations, each at its largest" : "its weights and buffers";
+  return h("p", { class: "tx-mem-answer" }, h("strong", { class: "tx-mem-big" }, formatBytes(total)), ` held by ${r.path} in ${step}: ${own}`);
 }
 
 export class MemoryPane implements Pane {
@@ -105,11 +117,9 @@ export class MemoryPane implements Pane {
     }
     const total = PARTS.reduce((s, [k]) => s + r[k], 0);
     const what = r.training ? `training step, ${r.optimizer === "none" ? "no optimizer" : r.optimizer}` : "inference (forward)";
-    // The question is "what does it need": for the model that is the step's peak, said first; a
-    // submodule's own tensors are its share. The parts never all live at once (activations are
-    // freed as the backward pass goes), so their sum is named as such, not as a size.
-    const head = r.path === "" ? `peak ${formatBytes(r.model_peak)}` : `${formatBytes(total)} of tensors`;
-    this.body.appendChild(h("h4", {}, `${r.path === "" ? "(model)" : r.path}: ${head} · ${what}`));
+    const name = r.path === "" ? "(model)" : r.path;
+    this.body.appendChild(h("h4", {}, `${name}: ${what}`));
+    this.body.appendChild(answer(r, total));
     const bar = h("div", { class: "tx-membar", role: "img" });
     const legend = h("ul", { class: "tx-memlegend" });
     for (const [key, label, cls] of PARTS) {
@@ -119,18 +129,24 @@ export class MemoryPane implements Pane {
         seg.style.width = `${(100 * v) / total}%`;
         bar.appendChild(seg);
       }
-      legend.appendChild(h("li", {}, h("span", { class: `tx-swatch ${cls}` }), `${label} ${formatBytes(v)}`));
+      // Inference keeps no gradients, optimizer state or saved activations: not listed as 0 B.
+      if (r.training || key === "params" || v > 0) legend.appendChild(h("li", {}, h("span", { class: `tx-swatch ${cls}` }), `${label} ${formatBytes(v)}`));
     }
     const parts = PARTS.map(([key, label]) => `${label} ${formatBytes(r[key])}`).join(", ");
     bar.setAttribute("aria-label", `bytes of ${r.path || "the model"}: ${parts}`);
-    const dl = h("dl", { class: "tx-dl" });
+    const dl = h("dl", { class: "tx-dl tx-mem-context" });
     const row = (k: string, v: string) => dl.append(h("dt", {}, k), h("dd", {}, v));
-    row("dtype", r.dtypes.length ? r.dtypes.join(", ") : "— (no weights)");
+    row("weights' dtype", r.dtypes.length ? r.dtypes.join(", ") : "— (no weights)");
     row("measured on", `${r.device} (fake tensors: nothing allocated)`);
-    const when = r.training ? "each part at its largest; they are never all held at once" : "held at once";
-    row("its parts in all", `${formatBytes(total)} (${when})`);
-    if (r.peak) row("live during its forward", `${formatBytes(r.peak)} (all the model held while this forward ran)`);
-    row("model peak", `${formatBytes(r.model_peak)}: what a device needs for this ${r.training ? "step" : "forward"} ("Fits on" compares it)`);
+    const step = r.training ? "step" : "forward";
+    if (r.path === "") {
+      const when = r.training ? "each part at its largest; they are never all held at once" : "held at once";
+      row("its tensors in all", `${formatBytes(total)} (${when})`);
+    } else {
+      // Not this block's: what the whole model held around it, and the model's own peak.
+      if (r.peak) row("the model while it ran", `${formatBytes(r.peak)} live in all while its forward ran (the whole model's tensors, not ${r.path}'s alone)`);
+      row("model peak", `${formatBytes(r.model_peak)}: what a device needs for the whole model's ${step} ("Fits on" compares it)`);
+    }
     this.body.append(bar, legend, dl);
     if (r.note) this.body.appendChild(h("p", { class: "tx-muted" }, r.note));
     const fits = h("ul", { class: "tx-memfits", "aria-label": "fits on" });

@@ -6,6 +6,7 @@ import type { ProbeMode, ProbeRow, ProbeSummary, ProbeTableReply } from "../prot
 import { messageOf, type Ctx, type Pane } from "./context";
 import { FlowView } from "./flow";
 import { foldRuns, isProbeFold, type ProbeFold } from "./probe_fold";
+import { realProbeButton } from "./real_probe";
 import { SummaryTools } from "./summary";
 
 export type { ProbeRow };
@@ -116,17 +117,8 @@ export class ProbePane implements Pane {
     const go = h("button", { type: "button" }, "Select it");
     go.addEventListener("click", () => this.ctx.select(p.error?.path ?? ""));
     box.appendChild(go);
-    if (p.error.remedy === "real" && p.mode !== "real" && !this.ctx.readonly) {
-      // Fake tensors cannot run this forward (a data-dependent op); the real probe can. The mode
-      // stays real, so the probes after an Apply or Undo run real too (the mode menu shows it).
-      const real = h("button", { type: "button", class: "tx-runreal" }, "Run real probe");
-      real.addEventListener("click", () => {
-        this.ctx.model.set("probe_mode", "real");
-        this.ctx.model.save_changes();
-        void this.ctx.run("probe", () => this.ctx.rpc.call({ kind: "probe", mode: "real" }));
-      });
-      box.appendChild(real);
-    }
+    // Fake tensors cannot run this forward (a data-dependent op); the real probe can.
+    if (p.error.remedy === "real" && p.mode !== "real" && !this.ctx.readonly) box.appendChild(realProbeButton(this.ctx, "tx-runreal"));
     return box;
   }
 

@@ -69,6 +69,15 @@ describe("TrainingPane", () => {
     expect(pane.el.textContent).toContain("paused after step 40");
   });
 
+  it("shows a closed watch closed: the kernel's note, no Pause, the curve kept", async () => {
+    const note = "the watch is closed (w.close()) after 40 steps: its hooks are off the model";
+    const { pane } = setup({ ...STATE, watching: false, note });
+    await pane.show();
+    expect(pane.el.querySelector(".tx-train-closed")?.textContent).toBe(note);
+    expect(pane.el.querySelector(".tx-train-pause")).toBeNull();
+    expect(pane.el.textContent).toContain("loss 0.500 at step 40");
+  });
+
   it("says how to start when nothing is watched", async () => {
     const { pane, asked } = setup({});
     await pane.show();

@@ -99,8 +99,9 @@ export class TrainingPane implements Pane {
     const s = this.state();
     clear(this.head);
     if (!s.watching) {
-      this.head.append(h("p", { class: "tx-muted" }, s.note || "no training loop is watched: w = ex.watch(optimizer) before the loop"));
-      if (s.step) this.head.append(h("p", { class: "tx-muted" }, `the watch closed after ${s.step} steps`));
+      // A closed watch: the kernel's note says so (and after how many steps); no Pause.
+      const note = s.note || (s.step ? `the watch is closed after ${s.step} steps` : "no training loop is watched: w = ex.watch(optimizer) before the loop");
+      this.head.append(h("p", { class: s.step ? "tx-train-closed" : "tx-muted" }, note));
     } else {
       this.pause.textContent = s.paused ? "Resume" : "Pause";
       this.pause.setAttribute("aria-pressed", String(Boolean(s.paused)));

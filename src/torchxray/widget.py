@@ -85,6 +85,7 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
         self._lock = threading.RLock()
         self._background = background.Background()
         self._training: training.TrainingLink | None = None
+        training.follow_watches(self)  # a watch closed: the rows drop their hook badges
         # In a kernel the states that need the walk (the tree and the root's Overview) are sent
         # after the view itself (`_ipython_display_`), so the browser draws the view while the
         # kernel walks the model; the first request or sync sends them too if never displayed.

@@ -159,8 +159,9 @@ def test_a_notebook_model_outputs_graph_and_source(page: Page, lab: Lab, shots: 
     ex.get_by_role("tab", name="Memory").click()
     memory = ex.get_by_role("tabpanel", name="Memory")
     memory.get_by_role("switch").check()
-    expect(memory.locator("h4").first).to_have_text(
-        re.compile(r"^\(model\): peak [\d.]+ \w+ · training step, adamw")
+    expect(memory.locator("h4").first).to_have_text("(model): training step, adamw")
+    expect(memory.locator(".tx-mem-answer")).to_have_text(
+        re.compile(r"^[\d.]+ \w+ model peak in a training step \(adamw\): what a device needs")
     )
     expect(memory).to_contain_text("never all held at once")
     page.screenshot(path=str(shots / "r2-memory.png"))

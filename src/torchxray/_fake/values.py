@@ -15,7 +15,7 @@ sizes, so callers run such a model for real instead.)
 
 from __future__ import annotations
 
-__all__ = ["data_dependent_op", "op_text"]
+__all__ = ["data_dependent_op", "headline", "op_text"]
 
 _NUMPY = ".numpy()"
 # What each op reads as in a message: `.item()` is what a user writes for _local_scalar_dense.
@@ -46,3 +46,23 @@ def data_dependent_op(exc: BaseException) -> str | None:
 def op_text(op: str) -> str:
     """How an op reads in a message ("aten.nonzero", ".item() (aten._local_scalar_dense)")."""
     return _READS.get(op, op) if op else "an operation"
+
+
+def headline(op: str, meta: bool) -> str:
+    """The failure in a status line's words: what a fake probe cannot run, why, what runs it.
+
+    >>> headline("aten.nonzero", False)
+    'a fake probe cannot run aten.nonzero: its output size depends on the values; run a real probe'
+    """
+    name = {"aten._local_scalar_dense": ".item()", _NUMPY: _NUMPY}.get(op, op or "an operation")
+    why = (
+        "it hands the values to Python"
+        if name.startswith(".")
+        else "its output size depends on the values"
+    )
+    then = (
+        "; a model on the meta device holds none: build it on the CPU"
+        if meta
+        else "; run a real probe"
+    )
+    return f"a fake probe cannot run {name}: {why}{then}"

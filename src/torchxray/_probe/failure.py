@@ -13,7 +13,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .._fake.values import data_dependent_op, op_text
+from .._fake.values import data_dependent_op, headline, op_text
 from .._text import short
 from .calls import RECORDED_CODE, inner_code
 from .cause import patch_hint
@@ -96,6 +96,7 @@ def localise(
         input_shapes=tuple(i.shape for i in infos if isinstance(i, TensorInfo)),
         hint=hint or _input_hint(exc),
         remedy="real" if op is not None and run.device.type != "meta" else "",
+        headline="" if op is None else headline(op, run.device.type == "meta"),
     )
 
 

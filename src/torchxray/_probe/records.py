@@ -219,9 +219,8 @@ class ProbeError:
     message: str
     input_shapes: tuple[tuple[int, ...], ...]
     hint: str = ""
-    # What would run it: "real" when fake tensors cannot run an op of this forward and the
-    # model holds values (a view offers the real probe); "" otherwise.
-    remedy: str = ""
+    remedy: str = ""  # "real": fake tensors cannot run an op here, the real probe can; or ""
+    headline: str = ""  # the failure in a status line's words, where torch's are not; or ""
 
     def __str__(self) -> str:
         where = repr(self.path) if self.path else "the model (root)"

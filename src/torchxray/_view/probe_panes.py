@@ -52,7 +52,8 @@ def probe_summary(
         }
         where = e.path or "(model)"
         first = e.message.strip().splitlines()[0] if e.message.strip() else ""
-        status = _clip(f"probe failed at {where}: {e.exc_type}: {first}", 300)
+        said = e.headline or f"{e.exc_type}: {first}"  # torch's words where there are no others
+        status = _clip(f"probe failed at {where}: {said}", 300)
     else:
         status = f"probe ok: {len(report.records)} modules"
         if report.not_called:  # e.g. a fused fast path: say so, rather than leave rows blank

@@ -218,6 +218,15 @@ class Session:
             self.probe_note = "probe interrupted: run it again from the Probe tab"
             raise
 
+    def reread(self) -> bool:
+        """The model's hooks changed (a watch opened or closed), not the model: its tree read
+        again if it was read (the rows' hook badges); True if so."""
+        if self._tree is None or self.model is None:
+            return False
+        self.tree = walk(self.model)
+        self.rev += 1
+        return True
+
     def patch(self, op: str, *args: Any, **kwargs: Any) -> PatchEntry:
         _ = self.origin  # the model as opened, before its first change
         log = self.patch_log()

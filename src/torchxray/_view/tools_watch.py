@@ -28,6 +28,10 @@ ACTIVE_ROWS = 500  # rows with flag badges sent at most (a model where everythin
 RECENT = 12  # the last flags listed in the tab
 FIGURES = ("grad_norm", "update_ratio", "act_mean", "act_std", "act_zeros")
 NO_WATCH = "no training loop is watched: w = ex.watch(optimizer) before the loop"
+CLOSED = (
+    "the watch is closed (w.close()) after {steps} steps: its hooks are off the model and "
+    "nothing more is recorded; ex.watch(optimizer) opens another"
+)
 
 
 def _thin(points: list[tuple[int, float]], n: int) -> list[tuple[int, float]]:
@@ -86,7 +90,7 @@ def training_state(w: Watch | None, pausable: bool, note: str = "") -> TrainingS
         "recent": recent,
         "nonfinite": bad,
         "optimizer": "" if w.optimizer is None else type(w.optimizer).__name__,
-        "note": note,
+        "note": CLOSED.format(steps=w.steps) if w.closed else note,
     }
 
 

@@ -3,20 +3,27 @@
 when the loop pauses, resumes or first meets a NaN), and the view's requests answered between
 steps (``_view/train_pump.py``). Edits made meanwhile go through ``Watch.patched`` (the session
 does it), so the optimizer keeps holding the model's weights; the probe waits for the loop.
+When a watch on the model opens or closes (``ex.watch``'s or ``tx.watch``'s), the tree is read
+again (its rows' hook badges), and a closed ``ex.watch`` is shown closed, its history kept.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
+from torch import nn
+
+from .._watch.hooks import on_detach
 from ..watch import Watch
+from .host import DEFERRED
 from .session import Session
 from .tools_watch import training_state
 from .train_pump import Pump
 from .watch_types import TrainingState
 
-__all__ = ["PUSH_EVERY", "TrainingLink", "open_watch"]
+__all__ = ["PUSH_EVERY", "TrainingLink", "follow_watches", "open_watch"]
 
 PUSH_EVERY = 0.5  # seconds between two training states sent while the loop runs
 UNPAUSABLE = (
@@ -75,6 +82,12 @@ class TrainingLink:
     def claimed(self, content: Any) -> bool:
         return self.pump.claimed(content)
 
+    def ended(self) -> None:
+        """The watch was closed (``w.close()``): shown closed; its history stays readable."""
+        self.push()
+        self.close(close_watch=False)
+        self.session.watch = self.watch  # closed: the Training tab still reads its history
+
     def close(self, close_watch: bool) -> None:
         self._remove()
         if self._shell is not None:
@@ -98,6 +111,32 @@ def _shell() -> Any:
     return get_ipython()
 
 
+def _in(model: nn.Module, other: nn.Module) -> bool:
+    return any(m is model for m in other.modules())
+
+
+def _hooks_changed(explorer: Any, model: nn.Module) -> None:
+    """A watch took its hooks off ``model``: if the explorer shows it (or a part of it), its
+    tree is read again and a closed ``ex.watch`` shown closed."""
+    if threading.current_thread() is not threading.main_thread():
+        return  # a watch collected in another thread: not while that thread may hold the view
+    session: Session | None = getattr(explorer, "_session", None)
+    live = None if session is None else session.model
+    if session is None or live is None or not (_in(model, live) or _in(live, model)):
+        return
+    link = explorer._training
+    if link is not None and link.watch.closed:
+        explorer._training = None
+        link.ended()
+    if session.reread():
+        explorer._sync(DEFERRED)
+
+
+def follow_watches(explorer: Any) -> None:
+    """Read the explorer's tree again whenever a watch's hooks come off its model."""
+    on_detach(explorer, _hooks_changed)
+
+
 def open_watch(explorer: Any, session: Session, optimizer: Any, every: int, **kwargs: Any) -> Watch:
     """A watch on the session's model, linked to ``explorer`` (``Explorer.watch``)."""
     explorer._join()  # a background probe runs the model's modules: done before training
@@ -111,4 +150,6 @@ def open_watch(explorer: Any, session: Session, optimizer: Any, every: int, **kw
     except BaseException:
         w.close()
         raise
+    if session.reread():  # the rows show the watch's hooks
+        explorer._sync(DEFERRED)
     return w

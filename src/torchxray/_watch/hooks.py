@@ -5,11 +5,13 @@ optimizer's step pre/post hooks (``Optimizer.register_step_pre_hook`` / ``_post_
 ``detach`` removes every handle and then sweeps the model for hooks of this watch that a patch
 copied to a replacement module (``_patch/placement.py`` carries forward hooks over), so that
 nothing is left on the model or the optimizer, whatever happened in between (an exception or a
-KeyboardInterrupt in the loop, an edit, an undo).
+KeyboardInterrupt in the loop, an edit, an undo). ``on_detach`` tells a view (an Explorer that
+shows the model) when a watch took its hooks off, so that its rows drop their hook badges.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -17,10 +19,31 @@ from torch import nn
 from torch.optim import Optimizer
 from torch.utils.hooks import RemovableHandle
 
-__all__ = ["Attached", "ForwardHook", "PreHook"]
+__all__ = ["Attached", "ForwardHook", "PreHook", "on_detach"]
 
 _TABLES = ("_forward_hooks", "_forward_hooks_with_kwargs", "_forward_hooks_always_called")
 _PRE = ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs")
+# (listener held weakly, fn(listener, model)): told when a watch's hooks come off a model.
+_DETACHED: list[tuple[weakref.ref[Any], Callable[[Any, nn.Module], None]]] = []
+
+
+def on_detach(listener: object, fn: Callable[[Any, nn.Module], None]) -> None:
+    """Call ``fn(listener, model)`` after a watch takes its hooks off ``model`` (its close), for
+    as long as ``listener`` lives (it is held weakly: a closed view is dropped)."""
+    _DETACHED.append((weakref.ref(listener), fn))
+
+
+def _tell_detached(model: nn.Module) -> None:
+    for entry in list(_DETACHED):
+        who = entry[0]()
+        if who is None:
+            if entry in _DETACHED:
+                _DETACHED.remove(entry)
+            continue
+        try:
+            entry[1](who, model)
+        except Exception:  # noqa: BLE001, S112 - a view's trouble must not stop the close
+            continue
 
 
 class ForwardHook:
@@ -116,6 +139,8 @@ class Attached:
             self.off_optimizer()
         finally:
             self.off_modules(model)
+            if model is not None:
+                _tell_detached(model)
 
     @property
     def count(self) -> int:
