@@ -26,6 +26,7 @@ def _clean_globals():
     torch.set_default_dtype(dtype)
     torch.use_deterministic_algorithms(False)
     torch.set_autocast_enabled("cpu", False)
+    torch.set_default_device(None)
     REGISTRY.clear()
     nn.modules.module._global_forward_hooks.clear()
 
@@ -39,6 +40,7 @@ def _model(name: str, warmed: bool) -> nn.Module:
         torch.set_default_dtype(torch.float32)
         torch.use_deterministic_algorithms(False)
         torch.set_autocast_enabled("cpu", False)
+        torch.set_default_device(None)
         nn.modules.module._global_forward_hooks.clear()
     return model
 
