@@ -222,7 +222,7 @@ def _buffers(modules: list[nn.Module], numel: int | None = None) -> list[torch.T
                 seen.setdefault(id(b), b)
         if numel is not None:
             for p in m._parameters.values():
-                if p is not None and not is_lazy(p) and p.numel() <= numel:
+                if p is not None and not isinstance(p, _UNINITIALISED) and p.numel() <= numel:
                     seen.setdefault(id(p), p)
     return list(seen.values())
 
