@@ -1,0 +1,83 @@
+"""Each module's first call, as values: what the per-module traces are given (`capture`).
+
+The probe (`torchxray.probe`, fake or real) runs the forward once and leaves the model as found;
+its records keep metadata only, and a call's non-tensor arguments (``mask=None``,
+``use_cache=False``, a cache object) would not be rebuilt from them. So, for the probe's
+duration, two global module hooks keep each module's first call: a forward pre-hook its
+arguments (the keyword arguments from the frame of ``nn.Module._call_impl``, which hands a global
+pre-hook the positional ones only), a forward hook its output. Global hooks make the probe call
+every module the usual way (`_probe.wrap`), so both run for every call; both are removed when the
+probe returns, before the probe's own check of what the forward left behind ends.
+
+In a fake probe the values are the probe's fake tensors: nothing is computed or allocated. A
+module whose forward raised (a data-dependent op on fake tensors) has its arguments and no
+output; modules after it have neither.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from torch import nn
+from torch.nn.modules import module as nn_module
+
+from ..probe import ProbeReport, run_probe
+
+__all__ = ["Captured", "Capture", "capture"]
+
+MISSING: Any = object()
+
+
+@dataclass
+class Captured:
+    """One module's first call: its arguments and output (`MISSING` until it returned)."""
+
+    order: int
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    output: Any = MISSING
+
+
+@dataclass
+class Capture:
+    """The probe's report and every called module's first call, by module id."""
+
+    report: ProbeReport
+    calls: dict[int, Captured] = field(default_factory=dict)
+
+
+def _kwargs_of_caller() -> dict[str, Any] | None:
+    # The pre-hook's caller is `_call_impl`'s inner function, which holds the call's keyword
+    # arguments as `kwargs` (torch keeps that code shape: torchrec checks it).
+    frame = sys._getframe(2)
+    kwargs = frame.f_locals.get("kwargs")
+    return dict(kwargs) if isinstance(kwargs, dict) else None
+
+
+def capture(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], mode: str) -> Capture:
+    """Probe `model` once in `mode`, keeping each module's first call (see the module docstring)."""
+    calls: dict[int, Captured] = {}
+    mine = {id(m) for m in model.modules()}
+
+    def before(module: nn.Module, call_args: tuple[Any, ...]) -> None:
+        key = id(module)
+        if key in mine and key not in calls:
+            found = _kwargs_of_caller()
+            if found is not None:
+                calls[key] = Captured(len(calls), tuple(call_args), found)
+
+    def after(module: nn.Module, call_args: Any, output: Any) -> None:
+        got = calls.get(id(module))
+        if got is not None and got.output is MISSING:
+            got.output = output
+
+    pre = nn_module.register_module_forward_pre_hook(before)
+    post = nn_module.register_module_forward_hook(after)
+    try:
+        report = run_probe(model, args, kwargs, mode=mode, memoise=False, flops=False)
+    finally:
+        post.remove()
+        pre.remove()
+    return Capture(report, calls)

@@ -1,0 +1,110 @@
+"""The graph-break half of a check: every planned group traced, breaks owned and deduplicated.
+
+`find_breaks(model, capture)` runs the traces of `_compile.plan` in order (deepest first), each
+with the children already checked stubbed (`_compile.stubs`), and returns the breaks (each owned
+by the innermost module whose forward holds it, `_compile.owner`), the notes on what could not be
+checked, and the number of traces.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from torch import nn
+
+from .._text import short
+from .capture import MISSING, Capture
+from .owner import describe, owner_of
+from .plan import plan
+from .records import GraphBreak
+from .stubs import Stubs
+from .trace import trace
+
+__all__ = ["Breaks", "find_breaks"]
+
+
+@dataclass
+class Breaks:
+    breaks: list[tuple[int, GraphBreak]] = field(default_factory=list)  # (forward order, break)
+    notes: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    traced: int = 0
+    root_error: str | None = None
+
+
+def _relative(root: nn.Module, target: nn.Module) -> str:
+    if target is root:
+        return ""
+    for name, m in root.named_modules():
+        if m is target:
+            return name
+    return ""
+
+
+def _join(base: str, rel: str) -> str:
+    return rel if not base else (base if not rel else f"{base}.{rel}")
+
+
+def find_breaks(model: nn.Module, cap: Capture) -> Breaks:
+    """See the module docstring; call inside `guard.Quiet`."""
+    calls = cap.calls
+    out = Breaks()
+    seen: set[tuple[str, str, int, str]] = set()
+    done: set[int] = set()
+    names = {id(m): type(m).__name__ for m in model.modules()}
+    order_of = {p: calls[id(m)].order for p, m in model.named_modules() if id(m) in calls}
+    for group in plan(model, calls):
+        rep = group.module
+        call = calls[id(rep)]
+        stubs = [
+            (m, calls[id(m)].output)
+            for m in rep.modules()
+            if m is not rep and id(m) in done and calls[id(m)].output is not MISSING
+        ]
+        with Stubs(stubs):
+            outcome = trace(rep, call.args, call.kwargs)
+        out.traced += 1
+        done.update(id(m) for _, m in group.members)
+        where = group.path or "(root)"
+        if outcome.error is not None:
+            text = short(
+                f"{type(outcome.error).__name__}: {str(outcome.error).strip().splitlines()[0] if str(outcome.error).strip() else ''}",
+                300,
+            )
+            if group.path == "":
+                out.root_error = text
+            else:
+                out.errors.append(f"{where}: dynamo could not trace it ({text})")
+            continue
+        if outcome.exc is None:
+            continue
+        exc = outcome.exc
+        frames = list(getattr(exc, "real_stack", None) or [])
+        inner = getattr(exc, "innermost_user_frame_summary", None) or (
+            frames[-1] if frames else None
+        )
+        owner = owner_of(rep, frames)
+        rel = _relative(rep, owner)
+        said = describe(exc)
+        file = str(getattr(inner, "filename", "") or "")
+        line = int(getattr(inner, "lineno", 0) or 0)
+        source = str(getattr(inner, "line", "") or "").strip()
+        for base, _member in group.members:
+            path = _join(base, rel)
+            key = (path, file, line, said.kind)
+            if key in seen:
+                if base == group.path and owner is not rep:
+                    out.notes.append(
+                        f"{where}: its trace stops at the break already reported in "
+                        f"{path or '(root)'}, whose output the fake probe could not record; the "
+                        "rest of its forward was not traced (options={'mode': 'real'} runs it)"
+                    )
+                continue
+            seen.add(key)
+            cls = names.get(id(owner), type(owner).__name__)
+            found = GraphBreak(
+                path, cls, said.kind, said.reason, said.hint, said.url, file, line, source
+            )
+            out.breaks.append((order_of.get(path, order_of.get(base, 0)), found))
+    out.breaks.sort(key=lambda pair: (pair[0], pair[1].line))
+    return out
