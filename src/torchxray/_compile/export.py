@@ -6,7 +6,8 @@ failure is owned by the innermost module whose forward was on the failing stack:
 export runs the forward as Python, so the traceback's frames hold ``self``, and the module is
 found by identity, not by code. Its line is the innermost frame outside torch.
 
-To find the next failure, the failing module (and every block interchangeable with it,
+Blocks interchangeable with one before them (`_compile.plan`) stand in for themselves from the
+start. To find the next failure, the failing module (and every block interchangeable with it,
 `_compile.plan`) is stubbed with its recorded output (`_compile.stubs`) and the model exported
 again, until it exports, the same failure comes back, or the owner cannot be stubbed (the root,
 or a module whose output was not recorded or is not made of tensors): one export per distinct
@@ -16,6 +17,7 @@ failure, plus one.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import io
 import os
 import traceback
@@ -56,22 +58,32 @@ def _frames(exc: BaseException) -> list[Any]:
     return out
 
 
-def _locate(exc: BaseException, ids: dict[int, str]) -> tuple[str, str, int]:
-    """(owner path, file, line): the innermost frame whose ``self`` is one of the model's
-    modules, and the innermost frame outside torch and torchxray."""
-    owner, file, line = "", "", 0
-    deepest = -1
+def _locate(exc: BaseException, ids: dict[int, nn.Module]) -> tuple[nn.Module | None, str, int]:
+    """(owner, file, line): the innermost frame whose ``self`` is one of the model's modules,
+    and the innermost frame of the user's code (outside torch and torchxray, and not code torch
+    generated, which has no file; a module's forward defined in a notebook cell counts)."""
+    owner: nn.Module | None = None
     user: tuple[str, int] | None = None
-    for i, frame in enumerate(_frames(exc)):
+    for frame in _frames(exc):
         me = frame.f_locals.get("self")
-        if isinstance(me, nn.Module) and id(me) in ids and i > deepest:
-            deepest, owner = i, ids[id(me)]
+        mine = isinstance(me, nn.Module) and id(me) in ids
+        if mine:
+            owner = me
         name = frame.f_code.co_filename
-        if not name.startswith((_TORCH_DIR, _OWN_DIR)):
+        if mine or not (name.startswith((_TORCH_DIR, _OWN_DIR)) or name.startswith("<")):
             user = (name, frame.f_lineno)
-    if user is not None:
-        file, line = user
-    return owner, file, line
+    if user is None:
+        return owner, "", 0
+    return owner, user[0], user[1]
+
+
+def _where(module: nn.Module) -> tuple[str, int]:
+    """Where `module`'s forward is defined: the line of a failure no frame of the user's shows."""
+    try:
+        forward = inspect.unwrap(type(module).forward)
+        return inspect.getsourcefile(forward) or "", forward.__code__.co_firstlineno
+    except (TypeError, AttributeError, OSError):
+        return "", 0
 
 
 def _reason(exc: BaseException) -> str:
@@ -84,12 +96,21 @@ def export_failures(model: nn.Module, cap: Capture) -> tuple[list[ExportFailure]
     root = cap.calls.get(id(model))
     if root is None:
         return [], ["torch.export was not tried: the forward did not run on the example inputs"]
-    ids = {id(m): p for p, m in model.named_modules()}
-    modules = dict(model.named_modules())
-    groups = {p: g for g in plan(model, cap.calls) for p, _ in g.members}
+    named = list(model.named_modules())
+    ids = {id(m): m for _, m in named}
+    path_of = {id(m): p for p, m in named}
+    planned = plan(model, cap.calls)
+    groups = {p: g for g in planned for p, _ in g.members}
     failures: list[ExportFailure] = []
     notes: list[str] = []
-    stubbed: list[tuple[nn.Module, Any]] = []
+    # Interchangeable blocks after the first stand in for themselves from the start: the first
+    # one's failures are theirs too (24 identical blocks export as one block and 23 stubs).
+    stubbed = [
+        (m, cap.calls[id(m)].output)
+        for g in planned
+        for _, m in g.members[1:]
+        if rebuildable(cap.calls[id(m)].output)
+    ]
     seen: set[tuple[str, str, int]] = set()
     for _ in range(_MAX_ROUNDS):
         try:
@@ -99,12 +120,15 @@ def export_failures(model: nn.Module, cap: Capture) -> tuple[list[ExportFailure]
                 torch.export.export(model, tuple(root.args), dict(root.kwargs), strict=False)
             return failures, notes
         except Exception as exc:  # noqa: BLE001 - every failure is reported, none raised
-            path, file, line = _locate(exc, ids)
+            found, file, line = _locate(exc, ids)
+            owner = model if found is None else found
+            path = path_of[id(owner)]
+            if not file:
+                file, line = _where(owner)
             kind = type(exc).__name__
             if (path, file, line) in seen:
                 return failures, notes
             seen.add((path, file, line))
-            owner = modules[path]
             group = groups.get(path)
             members = group.members if group is not None else [(path, owner)]
             for member, module in members:  # interchangeable blocks fail alike

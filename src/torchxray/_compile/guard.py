@@ -25,18 +25,7 @@ import torch
 
 __all__ = ["Quiet", "unavailable"]
 
-_LOGGER_PREFIXES = (
-    "torch._dynamo",
-    "torch._inductor",
-    "torch.fx",
-    "torch._subclasses",
-    "torch._export",
-    "torch.export",
-    "torch._functorch",
-    "torch._guards",
-    "torch._utils_internal",
-    "torch.utils._sympy",
-)
+_QUIET = logging.CRITICAL + 1
 
 
 def unavailable() -> str | None:
@@ -62,6 +51,7 @@ class Quiet:
         self._stack = contextlib.ExitStack()
         self._counters: Any = None
         self._loggers: list[tuple[logging.Logger, bool]] = []
+        self._level = logging.NOTSET
         self._pgo: Any = None
         self._code_state: Any = None
 
@@ -72,10 +62,15 @@ class Quiet:
         stack = self._stack
         self._counters = copy.deepcopy(utils.counters)
         self._save_code_state()
+        # torch's loggers that exist now are switched off; those made while tracing (a module
+        # imported for the first time) inherit the "torch" logger's level, raised past CRITICAL.
         for name, logger in list(logging.root.manager.loggerDict.items()):
-            if isinstance(logger, logging.Logger) and name.startswith(_LOGGER_PREFIXES):
+            if isinstance(logger, logging.Logger) and name.startswith("torch"):
                 self._loggers.append((logger, logger.disabled))
                 logger.disabled = True
+        top = logging.getLogger("torch")
+        self._level = top.level
+        top.setLevel(_QUIET)
         stack.enter_context(warnings.catch_warnings())
         warnings.simplefilter("ignore")
         stack.enter_context(dynamo.error_on_graph_break(True))
@@ -97,6 +92,7 @@ class Quiet:
         finally:
             for logger, disabled in self._loggers:
                 logger.disabled = disabled
+            logging.getLogger("torch").setLevel(self._level)
             utils.counters.clear()
             utils.counters.update(self._counters)
             self._restore_code_state()

@@ -66,7 +66,9 @@ def plan(model: nn.Module, calls: dict[int, Captured]) -> list[Group]:
 def _inputs_key(call: Captured) -> Hashable | None:
     try:
         found = input_key(call.args, call.kwargs)
-        hash(found)
+        if found is None:
+            return None
+        hash(found[0])
     except Exception:  # noqa: BLE001 - an argument that cannot be keyed: its module traced alone
         return None
-    return None if found is None else found[0]
+    return found[0]
