@@ -126,6 +126,12 @@ def compile_check(
     wall = (time.perf_counter() - start) * 1e3
     if found.root_error is not None:
         error = f"dynamo cannot trace this model at all: {found.root_error}"
+        err = cap.report.error
+        if err is not None:  # the forward itself fails on these inputs: that is the news
+            error = (
+                f"the forward fails on these inputs in {err.path or '(root)'} ({err.cls}): "
+                f"{err.exc_type}: {err.message}"
+            )
         return CompileReport(
             False, mode, (), (), False, error, tuple(notes), found.traced, len(cap.calls), wall
         )

@@ -14,11 +14,11 @@ from torch import nn
 
 from .._text import short
 from .capture import MISSING, Capture
-from .owner import describe, owner_of
+from .owner import defined_at, describe, owner_of
 from .plan import plan
 from .records import GraphBreak
 from .stubs import Stubs
-from .trace import trace
+from .trace import OWN_FILE, trace
 
 __all__ = ["Breaks", "find_breaks"]
 
@@ -89,6 +89,8 @@ def find_breaks(model: nn.Module, cap: Capture) -> Breaks:
         file = str(getattr(inner, "filename", "") or "")
         line = int(getattr(inner, "lineno", 0) or 0)
         source = str(getattr(inner, "line", "") or "").strip()
+        if file == OWN_FILE:  # it broke on the module call itself: no user frame to show
+            (file, line), source = defined_at(owner), ""
         for base, _member in group.members:
             path = _join(base, rel)
             key = (path, file, line, said.kind)

@@ -17,7 +17,6 @@ failure, plus one.
 from __future__ import annotations
 
 import contextlib
-import inspect
 import io
 import os
 import traceback
@@ -28,6 +27,7 @@ from torch import nn
 
 from .._text import short
 from .capture import MISSING, Capture
+from .owner import defined_at
 from .plan import plan
 from .records import ExportFailure
 from .stubs import Stubs, rebuildable
@@ -77,15 +77,6 @@ def _locate(exc: BaseException, ids: dict[int, nn.Module]) -> tuple[nn.Module | 
     return owner, user[0], user[1]
 
 
-def _where(module: nn.Module) -> tuple[str, int]:
-    """Where `module`'s forward is defined: the line of a failure no frame of the user's shows."""
-    try:
-        forward = inspect.unwrap(type(module).forward)
-        return inspect.getsourcefile(forward) or "", forward.__code__.co_firstlineno
-    except (TypeError, AttributeError, OSError):
-        return "", 0
-
-
 def _reason(exc: BaseException) -> str:
     lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
     return short(" ".join(lines[:3]) or type(exc).__name__, 400)
@@ -124,7 +115,7 @@ def export_failures(model: nn.Module, cap: Capture) -> tuple[list[ExportFailure]
             owner = model if found is None else found
             path = path_of[id(owner)]
             if not file:
-                file, line = _where(owner)
+                file, line = defined_at(owner)
             kind = type(exc).__name__
             if (path, file, line) in seen:
                 return failures, notes

@@ -18,7 +18,7 @@ from typing import Any
 
 from torch import nn
 
-__all__ = ["Described", "describe", "owner_of"]
+__all__ = ["Described", "defined_at", "describe", "owner_of"]
 
 _URL = re.compile(r"(https?://\S+?)\.?\s*$", re.M)
 
@@ -96,3 +96,13 @@ def owner_of(root: nn.Module, frames: Sequence[Any]) -> nn.Module:
                 break
             level = [c for m in level for c in m.children()]
     return owner
+
+
+def defined_at(module: nn.Module) -> tuple[str, int]:
+    """Where `module`'s forward is defined: the line of a failure no frame of the user's shows
+    (("", 0) for a forward without Python source, such as a TorchScript module's)."""
+    try:
+        forward = inspect.unwrap(type(module).forward)
+        return inspect.getsourcefile(forward) or "", forward.__code__.co_firstlineno
+    except (TypeError, AttributeError, OSError):
+        return "", 0

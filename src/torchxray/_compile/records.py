@@ -9,6 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+def _at(file: str, line: int) -> str:
+    return f"{file}:{line}" if file else "(no Python source)"
+
+
 @dataclass(frozen=True, slots=True)
 class GraphBreak:
     """One place where torch.compile would split the forward into two graphs.
@@ -33,7 +37,7 @@ class GraphBreak:
 
     def __str__(self) -> str:
         where = f"{self.path or '(root)'} ({self.cls})"
-        return f"{where}: {self.kind} at {self.file}:{self.line}"
+        return f"{where}: {self.kind} at {_at(self.file, self.line)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +54,7 @@ class ExportFailure:
     line: int
 
     def __str__(self) -> str:
-        return f"{self.path or '(root)'} ({self.cls}): {self.kind} at {self.file}:{self.line}"
+        return f"{self.path or '(root)'} ({self.cls}): {self.kind} at {_at(self.file, self.line)}"
 
 
 @dataclass(frozen=True, slots=True)
