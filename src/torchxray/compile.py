@@ -111,7 +111,9 @@ def compile_check(
     with _gc.paused():
         cap = capture(model, args, kwargs, mode)
     if id(model) not in cap.calls:
-        return failed("the forward was not reached: " + str(cap.report.error or "no call recorded"))
+        refused = cap.report.error
+        why = refused.message if refused is not None else "the probe recorded no call of it"
+        return failed(f"the forward did not run: {why}")
     notes: list[str] = []
     if not cap.report.ok and cap.report.error is not None:
         err = cap.report.error
@@ -126,11 +128,11 @@ def compile_check(
     wall = (time.perf_counter() - start) * 1e3
     if found.root_error is not None:
         error = f"dynamo cannot trace this model at all: {found.root_error}"
-        err = cap.report.error
-        if err is not None:  # the forward itself fails on these inputs: that is the news
+        probed = cap.report.error
+        if probed is not None:  # the forward itself fails on these inputs: that is the news
             error = (
-                f"the forward fails on these inputs in {err.path or '(root)'} ({err.cls}): "
-                f"{err.exc_type}: {err.message}"
+                f"the forward fails on these inputs in {probed.path or '(root)'} ({probed.cls}): "
+                f"{probed.exc_type}: {probed.message}"
             )
         return CompileReport(
             False, mode, (), (), False, error, tuple(notes), found.traced, len(cap.calls), wall

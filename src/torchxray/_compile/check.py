@@ -17,7 +17,7 @@ from .capture import MISSING, Capture
 from .owner import defined_at, describe, owner_of
 from .plan import plan
 from .records import GraphBreak
-from .stubs import Stubs
+from .stubs import STUB_FILE, Stubs
 from .trace import OWN_FILE, trace
 
 __all__ = ["Breaks", "find_breaks"]
@@ -45,6 +45,11 @@ def _join(base: str, rel: str) -> str:
     return rel if not base else (base if not rel else f"{base}.{rel}")
 
 
+def _in_stub(exc: BaseException | None) -> bool:
+    frames = getattr(exc, "real_stack", None) or []
+    return any(getattr(f, "filename", "") == STUB_FILE for f in frames)
+
+
 def find_breaks(model: nn.Module, cap: Capture) -> Breaks:
     """See the module docstring; call inside `guard.Quiet`."""
     calls = cap.calls
@@ -64,6 +69,10 @@ def find_breaks(model: nn.Module, cap: Capture) -> Breaks:
         with Stubs(stubs):
             outcome = trace(rep, call.args, call.kwargs)
         out.traced += 1
+        if _in_stub(outcome.exc or outcome.error):  # dynamo could not trace a rich rebuild
+            with Stubs(stubs, plain=True):
+                outcome = trace(rep, call.args, call.kwargs)
+            out.traced += 1
         done.update(id(m) for _, m in group.members)
         where = group.path or "(root)"
         if outcome.error is not None:

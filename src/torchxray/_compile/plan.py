@@ -53,8 +53,10 @@ def plan(model: nn.Module, calls: dict[int, Captured]) -> list[Group]:
     ):
         call = calls[id(module)]
         key: Any = None
-        structure = signatures.exact.get(id(module))
-        inputs = _inputs_key(call)
+        # The relaxed signature and the block's cache index: decoder layers that differ only in
+        # `layer_idx` and read their own slot of one cache are one group, as in the probe's memo.
+        structure = signatures.relaxed.get(id(module), signatures.exact.get(id(module)))
+        inputs = _inputs_key(call, signatures.index.get(id(module)))
         if structure is not None and inputs is not None:
             key = (type(module), structure, inputs)
         else:
@@ -63,9 +65,9 @@ def plan(model: nn.Module, calls: dict[int, Captured]) -> list[Group]:
     return sorted(groups.values(), key=lambda g: (-depth(g.path), calls[id(g.module)].order))
 
 
-def _inputs_key(call: Captured) -> Hashable | None:
+def _inputs_key(call: Captured, index: int | None) -> Hashable | None:
     try:
-        found = input_key(call.args, call.kwargs)
+        found = input_key(call.args, call.kwargs, index)
         if found is None:
             return None
         hash(found[0])
