@@ -2,7 +2,8 @@
 
 `python -m bench.compile_check [--repeats 3]`. For small real models built from config (timm
 ResNet-18 at 64x64, a 2-layer transformers Llama of width 64) and a stack of identical MLP blocks
-(2 and 24 of them) it times ``tx.compile_check(model, x)`` (fake inputs; with and without
+(2 and 24 of them, and 24 that each
+print: 24 breaks) it times ``tx.compile_check(model, x)`` (fake inputs; with and without
 torch.export) and ``torch._dynamo.explain(model)(x)`` on real CPU tensors, and says whether both
 agree (no graph break iff ``rep.ok``). Each is timed warm (one untimed call of each on a
 throwaway model first); the best of the repeats is printed. explain runs after the check, since
@@ -34,10 +35,18 @@ class Block(nn.Module):
         return x + self.down(self.act(self.up(self.norm(x))))
 
 
+class Chatty(Block):
+    """A block that logs with print: one graph break per block."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        print(end="")
+        return super().forward(x)
+
+
 class Stack(nn.Module):
-    def __init__(self, depth: int, width: int = 64) -> None:
+    def __init__(self, depth: int, width: int = 64, block: type[Block] = Block) -> None:
         super().__init__()
-        self.blocks = nn.ModuleList(Block(width) for _ in range(depth))
+        self.blocks = nn.ModuleList(block(width) for _ in range(depth))
         self.head = nn.Linear(width, 10)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -67,8 +76,10 @@ def llama() -> tuple[nn.Module, tuple[Any, ...]]:
     return model, (torch.randint(0, 256, (1, 16)),)
 
 
-def stack(depth: int) -> Callable[[], tuple[nn.Module, tuple[Any, ...]]]:
-    return lambda: (Stack(depth).eval(), (torch.randn(2, 8, 64),))
+def stack(
+    depth: int, block: type[Block] = Block
+) -> Callable[[], tuple[nn.Module, tuple[Any, ...]]]:
+    return lambda: (Stack(depth, block=block).eval(), (torch.randn(2, 8, 64),))
 
 
 MODELS: list[tuple[str, Callable[[], tuple[nn.Module, tuple[Any, ...]]]]] = [
@@ -76,6 +87,7 @@ MODELS: list[tuple[str, Callable[[], tuple[nn.Module, tuple[Any, ...]]]]] = [
     ("transformers Llama, 2 layers, width 64", llama),
     ("2 identical MLP blocks", stack(2)),
     ("24 identical MLP blocks", stack(24)),
+    ("24 identical MLP blocks, a print in each", stack(24, Chatty)),
 ]
 
 

@@ -212,14 +212,18 @@ def test_the_users_compiled_functions_keep_their_caches() -> None:
     assert len(compiled) == before  # no recompilation of the user's functions
 
 
-def test_the_model_is_left_as_found_and_nothing_is_printed(capfd: pytest.CaptureFixture[str]) -> None:
+def test_the_model_is_left_as_found_and_nothing_is_printed(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
     model = Clean()
     model.blocks[1].eval()
     model.norm.weight.requires_grad_(False)
     calls: list[str] = []
     h1 = model.blocks[0].register_forward_hook(lambda m, a, o: calls.append("hook"))
     h2 = model.register_forward_pre_hook(lambda m, a: None)
-    flags = [(m.training, dict(m._forward_hooks), dict(m._forward_pre_hooks)) for m in model.modules()]
+    flags = [
+        (m.training, dict(m._forward_hooks), dict(m._forward_pre_hooks)) for m in model.modules()
+    ]
     grads = [p.requires_grad for p in model.parameters()]
     config = torch._dynamo.config.get_config_copy()
     capfd.readouterr()
@@ -265,3 +269,21 @@ def test_a_real_library_model_agrees_with_explain() -> None:
     with torch.no_grad():  # explain resets dynamo: after the check
         explained = torch._dynamo.explain(model)(ids, use_cache=False)
     assert (explained.graph_break_count == 0) == rep.ok
+
+
+def test_a_torch_without_error_on_graph_break_is_a_sentence(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delattr(torch._dynamo, "error_on_graph_break")
+    rep = tx.compile_check(Clean(), torch.randn(3, 8))
+    assert not rep.ok and rep.error is not None and "error_on_graph_break" in rep.error
+
+
+def test_buffers_of_a_training_model_are_left_as_found() -> None:
+    model = nn.Sequential(nn.Linear(8, 8), nn.BatchNorm1d(8), nn.ReLU()).train()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    for mode in ("fake", "real"):
+        rep = tx.compile_check(model, torch.randn(4, 8), options={"mode": mode})
+        assert rep.ok and rep.export_ok, rep
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+    assert all(m.training for m in model.modules())
