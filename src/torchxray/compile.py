@@ -24,6 +24,8 @@ is traced with its already-checked children standing in as empty tensors of thei
 goes on past a child's break. ``torch.export.export(..., strict=False)`` is tried on the same
 captured call, each failure owned by the innermost module on its stack (`_compile.export`).
 
+A ``torch.compile``'d model (its ``OptimizedModule``) is checked as the module it wraps.
+
 ``rep.ok`` means "no graph break": ``torch.compile`` would capture the whole forward in one graph
 (as ``torch._dynamo.explain(model)(x).graph_break_count == 0``, which counts graphs minus one, so
 reads 0 for a break before any op). The user's compiled functions keep their caches: the check
@@ -58,6 +60,7 @@ from ._compile.export import export_failures
 from ._compile.guard import Quiet, unavailable
 from ._compile.records import CompileReport, ExportFailure, GraphBreak
 from ._text import closest
+from ._unwrap import compiled_inner
 
 __all__ = ["CompileReport", "ExportFailure", "GraphBreak", "compile_check"]
 
@@ -100,6 +103,9 @@ def compile_check(
         )
     mode, with_export = _options(options)
     start = time.perf_counter()
+    # A torch.compile'd model is checked as the module it wraps: its paths are the user's, and
+    # the wrapper's own compiled code is the user's cache, never run by the check.
+    model = compiled_inner(model) or model
 
     def failed(error: str, modules: int = 0) -> CompileReport:
         wall = (time.perf_counter() - start) * 1e3

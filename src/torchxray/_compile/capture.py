@@ -9,7 +9,10 @@ pre-hook the positional ones only), a forward hook its output. Global hooks make
 every module the usual way (`_probe.wrap`), so both run for every call; both are removed when the
 probe returns, before the probe's own check of what the forward left behind ends.
 
-In a fake probe the values are the probe's fake tensors: nothing is computed or allocated. A
+In a fake probe the values are the probe's fake tensors: nothing is computed or allocated. In a
+real probe each plain tensor is kept as a fake tensor of its metadata (`_fake.mode.new_fake`),
+made when the hook sees it: tracing reads metadata only, and keeping every module's real inputs
+and outputs would hold a whole forward's activations (gigabytes for a large model on a GPU). A
 module whose forward raised (a data-dependent op on fake tensors) has its arguments and no
 output; modules after it have neither.
 """
@@ -17,12 +20,17 @@ output; modules after it have neither.
 from __future__ import annotations
 
 import sys
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
 from torch import nn
+from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.nn.modules import module as nn_module
+from torch.utils import _pytree as pytree
 
+from .._fake.mode import new_fake
 from ..probe import ProbeReport, run_probe
 
 __all__ = ["Captured", "Capture", "capture"]
@@ -48,6 +56,31 @@ class Capture:
     calls: dict[int, Captured] = field(default_factory=dict)
 
 
+def _as_is(value: Any) -> Any:
+    return value
+
+
+_FAKES: list[Any] = []  # one fake mode for the real checks' metadata, made on first use
+
+
+def _faked(value: Any) -> Any:
+    """`value` with every plain tensor replaced by a fake tensor of its metadata (subclasses,
+    parameters and anything else stay as they are)."""
+    if not _FAKES:
+        _FAKES.append(FakeTensorMode())
+    mode = _FAKES[0]
+
+    def fake(t: torch.Tensor) -> Any:
+        if type(t) is not torch.Tensor:
+            return t
+        return new_fake(mode, t.shape, t.stride(), t.dtype, t.device)
+
+    try:
+        return pytree.tree_map_only(torch.Tensor, fake, value)
+    except Exception:  # noqa: BLE001 - a structure pytree cannot rebuild: kept as it is
+        return value
+
+
 def _kwargs_of_caller() -> dict[str, Any] | None:
     # The pre-hook's caller is `_call_impl`'s inner function, which holds the call's keyword
     # arguments as `kwargs` (torch keeps that code shape: torchrec checks it).
@@ -60,23 +93,28 @@ def capture(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], mod
     """Probe `model` once in `mode`, keeping each module's first call (see the module docstring)."""
     calls: dict[int, Captured] = {}
     mine = {id(m) for m in model.modules()}
+    keep = _faked if mode == "real" else _as_is
 
     def before(module: nn.Module, call_args: tuple[Any, ...]) -> None:
         key = id(module)
         if key in mine and key not in calls:
             found = _kwargs_of_caller()
             if found is not None:
-                calls[key] = Captured(len(calls), tuple(call_args), found)
+                calls[key] = Captured(len(calls), keep(tuple(call_args)), keep(found))
 
     def after(module: nn.Module, call_args: Any, output: Any) -> None:
         got = calls.get(id(module))
         if got is not None and got.output is MISSING:
-            got.output = output
+            got.output = keep(output)
 
     pre = nn_module.register_module_forward_pre_hook(before)
     post = nn_module.register_module_forward_hook(after)
     try:
-        report = run_probe(model, args, kwargs, mode=mode, memoise=False, flops=False)
+        with warnings.catch_warnings():
+            # torch warns that global hooks fire twice around an OptimizedModule inside the
+            # model: ours keep the first call only, and the warning is about the check's hooks.
+            warnings.filterwarnings("ignore", message=".*global hooks on modules.*")
+            report = run_probe(model, args, kwargs, mode=mode, memoise=False, flops=False)
     finally:
         post.remove()
         pre.remove()
