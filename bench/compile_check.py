@@ -121,17 +121,18 @@ def main() -> None:
     )
     print("|---|---|---|---|---|---|---|")
     for name, build in MODELS:
-        model, args = build()
-        t_full, rep = _best(lambda: tx.compile_check(model, *args), opts.repeats)
-        t_dyn, _ = _best(
-            lambda: tx.compile_check(model, *args, options={"export": False}), opts.repeats
-        )
-        t_exp, ex = _best(lambda: _explain(model, args), opts.repeats)
-        agree = (ex.graph_break_count == 0) == rep.ok
-        print(
-            f"| {name} | {t_full:.0f} | {t_dyn:.0f} | {rep.checked} | {t_exp:.0f} "
-            f"| {len(rep.breaks)} / {ex.graph_break_count} | {'yes' if agree else 'NO'} |"
-        )
+        print(_row(name, *build(), opts.repeats))
+
+
+def _row(name: str, model: nn.Module, args: tuple[Any, ...], repeats: int) -> str:
+    t_full, rep = _best(lambda: tx.compile_check(model, *args), repeats)
+    t_dyn, _ = _best(lambda: tx.compile_check(model, *args, options={"export": False}), repeats)
+    t_exp, ex = _best(lambda: _explain(model, args), repeats)
+    agree = (ex.graph_break_count == 0) == rep.ok
+    return (
+        f"| {name} | {t_full:.0f} | {t_dyn:.0f} | {rep.checked} | {t_exp:.0f} "
+        f"| {len(rep.breaks)} / {ex.graph_break_count} | {'yes' if agree else 'NO'} |"
+    )
 
 
 if __name__ == "__main__":

@@ -26,9 +26,12 @@ captured call, each failure owned by the innermost module on its stack (`_compil
 
 A ``torch.compile``'d model (its ``OptimizedModule``) is checked as the module it wraps.
 
-``rep.ok`` means "no graph break": ``torch.compile`` would capture the whole forward in one graph
-(as ``torch._dynamo.explain(model)(x).graph_break_count == 0``, which counts graphs minus one, so
-reads 0 for a break before any op). The user's compiled functions keep their caches: the check
+``rep.ok`` means "no graph break": ``torch.compile`` would capture the whole forward in one graph.
+``torch._dynamo.explain(model)(x).graph_break_count`` agrees on whether there is one, mostly: it
+counts compiled graphs minus one, so a break before any op reads 0, and identical blocks share one
+compiled frame (24 blocks that each print read 1 there, 24 here). Each module's own forward gives
+its first break: tracing stops there, so a second break further down the same forward shows once
+the first is fixed (breaks in its children and in the rest of its parents are all found). The user's compiled functions keep their caches: the check
 compiles fresh functions of its own, never ``torch._dynamo.reset()`` (which ``explain`` calls), and
 puts back dynamo's counters and automatic-dynamic records, its loggers and the compiler stance
 (`_compile.guard`); the model keeps its hooks, flags and train/eval modes (the probe's guarantees,
@@ -37,7 +40,8 @@ puts back dynamo's counters and automatic-dynamic records, its loggers and the c
 Fake inputs cannot take a value-dependent path: a ``.item()`` branch is a break found by tracing
 alone, but the fake probe stops there, so modules the forward would call after it are traced only
 inside their parents, up to that break (``rep.notes`` says so). ``options={"mode": "real"}`` probes
-on real tensors where the model lives, so every module's call is recorded and checked.
+on real tensors where the model lives, so every module's call is recorded and checked (tracing
+still runs on fake copies of what each call received and returned).
 
 Options: the check's own settings travel in one ``options=`` dict, never as keyword arguments,
 because a forward may itself take keywords named ``mode`` or ``export``: every other keyword is
