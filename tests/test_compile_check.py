@@ -286,3 +286,29 @@ def test_buffers_of_a_training_model_are_left_as_found() -> None:
         assert rep.ok and rep.export_ok, rep
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
     assert all(m.training for m in model.modules())
+
+
+class Act(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.relu()
+
+
+class SharedAct(nn.Module):
+    """One activation reused at two widths (as torchvision's Bottleneck does its ReLU): its
+    first output cannot stand in for its second call, so it is traced through in its parent."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.wide = nn.Linear(4, 16)
+        self.narrow = nn.Linear(16, 4)
+        self.act = Act()
+        self.out = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.out(x + self.act(self.narrow(self.act(self.wide(x)))))
+
+
+def test_a_module_called_at_two_shapes_is_not_stood_in_for() -> None:
+    rep = tx.compile_check(nn.Sequential(SharedAct(), Explicit()), x4())
+    assert rep.error is None and not any("could not trace" in n for n in rep.notes), rep
+    assert [b.path for b in rep.breaks] == ["1"]

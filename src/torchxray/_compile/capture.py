@@ -40,12 +40,20 @@ MISSING: Any = object()
 
 @dataclass
 class Captured:
-    """One module's first call: its arguments and output (`MISSING` until it returned)."""
+    """One module's first call: its arguments and output (`MISSING` until it returned).
+    `varied`: a later call returned another shape (a ReLU shared by layers of several widths),
+    so its first output cannot stand in for every call (`stubbable`)."""
 
     order: int
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
     output: Any = MISSING
+    shape: Any = None
+    varied: bool = False
+
+    @property
+    def stubbable(self) -> bool:
+        return self.output is not MISSING and not self.varied
 
 
 @dataclass
@@ -54,6 +62,20 @@ class Capture:
 
     report: ProbeReport
     calls: dict[int, Captured] = field(default_factory=dict)
+
+
+def _shape_of(value: Any) -> Any:
+    """What of an output a stand-in must match: its structure and each tensor's metadata."""
+    try:
+        leaves, spec = pytree.tree_flatten(value)
+        return spec, tuple(
+            (tuple(v.shape), tuple(v.stride()), v.dtype, v.device)
+            if isinstance(v, torch.Tensor)
+            else type(v)
+            for v in leaves
+        )
+    except Exception:  # noqa: BLE001 - unreadable: never equal, so never stood in for
+        return object()
 
 
 def _as_is(value: Any) -> Any:
@@ -104,8 +126,12 @@ def capture(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], mod
 
     def after(module: nn.Module, call_args: Any, output: Any) -> None:
         got = calls.get(id(module))
-        if got is not None and got.output is MISSING:
-            got.output = keep(output)
+        if got is None:
+            return
+        if got.output is MISSING:
+            got.output, got.shape = keep(output), _shape_of(output)
+        elif not got.varied and _shape_of(output) != got.shape:
+            got.varied = True
 
     pre = nn_module.register_module_forward_pre_hook(before)
     post = nn_module.register_module_forward_hook(after)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from torch import nn
 
 from .._text import short
-from .capture import MISSING, Capture
+from .capture import Capture
 from .owner import defined_at, describe, owner_of
 from .plan import plan
 from .records import GraphBreak
@@ -64,7 +64,7 @@ def find_breaks(model: nn.Module, cap: Capture) -> Breaks:
         stubs = [
             (m, calls[id(m)].output)
             for m in rep.modules()
-            if m is not rep and id(m) in done and calls[id(m)].output is not MISSING
+            if m is not rep and id(m) in done and calls[id(m)].stubbable
         ]
         with Stubs(stubs):
             outcome = trace(rep, call.args, call.kwargs)

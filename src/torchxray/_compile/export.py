@@ -26,7 +26,7 @@ import torch
 from torch import nn
 
 from .._text import short
-from .capture import MISSING, Capture
+from .capture import Capture
 from .owner import defined_at
 from .plan import plan
 from .records import ExportFailure
@@ -100,7 +100,7 @@ def export_failures(model: nn.Module, cap: Capture) -> tuple[list[ExportFailure]
         (m, cap.calls[id(m)].output)
         for g in planned
         for _, m in g.members[1:]
-        if rebuildable(cap.calls[id(m)].output)
+        if cap.calls[id(m)].stubbable and rebuildable(cap.calls[id(m)].output)
     ]
     seen: set[tuple[str, str, int]] = set()
     for _ in range(_MAX_ROUNDS):
@@ -126,11 +126,12 @@ def export_failures(model: nn.Module, cap: Capture) -> tuple[list[ExportFailure]
                 failures.append(
                     ExportFailure(member, type(module).__name__, kind, _reason(exc), file, line)
                 )
-            outputs = [(m, cap.calls[id(m)].output) for _, m in members if id(m) in cap.calls]
+            calls = [(m, cap.calls[id(m)]) for _, m in members if id(m) in cap.calls]
+            outputs = [(m, c.output) for m, c in calls]
             if (
                 not path
-                or not outputs
-                or any(o is MISSING or not rebuildable(o) for _, o in outputs)
+                or not calls
+                or any(not c.stubbable or not rebuildable(c.output) for _, c in calls)
             ):
                 if path:
                     notes.append(
