@@ -90,9 +90,6 @@ class CompileReport:
             b for b in self.breaks if not path or b.path == path or b.path.startswith(prefix)
         )
 
-    def __len__(self) -> int:
-        return len(self.breaks)
-
     def __str__(self) -> str:
         if self.error is not None:
             return f"compile check: {self.error}"
