@@ -312,3 +312,21 @@ def test_a_module_called_at_two_shapes_is_not_stood_in_for() -> None:
     rep = tx.compile_check(nn.Sequential(SharedAct(), Explicit()), x4())
     assert rep.error is None and not any("could not trace" in n for n in rep.notes), rep
     assert [b.path for b in rep.breaks] == ["1"]
+
+
+def test_a_module_without_source_still_gets_its_break() -> None:
+    scope: dict[str, object] = {}
+    code = (
+        "import torch, torch.nn as nn\n"
+        "class NoSource(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        torch._dynamo.graph_break()\n"
+        "        return x + 1\n"
+    )
+    exec(compile(code, "<generated>", "exec"), scope)  # noqa: S102 - a class with no source file
+    model = nn.Sequential(nn.Linear(4, 4), scope["NoSource"]())  # type: ignore[arg-type]
+    rep = tx.compile_check(model, x4())
+    assert [(b.path, b.cls, b.file, b.line) for b in rep.breaks] == [
+        ("1", "NoSource", "<generated>", 4)
+    ]
+    assert "<generated>:4" in str(rep)
