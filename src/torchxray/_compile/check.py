@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from torch import nn
 
 from .._text import short
+from .._unwrap import original_class
 from .capture import Capture
 from .owner import defined_at, describe, owner_of
 from .plan import plan
@@ -50,13 +51,17 @@ def _in_stub(exc: BaseException | None) -> bool:
     return any(getattr(f, "filename", "") == STUB_FILE for f in frames)
 
 
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return short(f"{type(exc).__name__}: {lines[0] if lines else ''}", 300)
+
+
 def find_breaks(model: nn.Module, cap: Capture) -> Breaks:
     """See the module docstring; call inside `guard.Quiet`."""
     calls = cap.calls
     out = Breaks()
     seen: set[tuple[str, str, int, str]] = set()
     done: set[int] = set()
-    names = {id(m): type(m).__name__ for m in model.modules()}
     order_of = {p: calls[id(m)].order for p, m in model.named_modules() if id(m) in calls}
     for group in plan(model, calls):
         rep = group.module
@@ -74,48 +79,53 @@ def find_breaks(model: nn.Module, cap: Capture) -> Breaks:
                 outcome = trace(rep, call.args, call.kwargs)
             out.traced += 1
         done.update(id(m) for _, m in group.members)
-        where = group.path or "(root)"
         if outcome.error is not None:
-            text = short(
-                f"{type(outcome.error).__name__}: {str(outcome.error).strip().splitlines()[0] if str(outcome.error).strip() else ''}",
-                300,
-            )
             if group.path == "":
-                out.root_error = text
+                out.root_error = _first_line(outcome.error)
             else:
-                out.errors.append(f"{where}: dynamo could not trace it ({text})")
-            continue
-        if outcome.exc is None:
-            continue
-        exc = outcome.exc
-        frames = list(getattr(exc, "real_stack", None) or [])
-        inner = getattr(exc, "innermost_user_frame_summary", None) or (
-            frames[-1] if frames else None
-        )
-        owner = owner_of(rep, frames)
-        rel = _relative(rep, owner)
-        said = describe(exc)
-        file = str(getattr(inner, "filename", "") or "")
-        line = int(getattr(inner, "lineno", 0) or 0)
-        source = str(getattr(inner, "line", "") or "").strip()
-        if file == OWN_FILE:  # it broke on the module call itself: no user frame to show
-            (file, line), source = defined_at(owner), ""
-        for base, _member in group.members:
-            path = _join(base, rel)
-            key = (path, file, line, said.kind)
-            if key in seen:
-                if base == group.path and owner is not rep:
-                    out.notes.append(
-                        f"{where}: its trace stops at the break already reported in "
-                        f"{path or '(root)'}, whose output the fake probe could not record; the "
-                        "rest of its forward was not traced (options={'mode': 'real'} runs it)"
-                    )
-                continue
-            seen.add(key)
-            cls = names.get(id(owner), type(owner).__name__)
-            found = GraphBreak(
-                path, cls, said.kind, said.reason, said.hint, said.url, file, line, source
-            )
-            out.breaks.append((order_of.get(path, order_of.get(base, 0)), found))
+                out.errors.append(
+                    f"{group.path}: dynamo could not trace it ({_first_line(outcome.error)})"
+                )
+        elif outcome.exc is not None:
+            _record(out, group.members, rep, outcome.exc, seen, order_of)
     out.breaks.sort(key=lambda pair: (pair[0], pair[1].line))
     return out
+
+
+def _record(
+    out: Breaks,
+    members: list[tuple[str, nn.Module]],
+    rep: nn.Module,
+    exc: BaseException,
+    seen: set[tuple[str, str, int, str]],
+    order_of: dict[str, int],
+) -> None:
+    """One trace's break, owned, for every member of its group (each at its own path)."""
+    frames = list(getattr(exc, "real_stack", None) or [])
+    inner = getattr(exc, "innermost_user_frame_summary", None) or (frames[-1] if frames else None)
+    owner = owner_of(rep, frames)
+    rel = _relative(rep, owner)
+    said = describe(exc)
+    file = str(getattr(inner, "filename", "") or "")
+    line = int(getattr(inner, "lineno", 0) or 0)
+    source = str(getattr(inner, "line", "") or "").strip()
+    if file == OWN_FILE:  # it broke on the module call itself: no user frame to show
+        (file, line), source = defined_at(owner), ""
+    cls = original_class(type(owner)).__name__
+    for base, _member in members:
+        path = _join(base, rel)
+        key = (path, file, line, said.kind)
+        if key in seen:
+            if base == members[0][0] and owner is not rep:
+                out.notes.append(
+                    f"{base or '(root)'}: its trace stops at the break already reported in "
+                    f"{path or '(root)'}, whose output could not stand in for it (the fake probe "
+                    "stopped there, or it returned other shapes on other calls); the rest of "
+                    f"{base or 'the root'}'s forward was not traced"
+                )
+            continue
+        seen.add(key)
+        found = GraphBreak(
+            path, cls, said.kind, said.reason, said.hint, said.url, file, line, source
+        )
+        out.breaks.append((order_of.get(path, order_of.get(base, 0)), found))

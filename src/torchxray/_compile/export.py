@@ -26,6 +26,7 @@ import torch
 from torch import nn
 
 from .._text import short
+from .._unwrap import original_class
 from .capture import Capture
 from .owner import defined_at
 from .plan import plan
@@ -124,7 +125,14 @@ def export_failures(model: nn.Module, cap: Capture) -> tuple[list[ExportFailure]
             members = group.members if group is not None else [(path, owner)]
             for member, module in members:  # interchangeable blocks fail alike
                 failures.append(
-                    ExportFailure(member, type(module).__name__, kind, _reason(exc), file, line)
+                    ExportFailure(
+                        member,
+                        original_class(type(module)).__name__,
+                        kind,
+                        _reason(exc),
+                        file,
+                        line,
+                    )
                 )
             calls = [(m, cap.calls[id(m)]) for _, m in members if id(m) in cap.calls]
             outputs = [(m, c.output) for m, c in calls]
