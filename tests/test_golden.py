@@ -123,6 +123,7 @@ PUBLIC = (
     "protocol",
     "demo",
     "watch",
+    "compile",
 )
 
 

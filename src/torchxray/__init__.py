@@ -20,6 +20,7 @@ __version__ = "0.1.0"
 # define a function with the module's own name, and a lazily imported submodule would otherwise
 # shadow that function as a package attribute. Only the widget stack (anywidget, traitlets) is lazy.
 from .catalog import CatalogEntry, catalog, register, resolve, unregister
+from .compile import CompileReport, ExportFailure, GraphBreak, compile_check
 from .diff import ModelDiff, ParamChange, diff
 from .forms import Field, Form, FormError, form, record_everything, record_init_args
 from .memory import MemoryRecord, MemoryReport, memory
@@ -38,12 +39,15 @@ _LAZY: dict[str, str] = {"explore": "widget", "Explorer": "widget"}
 __all__ = [
     "CatalogEntry",
     "ClassInfo",
+    "CompileReport",
     "Edge",
     "Explorer",
+    "ExportFailure",
     "Field",
     "FlowEntry",
     "Form",
     "FormError",
+    "GraphBreak",
     "MemoryRecord",
     "MemoryReport",
     "ModelDiff",
@@ -60,6 +64,7 @@ __all__ = [
     "Write",
     "__version__",
     "catalog",
+    "compile_check",
     "diff",
     "explore",
     "form",

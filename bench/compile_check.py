@@ -1,0 +1,139 @@
+"""What `tx.compile_check` costs against ``torch._dynamo.explain`` (and what the stubs save).
+
+`python -m bench.compile_check [--repeats 3]`. For small real models built from config (timm
+ResNet-18 at 64x64, a 2-layer transformers Llama of width 64) and a stack of identical MLP blocks
+(2 and 24 of them, and 24 that each
+print: 24 breaks) it times ``tx.compile_check(model, x)`` (fake inputs; with and without
+torch.export) and ``torch._dynamo.explain(model)(x)`` on real CPU tensors, and says whether both
+agree (no graph break iff ``rep.ok``). Each is timed warm (one untimed call of each on a
+throwaway model first); the best of the repeats is printed. explain runs after the check, since
+it resets dynamo. explain counts compiled graphs minus one, not breaks per call: identical
+blocks share one compiled frame, so 24 breaks read 1 there. Nothing is timed in the tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+
+import torchxray as tx
+
+
+class Block(nn.Module):
+    def __init__(self, width: int = 64) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(width)
+        self.up = nn.Linear(width, 4 * width)
+        self.act = nn.GELU()
+        self.down = nn.Linear(4 * width, width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.down(self.act(self.up(self.norm(x))))
+
+
+class Chatty(Block):
+    """A block that logs with print: one graph break per block."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        print(end="")
+        return super().forward(x)
+
+
+class Stack(nn.Module):
+    def __init__(self, depth: int, width: int = 64, block: type[Block] = Block) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList(block(width) for _ in range(depth))
+        self.head = nn.Linear(width, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:
+            x = block(x)
+        return self.head(x)
+
+
+def resnet18() -> tuple[nn.Module, tuple[Any, ...]]:
+    import timm
+
+    return timm.create_model("resnet18", pretrained=False).eval(), (torch.randn(1, 3, 64, 64),)
+
+
+def llama() -> tuple[nn.Module, tuple[Any, ...]]:
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(
+        vocab_size=256,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+    )
+    model = LlamaForCausalLM(config).eval()
+    return model, (torch.randint(0, 256, (1, 16)),)
+
+
+def stack(
+    depth: int, block: type[Block] = Block
+) -> Callable[[], tuple[nn.Module, tuple[Any, ...]]]:
+    return lambda: (Stack(depth, block=block).eval(), (torch.randn(2, 8, 64),))
+
+
+MODELS: list[tuple[str, Callable[[], tuple[nn.Module, tuple[Any, ...]]]]] = [
+    ("timm resnet18 (64x64)", resnet18),
+    ("transformers Llama, 2 layers, width 64", llama),
+    ("2 identical MLP blocks", stack(2)),
+    ("24 identical MLP blocks", stack(24)),
+    ("24 identical MLP blocks, a print in each", stack(24, Chatty)),
+]
+
+
+def _best(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
+    best, out = float("inf"), None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - start)
+    return best * 1e3, out
+
+
+def _explain(model: nn.Module, args: tuple[Any, ...]) -> Any:
+    # Not under no_grad: there, explain reads 0 breaks for the 24 printing blocks (the first
+    # break comes before any op of the root's frame, and the blocks' resumed frames share one
+    # compiled code), while torch.compile still splits every block's graph at its print.
+    return torch._dynamo.explain(model)(*args)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    opts = parser.parse_args()
+    warm, warm_args = stack(1)()
+    tx.compile_check(warm, *warm_args)
+    _explain(warm, warm_args)
+    print(
+        "| model | compile_check (ms) | without export (ms) | traces | explain (ms) "
+        "| breaks / explain's | agree |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for name, build in MODELS:
+        print(_row(name, *build(), opts.repeats))
+
+
+def _row(name: str, model: nn.Module, args: tuple[Any, ...], repeats: int) -> str:
+    t_full, rep = _best(lambda: tx.compile_check(model, *args), repeats)
+    t_dyn, _ = _best(lambda: tx.compile_check(model, *args, options={"export": False}), repeats)
+    t_exp, ex = _best(lambda: _explain(model, args), repeats)
+    agree = (ex.graph_break_count == 0) == rep.ok
+    return (
+        f"| {name} | {t_full:.0f} | {t_dyn:.0f} | {rep.checked} | {t_exp:.0f} "
+        f"| {len(rep.breaks)} / {ex.graph_break_count} | {'yes' if agree else 'NO'} |"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Compile readiness (`torchxray.compile`): where torch.compile breaks and torch.export fails."""

@@ -1,0 +1,152 @@
+"""The torch.export half of a check: `export_failures(model, capture) -> ([ExportFailure], notes)`.
+
+``torch.export.export(model, args, kwargs, strict=False)`` runs on the probe's captured root call
+(fake tensors in a fake check: export traces on fake tensors of its own, nothing is computed). A
+failure is owned by the innermost module whose forward was on the failing stack: non-strict
+export runs the forward as Python, so the traceback's frames hold ``self``, and the module is
+found by identity, not by code. Its line is the innermost frame outside torch.
+
+Blocks interchangeable with one before them (`_compile.plan`) stand in for themselves from the
+start. To find the next failure, the failing module (and every block interchangeable with it,
+`_compile.plan`) is stubbed with its recorded output (`_compile.stubs`) and the model exported
+again, until it exports, the same failure comes back, or the owner cannot be stubbed (the root,
+or a module whose output was not recorded or is not made of tensors): one export per distinct
+failure, plus one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import traceback
+from typing import Any
+
+import torch
+from torch import nn
+
+from .._text import short
+from .._unwrap import original_class
+from .capture import Capture
+from .owner import defined_at
+from .plan import plan
+from .records import ExportFailure
+from .stubs import Stubs, rebuildable
+
+__all__ = ["export_failures"]
+
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_MAX_ROUNDS = 16
+
+
+def _silenced() -> contextlib.ExitStack:
+    stack = contextlib.ExitStack()
+    stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
+    stack.enter_context(contextlib.redirect_stderr(io.StringIO()))
+    return stack
+
+
+def _frames(exc: BaseException) -> list[Any]:
+    """Every frame of the exception and the ones it was raised from, outermost first."""
+    chain: list[BaseException] = []
+    while exc is not None and exc not in chain and len(chain) < 8:
+        chain.append(exc)
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+    out: list[Any] = []
+    for link in reversed(chain):  # the original exception's frames are the deepest
+        out.extend(f for f, _ in traceback.walk_tb(link.__traceback__))
+    return out
+
+
+def _locate(exc: BaseException, ids: dict[int, nn.Module]) -> tuple[nn.Module | None, str, int]:
+    """(owner, file, line): the innermost frame whose ``self`` is one of the model's modules,
+    and the innermost frame of the user's code (outside torch and torchxray, and not code torch
+    generated, which has no file; a module's forward defined in a notebook cell counts)."""
+    owner: nn.Module | None = None
+    user: tuple[str, int] | None = None
+    for frame in _frames(exc):
+        me = frame.f_locals.get("self")
+        mine = isinstance(me, nn.Module) and id(me) in ids
+        if mine:
+            owner = me
+        name = frame.f_code.co_filename
+        if mine or not (name.startswith((_TORCH_DIR, _OWN_DIR)) or name.startswith("<")):
+            user = (name, frame.f_lineno)
+    if user is None:
+        return owner, "", 0
+    return owner, user[0], user[1]
+
+
+def _reason(exc: BaseException) -> str:
+    lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
+    return short(" ".join(lines[:3]) or type(exc).__name__, 400)
+
+
+def export_failures(model: nn.Module, cap: Capture) -> tuple[list[ExportFailure], list[str]]:
+    """See the module docstring; call inside `guard.Quiet`."""
+    root = cap.calls.get(id(model))
+    if root is None:
+        return [], ["torch.export was not tried: the forward did not run on the example inputs"]
+    named = list(model.named_modules())
+    ids = {id(m): m for _, m in named}
+    path_of = {id(m): p for p, m in named}
+    planned = plan(model, cap.calls)
+    groups = {p: g for g in planned for p, _ in g.members}
+    failures: list[ExportFailure] = []
+    notes: list[str] = []
+    # Interchangeable blocks after the first stand in for themselves from the start: the first
+    # one's failures are theirs too (24 identical blocks export as one block and 23 stubs).
+    stubbed = [
+        (m, cap.calls[id(m)].output)
+        for g in planned
+        for _, m in g.members[1:]
+        if cap.calls[id(m)].stubbable and rebuildable(cap.calls[id(m)].output)
+    ]
+    seen: set[tuple[str, str, int]] = set()
+    for _ in range(_MAX_ROUNDS):
+        try:
+            # Export prints the partial graph of a failure to stderr itself, and runs the forward
+            # as Python (its own prints): the check's work, kept out of the user's cell.
+            with Stubs(stubbed), _silenced():
+                torch.export.export(model, tuple(root.args), dict(root.kwargs), strict=False)
+            return failures, notes
+        except Exception as exc:  # noqa: BLE001 - every failure is reported, none raised
+            found, file, line = _locate(exc, ids)
+            owner = model if found is None else found
+            path = path_of[id(owner)]
+            if not file:
+                file, line = defined_at(owner)
+            kind = type(exc).__name__
+            if (path, file, line) in seen:
+                return failures, notes
+            seen.add((path, file, line))
+            group = groups.get(path)
+            members = group.members if group is not None else [(path, owner)]
+            for member, module in members:  # interchangeable blocks fail alike
+                failures.append(
+                    ExportFailure(
+                        member,
+                        original_class(type(module)).__name__,
+                        kind,
+                        _reason(exc),
+                        file,
+                        line,
+                    )
+                )
+            calls = [(m, cap.calls[id(m)]) for _, m in members if id(m) in cap.calls]
+            outputs = [(m, c.output) for m, c in calls]
+            if (
+                not path
+                or not calls
+                or any(not c.stubbable or not rebuildable(c.output) for _, c in calls)
+            ):
+                if path:
+                    notes.append(
+                        f"torch.export: what follows {path}'s failure was not checked (its "
+                        "output could not be stood in for)"
+                    )
+                return failures, notes
+            stubbed.extend(outputs)
+    notes.append(f"torch.export: stopped after {_MAX_ROUNDS} failures")
+    return failures, notes
