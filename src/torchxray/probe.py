@@ -87,7 +87,6 @@ import torch
 from torch import nn
 
 from . import _gc
-from ._fake.offload import fake_offloaded
 from ._probe import fastpath
 from ._probe.calls import Call
 from ._probe.cause import entries_of
@@ -253,11 +252,7 @@ def _execute(
     lazy = first_lazy(run)
     if lazy is not None:
         return lazy
-    with (
-        _eager(),
-        run,
-        fake_offloaded(run.modules, run.fake_mode),
-    ):  # accelerate's offloaded weights
+    with _eager(), run:
         try:
             args, kwargs = prepare_inputs(run, args, kwargs)
             run.model(*args, **kwargs)

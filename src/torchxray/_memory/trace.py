@@ -181,6 +181,7 @@ def trace_step(
         if isinstance(leaf, torch.Tensor):
             live.track(leaf)
     objs = [m for _, m in modules]
+    paths = {id(m): p for p, m in modules}
     with contextlib.ExitStack() as es:
         es.enter_context(_flags(objs, training))
         es.enter_context(_attributes_kept(objs))
@@ -193,14 +194,6 @@ def trace_step(
         es.enter_context(_gc.paused())
         es.callback(module_hooks.register_module_forward_pre_hook(stack.pre).remove)
         es.callback(module_hooks.register_module_forward_hook(stack.post).remove)
-        # What the forward writes besides (containers, counters, hooks, torch's flags), put
-        # back and said (`_trace`); entered past the step's own hooks, which are not the
-        # forward's doing.
-        paths = {id(m): p for p, m in modules}
-        watch = Trace(objs, paths, snapshot_state(objs), real=False)
-        stack.touch = watch.touch
-        es.enter_context(watch)
-        trace.writes = watch.writes
         es.enter_context(fake_mode)
         es.enter_context(live)
         es.enter_context(torch.enable_grad() if training else torch.no_grad())
@@ -213,7 +206,14 @@ def trace_step(
             es.enter_context(torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t))
         try:
             with swapped(objs, swap or {}):
-                output = model(*args, **kwargs)
+                # What the forward writes besides (containers, counters, hooks, torch's flags),
+                # put back and said (`_trace`); taken past the step's own changes (its hooks,
+                # the weights swapped for fakes), which are not the forward's doing.
+                watch = Trace(objs, paths, snapshot_state(objs), real=False)
+                stack.touch = watch.touch
+                trace.writes = watch.writes
+                with watch:
+                    output = model(*args, **kwargs)
             if training:
                 loss = _loss(output)
                 del output

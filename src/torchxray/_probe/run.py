@@ -21,6 +21,7 @@ from torch import nn
 from torch._subclasses.fake_tensor import CONSTANT_NUMEL_LIMIT
 
 from .._fake.mode import quiet_fake_logs
+from .._fake.offload import fake_offloaded
 from .._fake.pool import borrowed
 from .._fake.state import kept_state, set_training, snapshot_state
 from .._trace import Trace
@@ -169,6 +170,9 @@ class ProbeRun:
                 # data, no new memory. A mode kept from an earlier run (`_fake.pool`).
                 self.fake_mode = es.enter_context(borrowed())
                 trace.fakes = getattr(self.fake_mode, "fakes", None)
+                # accelerate's offloaded weights as fakes on their execution devices, offloading
+                # paused: torchxray's own change, undone after the trace has compared.
+                es.enter_context(fake_offloaded(self.modules, self.fake_mode))
                 es.enter_context(quiet_fake_logs())  # the report carries a kernel's error
             else:
                 # FSDP2 units sharded before the run are sharded again after it.

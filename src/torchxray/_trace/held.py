@@ -12,9 +12,11 @@ old contents back into the same container objects.
 from __future__ import annotations
 
 import collections
+import contextlib
 import operator
 import sys
 import types
+import weakref
 from collections.abc import Iterable
 from typing import Any
 
@@ -60,8 +62,18 @@ _OPAQUE = (
 _is = operator.is_
 
 
+# Other classes, as they are met: held weakly (a user's class must be free to go).
+_LEARNT: weakref.WeakKeyDictionary[type, int] = weakref.WeakKeyDictionary()
+
+
 def _kind(t: type) -> int:
     k = _KIND.get(t)
+    if k is not None:
+        return k
+    try:
+        k = _LEARNT.get(t)
+    except TypeError:  # a class that cannot be referenced weakly
+        k = None
     if k is not None:
         return k
     if issubclass(t, _OPAQUE) or t.__module__ in ("builtins", "weakref"):
@@ -82,7 +94,11 @@ def _kind(t: type) -> int:
         k = _OBJ
     else:
         k = _SKIP
-    _KIND[t] = k
+    if t.__module__ == "builtins":
+        _KIND[t] = k
+    else:
+        with contextlib.suppress(TypeError):
+            _LEARNT[t] = k
     return k
 
 
