@@ -224,17 +224,5 @@ class Fakes:
         self.made[id(t)] = (t, fake)
         return fake
 
-    def real_of(self, storages: set[int]) -> list[torch.Tensor]:
-        """The real tensors whose fakes sit on these fake storages (by ``_cdata``): what an
-        in-place op on a fake view of a weight (``w.data.mul_``) wrote."""
-        found = []
-        for t, fake in self.made.values():
-            try:
-                if fake.untyped_storage()._cdata in storages:
-                    found.append(t)
-            except Exception:  # noqa: BLE001 - a wrapper subclass's fake without a storage
-                continue
-        return found
-
     def release(self) -> None:
         self.made.clear()

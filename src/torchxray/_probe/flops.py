@@ -65,7 +65,7 @@ def _formulas() -> dict[Any, Any]:
 
 
 _FORMULAS = _formulas()
-_BY_OP: dict[int, tuple[Any, Any, bool, bool, tuple[int, ...]]] = {}
+_BY_OP: dict[int, tuple[Any, Any, bool, bool, tuple[int, ...], bool]] = {}
 _LIFT_FNS = (torch.ops.aten.lift_fresh.default, torch.ops.aten.lift_fresh_copy.default)
 # Exactly these types (not subclasses: a FakeTensor or a user's tensor subclass stays as it is).
 _REAL_TYPES = (torch.Tensor, nn.Parameter)
@@ -73,9 +73,10 @@ _WRITABLE = _REAL_TYPES  # the real tensors whose in-place writes are reported (
 # turn the conversion off through _REAL_TYPES and still compare the writes)
 
 
-def _op_entry(func: Any) -> tuple[Any, Any, bool, bool, tuple[int, ...]]:
+def _op_entry(func: Any) -> tuple[Any, Any, bool, bool, tuple[int, ...], bool]:
     """(func, its FLOP formula, whether its real arguments may be made fake here, whether
-    even when no argument is fake yet, and the positions of the arguments it writes)."""
+    even when no argument is fake yet, the positions of the arguments it writes, and whether
+    its output is a view of its first argument: ``w.data`` and ``w.detach()`` are views)."""
     # FakeTensorMode refuses metadata-mutating ops on real inputs: leave those for it to refuse.
     convertible = torch.Tag.inplace_view not in getattr(func, "tags", ())
     # torch.tensor() inside a forward lifts a real tensor, which the mode turns into a constant.
@@ -84,7 +85,9 @@ def _op_entry(func: Any) -> tuple[Any, Any, bool, bool, tuple[int, ...]]:
     convertible = convertible and func not in _LIFT_FNS
     alone = convertible and converts_alone(func)
     written = written_args(func)[0] if convertible else ()
-    return (func, _FORMULAS.get(func._overloadpacket), convertible, alone, written)
+    returns: Any = getattr(getattr(func, "_schema", None), "returns", ())
+    view = bool(returns) and returns[0].alias_info is not None and not written
+    return (func, _FORMULAS.get(func._overloadpacket), convertible, alone, written, view)
 
 
 class FlopCount:
@@ -110,6 +113,7 @@ class FlopCount:
         self.stack = stack
         # Fake mode: told of each real tensor an in-place op writes (`_trace.Trace.fake_write`).
         self.wrote = wrote
+        self.views: dict[int, tuple[Any, Any]] = {}  # id(fake view) -> (it, the real weight)
         # Fake mode: the dataflow edges' producers, carried through every op (`_probe.edges`).
         self.produced = produced
         self.count = count
@@ -132,11 +136,15 @@ class FlopCount:
         seen = _BY_OP.get(id(func))
         if seen is None or seen[0] is not func:
             seen = _BY_OP[id(func)] = _op_entry(func)
+        first = args[0] if args else None
         if seen[4]:
             args = self._written(args, seen)
         elif seen[2]:
             args = self._fake_args(args, seen[3])
         out = inner(func, types, args, kwargs)
+        if seen[5] and type(first) in _WRITABLE and self.wrote is not None:
+            # A fake view of a real weight (``w.data``): an in-place op on it writes the weight.
+            self.views[id(out)] = (out, first)
         self._counted(func, args, kwargs, out, seen[1])
         return out
 
@@ -176,9 +184,10 @@ class FlopCount:
                 if a.numel() > 1:
                     alone = True
             elif type(a) is self.fake_type and self.wrote is not None:
-                # A fake view of a weight (``w.data``, ``w.detach()``): matched to the weight by
-                # its storage when the run ends (`_fake.convert.Fakes.real_of`).
-                self.wrote(a, fake=True)
+                # A fake view of a weight (``w.data``, ``w.detach()``) made in this run.
+                hit = self.views.get(id(a))
+                if hit is not None and hit[0] is a:
+                    self.wrote(hit[1])
         return self._fake_args(args, alone) if seen[2] else args
 
     def _fake_args(self, args: tuple[Any, ...], alone: bool) -> tuple[Any, ...]:

@@ -169,7 +169,6 @@ class ProbeRun:
                 # fake views (one per tensor, `_fake.convert`) on first use - no copy of their
                 # data, no new memory. A mode kept from an earlier run (`_fake.pool`).
                 self.fake_mode = es.enter_context(borrowed())
-                trace.fakes = getattr(self.fake_mode, "fakes", None)
                 # accelerate's offloaded weights as fakes on their execution devices, offloading
                 # paused: torchxray's own change, undone after the trace has compared.
                 es.enter_context(fake_offloaded(self.modules, self.fake_mode))

@@ -125,7 +125,12 @@ _HOOKS_OF = operator.itemgetter(*HOOK_SLOTS)
 _SLOTS = ("_modules", "_non_persistent_buffers_set")
 _SLOTS_OF = operator.itemgetter(*_SLOTS)
 _PLAIN_KEYS = frozenset(_PLAIN)
-_SCALARS = frozenset({int, float, bool, str, type(None), torch.dtype, torch.device})
+# Values that hold no container a forward could fill: hyperparameters, and the functions and
+# bound methods a probe itself sets on a module while it runs (`_probe/wrap.py`).
+_SCALARS = frozenset(
+    {int, float, bool, str, type(None), torch.dtype, torch.device}
+    | {types.FunctionType, types.MethodType, types.BuiltinFunctionType}
+)
 
 
 class Held:
@@ -152,8 +157,8 @@ class Held:
             return
         mods, names = slots
         self.slots.append((path, slots, (len(mods), len(names))))
-        if mods:
-            self.take((("_modules", mods),), path)
+        if mods:  # copied, not opened: what it holds are modules, taken as modules
+            self.take((("_modules", mods),), path, MAX_DEPTH)
         if any(hooks):
             self.take(((k, v) for k, v in zip(HOOK_SLOTS, hooks) if v), path)
         if len(d) > len(_PLAIN_KEYS):

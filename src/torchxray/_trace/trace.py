@@ -34,7 +34,7 @@ from .flags import Flags, globals_held
 from .held import MAX_DEPTH, Held
 from .modules import attributes, merged, new_hooks
 from .outside import Files
-from .tensors import Backups, InplaceGuard, storage_key
+from .tensors import Backups, InplaceGuard
 from .writes import (
     CONTAINER,
     FILE,
@@ -86,8 +86,6 @@ class Trace:
         self.classes: set[type] = set()
         self.backups = Backups(modules)
         self.fake_written: dict[int, torch.Tensor] = {}
-        self.fake_storages: set[int] = set()  # storages of fake tensors an in-place op wrote
-        self.fakes: Any = None  # a fake run's `_fake.convert.Fakes`, to match those storages
         self.writes: list[Write] = []
         self.limits: list[str] = []  # what torchxray itself could not watch, one sentence each
         self._files = Files()
@@ -197,16 +195,10 @@ class Trace:
         """Whether `finish` compared every module's attributes and put them back."""
         return self.attributes_checked
 
-    def fake_write(self, t: torch.Tensor, fake: bool = False) -> None:
-        """A fake run's in-place op targeted the real tensor `t` (it ran on `t`'s fake), or, with
-        `fake`, the fake tensor `t` (a weight's if `fakes` knows its storage at the end)."""
-        if fake:
-            try:
-                self.fake_storages.add(t.untyped_storage()._cdata)
-            except Exception:  # noqa: BLE001 - a fake without a storage: nothing to match
-                pass
-        else:
-            self.fake_written.setdefault(id(t), t)
+    def fake_write(self, t: torch.Tensor) -> None:
+        """A fake run's in-place op targeted the real tensor `t` (it ran on `t`'s fake)."""
+        if id(t) not in self.fake_written:
+            self.fake_written[id(t)] = t
             if t.numel() <= 1:
                 # FakeTensorMode computes one-element tensors for real (constants): backed up
                 # now, before the op writes it, and put back at the end.
@@ -224,9 +216,6 @@ class Trace:
         try:
             for m, name, detail in self.backups.restore():
                 out.append(Write(owners.get(id(m), "?"), name, INPLACE, detail))
-            if self.fake_storages and self.fakes is not None:
-                for t in self.fakes.real_of(self.fake_storages):
-                    self.fake_written.setdefault(id(t), t)
             if self.fake_written:
                 out.extend(self._fake_writes())
             for item in self.held.changed():
@@ -256,16 +245,17 @@ class Trace:
         return merged(out)
 
     def _fake_writes(self) -> list[Write]:
-        """The model tensors a fake run's in-place ops targeted: by identity, or by storage
-        (``w.data.mul_`` writes through another tensor object)."""
-        found: dict[int, Write] = {}
-        owners = self.backups.owners()
-        for t in self.fake_written.values():
-            key = storage_key(t)
-            for m, name, p in owners.get(key, ()) if key is not None else ():
-                path = self.paths.get(id(m), "?")
-                found.setdefault(id(p), Write(path, name, INPLACE, "written in place"))
-        return list(found.values())
+        """The model tensors a fake run's in-place ops targeted, by identity (a weight on meta
+        has no storage to match)."""
+        found: list[Write] = []
+        wanted = self.fake_written
+        for m in self.modules:
+            for table in (m._parameters, m._buffers):
+                for name, t in table.items():
+                    if t is not None and id(t) in wanted:
+                        path = self.paths.get(id(m), "?")
+                        found.append(Write(path, name, INPLACE, "written in place"))
+        return found
 
     def _restored_container(self, item: tuple[Any, int, Any, str, str]) -> None:
         _, _, _, path, attr = item
