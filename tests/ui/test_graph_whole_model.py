@@ -8,41 +8,11 @@ import re
 from pathlib import Path
 
 import pytest
+from lab import STAGED_NET as MODEL
 from lab import Lab, open_explorer, treeitem
 from playwright.sync_api import Page, expect
 
 pytestmark = pytest.mark.ui
-
-MODEL = """\
-import torch
-from torch import nn
-import torchxray as tx
-
-
-class Block(nn.Module):
-    def __init__(self, c):
-        super().__init__()
-        self.conv, self.act = nn.Conv2d(c, c, 3, padding=1), nn.ReLU()
-
-    def forward(self, x):
-        return x + self.act(self.conv(x))
-
-
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.stem = nn.Conv2d(3, 8, 3, padding=1)
-        self.blocks = nn.Sequential(
-            nn.Sequential(Block(8), Block(8)),
-            nn.Sequential(nn.Conv2d(8, 16, 1), Block(16)),
-        )
-        self.pool, self.head = nn.AdaptiveAvgPool2d(1), nn.Linear(16, 10)
-
-    def forward(self, x):
-        return self.head(self.pool(self.blocks(self.stem(x))).flatten(1))
-
-
-model = Net()"""
 
 
 def test_the_whole_model_is_drawn_from_the_root(page: Page, lab: Lab, shots: Path) -> None:
