@@ -172,9 +172,7 @@ class Trace:
                 names.update(const.co_names)
         where = space.get("__name__", "?")
         found = [
-            (f"{where}.{n}", space[n])
-            for n in names
-            if type(space.get(n)) in _CONTAINER_TYPES or _is_container(space.get(n))
+            (f"{where}.{n}", space[n]) for n in names if isinstance(space.get(n), _CONTAINER_TYPES)
         ]
         if found:
             self.held.take(found, _GLOBALS, depth=MAX_DEPTH - 1)
@@ -284,10 +282,6 @@ def _file_of(seen: str) -> str:
 
 
 _GLOBALS = "<globals>"  # the owner of registries taken from a forward's Python module
-
-
-def _is_container(v: Any) -> bool:
-    return isinstance(v, (list, dict, set)) and not isinstance(v, type)
 
 
 def _public(attr: str, detail: str) -> str:
