@@ -72,6 +72,13 @@ export function rowHeader(): HTMLElement {
   );
 }
 
+/** A row's output, "last_hidden_state: 1×16×128 +1", as its name ("last_hidden_state:") and
+ * its shape with the count of the others ("1×16×128 +1"); a bare shape has no name. */
+export function splitOut(out: string): { name: string; dims: string } {
+  const at = out.lastIndexOf(": ");
+  return at < 0 ? { name: "", dims: out } : { name: out.slice(0, at + 1), dims: out.slice(at + 2) };
+}
+
 export function rowCells(item: Item): HTMLElement[] {
   if (isMore(item)) return [h("span", { class: "tx-muted" }, `… ${item.more} more (Enter to load)`)];
   if (isFold(item)) {
@@ -100,7 +107,10 @@ export function rowCells(item: Item): HTMLElement[] {
   if (item.not_called && !item.out) cells.push(h("span", { class: "tx-shape tx-notcalled", title: `not called in the last probe: ${item.not_called}` }, "not called"));
   else {
     const title = item.out_all ? `outputs (last probe):\n${item.out_all}` : item.out ? `output shape (last probe): ${item.out}` : undefined;
-    cells.push(h("span", { class: "tx-shape", title }, item.out ?? ""));
+    // The output's name gives way first (styles.css), its numbers never: "1×16×12…" misleads.
+    const { name, dims } = splitOut(item.out ?? "");
+    if (name) cells.push(h("span", { class: "tx-shape-name", title }, name));
+    cells.push(h("span", { class: "tx-shape tx-shape-dims", title }, dims));
   }
   // An outline (TreeState.outline) has no counts yet: the kernel is still reading the tensors.
   if (item.params === undefined) cells.push(h("span", { class: "tx-params", title: "parameters: still being counted" }, "…"));
@@ -109,25 +119,43 @@ export function rowCells(item: Item): HTMLElement[] {
 }
 
 /** Widens the tree pane (up to MAX_PANE of the widget) until no shown row is cut short: names
- * are what a person reads the tree by. Stops once the person has sized it by hand. */
+ * are what a person reads the tree by. Stops once the person has sized it by hand. A row's
+ * badges do not count: an Apply adds "patched" to a row, and the panes must not change width
+ * under the person's pointer then (issue 43); a row still short of room drops its shape (the
+ * tooltip keeps it) rather than cut its class ("LlamaMo…" names no class). */
 export function fitNames(pane: HTMLElement, rows: HTMLElement): void {
   const auto = pane.dataset.autoWidth ?? "";
-  if (pane.style.width !== auto) return; // the CSS resize handle set a width of its own
+  const byHand = pane.style.width !== auto; // the CSS resize handle set a width of its own
   // What the widest row lacks to show its name and class whole (those shrink, in that order from
   // last to first, when the row is short: styles.css). Not the output: a model returning ten
   // tensors would take the panes' room (the tabs wrapped); the row shows the first and a count,
   // its tooltip all of them.
   let need = 0;
   for (const row of rows.children) {
-    let lack = 0;
-    for (const cell of row.querySelectorAll<HTMLElement>(".tx-name, .tx-cls")) lack += cell.scrollWidth - cell.clientWidth;
-    need = Math.max(need, lack);
+    need = Math.max(need, lack(row) - marksWidth(row));
   }
-  if (need <= 0) return;
   const width = pane.getBoundingClientRect().width;
   const room = (pane.parentElement?.getBoundingClientRect().width ?? 0) * MAX_PANE;
   const next = Math.min(room, width + need + 2);
-  if (next <= width + 1) return;
-  pane.style.width = `${Math.round(next)}px`;
-  pane.dataset.autoWidth = pane.style.width;
+  if (!byHand && need > 0 && next > width + 1) {
+    pane.style.width = `${Math.round(next)}px`;
+    pane.dataset.autoWidth = pane.style.width;
+  }
+  for (const row of rows.children) {
+    const shape = row.querySelector<HTMLElement>(".tx-shape-dims");
+    if (shape && lack(row) > 0) shape.classList.add("tx-gone");
+  }
+}
+
+/** How many pixels a row's name and class lack to be shown whole. */
+function lack(row: Element): number {
+  let n = 0;
+  for (const cell of row.querySelectorAll<HTMLElement>(".tx-name, .tx-cls")) n += cell.scrollWidth - cell.clientWidth;
+  return n;
+}
+
+function marksWidth(row: Element): number {
+  let n = 0;
+  for (const mark of row.querySelectorAll<HTMLElement>(".tx-mark")) n += mark.getBoundingClientRect().width + 6; // + the row's gap
+  return n;
 }

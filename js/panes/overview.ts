@@ -1,5 +1,5 @@
 // Overview of the selected module: class, sizes, devices, hooks, extra_repr and its last probe record.
-import { clear, formatBytes, formatCount, h } from "../dom";
+import { breakablePath, clear, formatBytes, formatCount, h } from "../dom";
 import type { SiteRow } from "../protocol";
 import type { Ctx, Pane } from "./context";
 import { statsSection } from "./stats";
@@ -70,7 +70,10 @@ export class OverviewPane implements Pane {
       if (probe.mem_peak !== null && probe.mem_peak !== undefined) rows.push(["memory peak", formatBytes(Number(probe.mem_peak))]);
     }
     const dl = h("dl", { class: "tx-dl" });
-    for (const [k, v] of rows) dl.append(h("dt", {}, k), h("dd", {}, v));
+    // A path or qualname breaks after its dots only ("transformers.models.llama.modeling_llama.
+    // LlamaModel"), other values between words (styles.css): never inside a name (issue 43).
+    const dotted = new Set(["path", "qualname"]);
+    for (const [k, v] of rows) dl.append(h("dt", {}, k), h("dd", {}, ...(dotted.has(k) ? breakablePath(v) : [v])));
     // forward's annotations against what the probe saw: a warning, not a failure.
     const contract = ((probe?.contract as string[] | undefined) ?? []).map((m) => h("div", {}, m));
     if (contract.length) dl.append(h("dt", {}, "contract"), h("dd", { class: "tx-warnrow", role: "note" }, ...contract));

@@ -1,10 +1,11 @@
 // Probe results: every module's shapes, the diff against the previous probe highlighted, a banner
 // naming the module that failed, and the fake/real switch; runs of identical blocks fold
 // (probe_fold.ts) and a row leads to its module in the tree. Mirrors src/torchxray/probe.py.
-import { breakable, breakablePath, clear, formatBytes, formatCount, h, uid } from "../dom";
+import { clear, formatBytes, formatCount, h, uid } from "../dom";
 import type { ProbeMode, ProbeRow, ProbeSummary, ProbeTableReply } from "../protocol";
 import { messageOf, type Ctx, type Pane } from "./context";
 import { FlowView } from "./flow";
+import { pathCell, shapesCell } from "./probe_cells";
 import { foldRuns, isProbeFold, type ProbeFold } from "./probe_fold";
 import { realProbeButton } from "./real_probe";
 import { SummaryTools } from "./summary";
@@ -15,6 +16,7 @@ const PAGE = 500;
 
 /** The optional columns: each shows when some row has a value for it. */
 interface Columns {
+  calls: boolean; // some module ran more or less than once
   before: boolean;
   flops: boolean;
   real: boolean;
@@ -165,15 +167,19 @@ export class ProbePane implements Pane {
     // Fake mode counts FLOPs and measures nothing; real mode measures and counts FLOPs only when
     // asked (probe.py): each column shows when some row has it, "before" when something changed.
     const cols: Columns = {
+      calls: this.rows.some((x) => x.calls !== 1),
       before: this.rows.some((x) => x.status === "changed" || x.status === "added"),
       flops: this.rows.some((x) => x.flops !== null),
       real: this.rows.some((x) => x.time_ms !== null),
     };
-    const head = ["module", "class", "calls", "input", "output"];
+    // "calls" shows where some module ran other than once; a narrow pane hides the input column
+    // (styles.css), each output cell's title keeps the input.
+    const head = ["module", "class", ...(cols.calls ? ["calls"] : []), "input", "output"];
     if (cols.before) head.push("before");
     if (cols.flops) head.push("FLOPs");
     if (cols.real) head.push("time", "peak mem");
-    const table = h("table", { class: "tx-table" }, h("thead", {}, h("tr", {}, ...head.map((x) => h("th", {}, x)))));
+    const th = (x: string) => h("th", { class: x === "input" ? "tx-col-in" : undefined }, x);
+    const table = h("table", { class: "tx-table tx-probetable" }, h("thead", {}, h("tr", {}, ...head.map(th))));
     const body = h("tbody");
     for (const line of foldRuns(this.rows, this.open)) {
       body.appendChild(isProbeFold(line) ? this.foldRow(line, cols) : this.row(line, cols));
@@ -189,22 +195,16 @@ export class ProbePane implements Pane {
   }
 
   private row(row: ProbeRow, cols: Columns, label?: HTMLElement, totals: Totals = row): HTMLTableRowElement {
-    // Paths and shapes wrap (styles.css), so the table fits the pane without a sideways scroll;
-    // shape lists only between entries (or inside long output names), never inside a shape.
-    const wrapped = (text: string) => {
-      const td = h("td", { class: "tx-wrap tx-mono tx-shapes" });
-      td.append(...breakable(text));
-      return td;
-    };
-    const tr = h(
-      "tr",
-      { class: `tx-${row.status}`, title: row.status },
-      label ?? h("td", { class: "tx-pathcell", title: "click to select it in the tree" }, ...breakablePath(row.path || "(model)")),
-      h("td", {}, row.cls),
-      h("td", {}, String(row.calls)),
-      wrapped(row.inputs),
-      wrapped(row.outputs),
-    );
+    // The table fits the pane without a sideways scroll (probe_cells.ts): a module is its name
+    // at its depth, a list of shapes its first entry and "+N more", broken only between entries.
+    const wrapped = shapesCell;
+    const input = wrapped(row.inputs);
+    input.classList.add("tx-col-in");
+    const output = wrapped(row.outputs);
+    output.title = `input: ${row.inputs}\noutput: ${output.title || row.outputs}`;
+    const tr = h("tr", { class: `tx-${row.status}`, title: row.status }, label ?? pathCell(row.path), h("td", {}, row.cls));
+    if (cols.calls) tr.append(h("td", {}, String(row.calls)));
+    tr.append(input, output);
     if (cols.before) tr.append(wrapped(row.status === "changed" ? (row.before ?? "") : row.status === "added" ? "(new)" : ""));
     if (cols.flops) tr.append(h("td", {}, totals.flops === null ? "" : formatCount(totals.flops)));
     if (cols.real) {
@@ -225,12 +225,9 @@ export class ProbePane implements Pane {
     const peaks = fold.heads.map((x) => x.mem_peak).filter((x): x is number => x !== null);
     const totals = { flops: sum("flops"), time_ms: sum("time_ms"), mem_peak: peaks.length ? Math.max(...peaks) : null };
     const last = lastName(fold.heads[fold.heads.length - 1].path);
-    const label = h(
-      "td",
-      { class: "tx-pathcell", title: `${fold.count} identical blocks: the first one's shapes; FLOPs and time of all` },
-      h("span", { class: "tx-caret", "aria-hidden": "true" }, fold.open ? "▾" : "▸"),
-      ...breakablePath(`${fold.key}–${last} ×${fold.count}`),
-    );
+    const label = pathCell(fold.key, `${lastName(fold.key)}–${last} ×${fold.count}`, `${fold.key}–${last} ×${fold.count}`);
+    label.title = `${fold.count} identical blocks: the first one's shapes; FLOPs and time of all`;
+    label.firstElementChild?.prepend(h("span", { class: "tx-caret", "aria-hidden": "true" }, fold.open ? "▾" : "▸"));
     const tr = this.row(fold.heads[0], cols, label, totals);
     tr.classList.add("tx-foldrow");
     tr.setAttribute("aria-expanded", String(fold.open));

@@ -1,10 +1,11 @@
 // The Probe tab's summary tools: ex.summary(depth)'s text (torchinfo's layout) copied or shown, and
 // its rows as a CSV download. The kernel builds both (_view/tools_summary.py); this asks for them
 // at a depth and hands them on. Mirrors src/torchxray/summary.py.
-import { h, uid } from "../dom";
+import { clear, h, uid } from "../dom";
 import type { SummaryReply } from "../protocol";
 import { messageOf, type Ctx } from "./context";
 import { copyText } from "./history";
+import { parseSummary, summaryView } from "./summary_table";
 
 const DEPTHS = ["auto", "1", "2", "3", "4", "5", "6", "8", "all"] as const;
 const ALL = 1_000_000; // the kernel shows the tree's own depth when asked for more
@@ -18,7 +19,8 @@ export class SummaryTools {
   readonly el: HTMLElement;
   private readonly depth: HTMLSelectElement;
   private readonly note = h("span", { class: "tx-muted", "aria-live": "polite" });
-  private readonly text = h("pre", { class: "tx-pre tx-summarytext", tabindex: 0, hidden: true, "aria-label": "summary text" });
+  // Shown as a table that fits the pane (summary_table.ts); Copy gives the text.
+  private readonly text = h("div", { class: "tx-summarytext", tabindex: 0, hidden: true, role: "region", "aria-label": "summary text" });
   private readonly toggle: HTMLButtonElement;
 
   constructor(private readonly ctx: Ctx) {
@@ -95,7 +97,10 @@ export class SummaryTools {
 
   private async fill(): Promise<void> {
     const r = await this.fetch();
-    this.text.textContent = r ? r.text : "";
+    clear(this.text);
+    const grid = r ? parseSummary(r.text) : null;
+    if (grid) this.text.appendChild(summaryView(grid));
+    else if (r) this.text.appendChild(h("pre", { class: "tx-pre tx-summarypre" }, r.text));
     if (r) this.note.textContent = `depth ${r.depth} of ${r.deepest}`;
   }
 }

@@ -1,0 +1,53 @@
+// The Probe table's cells that have to fit a narrow pane (issue 43): a module is its last name,
+// indented under its parent (the rows come in the tree's order), never a path cut between two
+// lines; a cell of several outputs is one line, the first and "+N more", which opens in place.
+import { breakable, h } from "../dom";
+
+/** How deep a path sits: "" (the model) 0, "blocks" 1, "blocks.0.conv" 3. */
+export function pathDepth(path: string): number {
+  return path === "" ? 0 : path.split(".").length;
+}
+
+/** The last part of a path, "(model)" for the model itself. */
+export function lastName(path: string): string {
+  return path === "" ? "(model)" : path.slice(path.lastIndexOf(".") + 1);
+}
+
+/** A shapes cell's entries ("logits: 1×10, past_key_values[0][0]: 1×4×8" or "1×3, 1×8"), as the
+ * kernel joins them (_view/panes.py output_parts). */
+export function entries(text: string): string[] {
+  return text === "" ? [] : text.split(", ");
+}
+
+/** The module cell: the name at its depth; the whole path is its title and accessible name, so a
+ * row reads "layer1.0.conv1" to a screen reader and in the tooltip. */
+export function pathCell(path: string, shown = lastName(path), full = path || "(model)"): HTMLTableCellElement {
+  const name = h("span", { class: "tx-pathname" }, shown);
+  // Top-level modules start at the edge: the model's own row is the only one above them.
+  name.style.setProperty("--tx-depth", String(Math.max(0, pathDepth(path) - 1)));
+  return h("td", { class: "tx-pathcell", title: `${full} (click to select it in the tree)`, "aria-label": full }, name);
+}
+
+/** A shapes cell: whole shapes only, broken between entries (dom.ts breakable); several entries
+ * show the first and a "+N more" button that lists them all (and "less" to fold them again). */
+export function shapesCell(text: string): HTMLTableCellElement {
+  const td = h("td", { class: "tx-wrap tx-mono tx-shapes" });
+  const all = entries(text);
+  if (all.length <= 1) {
+    td.append(...breakable(text));
+    return td;
+  }
+  td.title = all.join("\n");
+  const draw = (open: boolean) => {
+    td.replaceChildren(...breakable(open ? text : all[0]), " ");
+    const label = open ? "less" : `+${all.length - 1} more`;
+    const b = h("button", { type: "button", class: "tx-link tx-more", "aria-expanded": String(open) }, label);
+    b.addEventListener("click", (e) => {
+      e.stopPropagation(); // the row's own click selects the module
+      draw(!open);
+    });
+    td.appendChild(b);
+  };
+  draw(false);
+  return td;
+}
