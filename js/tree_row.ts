@@ -142,15 +142,27 @@ export function fitNames(pane: HTMLElement, rows: HTMLElement): void {
     pane.dataset.autoWidth = pane.style.width;
   }
   for (const row of rows.children) {
-    const shape = row.querySelector<HTMLElement>(".tx-shape-dims");
-    if (shape && lack(row) > 0) shape.classList.add("tx-gone");
+    // An output's name shows whole or not at all ("[…" names nothing); so does its shape.
+    const name = row.querySelector<HTMLElement>(".tx-shape-name");
+    if (name && overflow(name) > 0) name.classList.add("tx-gone");
+    if (lack(row) <= 0) continue;
+    for (const shape of row.querySelectorAll<HTMLElement>(".tx-shape-name, .tx-shape-dims")) shape.classList.add("tx-gone");
   }
+}
+
+/** How much wider a cell's text is than its box, in fractions of a pixel (scrollWidth rounds,
+ * and a cut of 0.4 px shows "…"). */
+function overflow(cell: HTMLElement): number {
+  const range = document.createRange();
+  range.selectNodeContents(cell);
+  const over = range.getBoundingClientRect().width - cell.getBoundingClientRect().width;
+  return over > 0.01 ? over : 0;
 }
 
 /** How many pixels a row's name and class lack to be shown whole. */
 function lack(row: Element): number {
   let n = 0;
-  for (const cell of row.querySelectorAll<HTMLElement>(".tx-name, .tx-cls")) n += cell.scrollWidth - cell.clientWidth;
+  for (const cell of row.querySelectorAll<HTMLElement>(".tx-name, .tx-cls")) n += overflow(cell);
   return n;
 }
 

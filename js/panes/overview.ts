@@ -73,7 +73,7 @@ export class OverviewPane implements Pane {
     // A path or qualname breaks after its dots only ("transformers.models.llama.modeling_llama.
     // LlamaModel"), other values between words (styles.css): never inside a name (issue 43).
     const dotted = new Set(["path", "qualname"]);
-    for (const [k, v] of rows) dl.append(h("dt", {}, k), h("dd", {}, ...(dotted.has(k) ? breakablePath(v) : [v])));
+    for (const [k, v] of rows) dl.append(h("dt", {}, k), dotted.has(k) ? h("dd", { class: "tx-dotted" }, ...breakablePath(v)) : h("dd", {}, v));
     // forward's annotations against what the probe saw: a warning, not a failure.
     const contract = ((probe?.contract as string[] | undefined) ?? []).map((m) => h("div", {}, m));
     if (contract.length) dl.append(h("dt", {}, "contract"), h("dd", { class: "tx-warnrow", role: "note" }, ...contract));

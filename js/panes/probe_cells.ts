@@ -39,12 +39,20 @@ export function shapesCell(text: string): HTMLTableCellElement {
   }
   td.title = all.join("\n");
   const draw = (open: boolean) => {
-    td.replaceChildren(...breakable(open ? text : all[0]), " ");
+    // Inline text, not a <button> (an inline block, a line of its own when the column is
+    // narrow), held to the last shape by a no-break space: the row stays one line high.
+    td.replaceChildren(...breakable(open ? text : all[0]), "\u00a0");
     const label = open ? "less" : `+${all.length - 1} more`;
-    const b = h("button", { type: "button", class: "tx-link tx-more", "aria-expanded": String(open) }, label);
-    b.addEventListener("click", (e) => {
+    const b = h("span", { role: "button", tabindex: 0, class: "tx-more", "aria-expanded": String(open) }, label);
+    const flip = (e: Event) => {
       e.stopPropagation(); // the row's own click selects the module
+      e.preventDefault();
       draw(!open);
+      td.querySelector<HTMLElement>(".tx-more")?.focus();
+    };
+    b.addEventListener("click", flip);
+    b.addEventListener("keydown", (e) => {
+      if (e.key === "Enter" || e.key === " ") flip(e);
     });
     td.appendChild(b);
   };

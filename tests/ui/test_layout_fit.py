@@ -48,26 +48,37 @@ TABS = """strip => {
   };
 }"""
 
-# Text nodes laid out on more than one line inside `selector` (a name cut mid-token):
-# their text, where a node's rectangles lie at different heights.
+# Places where a line break falls inside a token, in text under `selector`: a break is fine after
+# a space, a dot, a comma or a colon (where dom.ts and the browser put them), nowhere else.
 BROKEN = """(root, selector) => {
   const out = [];
   for (const el of root.querySelectorAll(selector)) {
     const walk = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
     for (let n = walk.nextNode(); n; n = walk.nextNode()) {
-      if (!n.textContent.trim()) continue;
-      const range = document.createRange();
-      range.selectNodeContents(n);
-      const tops = new Set([...range.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top)));
-      if (tops.size > 1) out.push(n.textContent);
+      const t = n.textContent;
+      let top = null;
+      for (let i = 0; i < t.length; i++) {
+        const range = document.createRange();
+        range.setStart(n, i);
+        range.setEnd(n, i + 1);
+        const r = [...range.getClientRects()].find(r => r.width > 0);
+        if (!r) continue;
+        if (top !== null && r.top > top + 2 && !/[ .,:]/.test(t[i - 1]) && t[i] !== ' ') {
+          out.push(t.slice(Math.max(0, i - 12), i) + '|' + t.slice(i, i + 12));
+        }
+        top = r.top;
+      }
     }
   }
   return out;
 }"""
 
-# Cells whose text is cut by an ellipsis (wider than their box).
-CUT = """(root, selector) => [...root.querySelectorAll(selector)]
-  .filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.textContent)"""
+# Cells whose text is cut by an ellipsis: the text is wider than its box, by any fraction.
+CUT = """(root, selector) => [...root.querySelectorAll(selector)].filter(e => {
+  const range = document.createRange();
+  range.selectNodeContents(e);
+  return range.getBoundingClientRect().width > e.getBoundingClientRect().width + 0.01;
+}).map(e => e.textContent)"""
 
 
 def open_with_file_browser(page: Page, lab: Lab, name: str, *cells: str) -> Locator:
@@ -187,7 +198,7 @@ def test_llama_names_shapes_and_widths_read_whole(page: Page, lab: Lab, shots: P
     tree = ex.locator(".tx-treepane")
     cut = tree.evaluate(CUT, ".tx-row .tx-cls")
     assert cut == [], cut
-    shapes = tree.evaluate(CUT, ".tx-row .tx-shape-dims")
+    shapes = tree.evaluate(CUT, ".tx-row .tx-shape-dims, .tx-row .tx-shape-name:not(.tx-gone)")
     assert shapes == [], shapes
     expect(root.locator(".tx-shape-dims")).to_have_text(re.compile(r"^1×16×128( \+\d+)?$"))
     page.screenshot(path=str(shots / "fit-llama-tree.png"))
@@ -195,11 +206,18 @@ def test_llama_names_shapes_and_widths_read_whole(page: Page, lab: Lab, shots: P
     # The Overview's qualname breaks at its dots, never inside a name.
     treeitem(ex, "0").click()
     overview = ex.get_by_role("tabpanel", name="Overview")
-    expect(overview).to_contain_text("LlamaDecoderLayer")
-    ex.locator(".tx-treepane").evaluate("e => { e.style.width = '70%'; }")
+    expect(overview).to_contain_text("transformers.models.llama.modeling_llama.LlamaDecoderLayer")
     broken = ex.evaluate(BROKEN, ".tx-overview dd")
     assert broken == [], broken
     page.screenshot(path=str(shots / "fit-llama-overview.png"))
+    # Dragged narrow, the qualname still breaks at its dots only.
+    ex.locator(".tx-treepane").evaluate("e => { e.style.width = '62%'; }")
+    qualname = overview.locator("dd.tx-dotted").nth(1)
+    expect(qualname).to_have_text("transformers.models.llama.modeling_llama.LlamaDecoderLayer")
+    assert qualname.evaluate("e => e.getClientRects().length && e.offsetHeight") > 30
+    broken = ex.evaluate(BROKEN, ".tx-overview dd.tx-dotted")
+    assert broken == [], broken
+    page.screenshot(path=str(shots / "fit-llama-overview-narrow.png"))
     ex.locator(".tx-treepane").evaluate("e => { e.style.width = e.dataset.autoWidth || ''; }")
 
     # The Probe table: the model's several outputs are one line and a "+N more" that opens.
@@ -208,11 +226,15 @@ def test_llama_names_shapes_and_widths_read_whole(page: Page, lab: Lab, shots: P
     first = probe.locator("tbody tr").first
     more = first.get_by_role("button", name=re.compile(r"^\+\d+ more$"))
     expect(more).to_be_visible()
+    # At most two lines (the first output's name, then its shape), where a flat list took six.
+    one = probe.locator("tbody tr").nth(1).evaluate("e => e.getBoundingClientRect().height")
     height = first.evaluate("e => e.getBoundingClientRect().height")
-    assert height < 30, height
+    assert height <= 2 * one + 1, (height, one)
     more.click()
-    expect(first).to_contain_text("past_key_values")
-    expect(ex.get_by_role("tree").locator("[aria-selected=true]")).to_have_count(1)
+    expect(first).to_contain_text("cache[1].values: 1×2×16×32")
+    expect(first.get_by_role("button", name="less")).to_have_attribute("aria-expanded", "true")
+    # Opening the list is not a click on the row: the selection stays where it was.
+    expect(treeitem(ex, "0")).to_have_attribute("aria-selected", "true")
     panels = ex.locator(".tx-panels")
     assert panels.evaluate("e => e.scrollWidth - e.clientWidth") <= 1
     page.screenshot(path=str(shots / "fit-llama-probe.png"))
