@@ -240,6 +240,7 @@ describe("Explorer widget", () => {
     await flush();
     expect(heads()).toContain("FLOPs");
     expect(heads()).not.toContain("time");
+    expect(heads()).not.toContain("calls"); // every module ran once: the column would say nothing
     expect(el.querySelector(".tx-table tbody tr")?.textContent).toContain("128");
     rows = [{ ...base, path: "fc", flops: null, time_ms: 0.25 }];
     model.set("probe_summary", { ...FAILED, ok: true, error: null, rev: 8 });
@@ -249,6 +250,12 @@ describe("Explorer widget", () => {
     expect(heads()).toEqual(expect.arrayContaining(["time", "peak mem"]));
     expect(heads()).not.toContain("FLOPs");
     expect(el.querySelector(".tx-table tbody tr")?.textContent).toContain("0.250 ms");
+    rows = [{ ...base, path: "fc", calls: 3, flops: null, time_ms: null }];
+    model.set("probe_summary", { ...FAILED, ok: true, error: null, rev: 9 });
+    byRole(el, "tab", "Overview")[0].click();
+    byRole(el, "tab", "Probe")[0].click();
+    await flush();
+    expect(heads()).toEqual(["module", "class", "calls", "input", "output"]);
   });
 
   it("Probe tab: after a failed probe, modules not reached are not called removed (and stay on Show more)", async () => {

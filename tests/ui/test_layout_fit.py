@@ -132,8 +132,20 @@ def test_tabs_and_probe_table_fit_with_the_file_browser_open(
         after = assert_tabs_in_view(ex)
         for a, b in zip(before["tabs"], after["tabs"]):
             assert abs(a["left"] - b["left"]) < 0.5 and abs(a["top"] - b["top"]) < 0.5, (a, b)
+    # Two more tabs are on their way (Compile, Ranks): twelve fit as well, with no change here.
+    strip.evaluate(
+        """s => ['Compile', 'Ranks'].forEach(n => {
+          const t = s.lastElementChild.cloneNode(true);
+          t.textContent = n; t.dataset.extra = ''; t.setAttribute('aria-selected', 'false');
+          s.appendChild(t);
+        })"""
+    )
+    assert len(assert_tabs_in_view(ex)["tabs"]) == 12
+    page.screenshot(path=str(shots / "fit-tabs-twelve.png"))
     # A person drags the tree wider: the tabs take more rows, each still in view and clickable.
     ex.locator(".tx-treepane").evaluate("e => { e.style.width = '72%'; }")
+    assert len(assert_tabs_in_view(ex)["tabs"]) == 12
+    strip.evaluate("s => s.querySelectorAll('[data-extra]').forEach(t => t.remove())")
     narrow = assert_tabs_in_view(ex)
     assert ex.locator(".tx-side").evaluate("e => e.getBoundingClientRect().width") < 320
     page.screenshot(path=str(shots / "fit-tabs-narrow.png"))
