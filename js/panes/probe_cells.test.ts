@@ -29,7 +29,8 @@ describe("the probe table's cells", () => {
     expect(td.textContent).toBe("last_hidden_state: 1×16×128\u00a0+2 more");
     expect(td.title.split("\n")).toHaveLength(3);
     td.querySelector<HTMLElement>("[role=button]")!.click();
-    expect(td.textContent).toBe(`${text}\u00a0less`);
+    expect(td.textContent).toBe(`${text.replaceAll(", ", "")}\u00a0less`);
+    expect(td.querySelectorAll("br")).toHaveLength(2);
     expect(td.querySelector<HTMLElement>("[role=button]")!.getAttribute("aria-expanded")).toBe("true");
     td.querySelector<HTMLElement>("[role=button]")!.click();
     expect(td.textContent).toBe("last_hidden_state: 1×16×128\u00a0+2 more");

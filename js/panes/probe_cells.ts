@@ -29,7 +29,8 @@ export function pathCell(path: string, shown = lastName(path), full = path || "(
 }
 
 /** A shapes cell: whole shapes only, broken between entries (dom.ts breakable); several entries
- * show the first and a "+N more" button that lists them all (and "less" to fold them again). */
+ * show the first and a "+N more" button that lists them all, one a line (and "less" to fold
+ * them again). */
 export function shapesCell(text: string): HTMLTableCellElement {
   const td = h("td", { class: "tx-wrap tx-mono tx-shapes" });
   const all = entries(text);
@@ -41,7 +42,9 @@ export function shapesCell(text: string): HTMLTableCellElement {
   const draw = (open: boolean) => {
     // Inline text, not a <button> (an inline block, a line of its own when the column is
     // narrow), held to the last shape by a no-break space: the row stays one line high.
-    td.replaceChildren(...breakable(open ? text : all[0]), "\u00a0");
+    // Opened, one entry a line: a list of names reads down, not as one wrapped run.
+    const shown = open ? all.flatMap((e, i) => [...(i ? [h("br")] : []), ...breakable(e)]) : breakable(all[0]);
+    td.replaceChildren(...shown, "\u00a0");
     const label = open ? "less" : `+${all.length - 1} more`;
     const b = h("span", { role: "button", tabindex: 0, class: "tx-more", "aria-expanded": String(open) }, label);
     const flip = (e: Event) => {
