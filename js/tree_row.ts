@@ -119,7 +119,7 @@ export function rowCells(item: Item): HTMLElement[] {
 }
 
 /** Widens the tree pane (up to MAX_PANE of the widget) until no shown row is cut short: names
- * are what a person reads the tree by. Stops once the person has sized it by hand. A row's
+ * are what a person reads the tree by. Stops once the person has sized it by hand. Passing
  * badges do not count: an Apply adds "patched" to a row, and the panes must not change width
  * under the person's pointer then (issue 43); a row still short of room drops its shape (the
  * tooltip keeps it) rather than cut its class ("LlamaMo…" names no class). */
@@ -166,8 +166,12 @@ function lack(row: Element): number {
   return n;
 }
 
+/** Badges that come and go as the person works (a patch, a probe, a watch's hooks, a freeze):
+ * the room they take must not move the panes. What the model is (custom, alias...) does count. */
+const PASSING = [...(["patched", "error", "inside_error", "contract", "frozen", "hooks"] as const).map((m) => `.tx-mark-${m}`), ".tx-mark-writes"].join(", ");
+
 function marksWidth(row: Element): number {
   let n = 0;
-  for (const mark of row.querySelectorAll<HTMLElement>(".tx-mark")) n += mark.getBoundingClientRect().width + 6; // + the row's gap
+  for (const mark of row.querySelectorAll<HTMLElement>(PASSING)) n += mark.getBoundingClientRect().width + 6; // + the row's gap
   return n;
 }

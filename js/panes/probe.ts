@@ -5,7 +5,7 @@ import { clear, formatBytes, formatCount, h, uid } from "../dom";
 import type { ProbeMode, ProbeRow, ProbeSummary, ProbeTableReply } from "../protocol";
 import { messageOf, type Ctx, type Pane } from "./context";
 import { FlowView } from "./flow";
-import { pathCell, shapesCell } from "./probe_cells";
+import { classCell, pathCell, shapesCell } from "./probe_cells";
 import { foldRuns, isProbeFold, type ProbeFold } from "./probe_fold";
 import { realProbeButton } from "./real_probe";
 import { SummaryTools } from "./summary";
@@ -202,7 +202,7 @@ export class ProbePane implements Pane {
     input.classList.add("tx-col-in");
     const output = wrapped(row.outputs);
     output.title = `input: ${row.inputs}\noutput: ${output.title || row.outputs}`;
-    const tr = h("tr", { class: `tx-${row.status}`, title: row.status }, label ?? pathCell(row.path), h("td", {}, row.cls));
+    const tr = h("tr", { class: `tx-${row.status}`, title: row.status }, label ?? pathCell(row.path), classCell(row.cls));
     if (cols.calls) tr.append(h("td", {}, String(row.calls)));
     tr.append(input, output);
     if (cols.before) tr.append(wrapped(row.status === "changed" ? (row.before ?? "") : row.status === "added" ? "(new)" : ""));

@@ -1,6 +1,6 @@
 // @vitest-environment happy-dom
 import { describe, expect, it } from "vitest";
-import { entries, lastName, pathCell, pathDepth, shapesCell } from "./probe_cells";
+import { classCell, entries, lastName, pathCell, pathDepth, shapesCell } from "./probe_cells";
 
 describe("the probe table's cells", () => {
   it("name a module by its last part at its depth, the whole path in its title and name", () => {
@@ -37,5 +37,14 @@ describe("the probe table's cells", () => {
     td.querySelector<HTMLElement>("[role=button]")!.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", bubbles: true }));
     expect(td.textContent).toContain("less");
     expect(selected).toBe(0); // opening the list does not select the row's module
+  });
+
+  it("break a class name between its words only", () => {
+    const td = classCell("LlamaRotaryEmbedding");
+    expect(td.textContent).toBe("LlamaRotaryEmbedding");
+    expect(td.innerHTML).toBe("Llama<wbr>Rotary<wbr>Embedding");
+    expect(classCell("BatchNormAct2d").innerHTML).toBe("Batch<wbr>Norm<wbr>Act2d");
+    expect(classCell("GELU").innerHTML).toBe("GELU");
+    expect(classCell("<b>X</b>").querySelector("b")).toBeNull();
   });
 });

@@ -62,3 +62,14 @@ export function shapesCell(text: string): HTMLTableCellElement {
   draw(false);
   return td;
 }
+
+/** The class cell: a long class name may break between the words of its name
+ * ("LlamaRotary" / "Embedding"), never inside one, so a narrow pane keeps its columns. */
+export function classCell(cls: string): HTMLTableCellElement {
+  const td = h("td", { class: "tx-clscell" });
+  cls.split(/(?<=[a-z0-9])(?=[A-Z])/).forEach((word, i) => {
+    if (i) td.appendChild(document.createElement("wbr"));
+    td.append(word);
+  });
+  return td;
+}
