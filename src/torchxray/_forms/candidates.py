@@ -55,10 +55,10 @@ from .layout import (
 )
 from .literals import compared_strings
 from .position import config_items, index_like, ordinals
+from .tuning import MAX_CANDIDATES
 
 __all__ = ["ALIASES", "candidates", "same_value"]
 
-MAX_CANDIDATES = 10
 
 # Parameter name -> attribute names that hold the same value in common libraries.
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -364,7 +364,7 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
     if f.optional or f.default is None:
         pool.append(None)
     # None for a required field only where the annotation allows it: ``fits`` lets the guide
-    # propose it (``_forms/gated.py``), an attribute that holds None is no candidate.
+    # propose it (``_forms/rules/unset_width.py``), an attribute that holds None is no candidate.
     unset = bool(pool) and (f.optional or not f.required)
     values = [v for v in [*first, *pool] if (v is not None or unset) and fits(v)]
     if f.kind == "int":

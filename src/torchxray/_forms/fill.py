@@ -23,22 +23,15 @@ from .check import check_type
 from .exact import CHECK_SECONDS, Check, floating_dtype
 from .field import Field
 from .handed import handed
-from .infer import LAST_BUILD_SLACK, guessed, infer
+from .infer import guessed, infer
 from .kinds import KindInfo
 from .make import make_field, same
 from .nested import nest
 from .parts import parts
 from .record import snapshot
+from .tuning import CHILD_SLACK, LAST_BUILD_SLACK, SEARCH_SECONDS
 
 __all__ = ["fill"]
-
-# The search's share of the one second a form may take to open (the gate and the fields take the
-# rest), in CPU seconds of the thread that opens it: on a loaded machine the search does the same
-# work (the same form, whatever else runs) and takes longer, on an idle one it takes this long.
-SEARCH_SECONDS = 0.8
-# A child's form (a factory for a parent's field) may build past the parent's search deadline by
-# this much, at most: the parent's own form stays within its limit.
-SLACK = 0.05
 
 
 # A form is a pure function of the module: the same on every call, in any order with other forms.
@@ -156,7 +149,7 @@ def fill(
 
     def fits(f: Field, value: Any) -> bool:
         # None is tried for any field, required ones too: annotations say `int` where callers
-        # pass None (a layer made only when its width is given, ``_forms/gated.py``); the build
+        # pass None (a layer made only when its width is given, ``_forms/rules/unset_width.py``); the build
         # decides. Annotations that lie are tried past: a float where `int` is annotated (a live
         # attribute 1.0 for attn_ratio: int), an int for a `bool` (below).
         if value is None or type(value) is float and f.kind == "int":
@@ -197,7 +190,7 @@ def fill(
     spread = next((f for f in fields if f.kind == "varkw" and _unset_spread(f)), None)
     kept: dict[str, Any] | None = None
     # The first build (the form's own values) may run to the form's limit, never past it.
-    stop = min(started + CHECK_SECONDS, outer + SLACK if outer is not None else float("inf"))
+    stop = min(started + CHECK_SECONDS, outer + CHILD_SLACK if outer is not None else float("inf"))
     # The cyclic GC waits while the builds run: in a process with a big heap its passes rescan
     # everything, on the form's second, for garbage the builds do not need collected.
     collecting = pause()

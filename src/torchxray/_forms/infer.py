@@ -4,7 +4,7 @@ A search over the fields a form could only guess (and, when that is not enough, 
 from attributes, which may hold a transformed value): each try builds the class on the meta device
 and compares the build with the live module part by part (``_forms/exact.py``); the score is how
 many parts differ, and 0 is an exact rebuild. Proposals come first from the differences of the
-best build so far (``_forms/guide.py``: the live value where the build has the field's value, or
+best build so far (``_forms/guide.py`` runs the rules of ``_forms/rules/``: the live value where the build has the field's value, or
 a multiple of it), then from each field's candidates (``_forms/candidates.py``: children's
 attributes, widths, kernel sizes, classes, configs). The search is bounded in time (``deadline``)
 and says when it ran out.
@@ -36,19 +36,20 @@ from .field import Field
 from .guide import proposals
 from .metabuild import PastDeadline, TooBig, meta_build
 from .parts import Parts, parts
+from .tuning import (
+    BETTER_LOOKS,
+    FLAT_LOOKS,
+    FLAT_MARGIN,
+    FLAT_TRIES,
+    GUIDED_TRIES,
+    LAST_BUILD_SLACK,
+    SIZE_FACTOR,
+    SIZE_FLOOR,
+    SLOW_FACTOR,
+    SLOW_FLOOR,
+)
 
 __all__ = ["Inferred", "guessed", "infer"]
-
-GUIDED_TRIES = 16  # proposals tried from one build's differences before the candidates
-# A proposal that fixes one part and breaks others (kernel_size 3 then needs padding 0) scores no
-# better: the proposals of its own build are tried on top of it, for the few closest such (at
-# most FLAT_MARGIN parts worse), FLAT_TRIES each.
-FLAT_LOOKS, FLAT_TRIES, FLAT_MARGIN = 2, 8, 2
-BETTER_LOOKS = 3  # proposals tried after the first that scores better, for the best of them
-SLOW_FACTOR, SLOW_FLOOR = 8.0, 0.05  # a build past 8x the slowest before (and 50 ms) is stopped
-# A build begun just before the deadline may finish past it by this much: the form's second (the
-# search's 0.8 s, this, the gate's sentence and the fields) holds on a loaded machine too.
-LAST_BUILD_SLACK = 0.05
 
 
 @dataclass
@@ -125,7 +126,7 @@ def infer(
     live = live if live is not None else parts(module)
     dtype = floating_dtype(module)
     # A candidate that builds a module many times the live one's size is wrong anyway.
-    cap = 4 * len(live.summary) + 64
+    cap = SIZE_FACTOR * len(live.summary) + SIZE_FLOOR
     builds, error, reached, cut, slowest = 0, "", 0, False, 0.0
 
     def run(values: dict[str, Any]) -> _Try | None:
