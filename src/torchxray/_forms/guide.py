@@ -23,7 +23,7 @@ from .literals import compared_strings
 from .members import Nested, nested
 from .rules import RULES, Problem
 
-__all__ = ["proposals"]
+__all__ = ["problems", "proposals"]
 
 # The registry as runs of rules of one scope, in order: a run on the members reads each member's
 # problem through the whole run before the next member's.
@@ -43,22 +43,36 @@ def proposals(
     """Changes to try (one field, or a few that move together), those of the first differences
     first. ``child(module)`` gives factories for a live layer (its class with its own values);
     ``known`` holds the values of the fields not searched (widths a relation may read)."""
-    by_path = dict(live.named_modules())
-    seen = {**(known or {}), **values}
     cls = original_class(type(live))
-    modes = {f.name: compared_strings(cls, f.name) for f in fields if f.kind == "str"}
     inner = nested(cls, fields, values)
-    for i, d in enumerate(diffs):
-        bits = d.path.split(".") if d.path else []
-        ups = [by_path.get(".".join(bits[:n])) for n in range(len(bits), 0, -1)]
-        layers = [m for m in ups if m is not None][:3]
-        top = Problem(d, i, fields, values, by_path.get(d.path), layers, modes, seen, child)
+    for top in problems(diffs, fields, values, live, child, known):
         for scope, run in _RUNS:
             if scope == "module":
                 for propose in run:
                     yield from propose(top)
             else:
                 yield from _on_members(top, inner, run)
+
+
+def problems(
+    diffs: list[Difference],
+    fields: list[Field],
+    values: dict[str, Any],
+    live: nn.Module,
+    child: Callable[[nn.Module], list[Any]] | None = None,
+    known: dict[str, Any] | None = None,
+) -> Iterator[Problem]:
+    """One ``Problem`` per difference, in order: the live layer at its path, the layers around
+    it, the strings each string field is compared with (``proposals`` gives the arguments)."""
+    by_path = dict(live.named_modules())
+    seen = {**(known or {}), **values}
+    cls = original_class(type(live))
+    modes = {f.name: compared_strings(cls, f.name) for f in fields if f.kind == "str"}
+    for i, d in enumerate(diffs):
+        bits = d.path.split(".") if d.path else []
+        ups = [by_path.get(".".join(bits[:n])) for n in range(len(bits), 0, -1)]
+        layers = [m for m in ups if m is not None][:3]
+        yield Problem(d, i, fields, values, by_path.get(d.path), layers, modes, seen, child)
 
 
 def _on_members(
