@@ -32,7 +32,7 @@ from . import (
     factories,
     handed_kwargs,
     item_runs,
-    keyword,
+    keyword_item,
     kwargs_dict,
     layer_class,
     number_pair,
@@ -63,7 +63,7 @@ class Rule:
 NAMED: tuple[tuple[str, Propose], ...] = (
     ("part_named", part_named.propose),
     ("unset_width", unset_width.propose),
-    ("keyword", keyword.propose),
+    ("keyword_item", keyword_item.propose),
     ("entries", entries.propose),
     ("layer_class", layer_class.propose),
     ("number_pair", number_pair.propose),

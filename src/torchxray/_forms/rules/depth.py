@@ -2,7 +2,7 @@
 
 A depth field at ``b`` moves to ``live`` together with one rate per block (a rate or None kept for
 a per-block list makes every deeper build fail). Example: timm's ``ConvNeXtStage(depth=3,
-drop_path_rates=[0.0] * 3)`` against a live stage of 2 blocks proposes ``depth=2,
+drop_path_rates=None)`` against a live stage of 2 blocks proposes ``depth=2,
 drop_path_rates=[0.0, 0.0]``. Tried before the one-field changes: a depth alone fails to build.
 """
 

@@ -1,8 +1,8 @@
 """Entries: an attribute holding a dict or an object of values whose entries differ.
 
-Each entry that differs goes, by its key, to the field named for it. Example: torchvision's
-detection ``BoxCoder``'s ``weights`` or a diffusers config record's ``attention_head_dim``: the
-parts' text of such an attribute is ``Record{...}``, read as a dict.
+Each entry that differs goes, by its key, to the field named for it (the parts' text of such an
+attribute is ``Class{...}``, read as a dict). Example: torchvision's detection ``RoIHeads``, whose
+``box_coder`` (a ``BoxCoder``, no module) holds ``weights``: they go to ``bbox_reg_weights``.
 """
 
 from __future__ import annotations

@@ -3,9 +3,9 @@
 Every sequence field of at least ``n`` items (one per such layer: kernel sizes and paddings)
 keeps its first ``n - 1``, all together (a constructor checks that their lengths agree), then
 each alone (one sequence per kind of layer). A live layer held as Identity counts as none (a
-layer made only when a width is given). Example: torchvision's RAFT ``ConvGRU`` /
-``RecurrentBlock(kernel_size=((1, 5), (5, 1)), padding=((0, 2), (2, 0)))``: a build with three
-kernel sizes makes ``convgru3`` the live block lacks.
+layer made only when a width is given). Example: torchvision's RAFT ``RecurrentBlock`` built
+with its default two kernel sizes and paddings makes a ``convgru2`` the live block
+(``kernel_size=((1, 5),), padding=((0, 2),)``) lacks: both keep their first item.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@ value to read from it.
 
 Each field is proposed what would add or remove a part: a flag its opposite, an optional field
 None, an empty class field the live part's class, and every optional field its default. Example:
-timm's ``Block(qk_norm=True)`` builds ``q_norm`` / ``k_norm`` layers the live block holds as
-Identity-free, or an ``attn_drop`` the live one lacks.
+diffusers' ``Downsample2D(channels=8, use_conv=True)`` builds a ``conv`` where the live block
+(``use_conv=False``) pools: ``use_conv`` False first.
 """
 
 from __future__ import annotations

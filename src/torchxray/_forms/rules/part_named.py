@@ -4,7 +4,8 @@ The parameter ``layer_scale_init_value`` for the layer ``layer_scale``, ``rel_po
 ``rel_pos``, ``add_pooling_layer`` for ``pooler``: that field is proposed 0 for a number that gates
 the part (``if value > 0``), zero rates for per-block rates, None, the opposite flag, or the live
 layer itself where the field is empty (a layer shared between blocks, ``shared_cpe``). Example:
-timm's ``ConvNeXtBlock(ls_init_value=None)`` builds no ``gamma`` where the live block has one.
+transformers' ``BertModel(config, add_pooling_layer=True)`` builds a ``pooler`` the live model
+(``add_pooling_layer=False``) lacks: ``add_pooling_layer`` False.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Scaled float: a float attribute no field holds, derived as ``v * c``.
 
-A float field ``v`` becomes ``v * live / built`` (``scale = gamma * fan_in ** -0.5``). Example: a
-layer that keeps ``self.scale = init_scale * dim ** -0.5`` as a float attribute.
+A float field ``v`` becomes ``v * live / built``. Example: timm's ``ScaledStdConv2d(gamma=...)``
+keeps ``self.scale = gamma * fan_in ** -0.5``; a build with ``gamma=1.0`` gives ``gamma`` back.
 """
 
 from __future__ import annotations

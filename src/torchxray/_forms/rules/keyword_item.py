@@ -1,10 +1,10 @@
-"""Keyword: a ``name=value`` item of a layer's repr, or an attribute, that differs.
+"""Keyword item: a ``name=value`` item of a layer's repr, or an attribute, that differs.
 
 The live value goes to each field named for the item (``eps`` for ``eps=1e-06``, ``norm_eps``
 too); a factory that holds the item among its keywords (``partial(BatchNorm2d, eps=1e-3)`` read
 off one layer) loses it, so each call passes its own or the default. A live repr that leaves the
-item out holds its class's default. Example: timm's ``Mlp(norm_layer=...)`` or a ``LayerNorm``
-field built with ``eps=1e-05`` where the live layer has ``eps=1e-06``.
+item out holds its class's default. Example: diffusers' ``ResnetBlock2D(in_channels=32,
+eps=1e-6)`` against a live block whose ``norm1`` reads ``eps=1e-05``: ``eps`` 1e-05.
 """
 
 from __future__ import annotations
