@@ -6,9 +6,6 @@ of a child or of the ``transformers`` model around it. ``infer.py`` tries them b
 
 from __future__ import annotations
 
-import gc
-import warnings
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -55,6 +52,7 @@ from .layout import (
 )
 from .literals import compared_strings
 from .position import config_items, index_like, ordinals
+from .scan import LIVE
 from .tuning import MAX_CANDIDATES
 
 __all__ = ["ALIASES", "candidates", "same_value"]
@@ -148,32 +146,6 @@ def _floats(module: nn.Module) -> list[float]:
 
 def _classes(module: nn.Module) -> list[type]:
     return [type(m) for m in module.modules() if m is not module]
-
-
-# module -> configs of the models holding it, nearest first (filled by one scan of gc objects).
-_holders: weakref.WeakKeyDictionary[nn.Module, list[Any]] = weakref.WeakKeyDictionary()
-
-
-def _holding_configs(module: nn.Module) -> list[Any]:
-    """Configs of the live modules that contain ``module`` (a transformers model holds its
-    config; its layers are often given it without keeping it), smallest container first."""
-    if module in _holders:
-        return _holders[module]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # isinstance on deprecated proxies (torch.distributed)
-        holders = [
-            o
-            for o in gc.get_objects()
-            if isinstance(o, nn.Module) and is_config(o.__dict__.get("config"))
-        ]
-    found: dict[nn.Module, list[tuple[int, Any]]] = {}
-    for h in holders:
-        subs = list(h.modules())
-        for s in subs:
-            found.setdefault(s, []).append((len(subs), h.__dict__["config"]))
-    for s, pairs in found.items():
-        _holders[s] = [c for _, c in sorted(pairs, key=lambda p: p[0])]
-    return _holders.get(module, [])
 
 
 def _uniq(values: list[Any], limit: int = MAX_CANDIDATES) -> list[Any]:
@@ -332,7 +304,7 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
             for m in _descendants(module)
             if is_config(c := m.__dict__.get(name, m.__dict__.get("config")))
         ]
-        pool += _holding_configs(module)
+        pool += LIVE.holding_configs(module)
     elif f.kind == "str" or f.kind == "literal" and isinstance(f.default, str):
         # the strings its constructor compares it with, if known (an annotation that names no
         # type, with a string default, is a string too)
