@@ -203,9 +203,9 @@ def _ratios(ints: list[int]) -> list[float]:
     return out
 
 
-def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list[Any]:
-    """Plausible values for field ``f`` of ``module``, most likely first."""
-    name = f.name.rpartition(".")[2]  # a config's field is named as its class names it
+def _same_named(module: nn.Module, f: Field, name: str) -> tuple[list[Any], set[str]]:
+    """The values of attributes named like the field (or an alias) on the module and its
+    layers, and the names the module's nearest layer holds itself."""
     low = name.lower()
     first: list[Any] = []
     own_names: set[str] = set()
@@ -221,6 +221,16 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
                     own_names.add(a)
     if low.startswith("out"):
         first.reverse()  # an output width is the last layer's
+    return first, own_names
+
+
+def _shape_pool(
+    module: nn.Module, f: Field, name: str, first: list[Any]
+) -> tuple[list[Any], list[Any]]:
+    """Numbers by the field's kind and name: widths, kernel sizes, depths, per-stage tuples, per-
+    block rates, flags; and ``first`` with what goes before them (classes, stages, per-item
+    widths)."""
+    low = name.lower()
     pool: list[Any] = []
     numeric = f.kind in ("int", "int_or_tuple") or type(f.default) is int
     # A width annotated as a tensor (``mask_feature_size: torch.Tensor`` given an int).
@@ -286,6 +296,14 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
     if isinstance(f.value, (tuple, list)) and f.value:
         # Per-stage values (block types, widths) as long as a stage container of the module.
         pool = [*_resized(module, f.value), *pool]
+    return pool, first
+
+
+def _kind_pool(module: nn.Module, f: Field, name: str, pool: list[Any]) -> list[Any]:
+    """``pool`` replaced or extended by the field's kind: floats, classes, configs, strings, drop
+    rates, a layer held under the parameter's name, one value per layer, config items,
+    ordinals, None."""
+    low = name.lower()
     if f.kind == "float" or type(f.default) is float:
         pool = _floats(module)
         if "ratio" in low:
@@ -335,6 +353,15 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
         pool = [*ordinals(module), *pool]  # a stage given its own number (stage_idx)
     if f.optional or f.default is None:
         pool.append(None)
+    return pool
+
+
+def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list[Any]:
+    """Plausible values for field ``f`` of ``module``, most likely first."""
+    name = f.name.rpartition(".")[2]  # a config's field is named as its class names it
+    first, own_names = _same_named(module, f, name)
+    pool, first = _shape_pool(module, f, name, first)
+    pool = _kind_pool(module, f, name, pool)
     # None for a required field only where the annotation allows it: ``fits`` lets the guide
     # propose it (``_forms/rules/unset_width.py``), an attribute that holds None is no candidate.
     unset = bool(pool) and (f.optional or not f.required)
