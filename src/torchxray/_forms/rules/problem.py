@@ -191,9 +191,3 @@ def named(f: Field, key: str) -> bool:
     name = f.name.rpartition(".")[2]  # a config's field by its own name
     key = key.lstrip("_")  # a private attribute keeps its parameter's value (_pre_nms_top_n)
     return name == key or name.endswith("_" + key) or name.startswith(key + "_")
-
-
-def changes(pairs: Iterator[tuple[str, Any]]) -> Iterator[dict[str, Any]]:
-    """One-field changes from (name, value) pairs."""
-    for name, value in pairs:
-        yield {name: value}
