@@ -6,9 +6,6 @@ of a child or of the ``transformers`` model around it. ``infer.py`` tries them b
 
 from __future__ import annotations
 
-import gc
-import warnings
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -55,10 +52,11 @@ from .layout import (
 )
 from .literals import compared_strings
 from .position import config_items, index_like, ordinals
+from .scan import LIVE
+from .tuning import MAX_CANDIDATES
 
 __all__ = ["ALIASES", "candidates", "same_value"]
 
-MAX_CANDIDATES = 10
 
 # Parameter name -> attribute names that hold the same value in common libraries.
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -150,32 +148,6 @@ def _classes(module: nn.Module) -> list[type]:
     return [type(m) for m in module.modules() if m is not module]
 
 
-# module -> configs of the models holding it, nearest first (filled by one scan of gc objects).
-_holders: weakref.WeakKeyDictionary[nn.Module, list[Any]] = weakref.WeakKeyDictionary()
-
-
-def _holding_configs(module: nn.Module) -> list[Any]:
-    """Configs of the live modules that contain ``module`` (a transformers model holds its
-    config; its layers are often given it without keeping it), smallest container first."""
-    if module in _holders:
-        return _holders[module]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # isinstance on deprecated proxies (torch.distributed)
-        holders = [
-            o
-            for o in gc.get_objects()
-            if isinstance(o, nn.Module) and is_config(o.__dict__.get("config"))
-        ]
-    found: dict[nn.Module, list[tuple[int, Any]]] = {}
-    for h in holders:
-        subs = list(h.modules())
-        for s in subs:
-            found.setdefault(s, []).append((len(subs), h.__dict__["config"]))
-    for s, pairs in found.items():
-        _holders[s] = [c for _, c in sorted(pairs, key=lambda p: p[0])]
-    return _holders.get(module, [])
-
-
 def _uniq(values: list[Any], limit: int = MAX_CANDIDATES) -> list[Any]:
     out: list[Any] = []
     for v in values:
@@ -231,9 +203,9 @@ def _ratios(ints: list[int]) -> list[float]:
     return out
 
 
-def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list[Any]:
-    """Plausible values for field ``f`` of ``module``, most likely first."""
-    name = f.name.rpartition(".")[2]  # a config's field is named as its class names it
+def _same_named(module: nn.Module, f: Field, name: str) -> tuple[list[Any], set[str]]:
+    """The values of attributes named like the field (or an alias) on the module and its
+    layers, and the names the module's nearest layer holds itself."""
     low = name.lower()
     first: list[Any] = []
     own_names: set[str] = set()
@@ -249,6 +221,16 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
                     own_names.add(a)
     if low.startswith("out"):
         first.reverse()  # an output width is the last layer's
+    return first, own_names
+
+
+def _shape_pool(
+    module: nn.Module, f: Field, name: str, first: list[Any]
+) -> tuple[list[Any], list[Any]]:
+    """Numbers by the field's kind and name: widths, kernel sizes, depths, per-stage tuples, per-
+    block rates, flags; and ``first`` with what goes before them (classes, stages, per-item
+    widths)."""
+    low = name.lower()
     pool: list[Any] = []
     numeric = f.kind in ("int", "int_or_tuple") or type(f.default) is int
     # A width annotated as a tensor (``mask_feature_size: torch.Tensor`` given an int).
@@ -314,6 +296,14 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
     if isinstance(f.value, (tuple, list)) and f.value:
         # Per-stage values (block types, widths) as long as a stage container of the module.
         pool = [*_resized(module, f.value), *pool]
+    return pool, first
+
+
+def _kind_pool(module: nn.Module, f: Field, name: str, pool: list[Any]) -> list[Any]:
+    """``pool`` replaced or extended by the field's kind: floats, classes, configs, strings, drop
+    rates, a layer held under the parameter's name, one value per layer, config items,
+    ordinals, None."""
+    low = name.lower()
     if f.kind == "float" or type(f.default) is float:
         pool = _floats(module)
         if "ratio" in low:
@@ -332,7 +322,7 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
             for m in _descendants(module)
             if is_config(c := m.__dict__.get(name, m.__dict__.get("config")))
         ]
-        pool += _holding_configs(module)
+        pool += LIVE.holding_configs(module)
     elif f.kind == "str" or f.kind == "literal" and isinstance(f.default, str):
         # the strings its constructor compares it with, if known (an annotation that names no
         # type, with a string default, is a string too)
@@ -363,8 +353,17 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
         pool = [*ordinals(module), *pool]  # a stage given its own number (stage_idx)
     if f.optional or f.default is None:
         pool.append(None)
+    return pool
+
+
+def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list[Any]:
+    """Plausible values for field ``f`` of ``module``, most likely first."""
+    name = f.name.rpartition(".")[2]  # a config's field is named as its class names it
+    first, own_names = _same_named(module, f, name)
+    pool, first = _shape_pool(module, f, name, first)
+    pool = _kind_pool(module, f, name, pool)
     # None for a required field only where the annotation allows it: ``fits`` lets the guide
-    # propose it (``_forms/gated.py``), an attribute that holds None is no candidate.
+    # propose it (``_forms/rules/unset_width.py``), an attribute that holds None is no candidate.
     unset = bool(pool) and (f.optional or not f.required)
     values = [v for v in [*first, *pool] if (v is not None or unset) and fits(v)]
     if f.kind == "int":

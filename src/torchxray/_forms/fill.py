@@ -23,22 +23,15 @@ from .check import check_type
 from .exact import CHECK_SECONDS, Check, floating_dtype
 from .field import Field
 from .handed import handed
-from .infer import LAST_BUILD_SLACK, guessed, infer
+from .infer import Inferred, guessed, infer
 from .kinds import KindInfo
 from .make import make_field, same
 from .nested import nest
-from .parts import parts
+from .parts import Parts, parts
 from .record import snapshot
+from .tuning import CHILD_SLACK, LAST_BUILD_SLACK, SEARCH_SECONDS
 
 __all__ = ["fill"]
-
-# The search's share of the one second a form may take to open (the gate and the fields take the
-# rest), in CPU seconds of the thread that opens it: on a loaded machine the search does the same
-# work (the same form, whatever else runs) and takes longer, on an idle one it takes this long.
-SEARCH_SECONDS = 0.8
-# A child's form (a factory for a parent's field) may build past the parent's search deadline by
-# this much, at most: the parent's own form stays within its limit.
-SLACK = 0.05
 
 
 # A form is a pure function of the module: the same on every call, in any order with other forms.
@@ -127,6 +120,120 @@ def _widen(fields: list[Field]) -> list[Field]:
     return first + sorted(rest, key=lambda f: isinstance(f.value, nn.Module))
 
 
+def _fits(infos: dict[str, KindInfo], f: Field, value: Any) -> bool:
+    """Whether the search may try ``value`` for ``f``."""
+    # None is tried for any field, required ones too: annotations say `int` where callers
+    # pass None (a layer made only when its width is given, ``_forms/rules/unset_width.py``); the build
+    # decides. Annotations that lie are tried past: a float where `int` is annotated (a live
+    # attribute 1.0 for attn_ratio: int), an int for a `bool` (below).
+    if value is None or type(value) is float and f.kind == "int":
+        return True
+    if f.kind == "int" and isinstance(value, tuple) and all(type(x) is int for x in value):
+        return True  # widths per layer where `int` is annotated (out_chs = to_2tuple(...))
+    if isinstance(value, str) and f.kind == "int" and not f.annotation:
+        return True  # a kind read from an int default only (padding=0 that takes "same")
+    if f.kind == "str" and not f.annotation and _ints(value):
+        return True  # a kind read from a str default only (padding="SAME" that takes (3, 3))
+    if type(value) is int and f.kind == "tensor":
+        return True  # a width annotated as a tensor (the candidates offer one by its name)
+    if type(value) is int and f.kind == "bool":
+        return True  # `layer_idx: bool | None` (transformers' LED) holds a layer's index
+    if f.kind == "float" and isinstance(value, list) and all(type(x) is float for x in value):
+        return True  # per-block rates where `float` is annotated (drop_path=dpr[i] inside)
+    if isinstance(value, tuple) and isinstance(f.default, tuple) and f.kind == "class":
+        return True  # one class per layer (act_layer=(nn.ReLU6, None)) read as a class
+    if isinstance(value, type) and f.kind == "str" and issubclass(value, nn.Module):
+        return True  # a layer's class where its registry name is annotated (act_layer: str)
+    if isinstance(value, functools.partial) and f.kind in ("class", "callable", "literal"):
+        return True  # a factory for a class field (norm_layer=partial(BatchNorm2d, eps=...))
+    return check_type(f, infos[f.name], value) is None
+
+
+def _write(
+    cls: type,
+    sig: inspect.Signature,
+    fields: list[Field],
+    infos: dict[str, KindInfo],
+    found: Inferred,
+    rivals: dict[str, Any],
+) -> None:
+    """The values the search found written into ``fields`` and ``infos`` (in place): inferred
+    where the build is exact, a nearer guess where not, the draft flagged where a rival value
+    rebuilds as exactly."""
+    for i, f in enumerate(fields):
+        if f.name in rivals:
+            kept_value = found.values[f.name]
+            if not same(kept_value, f.value):  # a required one: the value found, as a guess
+                f, infos[f.name] = make_field(cls, sig.parameters[f.name], kept_value, "default")
+            fields[i] = dataclasses.replace(f, note=note(rivals[f.name], f.kind))
+            continue
+        # A required value the search proved None is given, not missing (drop_path=None).
+        given = found.exact and f.required and f.value is None and f.origin == "default"
+        if f.name not in found.values or same(found.values[f.name], f.value) and not given:
+            continue
+        value = found.values[f.name]
+        if found.exact:
+            # A default the build agrees with is proven by the gate, but it stays a default; a
+            # value the search had to find is "inferred".
+            fields[i], infos[f.name] = make_field(cls, sig.parameters[f.name], value, "inferred")
+        elif guessed(f) and not f.required:
+            # The closest build's value: still a guess, but nearer than the default. A required
+            # value stays empty: a guess there would build without complaint.
+            fields[i], infos[f.name] = make_field(cls, sig.parameters[f.name], value, "default")
+
+
+def _hint(cls: type, fields: list[Field], first: list[Field], found: Inferred) -> tuple[str, Check]:
+    """Why the form is not exact (the search's closest build), and the gate's answer for it."""
+    if found.check.cut:
+        return (
+            f"{cls.__name__}'s build with the values it keeps did not finish within the form's "
+            "time limit, so they are not checked.",
+            found.check,
+        )
+    closest = found.check.reason.removeprefix("inexact: ")
+    empty = any(f.required and f.value is None for f in fields)
+    # The closest build is the form's own when no required value stayed empty: the gate's answer
+    # (with its parts, so that an edit setting the field that differs can apply). Its one line
+    # names the part; the hint says how the search ended.
+    check = Check(f"inexact: {closest}", found.check.diffs, None if empty else found.check.base)
+    unknown = [f.name for f in first]
+    what = f"no attribute for {', '.join(unknown)}" if unknown else "attributes that rebuild it"
+    return (
+        f"{cls.__name__} keeps {what}, and {found.reason}: required ones stay empty, the others "
+        "show guesses. Record the model's construction (`%load_ext torchxray` or "
+        "`tx.record_everything()` before building it, or `with tx.record_init_args():`) to get "
+        "exact forms.",
+        check,
+    )
+
+
+def _search(
+    module: nn.Module,
+    fields: list[Field],
+    first: list[Field],
+    fits: Callable[[Field, Any], bool],
+    make: Callable[[dict[str, Any]], nn.Module],
+    deadline: float,
+    live: Parts,
+    factory: Callable[[nn.Module], list[Any]],
+    stop: float,
+) -> Inferred:
+    """The search over the guessed fields, then, if it is not exact, a wider one from where it
+    ended (``_widen``), within the same deadline."""
+    wide = _widen(fields)
+    alone = len(wide) <= len(first)  # no wider search follows this one
+    found = infer(module, fields, first, fits, make, deadline, None, live, factory, stop, alone)
+    if not found.exact and not alone and time.thread_time() < deadline:
+        # Its first build is a search's build like any other: it ends with the search.
+        last = min(stop, deadline + LAST_BUILD_SLACK)
+        again = infer(
+            module, fields, wide, fits, make, deadline, found.values, live, factory, last, True
+        )
+        if again.exact:
+            found = again
+    return found
+
+
 def fill(
     module: nn.Module,
     cls: type,
@@ -154,32 +261,7 @@ def fill(
         args, kwargs = snapshot(bound.args, bound.kwargs)
         return typing.cast(nn.Module, cls(*args, **kwargs))
 
-    def fits(f: Field, value: Any) -> bool:
-        # None is tried for any field, required ones too: annotations say `int` where callers
-        # pass None (a layer made only when its width is given, ``_forms/gated.py``); the build
-        # decides. Annotations that lie are tried past: a float where `int` is annotated (a live
-        # attribute 1.0 for attn_ratio: int), an int for a `bool` (below).
-        if value is None or type(value) is float and f.kind == "int":
-            return True
-        if f.kind == "int" and isinstance(value, tuple) and all(type(x) is int for x in value):
-            return True  # widths per layer where `int` is annotated (out_chs = to_2tuple(...))
-        if isinstance(value, str) and f.kind == "int" and not f.annotation:
-            return True  # a kind read from an int default only (padding=0 that takes "same")
-        if f.kind == "str" and not f.annotation and _ints(value):
-            return True  # a kind read from a str default only (padding="SAME" that takes (3, 3))
-        if type(value) is int and f.kind == "tensor":
-            return True  # a width annotated as a tensor (the candidates offer one by its name)
-        if type(value) is int and f.kind == "bool":
-            return True  # `layer_idx: bool | None` (transformers' LED) holds a layer's index
-        if f.kind == "float" and isinstance(value, list) and all(type(x) is float for x in value):
-            return True  # per-block rates where `float` is annotated (drop_path=dpr[i] inside)
-        if isinstance(value, tuple) and isinstance(f.default, tuple) and f.kind == "class":
-            return True  # one class per layer (act_layer=(nn.ReLU6, None)) read as a class
-        if isinstance(value, type) and f.kind == "str" and issubclass(value, nn.Module):
-            return True  # a layer's class where its registry name is annotated (act_layer: str)
-        if isinstance(value, functools.partial) and f.kind in ("class", "callable", "literal"):
-            return True  # a factory for a class field (norm_layer=partial(BatchNorm2d, eps=...))
-        return check_type(f, infos[f.name], value) is None
+    fits = functools.partial(_fits, infos)
 
     outer = _deadline.get()
     deadline = min(started + SEARCH_SECONDS, outer if outer is not None else float("inf"))
@@ -197,24 +279,14 @@ def fill(
     spread = next((f for f in fields if f.kind == "varkw" and _unset_spread(f)), None)
     kept: dict[str, Any] | None = None
     # The first build (the form's own values) may run to the form's limit, never past it.
-    stop = min(started + CHECK_SECONDS, outer + SLACK if outer is not None else float("inf"))
+    stop = min(started + CHECK_SECONDS, outer + CHILD_SLACK if outer is not None else float("inf"))
     # The cyclic GC waits while the builds run: in a process with a big heap its passes rescan
     # everything, on the form's second, for garbage the builds do not need collected.
     collecting = pause()
     try:
         if spread is not None and (kept := handed(cls, module, spread.name, form)):
             base[spread.name] = kept
-        wide = _widen(fields)
-        alone = len(wide) <= len(first)  # no wider search follows this one
-        found = infer(module, fields, first, fits, make, deadline, None, live, factory, stop, alone)
-        if not found.exact and not alone and time.thread_time() < deadline:
-            # Its first build is a search's build like any other: it ends with the search.
-            last = min(stop, deadline + LAST_BUILD_SLACK)
-            again = infer(
-                module, fields, wide, fits, make, deadline, found.values, live, factory, last, True
-            )
-            if again.exact:
-                found = again
+        found = _search(module, fields, first, fits, make, deadline, live, factory, stop)
         # A field the search moved that its draft value rebuilds as exactly proves nothing: it
         # keeps the draft, flagged (``_forms/ambiguous.py``). Within the form's own limit.
         rivals: dict[str, Any] = {}
@@ -230,46 +302,7 @@ def fill(
     if found.exact and nested.groups:
         made_cfg = nested.assemble({**base, **found.values})
         found.values.update({n: made_cfg[n] for n in nested.names})
-    for i, f in enumerate(fields):
-        if f.name in rivals:
-            kept_value = found.values[f.name]
-            if not same(kept_value, f.value):  # a required one: the value found, as a guess
-                f, infos[f.name] = make_field(cls, sig.parameters[f.name], kept_value, "default")
-            fields[i] = dataclasses.replace(f, note=note(rivals[f.name], f.kind))
-            continue
-        # A required value the search proved None is given, not missing (drop_path=None).
-        given = found.exact and f.required and f.value is None and f.origin == "default"
-        if f.name not in found.values or same(found.values[f.name], f.value) and not given:
-            continue
-        value = found.values[f.name]
-        if found.exact:
-            # A default the build agrees with is proven by the gate, but it stays a default; a
-            # value the search had to find is "inferred".
-            fields[i], infos[f.name] = make_field(cls, sig.parameters[f.name], value, "inferred")
-        elif guessed(f) and not f.required:
-            # The closest build's value: still a guess, but nearer than the default. A required
-            # value stays empty: a guess there would build without complaint.
-            fields[i], infos[f.name] = make_field(cls, sig.parameters[f.name], value, "default")
+    _write(cls, sig, fields, infos, found, rivals)
     if found.exact:
         return "", found.check
-    if found.check.cut:
-        return (
-            f"{cls.__name__}'s build with the values it keeps did not finish within the form's "
-            "time limit, so they are not checked.",
-            found.check,
-        )
-    closest = found.check.reason.removeprefix("inexact: ")
-    empty = any(f.required and f.value is None for f in fields)
-    # The closest build is the form's own when no required value stayed empty: the gate's answer
-    # (with its parts, so that an edit setting the field that differs can apply). Its one line
-    # names the part; the hint says how the search ended.
-    check = Check(f"inexact: {closest}", found.check.diffs, None if empty else found.check.base)
-    unknown = [f.name for f in first]
-    what = f"no attribute for {', '.join(unknown)}" if unknown else "attributes that rebuild it"
-    return (
-        f"{cls.__name__} keeps {what}, and {found.reason}: required ones stay empty, the others "
-        "show guesses. Record the model's construction (`%load_ext torchxray` or "
-        "`tx.record_everything()` before building it, or `with tx.record_init_args():`) to get "
-        "exact forms.",
-        check,
-    )
+    return _hint(cls, fields, first, found)

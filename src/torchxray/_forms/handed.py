@@ -12,11 +12,10 @@ from typing import Any
 
 from torch import nn
 
-from .field import Field
 from .literals import source_tree
 from .make import same
 
-__all__ = ["handed", "handed_dicts"]
+__all__ = ["handed"]
 
 _NOT_PASSED = ("device", "dtype")
 
@@ -120,28 +119,3 @@ def _made(module: nn.Module, callee: str, held: bool) -> Iterator[nn.Module]:
             yield child
         elif held and isinstance(child, (nn.Sequential, nn.ModuleList)):
             yield from child.children()
-
-
-def handed_dicts(
-    fields: list[Field],
-    values: dict[str, Any],
-    child: Callable[[nn.Module], list[Any]],
-    ancestors: list[nn.Module],
-) -> Iterator[tuple[str, Any]]:
-    """A dict of keywords handed on to a layer (``sk_kwargs=dict(rd_divisor=16)``): the keywords
-    of the layer's own exact form, as its factories hold them, added to what the dict holds; the
-    layer nearest the module first (the one its constructor made)."""
-    dicts = [
-        f
-        for f in fields
-        if f.name.endswith("kwargs") and f.kind != "varkw" and _dict_or_none(values.get(f.name))
-    ]
-    for layer in reversed(ancestors[1:]) if dicts else []:
-        for made in child(layer):
-            if isinstance(made, functools.partial) and made.func is type(layer) and made.keywords:
-                for f in dicts:
-                    yield f.name, {**(values.get(f.name) or {}), **made.keywords}
-
-
-def _dict_or_none(v: Any) -> bool:
-    return v is None or isinstance(v, dict)

@@ -1,5 +1,5 @@
 """Arguments that are dataclasses of values (a set of layer factories, a block's cfg): their
-members as fields of their own, so that the guide's rules (``_forms/guide.py``) read a difference
+members as fields of their own, so that the search's rules (``_forms/rules/``) read a difference
 as a change of one member, made on a copy (``dataclasses.replace``).
 
 A field left at None whose annotation is a dataclass the constructor fills in itself
@@ -30,10 +30,11 @@ class Nested:
     fields: list[Field]
     values: dict[str, Any]
 
-    def change(self, member: str, value: Any) -> dict[str, Any] | None:
-        """The parent field's change that sets ``member`` to ``value``; None if it cannot be."""
+    def change(self, members: dict[str, Any]) -> dict[str, Any] | None:
+        """The parent field's change that sets the ``members`` (name -> value); None if it
+        cannot be."""
         try:
-            return {self.parent: dataclasses.replace(self.obj, **{member: value})}
+            return {self.parent: dataclasses.replace(self.obj, **members)}
         except Exception:  # noqa: BLE001 - a __post_init__ that rejects the value
             return None
 

@@ -1,5 +1,6 @@
-"""Numbers a difference relates: the moves of ``_forms/guide.py`` that read a built number
-against the live one (``b`` against ``live``) through a field's value ``v``.
+"""Numbers a difference relates: the moves of the rules ``rules/number_pair.py`` and
+``rules/derived_widths.py``, that read a built number against the live one (``b`` against
+``live``) through a field's value ``v``.
 
 - ``v`` is ``b``: the live number; ``b = k * v``, ``b = v / k``, ``b = v + k``, ``b = 2 * v +- 1``;
   a square grid's side (``b = (v // k) ** 2``, + 1 for a class token), per tuple element too;
@@ -7,20 +8,18 @@ against the live one (``b`` against ``live``) through a field's value ``v``.
 - several fields move together: a ratio that takes up a width's factor (a uniform tuple's items
   too), an unset width that defaulted to another, ``b = w * r`` (any field's width), ``b = W /
   v``, ``b = v + w`` (a gate's input and hidden widths side by side), ``b = W - W // v`` (the
-  channels a split leaves untouched, its part ``W // v`` kept);
-- a float attribute no field holds: a float field scaled by live / built.
+  channels a split leaves untouched, its part ``W // v`` kept).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from .exact import Difference
 from .field import Field
 
-__all__ = ["from_pair", "grid", "keeping", "product", "quotient", "scaled", "summed"]
+__all__ = ["from_pair", "grid", "keeping", "product", "quotient", "summed"]
 
 
 def grid(v: int, b: int, live: int) -> Iterator[int]:
@@ -84,35 +83,13 @@ def from_pair(f: Field, v: Any, b: Any, live: Any) -> Iterator[Any]:
                     yield type(v)(x for _ in v)
 
 
-def item_runs(
-    fields: list[Field], values: dict[str, Any], built: list[Any], live: list[Any]
-) -> Iterator[dict[str, Any]]:
-    """One pair per layer (``kernel_size=((1, 5), (5, 1))``): an item the build's numbers show
-    in a row (a conv's ``(1, 5)``) becomes the live numbers at the same place."""
-    if len(built) != len(live):
-        return
-    for f in fields:
-        v = values.get(f.name)
-        if not isinstance(v, tuple) or not v or not all(_int_tuple(x) for x in v):
-            continue
-        for i, x in enumerate(v):
-            for j in range(len(built) - len(x) + 1):
-                new = tuple(live[j : j + len(x)])
-                if tuple(built[j : j + len(x)]) == x and new != x and _int_tuple(new):
-                    yield {f.name: (*v[:i], new, *v[i + 1 :])}
-
-
-def _int_tuple(x: Any) -> bool:
-    return isinstance(x, tuple) and bool(x) and all(type(n) is int for n in x)
-
-
 def _nice(x: float, parts: int = 4) -> bool:
     """A positive whole number of ``1 / parts`` (quarters; twelfths take thirds too)."""
     return x > 0 and abs(x * parts - round(x * parts)) < 1e-9
 
 
 def keeping(
-    fields: list[Field], values: dict[str, Any], name: str, b: int, live: int
+    fields: Sequence[Field], values: Mapping[str, Any], name: str, b: int, live: int
 ) -> Iterator[dict[str, Any]]:
     """``name`` goes from ``b`` to ``live`` while the widths derived from it stay: a ratio or a
     multiplier takes up the factor (``mid = in_chs * exp_ratio``: 96 * 1.0 is 16 * 6.0), and an
@@ -146,7 +123,7 @@ def _uniform(v: Any) -> bool:
 
 
 def summed(
-    fields: list[Field], values: dict[str, Any], b: int, live: int, known: dict[str, Any]
+    fields: Sequence[Field], values: Mapping[str, Any], b: int, live: int, known: Mapping[str, Any]
 ) -> Iterator[dict[str, Any]]:
     """``b = v + w`` for a field's ``v`` and another width ``w`` (a gate reads its input and its
     hidden state side by side: in = input_size + hidden_size): ``v`` becomes ``live - w``."""
@@ -159,7 +136,7 @@ def summed(
 
 
 def product(
-    fields: list[Field], values: dict[str, Any], b: int, live: int, known: dict[str, Any]
+    fields: Sequence[Field], values: Mapping[str, Any], b: int, live: int, known: Mapping[str, Any]
 ) -> Iterator[dict[str, Any]]:
     """``b = w * r`` for a width ``w`` (any field's, ``known``) and a ratio ``r`` (mlp hidden =
     dim * mlp_ratio): ``r`` becomes ``live / w``."""
@@ -177,7 +154,7 @@ def product(
 
 
 def quotient(
-    fields: list[Field], values: dict[str, Any], b: int, live: int, known: dict[str, Any]
+    fields: Sequence[Field], values: Mapping[str, Any], b: int, live: int, known: Mapping[str, Any]
 ) -> Iterator[dict[str, Any]]:
     """``b = W / v`` (head_dim = dim / num_heads, ``W`` any field's): ``v`` becomes ``W /
     live``."""
@@ -193,20 +170,3 @@ def quotient(
             if v_name != w_name and part and w - part == b and (live + part) % part == 0:
                 if w_name in values:
                     yield {w_name: live + part, v_name: (live + part) // part}
-
-
-def scaled(d: Difference, fields: list[Field], values: dict[str, Any]) -> Iterator[tuple[str, Any]]:
-    """A float attribute no field holds, derived as ``v * c`` (``scale = gamma * fan_in **
-    -0.5``): a float field ``v`` becomes ``v * live / built``."""
-    if not d.aspect.startswith("attr ") or d.live is None or d.built is None:
-        return
-    try:
-        live, b = float(d.live), float(d.built)
-    except ValueError:
-        return
-    if not b or live == b or "." not in d.live or any(values.get(f.name) == b for f in fields):
-        return
-    for f in fields:
-        v = values.get(f.name)
-        if type(v) is float and v and "drop" not in f.name:
-            yield f.name, v * live / b
