@@ -4,6 +4,7 @@ import type { RenderProps } from "@anywidget/types";
 import { clear, h, uid } from "./dom";
 import { hideStandIn, whenAttached } from "./host";
 import { containKeys } from "./keys";
+import { CompilePane } from "./panes/compile";
 import { FormPane } from "./panes/form";
 import { GraphPane } from "./panes/graph";
 import { DiffPane } from "./panes/diff";
@@ -29,7 +30,7 @@ import { TreeSelect } from "./tree_select";
 const READ_ONLY_NOTE = "read-only snapshot: no kernel, actions disabled";
 const PING_TIMEOUT = 8000;
 
-export const TABS = ["Overview", "Source", "Form", "MRO", "Graph", "Probe", "History", "Diff", "Memory", "Training"] as const;
+export const TABS = ["Overview", "Source", "Form", "MRO", "Graph", "Probe", "History", "Diff", "Memory", "Training", "Compile"] as const;
 type Tab = (typeof TABS)[number];
 
 export interface Explorer {
@@ -221,6 +222,7 @@ export function createExplorer(
     Diff: new DiffPane(ctx, (badges) => picker.setBadges("diff", badges)),
     Memory: new MemoryPane(ctx),
     Training: new TrainingPane(ctx),
+    Compile: new CompilePane(ctx, tree.setFold),
   };
   let active: Tab = "Overview";
   const tablist = h("div", { role: "tablist", class: "tx-tabs", "aria-label": "Module details" });
@@ -335,6 +337,9 @@ export function createExplorer(
   on("change:training", () => {
     syncTraining();
     if (active === "Training") refreshPane();
+  });
+  on("change:compile", () => {
+    if (active === "Compile" || active === "Source") refreshPane();
   });
   on("change:busy", syncBusy);
   on("change:error", () => showError(model.get("error")));

@@ -1,7 +1,7 @@
 // Source of the selected module's class (or of a class picked in the MRO graph). The markup comes
 // from highlight.py (Pygments, which escapes the code); it is the only HTML the widget inserts.
 import { clear, h } from "../dom";
-import type { SourceReply } from "../protocol";
+import type { CompileState, SourceReply } from "../protocol";
 import { messageOf, modelRev, type Ctx, type Pane } from "./context";
 
 export type { SourceReply };
@@ -66,6 +66,15 @@ export interface SourceTarget {
   line: number;
 }
 
+/** The selected module's first graph break (the last compile check) whose line is in a class of
+ * its MRO: the Source tab marks that line instead of the forward, and says so. */
+export function breakTarget(ctx: Ctx): (SourceTarget & { kind: string }) | null {
+  const path = ctx.model.get("selected") ?? "";
+  const state = ctx.model.get("compile") as Partial<CompileState> | undefined;
+  const b = state?.breaks?.find((x) => x.path === path && x.src_cls);
+  return b?.src_cls ? { path, cls: b.src_cls, line: b.line, kind: b.kind } : null;
+}
+
 export class SourcePane implements Pane {
   readonly el = h("div", { class: "tx-sourcepane" });
   private shown: string | null = null;
@@ -84,7 +93,8 @@ export class SourcePane implements Pane {
   }
 
   async show(): Promise<void> {
-    const t = this.target;
+    const broken = this.target ? null : breakTarget(this.ctx);
+    const t = this.target ?? broken;
     const path = t ? t.path : this.ctx.model.get("selected");
     const key = `${t ? `${t.path}|${t.cls}|${t.line}` : path}@${modelRev(this.ctx)}`;
     if (key === this.shown) {
@@ -101,6 +111,8 @@ export class SourcePane implements Pane {
       if (seq === this.seq) {
         renderSource(this.el, r);
         if (t) this.el.querySelector(".tx-source")?.classList.add("tx-callsite");
+        const top = this.el.querySelector(".tx-srctop");
+        if (broken && top) top.appendChild(h("div", { class: "tx-bad tx-srcbreak" }, `graph break at line ${broken.line} (marked): ${broken.kind}`));
         scrollToForward(this.el);
       }
     } catch (e) {
