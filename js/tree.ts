@@ -4,12 +4,12 @@
 import { clear, h, uid } from "./dom";
 import type { FoldRow, Item, MoreRow, NodeRow, Page, TreeState } from "./protocol";
 import { isFold, isMore } from "./protocol";
-import { TreeFilter, type FilterResult, type TreeFold } from "./tree_filter";
+import { TreeFilter, type FilterResult } from "./tree_filter";
 import { treeKey, type TreeNav } from "./tree_keys";
 import { extents, reload, type TreeSource } from "./tree_pages";
 import { fitNames, foldKey, itemKey, rowCells, rowHeader, rowLabel } from "./tree_row";
 
-export { foldKey, rowLabel, type FilterResult, type TreeFold, type TreeSource };
+export { foldKey, rowLabel, type FilterResult, type TreeSource };
 
 export const ROW_HEIGHT = 22;
 /** Rows kept in the DOM at most, whatever the model size. */
@@ -31,7 +31,7 @@ export class TreeView implements TreeNav {
   readonly tree: HTMLElement;
   private readonly viewport: HTMLElement;
   private readonly spacer: HTMLElement;
-  private readonly filter: TreeFilter;
+  readonly filter: TreeFilter; // its fold: the Compile tab's "fold the tree to breaking rows"
   private readonly idBase = uid("tree");
   private root: NodeRow | null = null;
   private lists = new Map<string, Item[]>();
@@ -219,9 +219,6 @@ export class TreeView implements TreeNav {
   setFilter(query: string, regex = false): Promise<void> {
     return this.filter.set(query, regex);
   }
-
-  /** Only `fold`'s rows and their ancestors while the filter is empty (null: every row). */
-  setFold = (fold: TreeFold | null): Promise<void> => this.filter.setFold(fold);
 
   private async showFiltered(result: FilterResult | null): Promise<void> {
     this.filtered = result;

@@ -16,8 +16,7 @@ import { ProbePane } from "./panes/probe";
 import { offersReal, realProbeButton } from "./panes/real_probe";
 import { SourcePane } from "./panes/source";
 import { TrainingPane, trainingBadges } from "./panes/training";
-import type { Ctx, Pane } from "./panes/context";
-import { messageOf } from "./panes/context";
+import { messageOf, type Ctx, type Pane } from "./panes/context";
 import type { Channel, HistoryState, State } from "./protocol";
 import { Rpc, SLOW_KINDS } from "./protocol";
 import { savedModel } from "./saved_model";
@@ -222,7 +221,7 @@ export function createExplorer(
     Diff: new DiffPane(ctx, (badges) => picker.setBadges("diff", badges)),
     Memory: new MemoryPane(ctx),
     Training: new TrainingPane(ctx),
-    Compile: new CompilePane(ctx, tree.setFold),
+    Compile: new CompilePane(ctx, (fold) => tree.filter.setFold(fold)),
   };
   let active: Tab = "Overview";
   const tablist = h("div", { role: "tablist", class: "tx-tabs", "aria-label": "Module details" });
@@ -337,9 +336,6 @@ export function createExplorer(
   on("change:training", () => {
     syncTraining();
     if (active === "Training") refreshPane();
-  });
-  on("change:compile", () => {
-    if (active === "Compile" || active === "Source") refreshPane();
   });
   on("change:busy", syncBusy);
   on("change:error", () => showError(model.get("error")));

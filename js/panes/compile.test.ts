@@ -204,7 +204,7 @@ describe("the tree folded to the breaking rows", () => {
       const r = await rpc.call({ kind: "filter", query: "", breaks: true });
       return { count: r.count, rows: r.rows, truncated: r.truncated };
     };
-    await tree.setFold({ label: "breaking rows", rows: fold, ended: () => (ended = true) });
+    await tree.filter.setFold({ label: "breaking rows", rows: fold, ended: () => (ended = true) });
     expect(tree.visible.map((r) => r.key)).toEqual(["", "mlp", "mlp.act"]);
     expect(tree.el.querySelector(".tx-count")?.textContent).toBe("folded to breaking rows (1)");
     expect(tree.el.querySelector(".tx-mark-break")?.textContent).toBe("breaks");

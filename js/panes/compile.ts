@@ -3,7 +3,8 @@
 // Not free, so it runs on Check; the kernel runs it again after every patch from then on. Each
 // break names its module (a link that selects its row), torch's kind, reason and hints, torch's
 // page on it and the line (a link that opens the Source tab with that line marked). Everything
-// drawn here comes from the model or torch: text only.
+// drawn here comes from the model or torch: text only. The `compile` state always comes with a
+// tree state (host.COMPILE in the kernel), whose change redraws the open tab (widget.ts).
 import { clear, h, uid } from "../dom";
 import type { BreakRow, CompileState, ExportRow, FilterResult } from "../protocol";
 import type { TreeFold } from "../tree_filter";

@@ -328,15 +328,12 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
                 self.tree_state = dict(s.tree_state())
             if "selected" in changed:
                 self.selected = s.selected
-            if "overview" in changed:
-                self.overview = dict(s.overview())
             if "probe_summary" in changed:
                 self.probe_summary = dict(s.probe_summary())
                 self.probe_mode = s.mode
-            if "history" in changed:
-                self.history = dict(s.history())
-            if "compile" in changed:
-                self.compile = dict(s.compile_state())
+            for name, make in (("overview", s.overview), ("history", s.history), ("compile", s.compile_state)):  # fmt: skip
+                if name in changed:
+                    setattr(self, name, dict(make()))
         if self._static is not None and changed & {"tree_state", "probe_summary"}:
             self._static.update(self._stand_in(), raw=True)  # a saved notebook shows the latest
 

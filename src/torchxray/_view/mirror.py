@@ -99,6 +99,12 @@ class PythonApi:
             self._sync(PROBE)
         return s.report
 
+    @property
+    def compile_report(self) -> CompileReport | None:
+        """The last compile check (``ex.compile_check()``, the Compile tab's Check, or the
+        re-check after a patch); None before the first, or when the last could not run."""
+        return self._live().compile_report
+
     def compile_check(self, options: dict[str, Any] | None = None) -> CompileReport:
         """``tx.compile_check`` on the explored model and its example inputs (in the probe's
         mode; ``options`` as ``tx.compile_check``'s, e.g. ``{"mode": "real"}``), shown in the

@@ -396,6 +396,5 @@ Reply: TypeAlias = (
     PatchedReply | ProbeReply | ProbeTableReply | MroReply | CatalogReply | AssetReply | ErrorReply |
     MemoryReply | FiguresReply | CancelReply |
     ct.PickReply | ct.PlanReply | ct.PeftReply | ct.DiffReply | ct.StatsReply | ct.HealthReply |
-    ft.FlowReply | ft.GraphReply | st.SummaryReply | wt.TrainSeriesReply | wt.TrainControlReply | wt.TrainFiguresReply |
-    cpt.CompileReply
+    ft.FlowReply | ft.GraphReply | st.SummaryReply | wt.TrainSeriesReply | wt.TrainControlReply | wt.TrainFiguresReply | cpt.CompileReply
 )  # fmt: skip
