@@ -222,7 +222,8 @@ describe("the Source tab and a breaking module", () => {
   it("marks the selected module's break line in the class that holds it", () => {
     const model = new FakeModel({ selected: "mlp.act", compile: state([BREAK]) as never });
     const ctx = { model } as unknown as Ctx;
-    expect(breakTarget(ctx)).toEqual({ path: "mlp.act", cls: "torchxray.demo.LoggedGELU", line: 312, kind: BREAK.kind });
+    expect(breakTarget(ctx)).toEqual({ path: "mlp.act", cls: "torchxray.demo.LoggedGELU", line: 312, what: "break", kind: BREAK.kind });
+    expect(breakTarget(ctx, "mlp.act", 99)).toBeNull(); // a call site's line in the same module
     model.set("selected", "mlp");
     expect(breakTarget(ctx)).toBeNull();
   });

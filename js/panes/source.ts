@@ -64,15 +64,15 @@ export interface SourceTarget {
   path: string;
   cls: string | null;
   line: number;
+  what?: "call" | "break"; // a caller's line (default) or a graph break's
 }
 
 /** The selected module's first graph break (the last compile check) whose line is in a class of
  * its MRO: the Source tab marks that line instead of the forward, and says so. */
-export function breakTarget(ctx: Ctx): (SourceTarget & { kind: string }) | null {
-  const path = ctx.model.get("selected") ?? "";
+export function breakTarget(ctx: Ctx, path: string = ctx.model.get("selected") ?? "", line?: number): (SourceTarget & { kind: string }) | null {
   const state = ctx.model.get("compile") as Partial<CompileState> | undefined;
-  const b = state?.breaks?.find((x) => x.path === path && x.src_cls);
-  return b?.src_cls ? { path, cls: b.src_cls, line: b.line, kind: b.kind } : null;
+  const b = state?.breaks?.find((x) => x.path === path && x.src_cls && (line === undefined || x.line === line));
+  return b?.src_cls ? { path, cls: b.src_cls, line: b.line, what: "break", kind: b.kind } : null;
 }
 
 export class SourcePane implements Pane {
@@ -93,7 +93,7 @@ export class SourcePane implements Pane {
   }
 
   async show(): Promise<void> {
-    const broken = this.target ? null : breakTarget(this.ctx);
+    const broken = this.target ? breakTarget(this.ctx, this.target.path, this.target.line) : breakTarget(this.ctx);
     const t = this.target ?? broken;
     const path = t ? t.path : this.ctx.model.get("selected");
     const key = `${t ? `${t.path}|${t.cls}|${t.line}` : path}@${modelRev(this.ctx)}`;
@@ -106,13 +106,14 @@ export class SourcePane implements Pane {
     clear(this.el);
     this.el.appendChild(h("p", { class: "tx-muted" }, "loading source…"));
     try {
-      const ask = t ? { kind: "source" as const, path, cls: t.cls, line: t.line } : { kind: "source" as const, path };
+      const what = broken ? ("break" as const) : ("call" as const);
+      const ask = t ? { kind: "source" as const, path, cls: t.cls, line: t.line, what } : { kind: "source" as const, path };
       const r = await this.ctx.rpc.call(ask);
       if (seq === this.seq) {
         renderSource(this.el, r);
         if (t) this.el.querySelector(".tx-source")?.classList.add("tx-callsite");
         const top = this.el.querySelector(".tx-srctop");
-        if (broken && top) top.appendChild(h("div", { class: "tx-bad tx-srcbreak" }, `graph break at line ${broken.line} (marked): ${broken.kind}`));
+        if (broken && top) top.appendChild(h("div", { class: "tx-bad tx-srcbreak" }, `graph break: ${broken.kind}`));
         scrollToForward(this.el);
       }
     } catch (e) {
