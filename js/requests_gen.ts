@@ -43,7 +43,7 @@ export interface SourceRequest {
   path: string;
   cls?: string | null; // a class of the module's MRO
   line?: number | null; // a line to highlight (a call site), not forward
-  what?: "call" | "break"; // the line: a call or a graph break
+  what?: "call" | "break";
 }
 
 export interface FormRequest {
