@@ -43,7 +43,7 @@ export interface SourceRequest {
   path: string;
   cls?: string | null; // a class of the module's MRO
   line?: number | null; // a line to highlight (a call site), not forward
-  what?: "call" | "break";
+  what?: "call" | "break"; // a call or a graph break
 }
 
 export interface FormRequest {

@@ -113,9 +113,7 @@ class SourceRequest(TypedDict):
     path: str
     cls: NotRequired[Annotated[str | None, None]]  # a class of the module's MRO
     line: NotRequired[Annotated[int | None, None]]  # a line to highlight (a call site), not forward
-    what: NotRequired[
-        Annotated[Literal["call", "break"], "call"]
-    ]  # the line: a call or a graph break
+    what: NotRequired[Annotated[Literal["call", "break"], "call"]]  # a call or a graph break
 
 
 class FormRequest(TypedDict):
