@@ -176,3 +176,16 @@ def test_summary_notes_the_break_count() -> None:
         tx.summary(demo.compile_net(), compile=True)
     with pytest.raises(TypeError, match="True or False"):
         tx.summary(demo.compile_net(), demo.tokens(), compile="yes")  # type: ignore[arg-type]
+
+
+def test_the_source_request_marks_a_break_line_as_such() -> None:
+    session = Session(demo.compile_net(), (demo.tokens(),))
+    session.handle({"kind": "compile"})
+    b = session.compile_state()["breaks"][1]
+    req = {"kind": "source", "path": b["path"], "cls": b["src_cls"], "line": b["line"]}
+    reply, _ = session.handle({**req, "what": "break"})
+    assert reply["kind"] == "source"
+    assert reply["note"] == f"line {b['line']} (the graph break) is marked"
+    assert 'class="hll"' in reply["html"] and "_log" in reply["html"]
+    reply, _ = session.handle(req)  # a call site's line, as before
+    assert reply["note"] == f"line {b['line']} (the call) is marked"

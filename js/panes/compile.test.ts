@@ -6,7 +6,7 @@ import { Rpc } from "../protocol";
 import { TreeView } from "../tree";
 import { CompilePane, fileLine, safeUrl, verdict } from "./compile";
 import type { Ctx } from "./context";
-import { breakTarget } from "./source";
+import { SourcePane, breakTarget } from "./source";
 
 const NET: FakeNode = {
   name: "",
@@ -226,5 +226,16 @@ describe("the Source tab and a breaking module", () => {
     expect(breakTarget(ctx, "mlp.act", 99)).toBeNull(); // a call site's line in the same module
     model.set("selected", "mlp");
     expect(breakTarget(ctx)).toBeNull();
+  });
+
+  it("asks for that class with the line as a graph break, and names the break", async () => {
+    const reply = { kind: "source", qualname: "torchxray.demo.LoggedGELU", file: BREAK.file, line: 307, html: '<div class="hll">x</div>', reason: null, note: "line 312 (the graph break) is marked", forward_lines: null, cell: null };
+    const kernel = fakeKernel(NET, { source: () => reply });
+    const model = new FakeModel({ selected: "mlp.act", compile: state([BREAK]) as never, tree_state: firstState(NET) as never });
+    const ctx = { rpc: new Rpc(kernel.invoke as never), model, readonly: false } as unknown as Ctx;
+    const pane = new SourcePane(ctx);
+    await pane.show();
+    expect(kernel.calls.at(-1)).toEqual({ kind: "source", path: "mlp.act", cls: BREAK.src_cls, line: 312, what: "break" });
+    expect(pane.el.querySelector(".tx-srcbreak")?.textContent).toBe(`graph break: ${BREAK.kind}`);
   });
 });

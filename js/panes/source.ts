@@ -106,8 +106,8 @@ export class SourcePane implements Pane {
     clear(this.el);
     this.el.appendChild(h("p", { class: "tx-muted" }, "loading source…"));
     try {
-      const what = broken ? ("break" as const) : ("call" as const);
-      const ask = t ? { kind: "source" as const, path, cls: t.cls, line: t.line, what } : { kind: "source" as const, path };
+      const what = broken ? { what: "break" as const } : {}; // the kernel's default: a call
+      const ask = t ? { kind: "source" as const, path, cls: t.cls, line: t.line, ...what } : { kind: "source" as const, path };
       const r = await this.ctx.rpc.call(ask);
       if (seq === this.seq) {
         renderSource(this.el, r);

@@ -214,6 +214,10 @@ class Session:
         if self.training_now:  # the loop goes on after this answer: the check would race it
             self.compile_note = "the compile check waits while the model trains: Check once it ends"
             return
+        # Said until it finishes: a kernel interrupt leaves it, and no stale breaks on the rows.
+        self.compile_note = (
+            "the compile check did not finish after the last patch: Check runs it again"
+        )
         try:
             self.run_compile(self.compile_options)
         except Exception as e:  # noqa: BLE001 - a failed check must not fail the patch
