@@ -107,7 +107,7 @@ export interface ExportRow {
 
 /** The ``compile`` traitlet: the last check, or why there is none. */
 export interface CompileState {
-  status: "none" | "ok" | "breaks" | "error"; // "none": not run; "error": it could not run (see `error`)
+  status: "none" | "running" | "ok" | "breaks" | "error";
   on: boolean; // it was asked for once: it runs again after every patch
   mode: string; // "fake" or "real": the inputs it traced with
   breaks: BreakRow[];

@@ -189,3 +189,22 @@ def test_the_source_request_marks_a_break_line_as_such() -> None:
     assert 'class="hll"' in reply["html"] and "_log" in reply["html"]
     reply, _ = session.handle(req)  # a call site's line, as before
     assert reply["note"] == f"line {b['line']} (the call) is marked"
+
+
+def test_in_a_kernel_the_re_check_follows_the_background_probe() -> None:
+    # A patch from the view in a kernel: the answer does not wait for the check, which runs
+    # after the probe the widget starts in a thread (`Session.compute_probe`).
+    session = Session(demo.compile_net(), (demo.tokens(),))
+    session.handle({"kind": "compile"})
+    with session.schedule.answering(True):
+        reply, changed = session.handle(
+            {"kind": "replace", "path": "mlp.act", "cls": "torch.nn.GELU", "rev": session.rev}
+        )
+    assert reply["kind"] == "patched" and session.schedule.take_pending()
+    state = session.compile_state()
+    assert state["status"] == "running" and state["breaks"] == [] and state["error"] == ""
+    assert _breaking(session) == []  # no stale badges meanwhile
+    session.install(session.compute_probe())
+    state = session.compile_state()
+    assert state["status"] == "breaks" and [b["path"] for b in state["breaks"]] == ["mlp"]
+    assert _breaking(session) == ["mlp"]

@@ -158,6 +158,17 @@ describe("Compile tab", () => {
     expect(folds).toEqual(["breaking rows", null]);
   });
 
+  it("shows progress while a patch's re-check follows the probe", () => {
+    const { pane, model } = setup(() => null);
+    model.set("compile", state([], { status: "running" }));
+    pane.show();
+    expect((pane.el.querySelector(".tx-cprogress") as HTMLElement).hidden).toBe(false);
+    expect(pane.el.querySelector(".tx-cverdict")?.textContent).toBe("Checking again after the patch…");
+    model.set("compile", state([BREAK]));
+    pane.show();
+    expect((pane.el.querySelector(".tx-cprogress") as HTMLElement).hidden).toBe(true);
+  });
+
   it("in a read-only snapshot: no Check, and says why", () => {
     const { pane } = setup(() => null, true);
     pane.show();
@@ -170,6 +181,7 @@ describe("Compile tab", () => {
     expect(fileLine("", 0)).toBe("(no Python source)");
     expect(verdict({ status: "breaks", breaks: [BREAK] })).toBe("1 graph break, in forward order:");
     expect(verdict({})).toBe("Not checked yet.");
+    expect(verdict({ status: "running" })).toBe("Checking again after the patch…");
     expect(safeUrl("javascript:alert(1)")).toBeNull();
     expect(safeUrl(BREAK.url)).toBe(BREAK.url);
   });

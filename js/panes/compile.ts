@@ -35,6 +35,8 @@ export function verdict(s: Partial<CompileState>): string {
       return `${n} graph break${n === 1 ? "" : "s"}, in forward order:`;
     case "error":
       return "The check could not run.";
+    case "running":
+      return "Checking again after the patch…";
     default:
       return "Not checked yet.";
   }
@@ -101,7 +103,7 @@ export class CompilePane implements Pane {
     const s = this.state();
     this.check.textContent = s.on ? "Check again" : "Check";
     this.check.disabled = this.running || this.ctx.readonly;
-    this.progress.hidden = !this.running;
+    this.progress.hidden = !this.running && s.status !== "running";
     this.foldBox.disabled = this.ctx.readonly;
     clear(this.body);
     if (this.ctx.readonly && !s.status) {
@@ -115,6 +117,7 @@ export class CompilePane implements Pane {
       this.body.appendChild(h("p", { class: "tx-muted" }, INTRO));
       return;
     }
+    if (s.status === "running") return; // its result comes with the probe's (a patch's re-check)
     if (s.status === "error") {
       this.body.appendChild(h("p", { class: "tx-bad tx-cerror" }, s.error ?? ""));
       return;

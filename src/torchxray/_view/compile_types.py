@@ -50,13 +50,15 @@ class ExportRow(TypedDict):
     line: int
 
 
-CompileStatus = Literal["none", "ok", "breaks", "error"]
+CompileStatus = Literal["none", "running", "ok", "breaks", "error"]
 
 
 class CompileState(TypedDict):
     """The ``compile`` traitlet: the last check, or why there is none."""
 
-    status: CompileStatus  # "none": not run; "error": it could not run (see `error`)
+    # "none": not run; "running": a patch's re-check follows the background probe; "error": it
+    # could not run (see `error`)
+    status: CompileStatus
     on: bool  # it was asked for once: it runs again after every patch
     mode: str  # "fake" or "real": the inputs it traced with
     breaks: list[BreakRow]

@@ -76,14 +76,21 @@ def _export_row(f: ExportFailure) -> ExportRow:
 
 
 def compile_state(
-    report: CompileReport | None, model: nn.Module | None, *, on: bool, rev: int, note: str = ""
+    report: CompileReport | None,
+    model: nn.Module | None,
+    *,
+    on: bool,
+    rev: int,
+    note: str = "",
+    running: bool = False,
 ) -> CompileState:
     """The tab's state for ``report`` (None: not run yet; ``note`` then says why, when it could
-    not run at all) on ``model``, whose modules the report's paths name."""
-    if report is None:
-        status: CompileStatus = "error" if note else "none"
+    not run at all) on ``model``, whose modules the report's paths name; ``running``: a patch's
+    re-check follows the probe running in the background."""
+    if report is None or running:
+        status: CompileStatus = "running" if running else "error" if note else "none"
         return {"status": status, "on": on, "mode": "", "breaks": [], "export": [],
-                "export_ok": False, "error": note, "notes": [], "modules": 0, "checked": 0,
+                "export_ok": False, "error": "" if running else note, "notes": [], "modules": 0, "checked": 0,
                 "wall_ms": 0.0, "rev": rev}  # fmt: skip
     if report.error is not None:
         status = "error"

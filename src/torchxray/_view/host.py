@@ -8,7 +8,7 @@ states a request changes, and the shape every handler has:
 request and reply types against ``protocol.REQUEST_TYPES`` and ``protocol.REPLIES``.
 
     >>> sorted(ALL - PROBE)
-    ['compile', 'history', 'selected']
+    ['history', 'selected']
     >>> DEFERRED <= ALL and NONE == frozenset()
     True
 """
@@ -51,8 +51,9 @@ __all__ = [
 States = frozenset[str]
 NONE: States = frozenset()
 SELECT: States = frozenset({"selected", "overview"})
-# A probe changes the rows' shapes and marks, the Overview's inputs and outputs, and its summary.
-PROBE: States = frozenset({"tree_state", "overview", "probe_summary"})
+# A probe changes the rows' shapes and marks, the Overview's inputs and outputs, and its summary
+# (and a patch's compile re-check follows the background probe: `Session.compute_probe`).
+PROBE: States = frozenset({"tree_state", "overview", "probe_summary", "compile"})
 # A compile check changes the Compile tab's state and the rows' "break" marks.
 COMPILE: States = frozenset({"compile", "tree_state"})
 # A patch changes everything (the selection too, when the selected module is gone; the compile

@@ -102,6 +102,7 @@ class Session:
         self.compile_on = False
         self.compile_options: dict[str, Any] | None = None
         self.compile_note = ""  # why there is no report, when the check could not run
+        self.compile_pending = False  # a patch's re-check, left to follow the background probe
         self.compile_rev = 0  # the revision it was made at
 
     @property
@@ -158,6 +159,7 @@ class Session:
             on=self.compile_on,
             rev=self.compile_rev,
             note=self.compile_note,
+            running=self.compile_pending,
         )
 
     def history(self) -> HistoryState:
@@ -188,10 +190,16 @@ class Session:
     def compute_probe(self) -> ProbeReport:
         """The probe alone, changing nothing here (``widget.py`` runs it in a thread); `cancel`
         from another thread stops it with `ProbeCancelled`."""
-        with self.schedule.running() as token, cancel_scope(token):
-            # The patch log lets a failure's hint name the edit it follows.
-            log, mode = self.log, self.mode
-            return probe(self.live_model(), *self.args, mode=mode, patch_log=log, **self.kwargs)
+        try:
+            with self.schedule.running() as token, cancel_scope(token):
+                # The patch log lets a failure's hint name the edit it follows.
+                log, mode = self.log, self.mode
+                return probe(self.live_model(), *self.args, mode=mode, patch_log=log, **self.kwargs)
+        finally:
+            # After a patch answered in a kernel, the compile check follows the background probe:
+            # Apply does not wait for it (the widget sends it with the probe's states, host.PROBE).
+            if self.compile_pending:
+                self._recompile()
 
     def run_compile(self, options: dict[str, Any] | None = None) -> CompileReport:
         """``tx.compile_check`` on the model and example inputs, in the probe's mode unless
@@ -210,7 +218,7 @@ class Session:
 
     def _recompile(self) -> None:
         """After a patch: the check again, once it was asked for."""
-        self.compile_report = None
+        self.compile_report, self.compile_pending = None, False
         if self.training_now:  # the loop goes on after this answer: the check would race it
             self.compile_note = "the compile check waits while the model trains: Check once it ends"
             return
@@ -252,8 +260,8 @@ class Session:
         self.model_rev = self.rev
         if self.selected not in self.tree:
             self.selected = ""
-        if self.compile_on:
-            self._recompile()
+        if self.compile_on:  # runs after the probe: here, or where it runs in the background
+            self.compile_report, self.compile_pending = None, True
         try:
             self.run_probe()
             if (
@@ -268,7 +276,10 @@ class Session:
             # The user stopped a slow (real) probe: the patch stands, its probe does not.
             self.previous, self.report = self._base(), None
             self.probe_note = "probe interrupted: run it again from the Probe tab"
+            self.compile_pending = False  # the note says to Check again
             raise
+        if self.compile_pending and not self.schedule.pending:  # no background probe to follow
+            self._recompile()
 
     def reread(self) -> bool:
         """The model's hooks changed (a watch opened or closed), not the model: its tree read
