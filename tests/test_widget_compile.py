@@ -208,3 +208,25 @@ def test_in_a_kernel_the_re_check_follows_the_background_probe() -> None:
     state = session.compile_state()
     assert state["status"] == "breaks" and [b["path"] for b in state["breaks"]] == ["mlp"]
     assert _breaking(session) == ["mlp"]
+
+
+def test_a_cancelled_background_probe_leaves_the_re_check_undone_and_says_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from torchxray._probe.cancel import ProbeCancelled
+    from torchxray._view import session as session_module
+
+    session = Session(demo.compile_net(), (demo.tokens(),))
+    session.handle({"kind": "compile"})
+    with session.schedule.answering(True):
+        session.handle({"kind": "edit", "path": "mlp", "changes": {"check_finite": "False"}})
+    assert session.compile_state()["status"] == "running"
+
+    def cancelled(*args: object, **kwargs: object) -> None:
+        raise ProbeCancelled("probe cancelled")
+
+    monkeypatch.setattr(session_module, "probe", cancelled)
+    with pytest.raises(ProbeCancelled):
+        session.compute_probe()
+    state = session.compile_state()
+    assert state["status"] == "error" and "Check runs it" in state["error"]

@@ -188,18 +188,23 @@ class Session:
         self.install(self.compute_probe())
 
     def compute_probe(self) -> ProbeReport:
-        """The probe alone, changing nothing here (``widget.py`` runs it in a thread); `cancel`
-        from another thread stops it with `ProbeCancelled`."""
-        try:
-            with self.schedule.running() as token, cancel_scope(token):
-                # The patch log lets a failure's hint name the edit it follows.
-                log, mode = self.log, self.mode
-                return probe(self.live_model(), *self.args, mode=mode, patch_log=log, **self.kwargs)
-        finally:
-            # After a patch answered in a kernel, the compile check follows the background probe:
-            # Apply does not wait for it (the widget sends it with the probe's states, host.PROBE).
-            if self.compile_pending:
-                self._recompile()
+        """The probe alone, changing nothing here but a patch's compile re-check, which follows
+        it (``widget.py`` runs both in a thread, so that Apply does not wait for them, and sends
+        the check with the probe's states: host.PROBE); `cancel` from another thread stops the
+        probe with `ProbeCancelled`."""
+        with self.schedule.running() as token, cancel_scope(token):
+            # The patch log lets a failure's hint name the edit it follows.
+            log, mode = self.log, self.mode
+            try:
+                report = probe(
+                    self.live_model(), *self.args, mode=mode, patch_log=log, **self.kwargs
+                )
+            except BaseException:  # cancelled or interrupted: no check either
+                self._skip_recheck()
+                raise
+        if self.compile_pending and not self.schedule.closing:
+            self._recompile()
+        return report
 
     def run_compile(self, options: dict[str, Any] | None = None) -> CompileReport:
         """``tx.compile_check`` on the model and example inputs, in the probe's mode unless
@@ -215,6 +220,11 @@ class Session:
         self.compile_on, self.compile_options = True, options
         self.compile_report, self.compile_note, self.compile_rev = report, "", self.rev
         return report
+
+    def _skip_recheck(self) -> None:
+        if self.compile_pending:
+            self.compile_pending = False
+            self.compile_note = "the compile check did not run after the last patch: Check runs it"
 
     def _recompile(self) -> None:
         """After a patch: the check again, once it was asked for."""
@@ -276,7 +286,7 @@ class Session:
             # The user stopped a slow (real) probe: the patch stands, its probe does not.
             self.previous, self.report = self._base(), None
             self.probe_note = "probe interrupted: run it again from the Probe tab"
-            self.compile_pending = False  # the note says to Check again
+            self._skip_recheck()
             raise
         if self.compile_pending and not self.schedule.pending:  # no background probe to follow
             self._recompile()
