@@ -14,7 +14,7 @@ import type {
   ProbeSummary,
   TreeState,
 } from "./protocol_gen";
-import type { TrainingState } from "./tools_gen";
+import type { CompileState, TrainingState } from "./tools_gen";
 import type { ProbeRequest, Replies, Reply, Request, RequestKind } from "./requests_gen";
 import { SLOW_TIMEOUT_KINDS } from "./requests_gen";
 import { isAbort, type Invoke } from "./transport";
@@ -43,6 +43,7 @@ export interface State {
   readonly: boolean;
   snapshot: Record<string, unknown>;
   training?: Partial<TrainingState>; // {} until ex.watch(...)
+  compile?: Partial<CompileState>; // {} until the first compile check
 }
 
 export function isError(r: Reply): r is ErrorReply {

@@ -31,7 +31,7 @@ export class TreeView implements TreeNav {
   readonly tree: HTMLElement;
   private readonly viewport: HTMLElement;
   private readonly spacer: HTMLElement;
-  private readonly filter: TreeFilter;
+  readonly filter: TreeFilter; // its fold: the Compile tab's "fold the tree to breaking rows"
   private readonly idBase = uid("tree");
   private root: NodeRow | null = null;
   private lists = new Map<string, Item[]>();

@@ -17,6 +17,7 @@ const MARK_TEXT: Record<Mark, [string, string]> = {
   param: ["param", "parametrized"],
   wrap: ["wrap", "wraps another module"],
   contract: ["contract", "forward's annotations disagree with what the probe saw (see Overview)"],
+  break: ["breaks", "torch.compile graph-breaks in its own forward (Compile tab)"],
 };
 
 /** A placement badge's text: "offloaded: disk" (the title keeps "(runs on cpu)"), "DTensor

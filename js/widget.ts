@@ -4,6 +4,7 @@ import type { RenderProps } from "@anywidget/types";
 import { clear, h, uid } from "./dom";
 import { hideStandIn, whenAttached } from "./host";
 import { containKeys } from "./keys";
+import { CompilePane } from "./panes/compile";
 import { FormPane } from "./panes/form";
 import { GraphPane } from "./panes/graph";
 import { DiffPane } from "./panes/diff";
@@ -15,8 +16,7 @@ import { ProbePane } from "./panes/probe";
 import { offersReal, realProbeButton } from "./panes/real_probe";
 import { SourcePane } from "./panes/source";
 import { TrainingPane, trainingBadges } from "./panes/training";
-import type { Ctx, Pane } from "./panes/context";
-import { messageOf } from "./panes/context";
+import { messageOf, type Ctx, type Pane } from "./panes/context";
 import type { Channel, HistoryState, State } from "./protocol";
 import { Rpc, SLOW_KINDS } from "./protocol";
 import { savedModel } from "./saved_model";
@@ -29,7 +29,7 @@ import { TreeSelect } from "./tree_select";
 const READ_ONLY_NOTE = "read-only snapshot: no kernel, actions disabled";
 const PING_TIMEOUT = 8000;
 
-export const TABS = ["Overview", "Source", "Form", "MRO", "Graph", "Probe", "History", "Diff", "Memory", "Training"] as const;
+export const TABS = ["Overview", "Source", "Form", "MRO", "Graph", "Probe", "History", "Diff", "Memory", "Training", "Compile"] as const;
 type Tab = (typeof TABS)[number];
 
 export interface Explorer {
@@ -221,6 +221,7 @@ export function createExplorer(
     Diff: new DiffPane(ctx, (badges) => picker.setBadges("diff", badges)),
     Memory: new MemoryPane(ctx),
     Training: new TrainingPane(ctx),
+    Compile: new CompilePane(ctx, (fold) => tree.filter.setFold(fold)),
   };
   let active: Tab = "Overview";
   const tablist = h("div", { role: "tablist", class: "tx-tabs", "aria-label": "Module details" });

@@ -26,6 +26,7 @@ def test_the_four_notebooks_exist() -> None:
         "06-memory-and-placement.ipynb",
         "07-execution-flow.ipynb",
         "08-training.ipynb",
+        "10-compile.ipynb",
     ):
         assert expected in names
 

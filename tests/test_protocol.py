@@ -147,8 +147,9 @@ def test_the_frontend_type_checks_against_the_generated_contract() -> None:
 def test_every_request_kind_has_one_handler_and_one_reply() -> None:
     assert set(HANDLERS) == set(REQUESTS) == set(REPLIES) == set(REQUEST_TYPES)
     assert SLOW <= set(REQUESTS) and SLOW_TIMEOUT_KINDS >= SLOW
-    # Slow kinds carry the revision they were made at (a stale one is refused).
-    assert all("rev" in REQUESTS[k] for k in SLOW - {"probe"})
+    # Slow kinds carry the revision they were made at (a stale one is refused); a probe and a
+    # compile check read the model as it is when they run, whatever the view saw.
+    assert all("rev" in REQUESTS[k] for k in SLOW - {"probe", "compile"})
 
 
 def test_every_handler_is_typed_host_and_its_request_to_its_reply_and_states() -> None:
@@ -246,6 +247,8 @@ _WORKING = [
     {"kind": "train_series", "path": "0"},
     {"kind": "train_control", "action": "pause"},
     {"kind": "train_figures", "figure": "grad_norm", "paths": ["0"]},
+    {"kind": "compile"},
+    {"kind": "filter", "query": "", "breaks": True},
 ]
 _SESSION = [
     {"kind": "ping"},

@@ -1,7 +1,7 @@
 // Source of the selected module's class (or of a class picked in the MRO graph). The markup comes
 // from highlight.py (Pygments, which escapes the code); it is the only HTML the widget inserts.
 import { clear, h } from "../dom";
-import type { SourceReply } from "../protocol";
+import type { CompileState, SourceReply } from "../protocol";
 import { messageOf, modelRev, type Ctx, type Pane } from "./context";
 
 export type { SourceReply };
@@ -64,6 +64,15 @@ export interface SourceTarget {
   path: string;
   cls: string | null;
   line: number;
+  what?: "call" | "break"; // a caller's line (default) or a graph break's
+}
+
+/** The selected module's first graph break (the last compile check) whose line is in a class of
+ * its MRO: the Source tab marks that line instead of the forward, and says so. */
+export function breakTarget(ctx: Ctx, path: string = ctx.model.get("selected") ?? "", line?: number): (SourceTarget & { kind: string }) | null {
+  const state = ctx.model.get("compile") as Partial<CompileState> | undefined;
+  const b = state?.breaks?.find((x) => x.path === path && x.src_cls && (line === undefined || x.line === line));
+  return b?.src_cls ? { path, cls: b.src_cls, line: b.line, what: "break", kind: b.kind } : null;
 }
 
 export class SourcePane implements Pane {
@@ -84,7 +93,8 @@ export class SourcePane implements Pane {
   }
 
   async show(): Promise<void> {
-    const t = this.target;
+    const broken = this.target ? breakTarget(this.ctx, this.target.path, this.target.line) : breakTarget(this.ctx);
+    const t = this.target ?? broken;
     const path = t ? t.path : this.ctx.model.get("selected");
     const key = `${t ? `${t.path}|${t.cls}|${t.line}` : path}@${modelRev(this.ctx)}`;
     if (key === this.shown) {
@@ -96,11 +106,14 @@ export class SourcePane implements Pane {
     clear(this.el);
     this.el.appendChild(h("p", { class: "tx-muted" }, "loading source…"));
     try {
-      const ask = t ? { kind: "source" as const, path, cls: t.cls, line: t.line } : { kind: "source" as const, path };
+      const what = broken ? { what: "break" as const } : {}; // the kernel's default: a call
+      const ask = t ? { kind: "source" as const, path, cls: t.cls, line: t.line, ...what } : { kind: "source" as const, path };
       const r = await this.ctx.rpc.call(ask);
       if (seq === this.seq) {
         renderSource(this.el, r);
         if (t) this.el.querySelector(".tx-source")?.classList.add("tx-callsite");
+        const top = this.el.querySelector(".tx-srctop");
+        if (broken && top) top.appendChild(h("div", { class: "tx-bad tx-srcbreak" }, `graph break: ${broken.kind}`));
         scrollToForward(this.el);
       }
     } catch (e) {

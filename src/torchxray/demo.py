@@ -11,13 +11,20 @@ prefill them from a live instance.
 
 from __future__ import annotations
 
+import logging
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+_log = logging.getLogger(__name__)
+
 __all__ = [
     "BasicBlock",
     "Block",
+    "LoggedGELU",
+    "CheckedMLP",
+    "CompileNet",
     "LlamaAttention",
     "LlamaDecoderLayer",
     "LlamaLike",
@@ -29,6 +36,7 @@ __all__ = [
     "llama_like",
     "many_modules",
     "resnet_ish",
+    "compile_net",
     "tiny_transformer",
     "tokens",
 ]
@@ -294,3 +302,55 @@ def many_modules(n: int = 10_000, width: int = 4) -> nn.Sequential:
     return nn.Sequential(
         *(nn.Sequential(nn.Linear(widths[i], widths[i + 1]), nn.ReLU()) for i in range(stages))
     ).eval()
+
+
+class LoggedGELU(nn.Module):
+    """GELU that logs the shapes it sees (at DEBUG: silent by default): a logging call is a
+    graph break under ``torch.compile``; ``nn.GELU`` computes the same without it."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _log.debug("gelu input %s", tuple(x.shape))
+        return F.gelu(x)
+
+
+class CheckedMLP(nn.Module):
+    """Linear, GELU, Linear; ``check_finite=True`` stops on NaN/Inf in the hidden activations, a
+    ``.item()`` branch that graph-breaks under ``torch.compile`` (``check_finite=False`` skips it)."""
+
+    def __init__(self, dim: int, hidden: int, check_finite: bool = True) -> None:
+        super().__init__()
+        self.dim = dim
+        self.hidden = hidden
+        self.check_finite = check_finite
+        self.fc1 = nn.Linear(dim, hidden)
+        self.act = LoggedGELU()
+        self.fc2 = nn.Linear(hidden, dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.act(self.fc1(x))
+        if self.check_finite and not torch.isfinite(h).all().item():
+            raise ValueError("CheckedMLP: non-finite activations")
+        return x + self.fc2(h)
+
+
+class CompileNet(nn.Module):
+    """An embedding, one `CheckedMLP` and a head: two graph breaks under ``torch.compile``, one in
+    ``mlp.act`` (a logging call) and one in ``mlp`` (a ``.item()`` branch). notebooks/10-compile.ipynb
+    finds and fixes both. Its input is `tokens`."""
+
+    def __init__(self, vocab: int = 100, dim: int = 32, hidden: int = 64) -> None:
+        super().__init__()
+        self.vocab = vocab
+        self.dim = dim
+        self.hidden = hidden
+        self.embed = nn.Embedding(vocab, dim)
+        self.mlp = CheckedMLP(dim, hidden)
+        self.head = nn.Linear(dim, vocab)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.head(self.mlp(self.embed(ids)))
+
+
+def compile_net(vocab: int = 100, dim: int = 32, hidden: int = 64) -> CompileNet:
+    """A `CompileNet` in eval mode: ``tx.compile_check(compile_net(), tokens())`` finds two breaks."""
+    return CompileNet(vocab, dim, hidden).eval()

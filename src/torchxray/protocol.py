@@ -20,7 +20,7 @@ reply, so a malformed message never raises in the kernel and never touches the m
     >>> REQUESTS["replace"]["which"]  # (type, required, default)
     (('all', 'this'), False, 'all')
     >>> REPLIES["undo"].__name__, sorted(SLOW)
-    ('PatchedReply', ['bulk', 'edit', 'memory', 'probe', 'redo', 'replace', 'undo'])
+    ('PatchedReply', ['bulk', 'compile', 'edit', 'memory', 'probe', 'redo', 'replace', 'undo'])
 """
 
 # No `from __future__ import annotations`: the TypedDicts' annotations are read at run time.
@@ -31,6 +31,7 @@ from typing import Annotated, Any, Literal, TypeAlias, Union, cast, get_args, ge
 from typing_extensions import NotRequired, TypedDict, get_type_hints
 
 from ._view import compare_types as ct
+from ._view import compile_types as cpt
 from ._view import flow_types as ft
 from ._view import replies as rp
 from ._view import summary_types as st
@@ -97,6 +98,9 @@ class FilterRequest(TypedDict):
     # Match each module's own name only (not its path, not its class): "attn" then leaves out
     # the children of every attention, whose paths contain it.
     names: NotRequired[Annotated[bool, False]]
+    # The tree folded to the modules whose own forward graph-breaks in the last compile check
+    # (the Compile tab); `query` is then not read.
+    breaks: NotRequired[Annotated[bool, False]]
 
 
 class RevealRequest(TypedDict):
@@ -109,6 +113,7 @@ class SourceRequest(TypedDict):
     path: str
     cls: NotRequired[Annotated[str | None, None]]  # a class of the module's MRO
     line: NotRequired[Annotated[int | None, None]]  # a line to highlight (a call site), not forward
+    what: NotRequired[Annotated[Literal["call", "break"], "call"]]  # a call or a graph break
 
 
 class FormRequest(TypedDict):
@@ -202,13 +207,14 @@ Request: TypeAlias = (
     FormRequest | EditRequest | ReplaceRequest | UndoRequest | RedoRequest | ProbeRequest |
     ProbeTableRequest | MroRequest | CatalogRequest | AssetRequest | ct.PickRequest |
     ct.PlanRequest | ct.BulkRequest | ct.PeftRequest | ct.DiffRequest | ct.StatsRequest |
-    ct.HealthRequest | MemoryRequest | FiguresRequest | ft.FlowRequest | ft.GraphRequest | CancelRequest | st.SummaryRequest | TrainRequest
+    ct.HealthRequest | MemoryRequest | FiguresRequest | ft.FlowRequest | ft.GraphRequest | CancelRequest | st.SummaryRequest | TrainRequest | cpt.CompileRequest
 )  # fmt: skip
 REQUEST_TYPES: dict[str, type] = {get_args(t.__annotations__["kind"])[0]: t for t in get_args(Request)}  # fmt: skip
 
-# Requests that patch the model, re-run the probe or run a fake training step (memory): busy in the
+# Requests that patch the model, re-run the probe, run a fake training step (memory) or a compile
+# check (which probes, then traces every distinct module with dynamo): busy in the
 # widget, a stale `rev` refused; the frontend waits longer for them and the graph renderer (1.4 MB).
-SLOW = frozenset({"edit", "replace", "undo", "redo", "probe", "memory", "bulk"})
+SLOW = frozenset({"edit", "replace", "undo", "redo", "probe", "memory", "bulk", "compile"})
 SLOW_TIMEOUT_KINDS = SLOW | {"diff", "asset"}
 
 # The reply each request kind gets when it succeeds (any kind may get an ErrorReply instead).
@@ -242,6 +248,7 @@ REPLIES: dict[str, type] = {
     "figures": rp.FiguresReply,
     "flow": ft.FlowReply,
     "graph": ft.GraphReply,
+    "compile": cpt.CompileReply,
     **TRAIN_REPLIES,
 }
 # -- validation ---------------------------------------------------------------------------------

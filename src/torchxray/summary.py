@@ -34,7 +34,9 @@ example inputs are given; an output that is a dict, tuple or ``ModelOutput`` is 
 the deepest whose rows fit on a screen (80). Runs of identical blocks shown without their
 children fold into one row ("layer.0–11 (BertLayer) ×12"). The pieces, in torchinfo's order:
 `_summary/records.py` (rows), `_summary/stats.py` (totals, and how they differ from
-torchinfo's for tied weights), `_summary/text.py` (text and CSV). `summarize` returns them as
+torchinfo's for tied weights), `_summary/text.py` (text and CSV). ``compile=True`` (or an
+Explorer whose compile check has run: ``ex.summary()``) adds a line under the first with the
+graph-break count and the modules that break (``tx.compile_check``). `summarize` returns them as
 data (`Summary`); ``Summary.text()`` and ``Summary.csv()`` format them.
 """
 
@@ -45,13 +47,15 @@ from typing import Any
 
 from torch import nn
 
+from ._compile.records import CompileReport
 from ._summary.records import Row, auto_depth, max_depth, rows
 from ._summary.stats import Totals, totals
 from ._summary.text import csv_text, table
+from .compile import compile_check
 from .probe import ProbeReport, probe
 from .tree import ModelTree, walk
 
-__all__ = ["Summary", "summarize", "summary"]
+__all__ = ["Summary", "compile_line", "summarize", "summary"]
 
 _MESSAGE_MAX = 160
 # What the pass size is (torchinfo's label, torchinfo's rule: `_summary/stats.py`), for a reader
@@ -75,6 +79,7 @@ class Summary:
     probe: str  # "probe ok (fake)", "probe failed at bn1 (...)", "no probe: ..."
     probed: bool  # a report gave the output shapes
     no_mult_adds: str  # why there is no mult-adds figure, where there is none
+    compile: str = ""  # "compile: 2 graph breaks, in ..." when a compile check was given
 
     def text(self) -> str:
         t = self.totals
@@ -109,7 +114,7 @@ class Summary:
         return table(
             self.rows,
             t,
-            [f"{self.cls}: {modules}; {self.probe}"],
+            [f"{self.cls}: {modules}; {self.probe}", *([self.compile] if self.compile else [])],
             probed=self.probed,
             notes=notes,
             no_mult_adds=self.no_mult_adds,
@@ -128,10 +133,26 @@ def _probe_line(report: ProbeReport | None, note: str) -> str:
     err = report.error
     if err is None:
         return "probe failed"
-    message = " ".join(err.message.split())
-    if len(message) > _MESSAGE_MAX:
-        message = message[: _MESSAGE_MAX - 1] + "…"
+    message = _cut(err.message)
     return f"probe failed at {err.path or '(model)'} ({err.cls}): {err.exc_type}: {message}"
+
+
+def compile_line(report: CompileReport | None) -> str:
+    """The summary's line on a compile check: the break count and where ('' without one)."""
+    if report is None:
+        return ""
+    if report.error is not None:
+        return f"compile check could not run: {_cut(report.error)}"
+    if not report.breaks:
+        return f"compile: one graph, no graph break ({report.mode} inputs)"
+    n = len(report.breaks)
+    where = ", ".join(dict.fromkeys(f"{b.path or '(model)'} ({b.cls})" for b in report.breaks))
+    return f"compile: {n} graph break{'s' if n != 1 else ''}, in {_cut(where)}"
+
+
+def _cut(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _MESSAGE_MAX else text[: _MESSAGE_MAX - 1] + "…"
 
 
 def _no_mult_adds(report: ProbeReport | None) -> str:
@@ -149,9 +170,10 @@ def summarize(
     depth: int | None = None,
     fold: bool = True,
     note: str = "",
+    compile_report: CompileReport | None = None,
 ) -> Summary:
-    """The summary of a walked model and (optionally) its probe, as data. ``note`` says why there
-    is no report, where there is none (the Explorer's probe note)."""
+    """The summary of a walked model and (optionally) its probe and compile check, as data.
+    ``note`` says why there is no report, where there is none (the Explorer's probe note)."""
     if depth is not None and (not isinstance(depth, int) or isinstance(depth, bool) or depth < 0):
         raise ValueError(f"summary(depth=...) takes an int >= 0 or None, got {depth!r}")
     deepest = max_depth(tree)
@@ -166,14 +188,29 @@ def summarize(
         probe=_probe_line(report, note),
         probed=report is not None,
         no_mult_adds=_no_mult_adds(report),
+        compile=compile_line(compile_report),
     )
 
 
-def summary(model: nn.Module, *args: Any, depth: int | None = None, **kwargs: Any) -> str:
+def summary(
+    model: nn.Module,
+    *args: Any,
+    depth: int | None = None,
+    compile: bool = False,
+    **kwargs: Any,
+) -> str:
     """The text summary of ``model``; with example inputs, a fake probe gives the output shapes
-    and the mult-adds (``depth`` is taken by the summary: a forward keyword of that name cannot
-    be passed through here; ``tx.probe`` and `summarize` can)."""
+    and the mult-adds, and ``compile=True`` adds a line with ``tx.compile_check``'s break count
+    and where they are. ``depth`` and ``compile`` are taken by the summary: forward keywords of
+    those names cannot be passed through here (``tx.probe`` and `summarize` can)."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"summary() takes an nn.Module, got {type(model).__name__}")
+    if not isinstance(compile, bool):
+        raise TypeError(f"summary(compile=...) takes True or False, got {compile!r}")
+    if compile and not (args or kwargs):
+        raise ValueError(
+            "summary(compile=True) needs example inputs: tx.summary(model, x, compile=True)"
+        )
     report = probe(model, *args, **kwargs) if args or kwargs else None
-    return summarize(walk(model), report, depth=depth).text()
+    checked = compile_check(model, *args, **kwargs) if compile else None
+    return summarize(walk(model), report, depth=depth, compile_report=checked).text()

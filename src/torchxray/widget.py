@@ -9,7 +9,7 @@ frontend sends ``kind``-tagged requests (see ``protocol.py``). All the work is i
 The synced state, and the probe mode, which refuses anything but the two modes:
 
     >>> sorted(Explorer.class_own_traits(sync=True))
-    ['busy', 'error', 'history', 'overview', 'probe_mode', 'probe_summary', 'readonly', 'selected', 'snapshot', 'training', 'tree_state']
+    ['busy', 'compile', 'error', 'history', 'overview', 'probe_mode', 'probe_summary', 'readonly', 'selected', 'snapshot', 'training', 'tree_state']
     >>> Explorer.class_own_traits()["probe_mode"].values
     ('fake', 'real')
     >>> Explorer.class_own_traits()["probe_mode"].validate(None, "turbo")
@@ -58,6 +58,7 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
     readonly = t.Bool(False).tag(sync=True)
     snapshot = t.Dict().tag(sync=True)
     training = t.Dict().tag(sync=True)  # the Training tab: ex.watch's state (_view/training.py)
+    compile = t.Dict().tag(sync=True)  # the Compile tab: the last check (_view/compile_view.py)
 
     # Class settings (bench.flows --set NAME=VALUE sets them for an A/B).
     # Shown after the widget as a second output: a read-only tree for a notebook reopened without
@@ -327,13 +328,12 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
                 self.tree_state = dict(s.tree_state())
             if "selected" in changed:
                 self.selected = s.selected
-            if "overview" in changed:
-                self.overview = dict(s.overview())
             if "probe_summary" in changed:
                 self.probe_summary = dict(s.probe_summary())
                 self.probe_mode = s.mode
-            if "history" in changed:
-                self.history = dict(s.history())
+            for name, make in (("overview", s.overview), ("history", s.history), ("compile", s.compile_state)):  # fmt: skip
+                if name in changed:
+                    setattr(self, name, dict(make()))
         if self._static is not None and changed & {"tree_state", "probe_summary"}:
             self._static.update(self._stand_in(), raw=True)  # a saved notebook shows the latest
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from . import tools_classes as classes
 from . import tools_compare as compare
+from . import tools_compile as compile_
 from . import tools_flow as flow
 from . import tools_memory as memory
 from . import tools_patch as patch
@@ -59,6 +60,8 @@ HANDLERS: dict[str, Handler] = {
     # the execution flow: the call tree and the Graph tab
     "flow": flow.on_flow,
     "graph": flow.on_graph,
+    # the Compile tab
+    "compile": compile_.on_compile,
     # the Training tab
     "train_series": watch.on_train_series,
     "train_control": watch.on_train_control,

@@ -21,17 +21,20 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 if TYPE_CHECKING:
     from torch import nn
 
+    from .._compile.records import CompileReport
     from ..forms import Form
     from ..patch import PatchEntry, PatchLog
     from ..probe import ProbeReport
     from ..tree import ModelTree
     from ..watch import Watch
+    from .compile_types import CompileState
     from .origin import Opened
     from .replies import ProbeSummary, Reply
     from .serialize import RowMaker
 
 __all__ = [
     "ALL",
+    "COMPILE",
     "DEFERRED",
     "NONE",
     "PROBE",
@@ -48,10 +51,14 @@ __all__ = [
 States = frozenset[str]
 NONE: States = frozenset()
 SELECT: States = frozenset({"selected", "overview"})
-# A probe changes the rows' shapes and marks, the Overview's inputs and outputs, and its summary.
-PROBE: States = frozenset({"tree_state", "overview", "probe_summary"})
-# A patch changes everything (the selection too, when the selected module is gone).
-ALL: States = PROBE | SELECT | {"history"}
+# A probe changes the rows' shapes and marks, the Overview's inputs and outputs, and its summary
+# (and a patch's compile re-check follows the background probe: `Session.compute_probe`).
+PROBE: States = frozenset({"tree_state", "overview", "probe_summary", "compile"})
+# A compile check changes the Compile tab's state and the rows' "break" marks.
+COMPILE: States = frozenset({"compile", "tree_state"})
+# A patch changes everything (the selection too, when the selected module is gone; the compile
+# check runs again once it was asked for).
+ALL: States = PROBE | SELECT | COMPILE | {"history"}
 # The states that need the model's walk: in a kernel they follow the view (`_view/schedule.py`).
 DEFERRED: States = frozenset({"tree_state", "overview"})
 
@@ -124,6 +131,10 @@ class Host(Protocol):
     def run_probe(self, mode: str | None = None) -> None: ...
     def probe_summary(self) -> ProbeSummary: ...
     def cancel(self) -> bool: ...
+    @property
+    def compile_report(self) -> CompileReport | None: ...
+    def run_compile(self, options: dict[str, Any] | None = None) -> CompileReport: ...
+    def compile_state(self) -> CompileState: ...
 
 
 Result = tuple["Reply", States]

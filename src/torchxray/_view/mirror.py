@@ -1,5 +1,5 @@
-"""The Explorer's Python API (``ex.select``, ``ex.edit``, ``ex.undo``, ``ex.probe_report``, ``ex.summary``, ``ex.to_html``...):
-each call does what the view's request does, through the same Session, and re-sends the states it
+"""The Explorer's Python API (``ex.select``, ``ex.edit``, ``ex.undo``, ``ex.probe_report``,
+``ex.summary``, ``ex.compile_check``, ``ex.to_html``...): each call does what the view's request does, through the same Session, and re-sends the states it
 changed. A mixin of ``widget.Explorer``, which holds the traitlets, the lock and the background probe.
 """
 
@@ -12,11 +12,12 @@ from typing import Any, overload
 
 from torch import nn
 
+from .._compile.records import CompileReport
 from ..patch import PatchEntry
 from ..probe import ProbeReport
 from ..summary import summarize
 from . import assets
-from .host import ALL, PROBE, SELECT, States
+from .host import ALL, COMPILE, PROBE, SELECT, States
 from .session import Session
 from .tools_summary import NO_PROBE
 
@@ -98,6 +99,27 @@ class PythonApi:
             self._sync(PROBE)
         return s.report
 
+    @property
+    def compile_report(self) -> CompileReport | None:
+        """The last compile check (``ex.compile_check()``, the Compile tab's Check, or the
+        re-check after a patch); None before the first, or when the last could not run."""
+        return self._live().compile_report
+
+    def compile_check(self, options: dict[str, Any] | None = None) -> CompileReport:
+        """``tx.compile_check`` on the explored model and its example inputs (in the probe's
+        mode; ``options`` as ``tx.compile_check``'s, e.g. ``{"mode": "real"}``), shown in the
+        Compile tab and on the tree's rows; from now on it runs again after every patch (Apply,
+        Undo, Redo, ``ex.edit``...). ValueError when the explorer has no example inputs."""
+        self._join()
+        s = self._live()
+        self.busy = "compile"
+        try:
+            with self._lock:
+                return s.run_compile(options)
+        finally:
+            self.busy = ""
+            self._sync(COMPILE)
+
     def to_code(self) -> str:
         """Python that replays this session's patches on a fresh model (``PatchLog.to_code``)."""
         log = self._live().log
@@ -105,12 +127,18 @@ class PythonApi:
 
     def summary(self, depth: int | None = None) -> str:
         """The text summary of the model as it is now (``tx.summary``'s: the tree to ``depth``,
-        output shapes from the last probe, totals); ``print(ex)`` prints the same. Waits for a
+        output shapes from the last probe, the break count of the last compile check, totals); ``print(ex)`` prints the same. Waits for a
         probe running in the background."""
         self._join()
         with self._lock:
             s = self._live()
-            return summarize(s.tree, s.report, depth=depth, note=s.probe_note or NO_PROBE).text()
+            return summarize(
+                s.tree,
+                s.report,
+                depth=depth,
+                note=s.probe_note or NO_PROBE,
+                compile_report=s.compile_report,
+            ).text()
 
     def save_snapshot(self) -> None:
         """Store a read-only snapshot in the widget state, so that a notebook saved with widget

@@ -212,12 +212,13 @@ def _buffer(b: Any) -> BufferRow:
     }
 
 
-def source_dict(src: Source, html: str, line: int | None = None) -> SourceReply:
-    """``line``: the line asked to be marked (a call site); the note says whether it is shown."""
+def source_dict(src: Source, html: str, line: int | None = None, what: str = "call") -> SourceReply:
+    """``line``: the line asked to be marked (a call site, or a graph break: ``what``); the note
+    says whether it is shown."""
     note = src.note
     if line is not None and src.text is not None:
         first, last = src.line or 1, (src.line or 1) + len(src.text.splitlines()) - 1
-        said = f"line {line} (the call) is marked"
+        said = f"line {line} (the {'graph break' if what == 'break' else 'call'}) is marked"
         if not first <= line <= last:
             said = f"line {line} is not in this source (lines {first}–{last})"
         note = f"{note}; {said}" if note else said

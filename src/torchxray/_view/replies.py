@@ -8,6 +8,7 @@ from typing import Literal, TypeAlias
 from typing_extensions import NotRequired, TypedDict
 
 from . import compare_types as ct
+from . import compile_types as cpt
 from . import flow_types as ft
 from . import summary_types as st
 from . import watch_types as wt
@@ -25,6 +26,7 @@ Mark: TypeAlias = Literal[
     "inside_error",  # an ancestor of the module the last probe failed in
     "contract",
     "frozen",  # has parameters, none of them trainable
+    "break",  # its own forward graph-breaks under torch.compile (the last compile check)
 ]
 
 
@@ -394,5 +396,5 @@ Reply: TypeAlias = (
     PatchedReply | ProbeReply | ProbeTableReply | MroReply | CatalogReply | AssetReply | ErrorReply |
     MemoryReply | FiguresReply | CancelReply |
     ct.PickReply | ct.PlanReply | ct.PeftReply | ct.DiffReply | ct.StatsReply | ct.HealthReply |
-    ft.FlowReply | ft.GraphReply | st.SummaryReply | wt.TrainSeriesReply | wt.TrainControlReply | wt.TrainFiguresReply
+    ft.FlowReply | ft.GraphReply | st.SummaryReply | wt.TrainSeriesReply | wt.TrainControlReply | wt.TrainFiguresReply | cpt.CompileReply
 )  # fmt: skip

@@ -32,6 +32,7 @@ __all__ = [
     "first_state",
     "page",
     "reveal_chain",
+    "rows_of",
     "unfold_page",
 ]
 
@@ -81,8 +82,14 @@ def _clip_all(parts: list[str]) -> str:
 class RowMaker:
     """Turns nodes into rows with the markers of the current probe and patch log."""
 
-    def __init__(self, report: ProbeReport | None, log: PatchLog | None) -> None:
+    def __init__(
+        self,
+        report: ProbeReport | None,
+        log: PatchLog | None,
+        breaks: frozenset[str] = frozenset(),
+    ) -> None:
         self.report = report
+        self.breaks = breaks  # modules whose own forward graph-breaks (last compile check)
         self.patched = _patched(log)
         self.writes = _writes(report)
         self.failed = report.error.path if report is not None and report.error is not None else None
@@ -126,6 +133,8 @@ class RowMaker:
         rec = self.report.records.get(node.path) if self.report is not None else None
         if rec is not None and rec.contract:
             marks.append("contract")
+        if node.path in self.breaks:
+            marks.append("break")
         if rec is not None and rec.output_shapes:
             # The first output by name ("logits: 1×8×100 +9"); the row's tooltip lists them all.
             parts = output_parts(rec.outputs)
@@ -310,7 +319,12 @@ def filter_rows(
     """Matches of ``query`` (substring, case-insensitive, or a regex) in the path or the class (or,
     with ``names``, in the module's own name only), with their ancestors, in tree order: at most
     ``FILTER_ROWS`` rows."""
-    matches = matching(tree, query, regex, names)
+    return rows_of(tree, rows, matching(tree, query, regex, names))
+
+
+def rows_of(tree: ModelTree, rows: RowMaker, matches: list[Node]) -> FilterResult:
+    """``matches`` with their ancestors, in tree order, as the filter shows them (at most
+    ``FILTER_ROWS`` rows): the filter's answer, and the tree folded to the breaking rows."""
     keep: dict[str, bool] = {}
     truncated = False
     for n in matches:

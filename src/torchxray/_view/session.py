@@ -14,7 +14,9 @@ from typing import Any
 from torch import nn
 
 from .. import _gc
+from .._compile.records import CompileReport
 from .._probe.cancel import scope as cancel_scope
+from ..compile import compile_check
 from ..forms import Form, FormError, form
 from ..patch import PatchEntry, PatchLog
 from ..probe import ProbeReport, probe
@@ -24,6 +26,8 @@ from ..watch import Watch
 from . import panes, probe_panes, tools_flow
 from . import serialize as ser
 from .background import PROBING
+from .compile_types import CompileState
+from .compile_view import break_paths, compile_state
 from .handlers import HANDLERS
 from .host import NONE, Caches, Result
 from .origin import Opened
@@ -92,6 +96,14 @@ class Session:
         self.selected = ""
         self.watch: Watch | None = None  # ex.watch: edits keep its optimizer true
         self.training_now = False  # answering between two steps of a running loop
+        # The last compile check (the Compile tab, ex.compile_check()): not free, so it runs when
+        # asked for, then again after every patch (`compile_on`), as the probe does.
+        self.compile_report: CompileReport | None = None
+        self.compile_on = False
+        self.compile_options: dict[str, Any] | None = None
+        self.compile_note = ""  # why there is no report, when the check could not run
+        self.compile_pending = False  # a patch's re-check, left to follow the background probe
+        self.compile_rev = 0  # the revision it was made at
 
     @property
     def tree(self) -> ModelTree:
@@ -115,7 +127,7 @@ class Session:
     # -- the synced states (one Explorer traitlet each) ----------------------------------------
 
     def rows(self) -> ser.RowMaker:
-        return ser.RowMaker(self.report, self.log)
+        return ser.RowMaker(self.report, self.log, break_paths(self.compile_report))
 
     def tree_state(self) -> TreeState:
         return ser.first_state(self.tree, self.rows(), self.rev, self.model_rev)
@@ -139,6 +151,16 @@ class Session:
 
     def probe_summary(self) -> ProbeSummary:
         return probe_panes.probe_summary(self.report, self.previous, self.rev, self.probe_note)
+
+    def compile_state(self) -> CompileState:
+        return compile_state(
+            self.compile_report,
+            self.model,
+            on=self.compile_on,
+            rev=self.compile_rev,
+            note=self.compile_note,
+            running=self.compile_pending,
+        )
 
     def history(self) -> HistoryState:
         if self.log is None:
@@ -166,12 +188,58 @@ class Session:
         self.install(self.compute_probe())
 
     def compute_probe(self) -> ProbeReport:
-        """The probe alone, changing nothing here (``widget.py`` runs it in a thread); `cancel`
-        from another thread stops it with `ProbeCancelled`."""
+        """The probe alone, changing nothing here but a patch's compile re-check, which follows
+        it (``widget.py`` runs both in a thread, so that Apply does not wait for them, and sends
+        the check with the probe's states: host.PROBE); `cancel` from another thread stops the
+        probe with `ProbeCancelled`."""
         with self.schedule.running() as token, cancel_scope(token):
             # The patch log lets a failure's hint name the edit it follows.
             log, mode = self.log, self.mode
-            return probe(self.live_model(), *self.args, mode=mode, patch_log=log, **self.kwargs)
+            try:
+                report = probe(
+                    self.live_model(), *self.args, mode=mode, patch_log=log, **self.kwargs
+                )
+            except BaseException:  # cancelled or interrupted: no check either
+                self._skip_recheck()
+                raise
+        if self.compile_pending and not self.schedule.closing:
+            self._recompile()
+        return report
+
+    def run_compile(self, options: dict[str, Any] | None = None) -> CompileReport:
+        """``tx.compile_check`` on the model and example inputs, in the probe's mode unless
+        ``options`` says otherwise; from now on it runs again after every patch, with the same
+        options. ValueError without example inputs; TypeError for a bad option."""
+        if not self.args and not self.kwargs:
+            raise ValueError(
+                "the compile check needs example inputs: tx.explore(model, x) with the inputs "
+                "the model's forward takes"
+            )
+        opts = {"mode": self.mode, **(options or {})}
+        report = compile_check(self.live_model(), *self.args, options=opts, **self.kwargs)
+        self.compile_on, self.compile_options = True, options
+        self.compile_report, self.compile_note, self.compile_rev = report, "", self.rev
+        return report
+
+    def _skip_recheck(self) -> None:
+        if self.compile_pending:
+            self.compile_pending = False
+            self.compile_note = "the compile check did not run after the last patch: Check runs it"
+
+    def _recompile(self) -> None:
+        """After a patch: the check again, once it was asked for."""
+        self.compile_report, self.compile_pending = None, False
+        if self.training_now:  # the loop goes on after this answer: the check would race it
+            self.compile_note = "the compile check waits while the model trains: Check once it ends"
+            return
+        # Said until it finishes: a kernel interrupt leaves it, and no stale breaks on the rows.
+        self.compile_note = (
+            "the compile check did not finish after the last patch: Check runs it again"
+        )
+        try:
+            self.run_compile(self.compile_options)
+        except Exception as e:  # noqa: BLE001 - a failed check must not fail the patch
+            self.compile_note = f"the compile check could not run: {type(e).__name__}: {e}"
 
     def cancel(self) -> bool:
         """Stop the running probe at its next module call; False when none is running."""
@@ -202,6 +270,8 @@ class Session:
         self.model_rev = self.rev
         if self.selected not in self.tree:
             self.selected = ""
+        if self.compile_on:  # runs after the probe: here, or where it runs in the background
+            self.compile_report, self.compile_pending = None, True
         try:
             self.run_probe()
             if (
@@ -216,7 +286,10 @@ class Session:
             # The user stopped a slow (real) probe: the patch stands, its probe does not.
             self.previous, self.report = self._base(), None
             self.probe_note = "probe interrupted: run it again from the Probe tab"
+            self._skip_recheck()
             raise
+        if self.compile_pending and not self.schedule.pending:  # no background probe to follow
+            self._recompile()
 
     def reread(self) -> bool:
         """The model's hooks changed (a watch opened or closed), not the model: its tree read
@@ -258,6 +331,7 @@ class Session:
         self.log = None
         self.tree = None  # type: ignore[assignment]
         self.report = self.previous = self._origin = None
+        self.compile_report = None
         self.args, self.kwargs = (), {}
         self.caches.clear()
 

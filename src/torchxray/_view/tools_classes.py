@@ -43,7 +43,7 @@ def on_source(host: Host, req: SourceRequest) -> tuple[SourceReply, States]:
     cls = req["cls"]
     target: Any = mro_class(module, cls) if cls else module
     src = source(target)
-    return panes.source_dict(src, highlight(src, req["line"]), req["line"]), NONE
+    return panes.source_dict(src, highlight(src, req["line"]), req["line"], req["what"]), NONE
 
 
 def on_form(host: Host, req: FormRequest) -> tuple[FormReply, States]:

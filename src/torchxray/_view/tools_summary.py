@@ -21,7 +21,13 @@ NO_PROBE = "no probe (no example inputs: tx.explore(model, x) probes)"
 
 def on_summary(host: Host, req: SummaryRequest) -> tuple[SummaryReply, States]:
     tree, report = host.tree, host.report
-    shown = summarize(tree, report, depth=req["depth"], note=host.probe_note or NO_PROBE)
+    shown = summarize(
+        tree,
+        report,
+        depth=req["depth"],
+        note=host.probe_note or NO_PROBE,
+        compile_report=host.compile_report,
+    )
     # Counted before the rows are made: each row reads its probe record (~0.1 ms).
     lines = sum(1 for node in tree.nodes if node.depth <= shown.depth)
     if lines > MAX_ROWS:

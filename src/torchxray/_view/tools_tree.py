@@ -1,11 +1,12 @@
 """The tree's requests (listed in ``_view/handlers.py``): ``ping`` (the view's first request: it
-has drawn), ``select``, a page of a module's ``children``, the ``filter`` and the ancestors that
-``reveal`` a path. None of them changes the model."""
+has drawn), ``select``, a page of a module's ``children``, the ``filter`` (also the tree folded to
+the modules that graph-break) and the ancestors that ``reveal`` a path. None of them changes the model."""
 
 from __future__ import annotations
 
 from ..protocol import ChildrenRequest, FilterRequest, PingRequest, RevealRequest, SelectRequest
 from . import serialize as ser
+from .compile_view import break_paths
 from .host import NONE, SELECT, Host, States
 from .replies import ChildrenReply, FilterReply, PongReply, RevealReply, SelectReply
 
@@ -37,7 +38,12 @@ def on_children(host: Host, req: ChildrenRequest) -> tuple[ChildrenReply, States
 
 
 def on_filter(host: Host, req: FilterRequest) -> tuple[FilterReply, States]:
-    got = ser.filter_rows(host.tree, host.rows(), req["query"], req["regex"], req["names"])
+    tree = host.tree
+    if req["breaks"]:  # the Compile tab's fold: the rows whose own forward breaks
+        paths = break_paths(host.compile_report)
+        got = ser.rows_of(tree, host.rows(), [n for n in tree.nodes if n.path in paths])
+        return {"kind": "filter", **got}, NONE
+    got = ser.filter_rows(tree, host.rows(), req["query"], req["regex"], req["names"])
     return {"kind": "filter", **got}, NONE
 
 
