@@ -97,10 +97,13 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
         session = Session(model, args, kwargs, mode=mode, schedule=self._schedule)
         self._session: Session | None = session
         super().__init__(probe_mode=mode)
+        # Probes run in a background thread where the host shows the view meanwhile and takes
+        # their results later (a kernel, a marimo notebook: `_view/background.py`).
+        self._later = background.later(self)
         self.observe(self._on_mode, names="probe_mode")
         if not probe:
             session.probe_note = "probe skipped (probe=False): ex.run_probe() runs it"
-        if probe and (args or kwargs) and kernel:
+        if probe and (args or kwargs) and self._later:
             # The tree shows now; the probe's results fill in when it is done.
             self._start_probe(first=True)
         else:
@@ -199,9 +202,9 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
             self._join()
             self.busy = str(kind)
         try:
-            # In a kernel the probe a slow request asks for runs in the background, where Cancel
-            # can stop it.
-            with self._lock, self._schedule.answering(slow and background.in_kernel()):
+            # In a kernel (or marimo) the probe a slow request asks for runs in the background,
+            # where Cancel can stop it.
+            with self._lock, self._schedule.answering(slow and self._later):
                 self._flush()  # a view drawn without _ipython_display_ (e.g. inside a VBox)
                 reply, changed = session.handle(msg)
                 if changed:
