@@ -86,20 +86,22 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
         self._background = background.Background()
         self._training: training.TrainingLink | None = None
         training.follow_watches(self)  # a watch closed: the rows drop their hook badges
-        # In a kernel the states that need the walk (the tree and the root's Overview) are sent
-        # after the view itself (`_ipython_display_`), so the browser draws the view while the
-        # kernel walks the model; the first request or sync sends them too if never displayed.
-        kernel = background.in_kernel()
-        self._schedule = Schedule(kernel and self.tree_after_view, self.first_probe_delay)
+        self._schedule = Schedule(False, self.first_probe_delay)
         cls = type(self)
         if not isinstance(cls.__dict__.get("_esm"), str):
             cls._esm, cls._css = assets.bundle()
         session = Session(model, args, kwargs, mode=mode, schedule=self._schedule)
         self._session: Session | None = session
         super().__init__(probe_mode=mode)
-        # Probes run in a background thread where the host shows the view meanwhile and takes
-        # their results later (a kernel, a marimo notebook: `_view/background.py`).
+        # Where the host shows the view meanwhile and takes state sent later (a kernel, a marimo
+        # notebook: `_view/background.py`), probes run in a background thread, and the states that
+        # need the walk (the tree and the root's Overview) go after the view itself: at its
+        # display in a kernel (`_ipython_display_`), else with the view's first request, so the
+        # browser draws the view while the model is walked; any sync of the Python API sends them
+        # too if never displayed.
         self._later = background.later(self)
+        if self._later and self.tree_after_view:
+            self._schedule.defer_view()
         self.observe(self._on_mode, names="probe_mode")
         if not probe:
             session.probe_note = "probe skipped (probe=False): ex.run_probe() runs it"
