@@ -60,7 +60,7 @@ _WATCH = """() => {
 
 
 def notebook(modules: int, log: Path) -> str:
-    return textwrap.dedent(f'''\
+    return textwrap.dedent(f"""\
         import marimo
 
         app = marimo.App(width="full")
@@ -93,7 +93,7 @@ def notebook(modules: int, log: Path) -> str:
 
         if __name__ == "__main__":
             app.run()
-        ''')
+        """)
 
 
 def run(repeats: int, modules: int, out: Path = OUT) -> dict[str, Any]:

@@ -394,10 +394,11 @@ def explore(
     ``mode="real"`` runs the probe on real tensors where the model lives (time and memory per
     module); the default "fake" needs no memory and runs no compute.
 
-    ``probe=False`` skips the probe (``ex.run_probe()`` runs it later). In a Jupyter kernel this
-    returns at once: the view is sent first and the model walked while the browser draws it (the
-    tree follows), and the probe runs in the background, its results filling in when done (Apply
-    and Undo wait for it; ``ex.wait()`` does too); elsewhere both run before this returns.
+    ``probe=False`` skips the probe (``ex.run_probe()`` runs it later). In a Jupyter kernel or a
+    marimo notebook this returns at once: the view is sent first and the model walked while the
+    browser draws it (the tree follows), and the probe runs in the background, its results filling
+    in when done (Apply and Undo wait for it; ``ex.wait()`` does too); elsewhere (a script), where
+    nothing shows a view meanwhile, both run before this returns.
 
     ``mode`` and ``probe`` are taken by ``explore``: a model whose forward has a keyword argument
     of either name gets it through ``tx.probe(model, ..., **kwargs)`` instead.
