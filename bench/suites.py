@@ -239,6 +239,32 @@ def size_suite(res: Results) -> None:
     for extra in sorted(STATIC.glob("*")):
         if extra.is_file() and extra.name != "widget.js" and not extra.name.startswith("."):
             res.values[f"bytes:static/{extra.name}"] = extra.stat().st_size
+    if bundle.exists():
+        snapshot_page_sizes(res)
+
+
+def snapshot_page_sizes(res: Results) -> None:
+    """`ex.to_html()` of timm's efficientnet_b0 (224x224, fake probe): the page and each part it
+    inlines, as carried (gzip + base64) and unpacked (issue 43 item 11: <= 1 MB)."""
+    try:
+        import timm
+
+        from torchxray import explore
+        from torchxray._view import assets
+    except ImportError as e:
+        res.notes.append(f"to_html sizes: not measured ({e})")
+        return
+    torch.manual_seed(0)
+    ex = explore(timm.create_model("efficientnet_b0", pretrained=False).eval(),
+                 torch.randn(1, 3, 224, 224))  # fmt: skip
+    try:
+        page = ex.to_html()
+    finally:
+        ex.close()
+    for part, (carried, raw) in assets.page_parts(page).items():
+        res.values[f"bytes:to_html efficientnet_b0: {part}"] = carried
+        if part != "page":
+            res.values[f"bytes:to_html efficientnet_b0: {part} (unpacked)"] = raw
 
 
 def browser_suite(res: Results, path: Path) -> None:

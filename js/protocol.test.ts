@@ -59,6 +59,19 @@ describe("SnapshotRpc", () => {
     await expect(rpc.call({ kind: "source", path: "nope" })).rejects.toThrow("not in this snapshot");
     await expect(rpc.call({ kind: "filter", query: "(", regex: true })).rejects.toThrow("bad regular expression");
   });
+
+  it("answers a leaf's graph with a note (nothing drawn), and unpacks an asset only when asked", async () => {
+    let unpacked = 0;
+    const rpc = new SnapshotRpc(data, { viz: async () => (unpacked++, "export const x = 1") });
+    const leaf = await rpc.call({ kind: "graph", path: "fc" });
+    expect(leaf.nodes).toEqual([]);
+    expect(leaf.note).toMatch(/^fc has no child modules, so there is no dataflow inside it/);
+    await expect(rpc.call({ kind: "graph", path: "" })).rejects.toThrow("the graph of (model) is not in this snapshot");
+    expect(unpacked).toBe(0);
+    expect((await rpc.call({ kind: "asset", name: "viz" })).code).toBe("export const x = 1");
+    expect(unpacked).toBe(1);
+    await expect(new SnapshotRpc(data).call({ kind: "asset", name: "viz" })).rejects.toThrow("not included");
+  });
 });
 
 describe("the generated contract", () => {

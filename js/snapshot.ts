@@ -6,18 +6,29 @@ import { RpcError } from "./protocol";
 
 const READ_ONLY = "read-only snapshot: no kernel is connected, actions are disabled";
 
+/** Code the page carries (the graph renderer): its text, or a function that unpacks it when first
+ * asked for (ex.to_html() pages keep it compressed until a graph is drawn). */
+export type Assets = Record<string, string | (() => Promise<string>)>;
+
 export class SnapshotRpc implements Channel {
   readonly connected = false;
   private readonly data: Partial<Snapshot>;
   constructor(
     data: Partial<Snapshot> | Record<string, unknown> | null | undefined,
-    private readonly assets: Record<string, string> = {},
+    private readonly assets: Assets = {},
   ) {
     // The widget state as the kernel saved it: {} until ex.save_snapshot().
     this.data = (data ?? {}) as Partial<Snapshot>;
   }
 
   async call<K extends RequestKind>(request: RequestOf<K>): Promise<Replies[K]> {
+    if (request.kind === "asset") {
+      const name = (request as RequestOf<"asset">).name;
+      const found = this.assets[name];
+      if (!found) throw new RpcError("the graph renderer is not included in this snapshot");
+      const code = typeof found === "string" ? found : await found();
+      return { kind: "asset", name, code } as Replies[K];
+    }
     // Each case answers its own kind with that kind's reply; tsc cannot follow K into the switch.
     return this.answer(request as RequestOf<RequestKind>) as Replies[K];
   }
@@ -68,17 +79,17 @@ export class SnapshotRpc implements Channel {
       case "graph": {
         const v = d.graph?.[msg.path];
         if ((msg.depth ?? 1) !== 1 || msg.open?.length) throw new RpcError("this snapshot holds each module's graph one level deep, its groups folded: deeper views need the kernel");
+        if (!v && d.nodes?.find((n) => n.path === msg.path)?.nkids === 0) {
+          // A leaf has no graph to hold: answer as the kernel does (graph_dot.build), nothing drawn.
+          const note = `${msg.path || "the model"} has no child modules, so there is no dataflow inside it to draw: its inputs and outputs are in the Overview`;
+          return { kind: "graph", path: msg.path, dot: "", nodes: [], edges: 0, note, depth: 1 };
+        }
         if (!v) throw new RpcError(`the graph of ${where(msg.path)} is not in this snapshot`);
         return v;
       }
       case "probe_table":
         if (!d.probe_table) throw new RpcError("no probe in this snapshot");
         return d.probe_table;
-      case "asset": {
-        const code = this.assets[msg.name];
-        if (!code) throw new RpcError("the graph renderer is not included in this snapshot");
-        return { kind: "asset", name: msg.name, code };
-      }
       default:
         throw new RpcError(READ_ONLY);
     }

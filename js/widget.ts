@@ -20,7 +20,7 @@ import { messageOf, type Ctx, type Pane } from "./panes/context";
 import type { Channel, HistoryState, State } from "./protocol";
 import { Rpc, SLOW_KINDS } from "./protocol";
 import { savedModel } from "./saved_model";
-import { SnapshotRpc } from "./snapshot";
+import { type Assets, SnapshotRpc } from "./snapshot";
 import { messageInvoke } from "./transport";
 import { TreeView } from "./tree";
 import { isTrainFigure, TreeColor } from "./tree_color";
@@ -42,7 +42,7 @@ export interface Explorer {
 
 export function createExplorer(
   { model, el, experimental }: Pick<RenderProps<State>, "model" | "el" | "experimental">,
-  assets: Record<string, string> = {},
+  assets: Assets = {},
 ): Explorer {
   const snapshot = model.get("snapshot");
   // Hosts without anywidget's invoke (marimo) still relay custom messages: Rpc falls back to them.
@@ -388,7 +388,7 @@ export function createExplorer(
 }
 
 /** A read-only Explorer with no kernel (ex.to_html()): the synced state is given once. */
-export function mountSnapshot(el: HTMLElement, state: State, assets: Record<string, string> = {}): Explorer {
+export function mountSnapshot(el: HTMLElement, state: State, assets: Assets = {}): Explorer {
   return createExplorer({ model: savedModel(state) as never, el, experimental: null as never }, assets);
 }
 

@@ -3,7 +3,6 @@ envelope), without a browser; plus the Python mirror (select/edit/undo/close) an
 
 from __future__ import annotations
 
-import base64
 import gc
 import json
 import re
@@ -500,8 +499,8 @@ def test_bundle_size() -> None:
 
 
 def _inlined(page: str, element: str) -> str:
-    start = page.index(f'id="{element}">') + len(f'id="{element}">')
-    return base64.b64decode(page[start : page.index("</script>", start)]).decode()
+    start = page.index(">", page.index(f'id="{element}"')) + 1
+    return assets.unpacked(page[start : page.index("</script>", start)]).decode()
 
 
 def test_to_html_inlines_the_state_read_only(tmp_path: Any) -> None:

@@ -6,7 +6,9 @@ to True here: these tests run outside a kernel, where the probe runs synchronous
 from __future__ import annotations
 
 import json
+import sys
 import threading
+import types
 from typing import Any
 
 import pytest
@@ -132,6 +134,23 @@ def test_outside_a_kernel_explore_returns_probed() -> None:
     assert not background.in_kernel()
     ex = explore(nn.Linear(4, 2), torch.randn(1, 4))
     assert not ex.probing and ex.probe_report is not None and ex.wait() is ex.probe_report
+    assert not background.later(ex)  # a script: nothing shows a view before explore returns
+
+
+def test_marimo_probes_later_only_where_its_comms_send_from_any_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The real marimo flow is tests/ui/test_marimo.py; here, which marimo takes which path.
+    marimo = types.SimpleNamespace(running_in_notebook=lambda: True)
+    monkeypatch.setitem(sys.modules, "marimo", marimo)
+    bound = types.SimpleNamespace(comm=types.SimpleNamespace(_stream=object()))
+    unbound = types.SimpleNamespace(comm=types.SimpleNamespace())  # an older marimo's comm
+    assert background.later(bound) and not background.later(unbound)
+    marimo.running_in_notebook = lambda: False  # run as a script (`python notebook.py`)
+    assert not background.later(bound)
+    marimo.running_in_notebook = lambda: True
+    monkeypatch.setattr(sys, "platform", "emscripten")  # Pyodide: no threads
+    assert not background.later(bound)
 
 
 def test_close_during_the_probe_waits_and_drops_the_model(kernel: None) -> None:

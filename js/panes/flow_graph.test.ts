@@ -189,6 +189,24 @@ describe("GraphPane", () => {
     expect(pane.el.textContent).toContain("a real probe records no dataflow");
   });
 
+  it("says in one line why a leaf has no graph, with no frame and no zoom or export buttons", async () => {
+    const note = "fc has no child modules, so there is no dataflow inside it to draw: its inputs and outputs are in the Overview";
+    const leaf = { graph: () => ({ kind: "graph", path: "fc", dot: "", nodes: [], edges: 0, note, depth: 1 }) };
+    const buttons = (pane: GraphPane) =>
+      [...pane.el.querySelectorAll("button, select")].filter((b) => !b.closest("[hidden]")).map((b) => b.getAttribute("aria-label") ?? b.textContent?.trim());
+    const live = new GraphPane(setup(leaf).c, loader);
+    await live.show();
+    expect(live.el.querySelector(".tx-muted")?.textContent).toBe(note);
+    expect(live.view.el.hidden).toBe(true);
+    // With a kernel: "Up" draws the parent, the depth picker can still draw the whole model.
+    expect(buttons(live)).toEqual(["graph depth", "Up"]);
+    const { c } = setup(leaf);
+    const snap = new GraphPane({ ...c, readonly: true }, loader);
+    await snap.show();
+    expect(snap.el.textContent).toContain(note);
+    expect(buttons(snap)).toEqual(["Up"]); // a snapshot's disabled depth picker is left out
+  });
+
   it("asks for the chosen depth, and shows the graph at 100% with zoom and an SVG export", async () => {
     const asked: Record<string, any>[] = [];
     const { c } = setup({ graph: (m) => (asked.push(m), { kind: "graph", path: m.path, dot: "digraph { n0 -> g1 }", nodes: NODES, edges: 1, note: "", depth: m.depth }) });

@@ -80,11 +80,18 @@ export class GraphPane implements Pane {
     } catch (e) {
       if (seq !== this.seq) return;
       this.shown = null;
-      this.note.textContent = messageOf(e);
+      this.nothing(messageOf(e));
       return;
     }
     if (seq !== this.seq) return;
     this.nodes = r.nodes;
+    if (!r.nodes.length) {
+      // A leaf: no children, so no dataflow inside it. The kernel's note says so in one line; an
+      // empty frame with zoom and export buttons would suggest a graph that failed to draw.
+      this.nothing(r.note || `${base || "the model"} has nothing to draw`);
+      return;
+    }
+    this.view.el.hidden = false;
     const boxes = r.nodes.filter((n) => n.path && n.kind !== "cluster").length;
     this.note.textContent = r.note || `${r.edges} edges between ${boxes} nodes`;
     this.toolbar();
@@ -102,6 +109,15 @@ export class GraphPane implements Pane {
       if (seq !== this.seq) return;
       this.view.message(h("p", { class: "tx-note" }, `graph unavailable: ${messageOf(e)}`));
     }
+  }
+
+  /** No graph to show (a leaf, or one the snapshot does not hold): one line saying why, and of
+   * the controls only those that still do something ("Up" to the parent's graph). */
+  private nothing(why: string): void {
+    this.note.textContent = why;
+    this.view.el.hidden = true;
+    this.nodes = [];
+    this.toolbar(false);
   }
 
   /** Whether the whole model is drawn (from its root, whatever is selected). */
@@ -128,15 +144,18 @@ export class GraphPane implements Pane {
     void this.show();
   }
 
-  private toolbar(): void {
+  private toolbar(drawn = true): void {
     clear(this.bar);
     const base = this.drawn();
     const selected = String(this.ctx.model.get("selected") ?? "");
-    if (this.whole()) {
+    if (!drawn) this.bar.appendChild(h("span", {}, "No graph for ", h("strong", {}, base || "(model)")));
+    else if (this.whole()) {
       const outlined = selected ? [" · ", h("strong", {}, selected), " outlined"] : [];
       this.bar.appendChild(h("span", {}, "Dataflow of ", h("strong", {}, "the whole model"), ...outlined));
     } else this.bar.appendChild(h("span", {}, "Dataflow inside ", h("strong", {}, base || "(model)")));
-    this.bar.appendChild(h("label", {}, "show ", this.depth));
+    // With a kernel, another depth still draws something from a leaf ("the whole model"); a
+    // snapshot's picker is disabled, so with nothing drawn it would be a dead control.
+    if (drawn || !this.ctx.readonly) this.bar.appendChild(h("label", {}, "show ", this.depth));
     this.depth.disabled = this.ctx.readonly; // a snapshot holds one level of each module
     if (this.ctx.readonly) this.depth.title = "a snapshot holds one level per module: deeper views need the kernel";
     if (base !== "" && !this.whole()) {

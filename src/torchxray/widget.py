@@ -87,21 +87,26 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
         self._background = background.Background()
         self._training: training.TrainingLink | None = None
         training.follow_watches(self)  # a watch closed: the rows drop their hook badges
-        # In a kernel the states that need the walk (the tree and the root's Overview) are sent
-        # after the view itself (`_ipython_display_`), so the browser draws the view while the
-        # kernel walks the model; the first request or sync sends them too if never displayed.
-        kernel = background.in_kernel()
-        self._schedule = Schedule(kernel and self.tree_after_view, self.first_probe_delay)
+        self._schedule = Schedule(False, self.first_probe_delay)
         cls = type(self)
         if not isinstance(cls.__dict__.get("_esm"), str):
             cls._esm, cls._css = assets.bundle()
         session = Session(model, args, kwargs, mode=mode, schedule=self._schedule)
         self._session: Session | None = session
         super().__init__(probe_mode=mode)
+        # Where the host shows the view meanwhile and takes state sent later (a kernel, a marimo
+        # notebook: `_view/background.py`), probes run in a background thread, and the states that
+        # need the walk (the tree and the root's Overview) go after the view itself: at its
+        # display in a kernel (`_ipython_display_`), else with the view's first request, so the
+        # browser draws the view while the model is walked; any sync of the Python API sends them
+        # too if never displayed.
+        self._later = background.later(self)
+        if self._later and self.tree_after_view:
+            self._schedule.defer_view()
         self.observe(self._on_mode, names="probe_mode")
         if not probe:
             session.probe_note = "probe skipped (probe=False): ex.run_probe() runs it"
-        if probe and (args or kwargs) and kernel:
+        if probe and (args or kwargs) and self._later:
             # The tree shows now; the probe's results fill in when it is done.
             self._start_probe(first=True)
         else:
@@ -200,9 +205,9 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
             self._join()
             self.busy = str(kind)
         try:
-            # In a kernel the probe a slow request asks for runs in the background, where Cancel
-            # can stop it.
-            with self._lock, self._schedule.answering(slow and background.in_kernel()):
+            # In a kernel (or marimo) the probe a slow request asks for runs in the background,
+            # where Cancel can stop it.
+            with self._lock, self._schedule.answering(slow and self._later):
                 self._flush()  # a view drawn without _ipython_display_ (e.g. inside a VBox)
                 reply, changed = session.handle(msg)
                 if changed:
@@ -389,10 +394,11 @@ def explore(
     ``mode="real"`` runs the probe on real tensors where the model lives (time and memory per
     module); the default "fake" needs no memory and runs no compute.
 
-    ``probe=False`` skips the probe (``ex.run_probe()`` runs it later). In a Jupyter kernel this
-    returns at once: the view is sent first and the model walked while the browser draws it (the
-    tree follows), and the probe runs in the background, its results filling in when done (Apply
-    and Undo wait for it; ``ex.wait()`` does too); elsewhere both run before this returns.
+    ``probe=False`` skips the probe (``ex.run_probe()`` runs it later). In a Jupyter kernel or a
+    marimo notebook this returns at once: the view is sent first and the model walked while the
+    browser draws it (the tree follows), and the probe runs in the background, its results filling
+    in when done (Apply and Undo wait for it; ``ex.wait()`` does too); elsewhere (a script), where
+    nothing shows a view meanwhile, both run before this returns.
 
     ``mode`` and ``probe`` are taken by ``explore``: a model whose forward has a keyword argument
     of either name gets it through ``tx.probe(model, ..., **kwargs)`` instead.

@@ -108,3 +108,69 @@ def test_marimo_select_source_edit_undo_probe_and_summary(
     assert lines[0].startswith("path,name,class,depth") and len(lines) == 1 + 35
     page.mouse.move(0, 0)
     ex.screenshot(path=str(shots / "marimo-probe-summary.png"))
+
+
+_SLOW_NOTEBOOK = '''\
+import marimo
+
+app = marimo.App(width="full")
+
+
+@app.cell
+def _():
+    import time
+
+    import torch
+    from torch import nn
+
+    import torchxray as tx
+
+    class Slow(nn.Module):
+        """A layer whose forward takes 6 s: the probe runs that long."""
+
+        def forward(self, x):
+            time.sleep(6)
+            return x
+
+    model = nn.Sequential(nn.Linear(4, 8), Slow(), nn.ReLU())
+    return model, torch, tx
+
+
+@app.cell
+def _(model, torch, tx):
+    ex = tx.explore(model, torch.randn(2, 4))
+    ex
+    return (ex,)
+
+
+if __name__ == "__main__":
+    app.run()
+'''
+
+
+def test_marimo_shows_the_tree_while_the_probe_runs(
+    browser: Browser, tmp_path: Path, shots: Path, request: pytest.FixtureRequest
+) -> None:
+    """Issue 43 item 14: outside a Jupyter kernel marimo still shows the tree first: the cell
+    returns, the view draws, and the probe's results come from a background thread."""
+    src = tmp_path / "slow.py"
+    src.write_text(_SLOW_NOTEBOOK)
+    with Marimo(tmp_path / "server", notebook=src) as server:
+        with browser_page(browser, server.url, shots, request) as page:
+            page.goto(server.url)
+            ex = page.locator(".tx-root")
+            expect(ex).to_be_visible(timeout=120_000)
+            status = ex.get_by_role("status")
+            # The tree, while the 6 s probe still runs: rows to browse, shapes still to come.
+            expect(treeitem(ex, "0")).to_contain_text("Linear")
+            expect(status).to_have_text(re.compile(r"^probing"))
+            expect(ex.get_by_role("button", name="Cancel probe")).to_be_visible()
+            treeitem(ex, "0").click()
+            ex.get_by_role("tab", name="Source").click()
+            expect(ex.get_by_role("tabpanel", name="Source")).to_contain_text("class Linear(")
+            expect(status).to_have_text(re.compile(r"^probing"))  # answered while probing
+            page.mouse.move(0, 0)
+            ex.screenshot(path=str(shots / "marimo-tree-while-probing.png"))
+            expect(status).to_have_text(re.compile(r"^probe ok"), timeout=120_000)
+            expect(treeitem(ex, "0")).to_contain_text("2×8")
+            ex.screenshot(path=str(shots / "marimo-probe-done.png"))

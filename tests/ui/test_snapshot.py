@@ -83,6 +83,75 @@ def test_to_html_file_browses_read_only_without_network(
     assert page_errors == []
 
 
+def test_efficientnet_page_opens_from_a_file_and_a_leaf_graph_says_why_it_is_empty(
+    browser: Browser, tmp_path: Path, shots: Path
+) -> None:
+    """Issue 43 item 11: the packed page (under 1 MB for timm's efficientnet_b0, gzip unpacked by
+    the browser) opens from file:// with no network; tree, Source, and a leaf's Graph: one line
+    saying why there is no graph, no frame and no zoom or export buttons; a block's Graph draws."""
+    import timm
+    import torch
+
+    import torchxray as tx
+
+    torch.manual_seed(0)
+    model = timm.create_model("efficientnet_b0", pretrained=False).eval()
+    ex = tx.explore(model, torch.randn(1, 3, 224, 224))
+    target = ex.to_html(tmp_path / "effnet.html")
+    ex.close()
+    assert target.stat().st_size <= 1_000_000
+
+    context = browser.new_context(viewport={"width": 1300, "height": 800})
+    page = context.new_page()
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    page_errors: list[str] = []
+    page.on("pageerror", lambda exc: page_errors.append(str(exc)))
+    page.on("console", lambda m: page_errors.append(m.text) if m.type == "error" else None)
+    try:
+        page.goto(target.as_uri())
+        tree = page.get_by_role("tree")
+        expect(tree).to_be_visible()
+        expect(page.get_by_text(READ_ONLY)).to_be_visible()
+        expect(treeitem(tree, "conv_stem")).to_contain_text("1×32×112×112")
+
+        # Tree: open a stage and a block, select a leaf inside it.
+        treeitem(tree, "blocks").locator(".tx-caret").click()
+        expect(treeitem(tree, "1")).to_be_visible()
+        treeitem(tree, "1").locator(".tx-caret").click()
+        treeitem(tree, "0").nth(1).locator(".tx-caret").click()
+        treeitem(tree, "conv_dw").first.click()
+        overview = page.get_by_role("tabpanel", name="Overview")
+        expect(overview).to_contain_text("blocks.1.0.conv_dw")
+
+        page.get_by_role("tab", name="Source").click()
+        expect(page.get_by_role("tabpanel", name="Source")).to_contain_text("class Conv2d(")
+
+        # A leaf's Graph: one line saying why, no empty frame, no zoom or export buttons.
+        page.get_by_role("tab", name="Graph").click()
+        graph = page.get_by_role("tabpanel", name="Graph")
+        expect(graph).to_contain_text(
+            "blocks.1.0.conv_dw has no child modules, so there is no dataflow inside it to draw"
+        )
+        expect(graph.locator(".tx-gview")).to_be_hidden()
+        for name in ("+", "Fit", "SVG", "PNG"):
+            expect(graph.get_by_role("button", name=name, exact=True)).to_have_count(0)
+        expect(graph.get_by_label("graph depth")).to_have_count(0)
+        page.screenshot(path=str(shots / "to-html-effnet-leaf-graph.png"))
+
+        # "Up" draws the block the leaf is in, from the snapshot: the buttons come back, live.
+        graph.get_by_role("button", name="Up").click()
+        expect(graph).to_contain_text("Dataflow inside blocks.1.0")
+        expect(graph.locator("svg g.node").first).to_be_visible()
+        expect(graph.get_by_role("button", name="SVG")).to_be_enabled()
+        page.screenshot(path=str(shots / "to-html-effnet-block-graph.png"))
+    finally:
+        context.close()
+    remote = [u for u in requests if not u.startswith(("file:", "data:", "blob:"))]
+    assert remote == [], f"the standalone page made network requests: {remote}"
+    assert page_errors == []
+
+
 def _luminance(rgb: str) -> float:
     r, g, b = (int(v) / 255 for v in re.findall(r"[\d.]+", rgb)[:3])
     return 0.2126 * r + 0.7152 * g + 0.0722 * b

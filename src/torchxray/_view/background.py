@@ -9,16 +9,24 @@ would queue behind it for the whole probe.
 Why this is safe: ``FakeTensorMode``, ``no_grad`` and the dispatch-mode stack are thread-local,
 so the probe's modes do not leak into the user's cells; the probe's own patches take
 ``_probe.wrap``'s lock, so two probes never interleave; whatever changes the model (Apply, Undo,
-a Python ``ex.edit``) first waits for the probe (``wait``). Outside a kernel (plain Python,
-tests) the probe runs synchronously, so ``tx.explore`` returns a probed Explorer there.
+a Python ``ex.edit``) first waits for the probe (``wait``).
+
+marimo runs no Jupyter kernel, but its notebooks show a widget the same way: the cell returns, the
+view draws, and state sent later reaches it, from any thread (marimo binds each widget's comm to
+its session when the comm opens). There too the probe runs in the background (``later``).
+Elsewhere (plain Python, scripts, tests, IPython in a terminal, marimo run as a script, Pyodide,
+which has no threads) nothing shows a view before ``tx.explore`` returns, so the probe runs
+synchronously and ``tx.explore`` returns a probed Explorer.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable
+from typing import Any
 
-__all__ = ["PROBING", "Background", "in_kernel"]
+__all__ = ["PROBING", "Background", "in_kernel", "later"]
 
 PROBING = "probing… (the tree is usable; shapes fill in when the probe is done)"
 
@@ -31,6 +39,28 @@ def in_kernel() -> bool:
         return False
     shell = get_ipython()
     return shell is not None and getattr(shell, "kernel", None) is not None
+
+
+def later(widget: Any) -> bool:
+    """Whether `widget`'s view shows while its probe runs and takes the results when they come:
+    in a Jupyter kernel, or in a marimo notebook whose widget comms send from any thread."""
+    return in_kernel() or _in_marimo_notebook(widget)
+
+
+def _in_marimo_notebook(widget: Any) -> bool:
+    marimo = sys.modules.get("marimo")  # never imported: not in marimo (and no import here)
+    if marimo is None or sys.platform == "emscripten":  # Pyodide starts no threads
+        return False
+    try:
+        if not marimo.running_in_notebook():  # `marimo edit` / `marimo run`, not a script
+            return False
+    except Exception:  # noqa: BLE001 - a marimo without it, or a broken one: run synchronously
+        return False
+    # A marimo comm sends through the session it was opened in, bound when it opens ("library-
+    # owned callbacks may send from a plain background thread", marimo's comm.py). A marimo
+    # without that binding sends only from the cell's own thread: the probe then runs before
+    # `tx.explore` returns, as it did. A private attribute, read only to choose the safe path.
+    return getattr(getattr(widget, "comm", None), "_stream", None) is not None
 
 
 class Background:

@@ -115,7 +115,8 @@ def build(
     if not node.children:
         found, why = (
             {},
-            f"{node.path or 'the model'} has no child modules: its inputs and outputs are in the Overview",
+            f"{node.path or 'the model'} has no child modules, so there is no dataflow inside it "
+            "to draw: its inputs and outputs are in the Overview",
         )
     if d.cut:
         note = f"the first {MAX_NODES} boxes are drawn ({d.cut} more modules not shown)"

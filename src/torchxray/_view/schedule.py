@@ -9,7 +9,9 @@ model. They move through three phases:
     WAITING  the next sync (``_ipython_display_``, a request, ``ex.wait()``) adds them
     SENT     they went out (``sent()``); a failed push puts them back (``unsent()``)
 
-Outside a kernel, or with ``Explorer.tree_after_view = False``, an Explorer starts SENT.
+The same in a marimo notebook, where the deferred states go with the view's first request. Where
+nothing shows a view before ``tx.explore`` returns (a script), or with ``Explorer.tree_after_view =
+False``, an Explorer starts SENT.
 
 The first probe waits until the deferred states went out and the view drew (its first request),
 at most ``first_probe_delay`` seconds for each, so that it does not compete with the display for
@@ -57,6 +59,12 @@ class Schedule:
         self._token: Cancel | None = None
 
     # -- the deferred states -------------------------------------------------------------------
+
+    def defer_view(self) -> None:
+        """HELD from now on (the Explorer learns whether its host shows the view before the walk
+        only once its comm is open; nothing has been synced yet)."""
+        self.phase = HELD
+        self._sent.clear()
 
     @property
     def waiting(self) -> bool:
