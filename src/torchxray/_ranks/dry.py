@@ -1,0 +1,72 @@
+"""The dry run: the meta copy sharded by the user's function on rank 0 of a fake process group,
+what every rank holds read from it, and one training step on fake tensors watched by `StepMeter`.
+Nothing is allocated and no process is started; torch.distributed is left as found (`world`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.utils import _pytree as pytree
+
+from .meta import meta_copy, parallelized
+from .shards import Shards, module_shards
+from .step import Measured, run_step
+from .world import fake_world
+
+__all__ = ["DryRun", "dry_run"]
+
+
+@dataclass(frozen=True, slots=True)
+class DryRun:
+    classes: dict[str, str]  # path -> class name (the user's, before FSDP renamed it)
+    shards: dict[str, Shards]
+    measured: Measured | None
+    notes: list[str]
+
+
+def _fake_inputs(fm: FakeTensorMode, args: Any, kwargs: Any) -> tuple[Any, Any]:
+    def fake(x: Any) -> Any:
+        if isinstance(x, torch.Tensor):
+            with fm:
+                return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="cpu")
+        return x
+
+    return pytree.tree_map(fake, (args, kwargs))
+
+
+def dry_run(
+    model: nn.Module,
+    parallelize: Callable[..., Any],
+    mesh: Mapping[str, int],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    *,
+    step: bool,
+) -> DryRun:
+    world_size = 1
+    for size in mesh.values():
+        world_size *= size
+    classes = {p: type(m).__name__ for p, m in model.named_modules()}
+    copy_ = meta_copy(model)
+    notes: list[str] = []
+    with fake_world(mesh) as device_mesh:
+        sharded = parallelized(copy_, parallelize, device_mesh)
+        shards: dict[str, Shards] = {}
+        for path, mod in sharded.named_modules():
+            shards[path], more = module_shards(mod, world_size)
+            notes += [f"{path or '(root)'}.{n}" for n in more]
+        measured = None
+        if step:
+            fm = FakeTensorMode(allow_non_fake_inputs=True)
+            with fm:
+                sharded.to_empty(device="cpu")
+            fargs, fkwargs = _fake_inputs(fm, args, kwargs)
+            with fm:
+                measured = run_step(sharded, device_mesh, tuple(fargs), dict(fkwargs))
+    return DryRun(classes, shards, measured, notes)
