@@ -197,3 +197,17 @@ def test_a_rank_that_dies_is_named_and_no_process_is_left():
     with pytest.raises(RankDied, match="rank 2 died"):
         plan.verify(timeout=60)
     assert not multiprocessing.active_children() and not dist.is_initialized()
+
+
+def test_sampled_blocks_give_the_whole_stacks_memory_under_fsdp():
+    model = tiny_llama(layers=9)
+    every = tx.ranks(model, fsdp, mesh={"dp": 4}, args=(tokens(),))
+    sampled = tx.ranks(model, fsdp, mesh={"dp": 4}, args=(tokens(),), sample_blocks=True)
+    assert any("4 and 5 of the 9 identical blocks" in n for n in sampled.notes)
+    assert sampled.memory_parts[0] == every.memory_parts[0]
+    assert sampled["model.layers.8"].local_shapes == every["model.layers.8"].local_shapes
+    total = {(c.phase, c.op): 0 for c in every.comms}
+    for plan, sign in ((every, 1), (sampled, -1)):
+        for c in plan.comms:
+            total[(c.phase, c.op)] += sign * c.count
+    assert not any(total.values())  # as many collectives of each kind

@@ -171,8 +171,8 @@ class _DryWork:
         self.job = job
 
     def __call__(self, rank: int, store: str) -> DryRun:
-        model, parallelize, dims, args, kw, step = self.job
-        return dry_run(model, parallelize, dims, args, kw, step=step)
+        model, parallelize, dims, args, kw, step, sample = self.job
+        return dry_run(model, parallelize, dims, args, kw, step=step, sample_blocks=sample)
 
 
 def _dry(
@@ -182,16 +182,16 @@ def _dry(
     args: Any,
     kw: Any,
     step: bool,
+    sample: bool,
     timeout: float,
 ) -> DryRun:
     """The dry run, in a forked process where autograd allows (so that this process never runs a
     backward, and `verify` can fork its ranks later), else here."""
     if not (step and forkable()):
-        return dry_run(model, parallelize, dims, args, kw, step=step)
+        return dry_run(model, parallelize, dims, args, kw, step=step, sample_blocks=sample)
+    work = _DryWork(model, parallelize, dims, args, kw, step, sample)
     try:
-        return run_ranks(1, _DryWork(model, parallelize, dims, args, kw, step), timeout, fork=True)[
-            0
-        ]
+        return run_ranks(1, work, timeout, fork=True)[0]
     except RankDied as exc:
         if exc.cause is not None:
             raise exc.cause.with_traceback(None) from None
@@ -207,12 +207,16 @@ def ranks(
     *,
     world_size: int | None = None,
     step: bool = True,
+    sample_blocks: bool = False,
     timeout: float = 600.0,
 ) -> RanksPlan:
     """Plan `model` sharded by ``parallelize(model, device_mesh)`` over `mesh` (``{dim name: size}``,
     e.g. ``{"dp": 2, "tp": 2}``): a dry run on a fake process group, nothing allocated. `world_size`,
     when given, must be the mesh's size. ``step=False`` skips the training step (no comms, no
-    memory)."""
+    memory). ``sample_blocks=True`` steps 4 and 5 of a long stack of identical blocks and extends
+    the figures to all of them (`_ranks.blocks`: fast on 80 layers, an estimate, said in
+    ``plan.notes``). The dry run runs in a forked process where it can (so that this one never
+    runs a backward and `verify` can fork its ranks), within `timeout` seconds."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"ranks() plans an nn.Module, not a {type(model).__name__}.")
     if not callable(parallelize):
@@ -225,7 +229,7 @@ def ranks(
         size *= s
     args = tuple(args) if isinstance(args, (tuple, list)) else (args,)
     kw = dict(kwargs or {})
-    run = _dry(model, parallelize, dims, args, kw, step, timeout)
+    run = _dry(model, parallelize, dims, args, kw, step, sample_blocks, timeout)
     comms = _comms(run)
     records = {
         path: RankRecord(

@@ -14,6 +14,7 @@ from torch import nn
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils import _pytree as pytree
 
+from .blocks import SMALL, cut, extend, repeated_stack
 from .meta import meta_copy, parallelized
 from .shards import Shards, module_shards
 from .step import Measured, run_step
@@ -40,6 +41,38 @@ def _fake_inputs(fm: FakeTensorMode, args: Any, kwargs: Any) -> tuple[Any, Any]:
     return pytree.tree_map(fake, (args, kwargs))
 
 
+def _step(
+    model: nn.Module,
+    parallelize: Callable[..., Any],
+    device_mesh: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    sharded: nn.Module | None = None,
+) -> Measured:
+    """One fake training step of ``parallelize(meta copy)`` (or of `sharded`, already made)."""
+    if sharded is None:
+        sharded = parallelized(
+            meta_copy(model) if not _is_copy(model) else model, parallelize, device_mesh
+        )
+    fm = FakeTensorMode(allow_non_fake_inputs=True)
+    with fm:
+        sharded.to_empty(device="cpu")
+    fargs, fkwargs = _fake_inputs(fm, args, kwargs)
+    with fm:
+        return run_step(sharded, device_mesh, tuple(fargs), dict(fkwargs))
+
+
+def _is_copy(model: nn.Module) -> bool:
+    return getattr(model, "_tx_ranks_copy", False)
+
+
+def _cut_copy(model: nn.Module, path: str, keep: int) -> nn.Module:
+    copy_ = meta_copy(model)
+    cut(copy_, path, keep)
+    object.__setattr__(copy_, "_tx_ranks_copy", True)
+    return copy_
+
+
 def dry_run(
     model: nn.Module,
     parallelize: Callable[..., Any],
@@ -48,6 +81,7 @@ def dry_run(
     kwargs: dict[str, Any],
     *,
     step: bool,
+    sample_blocks: bool = False,
 ) -> DryRun:
     world_size = 1
     for size in mesh.values():
@@ -55,18 +89,25 @@ def dry_run(
     classes = {p: type(m).__name__ for p, m in model.named_modules()}
     copy_ = meta_copy(model)
     notes: list[str] = []
+    stack = repeated_stack(model) if step and sample_blocks else None
     with fake_world(mesh) as device_mesh:
         sharded = parallelized(copy_, parallelize, device_mesh)
         shards: dict[str, Shards] = {}
+        coords: dict[int, Any] = {}
         for path, mod in sharded.named_modules():
-            shards[path], more = module_shards(mod, world_size)
+            shards[path], more = module_shards(mod, world_size, coords)
             notes += [f"{path or '(root)'}.{n}" for n in more]
         measured = None
-        if step:
-            fm = FakeTensorMode(allow_non_fake_inputs=True)
-            with fm:
-                sharded.to_empty(device="cpu")
-            fargs, fkwargs = _fake_inputs(fm, args, kwargs)
-            with fm:
-                measured = run_step(sharded, device_mesh, tuple(fargs), dict(fkwargs))
+        if step and stack is None:
+            measured = _step(model, parallelize, device_mesh, args, kwargs, sharded)
+        elif step and stack is not None:
+            path, n = stack
+            del sharded, copy_
+            small = _step(_cut_copy(model, path, SMALL), parallelize, device_mesh, args, kwargs)
+            big = _step(_cut_copy(model, path, SMALL + 1), parallelize, device_mesh, args, kwargs)
+            measured = extend(small, big, path, n)
+            notes.append(
+                f"the training step was measured on {SMALL} and {SMALL + 1} of the {n} identical blocks of {path!r} "
+                "and extended to all of them (comms of every middle block, memory per block)"
+            )
     return DryRun(classes, shards, measured, notes)

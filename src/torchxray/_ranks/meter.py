@@ -90,7 +90,8 @@ class StepMeter(TorchDispatchMode):
     def __init__(self, model: nn.Module, groups: dict[str, str]) -> None:
         super().__init__()
         self.groups = groups  # process group name -> mesh dimension label ("dp", "tp", "dp,tp")
-        self.phase = "forward"
+        self._phase = "forward"
+        self.phase_peaks: dict[str, int] = {}  # phase -> the highest live bytes while it ran
         self.tracker = ModTracker()
         # name modules by their paths in the model (ModTracker would prefix its class name)
         for path, mod in model.named_modules(remove_duplicate=False):
@@ -104,6 +105,20 @@ class StepMeter(TorchDispatchMode):
         self._orig_resize: Any = None
         # where the first failing op ran: ModTracker's hooks have unwound by the time it is caught
         self.failed_at: tuple[str, str] | None = None
+
+    @property
+    def phase(self) -> str:
+        return self._phase
+
+    @phase.setter
+    def phase(self, value: str) -> None:
+        self._phase = value
+        self.phase_peaks[value] = max(self.phase_peaks.get(value, 0), self.now)
+
+    def _bump(self) -> None:
+        self.peak = max(self.peak, self.now)
+        if self.now > self.phase_peaks.get(self._phase, 0):
+            self.phase_peaks[self._phase] = self.now
 
     # -- live bytes ------------------------------------------------------------------------------
     def track(self, tensors: Iterable[torch.Tensor]) -> None:
@@ -120,7 +135,7 @@ class StepMeter(TorchDispatchMode):
         nbytes = st.nbytes()
         self.alive[key] = nbytes
         self.now += nbytes
-        self.peak = max(self.peak, self.now)
+        self._bump()
         weakref.finalize(st, self._freed, key)
 
     def _freed(self, key: int) -> None:
@@ -134,7 +149,7 @@ class StepMeter(TorchDispatchMode):
         new = st.nbytes()
         self.now += new - self.alive[key]
         self.alive[key] = new
-        self.peak = max(self.peak, self.now)
+        self._bump()
 
     def __enter__(self) -> StepMeter:
         self._orig_resize = orig = torch.UntypedStorage.resize_

@@ -6,6 +6,7 @@ watched by `StepMeter`. Returns plain data.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +38,7 @@ class Measured:
     optimizer: int
     activations: int  # the highest live bytes above the weights and inputs during forward
     peak: int
+    phase_peaks: dict[str, int]  # "forward" / "backward" / "step" -> the highest live bytes then
 
 
 def group_labels(mesh: DeviceMesh) -> dict[str, str]:
@@ -100,6 +102,7 @@ def run_step(
             activations = meter.peak - base
             loss = _loss(out)
             del out
+            gc.collect()  # what a cycle holds is freed when the collector runs: make that the same every run
             meter.phase = "backward"
             loss.backward()
             del loss
@@ -108,6 +111,7 @@ def run_step(
         except Exception as exc:
             raise _failed(exc, meter, model) from exc
         grads = _storage_bytes([p.grad for p in trainable if p.grad is not None])
+        gc.collect()
         meter.phase = "step"
         state = 0
         if optimizer is not None:
@@ -125,7 +129,9 @@ def run_step(
             )
         peak = meter.peak
     comms = {k: (v[0], v[1]) for k, v in meter.comms.items()}
-    return Measured(comms, p_bytes, b_bytes, grads, state, activations, peak)
+    return Measured(
+        comms, p_bytes, b_bytes, grads, state, activations, peak, dict(meter.phase_peaks)
+    )
 
 
 def _failed(exc: BaseException, meter: StepMeter, model: nn.Module) -> StepError:
