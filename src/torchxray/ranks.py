@@ -67,6 +67,11 @@ class RankRecord:
     global_shapes: Mapping[str, Shape]
     local_shapes: Mapping[str, Mapping[int, Shape]]
     comms: tuple[Comm, ...]
+    local_bytes: Mapping[str, Mapping[int, int]] = field(default_factory=dict)
+
+    def bytes_on(self, rank: int) -> int:
+        """The bytes of this module's own tensors that `rank` holds."""
+        return sum(per_rank.get(rank, 0) for per_rank in self.local_bytes.values())
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +96,7 @@ class RanksPlan:
     memory: Mapping[int, int]
     memory_parts: Mapping[int, RankMemory]
     notes: tuple[str, ...]
+    stepped: bool = True  # a training step ran: comms (and memory, unless notes say not) are known
     _source: tuple[Any, ...] = field(default=(), repr=False, compare=False)
 
     def __getitem__(self, path: str) -> RankRecord:
@@ -130,7 +136,7 @@ def _comms(run: DryRun) -> dict[str, tuple[Comm, ...]]:
 
 def _memory(run: DryRun, world_size: int) -> tuple[dict[int, RankMemory], list[str]]:
     m = run.measured
-    if m is None:
+    if m is None or not run.memory_known:
         return {}, []
     # each rank's own shard bytes, each parameter once
     params = {r: 0 for r in range(world_size)}
@@ -240,6 +246,7 @@ def ranks(
             sh.global_shapes,
             sh.local_shapes,
             comms.get(path, ()),
+            sh.local_bytes,
         )
         for path, sh in run.shards.items()
     }
@@ -251,5 +258,6 @@ def ranks(
         {r: p.peak for r, p in parts.items()},
         parts,
         tuple(run.notes + notes),
+        run.measured is not None,
         (model, parallelize, args, kw),
     )

@@ -20,7 +20,7 @@ from torch import nn
 
 from .step import Measured
 
-__all__ = ["MIN_BLOCKS", "SMALL", "cut", "extend", "repeated_stack"]
+__all__ = ["MIN_BLOCKS", "SMALL", "cut", "extend", "grows", "repeated_stack"]
 
 MIN_BLOCKS = 8  # below this, stepping every block costs little
 SMALL = 4  # the steps run on SMALL and SMALL + 1 blocks: a first, middles and a last (3 and 4 were not linear yet)
@@ -49,6 +49,15 @@ def cut(model: nn.Module, path: str, keep: int) -> None:
     stack = model.get_submodule(path)
     assert isinstance(stack, nn.ModuleList)
     del stack[keep:]
+
+
+def grows(two: Measured, three: Measured) -> bool:
+    """Whether the bigger run needed at least as much of every part as the smaller one: if not,
+    memory does not grow block by block here and cannot be extended."""
+    parts = ("params", "grads", "optimizer", "activations")
+    return all(getattr(three, p) >= getattr(two, p) for p in parts) and all(
+        three.phase_peaks.get(k, 0) >= v for k, v in two.phase_peaks.items()
+    )
 
 
 def extend(two: Measured, three: Measured, path: str, n: int) -> Measured:

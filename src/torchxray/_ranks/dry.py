@@ -14,7 +14,7 @@ from torch import nn
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils import _pytree as pytree
 
-from .blocks import SMALL, cut, extend, repeated_stack
+from .blocks import SMALL, cut, extend, grows, repeated_stack
 from .meta import meta_copy, parallelized
 from .shards import Shards, module_shards
 from .step import Measured, run_step
@@ -29,6 +29,7 @@ class DryRun:
     shards: dict[str, Shards]
     measured: Measured | None
     notes: list[str]
+    memory_known: bool = True
 
 
 def _fake_inputs(fm: FakeTensorMode, args: Any, kwargs: Any) -> tuple[Any, Any]:
@@ -98,6 +99,7 @@ def dry_run(
             shards[path], more = module_shards(mod, world_size, coords)
             notes += [f"{path or '(root)'}.{n}" for n in more]
         measured = None
+        memory_known = True
         if step and stack is None:
             measured = _step(model, parallelize, device_mesh, args, kwargs, sharded)
         elif step and stack is not None:
@@ -106,8 +108,14 @@ def dry_run(
             small = _step(_cut_copy(model, path, SMALL), parallelize, device_mesh, args, kwargs)
             big = _step(_cut_copy(model, path, SMALL + 1), parallelize, device_mesh, args, kwargs)
             measured = extend(small, big, path, n)
+            memory_known = grows(small, big)
+            if not memory_known:
+                notes.append(
+                    f"no memory figures: the step of {SMALL + 1} blocks needed less of some part than the "
+                    f"step of {SMALL}, so memory does not grow block by block here; plan without sample_blocks"
+                )
             notes.append(
                 f"the training step was measured on {SMALL} and {SMALL + 1} of the {n} identical blocks of {path!r} "
                 "and extended to all of them (comms of every middle block, memory per block)"
             )
-    return DryRun(classes, shards, measured, notes)
+    return DryRun(classes, shards, measured, notes, memory_known)

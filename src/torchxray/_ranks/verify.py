@@ -166,7 +166,7 @@ def _compare(
         for path, rec in plan.records.items()
         for c in rec.comms
     }
-    if plan.memory:  # the plan ran a step: compare its comms and memory
+    if plan.stepped:  # the plan ran a step: compare its comms and memory
         for rank, real_comms in sorted(comms.items()):
             for key in sorted(set(planned) | set(real_comms)):
                 p, r = planned.get(key, (0, 0)), real_comms.get(key, (0, 0))
