@@ -70,8 +70,9 @@ def _big(every_block: bool) -> list[dict[str, Any]]:
             {
                 "case": f"Llama-3-70B (meta), dp 8 x tp 8, {'4+5 layers stepped' if sample else 'every layer stepped'}",
                 "dry": s,
-                "peak": plan.memory[0],
-                "params": plan.memory_parts[0].params,
+                "peak": plan.memory.get(0),
+                "params": plan.memory_parts[0].params if plan.memory_parts else None,
+                "notes": plan.notes,
                 "ranks": plan.world_size,
             }
         )
@@ -98,10 +99,11 @@ def main(argv: list[str] | None = None) -> None:
         print("\n| case | ranks | dry run | rank 0 peak | rank 0 params |")
         print("|---|---:|---:|---:|---:|")
         for r in _big(a.every_block):
-            print(
-                f"| {r['case']} | {r['ranks']} | {r['dry']:.1f} s | {r['peak'] / 2**30:.1f} GiB | "
-                f"{r['params'] / 2**30:.2f} GiB |"
-            )
+            peak = "not given (notes)" if r["peak"] is None else f"{r['peak'] / 2**30:.1f} GiB"
+            params = "" if r["params"] is None else f"{r['params'] / 2**30:.2f} GiB"
+            print(f"| {r['case']} | {r['ranks']} | {r['dry']:.1f} s | {peak} | {params} |")
+            for note in r["notes"]:
+                print(f"  note: {note}")
 
 
 if __name__ == "__main__":
