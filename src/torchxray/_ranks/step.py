@@ -6,7 +6,6 @@ watched by `StepMeter`. Returns plain data.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -102,7 +101,6 @@ def run_step(
             activations = meter.peak - base
             loss = _loss(out)
             del out
-            gc.collect()  # what a cycle holds is freed when the collector runs: make that the same every run
             meter.phase = "backward"
             loss.backward()
             del loss
@@ -111,7 +109,6 @@ def run_step(
         except Exception as exc:
             raise _failed(exc, meter, model) from exc
         grads = _storage_bytes([p.grad for p in trainable if p.grad is not None])
-        gc.collect()
         meter.phase = "step"
         state = 0
         if optimizer is not None:
