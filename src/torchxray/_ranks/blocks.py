@@ -3,12 +3,16 @@ stack of `n` blocks is measured on copies of the model cut to 4 and to 5 of them
 middle and the last blocks behave differently under FSDP: the last is not resharded after forward,
 a block's backward prefetches the one before it), so that the two runs differ by one middle block,
 and extended to `n`: each phase's (forward, backward, step) peak and each part of memory grows by
-the 5-block run's excess over the 4-block run per extra block (the peak is the highest phase), and every middle block sends what the 5-block run's last middle block sent. The placements and
-local shapes are still read from the whole sharded model; ``plan.notes`` says when this was used.
+the 5-block run's excess over the 4-block run per extra block (the peak is the highest phase), and
+each extra middle block is given the collectives one more block added to the whole stack (their
+per-block split shifts between runs, as a block's backward runs its neighbour's FSDP collectives;
+their sum does not). The placements and local shapes are still read from the whole sharded model;
+``plan.notes`` says when this was used, and memory is left out when it did not grow.
 
 Opt-in (``tx.ranks(..., sample_blocks=True)``): it is exact where every part of the step grows
-block by block (FSDP2 on a 10-layer Llama: the same peak as stepping every block), but not where
-it does not (the torchtitan-style plan on the same model: 19% under), which is why it is no default.
+block by block (FSDP2 on a 9-layer Llama: the same memory and as many collectives of each kind as
+stepping every block, `tests/test_ranks.py`), not where it does not (the torchtitan-style plan on
+a 10-layer Llama was 19% under before the check that leaves such memory out), hence no default.
 """
 
 from __future__ import annotations
@@ -55,9 +59,7 @@ def grows(two: Measured, three: Measured) -> bool:
     """Whether the bigger run needed at least as much of every part as the smaller one: if not,
     memory does not grow block by block here and cannot be extended."""
     parts = ("params", "grads", "optimizer", "activations")
-    return all(getattr(three, p) >= getattr(two, p) for p in parts) and all(
-        three.phase_peaks.get(k, 0) >= v for k, v in two.phase_peaks.items()
-    )
+    return all(getattr(three, p) >= getattr(two, p) for p in parts) and three.peak >= two.peak
 
 
 def extend(two: Measured, three: Measured, path: str, n: int) -> Measured:
@@ -68,28 +70,43 @@ def extend(two: Measured, three: Measured, path: str, n: int) -> Measured:
         return b + extra * (b - a)
 
     prefix = re.compile(rf"^{re.escape(path)}\.(\d+)(\.|$)" if path else r"^(\d+)(\.|$)")
-    comms: dict[tuple[str, str, str, str], tuple[int, int]] = {}
-    for (where, phase, op, dim), (count, nbytes) in three.comms.items():
-        m = prefix.match(where)
-        if m is None:
-            comms[(where, phase, op, dim)] = (count, nbytes)
-            continue
-        i = int(m.group(1))
-        rest = where[m.end(1) :]
-        last = SMALL  # the bigger run's last block
-        targets = (
-            [0]
-            if i == 0
-            else [n - 1]
-            if i == last
-            else [i]
-            if i < last - 1
-            else range(last - 1, n - 1)
-        )
-        for j in targets:
-            key = (f"{path + '.' if path else ''}{j}{rest}", phase, op, dim)
-            comms[key] = (count, nbytes)
-    phases = {p: grow(two.phase_peaks.get(p, 0), b) for p, b in three.phase_peaks.items()}
+    head = f"{path}." if path else ""
+
+    def split(comms: dict[Any, tuple[int, int]]) -> tuple[dict[Any, Any], dict[Any, list[int]]]:
+        """Comms outside the stack by key, and inside it by (block, rest of path, phase, op, dim)."""
+        outside: dict[Any, Any] = {}
+        inside: dict[Any, list[int]] = {}
+        for (where, phase, op, dim), (count, nbytes) in comms.items():
+            m = prefix.match(where)
+            if m is None:
+                outside[(where, phase, op, dim)] = (count, nbytes)
+            else:
+                inside[(int(m.group(1)), where[m.end(1) :], phase, op, dim)] = [count, nbytes]
+        return outside, inside
+
+    outside, big = split(three.comms)
+    _, small = split(two.comms)
+    # one more block adds, summed over the stack, what the bigger run sent beyond the smaller one
+    # (a block's backward also runs its neighbour's FSDP collectives, so per-block figures shift
+    # between runs; their sums do not): every extra middle block gets that increment
+    added: dict[Any, list[int]] = {}
+    for runs, sign in ((big, 1), (small, -1)):
+        for (_, rest, phase, op, dim), (count, nbytes) in runs.items():
+            acc = added.setdefault((rest, phase, op, dim), [0, 0])
+            acc[0] += sign * count
+            acc[1] += sign * nbytes
+    last = SMALL  # the bigger run's last block
+    comms: dict[tuple[str, str, str, str], tuple[int, int]] = dict(outside)
+    for (i, rest, phase, op, dim), (count, nbytes) in big.items():
+        j = n - 1 if i == last else i
+        comms[(f"{head}{j}{rest}", phase, op, dim)] = (count, nbytes)
+    for (rest, phase, op, dim), (count, nbytes) in added.items():
+        if count > 0:
+            for j in range(last, n - 1):
+                comms[(f"{head}{j}{rest}", phase, op, dim)] = (count, nbytes)
+    # a phase's peak that did not grow (the optimizer step's starts from whatever the backward left
+    # alive, which moves between runs) is taken as it is, not extended downwards
+    phases = {p: grow(min(two.phase_peaks.get(p, 0), b), b) for p, b in three.phase_peaks.items()}
     return Measured(
         comms,
         grow(two.params, three.params),

@@ -49,6 +49,7 @@ def _step(
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     sharded: nn.Module | None = None,
+    collect: bool = False,
 ) -> Measured:
     """One fake training step of ``parallelize(meta copy)`` (or of `sharded`, already made)."""
     if sharded is None:
@@ -60,7 +61,7 @@ def _step(
         sharded.to_empty(device="cpu")
     fargs, fkwargs = _fake_inputs(fm, args, kwargs)
     with fm:
-        return run_step(sharded, device_mesh, tuple(fargs), dict(fkwargs))
+        return run_step(sharded, device_mesh, tuple(fargs), dict(fkwargs), collect=collect)
 
 
 def _is_copy(model: nn.Module) -> bool:
@@ -105,8 +106,17 @@ def dry_run(
         elif step and stack is not None:
             path, n = stack
             del sharded, copy_
-            small = _step(_cut_copy(model, path, SMALL), parallelize, device_mesh, args, kwargs)
-            big = _step(_cut_copy(model, path, SMALL + 1), parallelize, device_mesh, args, kwargs)
+            small = _step(
+                _cut_copy(model, path, SMALL), parallelize, device_mesh, args, kwargs, collect=True
+            )
+            big = _step(
+                _cut_copy(model, path, SMALL + 1),
+                parallelize,
+                device_mesh,
+                args,
+                kwargs,
+                collect=True,
+            )
             measured = extend(small, big, path, n)
             memory_known = grows(small, big)
             if not memory_known:
