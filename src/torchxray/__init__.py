@@ -27,6 +27,7 @@ from .memory import MemoryRecord, MemoryReport, memory
 from .mro import ClassInfo, mro_class, mro_classes, mro_graph
 from .patch import PatchEntry, PatchLog
 from .probe import Edge, FlowEntry, ProbeReport, Site, Write, probe
+from .ranks import Comm, RankMemory, RankRecord, RanksPlan, ranks
 from .select import peft_targets, select
 from .source import Source, source
 from .stats import ParamStats, stats
@@ -38,6 +39,7 @@ _LAZY: dict[str, str] = {"explore": "widget", "Explorer": "widget"}
 
 __all__ = [
     "CatalogEntry",
+    "Comm",
     "ClassInfo",
     "CompileReport",
     "Edge",
@@ -58,6 +60,9 @@ __all__ = [
     "ParamStats",
     "PatchLog",
     "ProbeReport",
+    "RankMemory",
+    "RankRecord",
+    "RanksPlan",
     "Site",
     "Source",
     "Watch",
@@ -74,6 +79,7 @@ __all__ = [
     "mro_graph",
     "peft_targets",
     "probe",
+    "ranks",
     "record_everything",
     "record_init_args",
     "register",

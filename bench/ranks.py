@@ -1,0 +1,110 @@
+"""`tx.ranks` against the real run it plans (goal: the dry run <= 0.5x a gloo run of the same plan),
+and a 64-rank plan of the Llama-3-70B architecture on meta (goal: <= 30 s).
+
+`python -m bench.ranks [--repeats 3] [--big-only] [--skip-big] [--every-block]`. Small cases: the
+tiny transformers Llama of the tests (`tests/fixtures/ranks.py`) under FSDP2 over dp=4 and the
+torchtitan-style plan over dp 2 x tp 2; per repeat, `tx.ranks(...)` (the dry run: fake process
+group, fake step) and `plan.verify()` (4 gloo processes: start, shard, step, compare), medians of
+`--repeats`. Big case: `bench.real.llama_70b()` (meta, bf16), the torchtitan-style plan over
+dp 8 x tp 8, 1 x 128 tokens, with ``sample_blocks=True`` (4 and 5 of the 80 layers stepped,
+`_ranks.blocks`), and with every layer stepped under ``--every-block``. Prints a markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+import torchxray as tx  # noqa: E402
+
+from . import real  # noqa: E402
+from .machine import machine  # noqa: E402
+
+
+def _small(repeats: int) -> list[dict[str, Any]]:
+    from fixtures.ranks import fsdp, tiny_llama, titan, tokens
+
+    rows = []
+    model = tiny_llama()
+    for name, fn, mesh in (
+        ("FSDP2, dp=4", fsdp, {"dp": 4}),
+        ("torchtitan-style, dp 2 x tp 2", titan, {"dp": 2, "tp": 2}),
+    ):
+        dry, wet = [], []
+        for _ in range(repeats):
+            t = time.perf_counter()
+            plan = tx.ranks(model, fn, mesh=mesh, args=(tokens(),))
+            dry.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            v = plan.verify(timeout=300)
+            wet.append(time.perf_counter() - t)
+            if not v.ok:
+                raise RuntimeError(f"{name}: verify disagrees: {v.mismatches[:3]}")
+        d, w = statistics.median(dry), statistics.median(wet)
+        worst = max(abs(e) for e in v.memory_error.values())
+        rows.append(
+            {"case": f"tiny Llama, {name}", "dry": d, "real": w, "ratio": d / w, "memory": worst}
+        )
+    return rows
+
+
+def _big(every_block: bool) -> list[dict[str, Any]]:
+    from fixtures.ranks import titan
+
+    rows = []
+    model = real.llama_70b()
+    x = real.tokens(model, device="meta")
+    for sample in [True] + ([False] if every_block else []):
+        t = time.perf_counter()
+        plan = tx.ranks(model, titan, mesh={"dp": 8, "tp": 8}, args=x, sample_blocks=sample)
+        s = time.perf_counter() - t
+        rows.append(
+            {
+                "case": f"Llama-3-70B (meta), dp 8 x tp 8, {'4+5 layers stepped' if sample else 'every layer stepped'}",
+                "dry": s,
+                "peak": plan.memory.get(0),
+                "params": plan.memory_parts[0].params if plan.memory_parts else None,
+                "notes": plan.notes,
+                "ranks": plan.world_size,
+            }
+        )
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--big-only", action="store_true")
+    ap.add_argument("--skip-big", action="store_true")
+    ap.add_argument("--every-block", action="store_true")
+    a = ap.parse_args(argv)
+    warnings.filterwarnings("ignore")
+    print(f"machine: {machine()}\n")
+    if not a.big_only:
+        print("| case | dry run | real gloo run (4 processes) | dry / real | memory, worst rank |")
+        print("|---|---:|---:|---:|---:|")
+        for r in _small(a.repeats):
+            print(
+                f"| {r['case']} | {r['dry']:.2f} s | {r['real']:.2f} s | {r['ratio']:.2f}x | {r['memory']:+.1%} |"
+            )
+    if not a.skip_big:
+        print("\n| case | ranks | dry run | rank 0 peak | rank 0 params |")
+        print("|---|---:|---:|---:|---:|")
+        for r in _big(a.every_block):
+            peak = "not given (notes)" if r["peak"] is None else f"{r['peak'] / 2**30:.1f} GiB"
+            params = "" if r["params"] is None else f"{r['params'] / 2**30:.2f} GiB"
+            print(f"| {r['case']} | {r['ranks']} | {r['dry']:.1f} s | {peak} | {params} |")
+            for note in r["notes"]:
+                print(f"  note: {note}")
+
+
+if __name__ == "__main__":
+    main()

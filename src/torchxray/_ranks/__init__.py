@@ -1,0 +1,1 @@
+"""Private parts of `tx.ranks`: one job per file (see `torchxray.ranks`)."""

@@ -1,0 +1,119 @@
+"""Long stacks of identical blocks (80 decoder layers), stepped on a few: the training step of a
+stack of `n` blocks is measured on copies of the model cut to 4 and to 5 of them (the first, the
+middle and the last blocks behave differently under FSDP: the last is not resharded after forward,
+a block's backward prefetches the one before it), so that the two runs differ by one middle block,
+and extended to `n`: each phase's (forward, backward, step) peak and each part of memory grows by
+the 5-block run's excess over the 4-block run per extra block (the peak is the highest phase), and
+each extra middle block is given the collectives one more block added to the whole stack (their
+per-block split shifts between runs, as a block's backward runs its neighbour's FSDP collectives;
+their sum does not). The placements and local shapes are still read from the whole sharded model;
+``plan.notes`` says when this was used, and memory is left out when it did not grow.
+
+Opt-in (``tx.ranks(..., sample_blocks=True)``): it is exact where every part of the step grows
+block by block (FSDP2 on a 9-layer Llama: the same memory and as many collectives of each kind as
+stepping every block, `tests/test_ranks.py`), not where it does not (the torchtitan-style plan on
+a 10-layer Llama was 19% under before the check that leaves such memory out), hence no default.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from torch import nn
+
+from .step import Measured
+
+__all__ = ["MIN_BLOCKS", "SMALL", "cut", "extend", "grows", "repeated_stack"]
+
+MIN_BLOCKS = 8  # below this, stepping every block costs little
+SMALL = 4  # the steps run on SMALL and SMALL + 1 blocks: a first, middles and a last (3 and 4 were not linear yet)
+
+
+def _signature(block: nn.Module) -> tuple[Any, ...]:
+    tensors = [*block.named_parameters(), *block.named_buffers()]
+    return (type(block), tuple((n, tuple(t.shape), t.dtype, t.requires_grad) for n, t in tensors))
+
+
+def repeated_stack(model: nn.Module) -> tuple[str, int] | None:
+    """The path and length of the longest ModuleList of at least `MIN_BLOCKS` blocks of one class
+    with the same parameters, or None."""
+    best: tuple[str, int] | None = None
+    for path, mod in model.named_modules():
+        if not isinstance(mod, nn.ModuleList) or len(mod) < MIN_BLOCKS:
+            continue
+        sig = _signature(mod[0])
+        if all(_signature(b) == sig for b in mod) and (best is None or len(mod) > best[1]):
+            best = (path, len(mod))
+    return best
+
+
+def cut(model: nn.Module, path: str, keep: int) -> None:
+    """Keep the first `keep` blocks of the ModuleList at `path` (on the dry run's own copy)."""
+    stack = model.get_submodule(path)
+    assert isinstance(stack, nn.ModuleList)
+    del stack[keep:]
+
+
+def grows(two: Measured, three: Measured) -> bool:
+    """Whether the bigger run needed at least as much of every part as the smaller one: if not,
+    memory does not grow block by block here and cannot be extended."""
+    parts = ("params", "grads", "optimizer", "activations")
+    return all(getattr(three, p) >= getattr(two, p) for p in parts) and three.peak >= two.peak
+
+
+def extend(two: Measured, three: Measured, path: str, n: int) -> Measured:
+    """The step of `n` blocks from the steps of `SMALL` and `SMALL` + 1 of them."""
+    extra = n - SMALL - 1
+
+    def grow(a: int, b: int) -> int:
+        return b + extra * (b - a)
+
+    prefix = re.compile(rf"^{re.escape(path)}\.(\d+)(\.|$)" if path else r"^(\d+)(\.|$)")
+    head = f"{path}." if path else ""
+
+    def split(comms: dict[Any, tuple[int, int]]) -> tuple[dict[Any, Any], dict[Any, list[int]]]:
+        """Comms outside the stack by key, and inside it by (block, rest of path, phase, op, dim)."""
+        outside: dict[Any, Any] = {}
+        inside: dict[Any, list[int]] = {}
+        for (where, phase, op, dim), (count, nbytes) in comms.items():
+            m = prefix.match(where)
+            if m is None:
+                outside[(where, phase, op, dim)] = (count, nbytes)
+            else:
+                inside[(int(m.group(1)), where[m.end(1) :], phase, op, dim)] = [count, nbytes]
+        return outside, inside
+
+    outside, big = split(three.comms)
+    _, small = split(two.comms)
+    # one more block adds, summed over the stack, what the bigger run sent beyond the smaller one
+    # (a block's backward also runs its neighbour's FSDP collectives, so per-block figures shift
+    # between runs; their sums do not): every extra middle block gets that increment
+    added: dict[Any, list[int]] = {}
+    for runs, sign in ((big, 1), (small, -1)):
+        for (_, rest, phase, op, dim), (count, nbytes) in runs.items():
+            acc = added.setdefault((rest, phase, op, dim), [0, 0])
+            acc[0] += sign * count
+            acc[1] += sign * nbytes
+    last = SMALL  # the bigger run's last block
+    comms: dict[tuple[str, str, str, str], tuple[int, int]] = dict(outside)
+    for (i, rest, phase, op, dim), (count, nbytes) in big.items():
+        j = n - 1 if i == last else i
+        comms[(f"{head}{j}{rest}", phase, op, dim)] = (count, nbytes)
+    for (rest, phase, op, dim), (count, nbytes) in added.items():
+        if count > 0:
+            for j in range(last, n - 1):
+                comms[(f"{head}{j}{rest}", phase, op, dim)] = (count, nbytes)
+    # a phase's peak that did not grow (the optimizer step's starts from whatever the backward left
+    # alive, which moves between runs) is taken as it is, not extended downwards
+    phases = {p: grow(min(two.phase_peaks.get(p, 0), b), b) for p, b in three.phase_peaks.items()}
+    return Measured(
+        comms,
+        grow(two.params, three.params),
+        grow(two.buffers, three.buffers),
+        grow(two.grads, three.grads),
+        grow(two.optimizer, three.optimizer),
+        grow(two.activations, three.activations),
+        max(phases.values(), default=grow(two.peak, three.peak)),
+        phases,
+    )

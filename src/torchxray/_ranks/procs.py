@@ -1,0 +1,187 @@
+"""Processes for the dry run and for `verify`, ended whatever happens: a result, an error in a
+rank, a rank that dies (the others would wait in a collective), the deadline, or a
+KeyboardInterrupt in the caller; a rank also dies with its parent (PR_SET_PDEATHSIG on Linux).
+
+Forked where autograd allows it (a parallelize function defined in a notebook or ``__main__``
+needs no pickling), spawned where it does not: autograd refuses to run in a process forked after
+its parent ran a backward (https://github.com/pytorch/pytorch/wiki/Autograd-and-Fork), which
+`forkable` finds out by trying, in a forked child, once per process until the answer is no.
+Ranks meet through a FileStore in a temporary folder: no port to pick.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import multiprocessing as mp
+import os
+import pickle
+import queue
+import signal
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["RankDied", "forkable", "run_ranks"]
+
+_POISONED = False
+
+
+class RankDied(RuntimeError):
+    """A rank's process failed, died or ran out of time; the message names the rank. `cause` is
+    the exception the rank raised, when it could be sent back."""
+
+    def __init__(self, message: str, cause: BaseException | None = None) -> None:
+        super().__init__(message)
+        self.cause = cause
+
+
+def forkable() -> bool:
+    """Whether a forked process can still run a backward."""
+    global _POISONED
+    if _POISONED or not hasattr(os, "fork"):
+        return False
+    pid = os.fork()
+    if pid == 0:  # the child: try a backward, say by the exit code whether it could
+        code = 1
+        try:
+            import torch
+
+            x = torch.ones(1, requires_grad=True)
+            (x * 2).sum().backward()
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    ok = os.waitstatus_to_exitcode(status) == 0
+    _POISONED = not ok
+    return ok
+
+
+def _die_with_parent() -> None:
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+def _child(rank: int, work: Callable[[int, str], Any], store: str, out: Any) -> None:
+    _die_with_parent()
+    try:
+        result = work(rank, store)
+    except (
+        BaseException
+    ) as exc:  # everything a rank raises goes back as one line (and the exception)
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        try:
+            cause: Any = pickle.loads(pickle.dumps(exc))
+        except Exception:
+            cause = None
+        out.put((rank, False, (f"{type(exc).__name__}: {first}", cause), traceback.format_exc()))
+        out.close()
+        out.join_thread()
+        os._exit(1)
+    out.put((rank, True, result, ""))
+    out.close()
+    out.join_thread()
+    os._exit(0)
+
+
+def _end(procs: list[Any]) -> None:
+    for p in procs:
+        if p.pid is not None and p.is_alive():
+            p.terminate()
+    deadline = time.monotonic() + 3.0
+    for p in procs:
+        if p.pid is not None:
+            p.join(max(0.0, deadline - time.monotonic()))
+    for p in procs:
+        if p.pid is not None and p.is_alive():
+            p.kill()
+            p.join(2.0)
+
+
+def _take(item: tuple[Any, ...], results: dict[int, Any], failed: dict[int, Any]) -> None:
+    rank, ok, value, _trace = item
+    if ok:
+        results[rank] = value
+    else:
+        failed[rank] = value
+
+
+def _verdict(
+    procs: list[Any], out: Any, results: dict[int, Any], failed: dict[int, Any]
+) -> RankDied | None:
+    """The first rank that died without a word (the others fail because it is gone), else the
+    first that failed, else None."""
+    if failed:
+        time.sleep(0.5)  # a rank that died makes its peers fail: give its death time to show
+    _drain(out, results, failed)
+    for r, p in enumerate(procs):
+        if r not in results and r not in failed and p.exitcode is not None:
+            return RankDied(
+                f"rank {r} died (exit code {p.exitcode}) before it reported: the other ranks were stopped."
+            )
+    if failed:
+        rank = min(failed)
+        message, cause = failed[rank]
+        return RankDied(f"rank {rank} failed: {message}", cause)
+    return None
+
+
+def run_ranks(
+    world_size: int, work: Callable[[int, str], Any], timeout: float, *, fork: bool
+) -> dict[int, Any]:
+    """``work(rank, store_path)`` in one process per rank; {rank: its result}, or RankDied. With
+    ``fork=False`` the processes are spawned and `work` must pickle."""
+    ctx: Any = mp.get_context("fork" if fork else "spawn")
+    results: dict[int, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="tx-ranks-") as tmp:
+        store = os.path.join(tmp, "store")
+        out = ctx.Queue()
+        procs = [
+            ctx.Process(target=_child, args=(r, work, store, out), daemon=True)
+            for r in range(world_size)
+        ]
+        try:
+            for p in procs:
+                p.start()
+            deadline = time.monotonic() + timeout
+            failed: dict[int, Any] = {}
+            while len(results) < world_size:
+                try:
+                    _take(out.get(timeout=0.2), results, failed)
+                except queue.Empty:
+                    pass
+                if failed or any(
+                    r not in results and p.exitcode is not None for r, p in enumerate(procs)
+                ):
+                    if any(
+                        r not in results and p.exitcode is not None for r, p in enumerate(procs)
+                    ):
+                        time.sleep(0.2)  # a rank's last words may still be in the pipe
+                    verdict = _verdict(procs, out, results, failed)
+                    if verdict is not None:
+                        raise verdict
+                if time.monotonic() > deadline:
+                    missing = [r for r in range(world_size) if r not in results]
+                    raise RankDied(
+                        f"rank(s) {missing} did not finish within {timeout:g} s and were stopped: "
+                        "raise timeout= for a slow model."
+                    )
+        finally:
+            _end(procs)
+            out.close()
+            out.cancel_join_thread()
+    return results
+
+
+def _drain(out: Any, results: dict[int, Any], failed: dict[int, Any]) -> None:
+    while True:
+        try:
+            item = out.get_nowait()
+        except queue.Empty:
+            return
+        _take(item, results, failed)

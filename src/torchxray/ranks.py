@@ -1,0 +1,263 @@
+"""`ranks(model, parallelize, mesh={"dp": 2, "tp": 2}, args=(x,)) -> RanksPlan`: what every rank of a
+sharded model holds, sends and needs, from a dry run on one machine: the user's own
+``parallelize(model, mesh)`` (``fully_shard``, ``parallelize_module`` with ``ColwiseParallel`` /
+``RowwiseParallel`` / ``SequenceParallel``) runs on a meta copy of the model on rank 0 of a fake
+process group, then one training step runs on fake tensors. The user's model is never changed and
+torch.distributed is left as found.
+
+    >>> import torch, torch.nn as nn, torchxray as tx
+    >>> from torch.distributed.fsdp import fully_shard
+    >>> model = nn.Sequential(nn.Linear(16, 10), nn.ReLU(), nn.Linear(10, 4))
+    >>> plan = tx.ranks(model, lambda m, mesh: fully_shard(m, mesh=mesh), mesh={"dp": 4}, args=(torch.randn(2, 16),))
+    >>> plan.world_size, plan["0"].placements["weight"]
+    (4, '(Shard(dim=0),)')
+    >>> [plan["0"].local_shapes["weight"][r] for r in range(4)]   # 10 rows over 4 ranks
+    [(3, 16), (3, 16), (3, 16), (1, 16)]
+    >>> sorted({(c.phase, c.op) for c in plan.comms})
+    [('backward', 'reduce_scatter'), ('forward', 'all_gather')]
+
+`args` / `kwargs` are one rank's inputs (with data parallelism, its share of the batch). The step
+is forward, a loss (the output's ``loss``, else the sum of its floating tensors), backward and an
+AdamW step. ``plan.memory`` is each rank's peak live bytes over that step: the dry run measures rank
+0 and gives every other rank rank 0's figure moved by the difference in its own shards' bytes
+(parameters, gradients, optimizer state), so where dynamic memory differs between ranks it says
+so in ``plan.notes``. ``plan.verify()`` runs the same step on real processes (gloo, one per rank)
+and compares.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from torch import nn
+
+from ._ranks.dry import DryRun, dry_run
+from ._ranks.procs import RankDied, forkable, run_ranks
+from ._ranks.world import check_mesh
+
+__all__ = ["Comm", "RankMemory", "RankRecord", "RanksPlan", "ranks"]
+
+Shape = tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Comm:
+    """Collectives one rank runs in one module and phase ("forward", "backward" or "step"): `op`
+    ("all_gather", "reduce_scatter", "all_reduce", ...), how many calls, and their bytes (each
+    call's full buffer: an all-gather's output, a reduce-scatter's input), on mesh dimension(s)
+    `mesh_dim`."""
+
+    phase: str
+    op: str
+    count: int
+    bytes: int
+    mesh_dim: str
+
+
+@dataclass(frozen=True, slots=True)
+class RankRecord:
+    """One module's own parameters and buffers on every rank, and the collectives run in it."""
+
+    path: str
+    cls: str
+    placements: Mapping[str, str]
+    mesh_dims: Mapping[str, tuple[str, ...]]
+    global_shapes: Mapping[str, Shape]
+    local_shapes: Mapping[str, Mapping[int, Shape]]
+    comms: tuple[Comm, ...]
+    local_bytes: Mapping[str, Mapping[int, int]] = field(default_factory=dict)
+
+    def bytes_on(self, rank: int) -> int:
+        """The bytes of this module's own tensors that `rank` holds."""
+        return sum(per_rank.get(rank, 0) for per_rank in self.local_bytes.values())
+
+
+@dataclass(frozen=True, slots=True)
+class RankMemory:
+    """One rank's bytes in the training step: its shards of the parameters, gradients and AdamW
+    state, the activations a forward keeps (the highest live bytes above weights and inputs during
+    forward, all-gathered parameters included) and the peak of the whole step."""
+
+    params: int
+    buffers: int
+    grads: int
+    optimizer: int
+    activations: int
+    peak: int
+
+
+@dataclass(frozen=True)
+class RanksPlan:
+    world_size: int
+    mesh: Mapping[str, int]
+    records: Mapping[str, RankRecord]
+    memory: Mapping[int, int]
+    memory_parts: Mapping[int, RankMemory]
+    notes: tuple[str, ...]
+    stepped: bool = True  # a training step ran: comms (and memory, unless notes say not) are known
+    _source: tuple[Any, ...] = field(default=(), repr=False, compare=False)
+
+    def __getitem__(self, path: str) -> RankRecord:
+        try:
+            return self.records[path]
+        except KeyError:
+            raise KeyError(
+                f"no module {path!r} in the plan; paths are as in model.named_modules()"
+            ) from None
+
+    def __iter__(self) -> Iterator[RankRecord]:
+        return iter(self.records.values())
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    @property
+    def comms(self) -> tuple[Comm, ...]:
+        """Every module's collectives, in module order."""
+        return tuple(c for r in self.records.values() for c in r.comms)
+
+    def verify(self, backend: str = "gloo", *, timeout: float = 120.0) -> Any:
+        """Run the plan on real processes, one per rank, and compare: see `_ranks.verify`."""
+        from ._ranks.verify import verify
+
+        return verify(self, backend=backend, timeout=timeout)
+
+
+def _comms(run: DryRun) -> dict[str, tuple[Comm, ...]]:
+    out: dict[str, list[Comm]] = {}
+    if run.measured is None:
+        return {}
+    for (path, phase, op, dim), (count, nbytes) in sorted(run.measured.comms.items()):
+        out.setdefault(path, []).append(Comm(phase, op, count, nbytes, dim))
+    return {p: tuple(c) for p, c in out.items()}
+
+
+def _memory(run: DryRun, world_size: int) -> tuple[dict[int, RankMemory], list[str]]:
+    m = run.measured
+    if m is None or not run.memory_known:
+        return {}, []
+    # each rank's own shard bytes, each parameter once
+    params = {r: 0 for r in range(world_size)}
+    trainable = {r: 0 for r in range(world_size)}
+    for shards in run.shards.values():
+        for name, per_rank in shards.local_bytes.items():
+            if name not in shards.placements or name in shards.buffer_names:
+                continue
+            for r, b in per_rank.items():
+                params[r] += b
+                if name in shards.trainable:
+                    trainable[r] += b
+    opt_ratio = m.optimizer / trainable[0] if trainable[0] else 0.0
+    out: dict[int, RankMemory] = {}
+    for r in range(world_size):
+        dp = params[r] - params[0]
+        dt = trainable[r] - trainable[0]
+        dopt = round(dt * opt_ratio)
+        out[r] = RankMemory(
+            m.params + dp,
+            m.buffers,
+            m.grads + dt,
+            m.optimizer + dopt,
+            m.activations,
+            m.peak + dp + dt + dopt,
+        )
+    notes = []
+    if any(params[r] != params[0] for r in params):
+        notes.append(
+            "ranks hold shards of different sizes: their memory is rank 0's measured step moved by "
+            "the difference in their parameters, gradients and optimizer state"
+        )
+    return out, notes
+
+
+class _DryWork:
+    def __init__(self, *job: Any) -> None:
+        self.job = job
+
+    def __call__(self, rank: int, store: str) -> DryRun:
+        model, parallelize, dims, args, kw, step, sample = self.job
+        return dry_run(model, parallelize, dims, args, kw, step=step, sample_blocks=sample)
+
+
+def _dry(
+    model: nn.Module,
+    parallelize: Any,
+    dims: dict[str, int],
+    args: Any,
+    kw: Any,
+    step: bool,
+    sample: bool,
+    timeout: float,
+) -> DryRun:
+    """The dry run, in a forked process where autograd allows (so that this process never runs a
+    backward, and `verify` can fork its ranks later), else here."""
+    if not (step and forkable()):
+        return dry_run(model, parallelize, dims, args, kw, step=step, sample_blocks=sample)
+    work = _DryWork(model, parallelize, dims, args, kw, step, sample)
+    try:
+        return run_ranks(1, work, timeout, fork=True)[0]
+    except RankDied as exc:
+        if exc.cause is not None:
+            raise exc.cause.with_traceback(None) from None
+        raise RuntimeError(str(exc).replace("rank 0", "the dry run", 1)) from None
+
+
+def ranks(
+    model: nn.Module,
+    parallelize: Callable[..., Any],
+    mesh: Mapping[str, int],
+    args: tuple[Any, ...] = (),
+    kwargs: Mapping[str, Any] | None = None,
+    *,
+    world_size: int | None = None,
+    step: bool = True,
+    sample_blocks: bool = False,
+    timeout: float = 600.0,
+) -> RanksPlan:
+    """Plan `model` sharded by ``parallelize(model, device_mesh)`` over `mesh` (``{dim name: size}``,
+    e.g. ``{"dp": 2, "tp": 2}``): a dry run on a fake process group, nothing allocated. `world_size`,
+    when given, must be the mesh's size. ``step=False`` skips the training step (no comms, no
+    memory). ``sample_blocks=True`` steps 4 and 5 of a long stack of identical blocks and extends
+    the figures to all of them (`_ranks.blocks`: fast on 80 layers, an estimate, said in
+    ``plan.notes``). The dry run runs in a forked process where it can (so that this one never
+    runs a backward and `verify` can fork its ranks), within `timeout` seconds."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"ranks() plans an nn.Module, not a {type(model).__name__}.")
+    if not callable(parallelize):
+        raise TypeError(
+            "parallelize must be a function parallelize(model, mesh) -> model, as in a training script."
+        )
+    dims = check_mesh(mesh, world_size)
+    size = 1
+    for s in dims.values():
+        size *= s
+    args = tuple(args) if isinstance(args, (tuple, list)) else (args,)
+    kw = dict(kwargs or {})
+    run = _dry(model, parallelize, dims, args, kw, step, sample_blocks, timeout)
+    comms = _comms(run)
+    records = {
+        path: RankRecord(
+            path,
+            run.classes.get(path, ""),
+            sh.placements,
+            sh.mesh_dims,
+            sh.global_shapes,
+            sh.local_shapes,
+            comms.get(path, ()),
+            sh.local_bytes,
+        )
+        for path, sh in run.shards.items()
+    }
+    parts, notes = _memory(run, size)
+    return RanksPlan(
+        size,
+        dims,
+        records,
+        {r: p.peak for r, p in parts.items()},
+        parts,
+        tuple(run.notes + notes),
+        run.measured is not None,
+        (model, parallelize, args, kw),
+    )
