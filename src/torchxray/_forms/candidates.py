@@ -55,6 +55,7 @@ from .layout import (
 )
 from .literals import compared_strings
 from .position import config_items, index_like, ordinals
+from .stagelists import stage_lists
 
 __all__ = ["ALIASES", "candidates", "same_value"]
 
@@ -311,6 +312,11 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
         deep = any(w in low for w in _DEPTH_WORDS)
         readings = readings[1::2] + readings[::2] if deep else readings
         pool = [*_stages(module), *readings, *pool] if deep else [*readings, *pool]
+    if f.required and f.value is None and f.kind == "int_or_tuple" and plural:
+        # A whole model's per-stage lists (``stagelists.py``): depths first, or widths first
+        readings = stage_lists(module)  # for a width's name
+        wide = any(w in low for w in _WIDTH_WORDS)
+        first = [*(readings[1:] + readings[:1] if wide else readings), *first]
     if isinstance(f.value, (tuple, list)) and f.value:
         # Per-stage values (block types, widths) as long as a stage container of the module.
         pool = [*_resized(module, f.value), *pool]
