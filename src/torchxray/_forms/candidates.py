@@ -15,6 +15,7 @@ from typing import Any
 from torch import nn
 
 from .._unwrap import original_class
+from .blocklists import block_lists
 from .config import is_config
 from .field import Field
 from .layout import (
@@ -232,6 +233,12 @@ def _ratios(ints: list[int]) -> list[float]:
     return out
 
 
+def _described(module: nn.Module, name: str) -> list[list[Any]]:
+    from ..forms import form  # the blocks' own forms; forms.py imports this module
+
+    return block_lists(module, name, form)
+
+
 def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list[Any]:
     """Plausible values for field ``f`` of ``module``, most likely first."""
     name = f.name.rpartition(".")[2]  # a config's field is named as its class names it
@@ -367,6 +374,8 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
         pool = [*config_items(module, name), *pool]  # hidden_sizes=config.hidden_sizes[idx]
     if f.kind in ("int", "literal") and index_like(name) and not f.choices:
         pool = [*ordinals(module), *pool]  # a stage given its own number (stage_idx)
+    if f.required and f.value is None and "." not in f.name:
+        first = [*_described(module, name), *first]  # blocks' descriptions (blocklists.py)
     if f.optional or f.default is None:
         pool.append(None)
     # None for a required field only where the annotation allows it: ``fits`` lets the guide
