@@ -18,6 +18,7 @@ from .._unwrap import original_class
 from .blocklists import block_lists
 from .config import is_config
 from .field import Field
+from .gathered import gathered
 from .layout import (
     child_widths as _child_widths,
 )
@@ -376,6 +377,7 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
         pool = [*ordinals(module), *pool]  # a stage given its own number (stage_idx)
     if f.required and f.value is None and "." not in f.name:
         first = [*_described(module, name), *first]  # blocks' descriptions (blocklists.py)
+        first = [*gathered(module, name), *first]  # a model whose layers it kept (gathered.py)
     if f.optional or f.default is None:
         pool.append(None)
     # None for a required field only where the annotation allows it: ``fits`` lets the guide
