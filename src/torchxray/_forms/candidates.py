@@ -322,9 +322,9 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
         pool = [*_stages(module), *readings, *pool] if deep else [*readings, *pool]
     if f.required and f.value is None and f.kind == "int_or_tuple" and plural:
         # A whole model's per-stage lists (``stagelists.py``): depths first, or widths first
-        readings = stage_lists(module)  # for a width's name
+        lists = stage_lists(module)  # for a width's name
         wide = any(w in low for w in _WIDTH_WORDS)
-        first = [*(readings[1:] + readings[:1] if wide else readings), *first]
+        first = [*(lists[1:] + lists[:1] if wide else lists), *first]
     if isinstance(f.value, (tuple, list)) and f.value:
         # Per-stage values (block types, widths) as long as a stage container of the module.
         pool = [*_resized(module, f.value), *pool]
