@@ -18,10 +18,12 @@ from pathlib import Path
 
 import pytest
 
+import torchxray as tx
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.forms_models import MODELS  # noqa: E402
-from bench.forms_sweep import _firsts, judge  # noqa: E402
+from bench.forms_sweep import _firsts, again, judge  # noqa: E402
 
 FULL = os.environ.get("TORCHXRAY_FULL_SWEEP") == "1"
 SUBSET = {
@@ -48,3 +50,20 @@ def test_no_silent_wrong_rebuild(model) -> None:  # noqa: ANN001 - a bench Model
         judged = {cls.__qualname__: judge(m) for cls, (_, m) in _firsts(built).items()}
     silent = {name: why for name, (status, why, _) in judged.items() if status == "silent"}
     assert not silent, silent
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", CASES, ids=[f"{m.library}-{m.name}" for m in CASES])
+def test_two_forms_in_a_row_are_identical(model) -> None:  # noqa: ANN001 - a bench Model
+    """Every class of the model, its whole model included: a second form shows what the first
+    did (values, origins, notes, the gate's answer), as the sweep's "second form differs"."""
+    if model.library in LIBS:
+        pytest.importorskip(LIBS[model.library])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        built = model.make()
+        differs = {}
+        for cls, (_, m) in _firsts(built).items():
+            if (d := again(m, tx.form(m))) != "":
+                differs[cls.__qualname__] = d
+    assert not differs, differs

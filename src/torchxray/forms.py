@@ -26,7 +26,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ._forms import exact, unchanged
+from ._forms import exact, unchanged, warmup
 from ._forms.bind import bind
 from ._forms.check import check_range, check_type
 from ._forms.config import expand, is_config, with_changes
@@ -282,6 +282,7 @@ def form(module_or_class: nn.Module | type) -> Form:
     left as found: the check hands its layers to the constructor it rebuilds with, and a
     constructor may change a layer it is given (`_trace.scope`)."""
     if isinstance(module_or_class, nn.Module):
+        warmup.warm()  # torch's one-time meta warm-up is not the form's time (``_forms/warmup.py``)
         with untouched(module_or_class, guard=False) as trace:
             with live_writes(trace.backups.before_write):
                 return _form(module_or_class)

@@ -12,8 +12,10 @@ from typing import Any
 from torch import nn
 
 from .._unwrap import original_class
+from .blocklists import block_lists
 from .config import is_config
 from .field import Field
+from .gathered import gathered
 from .layout import (
     child_widths as _child_widths,
 )
@@ -53,6 +55,7 @@ from .layout import (
 from .literals import compared_strings
 from .position import config_items, index_like, ordinals
 from .scan import LIVE
+from .stagelists import stage_lists
 from .tuning import MAX_CANDIDATES
 
 __all__ = ["ALIASES", "candidates", "same_value"]
@@ -203,6 +206,12 @@ def _ratios(ints: list[int]) -> list[float]:
     return out
 
 
+def _described(module: nn.Module, name: str) -> list[list[Any]]:
+    from ..forms import form  # the blocks' own forms; forms.py imports this module
+
+    return block_lists(module, name, form)
+
+
 def _same_named(module: nn.Module, f: Field, name: str) -> tuple[list[Any], set[str]]:
     """The values of attributes named like the field (or an alias) on the module and its
     layers, and the names the module's nearest layer holds itself."""
@@ -293,6 +302,11 @@ def _shape_pool(
         deep = any(w in low for w in _DEPTH_WORDS)
         readings = readings[1::2] + readings[::2] if deep else readings
         pool = [*_stages(module), *readings, *pool] if deep else [*readings, *pool]
+    if f.required and f.value is None and f.kind == "int_or_tuple" and plural:
+        # A whole model's per-stage lists (``stagelists.py``): depths first, or widths first
+        lists = stage_lists(module)  # for a width's name
+        wide = any(w in low for w in _WIDTH_WORDS)
+        first = [*(lists[1:] + lists[:1] if wide else lists), *first]
     if isinstance(f.value, (tuple, list)) and f.value:
         # Per-stage values (block types, widths) as long as a stage container of the module.
         pool = [*_resized(module, f.value), *pool]
@@ -362,6 +376,9 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
     first, own_names = _same_named(module, f, name)
     pool, first = _shape_pool(module, f, name, first)
     pool = _kind_pool(module, f, name, pool)
+    if f.required and f.value is None and "." not in f.name:
+        first = [*_described(module, name), *first]  # blocks' descriptions (blocklists.py)
+        first = [*gathered(module, name), *first]  # a model whose layers it kept (gathered.py)
     # None for a required field only where the annotation allows it: ``fits`` lets the guide
     # propose it (``_forms/rules/unset_width.py``), an attribute that holds None is no candidate.
     unset = bool(pool) and (f.optional or not f.required)
