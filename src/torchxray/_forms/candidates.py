@@ -174,6 +174,9 @@ def _eq(a: Any, b: Any) -> bool:
 
 _WIDTH_WORDS = ("chs", "channels", "features", "dim", "size", "planes", "width", "classes")
 _KERNEL_WORDS = ("kernel", "stride", "dilation", "padding", "patch", "img_size")
+# A whole network handed to a constructor that keeps its layers (``gathered.py``).
+_NETWORK_WORDS = ("model", "backbone", "net", "body", "trunk", "encoder", "features")
+
 # A count of blocks or layers: a depth (``block_per_stage``, ``layer_per_block`` count too).
 _DEPTH_WORDS = ("depth", "layers", "blocks", "num_", "_per_")
 
@@ -373,12 +376,16 @@ def _kind_pool(module: nn.Module, f: Field, name: str, pool: list[Any]) -> list[
 def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list[Any]:
     """Plausible values for field ``f`` of ``module``, most likely first."""
     name = f.name.rpartition(".")[2]  # a config's field is named as its class names it
+    low = name.lower()
     first, own_names = _same_named(module, f, name)
     pool, first = _shape_pool(module, f, name, first)
     pool = _kind_pool(module, f, name, pool)
     if f.required and f.value is None and "." not in f.name:
         first = [*_described(module, name), *first]  # blocks' descriptions (blocklists.py)
-        first = [*gathered(module, name), *first]  # a model whose layers it kept (gathered.py)
+        if any(w in low for w in _NETWORK_WORDS):
+            # A model whose layers it kept (gathered.py). Only for a name that says a network:
+            # a layer parameter (an activation kept in a list of layers) is one of them, not all.
+            first = [*gathered(module, name), *first]
     # None for a required field only where the annotation allows it: ``fits`` lets the guide
     # propose it (``_forms/rules/unset_width.py``), an attribute that holds None is no candidate.
     unset = bool(pool) and (f.optional or not f.required)
