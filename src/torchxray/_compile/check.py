@@ -8,7 +8,9 @@ checked, and the number of traces.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from torch import nn
 
@@ -16,10 +18,12 @@ from .._text import short
 from .._unwrap import original_class
 from .capture import Capture
 from .owner import defined_at, describe, owner_of
-from .plan import plan
+from .plan import Group, plan
 from .records import GraphBreak
-from .stubs import STUB_FILE, Stubs
-from .trace import OWN_FILE, trace
+from .stubs import STUB_FILE, Stubs, rebuildable
+from .trace import OWN_FILE, Outcome, trace
+
+_MAX_ROUNDS = 64  # traces of the whole model before it is checked module by module
 
 __all__ = ["Breaks", "find_breaks"]
 
@@ -58,38 +62,100 @@ def _first_line(exc: BaseException) -> str:
 
 def find_breaks(model: nn.Module, cap: Capture) -> Breaks:
     """See the module docstring; call inside `guard.Quiet`."""
-    calls = cap.calls
-    out = Breaks()
-    seen: set[tuple[str, str, int, str]] = set()
-    done: set[int] = set()
-    order_of = {p: calls[id(m)].order for p, m in model.named_modules() if id(m) in calls}
-    for group in plan(model, calls):
-        rep = group.module
-        call = calls[id(rep)]
-        stubs = [
-            (m, calls[id(m)].output)
-            for m in rep.modules()
-            if m is not rep and id(m) in done and calls[id(m)].stubbable
-        ]
-        with Stubs(stubs):
-            outcome = trace(rep, call.args, call.kwargs)
-        out.traced += 1
-        if _in_stub(outcome.exc or outcome.error):  # dynamo could not trace a rich rebuild
-            with Stubs(stubs, plain=True):
-                outcome = trace(rep, call.args, call.kwargs)
-            out.traced += 1
-        done.update(id(m) for _, m in group.members)
-        if outcome.error is not None:
-            if group.path == "":
-                out.root_error = _first_line(outcome.error)
-            else:
-                out.errors.append(
-                    f"{group.path}: dynamo could not trace it ({_first_line(outcome.error)})"
-                )
-        elif outcome.exc is not None:
-            _record(out, group.members, rep, outcome.exc, seen, order_of)
+    search = _Search(model, cap)
+    search.top_down()
+    out = search.out
     out.breaks.sort(key=lambda pair: (pair[0], pair[1].line))
     return out
+
+
+class _Search:
+    """One check's traces, what they found, and which modules are stood in for."""
+
+    def __init__(self, model: nn.Module, cap: Capture) -> None:
+        self.model = model
+        self.calls = cap.calls
+        self.out = Breaks()
+        self.seen: set[tuple[str, str, int, str]] = set()
+        self.done: set[int] = set()
+        named = list(model.named_modules())
+        self.modules = {id(m): m for _, m in named}
+        self.path_of = {id(m): p for p, m in named}
+        self.order_of = {p: self.calls[id(m)].order for p, m in named if id(m) in self.calls}
+        self.groups = plan(model, self.calls)
+        self.group_of = {id(m): g for g in self.groups for _, m in g.members}
+
+    def _trace(self, module: nn.Module, stubs: list[tuple[nn.Module, Any]]) -> Outcome:
+        call = self.calls[id(module)]
+        with Stubs(stubs):
+            outcome = trace(module, call.args, call.kwargs)
+        self.out.traced += 1
+        if _in_stub(outcome.exc or outcome.error):  # dynamo could not trace a rich rebuild
+            with Stubs(stubs, plain=True):
+                outcome = trace(module, call.args, call.kwargs)
+            self.out.traced += 1
+        return outcome
+
+    def _stubs(self, ids: Iterable[int]) -> list[tuple[nn.Module, Any]]:
+        calls = self.calls
+        return [(self.modules[i], calls[i].output) for i in ids if calls[i].stubbable]
+
+    def top_down(self) -> None:
+        """The whole model traced at once, every block interchangeable with an earlier one
+        stood in for: a model without a break costs one trace. At a break, it is recorded for
+        its owner's group, the owner's children are checked on their own (the trace stopped
+        inside the owner), the group is stood in for, and the model traced again. Where that
+        cannot go on (a break in the root's own forward, an owner that cannot be stood in for,
+        a trace that fails otherwise), every module not yet checked is checked on its own,
+        deepest first, as `deepest_first` does: what the root's trace found stays found."""
+        if id(self.model) not in self.calls:
+            self.deepest_first(self.groups)
+            return
+        stood = {id(m) for g in self.groups for _, m in g.members[1:]}
+        for _ in range(_MAX_ROUNDS):
+            stubs = self._stubs(stood)
+            outcome = self._trace(self.model, stubs)
+            if outcome.exc is None:
+                if outcome.error is not None:  # not a break: each module on its own says where
+                    self.deepest_first(self.groups)
+                return
+            frames = list(getattr(outcome.exc, "real_stack", None) or [])
+            stood_in = {id(m) for m, value in stubs if rebuildable(value)}
+            owner = owner_of(self.model, frames, True, stood_in)
+            group = self.group_of.get(id(owner)) if owner is not None else None
+            if owner is None or group is None or id(owner) in self.done:
+                break  # an owner not known for sure, or a stand-in that did not take
+            here = group.members if owner is group.module else [(self.path_of[id(owner)], owner)]
+            _record(self.out, here, owner, outcome.exc, self.seen, self.order_of)
+            members = [m for _, m in group.members]
+            self.done.update(id(m) for m in members)
+            if owner is self.model or not all(self.calls[id(m)].stubbable for m in members):
+                break
+            inner = {id(m) for m in owner.modules() if m is not owner}
+            self.deepest_first([g for g in self.groups if id(g.module) in inner])
+            stood.update(id(m) for m in members)
+        self.deepest_first(self.groups)
+
+    def deepest_first(self, groups: list[Group]) -> None:
+        """Each group traced on its own, deepest first, with the children already checked
+        stood in for (`plan` orders the groups)."""
+        out = self.out
+        for group in groups:
+            if id(group.module) in self.done:
+                continue
+            rep = group.module
+            inner = [id(m) for m in rep.modules() if m is not rep and id(m) in self.done]
+            outcome = self._trace(rep, self._stubs(inner))
+            self.done.update(id(m) for _, m in group.members)
+            if outcome.error is not None:
+                if group.path == "":
+                    out.root_error = _first_line(outcome.error)
+                else:
+                    out.errors.append(
+                        f"{group.path}: dynamo could not trace it ({_first_line(outcome.error)})"
+                    )
+            elif outcome.exc is not None:
+                _record(out, group.members, rep, outcome.exc, self.seen, self.order_of)
 
 
 def _record(
@@ -103,7 +169,7 @@ def _record(
     """One trace's break, owned, for every member of its group (each at its own path)."""
     frames = list(getattr(exc, "real_stack", None) or [])
     inner = getattr(exc, "innermost_user_frame_summary", None) or (frames[-1] if frames else None)
-    owner = owner_of(rep, frames)
+    owner = owner_of(rep, frames) or rep
     rel = _relative(rep, owner)
     said = describe(exc)
     file = str(getattr(inner, "filename", "") or "")
