@@ -15,13 +15,15 @@
     (1, 0, ())
 
 How: the model is probed once (`tx.probe`, fake tensors by default: nothing computed or allocated),
-keeping each module's first call (`_compile.capture`). Each distinct (class structure, arguments)
-is then traced by dynamo once, deepest first, with a backend that raises as soon as it is handed a
-graph, under ``torch._dynamo.error_on_graph_break(True)``: tracing without running
-(`_compile.trace`). A break is owned by the innermost module whose own forward holds it; a parent
-is traced with its already-checked children standing in as empty tensors of their recorded shapes
-(`_compile.stubs`), so 24 identical blocks cost one block's trace plus the parent's, and the parent
-goes on past a child's break. ``torch.export.export(..., strict=False)`` is tried on the same
+keeping each module's first call (`_compile.capture`). The whole model is then traced by dynamo
+with a backend that raises as soon as it is handed a graph, under
+``torch._dynamo.error_on_graph_break(True)``: tracing without running (`_compile.trace`), with
+every block interchangeable with an earlier one (same class structure and arguments) standing in
+as empty tensors of its recorded outputs (`_compile.stubs`), so 24 identical blocks cost one
+block's trace. A break is owned by the innermost module whose own forward holds it (and by every
+block of its kind); that module's children are checked on their own, it stands in for itself, and
+the model is traced again, going on past the break (`_compile.check`). A model without a break
+costs one trace. ``torch.export.export(..., strict=False)`` is tried on the same
 captured call, each failure owned by the innermost module on its stack (`_compile.export`).
 
 A ``torch.compile``'d model (its ``OptimizedModule``) is checked as the module it wraps.

@@ -1,9 +1,16 @@
-"""The graph-break half of a check: every planned group traced, breaks owned and deduplicated.
+"""The graph-break half of a check: the model traced, breaks owned and deduplicated.
 
-`find_breaks(model, capture)` runs the traces of `_compile.plan` in order (deepest first), each
-with the children already checked stubbed (`_compile.stubs`), and returns the breaks (each owned
-by the innermost module whose forward holds it, `_compile.owner`), the notes on what could not be
-checked, and the number of traces.
+`find_breaks(model, capture)` first traces the whole model at once with every block that is
+interchangeable with an earlier one (`_compile.plan`) stood in for by its recorded output
+(`_compile.stubs`): a model with no break costs one trace, however many blocks it repeats. At a
+break, the innermost module whose forward holds it (`_compile.owner`) owns it, for every block of
+its group; the owner's children are checked on their own, deepest first (the trace stopped inside
+the owner, so those after the break were not traced), the group is stood in for, and the model is
+traced again, until it traces to the end. Where that cannot go on (a break in the root's own
+forward, an owner that cannot be stood in for or is not known for sure, a trace that fails
+otherwise) every module not yet checked is traced on its own, deepest first, with the children
+already checked stood in for. It returns the breaks, the notes on what could not be checked, and
+the number of traces.
 """
 
 from __future__ import annotations
