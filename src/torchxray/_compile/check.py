@@ -28,7 +28,7 @@ from .owner import defined_at, describe, owner_of
 from .plan import Group, plan
 from .records import GraphBreak
 from .stubs import STUB_FILE, Stubs, rebuildable
-from .trace import OWN_FILE, Outcome, trace
+from .trace import OWN_FILE, Outcome, trace, trace_each
 
 _MAX_ROUNDS = 64  # traces of the whole model before it is checked module by module
 
@@ -92,14 +92,20 @@ class _Search:
         self.groups = plan(model, self.calls)
         self.group_of = {id(m): g for g in self.groups for _, m in g.members}
 
-    def _trace(self, module: nn.Module, stubs: list[tuple[nn.Module, Any]]) -> Outcome:
-        call = self.calls[id(module)]
+    def _trace(self, modules: list[nn.Module], stubs: list[tuple[nn.Module, Any]]) -> Outcome:
+        calls = [(m, self.calls[id(m)].args, self.calls[id(m)].kwargs) for m in modules]
+
+        def run() -> Outcome:
+            if len(calls) == 1:
+                return trace(*calls[0])
+            return trace_each(calls)
+
         with Stubs(stubs):
-            outcome = trace(module, call.args, call.kwargs)
+            outcome = run()
         self.out.traced += 1
         if _in_stub(outcome.exc or outcome.error):  # dynamo could not trace a rich rebuild
             with Stubs(stubs, plain=True):
-                outcome = trace(module, call.args, call.kwargs)
+                outcome = run()
             self.out.traced += 1
         return outcome
 
@@ -109,39 +115,57 @@ class _Search:
 
     def top_down(self) -> None:
         """The whole model traced at once, every block interchangeable with an earlier one
-        stood in for: a model without a break costs one trace. At a break, it is recorded for
-        its owner's group, the owner's children are checked on their own (the trace stopped
-        inside the owner), the group is stood in for, and the model traced again. Where that
-        cannot go on (a break in the root's own forward, an owner that cannot be stood in for,
-        a trace that fails otherwise), every module not yet checked is checked on its own,
-        deepest first, as `deepest_first` does: what the root's trace found stays found."""
+        stood in for: a model without a break costs one trace (`_settle`). Where that cannot
+        answer for everything, every module not yet checked is checked on its own, deepest
+        first, as `deepest_first` does: what the traces found stays found."""
         if id(self.model) not in self.calls:
             self.deepest_first(self.groups)
             return
         stood = {id(m) for g in self.groups for _, m in g.members[1:]}
+        if not self._settle(self.model, [self.model], stood):
+            self.deepest_first(self.groups)
+
+    def _settle(self, root: nn.Module, modules: list[nn.Module], stood: set[int]) -> bool:
+        """Trace `modules` (the model itself, or `root`'s children one after another) until
+        they trace to the end. At a break, it is recorded for its owner's group, the owner's
+        children are settled the same way (the trace stopped inside the owner, so those after
+        the break were not traced), the group is stood in for, and the modules traced again.
+        False where that cannot go on: a break in the root's own forward, an owner that cannot
+        be stood in for or is not known for sure, a trace that fails otherwise."""
         for _ in range(_MAX_ROUNDS):
+            todo = [m for m in modules if id(m) not in stood]
+            if not todo:
+                return True
             stubs = self._stubs(stood)
-            outcome = self._trace(self.model, stubs)
+            outcome = self._trace(todo, stubs)
+            if outcome.error is not None:  # not a break: each module on its own says where
+                return False
             if outcome.exc is None:
-                if outcome.error is not None:  # not a break: each module on its own says where
-                    self.deepest_first(self.groups)
-                return
+                self.done.update(id(m) for t in todo for m in t.modules())
+                return True
             frames = list(getattr(outcome.exc, "real_stack", None) or [])
             stood_in = {id(m) for m, value in stubs if rebuildable(value)}
-            owner = owner_of(self.model, frames, True, stood_in)
+            owner = owner_of(root, frames, True, stood_in)
             group = self.group_of.get(id(owner)) if owner is not None else None
             if owner is None or group is None or id(owner) in self.done:
-                break  # an owner not known for sure, or a stand-in that did not take
+                return False  # an owner not known for sure, or a stand-in that did not take
+            if owner is root and root not in modules:
+                return False  # in none of the children: the caller checks them one by one
             here = group.members if owner is group.module else [(self.path_of[id(owner)], owner)]
             _record(self.out, here, owner, outcome.exc, self.seen, self.order_of)
             members = [m for _, m in group.members]
             self.done.update(id(m) for m in members)
-            if owner is self.model or not all(self.calls[id(m)].stubbable for m in members):
-                break
-            inner = {id(m) for m in owner.modules() if m is not owner}
-            self.deepest_first([g for g in self.groups if id(g.module) in inner])
+            if owner is root or not all(self.calls[id(m)].stubbable for m in members):
+                return False
+            children = sorted(
+                (c for c in owner.children() if id(c) in self.calls and id(c) not in self.done),
+                key=lambda c: self.calls[id(c)].order,
+            )
+            if children and not self._settle(owner, children, stood):
+                inner = {id(m) for m in owner.modules() if m is not owner}
+                self.deepest_first([g for g in self.groups if id(g.module) in inner])
             stood.update(id(m) for m in members)
-        self.deepest_first(self.groups)
+        return False
 
     def deepest_first(self, groups: list[Group]) -> None:
         """Each group traced on its own, deepest first, with the children already checked
@@ -152,7 +176,7 @@ class _Search:
                 continue
             rep = group.module
             inner = [id(m) for m in rep.modules() if m is not rep and id(m) in self.done]
-            outcome = self._trace(rep, self._stubs(inner))
+            outcome = self._trace([rep], self._stubs(inner))
             self.done.update(id(m) for _, m in group.members)
             if outcome.error is not None:
                 if group.path == "":
