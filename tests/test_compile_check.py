@@ -354,3 +354,29 @@ def test_the_checks_mode_as_a_keyword_points_at_options() -> None:
     assert any("**kwargs" in n and "options={'mode': 'real'}" in n for n in rep.notes)
     # a forward that names `mode` keeps it (test_a_clean_model_is_ok_and_the_forward_keeps...)
     assert tx.compile_check(Clean(), torch.randn(3, 8), mode="real").ok
+
+
+class Announcing(nn.Module):
+    """Breaks before any of its children runs: they are checked after the break is found."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.up = nn.Linear(4, 8)
+        self.down = nn.Linear(8, 4)
+        self.gate = Explicit()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        print(end="")  # BREAK-announce
+        return self.gate(self.down(self.up(x).relu()))
+
+
+def test_a_breaking_blocks_children_are_checked_together_once() -> None:
+    rep = tx.compile_check(nn.Sequential(*(Announcing() for _ in range(3))), x4())
+    assert [(b.path, b.line) for b in rep.breaks] == [
+        (p, line_of(marker))
+        for i in range(3)
+        for p, marker in ((f"{i}", "# BREAK-announce"), (f"{i}.gate", "# BREAK-explicit"))
+    ]
+    # the model; block 0's children together (up down gate: gate breaks); up and down again;
+    # the model with the blocks stood in for
+    assert rep.checked == 4
