@@ -273,9 +273,15 @@ def test_a_real_library_model_agrees_with_explain() -> None:
 def test_a_torch_without_error_on_graph_break_is_a_sentence(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from torchxray._compile.guard import unavailable
+
+    assert unavailable() is None  # the installed torch has it (checked on 2.14)
     monkeypatch.delattr(torch._dynamo, "error_on_graph_break")
     rep = tx.compile_check(Clean(), torch.randn(3, 8))
-    assert not rep.ok and rep.error is not None and "error_on_graph_break" in rep.error
+    assert not rep.ok and rep.error is not None and rep.breaks == ()
+    assert "has no torch._dynamo.error_on_graph_break" in rep.error and "torch >= 2.9" in rep.error
+    assert rep.error.count(". ") == 0 and "Traceback" not in rep.error  # one sentence
+    assert str(rep) == f"compile check: {rep.error}"
 
 
 def test_buffers_of_a_training_model_are_left_as_found() -> None:
@@ -330,3 +336,47 @@ def test_a_module_without_source_still_gets_its_break() -> None:
         ("1", "NoSource", "<generated>", 4)
     ]
     assert "<generated>:4" in str(rep)
+
+
+def test_the_checks_mode_as_a_keyword_points_at_options() -> None:
+    # Planted's forward takes no `mode`: a clear sentence, not the forward's own TypeError.
+    with pytest.raises(TypeError, match=r"takes no keyword 'mode'.*options=\{'mode': 'real'\}"):
+        tx.compile_check(Planted(), x4(), mode="real")
+    with pytest.raises(TypeError, match=r"options=\{'export': False\}"):
+        tx.compile_check(Planted(), x4(), export=False)
+
+    class Loose(nn.Module):  # takes **kwargs: the keyword is the forward's, and a note says so
+        def forward(self, x: torch.Tensor, **kwargs: object) -> torch.Tensor:
+            return x + 1
+
+    rep = tx.compile_check(Loose(), x4(), mode="real")
+    assert rep.ok and rep.mode == "fake"
+    assert any("**kwargs" in n and "options={'mode': 'real'}" in n for n in rep.notes)
+    # a forward that names `mode` keeps it (test_a_clean_model_is_ok_and_the_forward_keeps...)
+    assert tx.compile_check(Clean(), torch.randn(3, 8), mode="real").ok
+
+
+class Announcing(nn.Module):
+    """Breaks before any of its children runs: they are checked after the break is found."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.up = nn.Linear(4, 8)
+        self.down = nn.Linear(8, 4)
+        self.gate = Explicit()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        print(end="")  # BREAK-announce
+        return self.gate(self.down(self.up(x).relu()))
+
+
+def test_a_breaking_blocks_children_are_checked_together_once() -> None:
+    rep = tx.compile_check(nn.Sequential(*(Announcing() for _ in range(3))), x4())
+    assert [(b.path, b.line) for b in rep.breaks] == [
+        (p, line_of(marker))
+        for i in range(3)
+        for p, marker in ((f"{i}", "# BREAK-announce"), (f"{i}.gate", "# BREAK-explicit"))
+    ]
+    # the model; block 0's children together (up down gate: gate breaks); up and down again;
+    # the model with the blocks stood in for
+    assert rep.checked == 4

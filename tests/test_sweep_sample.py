@@ -3,8 +3,9 @@ family (timm, torchvision detection in eval and train mode, diffusers, transform
 torchao, PEFT, parametrizations, torch.compile, TorchScript), built from configs with random
 weights, through every check of `bench.sweep.checks`: bare forward, walk counts, fake and real
 probes with the bare forward's output shapes, the training-step memory with exact parameter,
-gradient and optimizer bytes, a diff naming exactly the one changed tensor, and the model untouched
-(values, buffers, mode, hooks, devices, RNG) after each. The full sweep runs by hand
+gradient and optimizer bytes, a diff naming exactly the one changed tensor, on timm and
+transformers models `tx.compile_check`'s verdict agreeing with ``torch._dynamo.explain``'s (run in a
+forked child), and the model untouched (values, buffers, mode, hooks, devices, RNG) after each. The full sweep runs by hand
 (`python -m bench.sweep`)."""
 
 from __future__ import annotations

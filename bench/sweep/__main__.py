@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from ..machine import machine
-from .checks import Outcome, run
+from .checks import CHECKS, Outcome, run
 from .families import FAMILIES, SAMPLE, by_key, entries
 from .report import render
 
@@ -36,6 +36,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "--resume", action="store_true", help="with --json: skip the models it holds, append"
     )
     p.add_argument("--render", type=Path, help="run nothing: print the table of a --json file")
+    p.add_argument(
+        "--only", nargs="+", choices=[c for c in CHECKS if c not in ("bare", "untouched")],
+        default=(), help="run only these checks (the bare forward and the untouched ones always)",
+    )  # fmt: skip
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1)")
     return p.parse_args(argv)
 
@@ -66,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     sink = args.json.open("a" if args.resume else "w") if args.json else None
     start = time.perf_counter()
     for i, entry in enumerate(todo, 1):
-        o = run(entry)
+        o = run(entry, tuple(args.only))
         outcomes.append(o)
         bad = o.first_error()
         status = "ok" if bad is None and o.status("bare") == "ok" else (bad[0] if bad else "bare")

@@ -28,6 +28,7 @@ from torch.utils import _pytree as pytree
 
 import torchxray as tx
 
+from .compile_col import compile_column
 from .entry import CPU_PARAMS, Entry, Inputs, count_params
 
 CHECKS = (
@@ -40,6 +41,7 @@ CHECKS = (
     "memory",
     "memory_exact",
     "diff",
+    "compile",
     "untouched",
     "nothing_fake",
     "python_state",
@@ -59,6 +61,7 @@ class Outcome:
     seconds: float = 0.0
     note: str = ""
     checks: dict[str, tuple[str, str]] = field(default_factory=dict)  # check -> (status, text)
+    compile: dict[str, Any] | None = None  # the compile column's details (`compile_col`)
 
     def status(self, check: str) -> str:
         return self.checks.get(check, ("n/a", ""))[0]
@@ -238,20 +241,24 @@ def prepare(entry: Entry, out: Outcome) -> tuple[nn.Module, Inputs, Any] | None:
     return None
 
 
-def run(entry: Entry) -> Outcome:
+def run(entry: Entry, only: tuple[str, ...] = ()) -> Outcome:
+    """Every check on one model; `only`: just these (and the bare forward, and what judges the
+    model left untouched)."""
     out = Outcome(entry.family, entry.group, entry.name, note=entry.note)
     start = time.perf_counter()
     try:
         prepared = prepare(entry, out)
         if prepared is not None:
-            _checks(*prepared, out)
+            _checks(*prepared, out, only)
     finally:
         out.seconds = time.perf_counter() - start
         gc.collect()
     return out
 
 
-def _checks(model: nn.Module, inputs: Inputs, bare: Any, out: Outcome) -> None:
+def _checks(
+    model: nn.Module, inputs: Inputs, bare: Any, out: Outcome, only: tuple[str, ...] = ()
+) -> None:
     args, kwargs = inputs
     shapes = tensor_shapes(bare)
     del bare
@@ -297,8 +304,14 @@ def _checks(model: nn.Module, inputs: Inputs, bare: Any, out: Outcome) -> None:
         assert got == want, f"walk counts {got} modules/params, the model has {want}"
         out.checks["walk"] = ("ok", "")
 
-    guarded("walk", walk)
+    def wanted(check: str) -> bool:
+        return not only or check in only
+
+    if wanted("walk"):
+        guarded("walk", walk)
     for mode in ("fake", "real"):
+        if not wanted(mode):
+            continue
         if mode == "real" and not cpu:
             out.checks["real"] = out.checks["real_shapes"] = ("n/a", "meta")
             continue
@@ -339,15 +352,22 @@ def _checks(model: nn.Module, inputs: Inputs, bare: Any, out: Outcome) -> None:
             ("ok", "") if got == want else ("fail", f"params/grads/optimizer {got} != {want}")
         )
 
-    guarded("memory", memory)
+    if wanted("memory"):
+        guarded("memory", memory)
     if out.status("memory") == "fail" and cpu and not _trains(model, inputs):
         # The inputs make no training step even bare (a detector in train mode wants targets).
         out.checks["memory"] = ("n/a", "a bare training forward fails on these inputs too")
         out.checks.pop("memory_exact", None)
-    if cpu:
+    if not wanted("diff"):
+        pass
+    elif cpu:
         guarded("diff", lambda: _diff(model, out))
     else:
         out.checks["diff"] = ("n/a", "meta")
+    if wanted("compile"):
+        cell, out.compile = compile_column(out.family, cpu, model, args, kwargs, guarded)
+        if cell is not None:
+            out.checks["compile"] = cell
     out.checks["untouched"] = ("fail", touched[0]) if touched else ("ok", "")
     for name, found in left.items():
         out.checks[name] = ("fail", found[0]) if found else ("ok", "")

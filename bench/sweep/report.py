@@ -61,8 +61,32 @@ def render(outcomes: list[Outcome], header: str = "") -> str:
         for o in failing:
             check, text = o.first_error()  # type: ignore[misc]
             lines.append(f"- {o.family}/{o.name} [{o.device}] {check}: {text}")
+    lines += _compile_lines(outcomes)
     broken = [o for o in outcomes if o.status("bare") != "ok"]
     if broken:
         lines += ["", f"Not counted: bare forward or build failed ({len(broken)}):", ""]
         lines += [f"- {o.family}/{o.name}: {o.checks['bare'][1]}" for o in broken]
     return "\n".join(lines)
+
+
+def _compile_lines(outcomes: list[Outcome]) -> list[str]:
+    """The compile column's disagreements (model, ours, torch's) and how the places of the
+    breaks compare where both saw some (`compile_col`'s rule)."""
+    compared = [o for o in outcomes if o.status("compile") in ("ok", "fail")]
+    if not compared:
+        return []
+    differ = [o for o in compared if o.status("compile") == "fail"]
+    places: dict[str, int] = defaultdict(int)
+    for o in compared:
+        if o.compile and o.compile.get("places"):
+            places[o.compile["places"]] += 1
+    lines = [
+        "",
+        f"Compile: the verdict agrees with dynamo.explain on {len(compared) - len(differ)}/"
+        f"{len(compared)}; places of the breaks: "
+        + (", ".join(f"{k} {v}" for k, v in sorted(places.items())) or "no breaks"),
+    ]
+    if differ:
+        lines += ["", "Compile disagreements (ours | torch's):", ""]
+        lines += [f"- {o.family}/{o.name}: {o.checks['compile'][1]}" for o in differ]
+    return lines

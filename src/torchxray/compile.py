@@ -15,13 +15,15 @@
     (1, 0, ())
 
 How: the model is probed once (`tx.probe`, fake tensors by default: nothing computed or allocated),
-keeping each module's first call (`_compile.capture`). Each distinct (class structure, arguments)
-is then traced by dynamo once, deepest first, with a backend that raises as soon as it is handed a
-graph, under ``torch._dynamo.error_on_graph_break(True)``: tracing without running
-(`_compile.trace`). A break is owned by the innermost module whose own forward holds it; a parent
-is traced with its already-checked children standing in as empty tensors of their recorded shapes
-(`_compile.stubs`), so 24 identical blocks cost one block's trace plus the parent's, and the parent
-goes on past a child's break. ``torch.export.export(..., strict=False)`` is tried on the same
+keeping each module's first call (`_compile.capture`). The whole model is then traced by dynamo
+with a backend that raises as soon as it is handed a graph, under
+``torch._dynamo.error_on_graph_break(True)``: tracing without running (`_compile.trace`), with
+every block interchangeable with an earlier one (same class structure and arguments) standing in
+as empty tensors of its recorded outputs (`_compile.stubs`), so 24 identical blocks cost one
+block's trace. A break is owned by the innermost module whose own forward holds it (and by every
+block of its kind); that module's children are checked on their own, it stands in for itself, and
+the model is traced again, going on past the break (`_compile.check`). A model without a break
+costs one trace. ``torch.export.export(..., strict=False)`` is tried on the same
 captured call, each failure owned by the innermost module on its stack (`_compile.export`).
 
 A ``torch.compile``'d model (its ``OptimizedModule``) is checked as the module it wraps.
@@ -45,13 +47,17 @@ still runs on fake copies of what each call received and returned).
 
 Options: the check's own settings travel in one ``options=`` dict, never as keyword arguments,
 because a forward may itself take keywords named ``mode`` or ``export``: every other keyword is
-the model's (``compile_check(model, x, mode="train")`` passes ``mode`` to the forward).
+the model's (``compile_check(model, x, mode="train")`` passes ``mode`` to the forward). A forward
+that takes no keyword of that name gets none: ``compile_check(model, x, mode="real")`` raises a
+TypeError that points at ``options={'mode': 'real'}``; one that takes ``**kwargs`` is handed it,
+and ``rep.notes`` says where it went.
 ``options`` keys: ``"mode"`` ("fake", the default, or "real"), ``"export"`` (True, the default:
 also try ``torch.export``; False skips it, the slower half).
 """
 
 from __future__ import annotations
 
+import inspect
 import time
 from typing import Any
 
@@ -81,7 +87,7 @@ def _options(options: Any) -> tuple[str, bool]:
     for key, value in options.items():
         if key not in _OPTIONS:
             near = closest(str(key), list(_OPTIONS))
-            also = f" (did you mean {near!r}?)" if near else ""
+            also = f" (did you mean {near[0]!r}?)" if near else ""
             raise TypeError(
                 f"compile_check has no option {key!r}{also}; its options are {sorted(_OPTIONS)}"
             )
@@ -92,13 +98,42 @@ def _options(options: Any) -> tuple[str, bool]:
     return options.get("mode", "fake"), options.get("export", True)
 
 
+def _stray_options(model: nn.Module, kwargs: dict[str, Any]) -> list[str]:
+    """The check's option names given as the model's keywords (``mode="real"``): a TypeError
+    pointing at ``options=`` when the forward takes no such keyword (rather than the forward's
+    own TypeError from deep inside the model); a note when only its ``**kwargs`` would take it,
+    since the forward may use it or not, and the check then runs with its own default."""
+    stray = [k for k in _OPTIONS if k in kwargs]
+    if not stray:
+        return []
+    try:
+        params = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):  # no readable signature: the keywords go to the forward
+        return []
+    stray = [k for k in stray if k not in params]
+    if not stray:
+        return []
+    given = ", ".join(f"{k}={kwargs[k]!r}" for k in stray)
+    wanted = "{" + ", ".join(f"{k!r}: {kwargs[k]!r}" for k in stray) + "}"
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        raise TypeError(
+            f"{type(model).__name__}.forward takes no keyword {stray[0]!r}: compile_check's own "
+            f"settings go in options=, e.g. compile_check(model, *args, options={wanted})"
+        )
+    return [
+        f"{given} went to {type(model).__name__}.forward's **kwargs, as every keyword does; "
+        f"the check's own settings go in options={wanted}"
+    ]
+
+
 def compile_check(
     model: nn.Module, *args: Any, options: dict[str, Any] | None = None, **kwargs: Any
 ) -> CompileReport:
     """Where ``torch.compile(model)`` would graph-break on ``model(*args, **kwargs)``, and where
     ``torch.export`` fails; a `CompileReport`. See the module docstring for how, and for
     ``options`` (kept apart from the model's own keyword arguments on purpose). Raises TypeError
-    for a non-module or a bad option; everything that goes wrong in the model or in torch is a
+    for a non-module, a bad option, or an option's name given as a keyword the forward does not
+    take; everything that goes wrong in the model or in torch is a
     sentence in the report (``rep.error``, ``rep.notes``), never an exception."""
     if not isinstance(model, nn.Module):
         raise TypeError(
@@ -110,6 +145,7 @@ def compile_check(
     # A torch.compile'd model is checked as the module it wraps: its paths are the user's, and
     # the wrapper's own compiled code is the user's cache, never run by the check.
     model = compiled_inner(model) or model
+    stray = _stray_options(model, kwargs)
 
     def failed(error: str, modules: int = 0) -> CompileReport:
         wall = (time.perf_counter() - start) * 1e3
@@ -124,7 +160,7 @@ def compile_check(
         refused = cap.report.error
         why = refused.message if refused is not None else "the probe recorded no call of it"
         return failed(f"the forward did not run: {why}")
-    notes: list[str] = []
+    notes: list[str] = list(stray)
     if not cap.report.ok and cap.report.error is not None:
         err = cap.report.error
         notes.append(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,18 +81,25 @@ def _runs(code: Any, frame: Any) -> bool:
     )
 
 
-def owner_of(root: nn.Module, frames: Sequence[Any]) -> nn.Module:
-    """The innermost module under `root` (itself included) whose forward a frame runs."""
+def owner_of(
+    root: nn.Module, frames: Sequence[Any], strict: bool = False, stood: Set[int] = frozenset()
+) -> nn.Module | None:
+    """The innermost module under `root` (itself included) whose forward a frame runs; with
+    `strict`, None when a frame runs the forward of several modules at one depth (siblings of
+    one class both traced through: which one is not known). Modules in `stood` (by id) were
+    stood in for, so their class's forward never ran for them."""
     owner = root
     for frame in frames:
         if _runs(_code_of(owner), frame):
             continue
         level = list(owner.children())
         while level:
-            hits = [m for m in level if _runs(_code_of(m), frame)]
+            hits = [m for m in level if id(m) not in stood and _runs(_code_of(m), frame)]
             if hits:
                 if len(hits) == 1:
                     owner = hits[0]
+                elif strict:
+                    return None
                 break
             level = [c for m in level for c in m.children()]
     return owner

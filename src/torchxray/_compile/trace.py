@@ -22,7 +22,7 @@ from typing import Any
 
 from torch import nn
 
-__all__ = ["OWN_FILE", "Outcome", "trace"]
+__all__ = ["OWN_FILE", "Outcome", "trace", "trace_each"]
 
 _COUNT = itertools.count()
 
@@ -49,22 +49,37 @@ def _call(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> A
     return module(*args, **kwargs)
 
 
+def _call_each(calls: list[tuple[nn.Module, tuple[Any, ...], dict[str, Any]]]) -> None:
+    for module, args, kwargs in calls:
+        module(*args, **kwargs)
+
+
 OWN_FILE = _call.__code__.co_filename  # a break's frame in this file is the check's own call
 
 
-def _fresh() -> types.FunctionType:
-    code = _call.__code__.replace(co_name=f"_torchxray_compile_check_{next(_COUNT)}")
-    return types.FunctionType(code, _call.__globals__, code.co_name)
+def _fresh(fn: Any) -> types.FunctionType:
+    code = fn.__code__.replace(co_name=f"_torchxray_compile_check_{next(_COUNT)}")
+    return types.FunctionType(code, fn.__globals__, code.co_name)
 
 
 def trace(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Outcome:
     """Trace ``module(*args, **kwargs)`` under the check's backend; call it inside `Quiet`."""
+    return _traced(_fresh(_call), (module, args, kwargs))
+
+
+def trace_each(calls: list[tuple[nn.Module, tuple[Any, ...], dict[str, Any]]]) -> Outcome:
+    """Trace several module calls, one after another, in one function (a module's children,
+    each on its recorded arguments): one trace where they do not break."""
+    return _traced(_fresh(_call_each), (calls,))
+
+
+def _traced(fn: types.FunctionType, args: tuple[Any, ...]) -> Outcome:
     import torch
     from torch._dynamo import exc as dexc
 
-    compiled = torch.compile(_fresh(), backend=_backend)
+    compiled = torch.compile(fn, backend=_backend)
     try:
-        compiled(module, args, kwargs)
+        compiled(*args)
     except dexc.Unsupported as exc:
         return Outcome(clean=False, exc=exc)
     except dexc.BackendCompilerFailed as exc:
