@@ -1,6 +1,8 @@
 // Test helpers: a fake anywidget model (get/set/on/off like Backbone) and a fake kernel that answers
 // the widget's `rpc` requests from a small in-memory model tree. Used by the *.test.ts files only.
+import type { Ctx } from "./panes/context";
 import type { Item, NodeRow, Page, State } from "./protocol";
+import { Rpc } from "./protocol";
 
 type Handler = (...args: unknown[]) => void;
 
@@ -132,3 +134,30 @@ export function firstState(root: FakeNode, rev = 1) {
 export const flush = async (n = 5) => {
   for (let i = 0; i < n; i++) await new Promise((r) => setTimeout(r, 0));
 };
+
+/** A pane's context over a fake kernel: `run` records an action's error in `errors` and resolves
+ * undefined, as the widget's does; `extra` overrides the rest (select, openSource...). */
+export function paneCtx(
+  kernel: { invoke: unknown },
+  model: FakeModel,
+  readonly: boolean,
+  errors: string[],
+  extra: Partial<Ctx> = {},
+): Ctx {
+  return {
+    rpc: new Rpc(kernel.invoke as never),
+    model: model as never,
+    readonly,
+    run: async (_label, fn) => {
+      try {
+        return await fn();
+      } catch (e) {
+        errors.push(String(e));
+        return undefined;
+      }
+    },
+    error: () => undefined,
+    select: () => undefined,
+    ...extra,
+  };
+}

@@ -1,6 +1,6 @@
 // @vitest-environment happy-dom
 import { describe, expect, it } from "vitest";
-import { FakeModel, fakeKernel, firstState, flush, type FakeNode } from "../fake_model";
+import { FakeModel, fakeKernel, firstState, flush, paneCtx, type FakeNode } from "../fake_model";
 import type { BreakRow, CompileState } from "../protocol";
 import { Rpc } from "../protocol";
 import { TreeView } from "../tree";
@@ -50,22 +50,10 @@ function setup(reply: () => unknown, readonly = false) {
       return r;
     },
   });
-  const ctx: Ctx = {
-    rpc: new Rpc(kernel.invoke as never),
-    model: model as never,
-    readonly,
-    run: async (_label, fn) => {
-      try {
-        return await fn();
-      } catch (e) {
-        errors.push(String(e));
-        return undefined;
-      }
-    },
-    error: () => undefined,
+  const ctx = paneCtx(kernel, model, readonly, errors, {
     select: (p) => selected.push(p),
     openSource: (p, c, l) => opened.push([p, c, l]),
-  };
+  });
   const folds: (string | null)[] = [];
   const pane = new CompilePane(ctx, async (f) => {
     folds.push(f ? f.label : null);

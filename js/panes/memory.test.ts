@@ -1,8 +1,7 @@
 // @vitest-environment happy-dom
 import { describe, expect, it } from "vitest";
-import { FakeModel, fakeKernel, firstState, flush, type FakeNode } from "../fake_model";
+import { FakeModel, fakeKernel, firstState, flush, paneCtx, type FakeNode } from "../fake_model";
 import { Rpc } from "../protocol";
-import type { Ctx } from "./context";
 import { MemoryPane, answer, fitText, parseSize } from "./memory";
 import type { MemoryReply } from "../protocol";
 import { sizeText } from "./overview";
@@ -27,21 +26,7 @@ function setup(readonly = false) {
     },
   });
   const model = new FakeModel({ selected: "fc", tree_state: firstState(NET) as never });
-  const ctx: Ctx = {
-    rpc: new Rpc(kernel.invoke as never),
-    model: model as never,
-    readonly,
-    run: async (_label, fn) => {
-      try {
-        return await fn();
-      } catch (e) {
-        errors.push(String(e));
-        return undefined;
-      }
-    },
-    error: () => undefined,
-    select: () => undefined,
-  };
+  const ctx = paneCtx(kernel, model, readonly, errors);
   return { pane: new MemoryPane(ctx), asked, errors };
 }
 
