@@ -380,3 +380,30 @@ def test_a_breaking_blocks_children_are_checked_together_once() -> None:
     # the model; block 0's children together (up down gate: gate breaks); up and down again;
     # the model with the blocks stood in for
     assert rep.checked == 4
+
+
+class _LeakThroughRepeats(nn.Module):
+    """A tensor made to require grad inside the forward reaches the output through a layer that
+    stands in for itself (a repeat of the one before) during the whole-model trace."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(4, 4)
+        self.b = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        t = x.detach().clone().requires_grad_()
+        return self.a(x) + self.b(t * 2)
+
+
+def test_a_stand_in_keeps_what_its_output_is_derived_from() -> None:
+    # An empty stand-in cut the chain from `t` to the output, so the break that torch.compile
+    # hits (the tensor leaks out of the compiled region) went unseen (transformers Mra, Yoso).
+    model = _LeakThroughRepeats()
+    x = torch.randn(2, 4)
+    rep = tx.compile_check(model, x, options={"export": False})
+    assert [(b.path, "requires_grad_()" in b.kind) for b in rep.breaks] == [("", True)]
+    explained = torch._dynamo.explain(model)(x)
+    assert explained.graph_break_count > 0 or explained.break_reasons
+    with torch.no_grad():  # no grad, no leak: the stand-ins add nothing then
+        assert tx.compile_check(model, x, options={"export": False}).ok

@@ -4,7 +4,9 @@ A parent's trace would otherwise trace every child again (24 identical blocks, o
 once more inside the parent: ~4x the cost of the blocks alone). A child already checked is given,
 for the parent's trace only, an instance ``forward`` that returns its recorded output again with
 every tensor replaced by an empty one of the same shape, strides and dtype: dynamo traces one
-factory call per tensor, and the parent sees outputs shaped as the real ones. A child whose own
+factory call per tensor, and the parent sees outputs shaped as the real ones. Under grad mode each
+floating output is also joined (a zero added) to the inputs and a parameter that require grad, so
+that what autograd derives it from is the real call's (`_with_grad`). A child whose own
 check found a break gets one too, so that the parent's trace goes on past it (its break is
 reported once, by the child).
 
@@ -86,14 +88,45 @@ def rebuildable(value: Any, plain: bool = False) -> bool:
     return (_plain(value) if plain else _general(value)) is not _MISSING
 
 
-def _stub(value: Any, plain: bool) -> Callable[..., Any] | None:
+def _grad_sources(module: nn.Module, args: Any, kwargs: Any) -> list[torch.Tensor]:
+    """What the real call's outputs would be derived from, for autograd: under grad mode, the
+    input tensors that require grad and a parameter of the module that does."""
+    if not torch.is_grad_enabled():
+        return []
+    out = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+    out = [t for t in out if t.requires_grad]
+    return out + [p for p in module.parameters() if p.requires_grad][:1]
+
+
+def _with_grad(out: Any, module: nn.Module, args: Any, kwargs: Any) -> Any:
+    """`out` with each floating tensor derived, for autograd, from what the real call's would be:
+    joined to each input and a parameter that require grad by adding a zero read off them. An
+    empty stand-in cuts that chain, and dynamo traces what follows differently (a tensor that
+    had ``requires_grad_()`` and reaches the output is a break in the real forward only); not
+    ``requires_grad_()`` here, which would itself be one."""
+    sources = _grad_sources(module, args, kwargs)
+    if not sources:
+        return out
+    zero = sources[0].reshape(-1)[:1].sum() * 0
+    for s in sources[1:]:
+        zero = zero + s.reshape(-1)[:1].sum() * 0
+
+    def join(t: torch.Tensor) -> torch.Tensor:
+        if not (t.is_floating_point() or t.is_complex()):
+            return t
+        return t + zero.to(device=t.device, dtype=t.dtype)
+
+    return pytree.tree_map_only(torch.Tensor, join, out)
+
+
+def _stub(module: nn.Module, value: Any, plain: bool) -> Callable[..., Any] | None:
     if plain or _plain(value) is not _MISSING:  # the cheaper rebuild where it serves
         spec = _plain(value)
         if spec is _MISSING:
             return None
 
         def forward(*args: Any, **kwargs: Any) -> Any:
-            return _make_plain(spec)
+            return _with_grad(_make_plain(spec), module, args, kwargs)
 
         return forward
     general = _general(value)
@@ -106,7 +139,7 @@ def _stub(value: Any, plain: bool) -> Callable[..., Any] | None:
             torch.empty_strided(s[1], s[2], dtype=s[3], device=s[4]) if s[0] == _TENSOR else s[1]
             for s in specs
         ]
-        return pytree.tree_unflatten(leaves, tree)
+        return _with_grad(pytree.tree_unflatten(leaves, tree), module, args, kwargs)
 
     return forward_tree
 
@@ -125,7 +158,7 @@ class Stubs:
 
     def __enter__(self) -> Stubs:
         for module, output in self._outputs:
-            stub = _stub(output, self._plain)
+            stub = _stub(module, output, self._plain)
             if stub is None:
                 continue
             self._saved.append((module, vars(module).get("forward", _MISSING)))
