@@ -262,7 +262,7 @@ def test_ipython_in_a_terminal_shows_the_summary(monkeypatch: pytest.MonkeyPatch
     from torchxray import widget
 
     InteractiveShell.instance()
-    monkeypatch.setattr(widget, "_in_terminal", lambda: True)
+    monkeypatch.setattr(widget.background, "in_terminal", lambda: True)
     ex = tx.explore(demo.resnet_ish(), demo.images())
     try:
         with capture_output() as out:

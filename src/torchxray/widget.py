@@ -287,7 +287,7 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
         if self._repr_mimebundle_ is None:  # closed: ipywidgets dropped the view
             display({"text/plain": self._line()}, raw=True)
             return
-        if _in_terminal():  # IPython in a terminal draws no widget: the summary instead
+        if background.in_terminal():  # IPython in a terminal draws no widget: the summary instead
             display({"text/plain": repr(self)}, raw=True)
             return
         bundle = self._repr_mimebundle_()
@@ -370,16 +370,6 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
             session.close()
             self._session = None
         super().close()
-
-
-def _in_terminal() -> bool:
-    """Whether this runs in IPython's terminal shell (by class name: no prompt_toolkit import)."""
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover - IPython comes with ipywidgets
-        return False
-    shell = get_ipython()
-    return any(c.__name__ == "TerminalInteractiveShell" for c in type(shell).__mro__)
 
 
 def explore(

@@ -24,6 +24,7 @@ import inspect
 import types
 import typing
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 from torch import nn
@@ -31,7 +32,11 @@ from torch import nn
 from .._unwrap import original_class
 from .nested import config_class
 
-__all__ = ["block_lists", "element_classes"]
+__all__ = ["FORM", "block_lists", "described", "element_classes"]
+
+# The form being opened (``forms.form``), set by ``_forms/fill.py`` for its search: the blocks' own
+# forms are opened with it, without this package importing ``forms.py`` (which imports it).
+FORM: ContextVar[Callable[[nn.Module], Any] | None] = ContextVar("torchxray_form", default=None)
 
 _SEQUENCES = (list, tuple, collections.abc.Sequence, collections.abc.Iterable)
 MAX_FORMS = 24  # a model with more blocks than this is read per stage, or not at all
@@ -138,3 +143,9 @@ def _per_stage(
                 setattr(value, member, len(members))
         stages.append(value)
     return [stages]
+
+
+def described(module: nn.Module, name: str) -> list[list[Any]]:
+    """`block_lists` with the form being opened (``FORM``); none outside a form's search."""
+    form = FORM.get()
+    return block_lists(module, name, form) if form is not None else []

@@ -12,7 +12,7 @@ from typing import Any
 from torch import nn
 
 from .._unwrap import original_class
-from .blocklists import block_lists
+from .blocklists import described
 from .config import is_config
 from .field import Field
 from .gathered import gathered
@@ -209,12 +209,6 @@ def _ratios(ints: list[int]) -> list[float]:
     return out
 
 
-def _described(module: nn.Module, name: str) -> list[list[Any]]:
-    from ..forms import form  # the blocks' own forms; forms.py imports this module
-
-    return block_lists(module, name, form)
-
-
 def _same_named(module: nn.Module, f: Field, name: str) -> tuple[list[Any], set[str]]:
     """The values of attributes named like the field (or an alias) on the module and its
     layers, and the names the module's nearest layer holds itself."""
@@ -381,10 +375,8 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
     pool, first = _shape_pool(module, f, name, first)
     pool = _kind_pool(module, f, name, pool)
     if f.required and f.value is None and "." not in f.name:
-        first = [*_described(module, name), *first]  # blocks' descriptions (blocklists.py)
-        if any(w in low for w in _NETWORK_WORDS):
-            # A model whose layers it kept (gathered.py). Only for a name that says a network:
-            # a layer parameter (an activation kept in a list of layers) is one of them, not all.
+        first = [*described(module, name), *first]  # blocks' descriptions (blocklists.py)
+        if any(w in low for w in _NETWORK_WORDS):  # a network (gathered.py), not one layer
             first = [*gathered(module, name), *first]
     # None for a required field only where the annotation allows it: ``fits`` lets the guide
     # propose it (``_forms/rules/unset_width.py``), an attribute that holds None is no candidate.

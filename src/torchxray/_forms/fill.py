@@ -19,6 +19,7 @@ from torch import nn
 from .._gc import pause, resume
 from .ambiguous import note, settle
 from .bind import bind
+from .blocklists import FORM
 from .check import check_type
 from .exact import CHECK_SECONDS, Check, floating_dtype
 from .field import Field
@@ -268,6 +269,7 @@ def fill(
     first = [f for f in fields if guessed(f)]
     live = parts(module)
     token = _deadline.set(deadline)  # a child's form (``_factory``) shares this budget
+    opened = FORM.set(form)  # the blocks' forms, for a list of block descriptions
     made: dict[int, list[Any]] = {}
 
     def factory(layer: nn.Module) -> list[Any]:
@@ -295,6 +297,7 @@ def fill(
             rivals = settle(form_fields, found.values, make, live, dtype, stop)
     finally:
         _deadline.reset(token)
+        FORM.reset(opened)
         resume(collecting)
     infos, fields = out_infos, form_fields
     if found.exact and spread is not None and kept:

@@ -9,15 +9,16 @@ from __future__ import annotations
 import pickle
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
 from .procs import forkable, run_ranks
 from .step import run_step
 
-if TYPE_CHECKING:
-    from ..ranks import RanksPlan
+# The plan is `torchxray.ranks.RanksPlan`, which calls `verify`: typed as Any here rather than
+# imported, so that the two modules do not import each other (tests/test_import_graph.py).
+RanksPlan = Any
 
 __all__ = ["Verification", "verify"]
 

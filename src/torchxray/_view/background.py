@@ -41,6 +41,17 @@ def in_kernel() -> bool:
     return shell is not None and getattr(shell, "kernel", None) is not None
 
 
+def in_terminal() -> bool:
+    """Whether this runs in IPython's terminal shell (by class name: no prompt_toolkit import),
+    which draws no widget."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython comes with ipywidgets
+        return False
+    shell = get_ipython()
+    return any(c.__name__ == "TerminalInteractiveShell" for c in type(shell).__mro__)
+
+
 def later(widget: Any) -> bool:
     """Whether `widget`'s view shows while its probe runs and takes the results when they come:
     in a Jupyter kernel, or in a marimo notebook whose widget comms send from any thread."""
