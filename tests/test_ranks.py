@@ -4,12 +4,11 @@ process group, checked against real gloo processes (world size 4 on this machine
 from __future__ import annotations
 
 import multiprocessing
-import os
 
 import pytest
 import torch
 import torch.distributed as dist
-from fixtures.ranks import fsdp, fsdp_tp, tiny_llama, titan, tokens
+from fixtures.ranks import dies_on_rank_2, fsdp, fsdp_tp, tiny_llama, titan, tokens
 from torch import nn
 from torch.distributed.fsdp import fully_shard
 from torch.distributed.tensor import DTensor
@@ -187,12 +186,7 @@ def test_a_plan_that_breaks_the_forward_names_the_module():
 @pytest.mark.timeout(120)
 def test_a_rank_that_dies_is_named_and_no_process_is_left():
     model = nn.Sequential(nn.Linear(8, 8))
-
-    def dies_on_rank_2(m, mesh):
-        if dist.get_rank() == 2:
-            os._exit(3)
-        fully_shard(m, mesh=mesh)
-
+    # importable, so that verify can spawn its ranks where this process can no longer fork them
     plan = tx.ranks(model, dies_on_rank_2, mesh={"dp": 4}, args=(torch.randn(2, 8),))
     with pytest.raises(RankDied, match="rank 2 died"):
         plan.verify(timeout=60)
