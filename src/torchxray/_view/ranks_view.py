@@ -12,7 +12,7 @@ fields only (``plan.records``, ``.memory_parts``, ``.world_size``, ``.mesh``, ``
 
 from __future__ import annotations
 
-from ..ranks import RankRecord, RanksPlan
+from ..ranks import Comm, RankRecord, RanksPlan
 from .ranks_link import RanksLink, mesh_text
 from .ranks_types import RankComm, RankMemoryRow, RankRow, RanksState, RankTensor
 
@@ -113,10 +113,9 @@ def _tensor(rec: RankRecord, name: str, rank: int) -> RankTensor:
     }
 
 
-def _comm(c: object) -> RankComm:
-    return {"phase": str(getattr(c, "phase", "")), "op": str(getattr(c, "op", "")),
-            "count": int(getattr(c, "count", 0)), "bytes": int(getattr(c, "bytes", 0)),
-            "mesh_dim": str(getattr(c, "mesh_dim", ""))}  # fmt: skip
+def _comm(c: Comm) -> RankComm:
+    return {"phase": c.phase, "op": c.op, "count": int(c.count), "bytes": int(c.bytes),
+            "mesh_dim": c.mesh_dim}  # fmt: skip
 
 
 def rank_rows(plan: RanksPlan, rank: int, order: str = "tree") -> list[RankRow]:
