@@ -151,6 +151,15 @@ class Ranked(nn.Module):
         return x + ranks
 
 
+def test_a_plan_of_another_model_says_so(planned: Any) -> None:
+    _, x, plan = planned
+    ex = tx.explore(nn.Sequential(nn.Linear(16, 4)), x, ranks=plan)
+    try:
+        assert ex.ranks_state["missing"] == 2  # "1" and "2" are not in this model
+    finally:
+        ex.close()
+
+
 def test_a_ranks_keyword_that_is_no_plan_is_the_model_s() -> None:
     ex = tx.explore(Ranked(), torch.ones(2), ranks=torch.ones(2))
     try:

@@ -90,7 +90,7 @@ describe("Ranks tab", () => {
   });
 
   it("the memory table picks a rank, marks it, and compares every rank with a budget", async () => {
-    const { pane, selected } = setup(state({ budget: 2800 }));
+    const { pane, selected, model } = setup(state({ budget: 2800 }));
     await pane.show();
     await flush();
     const budget = pane.el.querySelector("input[aria-label='budget per rank']") as HTMLInputElement;
@@ -111,6 +111,10 @@ describe("Ranks tab", () => {
     // A module's name selects its row in the tree.
     (pane.el.querySelector("tbody[data-path='0'] .tx-rmodule") as HTMLButtonElement).click();
     expect(selected).toEqual(["0"]);
+    // The module selected in the tree stands out in the table.
+    model.set("selected", "0");
+    await pane.show();
+    expect([...pane.el.querySelectorAll(".tx-rsel")].map((b) => (b as HTMLElement).dataset.path)).toEqual(["0"]);
   });
 
   it("says a plan is stale after a patch, and plans again on request", async () => {

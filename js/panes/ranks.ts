@@ -59,6 +59,7 @@ export class RanksPane implements Pane {
   private shown = ""; // the rows drawn: plan rev, rank, order
   private typedBudget = false;
   private replanning = false;
+  private lastSelected = "";
 
   constructor(private readonly ctx: Ctx) {
     this.rankInput.setAttribute("aria-label", "rank");
@@ -269,10 +270,15 @@ export class RanksPane implements Pane {
     return body;
   }
 
-  /** The selected module's rows stand out. */
+  /** The selected module's rows stand out, brought into view when the selection moves. */
   private markSelected(): void {
     const sel = String(this.ctx.model.get("selected") ?? "");
-    for (const b of this.rows.querySelectorAll<HTMLElement>(".tx-rmod")) b.classList.toggle("tx-rsel", b.dataset.path === sel);
+    for (const b of this.rows.querySelectorAll<HTMLElement>(".tx-rmod")) {
+      const on = b.dataset.path === sel;
+      b.classList.toggle("tx-rsel", on);
+      if (on && sel !== this.lastSelected) b.scrollIntoView?.({ block: "nearest" });
+    }
+    this.lastSelected = sel;
   }
 }
 
