@@ -24,6 +24,9 @@ export const BADGES: Record<string, [string, string]> = {
   unfrozen: ["unfrozen", "its parameters were frozen when the explorer opened and are trainable now"],
   nan: ["NaN/Inf", "its own weights hold NaN or Inf"],
   nonfinite: ["NaN out", "the first module whose outputs hold NaN or Inf (last real probe)"],
+  // the Ranks tab's plan (tx.explore(..., ranks=plan))
+  sharded: ["sharded", "holds tensors sharded over the mesh (Ranks tab)"],
+  comms: ["comms", "runs collectives in its own forward, backward or step (Ranks tab)"],
   // the training lens (ex.watch): the flag that holds now, the worst first
   "first-nan": ["first NaN", "training: the first module whose forward or backward made NaN/Inf"],
   "t-nonfinite": ["NaN", "training: a sampled figure is NaN/Inf"],

@@ -13,6 +13,7 @@ import { MemoryPane } from "./panes/memory";
 import { MroPane } from "./panes/mro";
 import { OverviewPane } from "./panes/overview";
 import { ProbePane } from "./panes/probe";
+import { RanksPane, showRankBadges } from "./panes/ranks";
 import { offersReal, realProbeButton } from "./panes/real_probe";
 import { SourcePane } from "./panes/source";
 import { TrainingPane, trainingBadges } from "./panes/training";
@@ -29,7 +30,7 @@ import { TreeSelect } from "./tree_select";
 const READ_ONLY_NOTE = "read-only snapshot: no kernel, actions disabled";
 const PING_TIMEOUT = 8000;
 
-export const TABS = ["Overview", "Source", "Form", "MRO", "Graph", "Probe", "History", "Diff", "Memory", "Training", "Compile"] as const;
+export const TABS = ["Overview", "Source", "Form", "MRO", "Graph", "Probe", "History", "Diff", "Memory", "Training", "Compile", "Ranks"] as const;
 type Tab = (typeof TABS)[number];
 
 export interface Explorer {
@@ -222,6 +223,7 @@ export function createExplorer(
     Memory: new MemoryPane(ctx),
     Training: new TrainingPane(ctx),
     Compile: new CompilePane(ctx, (fold) => tree.filter.setFold(fold)),
+    Ranks: new RanksPane(ctx),
   };
   let active: Tab = "Overview";
   const tablist = h("div", { role: "tablist", class: "tx-tabs", "aria-label": "Module details" });
@@ -310,6 +312,8 @@ export function createExplorer(
       picker.scheduleHealth();
     });
   };
+  // A state's tab redraws when it is open; `sync` draws what the state puts elsewhere.
+  const follow = (tab: Tab, sync?: () => void) => () => { sync?.(); if (active === tab) refreshPane(); };
   on("change:tree_state", () => color.reset());
   on("change:tree_state", () => picker.treeChanged());
   on("change:tree_state", syncStatus);
@@ -319,9 +323,7 @@ export function createExplorer(
     void tree.reveal(model.get("selected"));
     if (active !== "Overview") refreshPane();
   });
-  on("change:overview", () => {
-    if (active === "Overview") refreshPane();
-  });
+  on("change:overview", follow("Overview"));
   on("change:probe_summary", () => {
     if (color.figure === "flops" || color.figure === "time") color.reset();
     picker.scheduleHealth();
@@ -329,14 +331,11 @@ export function createExplorer(
     syncHistory();
     if (active === "Probe" || active === "Overview") refreshPane();
   });
-  on("change:history", () => {
-    syncHistory();
-    if (active === "History") refreshPane();
-  });
-  on("change:training", () => {
-    syncTraining();
-    if (active === "Training") refreshPane();
-  });
+  on("change:history", follow("History", syncHistory));
+  on("change:training", follow("Training", syncTraining));
+  // The Ranks tab's plan: its rows' badges on the tree (none while the plan is stale).
+  const syncRanks = () => showRankBadges(model.get("ranks_state") ?? {}, (source, b) => picker.setBadges(source, b));
+  on("change:ranks_state", follow("Ranks", syncRanks));
   on("change:busy", syncBusy);
   on("change:error", () => showError(model.get("error")));
 
@@ -351,6 +350,7 @@ export function createExplorer(
 
   showTree(false);
   syncTraining();
+  syncRanks();
   syncStatus();
   syncBusy();
   syncHistory();

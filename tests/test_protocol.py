@@ -16,8 +16,10 @@ import torch
 import torch.nn as nn
 from typing_extensions import get_type_hints, is_typeddict
 
+import torchxray as tx
 from torchxray._view.handlers import HANDLERS
 from torchxray._view.host import Host
+from torchxray._view.ranks_types import RanksState
 from torchxray._view.replies import HistoryState, Overview, ProbeSummary, TreeState
 from torchxray._view.snapshot_types import Snapshot
 from torchxray.protocol import (
@@ -89,7 +91,7 @@ def test_oversized_and_non_json_messages() -> None:
 
 
 def test_every_kind_accepts_its_minimal_request() -> None:
-    samples = {"str": "x", "str?": None, "int?": None, "changes": {}}
+    samples: dict[object, object] = {"str": "x", "str?": None, "int?": None, "changes": {}, int: 0}
     for kind, spec in REQUESTS.items():
         msg: dict[str, object] = {"kind": kind}
         for name, (typ, required, _default) in spec.items():
@@ -148,8 +150,8 @@ def test_every_request_kind_has_one_handler_and_one_reply() -> None:
     assert set(HANDLERS) == set(REQUESTS) == set(REPLIES) == set(REQUEST_TYPES)
     assert SLOW <= set(REQUESTS) and SLOW_TIMEOUT_KINDS >= SLOW
     # Slow kinds carry the revision they were made at (a stale one is refused); a probe and a
-    # compile check read the model as it is when they run, whatever the view saw.
-    assert all("rev" in REQUESTS[k] for k in SLOW - {"probe", "compile"})
+    # compile check and "Plan again" (ranks_plan) read the model as it is when they run.
+    assert all("rev" in REQUESTS[k] for k in SLOW - {"probe", "compile", "ranks_plan"})
 
 
 def test_every_handler_is_typed_host_and_its_request_to_its_reply_and_states() -> None:
@@ -249,6 +251,8 @@ _WORKING = [
     {"kind": "train_figures", "figure": "grad_norm", "paths": ["0"]},
     {"kind": "compile"},
     {"kind": "filter", "query": "", "breaks": True},
+    {"kind": "ranks", "rank": 1, "order": "bytes"},
+    {"kind": "ranks_plan"},
 ]
 _SESSION = [
     {"kind": "ping"},
@@ -285,6 +289,12 @@ _SESSION = [
 ]
 
 
+def _fsdp(model: nn.Module, mesh: object) -> nn.Module:
+    from torch.distributed.fsdp import fully_shard
+
+    return fully_shard(model, mesh=mesh)
+
+
 def test_every_request_kind_gets_the_reply_it_declares() -> None:
     from torchxray._view.assets import STATIC
     from torchxray._view.session import Session
@@ -295,6 +305,9 @@ def test_every_request_kind_gets_the_reply_it_declares() -> None:
     session.run_probe()
     assert {m["kind"] for m in _SESSION + _WORKING} == set(REQUESTS)
     working = Session(nn.Sequential(_Block(), nn.Flatten(), nn.Linear(256, 2)), session.args)
+    # The Ranks tab's plan (no training step: planned in this process, fast).
+    plan = tx.ranks(working.live_model(), _fsdp, {"dp": 2}, session.args, step=False)
+    working.ranks.attach(plan, working.live_model(), working.model_rev)
     problems: list[str] = []
     seen: dict[str, set[str]] = {}
     for msg in _SESSION + _WORKING:
@@ -309,6 +322,7 @@ def test_every_request_kind_gets_the_reply_it_declares() -> None:
             (session.history(), HistoryState),
         ):
             problems += _problems(state, shape, f"after {msg['kind']}: {shape.__name__}")
+    problems += _problems(working.ranks_state(), RanksState, "ranks_state")
     # The read-only view's data, which js/snapshot.ts answers requests from.
     problems += _problems(session.snapshot(), Snapshot, "snapshot")
     assert not problems, "\n".join(problems)

@@ -20,7 +20,7 @@ reply, so a malformed message never raises in the kernel and never touches the m
     >>> REQUESTS["replace"]["which"]  # (type, required, default)
     (('all', 'this'), False, 'all')
     >>> REPLIES["undo"].__name__, sorted(SLOW)
-    ('PatchedReply', ['bulk', 'compile', 'edit', 'memory', 'probe', 'redo', 'replace', 'undo'])
+    ('PatchedReply', ['bulk', 'compile', 'edit', 'memory', 'probe', 'ranks_plan', 'redo', 'replace', 'undo'])
 """
 
 # No `from __future__ import annotations`: the TypedDicts' annotations are read at run time.
@@ -33,6 +33,7 @@ from typing_extensions import NotRequired, TypedDict, get_type_hints
 from ._view import compare_types as ct
 from ._view import compile_types as cpt
 from ._view import flow_types as ft
+from ._view import ranks_types as rkt
 from ._view import replies as rp
 from ._view import summary_types as st
 from ._view.replies import ErrorReply, Reply
@@ -207,14 +208,16 @@ Request: TypeAlias = (
     FormRequest | EditRequest | ReplaceRequest | UndoRequest | RedoRequest | ProbeRequest |
     ProbeTableRequest | MroRequest | CatalogRequest | AssetRequest | ct.PickRequest |
     ct.PlanRequest | ct.BulkRequest | ct.PeftRequest | ct.DiffRequest | ct.StatsRequest |
-    ct.HealthRequest | MemoryRequest | FiguresRequest | ft.FlowRequest | ft.GraphRequest | CancelRequest | st.SummaryRequest | TrainRequest | cpt.CompileRequest
+    ct.HealthRequest | MemoryRequest | FiguresRequest | ft.FlowRequest | ft.GraphRequest | CancelRequest | st.SummaryRequest | TrainRequest | cpt.CompileRequest |
+    rkt.RanksRequest | rkt.RanksPlanRequest
 )  # fmt: skip
 REQUEST_TYPES: dict[str, type] = {get_args(t.__annotations__["kind"])[0]: t for t in get_args(Request)}  # fmt: skip
 
 # Requests that patch the model, re-run the probe, run a fake training step (memory) or a compile
-# check (which probes, then traces every distinct module with dynamo): busy in the
-# widget, a stale `rev` refused; the frontend waits longer for them and the graph renderer (1.4 MB).
-SLOW = frozenset({"edit", "replace", "undo", "redo", "probe", "memory", "bulk", "compile"})
+# check (which probes, then traces every distinct module with dynamo) or plan the ranks again (a
+# dry run in a forked process): busy in the widget, a stale `rev` refused; the frontend waits
+# longer for them and the graph renderer (1.4 MB).
+SLOW = frozenset({"edit", "replace", "undo", "redo", "probe", "memory", "bulk", "compile", "ranks_plan"})  # fmt: skip
 SLOW_TIMEOUT_KINDS = SLOW | {"diff", "asset"}
 
 # The reply each request kind gets when it succeeds (any kind may get an ErrorReply instead).
@@ -249,6 +252,8 @@ REPLIES: dict[str, type] = {
     "flow": ft.FlowReply,
     "graph": ft.GraphReply,
     "compile": cpt.CompileReply,
+    "ranks": rkt.RanksReply,
+    "ranks_plan": rkt.RanksPlanReply,
     **TRAIN_REPLIES,
 }
 # -- validation ---------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ frontend sends ``kind``-tagged requests (see ``protocol.py``). All the work is i
 The synced state, and the probe mode, which refuses anything but the two modes:
 
     >>> sorted(Explorer.class_own_traits(sync=True))
-    ['busy', 'compile', 'error', 'history', 'overview', 'probe_mode', 'probe_summary', 'readonly', 'selected', 'snapshot', 'training', 'tree_state']
+    ['busy', 'compile', 'error', 'history', 'overview', 'probe_mode', 'probe_summary', 'ranks_state', 'readonly', 'selected', 'snapshot', 'training', 'tree_state']
     >>> Explorer.class_own_traits()["probe_mode"].values
     ('fake', 'real')
     >>> Explorer.class_own_traits()["probe_mode"].validate(None, "turbo")
@@ -33,6 +33,7 @@ from ._probe.cancel import ProbeCancelled
 from ._view import assets, background, static_html, training
 from ._view.host import ALL, PROBE, States
 from ._view.mirror import PythonApi
+from ._view.ranks_link import take_plan
 from ._view.schedule import Schedule
 from ._view.session import Session
 from .probe import ProbeReport
@@ -59,10 +60,11 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
     snapshot = t.Dict().tag(sync=True)
     training = t.Dict().tag(sync=True)  # the Training tab: ex.watch's state (_view/training.py)
     compile = t.Dict().tag(sync=True)  # the Compile tab: the last check (_view/compile_view.py)
+    ranks_state = t.Dict().tag(sync=True)  # the Ranks tab: the plan shown (_view/ranks_view.py)
 
-    # Class settings (bench.flows --set NAME=VALUE sets them for an A/B).
-    # Shown after the widget as a second output: a read-only tree for a notebook reopened without
-    # its kernel or saved widget state. Set False on the class to show the widget alone.
+    # Class settings (bench.flows --set NAME=VALUE sets them for an A/B). Shown after the widget as
+    # a second output: a read-only tree for a notebook reopened without its kernel or saved widget
+    # state. Set False on the class to show the widget alone.
     static_fallback = True
     # In a kernel the first probe waits until the view has drawn (its first request) or this many
     # seconds: a probe started at once competes with the display for the interpreter and slows
@@ -71,9 +73,8 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
     # In a kernel the tree and the Overview follow the view (`_view/schedule.py`); False sends them
     # with it (bench/browser.py times the tree's own first paint from the view's insertion).
     tree_after_view = True
-    # ...and a model of at least this many modules sends its outline before its tree: the rows
-    # of the walk alone (`_tree/outline.py`, no counts yet), while the kernel reads every tensor.
-    # Below it the full tree follows soon enough (bench/README.md has the figures).
+    # ...and a model of at least this many modules sends its outline before its tree (the rows of
+    # the walk alone, `_tree/outline.py`) while the kernel reads every tensor (bench/README.md).
     outline_from = 10_000
     _one_line = False  # set while the display asks for repr(self) (`_repr_mimebundle_`)
 
@@ -91,7 +92,10 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
         cls = type(self)
         if not isinstance(cls.__dict__.get("_esm"), str):
             cls._esm, cls._css = assets.bundle()
+        plan = take_plan(kwargs)  # ranks=plan is the Ranks tab's; any other value the model's
         session = Session(model, args, kwargs, mode=mode, schedule=self._schedule)
+        if plan is not None:
+            session.ranks.attach(plan, model, session.model_rev)
         self._session: Session | None = session
         super().__init__(probe_mode=mode)
         # Where the host shows the view meanwhile and takes state sent later (a kernel, a marimo
@@ -199,14 +203,10 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
         if session is None:
             return error_reply("this Explorer was closed", request=str(kind or "")), []
         slow = isinstance(kind, str) and kind in SLOW
-        if slow:
-            # Apply, Undo, a probe...: they change the model or the report, so the background
-            # probe finishes first (outside the lock: it installs its report under it).
+        if slow:  # Apply, Undo...: the background probe first (outside the lock: it takes it)
             self._join()
             self.busy = str(kind)
-        try:
-            # In a kernel (or marimo) the probe a slow request asks for runs in the background,
-            # where Cancel can stop it.
+        try:  # in a kernel (or marimo) a slow request's probe runs in the background (Cancel)
             with self._lock, self._schedule.answering(slow and self._later):
                 self._flush()  # a view drawn without _ipython_display_ (e.g. inside a VBox)
                 reply, changed = session.handle(msg)
@@ -336,7 +336,7 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
             if "probe_summary" in changed:
                 self.probe_summary = dict(s.probe_summary())
                 self.probe_mode = s.mode
-            for name, make in (("overview", s.overview), ("history", s.history), ("compile", s.compile_state)):  # fmt: skip
+            for name, make in (("overview", s.overview), ("history", s.history), ("compile", s.compile_state), ("ranks_state", s.ranks_state)):  # fmt: skip
                 if name in changed:
                     setattr(self, name, dict(make()))
         if self._static is not None and changed & {"tree_state", "probe_summary"}:
@@ -389,6 +389,9 @@ def explore(
     browser draws it (the tree follows), and the probe runs in the background, its results filling
     in when done (Apply and Undo wait for it; ``ex.wait()`` does too); elsewhere (a script), where
     nothing shows a view meanwhile, both run before this returns.
+
+    ``ranks=plan`` (from ``tx.ranks``) shows the plan in the Ranks tab (``ex.ranks``); a ``ranks``
+    keyword of any other value goes to the model's forward.
 
     ``mode`` and ``probe`` are taken by ``explore``: a model whose forward has a keyword argument
     of either name gets it through ``tx.probe(model, ..., **kwargs)`` instead.

@@ -16,6 +16,7 @@ from . import tools_flow as flow
 from . import tools_memory as memory
 from . import tools_patch as patch
 from . import tools_probe as probe
+from . import tools_ranks as ranks
 from . import tools_summary as summary
 from . import tools_tree as tree
 from . import tools_watch as watch
@@ -62,6 +63,9 @@ HANDLERS: dict[str, Handler] = {
     "graph": flow.on_graph,
     # the Compile tab
     "compile": compile_.on_compile,
+    # the Ranks tab
+    "ranks": ranks.on_ranks,
+    "ranks_plan": ranks.on_ranks_plan,
     # the Training tab
     "train_series": watch.on_train_series,
     "train_control": watch.on_train_control,

@@ -8,7 +8,7 @@ states a request changes, and the shape every handler has:
 request and reply types against ``protocol.REQUEST_TYPES`` and ``protocol.REPLIES``.
 
     >>> sorted(ALL - PROBE)
-    ['history', 'selected']
+    ['history', 'ranks_state', 'selected']
     >>> DEFERRED <= ALL and NONE == frozenset()
     True
 """
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ..watch import Watch
     from .compile_types import CompileState
     from .origin import Opened
+    from .ranks_link import RanksLink
     from .replies import ProbeSummary, Reply
     from .serialize import RowMaker
 
@@ -38,6 +39,7 @@ __all__ = [
     "DEFERRED",
     "NONE",
     "PROBE",
+    "RANKS",
     "SELECT",
     "Caches",
     "Handler",
@@ -56,9 +58,11 @@ SELECT: States = frozenset({"selected", "overview"})
 PROBE: States = frozenset({"tree_state", "overview", "probe_summary", "compile"})
 # A compile check changes the Compile tab's state and the rows' "break" marks.
 COMPILE: States = frozenset({"compile", "tree_state"})
+# A plan attached to the Ranks tab (the rows' badges are drawn from it in the view).
+RANKS: States = frozenset({"ranks_state"})
 # A patch changes everything (the selection too, when the selected module is gone; the compile
-# check runs again once it was asked for).
-ALL: States = PROBE | SELECT | COMPILE | {"history"}
+# check runs again once it was asked for; a ranks plan becomes stale).
+ALL: States = PROBE | SELECT | COMPILE | RANKS | {"history"}
 # The states that need the model's walk: in a kernel they follow the view (`_view/schedule.py`).
 DEFERRED: States = frozenset({"tree_state", "overview"})
 
@@ -92,6 +96,7 @@ class Host(Protocol):
     """The session as the handlers read and change it."""
 
     rev: int
+    model_rev: int  # the revision of the model's last change
     selected: str
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
@@ -99,6 +104,7 @@ class Host(Protocol):
     patch_refusal: str  # why Apply cannot change this model ('' when it can), said before Apply
     caches: Caches
     watch: Watch | None  # the training lens shown (ex.watch), if any
+    ranks: RanksLink  # the Ranks tab's plan
     training_now: bool  # answering between two steps of a running loop (no probe then)
 
     @property

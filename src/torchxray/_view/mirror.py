@@ -1,5 +1,5 @@
 """The Explorer's Python API (``ex.select``, ``ex.edit``, ``ex.undo``, ``ex.probe_report``,
-``ex.summary``, ``ex.compile_check``, ``ex.to_html``...): each call does what the view's request does, through the same Session, and re-sends the states it
+``ex.summary``, ``ex.compile_check``, ``ex.ranks``, ``ex.to_html``...): each call does what the view's request does, through the same Session, and re-sends the states it
 changed. A mixin of ``widget.Explorer``, which holds the traitlets, the lock and the background probe.
 """
 
@@ -15,9 +15,11 @@ from torch import nn
 from .._compile.records import CompileReport
 from ..patch import PatchEntry
 from ..probe import ProbeReport
+from ..ranks import RanksPlan
 from ..summary import summarize
 from . import assets
-from .host import ALL, COMPILE, PROBE, SELECT, States
+from .host import ALL, COMPILE, PROBE, RANKS, SELECT, States
+from .ranks_link import Recipe
 from .session import Session
 from .tools_summary import NO_PROBE
 
@@ -119,6 +121,64 @@ class PythonApi:
         finally:
             self.busy = ""
             self._sync(COMPILE)
+
+    @property
+    def ranks_plan(self) -> RanksPlan | None:
+        """The plan the Ranks tab shows (``tx.explore(..., ranks=plan)``, ``ex.ranks``), or None."""
+        return self._live().ranks.plan
+
+    def ranks(
+        self,
+        plan: RanksPlan | Any = None,
+        mesh: dict[str, int] | None = None,
+        *,
+        args: tuple[Any, ...] | None = None,
+        kwargs: dict[str, Any] | None = None,
+        budget: int | None | bool = False,
+        **options: Any,
+    ) -> RanksPlan:
+        """Show a plan in the Ranks tab, and badge the rows that hold sharded tensors or run
+        collectives; returns it.
+
+            ex.ranks(plan)                          # a plan from tx.ranks(model, ...)
+            ex.ranks(parallelize, mesh={"dp": 4})   # tx.ranks on the explored model, here
+            ex.ranks()                              # plan again (after Apply / Undo)
+
+        ``args`` / ``kwargs``: one rank's inputs (default: the explorer's example inputs);
+        ``options`` go to ``tx.ranks`` (``step``, ``sample_blocks``, ``timeout``); ``budget``:
+        bytes per rank the tab compares each rank's peak with (None: no budget; left out: the
+        one given before)."""
+        self._join()  # the model changes only once the probe is done with it
+        s = self._live()
+        link = s.ranks
+        self.busy = "ranks"
+        try:
+            with self._lock:
+                model = s.live_model()
+                if plan is None and mesh is None:
+                    if budget is not False and link.plan is not None:
+                        link.attach(link.plan, model, link.model_rev, link.recipe, budget)
+                        return link.plan
+                    return link.replan(model, s.model_rev)
+                if isinstance(plan, RanksPlan):
+                    if mesh is not None or args is not None or kwargs is not None or options:
+                        raise TypeError(
+                            "ex.ranks(plan) takes the plan alone (and budget=); to plan here, "
+                            "pass the parallelize function: ex.ranks(parallelize, mesh={...})"
+                        )
+                    return link.attach(plan, model, s.model_rev, budget=budget)
+                if not callable(plan) or mesh is None:
+                    raise TypeError(
+                        "ex.ranks() takes a plan from tx.ranks(...), or a parallelize function "
+                        "and a mesh: ex.ranks(parallelize, mesh={'dp': 2, 'tp': 2})"
+                    )
+                a = tuple(s.args) if args is None else tuple(args)
+                kw = dict(s.kwargs) if args is None and kwargs is None else dict(kwargs or {})
+                recipe = Recipe(plan, dict(mesh), a, kw, dict(options))
+                return link.plan_now(model, s.model_rev, recipe, budget)
+        finally:
+            self.busy = ""
+            self._sync(RANKS)
 
     def to_code(self) -> str:
         """Python that replays this session's patches on a fresh model (``PatchLog.to_code``)."""

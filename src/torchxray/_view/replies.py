@@ -1,6 +1,5 @@
-"""The replies and synced states of the Explorer's protocol, as ``_view/panes.py`` and
-``_view/serialize.py`` build them. ``protocol.py`` pairs each request kind with its reply
-(``REPLIES``); ``js/protocol_gen.ts`` is generated from both."""
+"""The replies and synced states of the protocol (``_view/panes.py``, ``serialize.py`` build them);
+``protocol.py`` pairs each request kind with its reply, ``js/protocol_gen.ts`` is made from both."""
 
 # No `from __future__ import annotations`: the TypedDicts' annotations are read at run time.
 from typing import Literal, TypeAlias
@@ -10,6 +9,7 @@ from typing_extensions import NotRequired, TypedDict
 from . import compare_types as ct
 from . import compile_types as cpt
 from . import flow_types as ft
+from . import ranks_types as rkt
 from . import summary_types as st
 from . import watch_types as wt
 
@@ -396,5 +396,5 @@ Reply: TypeAlias = (
     PatchedReply | ProbeReply | ProbeTableReply | MroReply | CatalogReply | AssetReply | ErrorReply |
     MemoryReply | FiguresReply | CancelReply |
     ct.PickReply | ct.PlanReply | ct.PeftReply | ct.DiffReply | ct.StatsReply | ct.HealthReply |
-    ft.FlowReply | ft.GraphReply | st.SummaryReply | wt.TrainSeriesReply | wt.TrainControlReply | wt.TrainFiguresReply | cpt.CompileReply
+    ft.FlowReply | ft.GraphReply | st.SummaryReply | wt.TrainSeriesReply | wt.TrainControlReply | wt.TrainFiguresReply | cpt.CompileReply | rkt.RanksReply | rkt.RanksPlanReply
 )  # fmt: skip

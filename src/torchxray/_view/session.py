@@ -31,6 +31,9 @@ from .compile_view import break_paths, compile_state
 from .handlers import HANDLERS
 from .host import NONE, Caches, Result
 from .origin import Opened
+from .ranks_link import RanksLink
+from .ranks_types import RanksState
+from .ranks_view import ranks_state
 from .replies import HistoryState, Overview, ProbeSummary, TreeState
 from .schedule import Schedule
 from .snapshot import SNAPSHOT_NODES, snapshot
@@ -104,6 +107,7 @@ class Session:
         self.compile_note = ""  # why there is no report, when the check could not run
         self.compile_pending = False  # a patch's re-check, left to follow the background probe
         self.compile_rev = 0  # the revision it was made at
+        self.ranks = RanksLink()  # the Ranks tab's plan (tx.explore(..., ranks=plan), ex.ranks)
 
     @property
     def tree(self) -> ModelTree:
@@ -161,6 +165,9 @@ class Session:
             note=self.compile_note,
             running=self.compile_pending,
         )
+
+    def ranks_state(self) -> RanksState:
+        return ranks_state(self.ranks, self.model_rev)
 
     def history(self) -> HistoryState:
         if self.log is None:
@@ -332,6 +339,7 @@ class Session:
         self.tree = None  # type: ignore[assignment]
         self.report = self.previous = self._origin = None
         self.compile_report = None
+        self.ranks.close()
         self.args, self.kwargs = (), {}
         self.caches.clear()
 
