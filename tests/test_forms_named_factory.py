@@ -64,30 +64,49 @@ def test_a_cfg_dataclass_from_a_table_rebuilds_exactly_and_twice_the_same() -> N
     ]
 
 
-def _zoo(returns: type) -> tuple[types.ModuleType, type]:
+@pytest.mark.parametrize(
+    ("name", "given"),
+    [
+        # ``-> Levit`` for a LevitDistilled: a base of the class; ``LevitDistilled(*args,
+        # **kwargs)`` takes everything as keywords, given whole.
+        ("levit_128s", "kwargs"),
+        # No return annotation: ``fastvit_t8`` calls ``_create_fastvit``, which names FastVit.
+        ("fastvit_t8", "layers"),
+    ],
+)
+def test_a_function_that_makes_the_class_another_way_is_read_too(name: str, given: str) -> None:
+    f = tx.form(_timm(name))
+    assert f.inexact == "" and f[given].origin == "inferred"
+
+
+_ZOO = """
+from torch import nn
+
+built = []
+
+
+class Net(nn.Module):
+    def __init__(self, widths):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(widths, widths[1:]))
+        self.pretrained_cfg = {"architecture": "tiny_net"}
+        built.append(1)
+
+
+def tiny_net() -> Net:
+    return Net([4, 8, 2])
+"""
+
+
+def _zoo() -> tuple[types.ModuleType, type]:
     """A module that defines a class and a function named after a model of it."""
     home = types.ModuleType("h2_zoo")
-
-    built: list[int] = []
-
-    class Net(nn.Module):
-        def __init__(self, widths: list[int]) -> None:
-            super().__init__()
-            self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(widths, widths[1:]))
-            self.pretrained_cfg = {"architecture": "tiny_net"}
-            built.append(1)
-
-    def tiny_net() -> Net:
-        return Net([4, 8, 2])
-
-    Net.__module__ = tiny_net.__module__ = home.__name__
-    tiny_net.__annotations__["return"] = returns if returns is not nn.Module else Net
-    home.Net, home.tiny_net, home.built = Net, tiny_net, built  # type: ignore[attr-defined]
-    return home, Net
+    exec(compile(_ZOO, "h2_zoo.py", "exec"), vars(home))  # noqa: S102 - the test's own text
+    return home, home.Net  # type: ignore[attr-defined]
 
 
 def test_only_a_function_of_the_class_s_module_that_returns_it_is_called() -> None:
-    home, net = _zoo(nn.Module)
+    home, net = _zoo()
     sys.modules[home.__name__] = home
     try:
         m = home.tiny_net()
@@ -97,6 +116,10 @@ def test_only_a_function_of_the_class_s_module_that_returns_it_is_called() -> No
         # The call stopped at the constructor's first layer: only the live model was built.
         assert len(home.built) == 1
         home.tiny_net.__annotations__["return"] = int  # says it makes something else
+        assert factories(m, net) == []
+        del home.tiny_net.__annotations__["return"]  # says nothing, and its code names Net
+        assert factories(m, net) == [home.tiny_net]
+        home.Net = None  # its code names nothing of the class's module that is the class
         assert factories(m, net) == []
     finally:
         del sys.modules[home.__name__]

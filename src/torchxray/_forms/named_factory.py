@@ -27,6 +27,7 @@ import dataclasses
 import inspect
 import sys
 import time
+import types
 import typing
 from collections.abc import Callable
 from types import FrameType
@@ -57,14 +58,43 @@ def _names(module: nn.Module) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def _returns(fn: Callable[..., Any], cls: type) -> bool:
-    """Whether ``fn`` is annotated as returning ``cls`` (or a subclass)."""
+def _names_in(code: types.CodeType) -> set[str]:
+    """The global names a function's code reads, its nested functions' and comprehensions'
+    included."""
+    out = set(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            out |= _names_in(c)
+    return out
+
+
+def _calls_class(fn: Any, cls: type, home: types.ModuleType, depth: int = 2) -> bool:
+    """Whether ``fn``'s code names ``cls``, or a function of ``home`` whose code does (timm's
+    ``fastvit_t8`` calls ``_create_fastvit``, which hands ``FastVit`` to its builder)."""
+    names = _names_in(fn.__code__)
+    if any(vars(home).get(n) is cls for n in names):
+        return True
+    inner = [vars(home).get(n) for n in names] if depth > 1 else []
+    return any(
+        inspect.isfunction(g) and g.__module__ == home.__name__ and _calls_class(g, cls, home, 1)
+        for g in inner
+    )
+
+
+def _makes(fn: Any, cls: type, home: types.ModuleType) -> bool:
+    """Whether ``fn`` says it returns ``cls`` (a return annotation naming it, a subclass, or a
+    base of the library's own that the function may return instead: ``-> Levit`` for
+    ``LevitDistilled``), or, without an annotation, names it in its code."""
     try:
         ann = typing.get_type_hints(fn).get("return", _EMPTY)
     except Exception:  # noqa: BLE001 - an annotation that does not resolve: read its text
         ann = getattr(fn, "__annotations__", {}).get("return", _EMPTY)
         return isinstance(ann, str) and ann.rpartition(".")[2] == cls.__name__
-    return isinstance(ann, type) and issubclass(ann, cls)
+    if ann is _EMPTY:
+        return _calls_class(fn, cls, home)
+    if not isinstance(ann, type) or ann.__module__.partition(".")[0] == "torch":
+        return False
+    return issubclass(ann, cls) or issubclass(cls, ann)
 
 
 def _no_arguments(fn: Callable[..., Any]) -> bool:
@@ -76,16 +106,18 @@ def _no_arguments(fn: Callable[..., Any]) -> bool:
 
 
 def factories(module: nn.Module, cls: type) -> list[Callable[..., Any]]:
-    """The functions of ``cls``'s module named as a string ``module`` keeps, that return ``cls``
-    and take no required argument."""
+    """The functions of ``cls``'s module named as a string ``module`` keeps, that make ``cls``
+    (``_makes``) and take no required argument."""
     home = sys.modules.get(cls.__module__)
     out: list[Callable[..., Any]] = []
-    for name in _names(module) if home is not None else []:
+    if home is None:
+        return out
+    for name in _names(module):
         fn = vars(home).get(name)
         if (
             inspect.isfunction(fn)
             and fn.__module__ == cls.__module__
-            and _returns(fn, cls)
+            and _makes(fn, cls, home)
             and _no_arguments(fn)
         ):
             out.append(fn)
@@ -149,23 +181,23 @@ def started_from(
     fields: list[Field],
     guessed: Callable[[Field], bool],
     deadline: float,
-) -> list[Field]:
+) -> tuple[list[Field], dict[str, Any]]:
     """``fields`` for the search, each holding the value the function ``module`` is named after
     passes where it differs: the guessed ones, and those read from an attribute that holds
     another value (MobileNetV3 keeps the last block's width as ``num_features``, and is given
     the head's). Those become guesses the search may move: a value the person passed to the
     function (``num_classes=10``) is read back from the build's differences, and one the gate
-    cannot see keeps the attribute's value, flagged (``_forms/ambiguous.py``)."""
+    cannot see keeps the attribute's value, flagged (``_forms/ambiguous.py``). Also every value
+    found, by parameter name: a ``**kwargs`` passed on (``VisionTransformerDistilled(*args,
+    **kwargs)``) is given whole (``_forms/fill.py``, as a ``**kwargs`` handed on to a layer)."""
     stop = min(deadline, time.thread_time() + FACTORY_SECONDS)
-    found = named_factory_args(module, cls, sig, stop) if any(map(guessed, fields)) else {}
+    found = named_factory_args(module, cls, sig, stop)
     out = []
     for f in fields:
         v = found.get(f.name, f)
         plain = f.kind not in ("varargs", "varkw") and f.name not in ("device", "dtype")
-        if v is f or not plain or same(v, f.value):
-            out.append(f)
-        elif guessed(f) or f.origin in ("attribute", "derived"):
-            out.append(dataclasses.replace(f, value=v, origin="default"))
-        else:
-            out.append(f)
-    return out
+        if v is not f and plain and not same(v, f.value):
+            if guessed(f) or f.origin in ("attribute", "derived"):
+                f = dataclasses.replace(f, value=v, origin="default")
+        out.append(f)
+    return out, found
