@@ -133,3 +133,17 @@ def test_a_model_no_function_is_named_after_stays_refused_by_name() -> None:
     m = timm.models.efficientnet.EfficientNet(blocks, num_features=64, stem_size=8)
     f = tx.form(m)
     assert f.inexact != "" and f["block_args"].value is None
+
+
+def test_a_profiler_that_runs_is_left_alone() -> None:
+    m = _timm("efficientnet_b0")
+
+    def profiler(frame: object, event: str, arg: object) -> None:
+        pass
+
+    sys.setprofile(profiler)
+    try:
+        assert named_factory_args(m, type(m), signature(type(m)), float("inf")) == {}
+        assert sys.getprofile() is profiler
+    finally:
+        sys.setprofile(None)

@@ -128,7 +128,7 @@ def _first_call(
     fn: Callable[..., Any], cls: type, deadline: float
 ) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
     """The arguments ``fn()`` passes to ``cls``'s constructor, read as it is entered; None when
-    it raised before, never called it, or ran past ``deadline``."""
+    it raised before, never called it, ran past ``deadline``, or a profiler is on."""
     init = inspect.unwrap(cls.__init__)  # type: ignore[misc]
     code = getattr(init, "__code__", None)
     if code is None or not code.co_argcount:
@@ -141,11 +141,13 @@ def _first_call(
             return
         if type(frame.f_locals.get(code.co_varnames[0])) is cls:
             got.append(_frame_args(frame))
-            sys.setprofile(outer)
+            sys.setprofile(None)
             if state:
                 state[1] = -1  # the build stops at its next submodule
 
     outer = sys.getprofile()
+    if outer is not None:
+        return None  # a profiler runs (cProfile): it is not swapped out, and there is no reading
     try:
         with meta_build(1 << 16, deadline) as state:
             sys.setprofile(watch)
@@ -153,7 +155,7 @@ def _first_call(
     except Exception:  # noqa: BLE001 - stopped on purpose, or a factory that fails on meta
         pass
     finally:
-        sys.setprofile(outer)
+        sys.setprofile(None)
     return got[0] if got else None
 
 
