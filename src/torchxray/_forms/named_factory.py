@@ -8,17 +8,19 @@ whose ``pretrained_cfg`` says ``architecture='efficientnet_b0'``). What the func
 before it calls the constructor (block lists decoded from arch strings, a cfg dataclass taken
 from a table, per-stage widths scaled by a multiplier) is what the model keeps no attribute for.
 So: a function is called when it is defined in the class's own module, is named exactly as a
-string the model keeps (an attribute, or a value of a dict attribute), says it returns the class
-(its return annotation) and needs no argument. It runs on meta (``_forms/metabuild.py``), under a
-profile function of this thread only (``sys.setprofile``) that reads the arguments of the first
-call to the class's ``__init__`` on an instance of exactly that class, before its first line
-runs; the build then stops at its next submodule. Nothing is built past that point, nothing is
-recorded, no other thread is touched.
+string the model keeps (an attribute, or a value of a dict attribute), makes the class (its
+return annotation names the class, a subclass or a base; without one, its code or that of a
+function of the module it calls names the class) and needs no argument. It runs on meta
+(``_forms/metabuild.py``), under a profile function of this thread only (``sys.setprofile``; none
+while a profiler runs) that reads the arguments of the first call to the class's ``__init__`` on
+an instance of exactly that class, before its first line runs; the build then stops at its next
+submodule. Nothing is built past that point, nothing is recorded, no other thread is touched.
 
-The arguments found are the search's start (``_forms/fill.py``): those the person changed when
-making the model (``num_classes=10``) are read from attributes as before, and the gate decides:
-a model these values do not rebuild exactly stays refused by the part that differs. Its CPU time
-is part of the form's budget (one call that stops before the model's first layer: milliseconds).
+The arguments found are the search's start (``_forms/fill.py``, ``started_from``), and the gate
+decides: a value the person passed when making the model (``num_classes=10``) is read back from
+the build's differences, and a model these values do not rebuild exactly stays refused by the
+part that differs. Its CPU time is its own allowance within the form's budget
+(``FACTORY_SECONDS``; one call that stops before the model's first layer takes ~2 ms).
 """
 
 from __future__ import annotations
@@ -30,7 +32,6 @@ import time
 import types
 import typing
 from collections.abc import Callable
-from types import FrameType
 from typing import Any
 
 from torch import nn
@@ -136,7 +137,7 @@ def _first_call(
     got: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
     state: list[Any] = []
 
-    def watch(frame: FrameType, event: str, arg: Any) -> None:
+    def watch(frame: types.FrameType, event: str, arg: Any) -> None:
         if event != "call" or got or frame.f_code is not code:
             return
         if type(frame.f_locals.get(code.co_varnames[0])) is cls:
