@@ -27,6 +27,7 @@ from .handed import handed
 from .infer import Inferred, guessed, infer
 from .kinds import KindInfo
 from .make import make_field, same
+from .named_factory import started_from
 from .nested import nest
 from .parts import Parts, parts
 from .record import snapshot
@@ -247,8 +248,11 @@ def fill(
     """Replace guessed fields (in place) by values a meta build confirms. Returns the hint ("" when
     the rebuild is exact) and the gate's answer for the final values (None: not known yet)."""
     out_infos = infos
+    # A whole model's guessed values start from the function it is named after
+    # (``_forms/named_factory.py``); the search and the gate check them like any other.
+    start, named = started_from(module, cls, sig, fields, guessed, started + SEARCH_SECONDS)
     # Config arguments are searched field by field (``_forms/nested.py``); each build makes them.
-    nested = nest(cls, sig, fields, infos, {f.name for f in fields if guessed(f)})
+    nested = nest(cls, sig, start, infos, {f.name for f in start if guessed(f)})
     form_fields, fields = fields, nested.fields
     infos = {**infos, **nested.infos}
     base = {f.name: f.value for f in fields}
@@ -286,7 +290,9 @@ def fill(
     # everything, on the form's second, for garbage the builds do not need collected.
     collecting = pause()
     try:
-        if spread is not None and (kept := handed(cls, module, spread.name, form)):
+        if spread is not None and (
+            kept := named.get(spread.name) or handed(cls, module, spread.name, form)
+        ):
             base[spread.name] = kept
         found = _search(module, fields, first, fits, make, deadline, live, factory, stop)
         # A field the search moved that its draft value rebuilds as exactly proves nothing: it
