@@ -5,8 +5,11 @@ once more inside the parent: ~4x the cost of the blocks alone). A child already 
 for the parent's trace only, an instance ``forward`` that returns its recorded output again with
 every tensor replaced by an empty one of the same shape, strides and dtype: dynamo traces one
 factory call per tensor, and the parent sees outputs shaped as the real ones. Under grad mode each
-floating output is also joined (a zero added) to the inputs and a parameter that require grad, so
-that what autograd derives it from is the real call's (`_with_grad`). A child whose own
+floating output is also joined (the sum of each added) to the inputs that require grad, or where
+none does to a parameter that does, so that what autograd derives it from is the real call's
+(`_grad_zero`, `_joined`; dynamo's checks read whether a tensor requires grad and what in the
+graph it is derived from). Each op and helper call in a stand-in costs dynamo and export about
+as much as a small layer of the model (`_tensor_stub`). A child whose own
 check found a break gets one too, so that the parent's trace goes on past it (its break is
 reported once, by the child).
 
