@@ -5,8 +5,11 @@ once more inside the parent: ~4x the cost of the blocks alone). A child already 
 for the parent's trace only, an instance ``forward`` that returns its recorded output again with
 every tensor replaced by an empty one of the same shape, strides and dtype: dynamo traces one
 factory call per tensor, and the parent sees outputs shaped as the real ones. Under grad mode each
-floating output is also joined (a zero added) to the inputs and a parameter that require grad, so
-that what autograd derives it from is the real call's (`_with_grad`). A child whose own
+floating output is also joined (the sum of each added) to the inputs that require grad, or where
+none does to a parameter that does, so that what autograd derives it from is the real call's
+(`_grad_zero`, `_joined`; dynamo's checks read whether a tensor requires grad and what in the
+graph it is derived from). Each op and helper call in a stand-in costs dynamo and export about
+as much as a small layer of the model (`_tensor_stub`). A child whose own
 check found a break gets one too, so that the parent's trace goes on past it (its break is
 reported once, by the child).
 
@@ -59,16 +62,6 @@ def _plain(value: Any) -> Any:
     return _MISSING
 
 
-def _make_plain(spec: Any) -> Any:
-    if spec is None:
-        return None
-    if spec[0] == _TENSOR:
-        _, shape, stride, dtype, device = spec
-        return torch.empty_strided(shape, stride, dtype=dtype, device=device)
-    items = [_make_plain(s) for s in spec[1]]
-    return items if spec[0] == "list" else tuple(items)
-
-
 def _general(value: Any) -> Any:
     """(leaf specs, treespec): a tensor leaf as its spec, any other leaf as ("c", itself)."""
     try:
@@ -88,45 +81,112 @@ def rebuildable(value: Any, plain: bool = False) -> bool:
     return (_plain(value) if plain else _general(value)) is not _MISSING
 
 
-def _grad_sources(module: nn.Module, args: Any, kwargs: Any) -> list[torch.Tensor]:
-    """What the real call's outputs would be derived from, for autograd: under grad mode, the
-    input tensors that require grad and a parameter of the module that does."""
+def _grad_param(module: nn.Module) -> torch.Tensor | None:
+    """The module's first parameter that requires grad, found once, before tracing: looked up
+    inside the stand-in, dynamo would trace ``parameters()``'s generators for every stand-in."""
+    return next((p for p in module.parameters() if p.requires_grad), None)
+
+
+def _needing_grad(value: Any, out: list[torch.Tensor]) -> None:
+    """The tensors among `value`'s pytree leaves that require grad, appended to `out`. Tuples,
+    lists and dicts are walked here and anything else is handed to pytree (a ModelOutput, a
+    cache): inside a trace, ``pytree.tree_leaves`` of the whole call cost dynamo about 10 ms a
+    stand-in, most of a 24-block trace, where most calls are a tensor or two."""
+    if isinstance(value, torch.Tensor):
+        if value.requires_grad:
+            out.append(value)
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            _needing_grad(item, out)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _needing_grad(item, out)
+    elif value is not None and not isinstance(value, (bool, int, float, str)):
+        for leaf in pytree.tree_leaves(value):
+            if isinstance(leaf, torch.Tensor) and leaf.requires_grad:
+                out.append(leaf)
+
+
+def _grad_zero(param: torch.Tensor | None, args: Any, kwargs: Any) -> torch.Tensor | None:
+    """Under grad mode, a 0-d tensor derived, for autograd, from what the real call's outputs
+    would be: the input tensors that require grad, or, where none does, a parameter of the
+    module that does (None when there is neither). Its value is never computed (the check's
+    backend raises before the graph runs), and it is made of as few ops as can be: each costs
+    dynamo a fake run, a 24-block trace has one stand-in per block."""
     if not torch.is_grad_enabled():
-        return []
-    out = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
-    out = [t for t in out if t.requires_grad]
-    return out + [p for p in module.parameters() if p.requires_grad][:1]
-
-
-def _with_grad(out: Any, module: nn.Module, args: Any, kwargs: Any) -> Any:
-    """`out` with each floating tensor derived, for autograd, from what the real call's would be:
-    joined to each input and a parameter that require grad by adding a zero read off them. An
-    empty stand-in cuts that chain, and dynamo traces what follows differently (a tensor that
-    had ``requires_grad_()`` and reaches the output is a break in the real forward only); not
-    ``requires_grad_()`` here, which would itself be one."""
-    sources = _grad_sources(module, args, kwargs)
+        return None
+    sources: list[torch.Tensor] = []
+    _needing_grad(args, sources)
+    _needing_grad(kwargs, sources)
+    if not sources and param is not None:
+        sources.append(param)
     if not sources:
-        return out
-    zero = sources[0].reshape(-1)[:1].sum() * 0
+        return None
+    zero = sources[0].sum()
     for s in sources[1:]:
-        zero = zero + s.reshape(-1)[:1].sum() * 0
+        zero = zero + s.sum()
+    return zero
 
-    def join(t: torch.Tensor) -> torch.Tensor:
-        if not (t.is_floating_point() or t.is_complex()):
-            return t
-        return t + zero.to(device=t.device, dtype=t.dtype)
 
-    return pytree.tree_map_only(torch.Tensor, join, out)
+def _joined(t: torch.Tensor, zero: torch.Tensor | None) -> torch.Tensor:
+    """`t` derived from `zero` (see `_grad_zero`) where it is floating: an empty stand-in cuts
+    what autograd derives the real output from, and dynamo traces what follows differently (a
+    tensor that had ``requires_grad_()`` and reaches the output is a break in the real forward
+    only); not ``requires_grad_()`` here, which would itself be one."""
+    if zero is None or not (t.is_floating_point() or t.is_complex()):
+        return t
+    if zero.dtype != t.dtype or zero.device != t.device:
+        zero = zero.to(device=t.device, dtype=t.dtype)
+    return t + zero
+
+
+def _make_plain(spec: Any, zero: torch.Tensor | None) -> Any:
+    if spec is None:
+        return None
+    if spec[0] == _TENSOR:
+        _, shape, stride, dtype, device = spec
+        return _joined(torch.empty_strided(shape, stride, dtype=dtype, device=device), zero)
+    items = [_make_plain(s, zero) for s in spec[1]]
+    return items if spec[0] == "list" else tuple(items)
+
+
+def _tensor_stub(spec: Any, param: torch.Tensor | None) -> Callable[..., Any]:
+    """The common stand-in, one tensor in and one out, written flat: what `_make_plain`,
+    `_grad_zero` and `_joined` do, without their calls, each of which dynamo inlines (a third
+    of a stand-in's cost in a 24-block trace). Any other call goes through `_grad_zero`."""
+    _, shape, stride, dtype, device = spec
+    floating = dtype.is_floating_point or dtype.is_complex
+
+    def forward(*args: Any, **kwargs: Any) -> Any:
+        out = torch.empty_strided(shape, stride, dtype=dtype, device=device)
+        if not floating or not torch.is_grad_enabled():
+            return out
+        if kwargs or len(args) != 1 or not isinstance(args[0], torch.Tensor):
+            zero = _grad_zero(param, args, kwargs)
+        elif args[0].requires_grad:
+            zero = args[0].sum()
+        else:
+            zero = param.sum() if param is not None else None
+        if zero is None:
+            return out
+        if zero.dtype != dtype or zero.device != device:
+            zero = zero.to(device=device, dtype=dtype)
+        return out + zero
+
+    return forward
 
 
 def _stub(module: nn.Module, value: Any, plain: bool) -> Callable[..., Any] | None:
+    param = _grad_param(module)
     if plain or _plain(value) is not _MISSING:  # the cheaper rebuild where it serves
         spec = _plain(value)
         if spec is _MISSING:
             return None
+        if spec is not None and spec[0] == _TENSOR:
+            return _tensor_stub(spec, param)
 
         def forward(*args: Any, **kwargs: Any) -> Any:
-            return _with_grad(_make_plain(spec), module, args, kwargs)
+            return _make_plain(spec, _grad_zero(param, args, kwargs))
 
         return forward
     general = _general(value)
@@ -135,11 +195,14 @@ def _stub(module: nn.Module, value: Any, plain: bool) -> Callable[..., Any] | No
     specs, tree = general
 
     def forward_tree(*args: Any, **kwargs: Any) -> Any:
+        zero = _grad_zero(param, args, kwargs)
         leaves = [
-            torch.empty_strided(s[1], s[2], dtype=s[3], device=s[4]) if s[0] == _TENSOR else s[1]
+            _joined(torch.empty_strided(s[1], s[2], dtype=s[3], device=s[4]), zero)
+            if s[0] == _TENSOR
+            else s[1]
             for s in specs
         ]
-        return _with_grad(pytree.tree_unflatten(leaves, tree), module, args, kwargs)
+        return pytree.tree_unflatten(leaves, tree)
 
     return forward_tree
 
