@@ -205,3 +205,22 @@ def test_sampled_blocks_give_the_whole_stacks_memory_under_fsdp():
         for c in plan.comms:
             total[(c.phase, c.op)] += sign * c.count
     assert not any(total.values())  # as many collectives of each kind
+
+
+def test_a_second_plan_gives_the_same_figures_and_dtensor_caches_are_left_empty(llama):
+    from torch.distributed.tensor import DTensor
+
+    from torchxray._ranks.procs import forkable
+
+    first = tx.ranks(llama, titan, mesh={"dp": 2, "tp": 2}, args=(tokens(),))
+    second = tx.ranks(llama, titan, mesh={"dp": 2, "tp": 2}, args=(tokens(),))
+    # the first met every op for the first time (DTensor ran each on global-shape fake tensors to
+    # learn its output's shape: not the step's memory), the second found them known
+    assert first.memory_parts == second.memory_parts
+    assert first.comms == second.comms
+    prop = DTensor._op_dispatcher.sharding_propagator
+    assert prop.propagate_op_sharding.cache_info().currsize == 0  # no rule holds a fake mesh
+    assert type(prop.propagate_op_sharding).__name__ == "LocalLRUCache"  # DTensor's own again
+    assert "propagate_op_sharding_non_cached" not in vars(prop)
+    assert "_propagate_tensor_meta_non_cached" not in vars(prop)
+    assert forkable() and not dist.is_initialized()

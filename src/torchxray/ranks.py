@@ -34,7 +34,7 @@ from typing import Any
 from torch import nn
 
 from ._ranks.dry import DryRun, dry_run
-from ._ranks.procs import RankDied, forkable, run_ranks
+from ._ranks.procs import RankDied, backward_keeps_fork, forkable, run_ranks
 from ._ranks.world import check_mesh
 
 __all__ = ["Comm", "RankMemory", "RankRecord", "RanksPlan", "ranks"]
@@ -191,9 +191,12 @@ def _dry(
     sample: bool,
     timeout: float,
 ) -> DryRun:
-    """The dry run, in a forked process where autograd allows (so that this process never runs a
-    backward, and `verify` can fork its ranks later), else here."""
-    if not (step and forkable()):
+    """The dry run here, where its backward leaves this process able to fork ranks that run
+    theirs (`procs.backward_keeps_fork`: a CPU-only machine), or where it cannot fork them anyway;
+    else in a forked process, so that `verify` can still fork its ranks later. Here, DTensor's
+    sharding rules and the fake tensors' caches stay warm from one plan to the next (a forked dry
+    run paid their warm-up every time: most of a small model's dry run)."""
+    if not step or backward_keeps_fork() or not forkable():
         return dry_run(model, parallelize, dims, args, kw, step=step, sample_blocks=sample)
     work = _DryWork(model, parallelize, dims, args, kw, step, sample)
     try:
@@ -221,8 +224,8 @@ def ranks(
     when given, must be the mesh's size. ``step=False`` skips the training step (no comms, no
     memory). ``sample_blocks=True`` steps 4 and 5 of a long stack of identical blocks and extends
     the figures to all of them (`_ranks.blocks`: fast on 80 layers, an estimate, said in
-    ``plan.notes``). The dry run runs in a forked process where it can (so that this one never
-    runs a backward and `verify` can fork its ranks), within `timeout` seconds."""
+    ``plan.notes``). The dry run runs in this process where its backward leaves it able to fork
+    `verify`'s ranks, else in a forked process within `timeout` seconds."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"ranks() plans an nn.Module, not a {type(model).__name__}.")
     if not callable(parallelize):

@@ -18,6 +18,7 @@ from .blocks import SMALL, cut, extend, grows, repeated_stack
 from .meta import meta_copy, parallelized
 from .shards import Shards, module_shards
 from .step import Measured, run_step
+from .warm import warm_rules
 from .world import fake_world
 
 __all__ = ["DryRun", "dry_run"]
@@ -92,7 +93,7 @@ def dry_run(
     copy_ = meta_copy(model)
     notes: list[str] = []
     stack = repeated_stack(model) if step and sample_blocks else None
-    with fake_world(mesh) as device_mesh:
+    with fake_world(mesh) as device_mesh, warm_rules():
         sharded = parallelized(copy_, parallelize, device_mesh)
         shards: dict[str, Shards] = {}
         coords: dict[int, Any] = {}
