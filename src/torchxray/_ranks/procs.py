@@ -49,9 +49,7 @@ def _probe() -> tuple[bool, bool]:
     autograd's device threads (only once per process, on its first backward, where some device
     type reports devices)."""
     pid = os.fork()
-    if (
-        pid == 0
-    ):  # the child: say by the exit code what happened (0 ok, 2 ok with threads, 1 failed)
+    if pid == 0:  # the child says by its exit code: 0 ok, 2 ok but threads started, 1 failed
         code = 1
         try:
             import torch
@@ -125,8 +123,6 @@ def _child(rank: int, work: Callable[[int, str], Any], store: str, out: Any) -> 
             cause: Any = pickle.loads(pickle.dumps(exc))
         except Exception:
             cause = None
-        import sys
-
         out.put((rank, False, (f"{type(exc).__name__}: {first}", cause), traceback.format_exc()))
         out.close()
         out.join_thread()
