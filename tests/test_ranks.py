@@ -193,18 +193,45 @@ def test_a_rank_that_dies_is_named_and_no_process_is_left():
     assert not multiprocessing.active_children() and not dist.is_initialized()
 
 
-def test_sampled_blocks_give_the_whole_stacks_memory_under_fsdp():
+def _keeps_last(m, mesh):
+    """torchtitan's FSDP: the last block is not resharded after forward (backward needs it first)."""
+    n = len(m.model.layers)
+    for i, layer in enumerate(m.model.layers):
+        fully_shard(layer, mesh=mesh, reshard_after_forward=i < n - 1)
+    fully_shard(m, mesh=mesh)
+    return m
+
+
+def _odd_middle(m, mesh):
+    for i, layer in enumerate(m.model.layers):
+        fully_shard(layer, mesh=mesh, reshard_after_forward=i != 5)
+    fully_shard(m, mesh=mesh)
+    return m
+
+
+@pytest.mark.parametrize(
+    ("fn", "mesh"), [(fsdp, {"dp": 4}), (titan, {"dp": 2, "tp": 2}), (_keeps_last, {"dp": 4})]
+)
+def test_sampled_blocks_give_the_whole_stacks_figures(fn, mesh):
     model = tiny_llama(layers=9)
-    every = tx.ranks(model, fsdp, mesh={"dp": 4}, args=(tokens(),))
-    sampled = tx.ranks(model, fsdp, mesh={"dp": 4}, args=(tokens(),), sample_blocks=True)
+    every = tx.ranks(model, fn, mesh=mesh, args=(tokens(),))
+    sampled = tx.ranks(model, fn, mesh=mesh, args=(tokens(),), sample_blocks=True)
     assert any("4 and 5 of the 9 identical blocks" in n for n in sampled.notes)
-    assert sampled.memory_parts[0] == every.memory_parts[0]
+    assert sampled.memory_parts == every.memory_parts
     assert sampled["model.layers.8"].local_shapes == every["model.layers.8"].local_shapes
     total = {(c.phase, c.op): 0 for c in every.comms}
     for plan, sign in ((every, 1), (sampled, -1)):
         for c in plan.comms:
             total[(c.phase, c.op)] += sign * c.count
     assert not any(total.values())  # as many collectives of each kind
+
+
+def test_sampled_blocks_step_every_block_where_parallelize_treats_one_otherwise():
+    model = tiny_llama(layers=9)
+    plan = tx.ranks(model, _odd_middle, mesh={"dp": 4}, args=(tokens(),), sample_blocks=True)
+    assert any("block 5 of 'model.layers' is sharded otherwise" in n for n in plan.notes)
+    every = tx.ranks(model, _odd_middle, mesh={"dp": 4}, args=(tokens(),))
+    assert plan.memory_parts == every.memory_parts
 
 
 def test_a_second_plan_gives_the_same_figures_and_dtensor_caches_are_left_empty(llama):
