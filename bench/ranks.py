@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> None:
         print("\n| case | ranks | dry run | rank 0 peak | rank 0 params |")
         print("|---|---:|---:|---:|---:|")
         for r in _big(a.every_block):
-            peak = "not given (notes)" if r["peak"] is None else f"{r['peak'] / 2**30:.1f} GiB"
+            peak = "not given (notes)" if r["peak"] is None else f"{r['peak'] / 2**30:.3f} GiB"
             params = "" if r["params"] is None else f"{r['params'] / 2**30:.2f} GiB"
             print(f"| {r['case']} | {r['ranks']} | {r['dry']:.1f} s | {peak} | {params} |")
             for note in r["notes"]:

@@ -223,8 +223,8 @@ def ranks(
     e.g. ``{"dp": 2, "tp": 2}``): a dry run on a fake process group, nothing allocated. `world_size`,
     when given, must be the mesh's size. ``step=False`` skips the training step (no comms, no
     memory). ``sample_blocks=True`` steps 4 and 5 of a long stack of identical blocks and extends
-    the figures to all of them (`_ranks.blocks`: fast on 80 layers, an estimate, said in
-    ``plan.notes``). The dry run runs in this process where its backward leaves it able to fork
+    the figures to all of them where parallelize placed them alike (`_ranks.blocks`: fast on 80
+    layers; the peaks are extended linearly, an estimate, said in ``plan.notes``). The dry run runs in this process where its backward leaves it able to fork
     `verify`'s ranks, else in a forked process within `timeout` seconds."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"ranks() plans an nn.Module, not a {type(model).__name__}.")

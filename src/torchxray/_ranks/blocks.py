@@ -6,13 +6,17 @@ and extended to `n`: each phase's (forward, backward, step) peak and each part o
 the 5-block run's excess over the 4-block run per extra block (the peak is the highest phase), and
 each extra middle block is given the collectives one more block added to the whole stack (their
 per-block split shifts between runs, as a block's backward runs its neighbour's FSDP collectives;
-their sum does not). The placements and local shapes are still read from the whole sharded model;
-``plan.notes`` says when this was used, and memory is left out when it did not grow.
+their sum does not). The placements and local shapes are still read from the whole sharded model,
+and the steps stand for it only where parallelize placed its blocks alike (`odd_block`: every
+middle block as the second, and the whole stack's first, second and last as the cut copy's, by
+classes, forward hooks, FSDP settings, placements and every rank's local shapes); else every block
+is stepped. ``plan.notes`` says which was done, and memory is left out where it did not grow.
 
-Opt-in (``tx.ranks(..., sample_blocks=True)``): it is exact where every part of the step grows
-block by block (FSDP2 on a 9-layer Llama: the same memory and as many collectives of each kind as
-stepping every block, `tests/test_ranks.py`), not where it does not (the torchtitan-style plan on
-a 10-layer Llama was 19% under before the check that leaves such memory out), hence no default.
+Opt-in (``tx.ranks(..., sample_blocks=True)``). The comms and the parts that add up (parameters,
+gradients, optimizer state) are exact for blocks placed alike; the peaks are extended linearly, an
+estimate that gave the same memory as stepping every block under FSDP2, torchtitan's
+last-block-unsharded FSDP2 and the torchtitan-style plan on a 9-layer Llama
+(`tests/test_ranks.py`) and on the Llama-3-70B architecture over dp 8 x tp 8 (`bench/ranks.py`).
 """
 
 from __future__ import annotations
