@@ -138,30 +138,33 @@ def _memory(run: DryRun, world_size: int) -> tuple[dict[int, RankMemory], list[s
     m = run.measured
     if m is None or not run.memory_known:
         return {}, []
-    # each rank's own shard bytes, each parameter once
+    # each rank's own shard bytes, each parameter once; FSDP2's padded storages are the largest
+    # shard's on every rank (their parameters' and gradients'), the optimizer state the shard's own
     params = {r: 0 for r in range(world_size)}
+    grads = {r: 0 for r in range(world_size)}
     trainable = {r: 0 for r in range(world_size)}
     for shards in run.shards.values():
         for name, per_rank in shards.local_bytes.items():
             if name not in shards.placements or name in shards.buffer_names:
                 continue
+            held = max(per_rank.values(), default=0) if name in shards.padded else None
             for r, b in per_rank.items():
-                params[r] += b
+                params[r] += b if held is None else held
                 if name in shards.trainable:
+                    grads[r] += b if held is None else held
                     trainable[r] += b
     opt_ratio = m.optimizer / trainable[0] if trainable[0] else 0.0
     out: dict[int, RankMemory] = {}
     for r in range(world_size):
         dp = params[r] - params[0]
-        dt = trainable[r] - trainable[0]
-        dopt = round(dt * opt_ratio)
+        dg = grads[r] - grads[0]
+        dopt = round((trainable[r] - trainable[0]) * opt_ratio)
+        # each phase's peak moved by what that phase holds of the rank's own parts
+        moved = {"forward": dp, "backward": dp + dg, "step": dp + dg + dopt}
+        peaks = [b + moved.get(ph, dp + dg + dopt) for ph, b in m.phase_peaks.items()]
+        peak = max(peaks) if peaks else m.peak + dp + dg + dopt
         out[r] = RankMemory(
-            m.params + dp,
-            m.buffers,
-            m.grads + dt,
-            m.optimizer + dopt,
-            m.activations,
-            m.peak + dp + dt + dopt,
+            m.params + dp, m.buffers, m.grads + dg, m.optimizer + dopt, m.activations, peak
         )
     notes = []
     if any(params[r] != params[0] for r in params):

@@ -16,7 +16,7 @@ from torch.utils import _pytree as pytree
 
 from .blocks import SMALL, cut, extend, grows, odd_block, repeated_stack
 from .meta import meta_copy, parallelized
-from .shards import Shards, module_shards
+from .shards import Shards, fsdp_params, module_shards
 from .step import Measured, run_step
 from .warm import warm_rules
 from .world import fake_world
@@ -63,8 +63,9 @@ def _all_shards(sharded: nn.Module, world_size: int) -> tuple[dict[str, Shards],
     shards: dict[str, Shards] = {}
     notes: list[str] = []
     coords: dict[int, Any] = {}
+    fsdp = fsdp_params(sharded)
     for path, mod in sharded.named_modules():
-        shards[path], more = module_shards(mod, world_size, coords)
+        shards[path], more = module_shards(mod, world_size, coords, fsdp)
         notes += [f"{path or '(root)'}.{n}" for n in more]
     return shards, notes
 
