@@ -19,9 +19,10 @@ torch.distributed is left as found.
 `args` / `kwargs` are one rank's inputs (with data parallelism, its share of the batch). The step
 is forward, a loss (the output's ``loss``, else the sum of its floating tensors), backward and an
 AdamW step. ``plan.memory`` is each rank's peak live bytes over that step: the dry run measures rank
-0 and gives every other rank rank 0's figure moved by the difference in its own shards' bytes
-(parameters, gradients, optimizer state), so where dynamic memory differs between ranks it says
-so in ``plan.notes``. ``plan.verify()`` runs the same step on real processes (gloo, one per rank)
+0 and gives every other rank each phase's peak of rank 0 moved by the difference in the bytes of
+its own shards that phase holds (parameters, gradients, optimizer state; FSDP2's padded storages
+count as the largest shard's), an estimate where dynamic memory differs between ranks, said in
+``plan.notes``. ``plan.verify()`` runs the same step on real processes (gloo, one per rank)
 and compares.
 """
 
