@@ -29,7 +29,9 @@ from torch.distributed import distributed_c10d as c10d
 __all__ = ["forget_meshes", "warm_rules"]
 
 _RULES: dict[tuple[Any, Any], Any] = {}  # (the world's groups, op schema) -> OutputSharding
-_LIMIT = 20_000  # rules kept, all worlds together (a step of the 70B Llama over dp 8 x tp 8 needs 156)
+_LIMIT = (
+    20_000  # rules kept, all worlds together (a step of the 70B Llama over dp 8 x tp 8 needs 156)
+)
 
 
 def forget_meshes() -> None:
