@@ -19,9 +19,10 @@ torch.distributed is left as found.
 `args` / `kwargs` are one rank's inputs (with data parallelism, its share of the batch). The step
 is forward, a loss (the output's ``loss``, else the sum of its floating tensors), backward and an
 AdamW step. ``plan.memory`` is each rank's peak live bytes over that step: the dry run measures rank
-0 and gives every other rank rank 0's figure moved by the difference in its own shards' bytes
-(parameters, gradients, optimizer state), so where dynamic memory differs between ranks it says
-so in ``plan.notes``. ``plan.verify()`` runs the same step on real processes (gloo, one per rank)
+0 and gives every other rank each phase's peak of rank 0 moved by the difference in the bytes of
+its own shards that phase holds (parameters, gradients, optimizer state; FSDP2's padded storages
+count as the largest shard's), an estimate where dynamic memory differs between ranks, said in
+``plan.notes``. ``plan.verify()`` runs the same step on real processes (gloo, one per rank)
 and compares.
 """
 
@@ -34,7 +35,7 @@ from typing import Any
 from torch import nn
 
 from ._ranks.dry import DryRun, dry_run
-from ._ranks.procs import RankDied, forkable, run_ranks
+from ._ranks.procs import RankDied, backward_keeps_fork, forkable, run_ranks
 from ._ranks.world import check_mesh
 
 __all__ = ["Comm", "RankMemory", "RankRecord", "RanksPlan", "ranks"]
@@ -138,30 +139,33 @@ def _memory(run: DryRun, world_size: int) -> tuple[dict[int, RankMemory], list[s
     m = run.measured
     if m is None or not run.memory_known:
         return {}, []
-    # each rank's own shard bytes, each parameter once
+    # each rank's own shard bytes, each parameter once; FSDP2's padded storages are the largest
+    # shard's on every rank (their parameters' and gradients'), the optimizer state the shard's own
     params = {r: 0 for r in range(world_size)}
+    grads = {r: 0 for r in range(world_size)}
     trainable = {r: 0 for r in range(world_size)}
     for shards in run.shards.values():
         for name, per_rank in shards.local_bytes.items():
             if name not in shards.placements or name in shards.buffer_names:
                 continue
+            held = max(per_rank.values(), default=0) if name in shards.padded else None
             for r, b in per_rank.items():
-                params[r] += b
+                params[r] += b if held is None else held
                 if name in shards.trainable:
+                    grads[r] += b if held is None else held
                     trainable[r] += b
     opt_ratio = m.optimizer / trainable[0] if trainable[0] else 0.0
     out: dict[int, RankMemory] = {}
     for r in range(world_size):
         dp = params[r] - params[0]
-        dt = trainable[r] - trainable[0]
-        dopt = round(dt * opt_ratio)
+        dg = grads[r] - grads[0]
+        dopt = round((trainable[r] - trainable[0]) * opt_ratio)
+        # each phase's peak moved by what that phase holds of the rank's own parts
+        moved = {"forward": dp, "backward": dp + dg, "step": dp + dg + dopt}
+        peaks = [b + moved.get(ph, dp + dg + dopt) for ph, b in m.phase_peaks.items()]
+        peak = max(peaks) if peaks else m.peak + dp + dg + dopt
         out[r] = RankMemory(
-            m.params + dp,
-            m.buffers,
-            m.grads + dt,
-            m.optimizer + dopt,
-            m.activations,
-            m.peak + dp + dt + dopt,
+            m.params + dp, m.buffers, m.grads + dg, m.optimizer + dopt, m.activations, peak
         )
     notes = []
     if any(params[r] != params[0] for r in params):
@@ -191,9 +195,12 @@ def _dry(
     sample: bool,
     timeout: float,
 ) -> DryRun:
-    """The dry run, in a forked process where autograd allows (so that this process never runs a
-    backward, and `verify` can fork its ranks later), else here."""
-    if not (step and forkable()):
+    """The dry run here, where its backward leaves this process able to fork ranks that run
+    theirs (`procs.backward_keeps_fork`: a CPU-only machine), or where it cannot fork them anyway;
+    else in a forked process, so that `verify` can still fork its ranks later. Here, DTensor's
+    sharding rules and the fake tensors' caches stay warm from one plan to the next (a forked dry
+    run paid their warm-up every time: most of a small model's dry run)."""
+    if not step or backward_keeps_fork() or not forkable():
         return dry_run(model, parallelize, dims, args, kw, step=step, sample_blocks=sample)
     work = _DryWork(model, parallelize, dims, args, kw, step, sample)
     try:
@@ -220,9 +227,9 @@ def ranks(
     e.g. ``{"dp": 2, "tp": 2}``): a dry run on a fake process group, nothing allocated. `world_size`,
     when given, must be the mesh's size. ``step=False`` skips the training step (no comms, no
     memory). ``sample_blocks=True`` steps 4 and 5 of a long stack of identical blocks and extends
-    the figures to all of them (`_ranks.blocks`: fast on 80 layers, an estimate, said in
-    ``plan.notes``). The dry run runs in a forked process where it can (so that this one never
-    runs a backward and `verify` can fork its ranks), within `timeout` seconds."""
+    the figures to all of them where parallelize placed them alike (`_ranks.blocks`: fast on 80
+    layers; the peaks are extended linearly, an estimate, said in ``plan.notes``). The dry run runs in this process where its backward leaves it able to fork
+    `verify`'s ranks, else in a forked process within `timeout` seconds."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"ranks() plans an nn.Module, not a {type(model).__name__}.")
     if not callable(parallelize):

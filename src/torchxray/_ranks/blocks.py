@@ -6,13 +6,17 @@ and extended to `n`: each phase's (forward, backward, step) peak and each part o
 the 5-block run's excess over the 4-block run per extra block (the peak is the highest phase), and
 each extra middle block is given the collectives one more block added to the whole stack (their
 per-block split shifts between runs, as a block's backward runs its neighbour's FSDP collectives;
-their sum does not). The placements and local shapes are still read from the whole sharded model;
-``plan.notes`` says when this was used, and memory is left out when it did not grow.
+their sum does not). The placements and local shapes are still read from the whole sharded model,
+and the steps stand for it only where parallelize placed its blocks alike (`odd_block`: every
+middle block as the second, and the whole stack's first, second and last as the cut copy's, by
+classes, forward hooks, FSDP settings, placements and every rank's local shapes); else every block
+is stepped. ``plan.notes`` says which was done, and memory is left out where it did not grow.
 
-Opt-in (``tx.ranks(..., sample_blocks=True)``): it is exact where every part of the step grows
-block by block (FSDP2 on a 9-layer Llama: the same memory and as many collectives of each kind as
-stepping every block, `tests/test_ranks.py`), not where it does not (the torchtitan-style plan on
-a 10-layer Llama was 19% under before the check that leaves such memory out), hence no default.
+Opt-in (``tx.ranks(..., sample_blocks=True)``). The comms and the parts that add up (parameters,
+gradients, optimizer state) are exact for blocks placed alike; the peaks are extended linearly, an
+estimate that gave the same memory as stepping every block under FSDP2, torchtitan's
+last-block-unsharded FSDP2 and the torchtitan-style plan on a 9-layer Llama
+(`tests/test_ranks.py`) and on the Llama-3-70B architecture over dp 8 x tp 8 (`bench/ranks.py`).
 """
 
 from __future__ import annotations
@@ -22,9 +26,10 @@ from typing import Any
 
 from torch import nn
 
+from .shards import Shards
 from .step import Measured
 
-__all__ = ["MIN_BLOCKS", "SMALL", "cut", "extend", "grows", "repeated_stack"]
+__all__ = ["MIN_BLOCKS", "SMALL", "cut", "extend", "grows", "odd_block", "repeated_stack"]
 
 MIN_BLOCKS = 8  # below this, stepping every block costs little
 SMALL = 4  # the steps run on SMALL and SMALL + 1 blocks: a first, middles and a last (3 and 4 were not linear yet)
@@ -46,6 +51,65 @@ def repeated_stack(model: nn.Module) -> tuple[str, int] | None:
         if all(_signature(b) == sig for b in mod) and (best is None or len(mod) > best[1]):
             best = (path, len(mod))
     return best
+
+
+def _fsdp_settings(module: nn.Module) -> tuple[Any, ...]:
+    """What FSDP2 was told about this module beyond its placements: whether it reshards after
+    forward (torchtitan keeps the last block unsharded), its precision and offload policies."""
+    get_state = getattr(module, "_get_fsdp_state", None)
+    group = getattr(get_state(), "_fsdp_param_group", None) if callable(get_state) else None
+    if group is None:
+        return ()
+    return (
+        group.post_forward_mesh_info is None,
+        repr(getattr(group, "mp_policy", None)),
+        repr(getattr(group, "offload_policy", None)),
+    )
+
+
+def _placed(sharded: nn.Module, shards: dict[str, Shards], head: str) -> tuple[Any, ...]:
+    """One sharded block as the step sees it: per submodule, its class, the number of its forward
+    hooks (parallelize_module's input and output layouts, FSDP's), its FSDP settings, and each of
+    its tensors' placements and local shapes on every rank."""
+    out = []
+    for rel, mod in sharded.get_submodule(head).named_modules():
+        sh = shards.get(f"{head}.{rel}" if rel else head)
+        tensors: tuple[Any, ...] = ()
+        if sh is not None:
+            tensors = tuple(
+                (n, sh.placements[n], tuple(sorted(sh.local_shapes[n].items())))
+                for n in sorted(sh.placements)
+            )
+        hooks = (len(mod._forward_pre_hooks), len(mod._forward_hooks))
+        out.append((rel, type(mod).__name__, hooks, _fsdp_settings(mod), tensors))
+    return tuple(out)
+
+
+def odd_block(
+    full: tuple[nn.Module, dict[str, Shards]],
+    cut: tuple[nn.Module, dict[str, Shards]],
+    path: str,
+    n: int,
+    keep: int,
+) -> int | None:
+    """The first block of the whole stack (`full`: the sharded model and its shards) that the
+    steps on the `cut` copy of `keep` blocks do not stand for, or None: the middle blocks must be
+    placed alike (`_placed`), and the whole stack's first, second and last blocks as the cut
+    copy's first, second and last (its last may differ from the middle, as torchtitan's, which
+    does not reshard after forward, as long as parallelize treats the cut copy's last the same)."""
+    head = f"{path}." if path else ""
+
+    def whole(i: int) -> tuple[Any, ...]:
+        return _placed(*full, f"{head}{i}")
+
+    middle = whole(1)
+    for i in range(2, n - 1):
+        if whole(i) != middle:
+            return i
+    for i, j in ((0, 0), (1, 1), (n - 1, keep - 1)):
+        if whole(i) != _placed(*cut, f"{head}{j}"):
+            return i
+    return None
 
 
 def cut(model: nn.Module, path: str, keep: int) -> None:

@@ -23,7 +23,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["RankDied", "forkable", "run_ranks"]
+__all__ = ["RankDied", "backward_keeps_fork", "forkable", "run_ranks"]
 
 _POISONED = False
 
@@ -37,26 +37,70 @@ class RankDied(RuntimeError):
         self.cause = cause
 
 
-def forkable() -> bool:
-    """Whether a forked process can still run a backward."""
-    global _POISONED
-    if _POISONED or not hasattr(os, "fork"):
-        return False
+_HAS_PROC = os.path.isdir("/proc/self/task")  # Linux: count the threads of a process
+
+
+def _threads() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+def _probe() -> tuple[bool, bool]:
+    """In a forked child: whether it can run a backward, and whether that backward started
+    autograd's device threads (only once per process, on its first backward, where some device
+    type reports devices)."""
     pid = os.fork()
-    if pid == 0:  # the child: try a backward, say by the exit code whether it could
+    if pid == 0:  # the child says by its exit code: 0 ok, 2 ok but threads started, 1 failed
         code = 1
         try:
             import torch
 
             x = torch.ones(1, requires_grad=True)
-            (x * 2).sum().backward()
-            code = 0
+            y = (x * 2).sum()
+            before = _threads() if _HAS_PROC else 0
+            y.backward()
+            code = 2 if _HAS_PROC and _threads() > before else 0
         finally:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
-    ok = os.waitstatus_to_exitcode(status) == 0
+    code = os.waitstatus_to_exitcode(status)
+    return code in (0, 2), code == 0 and _HAS_PROC
+
+
+def forkable() -> bool:
+    """Whether a forked process can still run a backward."""
+    global _POISONED
+    if _POISONED or not hasattr(os, "fork"):
+        return False
+    ok, _ = _probe()
     _POISONED = not ok
     return ok
+
+
+def backward_keeps_fork() -> bool:
+    """Whether this process can run the dry run's backward (on fake tensors) and still fork ranks
+    that run theirs; if so, autograd's engine is started here now, without device threads.
+
+    Autograd starts its device threads on a process's first backward, one per device of the device
+    type that reports the most, and a child forked after that cannot run a backward. On a CPU-only
+    machine no device type reports any, unless a FakeTensorMode was entered before that first
+    backward: it installs a no-op CUDA device guard (``torch._C._ensureCUDADeviceGuardSet``) that
+    reports devices, so a first backward on fake tensors starts threads where one on plain CPU
+    tensors would not. A forked child tells whether a first backward here would start threads (or
+    whether the engine already runs without them); a tiny plain backward then starts the engine
+    before the dry run enters FakeTensorMode. Where it would start threads (a GPU machine, or a
+    FakeTensorMode entered earlier in this process), the dry run runs in a forked process instead."""
+    global _POISONED
+    if _POISONED or not hasattr(os, "fork"):
+        return False
+    ok, quiet = _probe()
+    _POISONED = not ok
+    if not (ok and quiet):
+        return False
+    import torch
+
+    x = torch.ones(1, requires_grad=True)
+    (x * 2).sum().backward()
+    return True
 
 
 def _die_with_parent() -> None:

@@ -16,7 +16,7 @@ from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.tensor import DTensor
 from torch.distributed.tensor._utils import _compute_local_shape_and_global_offset
 
-__all__ = ["Shards", "module_shards", "rank_coordinates"]
+__all__ = ["Shards", "fsdp_params", "module_shards", "rank_coordinates"]
 
 Shape = tuple[int, ...]
 
@@ -30,6 +30,9 @@ class Shards:
     local_bytes: dict[str, dict[int, int]]  # tensor name -> {rank: bytes}
     buffer_names: frozenset[str]
     trainable: frozenset[str]
+    # parameters FSDP2 shards: every rank's storage is the largest shard's (FSDP pads the others),
+    # and so is its gradient's; the optimizer's state has the shard's own size
+    padded: frozenset[str] = frozenset()
 
 
 def rank_coordinates(mesh: DeviceMesh, world_size: int) -> dict[int, list[int]] | None:
@@ -79,8 +82,22 @@ def _local_shape(
     return hit
 
 
+def fsdp_params(model: nn.Module) -> set[int]:
+    """The ids of the parameters FSDP2 manages in `model` (its sharded DTensors)."""
+    out: set[int] = set()
+    for mod in model.modules():
+        get_state = getattr(mod, "_get_fsdp_state", None)
+        group = getattr(get_state(), "_fsdp_param_group", None) if callable(get_state) else None
+        for fsdp_param in getattr(group, "fsdp_params", None) or ():
+            out.add(id(fsdp_param.sharded_param))
+    return out
+
+
 def module_shards(
-    module: nn.Module, world_size: int, coords_cache: dict[int, Any] | None = None
+    module: nn.Module,
+    world_size: int,
+    coords_cache: dict[int, Any] | None = None,
+    fsdp: set[int] | None = None,
 ) -> tuple[Shards, list[str]]:
     """The module's own parameters and buffers on every rank, and notes on what could not be told."""
     placements: dict[str, str] = {}
@@ -119,8 +136,11 @@ def module_shards(
         local_bytes[name] = {r: size * _numel(s) for r, s in per_rank.items()}
     buffers = frozenset(n for n, _ in module.named_buffers(recurse=False))
     trainable = frozenset(n for n, p in module.named_parameters(recurse=False) if p.requires_grad)
+    padded = frozenset(
+        n for n, p in module.named_parameters(recurse=False) if id(p) in (fsdp or ())
+    )
     shards = Shards(
-        placements, mesh_dims, global_shapes, local_shapes, local_bytes, buffers, trainable
+        placements, mesh_dims, global_shapes, local_shapes, local_bytes, buffers, trainable, padded
     )
     return shards, notes
 

@@ -15,6 +15,7 @@ import torch
 
 from .procs import forkable, run_ranks
 from .step import run_step
+from .warm import forget_meshes
 
 # The plan is `torchxray.ranks.RanksPlan`, which calls `verify`: typed as Any here rather than
 # imported, so that the two modules do not import each other (tests/test_import_graph.py).
@@ -75,6 +76,7 @@ class RankWork:
         # a forked copy of the caller's groups is not ours to use: start this process clean
         c10d._world = c10d._World()
         c10d._unregister_all_process_groups()
+        forget_meshes()  # DTensor's caches may hold the caller's meshes, whose groups are not here
         store = dist.FileStore(store_path, world_size)
         dist.init_process_group(
             self.backend,

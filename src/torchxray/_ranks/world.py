@@ -1,6 +1,7 @@
 """A fake process group for the dry run, set up and torn down so that torch.distributed is left as
 found: a process group the user had stays theirs (and stays registered by name for the functional
-collectives), and none is left behind when there was none, also when the dry run fails.
+collectives), and none is left behind when there was none, also when the dry run fails; DTensor's
+sharding caches are emptied on the way in and out (`warm.forget_meshes`).
 
 torch keeps its groups in ``distributed_c10d``'s module globals (``_world``, whose maps are the
 module-level ``_pg_map``, ``_pg_names``, ...); while the dry run runs, a fresh ``_World`` with
@@ -16,6 +17,8 @@ from typing import Any
 import torch.distributed as dist
 from torch.distributed import distributed_c10d as c10d
 from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
+
+from .warm import forget_meshes
 
 __all__ = ["check_mesh", "fake_world"]
 
@@ -99,6 +102,7 @@ def fake_world(mesh: Mapping[str, int]) -> Iterator[DeviceMesh]:
         c10d._unregister_all_process_groups()
     saved = _set_aside()
     c10d._world = c10d._World()
+    forget_meshes()
     try:
         dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=world_size)
         yield init_device_mesh("cpu", tuple(mesh.values()), mesh_dim_names=tuple(mesh))
@@ -107,6 +111,7 @@ def fake_world(mesh: Mapping[str, int]) -> Iterator[DeviceMesh]:
             if dist.is_initialized():
                 dist.destroy_process_group()
         finally:
+            forget_meshes()
             _put_back(saved)
             c10d._unregister_all_process_groups()
             for name, pg in user_groups.items():
