@@ -115,6 +115,12 @@ class RanksPlan:
         return len(self.records)
 
     @property
+    def source(self) -> tuple[Any, ...]:
+        """What the plan was made from, ``(model, parallelize, args, kwargs)``, for ``verify`` and
+        the Ranks tab's "Plan again"; ``()`` for a plan built by hand."""
+        return self._source
+
+    @property
     def comms(self) -> tuple[Comm, ...]:
         """Every module's collectives, in module order."""
         return tuple(c for r in self.records.values() for c in r.comms)

@@ -110,11 +110,11 @@ class RankWork:
 def verify(plan: RanksPlan, backend: str = "gloo", timeout: float = 120.0) -> Verification:
     import time
 
-    if not plan._source:
+    if not plan.source:
         raise ValueError("this plan has no model to run: make it with tx.ranks(...).")
-    model = plan._source[0]
+    model = plan.source[0]
     start = time.perf_counter()
-    work = RankWork(plan._source, dict(plan.mesh), backend, timeout)
+    work = RankWork(plan.source, dict(plan.mesh), backend, timeout)
     fork = forkable()
     if not fork:
         try:

@@ -34,11 +34,10 @@ class Recipe:
 
 
 def recipe_of(plan: RanksPlan) -> Recipe | None:
-    """How `plan` was made, from what ``tx.ranks`` keeps on it for ``plan.verify`` (its
-    ``_source``: model, parallelize, args, kwargs); None where the plan does not say (a plan
-    built by hand, or a torchxray that keeps it elsewhere), and the tab then says how to plan
-    again from the notebook."""
-    src = getattr(plan, "_source", ())
+    """How `plan` was made (``plan.source``: model, parallelize, args, kwargs); None where the
+    plan does not say (a plan built by hand), and the tab then says how to plan again from the
+    notebook."""
+    src = plan.source
     if not isinstance(src, tuple) or len(src) != 4 or not callable(src[1]):
         return None
     _, parallelize, args, kwargs = src
