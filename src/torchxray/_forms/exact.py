@@ -22,6 +22,7 @@ from torch import nn
 from .._text import short
 from .metabuild import PastDeadline, meta_build
 from .parts import Parts, parts
+from .tuning import CEILING_SECONDS
 
 __all__ = [
     "CHECK_SECONDS",
@@ -40,9 +41,10 @@ __all__ = [
 ]
 
 MAX_SENTENCE = 400
-# A form opens within one second of CPU: its gate's build is stopped past this many (the fields
-# and the rest take the remainder). An edit checks in full (no limit), however long it takes.
-CHECK_SECONDS = 0.95
+# A form's gate build is stopped only at the forms' safety ceiling (``_forms/tuning.py``): a cut
+# that depended on the machine's load would make a second form differ. An edit checks in full
+# (no limit), however long it takes.
+CHECK_SECONDS = CEILING_SECONDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,15 +67,15 @@ class Check:
     diffs: list[Difference] = field(default_factory=list)
     base: Parts | None = None  # the unchanged rebuild's parts (None when it could not be built)
     seconds: float = 0.0
-    cut: bool = False  # the build was stopped at the form's time limit: not checked
+    cut: bool = False  # the build was stopped at the form's safety ceiling: not checked
     # The values rebuild every logical part; only tensor types differ, which a constructor does
     # not make (a quantized weight): an edit carries them over (``typed``).
     typed: bool = False
 
 
 TOO_SLOW = (
-    "inexact: not checked: building it did not finish within the form's time limit (1 s of CPU); "
-    "an edit checks it in full"
+    "inexact: not checked: building it did not finish within the form's safety ceiling "
+    f"({CEILING_SECONDS:g} s of CPU); an edit checks it in full"
 )
 
 
