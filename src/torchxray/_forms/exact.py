@@ -12,6 +12,7 @@ equal the live one.
 
 from __future__ import annotations
 
+import bisect
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -186,15 +187,22 @@ def sentence(diffs: list[Difference], live: Parts, built: Parts) -> str:
 
 def weight(diffs: list[Difference], live: Parts, built: Parts) -> int:
     """How far a build is from the live module: one per differing part, a whole submodule's
-    parts for one that is on one side only (the search's score; 0 is exact)."""
+    parts for one that is on one side only (the search's score; 0 is exact). In O(n log n):
+    a model whose build lacks hundreds of blocks made it quadratic, most of a search's CPU."""
     total = 0
+    paths: dict[int, list[str]] = {}
     for d in diffs:
         if d.aspect != "module":
             total += 1
             continue
         side = live if d.built is None else built
-        prefix = d.path + "."
-        total += sum(1 for p, _ in side.items if p == d.path or p.startswith(prefix))
+        got = paths.get(id(side))
+        if got is None:
+            got = paths[id(side)] = sorted(p for p, _ in side.items)
+        # The part itself, then those under it: "a.b." up to "a.b/" ("/" follows "." in order).
+        at = bisect.bisect_right(got, d.path) - bisect.bisect_left(got, d.path)
+        below = bisect.bisect_left(got, d.path + "/") - bisect.bisect_left(got, d.path + ".")
+        total += at + below
     return total
 
 

@@ -113,6 +113,8 @@ class Search:
         self.live = live if live is not None else parts_of(module)
         self.dtype = floating_dtype(module)
         self.cap = SIZE_FACTOR * len(self.live.summary) + SIZE_FLOOR
+        # A build's expected work is about the live module's parts (what a right one makes).
+        self.scale = len(self.live.items)
         self.builds, self.error, self.reached, self.cut, self.largest = 0, "", 0, False, 0
         self.by_name = {f.name: f for f in searched}
         self.known = {f.name: f.value for f in fields if f.name not in self.by_name}
@@ -132,12 +134,13 @@ class Search:
         # The first build is the form's own values: it runs whatever the budget (``first_stop``:
         # no bound for a form, its parent's budget left for a child form's). A later one may
         # finish past the budget by LAST_BUILD_SLACK; one many times the largest build before
-        # it is stopped (a candidate that loops over a grid's pairs of points is wrong anyway).
+        # it, or the live module's parts, is stopped (a candidate that loops over a grid's pairs
+        # of points is wrong anyway).
         limit = self.first_stop
         if self.builds > 1:
             limit = self.budget.left + LAST_BUILD_SLACK
-            if self.largest:
-                limit = min(limit, max(SLOW_FLOOR, SLOW_FACTOR * self.largest))
+            biggest = max(self.largest, self.scale)
+            limit = min(limit, max(SLOW_FLOOR, SLOW_FACTOR * biggest))
         count = Count(self.cap, limit, self.budget.ceiling)
         try:
             with meta_build(self.cap, self.budget.ceiling, limit) as count:

@@ -27,9 +27,10 @@ SEARCH_WORK = 50_000
 CHILD_SLACK = 2_500
 # A build begun just before the budget is spent may finish past it by this much.
 LAST_BUILD_SLACK = 2_500
-# A build past SLOW_FACTOR times the largest build before (and past SLOW_FLOOR work) is stopped:
-# such a candidate is wrong anyway (a side tried as a multiple loops over a grid's pairs of
-# points).
+# A build past SLOW_FACTOR times the largest build before or the live module's parts (whichever
+# is more; and past SLOW_FLOOR work) is stopped: such a candidate is wrong anyway (a side tried as
+# a multiple loops over a grid's pairs of points). The live module's parts count too: a form's
+# own build with a guessed depth can be a tenth of the right one (ConvMixer's 32 blocks).
 SLOW_FACTOR, SLOW_FLOOR = 8, 2_500
 # A candidate that builds a module many times the live one's size is wrong anyway: a build is cut
 # past SIZE_FACTOR * (the live module's parts) + SIZE_FLOOR submodules and tensors.
