@@ -157,9 +157,12 @@ class Search:
             first_cut = self.builds == 1 and isinstance(e, (PastDeadline, OverBudget))
             self.cut = self.cut or first_cut
             return None
-        self.budget.charge(BUILD_WORK + count.work)
         self.largest = max(self.largest, count.work)
         got = parts_of(built)
+        # Scoring reads every part of the build, those handed to the constructor too (a detection
+        # model given its backbone registers one module and holds thousands of parts): what it
+        # reads past what the build made is work as well.
+        self.budget.charge(BUILD_WORK + max(count.work, len(got.items)))
         diffs = differences(self.live, got)
         return Try(weight(diffs, self.live, got), diffs, got)
 
