@@ -5,8 +5,11 @@ one. A budget in CPU seconds broke that: a loaded machine (or a cold cache) make
 slower, the search stopped after fewer builds, and a second form showed other guesses, or was
 exact where the first was not. So the search counts what its builds make instead: each build
 costs ``BUILD_WORK`` plus the parts it constructs (submodules, parameters and buffers registered)
-and the torch calls its constructor makes (``_forms/metabuild.py`` counts them), a cost that does
-not depend on the machine: a whole model's build counts for more than a leaf's.
+and the torch calls its constructor makes (``_forms/metabuild.py`` counts them), or the parts its
+score reads where those are more (layers handed to the constructor), a cost that does not depend
+on the machine: a whole model's build counts for more than a leaf's. What it does not see is a
+constructor's plain Python (timm TinyVit's attention offsets, a loop over every pair of points):
+such a search spends more CPU per unit of work, never another number of builds.
 
 Lifetime: one ``Budget`` per form's search, made by ``fill()`` and set in ``BUDGET`` for the
 form's call; a child form opened inside it (a factory for a field, a block's description) makes
