@@ -1,6 +1,8 @@
-"""A form opens within one second of CPU: a build that loops in plain Python (registering no
-submodule) is stopped at the form's limit, the form says it could not check, and an edit checks
-in full; stopping a build leaves nothing behind in the thread."""
+"""The forms' safety ceiling: a build that loops in plain Python (registering no submodule,
+nothing the search's work budget can count) is stopped at the ceiling (``CEILING_SECONDS`` of
+CPU, lowered here to keep the tests short), the form says it could not check, and an edit checks
+in full; stopping a build leaves nothing behind in the thread. Under the ceiling, a slow
+constructor is built and checked in full (no cut on the clock decides a form)."""
 
 from __future__ import annotations
 
@@ -13,10 +15,17 @@ import torch
 from torch import nn
 
 import torchxray as tx
+from torchxray._forms import fill
+from torchxray._forms.budget import CEILING_NOTE
 from torchxray._forms.exact import TOO_SLOW
 from torchxray._forms.metabuild import PastDeadline, meta_build
 
 warnings.filterwarnings("ignore")
+
+
+@pytest.fixture
+def low_ceiling(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fill, "CEILING_SECONDS", 0.3)
 
 
 class Spins(nn.Module):
@@ -34,12 +43,14 @@ class Spins(nn.Module):
         self.drop = nn.Dropout(dropout)
 
 
-def test_a_slow_constructor_is_stopped_at_the_forms_limit_and_the_edit_checks_in_full() -> None:
+def test_a_slow_constructor_is_stopped_at_the_ceiling_and_the_edit_checks_in_full(
+    low_ceiling: None,
+) -> None:
     model = nn.Sequential(Spins(channels=16))
     start = time.thread_time()
     f = tx.form(model[0])
-    assert time.thread_time() - start < 1.0
-    assert f.inexact == TOO_SLOW and f.check.cut
+    assert time.thread_time() - start < 0.6
+    assert f.inexact == TOO_SLOW and f.check.cut and CEILING_NOTE in f.hint
     assert f["channels"].value == 16
     # The edit's gate is not bound by the form's limit: the unchanged build is checked in full,
     # so the edit changes only what it names.
@@ -75,17 +86,17 @@ def test_a_stopped_build_leaves_nothing_pending_and_torch_modes_as_they_were() -
     assert 0 < stopped < 150
 
 
-def test_a_table_built_number_by_number_keeps_the_form_within_its_limit() -> None:
+def test_a_table_built_number_by_number_is_checked_in_full_under_the_ceiling() -> None:
     transformers = pytest.importorskip("transformers")
     # VideoMAE's embeddings compute their sinusoid table with one numpy call per number
-    # (1568 positions x 768 features: over a second of CPU for each build).
+    # (1568 positions x 768 features: over a second of CPU for each build). Once cut at the
+    # form's second ("not checked"), on a loaded machine sooner than on an idle one: now built
+    # in full, the same form on every call.
     emb = transformers.models.videomae.modeling_videomae.VideoMAEEmbeddings(
         transformers.VideoMAEConfig()
     )
-    start = time.thread_time()
     f = tx.form(emb)
-    assert time.thread_time() - start < 1.0
-    assert f.inexact == TOO_SLOW
+    assert f.inexact == "" and not f.check.cut and CEILING_NOTE not in f.hint
 
 
 def test_a_build_is_stopped_under_a_profiler_too() -> None:
@@ -125,7 +136,7 @@ class Swallows(nn.Module):
         self.proj = nn.Linear(channels, channels)
 
 
-def test_a_constructor_that_swallows_the_stop_is_stopped_all_the_same() -> None:
+def test_a_constructor_that_swallows_the_stop_is_stopped_all_the_same(low_ceiling: None) -> None:
     start = time.thread_time()
     with pytest.raises(PastDeadline):
         with meta_build(deadline=time.thread_time() + 0.05):
@@ -134,5 +145,5 @@ def test_a_constructor_that_swallows_the_stop_is_stopped_all_the_same() -> None:
     live = Swallows(seconds=0.6)
     start = time.thread_time()
     f = tx.form(live)
-    assert time.thread_time() - start < 1.0
-    assert f.inexact == TOO_SLOW and f.check.cut
+    assert time.thread_time() - start < 0.6
+    assert f.inexact == TOO_SLOW and f.check.cut and CEILING_NOTE in f.hint

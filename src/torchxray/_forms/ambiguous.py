@@ -22,6 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from .budget import Budget
 from .exact import cast_like, differences
 from .field import Field
 from .make import same
@@ -38,14 +39,19 @@ def _exact(
     live: Parts,
     dtype: torch.dtype | None,
     cap: int,
-    stop: float,
+    budget: Budget,
 ) -> bool:
+    count = None
     try:
-        with meta_build(cap, stop):
+        with meta_build(cap, budget.ceiling) as count:
             built = make(values)
         cast_like(built, dtype)
     except Exception:  # noqa: BLE001 - a draft value the class rejects is no rival
+        if budget.past_ceiling():
+            budget.stop()
         return False
+    finally:
+        budget.charge(count.work if count is not None else 0)
     return not differences(live, parts(built))
 
 
@@ -55,12 +61,13 @@ def settle(
     make: Callable[[dict[str, Any]], nn.Module],
     live: Parts,
     dtype: torch.dtype | None,
-    stop: float,
+    budget: Budget,
 ) -> dict[str, Any]:
     """Of ``values`` (an exact search's), each field of ``drafts`` whose draft value rebuilds
     ``live`` as exactly is put back to its draft value in ``values`` (a required one without a
-    default keeps the value found); returns {name: the rival value, the one not kept}. Builds stop past ``stop`` (thread CPU time, the form's
-    limit): a field not tried by then keeps the value found."""
+    default keeps the value found); returns {name: the rival value, the one not kept}. One build
+    per field moved, whatever the ``budget`` has left (charged to it): only its safety ceiling
+    stops them, and a field not tried by then keeps the value found (the form says so)."""
     cap = 4 * len(live.summary) + 64
     rivals: dict[str, Any] = {}
     for f in drafts:
@@ -69,7 +76,9 @@ def settle(
         found = values[f.name]
         if same(found, f.value):
             continue
-        if not _exact({**values, f.name: f.value}, make, live, dtype, cap, stop):
+        if budget.stopped:
+            break
+        if not _exact({**values, f.name: f.value}, make, live, dtype, cap, budget):
             continue
         if f.required and f.value is None:
             # No default: None is no likelier than the value found (drop_path=0.0 where None

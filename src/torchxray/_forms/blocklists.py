@@ -13,7 +13,7 @@ searched member by member). So the list is read back in the blocks' order:
 
 The element classes come from the parameter's annotation (``list[C]``, ``Sequence[C1 | C2]``);
 a block's form that is not exact gives no reading. The blocks' forms share the parent form's
-time budget (``_forms/fill.py``), so this costs no more than the form's second.
+work budget (``_forms/budget.py``), so this costs no more than the form's second.
 """
 
 from __future__ import annotations

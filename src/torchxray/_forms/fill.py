@@ -3,12 +3,10 @@
 
 from __future__ import annotations
 
-import contextvars
 import dataclasses
 import functools
 import inspect
 import itertools
-import time
 import typing
 from collections.abc import Callable
 from typing import Any
@@ -20,8 +18,9 @@ from .._gc import pause, resume
 from .ambiguous import note, settle
 from .bind import bind
 from .blocklists import FORM
+from .budget import BUDGET, CEILING_NOTE, Budget
 from .check import check_type
-from .exact import CHECK_SECONDS, Check, floating_dtype
+from .exact import Check, floating_dtype
 from .field import Field
 from .handed import handed
 from .infer import Inferred, guessed, infer
@@ -31,7 +30,7 @@ from .named_factory import started_from
 from .nested import nest
 from .parts import Parts, parts
 from .record import snapshot
-from .tuning import CHILD_SLACK, LAST_BUILD_SLACK, SEARCH_SECONDS
+from .tuning import CEILING_SECONDS, CHILD_SLACK, LAST_BUILD_SLACK, SEARCH_WORK
 
 __all__ = ["fill"]
 
@@ -41,8 +40,8 @@ __all__ = ["fill"]
 # block: a second search started from them, less the factories they held, ended elsewhere and
 # emptied fields the first had proven). A form opened many times for one state of a model is
 # kept by its owner instead (``_forms/cache.py``). The budget shared with child forms lives in a
-# context variable, set and reset by each form: it is state of the call, not of the process.
-_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("deadline", default=None)
+# context variable (``_forms/budget.py``), set and reset by each form: it is state of the call,
+# not of the process, and counted in work, not seconds, so the load of the machine changes nothing.
 _NOT_PASSED = ("device", "dtype")
 
 
@@ -189,7 +188,7 @@ def _hint(cls: type, fields: list[Field], first: list[Field], found: Inferred) -
     if found.check.cut:
         return (
             f"{cls.__name__}'s build with the values it keeps did not finish within the form's "
-            "time limit, so they are not checked.",
+            f"safety ceiling ({CEILING_SECONDS:g} s of CPU), so they are not checked.",
             found.check,
         )
     closest = found.check.reason.removeprefix("inexact: ")
@@ -215,21 +214,21 @@ def _search(
     first: list[Field],
     fits: Callable[[Field, Any], bool],
     make: Callable[[dict[str, Any]], nn.Module],
-    deadline: float,
+    budget: Budget,
     live: Parts,
     factory: Callable[[nn.Module], list[Any]],
     stop: float,
 ) -> Inferred:
     """The search over the guessed fields, then, if it is not exact, a wider one from where it
-    ended (``_widen``), within the same deadline."""
+    ended (``_widen``), within the same budget."""
     wide = _widen(fields)
     alone = len(wide) <= len(first)  # no wider search follows this one
-    found = infer(module, fields, first, fits, make, deadline, None, live, factory, stop, alone)
-    if not found.exact and not alone and time.thread_time() < deadline:
+    found = infer(module, fields, first, fits, make, budget, None, live, factory, stop, alone)
+    if not found.exact and not alone and not budget.out:
         # Its first build is a search's build like any other: it ends with the search.
-        last = min(stop, deadline + LAST_BUILD_SLACK)
+        last = min(stop, budget.left + LAST_BUILD_SLACK)
         again = infer(
-            module, fields, wide, fits, make, deadline, found.values, live, factory, last, True
+            module, fields, wide, fits, make, budget, found.values, live, factory, last, True
         )
         if again.exact:
             found = again
@@ -250,7 +249,10 @@ def fill(
     out_infos = infos
     # A whole model's guessed values start from the function it is named after
     # (``_forms/named_factory.py``); the search and the gate check them like any other.
-    start, named = started_from(module, cls, sig, fields, guessed, started + SEARCH_SECONDS)
+    outer = BUDGET.get()
+    # A child form (``_factory``, a block's description) shares its parent's budget and ceiling.
+    ceiling = outer.ceiling if outer is not None else started + CEILING_SECONDS
+    start, named = started_from(module, cls, sig, fields, guessed, ceiling)
     # Config arguments are searched field by field (``_forms/nested.py``); each build makes them.
     nested = nest(cls, sig, start, infos, {f.name for f in start if guessed(f)})
     form_fields, fields = fields, nested.fields
@@ -268,24 +270,24 @@ def fill(
 
     fits = functools.partial(_fits, infos)
 
-    outer = _deadline.get()
-    deadline = min(started + SEARCH_SECONDS, outer if outer is not None else float("inf"))
+    budget = Budget(SEARCH_WORK, ceiling, outer)
     first = [f for f in fields if guessed(f)]
     live = parts(module)
-    token = _deadline.set(deadline)  # a child's form (``_factory``) shares this budget
+    token = BUDGET.set(budget)
     opened = FORM.set(form)  # the blocks' forms, for a list of block descriptions
     made: dict[int, list[Any]] = {}
 
     def factory(layer: nn.Module) -> list[Any]:
         if id(layer) not in made:
-            made[id(layer)] = _factory(layer, form) if time.thread_time() < deadline else []
+            made[id(layer)] = [] if budget.out else _factory(layer, form)
         return made[id(layer)]
 
     # A **kwargs handed on to a layer starts from what that layer holds (``_forms/handed.py``).
     spread = next((f for f in fields if f.kind == "varkw" and _unset_spread(f)), None)
     kept: dict[str, Any] | None = None
-    # The first build (the form's own values) may run to the form's limit, never past it.
-    stop = min(started + CHECK_SECONDS, outer + CHILD_SLACK if outer is not None else float("inf"))
+    # The first build (the form's own values) is not bounded by the budget (only by the ceiling);
+    # a child form's, by what its parent has left.
+    stop = outer.left + CHILD_SLACK if outer is not None else float("inf")
     # The cyclic GC waits while the builds run: in a process with a big heap its passes rescan
     # everything, on the form's second, for garbage the builds do not need collected.
     collecting = pause()
@@ -294,15 +296,16 @@ def fill(
             kept := named.get(spread.name) or handed(cls, module, spread.name, form)
         ):
             base[spread.name] = kept
-        found = _search(module, fields, first, fits, make, deadline, live, factory, stop)
+        found = _search(module, fields, first, fits, make, budget, live, factory, stop)
         # A field the search moved that its draft value rebuilds as exactly proves nothing: it
-        # keeps the draft, flagged (``_forms/ambiguous.py``). Within the form's own limit.
+        # keeps the draft, flagged (``_forms/ambiguous.py``). One build per field moved: bounded
+        # by the fields, not the budget (a form must say the same of them on every call).
         rivals: dict[str, Any] = {}
         if found.exact:
             dtype = floating_dtype(module)
-            rivals = settle(form_fields, found.values, make, live, dtype, stop)
+            rivals = settle(form_fields, found.values, make, live, dtype, budget)
     finally:
-        _deadline.reset(token)
+        BUDGET.reset(token)
         FORM.reset(opened)
         resume(collecting)
     infos, fields = out_infos, form_fields
@@ -312,6 +315,7 @@ def fill(
         made_cfg = nested.assemble({**base, **found.values})
         found.values.update({n: made_cfg[n] for n in nested.names})
     _write(cls, sig, fields, infos, found, rivals)
-    if found.exact:
-        return "", found.check
-    return _hint(cls, fields, first, found)
+    hint, check = ("", found.check) if found.exact else _hint(cls, fields, first, found)
+    if budget.stopped:
+        hint = f"{hint} {CEILING_NOTE}".strip()  # the one form allowed to differ says so
+    return hint, check

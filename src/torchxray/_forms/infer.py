@@ -7,7 +7,8 @@ many parts differ, and 0 is an exact rebuild. Proposals come first from the diff
 best build so far (the rules of ``_forms/rules/``: the live value where the build has the
 field's value, or a multiple of it), then from each field's candidates (``_forms/candidates.py``:
 children's attributes, widths, kernel sizes, classes, configs). The loop and what it keeps are in
-``_forms/search.py``. The search is bounded in time (``deadline``) and says when it ran out.
+``_forms/search.py``. The search is bounded in work (``budget``, ``_forms/budget.py``), not in
+seconds, and says when it ran out.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 from torch import nn
 
+from .budget import Budget
 from .exact import TOO_SLOW, Check, sentence
 from .field import Field
 from .parts import Parts
@@ -55,7 +57,7 @@ def infer(
     searched: list[Field],
     fits: Callable[[Field, Any], bool],
     make: Callable[[dict[str, Any]], nn.Module],
-    deadline: float,
+    budget: Budget,
     start: dict[str, Any] | None = None,
     live: Parts | None = None,
     factory: Callable[[nn.Module], list[Any]] | None = None,
@@ -64,14 +66,14 @@ def infer(
 ) -> Inferred:
     """Values for the ``searched`` fields that rebuild ``module`` exactly (see the module doc);
     ``start`` holds values a previous search found, ``live`` the module's parts if known; the
-    first build is stopped past ``first_stop`` (the form's time limit: it is then not checked);
+    first build is stopped past ``first_stop`` work (a child form's: its parent's budget left;
+    it is then not checked);
     ``late_looks``: no search follows this one, so a look past may use all of its budget."""
-    s = Search(
-        module, fields, searched, fits, make, deadline, live, factory, first_stop, late_looks
-    )
+    s = Search(module, fields, searched, fits, make, budget, live, factory, first_stop, late_looks)
+    t0 = time.thread_time()
     best = s.run(start)
     values, builds, live = s.values, s.builds, s.live
-    seconds = time.thread_time() - s.t0
+    seconds = time.thread_time() - t0
     if best is None and s.cut:
         return Inferred(values, Check(TOO_SLOW, cut=True), builds, TOO_SLOW[9:], seconds)
     if best is None:
@@ -83,8 +85,10 @@ def infer(
     if best.score == 0:
         return Inferred(values, Check("", [], best.built), builds, "", seconds)
     why = "no candidate values rebuild it exactly"
-    if s.out_of_time:
-        why = f"the search ran out of its time budget after {builds} builds"
+    if s.out_of_time and budget.stopped:
+        why = f"the search was stopped by the form's safety ceiling after {builds} builds"
+    elif s.out_of_time:
+        why = f"the search ran out of its budget after {builds} builds"
     assert best.built is not None
     text = f"inexact: {sentence(best.diffs, live, best.built)}"
     return Inferred(values, Check(text, best.diffs, best.built), builds, why, seconds)

@@ -1,4 +1,4 @@
-"""Builds on the meta device for the form's gate and search: ``meta_build(cap, deadline)``.
+"""Builds on the meta device for the form's gate and search: ``meta_build(cap, deadline, limit)``.
 
 Fast: weights are never initialised. An initialiser's in-place ops on a meta tensor (``uniform_``,
 ``normal_``, the ``erfinv_`` / ``clamp_`` of a truncated normal) change no shape and no dtype, yet
@@ -12,6 +12,12 @@ between builds cannot stop it. torch's global module-registration hook sees ever
 there only while a build runs (reference-counted across threads; no global hook is left behind)
 and counts only in the thread that runs the build. A constructor that loops in plain Python
 registers nothing for seconds: ``_forms/watchdog.py`` stops it at the deadline (``PastDeadline``).
+
+Counted: the build's work (``Count.work``: submodules, parameters and buffers registered, and
+torch calls made) is what the search's budget spends (``_forms/budget.py``); it depends on the
+candidate values only, never on the machine. A build past ``limit`` work raises ``OverBudget``,
+at the registration or torch call that passes it (again at each later one, should the
+constructor swallow it).
 """
 
 from __future__ import annotations
@@ -21,15 +27,20 @@ import threading
 import time
 import warnings
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import torch
-from torch.nn.modules.module import register_module_module_registration_hook
+from torch.nn.modules.module import (
+    register_module_buffer_registration_hook,
+    register_module_module_registration_hook,
+    register_module_parameter_registration_hook,
+)
 from torch.overrides import TorchFunctionMode
 
 from .watchdog import interrupt
 
-__all__ = ["PastDeadline", "TooBig", "live_writes", "meta_build"]
+__all__ = ["Count", "OverBudget", "PastDeadline", "TooBig", "live_writes", "meta_build"]
 
 # In-place ops that keep a tensor's shape and dtype: what initialisers run.
 _VALUE_OPS = frozenset(
@@ -40,8 +51,31 @@ _VALUE_OPS = frozenset(
 )
 
 
+@dataclass(slots=True)
+class Count:
+    """One build's count: ``modules`` registered (bounded by ``cap``), ``tensors`` (parameters
+    and buffers) registered, torch ``calls`` made; ``work`` is their sum, bounded by ``limit``;
+    ``deadline`` is the thread's CPU time past which the build is stopped."""
+
+    cap: int
+    limit: float
+    deadline: float
+    modules: int = 0
+    tensors: int = 0
+    calls: int = 0
+
+    @property
+    def work(self) -> int:
+        return self.modules + self.tensors + self.calls
+
+
 class _SkipInit(TorchFunctionMode):
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        count = getattr(_local, "state", None)
+        if count is not None:
+            count.calls += 1
+            if count.work > count.limit:
+                raise OverBudget()
         name = getattr(func, "__name__", "")
         # torch.nn.init's functions dispatch as a whole (kaiming_uniform_ runs its uniform_
         # inside this handler, where the mode is off): they are skipped by name.
@@ -76,7 +110,14 @@ def live_writes(before_write: Any) -> Iterator[None]:
 
 
 class TooBig(RuntimeError):
-    """The build passed its module cap or its deadline."""
+    """The build passed its module cap, its work limit or its deadline."""
+
+
+class OverBudget(TooBig):
+    """The build passed its work limit (the search's budget, ``_forms/budget.py``)."""
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(args or ("the build passed the search's work budget",)))
 
 
 class PastDeadline(TooBig):
@@ -88,33 +129,49 @@ class PastDeadline(TooBig):
 
 _local = threading.local()
 _users = 0
-_handle: Any = None
+_handles: list[Any] = []
 _lock = threading.Lock()
 
 
 def _hook(module: Any, name: str, submodule: Any) -> None:
-    state = getattr(_local, "state", None)
-    if state is None:
+    count = getattr(_local, "state", None)
+    if count is None:
         return
-    state[0] += 1
-    if state[0] > state[1]:
-        raise TooBig(f"the build passed {state[1]} submodules")
-    if state[0] % 16 == 0 and time.thread_time() > state[2]:
+    count.modules += 1
+    if count.modules > count.cap:
+        raise TooBig(f"the build passed {count.cap} submodules")
+    if count.work > count.limit:
+        raise OverBudget()
+    if count.modules % 16 == 0 and time.thread_time() > count.deadline:
         raise PastDeadline()
 
 
+def _tensor_hook(module: Any, name: str, tensor: Any) -> None:
+    count = getattr(_local, "state", None)
+    if count is None or tensor is None:
+        return
+    count.tensors += 1
+    if count.work > count.limit:
+        raise OverBudget()
+
+
 @contextlib.contextmanager
-def meta_build(cap: int = 1 << 30, deadline: float = float("inf")) -> Iterator[list[Any]]:
+def meta_build(
+    cap: int = 1 << 30, deadline: float = float("inf"), limit: float = float("inf")
+) -> Iterator[Count]:
     """Build inside: on meta, uninitialised, bounded (see the module doc); warnings hidden. It
-    yields its count (``[submodules registered, cap, deadline]``): a build that raises got as
-    far as its count says."""
-    global _users, _handle
+    yields its ``Count``: a build that raises got as far as its count says."""
+    global _users
     with _lock:
         if _users == 0:
-            _handle = register_module_module_registration_hook(_hook)
+            _handles[:] = [
+                register_module_module_registration_hook(_hook),
+                register_module_parameter_registration_hook(_tensor_hook),
+                register_module_buffer_registration_hook(_tensor_hook),
+            ]
         _users += 1
     outer = getattr(_local, "state", None)
-    state: list[Any] = [0, cap, deadline]
+    state = Count(cap, limit, deadline)
     _local.state = state
     try:
         with warnings.catch_warnings(), torch.device("meta"), _SkipInit():
@@ -126,5 +183,6 @@ def meta_build(cap: int = 1 << 30, deadline: float = float("inf")) -> Iterator[l
         with _lock:
             _users -= 1
             if _users == 0:
-                _handle.remove()
-                _handle = None
+                for h in _handles:
+                    h.remove()
+                _handles.clear()

@@ -20,7 +20,8 @@ The arguments found are the search's start (``_forms/fill.py``, ``started_from``
 decides: a value the person passed when making the model (``num_classes=10``) is read back from
 the build's differences, and a model these values do not rebuild exactly stays refused by the
 part that differs. Its CPU time is its own allowance within the form's budget
-(``FACTORY_SECONDS``; one call that stops before the model's first layer takes ~2 ms).
+(``FACTORY_WORK``, counted like a build's work, ``_forms/budget.py``: the same on every call; one
+call that stops before the model's first layer takes ~2 ms), under the form's safety ceiling.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import sys
-import time
 import types
 import typing
 from collections.abc import Callable
@@ -41,12 +41,13 @@ from .make import same
 from .metabuild import meta_build
 from .record import _frame_args
 
-__all__ = ["FACTORY_SECONDS", "named_factory_args", "started_from"]
+__all__ = ["FACTORY_WORK", "named_factory_args", "started_from"]
 
 _EMPTY = inspect.Parameter.empty
-# The call's own allowance of the thread's CPU time, within the search's budget: it stops before
-# the model's first layer (milliseconds); a factory that computes for longer gives no reading.
-FACTORY_SECONDS = 0.1
+# The call's own allowance of work (torch calls, modules and tensors made, as a build's), apart
+# from the search's: it stops before the model's first layer; a factory that does more before it
+# calls the class gives no reading. Counted, not timed, so the reading is the same on every call.
+FACTORY_WORK = 2_000
 
 
 def _names(module: nn.Module) -> list[str]:
@@ -135,7 +136,7 @@ def _first_call(
     if code is None or not code.co_argcount:
         return None
     got: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
-    state: list[Any] = []
+    builds: list[Any] = []  # the build's ``Count``, once it has begun
 
     def watch(frame: types.FrameType, event: str, arg: Any) -> None:
         if event != "call" or got or frame.f_code is not code:
@@ -143,14 +144,15 @@ def _first_call(
         if type(frame.f_locals.get(code.co_varnames[0])) is cls:
             got.append(_frame_args(frame))
             sys.setprofile(None)
-            if state:
-                state[1] = -1  # the build stops at its next submodule
+            if builds:
+                builds[0].cap = -1  # the build stops at its next submodule
 
     outer = sys.getprofile()
     if outer is not None:
         return None  # a profiler runs (cProfile): it is not swapped out, and there is no reading
     try:
-        with meta_build(1 << 16, deadline) as state:
+        with meta_build(1 << 16, deadline, FACTORY_WORK) as count:
+            builds.append(count)
             sys.setprofile(watch)
             fn()
     except Exception:  # noqa: BLE001 - stopped on purpose, or a factory that fails on meta
@@ -193,8 +195,7 @@ def started_from(
     cannot see keeps the attribute's value, flagged (``_forms/ambiguous.py``). Also every value
     found, by parameter name: a ``**kwargs`` passed on (``VisionTransformerDistilled(*args,
     **kwargs)``) is given whole (``_forms/fill.py``, as a ``**kwargs`` handed on to a layer)."""
-    stop = min(deadline, time.thread_time() + FACTORY_SECONDS)
-    found = named_factory_args(module, cls, sig, stop)
+    found = named_factory_args(module, cls, sig, deadline)
     out = []
     for f in fields:
         v = found.get(f.name, f)

@@ -11,29 +11,34 @@ pure function of the module: a second form opens a new ``Search`` and finds the 
 The loop (``run``): from the best build so far, try the rules' proposals for its differences
 (``guided``); if none scores better, each field's candidates (``candidate``); if none, a second
 look from the builds that scored nearly as well (``second_look``). Stop at an exact build, with
-no step left, or at the deadline. The bounds are named in ``_forms/tuning.py``.
+no step left, or when the budget is spent. The bounds are named in ``_forms/tuning.py``.
+
+Every bound is counted in work (``_forms/budget.py``: each build's parts and torch calls, plus
+``BUILD_WORK``), never in seconds, so the same module gets the same builds on any machine, under
+any load: a form is the same on every call. Only the safety ceiling is on the clock.
 """
 
 from __future__ import annotations
 
 import functools
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from torch import nn
 
+from .budget import Budget
 from .candidates import candidates, same_value
 from .exact import Difference, cast_like, differences, floating_dtype, weight
 from .failed import learn, teaches
 from .field import Field
 from .guide import proposals
-from .metabuild import PastDeadline, TooBig, meta_build
+from .metabuild import Count, OverBudget, PastDeadline, TooBig, meta_build
 from .parts import Parts
 from .parts import parts as parts_of
 from .tuning import (
     BETTER_LOOKS,
+    BUILD_WORK,
     FLAT_LOOKS,
     FLAT_MARGIN,
     FLAT_TRIES,
@@ -95,20 +100,22 @@ class Search:
         searched: list[Field],
         fits: Callable[[Field, Any], bool],
         make: Callable[[dict[str, Any]], nn.Module],
-        deadline: float,
+        budget: Budget,
         live: Parts | None,
         factory: Callable[[nn.Module], list[Any]] | None,
         first_stop: float,
         late_looks: bool,
     ) -> None:
-        self.t0 = time.thread_time()
         self.module, self.searched, self.fits, self.make = module, searched, fits, make
-        self.deadline, self.factory, self.first_stop = deadline, factory, first_stop
+        self.budget, self.factory, self.first_stop = budget, factory, first_stop
         self.late_looks = late_looks
+        self.began = (budget.spent, budget.left)  # where this search began (``_early``)
         self.live = live if live is not None else parts_of(module)
         self.dtype = floating_dtype(module)
         self.cap = SIZE_FACTOR * len(self.live.summary) + SIZE_FLOOR
-        self.builds, self.error, self.reached, self.cut, self.slowest = 0, "", 0, False, 0.0
+        # A build's expected work is about the live module's parts (what a right one makes).
+        self.scale = len(self.live.items)
+        self.builds, self.error, self.reached, self.cut, self.largest = 0, "", 0, False, 0
         self.by_name = {f.name: f for f in searched}
         self.known = {f.name: f.value for f in fields if f.name not in self.by_name}
         self.pools = {f.name: candidates(module, f, functools.partial(fits, f)) for f in searched}
@@ -124,26 +131,38 @@ class Search:
         """Build the class with ``values`` on meta and score it against the live module; None
         where the constructor raised (``error`` says why, ``reached`` how far it got)."""
         self.builds += 1
-        begun = time.thread_time()
-        # The first build is the form's own values, and may pay torch's one-time warm-up (the
-        # first meta kernels of a process): it may run to the form's limit, past the search's.
-        stop = self.first_stop if self.builds == 1 else self.deadline + LAST_BUILD_SLACK
-        if self.builds > 1 and self.slowest:
-            stop = min(stop, begun + max(SLOW_FLOOR, SLOW_FACTOR * self.slowest))
-        state: list[Any] = [0]
+        # The first build is the form's own values: it runs whatever the budget (``first_stop``:
+        # no bound for a form, its parent's budget left for a child form's). A later one may
+        # finish past the budget by LAST_BUILD_SLACK; one many times the largest build before
+        # it, or the live module's parts, is stopped (a candidate that loops over a grid's pairs
+        # of points is wrong anyway).
+        limit = self.first_stop
+        if self.builds > 1:
+            limit = self.budget.left + LAST_BUILD_SLACK
+            biggest = max(self.largest, self.scale)
+            limit = min(limit, max(SLOW_FLOOR, SLOW_FACTOR * biggest))
+        count = Count(self.cap, limit, self.budget.ceiling)
         try:
-            with meta_build(self.cap, stop) as state:
+            with meta_build(self.cap, self.budget.ceiling, limit) as count:
                 built = self.make(values)
             cast_like(built, self.dtype)
         except Exception as e:  # noqa: BLE001 - a candidate the class rejects is no build
+            self.budget.charge(BUILD_WORK + count.work)
             self.error = f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
             # How far the constructor got (submodules it made) before it raised; a build cut
             # for its size got nowhere that counts.
-            self.reached = -1 if isinstance(e, TooBig) else state[0]
-            self.cut = self.cut or self.builds == 1 and isinstance(e, PastDeadline)
+            self.reached = -1 if isinstance(e, TooBig) else count.modules
+            if isinstance(e, PastDeadline) or self.budget.past_ceiling():
+                self.budget.stop()  # the safety ceiling: the form says so
+            first_cut = self.builds == 1 and isinstance(e, (PastDeadline, OverBudget))
+            self.cut = self.cut or first_cut
             return None
-        self.slowest = max(self.slowest, time.thread_time() - begun)
+        self.largest = max(self.largest, count.work)
         got = parts_of(built)
+        # Scoring reads every part of the build, those handed to the constructor too (a detection
+        # model given its backbone registers one module and holds thousands of parts): what it
+        # reads past what the build made is work as well.
+        self.budget.charge(BUILD_WORK + max(count.work, len(got.items)))
         diffs = differences(self.live, got)
         return Try(weight(diffs, self.live, got), diffs, got)
 
@@ -166,7 +185,7 @@ class Search:
         )
 
     def _late(self) -> bool:
-        return time.thread_time() > self.deadline
+        return self.budget.out
 
     # -- the loop -----------------------------------------------------------------------------
 
@@ -199,11 +218,11 @@ class Search:
         return best
 
     def _early(self) -> bool:
-        """Only in the first half of the budget: a look past costs builds the plain search may
-        need (a wider one that follows). With no search to follow (``late_looks``), it costs
-        nothing, and a form does not change with the load that made its builds slower."""
-        half = self.t0 + (self.deadline - self.t0) / 2
-        return self.late_looks or time.thread_time() < half
+        """Only in the first half of the budget this search began with: a look past costs builds
+        the plain search may need (a wider one that follows). With no search to follow
+        (``late_looks``), it costs nothing."""
+        spent, left = self.began
+        return self.late_looks or self.budget.spent - spent < left / 2
 
     def _proposals(self, got: Try, on: dict[str, Any]) -> Any:
         return proposals(got.diffs, self.searched, on, self.module, self.factory, self.known)

@@ -7,22 +7,43 @@ measure it there, the whole sweep, before and after.
 
 from __future__ import annotations
 
-# Time. A form opens in <= 1 s of CPU: the search has this much of the thread's CPU time (the gate
-# and the fields take the rest). On a loaded machine it does the same work, only slower.
-SEARCH_SECONDS = 0.8
-# A child's form (a factory for a parent's field) may build past the parent's search deadline by
-# this much, at most: the parent's own form stays within its limit.
-CHILD_SLACK = 0.05
-# A build begun just before the deadline may finish past it by this much: the form's second (the
-# search's 0.8 s, this, the gate's sentence and the fields) holds on a loaded machine too.
-LAST_BUILD_SLACK = 0.05
-# A build past SLOW_FACTOR times the slowest build before (and past SLOW_FLOOR seconds) is
-# stopped: such a candidate is wrong anyway (a side tried as a multiple loops over a grid's pairs
-# of points).
-SLOW_FACTOR, SLOW_FLOOR = 8.0, 0.05
+# Work, not time (``_forms/budget.py``). A form is the same on every call, so every bound that
+# decides what the search tries counts work, which does not depend on the machine or its load: a
+# build's work is BUILD_WORK plus the parts it constructs (submodules, parameters, buffers
+# registered) plus the torch calls its constructor makes (``_forms/metabuild.py``).
+#
+# A build's fixed cost, in parts: binding and copying the arguments, the constructor's own
+# Python, scoring the build against the live module, the proposals that led to it. Fit on the
+# forms sweep's first 25 timm models (56 classes, 1501 builds; 2026-12-04, 2 shared CPUs at load
+# ~6): a form's CPU time is ~0.32 ms per build plus ~19 us per part or torch call counted, so a
+# build costs as much as ~17 parts beside the parts it makes.
+BUILD_WORK = 20
+# The search's budget: at that rate ~0.9 s of CPU at load ~6, and less on an idle machine, where
+# a form opens within ~1 s of CPU (the form's own build and the gate take the rest). A loaded
+# machine does the same builds, only slower. On the sweep (timm, torchvision, the zoo; README,
+# "Two forms in a row") it keeps every class exact that the 0.8 s budget made exact, and 5 more;
+# the slowest opens (1.3-1.5 s at load ~5) are constructors that compute in plain Python.
+SEARCH_WORK = 50_000
+# A child's form (a factory for a parent's field) may build past the parent's budget by this
+# much, at most: the parent's own form stays within its own.
+CHILD_SLACK = 2_500
+# A build begun just before the budget is spent may finish past it by this much.
+LAST_BUILD_SLACK = 2_500
+# A build past SLOW_FACTOR times the largest build before or the live module's parts (whichever
+# is more; and past SLOW_FLOOR work) is stopped: such a candidate is wrong anyway (a side tried as
+# a multiple loops over a grid's pairs of points). The live module's parts count too: a form's
+# own build with a guessed depth can be a tenth of the right one (ConvMixer's 32 blocks).
+SLOW_FACTOR, SLOW_FLOOR = 8, 2_500
 # A candidate that builds a module many times the live one's size is wrong anyway: a build is cut
 # past SIZE_FACTOR * (the live module's parts) + SIZE_FLOOR submodules and tensors.
 SIZE_FACTOR, SIZE_FLOOR = 4, 64
+# The safety ceiling, the one bound on the clock: the thread's CPU seconds a form (with the child
+# forms it opens) may take before a build is stopped, for a constructor that computes for seconds
+# in plain Python (nothing to count). Far above the ~1 s the budget takes on an idle machine, so
+# that a loaded machine (CPU time per build grows up to ~2x with the load) never reaches it for a
+# form the budget bounds; a form it stops says so, and is the only one that may differ from call
+# to call.
+CEILING_SECONDS = 4.0
 
 # The search's shape. Proposals tried from one build's differences before the per-field candidates:
 # the first differences name the likeliest changes, and each try costs a build.

@@ -60,7 +60,7 @@ def check(form: Any, old: nn.Module, new: nn.Module, path: str, ok: bool) -> tup
     final = differences(live, got)
     gate = form.check
     if gate.cut:
-        gate = full_check(form, form.module, None)  # the form's check was stopped at its time limit
+        gate = full_check(form, form.module, None)  # the form's check was stopped at its ceiling
     base = gate.base
     if base is None:
         unreached = final  # the unchanged rebuild could not be built: nothing is proven
