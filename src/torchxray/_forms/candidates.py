@@ -55,6 +55,7 @@ from .layout import (
 from .literals import compared_strings
 from .position import config_items, index_like, ordinals
 from .scan import LIVE
+from .shipped import shipped
 from .stagelists import stage_lists
 from .tuning import MAX_CANDIDATES
 
@@ -374,6 +375,8 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
     first, own_names = _same_named(module, f, name)
     pool, first = _shape_pool(module, f, name, first)
     pool = _kind_pool(module, f, name, pool)
+    if "." not in f.name:
+        first = [*shipped(module, name), *first]  # configs the library ships (shipped.py)
     if f.required and f.value is None and "." not in f.name:
         first = [*described(module, name), *first]  # blocks' descriptions (blocklists.py)
         if any(w in low for w in _NETWORK_WORDS):  # a network (gathered.py), not one layer
