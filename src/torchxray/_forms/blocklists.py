@@ -31,6 +31,7 @@ from torch import nn
 
 from .._unwrap import original_class
 from .nested import config_class
+from .stageconfigs import stage_configs
 
 __all__ = ["FORM", "block_lists", "described", "element_classes"]
 
@@ -116,7 +117,8 @@ def block_lists(module: nn.Module, name: str, form: Callable[[nn.Module], Any]) 
     classes = element_classes(original_class(type(module)), name)
     found = _blocks(module, classes) if classes else []
     if not found:
-        return []
+        # No block takes one: one per stage, read from the stages (``stageconfigs.py``).
+        return stage_configs(module, classes) if classes else []
     groups: dict[int, list[tuple[nn.Module, str]]] = {}
     for parent, block, pname in found:
         groups.setdefault(id(parent), []).append((block, pname))

@@ -1,0 +1,101 @@
+"""Per-stage config objects that no block takes, read from the stages (issue 40, item 4).
+
+A whole model may be built from one small config object per stage (torchvision's
+``ConvNeXt(block_setting: list[CNBlockConfig])``, ``CNBlockConfig(input_channels, out_channels,
+num_layers)``) that only the model reads: it makes ``num_layers`` blocks of ``input_channels``
+(``CNBlock(dim, ...)``, no config), then a layer from ``input_channels`` to ``out_channels``. The
+blocks' forms cannot give the objects back (``_forms/blocklists.py``), but the stages show every
+member: a stage is a container of blocks of one class, and for each stage, in order,
+each member of the config class is read by its name:
+
+- a count (``num_layers``, ``depth``, ``repeats``): how many blocks the stage holds;
+- an input width (``input_channels``, ``in_chs``): the input width of the stage's first layer;
+- an output width (``out_channels``): what the next stage reads; after the last stage, None where
+  the annotation allows it (no layer made), else what the next part reads;
+- any other member: its default (no default: no reading).
+
+One reading, checked by the build like any other candidate.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from torch import nn
+
+from .stagelists import in_width, is_stage
+
+__all__ = ["stage_configs"]
+
+_COUNT = ("num_layers", "depth", "repeats", "num_blocks", "n_layers", "layers", "blocks")
+
+
+def _stage(c: nn.Module) -> bool:
+    """A container of blocks of one class (a container of containers is a level above)."""
+    kinds = {type(x) for x in c.children()}
+    return is_stage(c) and len(kinds) == 1 and not kinds & {nn.Sequential, nn.ModuleList}
+
+
+def _stages(module: nn.Module) -> list[tuple[nn.Module, list[nn.Module]]]:
+    """Each stage (a container of blocks) met walking the module in order, not looking inside
+    one, with the parts met after it."""
+    order: list[nn.Module] = []
+    stages: list[int] = []
+
+    def walk(m: nn.Module) -> None:
+        for c in m.children():
+            if _stage(c):
+                stages.append(len(order))
+                order.append(c)
+            elif c._modules:
+                walk(c)
+            else:
+                order.append(c)
+
+    walk(module)
+    return [(order[i], order[i + 1 :]) for i in stages]
+
+
+def _optional(p: inspect.Parameter) -> bool:
+    return any(w in str(p.annotation) for w in ("Optional", "None"))
+
+
+def _member(p: inspect.Parameter, stage: nn.Module, after: list[nn.Module], last: bool) -> Any:
+    name = p.name.lower()
+    if name in _COUNT or name.startswith(("num_", "n_")) and "layer" in name:
+        return len(stage._modules)
+    if name.startswith(("in", "input")) and any(w in name for w in ("chan", "chs", "dim", "feat")):
+        return in_width(stage)
+    if name.startswith(("out", "output")):
+        if last and _optional(p):
+            return None
+        parts = after if last else [c for c in after if _stage(c)]
+        return next((w for c in parts if (w := in_width(c)) is not None), None)
+    return p.default
+
+
+def stage_configs(module: nn.Module, classes: tuple[type, ...]) -> list[list[Any]]:
+    """One reading per config class of ``classes``: a list of instances, one per stage of
+    ``module`` (see the module doc); none for a class a member of which cannot be read."""
+    stages = _stages(module)
+    if len(stages) < 2:
+        return []
+    out: list[list[Any]] = []
+    for c in classes:
+        try:
+            params = list(inspect.signature(c).parameters.values())
+        except (TypeError, ValueError):
+            continue
+        made: list[Any] = []
+        for i, (stage, after) in enumerate(stages):
+            values = [_member(p, stage, after, i == len(stages) - 1) for p in params]
+            if any(v is p.empty or v is None and not _optional(p) for p, v in zip(params, values)):
+                break
+            try:
+                made.append(c(**{p.name: v for p, v in zip(params, values)}))
+            except Exception:  # noqa: BLE001 - a config that rejects the values gives no reading
+                break
+        else:
+            out.append(made)
+    return out

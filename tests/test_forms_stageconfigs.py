@@ -1,0 +1,56 @@
+"""Per-stage config objects that no block takes, read from the stages (``_forms/stageconfigs.py``,
+issue 40 item 4): torchvision's ``ConvNeXt(block_setting: list[CNBlockConfig])`` makes its blocks
+from the configs' widths (``CNBlock(dim, ...)``); the stages give each member back. Real
+torchvision classes built from their configs, random init."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+from torch import nn
+
+import torchxray as tx
+from torchxray._forms.blocklists import element_classes
+from torchxray._forms.stageconfigs import stage_configs
+
+warnings.filterwarnings("ignore")
+
+pytestmark = pytest.mark.usefixtures("roomy_form_budget")
+
+
+def _convnext(**kw: object) -> nn.Module:
+    cn = pytest.importorskip("torchvision.models.convnext")
+    setting = [
+        cn.CNBlockConfig(16, 32, 2),
+        cn.CNBlockConfig(32, 64, 1),
+        cn.CNBlockConfig(64, None, 3),
+    ]
+    return cn.ConvNeXt(setting, **kw)
+
+
+def _members(read: list[object]) -> list[tuple[object, ...]]:
+    return [(c.input_channels, c.out_channels, c.num_layers) for c in read]  # type: ignore[attr-defined]
+
+
+def test_each_member_is_read_from_its_stage() -> None:
+    m = _convnext()
+    (read,) = stage_configs(m, element_classes(type(m), "block_setting"))
+    # The last stage makes no layer after it: None, as its annotation allows.
+    assert _members(read) == [(16, 32, 2), (32, 64, 1), (64, None, 3)]
+
+
+def test_a_model_without_stages_gives_no_reading() -> None:
+    cn = pytest.importorskip("torchvision.models.convnext")
+    assert stage_configs(nn.Sequential(nn.Linear(2, 2)), (cn.CNBlockConfig,)) == []
+
+
+def test_a_model_built_from_per_stage_configs_rebuilds_exactly() -> None:
+    m = _convnext(stochastic_depth_prob=0.1, num_classes=10)
+    f = tx.form(m)
+    assert f.inexact == ""
+    assert f["block_setting"].origin == "inferred"
+    assert _members(f["block_setting"].value) == [(16, 32, 2), (32, 64, 1), (64, None, 3)]
+    assert f["stochastic_depth_prob"].value == 0.1
+    built = f.build(num_classes=5)
+    assert built.classifier[-1].out_features == 5
