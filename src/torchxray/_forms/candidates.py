@@ -351,10 +351,10 @@ def _kind_pool(module: nn.Module, f: Field, name: str, pool: list[Any]) -> list[
         if f.kind == "literal":
             # A rate nothing annotates: the rates its layers keep (a Dropout's p), or none.
             pool = [*pool, *_floats(module), 0.0]
-        if ("rate" in low or "prob" in low) and (f.kind == "float" or type(f.default) is float):
-            # Per-block rates rise linearly to the given rate: the last block holds it (0.1 as
-            # 0.09999999999999999, the rounding of ``rate * i / (n - 1)``: the short form first).
+        if "rate" in low or "depth_prob" in low:
+            # Per-block rates rise to the given rate: the last block's, 0.1 read as 0.0999...9.
             top = max((r for rs in _drop_rates(module, None) for r in rs), default=0.0)
+            top = top if f.kind == "float" or type(f.default) is float else 0.0
             pool = [*dict.fromkeys([float(f"{top:.12g}"), top]), *pool] if top else pool
     if isinstance(f.value, nn.Module):
         # A layer kept under the parameter's name was often made from what was passed: its class,
