@@ -10,7 +10,7 @@ class's parameters. Each one's value at a parameter is a reading for it.
 Dozens of them may apply (open_clip ships 144): they are ranked, before any build, by how well
 the numbers and strings each holds match what the live module shows (every integer above 1 it
 holds, as a width, a shape or a count, is one the module's layers keep; a string it holds is a
-name the module keeps), and only the best few (``MAX_SHIPPED``) go to the search, which builds
+name the module keeps, weighing more), and only the best few (``MAX_SHIPPED``) go to the search, which builds
 them (``_forms/infer.py``): a model built from an edited config is refused by the gate, by name.
 (timm's ``model_cfgs`` instances are not read here: a dataclass argument is searched member by
 member, ``_forms/nested.py``.)
@@ -36,6 +36,7 @@ MAX_SHIPPED = 3  # readings per parameter, the best-matching first
 MAX_FILES = 400  # a package with more data files than this is not scanned (none of its configs)
 MAX_BYTES = 64_000  # a config file is small
 _DEPTH = 4
+_NAME = 4  # a name the module keeps (a timm model's architecture) outweighs small numbers
 
 
 @functools.lru_cache(maxsize=32)
@@ -118,14 +119,15 @@ def evidence(module: nn.Module) -> tuple[frozenset[int], frozenset[str]]:
 
 def score(value: Any, seen: tuple[frozenset[int], frozenset[str]]) -> int:
     """How well ``value`` matches the live module (``evidence``): +1 for each integer above 1 it
-    holds that the module shows, -1 for each it does not; +1 for each string the module keeps."""
+    holds that the module shows, -1 for each it does not; ``_NAME`` for each string (of four
+    letters or more) the module keeps: a name says more than a small number."""
     ints, strs = seen
     out = 0
     for x in _leaves(value):
         if type(x) is int and x > 1:
             out += 1 if x in ints else -1
-        elif isinstance(x, str) and x in strs:
-            out += 1
+        elif isinstance(x, str) and len(x) > 3 and x in strs:
+            out += _NAME
     return out
 
 
