@@ -1,18 +1,20 @@
 """Per-stage config objects that no block takes, read from the stages (``_forms/stageconfigs.py``,
 issue 40 item 4): torchvision's ``ConvNeXt(block_setting: list[CNBlockConfig])`` makes its blocks
 from the configs' widths (``CNBlock(dim, ...)``); the stages give each member back. Real
-torchvision classes built from their configs, random init."""
+torchvision classes built from their configs, random init (video models on meta); and
+``VideoResNet(conv_makers=[Conv3DSimple, ...])``, one class per stage."""
 
 from __future__ import annotations
 
 import warnings
 
 import pytest
+import torch
 from torch import nn
 
 import torchxray as tx
 from torchxray._forms.blocklists import element_classes
-from torchxray._forms.stageconfigs import stage_configs
+from torchxray._forms.stageconfigs import stage_classes, stage_configs
 
 warnings.filterwarnings("ignore")
 
@@ -54,3 +56,25 @@ def test_a_model_built_from_per_stage_configs_rebuilds_exactly() -> None:
     assert f["stochastic_depth_prob"].value == 0.1
     built = f.build(num_classes=5)
     assert built.classifier[-1].out_features == 5
+
+
+def _video(name: str) -> nn.Module:
+    video = pytest.importorskip("torchvision.models.video")
+    with torch.device("meta"):
+        return getattr(video, name)()
+
+
+def test_a_sequence_of_classes_is_read_per_stage() -> None:
+    video = pytest.importorskip("torchvision.models.video.resnet")
+    m = _video("mc3_18")
+    (read,) = stage_classes(m, type(m), "conv_makers")
+    assert read == [video.Conv3DSimple] + [video.Conv3DNoTemporal] * 3
+    assert stage_classes(m, type(m), "layers") == []  # a list of ints names no class
+
+
+def test_a_model_built_from_per_stage_classes_rebuilds_exactly() -> None:
+    video = pytest.importorskip("torchvision.models.video.resnet")
+    f = tx.form(_video("r2plus1d_18"))
+    assert f.inexact == ""
+    assert f["conv_makers"].value == [video.Conv2Plus1D] * 4
+    assert f["stem"].value is video.R2Plus1dStem

@@ -31,7 +31,7 @@ from torch import nn
 
 from .._unwrap import original_class
 from .nested import config_class
-from .stageconfigs import stage_configs
+from .stageconfigs import stage_classes, stage_configs
 
 __all__ = ["FORM", "block_lists", "described", "element_classes"]
 
@@ -148,6 +148,9 @@ def _per_stage(
 
 
 def described(module: nn.Module, name: str) -> list[list[Any]]:
-    """`block_lists` with the form being opened (``FORM``); none outside a form's search."""
+    """`block_lists` with the form being opened (``FORM``; none outside a form's search), then
+    a sequence of classes read per stage (``stage_classes``)."""
     form = FORM.get()
-    return block_lists(module, name, form) if form is not None else []
+    read = block_lists(module, name, form) if form is not None else []
+    # A sequence of classes, one per stage (``stageconfigs.py``).
+    return [*read, *stage_classes(module, original_class(type(module)), name)]

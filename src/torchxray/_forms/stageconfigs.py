@@ -14,20 +14,28 @@ each member of the config class is read by its name:
   the annotation allows it (no layer made), else what the next part reads;
 - any other member: its default (no default: no reading).
 
-One reading, checked by the build like any other candidate.
+The same for a sequence of classes, one per stage (torchvision's ``VideoResNet(conv_makers:
+Sequence[type[Conv3DSimple | Conv2Plus1D | ...]])``): per stage, the class of the first layer in it
+that is one of the classes the annotation names.
+
+One reading each, checked by the build like any other candidate.
 """
 
 from __future__ import annotations
 
+import collections.abc
 import inspect
+import types
+import typing
 from typing import Any
 
 from torch import nn
 
 from .stagelists import in_width, is_stage
 
-__all__ = ["stage_configs"]
+__all__ = ["stage_classes", "stage_configs"]
 
+_SEQUENCES = (list, tuple, collections.abc.Sequence, collections.abc.Iterable)
 _COUNT = ("num_layers", "depth", "repeats", "num_blocks", "n_layers", "layers", "blocks")
 
 
@@ -99,3 +107,38 @@ def stage_configs(module: nn.Module, classes: tuple[type, ...]) -> list[list[Any
         else:
             out.append(made)
     return out
+
+
+def _union(ann: Any) -> list[Any]:
+    if typing.get_origin(ann) in (typing.Union, types.UnionType):
+        return [a for a in typing.get_args(ann) if a is not type(None)]
+    return [ann]
+
+
+def _item_classes(cls: type, name: str) -> tuple[type, ...]:
+    """The module classes a sequence parameter's annotation names as its items' classes
+    (``Sequence[type[A | B]]``); () when it names none."""
+    try:
+        p = inspect.signature(cls, eval_str=True).parameters.get(name)
+    except Exception:  # noqa: BLE001 - annotations that do not resolve name no class
+        return ()
+    seq = p.annotation if p is not None else None
+    args = typing.get_args(seq) if typing.get_origin(seq) in _SEQUENCES else ()
+    if len(args) != 1 or typing.get_origin(args[0]) is not type:
+        return ()
+    found = [c for a in typing.get_args(args[0]) for c in _union(a)]
+    return tuple(c for c in found if isinstance(c, type) and issubclass(c, nn.Module))
+
+
+def stage_classes(module: nn.Module, cls: type, name: str) -> list[list[type]]:
+    """A sequence-of-classes parameter ``name`` of ``cls`` read per stage of ``module`` (see the
+    module doc); [] where a stage holds none of the classes its annotation names."""
+    classes = _item_classes(cls, name)
+    stages = _stages(module) if classes else []
+    out: list[type] = []
+    for stage, _ in stages:
+        kinds = [type(m) for m in stage.modules() if type(m) in classes]
+        if not kinds:
+            return []
+        out.append(kinds[0])
+    return [out] if len(out) >= 2 else []
