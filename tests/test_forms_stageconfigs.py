@@ -2,7 +2,8 @@
 issue 40 item 4): torchvision's ``ConvNeXt(block_setting: list[CNBlockConfig])`` makes its blocks
 from the configs' widths (``CNBlock(dim, ...)``); the stages give each member back. Real
 torchvision classes built from their configs, random init (video models on meta); and
-``VideoResNet(conv_makers=[Conv3DSimple, ...])``, one class per stage."""
+``VideoResNet(conv_makers=[Conv3DSimple, ...])``, one class per stage; ``SwinTransformer``'s
+per-stage lists, its stages among patch merges."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from torch import nn
 
 import torchxray as tx
 from torchxray._forms.blocklists import element_classes
-from torchxray._forms.stageconfigs import stage_classes, stage_configs
+from torchxray._forms.stageconfigs import patch_sizes, stage_classes, stage_configs, stage_values
 
 warnings.filterwarnings("ignore")
 
@@ -78,3 +79,25 @@ def test_a_model_built_from_per_stage_classes_rebuilds_exactly() -> None:
     assert f.inexact == ""
     assert f["conv_makers"].value == [video.Conv2Plus1D] * 4
     assert f["stem"].value is video.R2Plus1dStem
+
+
+def _swin() -> nn.Module:
+    swin = pytest.importorskip("torchvision.models.swin_transformer")
+    return swin.SwinTransformer([4, 4], 16, [2, 1], [2, 4], [7, 7], stochastic_depth_prob=0.1)
+
+
+def test_per_stage_lists_are_read_from_stages_among_other_parts() -> None:
+    m = _swin()  # features: patch embedding, stage, patch merge, stage
+    assert stage_values(m, "depths") == [[2, 1]]
+    assert stage_values(m, "num_heads") == [[2, 4]]
+    assert stage_values(m, "window_size") == [[7, 7]]  # alike in every stage
+    assert patch_sizes(m, "patch_size") == [[4, 4]]
+    assert patch_sizes(m, "embed_dim") == []
+
+
+def test_a_model_with_stages_among_other_parts_rebuilds_exactly() -> None:
+    f = tx.form(_swin())
+    assert f.inexact == ""
+    got = [f[n].value for n in ("patch_size", "embed_dim", "depths", "num_heads", "window_size")]
+    assert got == [[4, 4], 16, [2, 1], [2, 4], [7, 7]]
+    assert f["stochastic_depth_prob"].value == 0.1

@@ -31,7 +31,7 @@ from torch import nn
 
 from .._unwrap import original_class
 from .nested import config_class
-from .stageconfigs import stage_classes, stage_configs
+from .stageconfigs import patch_sizes, stage_classes, stage_configs, stage_values
 
 __all__ = ["FORM", "block_lists", "described", "element_classes"]
 
@@ -153,4 +153,5 @@ def described(module: nn.Module, name: str) -> list[list[Any]]:
     form = FORM.get()
     read = block_lists(module, name, form) if form is not None else []
     # A sequence of classes, one per stage (``stageconfigs.py``).
-    return [*read, *stage_classes(module, original_class(type(module)), name)]
+    classes = stage_classes(module, original_class(type(module)), name)
+    return [*read, *classes, *stage_values(module, name), *patch_sizes(module, name)]

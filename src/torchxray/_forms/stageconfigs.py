@@ -18,6 +18,13 @@ The same for a sequence of classes, one per stage (torchvision's ``VideoResNet(c
 Sequence[type[Conv3DSimple | Conv2Plus1D | ...]])``): per stage, the class of the first layer in it
 that is one of the classes the annotation names.
 
+And per-stage lists for a model whose stages sit among other parts (Swin's ``features`` holds
+patch merges between them, so ``_forms/stagelists.py`` does not read them): a count
+(``depths``) is each stage's length, another plural name (``num_heads``) the attribute of that
+name the stage's first block keeps, a singular one (``window_size``) that attribute where every
+stage's first block keeps it alike; and a ``patch_size`` no layer keeps under its name: the
+kernel of the first convolution whose stride is its kernel (a patch embedding).
+
 One reading each, checked by the build like any other candidate.
 """
 
@@ -33,7 +40,7 @@ from torch import nn
 
 from .stagelists import in_width, is_stage
 
-__all__ = ["stage_classes", "stage_configs"]
+__all__ = ["patch_sizes", "stage_classes", "stage_configs", "stage_values"]
 
 _SEQUENCES = (list, tuple, collections.abc.Sequence, collections.abc.Iterable)
 _COUNT = ("num_layers", "depth", "repeats", "num_blocks", "n_layers", "layers", "blocks")
@@ -142,3 +149,43 @@ def stage_classes(module: nn.Module, cls: type, name: str) -> list[list[type]]:
             return []
         out.append(kinds[0])
     return [out] if len(out) >= 2 else []
+
+
+def _kept(block: nn.Module, names: tuple[str, ...]) -> Any:
+    for m in block.modules():
+        for a in names:
+            if a in m.__dict__ and not isinstance(m.__dict__[a], (nn.Module, dict)):
+                return m.__dict__[a]
+    return None
+
+
+def stage_values(module: nn.Module, name: str) -> list[Any]:
+    """Per-stage lists (or a value alike in every stage) for parameter ``name``, read from the
+    stages met walking the module (see the module doc); [] where they are not all read."""
+    stages = _stages(module)
+    low = name.lower()
+    if len(stages) < 2 or any(s is c for s, _ in stages for c in module.children()):
+        return []  # stages that are the module's own children: ``stagelists.py`` reads them
+    if low.rstrip("s") in ("depth", "layer", "num_layer", "num_block"):
+        return [[len(s._modules) for s, _ in stages]]
+    names = (name, name[:-1]) if low.endswith("s") else (name,)
+    read = [_kept(next(iter(s.children())), names) for s, _ in stages]
+    if any(v is None for v in read):
+        return []
+    if not low.endswith("s"):
+        return [read[0]] if all(v == read[0] for v in read) else []
+    return [read]
+
+
+def patch_sizes(module: nn.Module, name: str) -> list[Any]:
+    """For a ``patch_size`` parameter: the kernel of the first convolution of ``module`` whose
+    stride is its kernel, as a list; [] for another name or none such."""
+    if "patch" not in name.lower():
+        return []
+    for m in module.modules():
+        k, st = m.__dict__.get("kernel_size"), m.__dict__.get("stride")
+        if not isinstance(m, nn.modules.conv._ConvNd) or not isinstance(k, tuple):
+            continue
+        if k == st and max(k) > 1:
+            return [list(k)]
+    return []
