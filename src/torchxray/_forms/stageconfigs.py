@@ -1,12 +1,12 @@
-"""Per-stage config objects that no block takes, read from the stages (issue 40, item 4).
+"""A whole model's arguments that no block or child keeps, read from its stages (issue 40, item 4).
 
 A whole model may be built from one small config object per stage (torchvision's
 ``ConvNeXt(block_setting: list[CNBlockConfig])``, ``CNBlockConfig(input_channels, out_channels,
 num_layers)``) that only the model reads: it makes ``num_layers`` blocks of ``input_channels``
 (``CNBlock(dim, ...)``, no config), then a layer from ``input_channels`` to ``out_channels``. The
 blocks' forms cannot give the objects back (``_forms/blocklists.py``), but the stages show every
-member: a stage is a container of blocks of one class, and for each stage, in order,
-each member of the config class is read by its name:
+member: a stage is a container of blocks of one class, and for each stage, in order, each
+member of the config class is read by its name:
 
 - a count (``num_layers``, ``depth``, ``repeats``): how many blocks the stage holds;
 - an input width (``input_channels``, ``in_chs``): the input width of the stage's first layer;
