@@ -19,3 +19,12 @@ def test_a_string_that_named_the_built_layer_takes_the_live_one() -> None:
     got = proposed(layer_class.propose, layers.ConvNormAct, live, built)
     assert got[:2] == [{"act_layer": "silu"}, {"act_layer": nn.SiLU}]
     assert rebuilds(layers.ConvNormAct, live, {**built, **got[0]})
+
+
+def test_a_string_that_named_the_built_class_takes_the_live_class_name_in_its_case() -> None:
+    # ``getattr(nn, kind)``: the class's own name, as the string held the built one's.
+    from zoo import blocks as B
+
+    got = proposed(layer_class.propose, B.RecurrentHead, dict(kind="RNN"), dict(kind="LSTM"))
+    assert got[0] == {"kind": "RNN"}
+    assert rebuilds(B.RecurrentHead, dict(kind="RNN"), got[0])

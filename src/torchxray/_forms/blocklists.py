@@ -31,6 +31,7 @@ from torch import nn
 
 from .._unwrap import original_class
 from .nested import config_class
+from .stageconfigs import patch_sizes, stage_classes, stage_configs, stage_values
 
 __all__ = ["FORM", "block_lists", "described", "element_classes"]
 
@@ -116,7 +117,8 @@ def block_lists(module: nn.Module, name: str, form: Callable[[nn.Module], Any]) 
     classes = element_classes(original_class(type(module)), name)
     found = _blocks(module, classes) if classes else []
     if not found:
-        return []
+        # No block takes one: one per stage, read from the stages (``stageconfigs.py``).
+        return stage_configs(module, classes) if classes else []
     groups: dict[int, list[tuple[nn.Module, str]]] = {}
     for parent, block, pname in found:
         groups.setdefault(id(parent), []).append((block, pname))
@@ -146,6 +148,10 @@ def _per_stage(
 
 
 def described(module: nn.Module, name: str) -> list[list[Any]]:
-    """`block_lists` with the form being opened (``FORM``); none outside a form's search."""
+    """`block_lists` with the form being opened (``FORM``; none outside a form's search), then
+    a sequence of classes read per stage (``stage_classes``)."""
     form = FORM.get()
-    return block_lists(module, name, form) if form is not None else []
+    read = block_lists(module, name, form) if form is not None else []
+    # A sequence of classes, one per stage (``stageconfigs.py``).
+    classes = stage_classes(module, original_class(type(module)), name)
+    return [*read, *classes, *stage_values(module, name), *patch_sizes(module, name)]

@@ -55,6 +55,7 @@ from .layout import (
 from .literals import compared_strings
 from .position import config_items, index_like, ordinals
 from .scan import LIVE
+from .shipped import shipped
 from .stagelists import stage_lists
 from .tuning import MAX_CANDIDATES
 
@@ -181,6 +182,10 @@ _NETWORK_WORDS = ("model", "backbone", "net", "body", "trunk", "encoder", "featu
 _DEPTH_WORDS = ("depth", "layers", "blocks", "num_", "_per_")
 
 
+def _dropping(low: str) -> bool:  # a rate by its name (drop_path_rate, stochastic_depth_prob)
+    return "drop" in low or "stochastic_depth" in low
+
+
 def _class_rank(name: str) -> Callable[[type], int]:
     stem = name.removesuffix("_layer").removesuffix("_fn").lower()
 
@@ -256,7 +261,7 @@ def _shape_pool(
             # A width's name (inplanes, hidden_size) with no annotation is a number first.
             wide = any(w in low for w in _WIDTH_WORDS) and not by_class
             first += classes if by_class else [] if wide or not plural else stages
-    if "drop" in low and f.kind != "bool":
+    if _dropping(low) and f.kind != "bool":
         # Rates and probabilities: a width or a kernel size is never one; per-block rates are a
         # list as long as a stage.
         numeric = False
@@ -341,15 +346,16 @@ def _kind_pool(module: nn.Module, f: Field, name: str, pool: list[Any]) -> list[
             *dict.fromkeys([*f.choices, *compared_strings(original_class(type(module)), name)]),
             "",
         ]
-    if "drop" in low and f.kind != "bool":
+    if _dropping(low) and f.kind != "bool":
         pool = [*_drop_rates(module), *pool]
         if f.kind == "literal":
             # A rate nothing annotates: the rates its layers keep (a Dropout's p), or none.
             pool = [*pool, *_floats(module), 0.0]
-        if "rate" in low and (f.kind == "float" or type(f.default) is float):
-            # Per-block rates rise linearly to the given rate: the last block holds it.
-            rates = [r for rs in _drop_rates(module) for r in rs]
-            pool = [max(rates), *pool] if rates else pool
+        if "rate" in low or "depth_prob" in low:
+            # Per-block rates rise to the given rate: the last block's, 0.1 read as 0.0999...9.
+            top = max((r for rs in _drop_rates(module, None) for r in rs), default=0.0)
+            top = top if f.kind == "float" or type(f.default) is float else 0.0
+            pool = [*dict.fromkeys([float(f"{top:.12g}"), top]), *pool] if top else pool
     if isinstance(f.value, nn.Module):
         # A layer kept under the parameter's name was often made from what was passed: its class,
         # or the name a registry maps to it ("gelu" for GELUActivation).
@@ -374,6 +380,7 @@ def candidates(module: nn.Module, f: Field, fits: Callable[[Any], bool]) -> list
     first, own_names = _same_named(module, f, name)
     pool, first = _shape_pool(module, f, name, first)
     pool = _kind_pool(module, f, name, pool)
+    first = [*shipped(module, name), *first] if "." not in f.name else first  # shipped.py
     if f.required and f.value is None and "." not in f.name:
         first = [*described(module, name), *first]  # blocks' descriptions (blocklists.py)
         if any(w in low for w in _NETWORK_WORDS):  # a network (gathered.py), not one layer

@@ -136,9 +136,10 @@ def child_widths(module: nn.Module) -> list[tuple[int, ...]]:
     return [tuple(out)] if len(out) >= 2 else []
 
 
-def drop_rates(module: nn.Module) -> list[list[float]]:
-    """Per-block drop rates, read from the blocks of each container: the ``drop_prob`` (or ``p``)
-    of each block's first drop layer, 0.0 for a block without one (Swin's stages)."""
+def drop_rates(module: nn.Module, most: int | None = 2) -> list[list[float]]:
+    """Per-block drop rates, read from the blocks of each container: the ``drop_prob`` (or, for a
+    stochastic-depth layer, ``p``) of each block's first drop layer, 0.0 for a block without one
+    (Swin's stages); of the first ``most`` containers (None: all)."""
     out = []
     for c in descendants(module, 2):
         if not isinstance(c, (nn.Sequential, nn.ModuleList)) or len(c) < 2:
@@ -148,13 +149,14 @@ def drop_rates(module: nn.Module) -> list[list[float]]:
             found = [
                 v
                 for m in block.modules()
-                for a in ("drop_prob", "drop_path_rate")
+                for a in ("drop_prob", "drop_path_rate", "p")
                 if type(v := m.__dict__.get(a)) is float
+                and (a != "p" or "Stochastic" in type(m).__name__)
             ]
             rates.append(found[0] if found else 0.0)
         if any(rates):
             out.append(rates)
-    return out[:2]
+    return out[:most]
 
 
 def lengths(module: nn.Module) -> list[int]:

@@ -13,7 +13,7 @@ from torch import nn
 
 from .layout import width
 
-__all__ = ["stage_lists"]
+__all__ = ["in_width", "is_stage", "stage_lists"]
 
 _OUT = ("out_channels", "out_features", "num_features")
 _IN = ("in_channels", "in_features", "num_features")
@@ -29,13 +29,13 @@ def _out_width(m: nn.Module) -> int | None:
     return found[-1] if found else None
 
 
-def _in_width(m: nn.Module) -> int | None:
+def in_width(m: nn.Module) -> int | None:
     """The input width of the first layer of ``m`` that keeps one, or None."""
     found = _kept(m, _IN)
     return found[0] if found else None
 
 
-def _is_stage(c: nn.Module) -> bool:
+def is_stage(c: nn.Module) -> bool:
     """A container of blocks: every item holds layers of its own (a stem's conv, norm and
     activation are layers, not blocks)."""
     items = list(c.children())
@@ -51,18 +51,18 @@ def stage_lists(module: nn.Module) -> list[list[int]]:
     order), their output widths, and those widths between the stem's and the head's; [] with
     fewer than two stages."""
     kids = list(module.children())
-    at = [i for i, c in enumerate(kids) if _is_stage(c)]
+    at = [i for i, c in enumerate(kids) if is_stage(c)]
     if len(at) < 2 or at != list(range(at[0], at[-1] + 1)):
         return []  # stages are consecutive children: others are heads or branches
     depths = [len(kids[i]._modules) for i in at]
     # A stage's width is what the next part reads: a block may join branches (a concatenation),
     # and then its last layer holds only part of its output.
-    follow = [next((w for c in kids[i + 1 :] if (w := _in_width(c)) is not None), None) for i in at]
+    follow = [next((w for c in kids[i + 1 :] if (w := in_width(c)) is not None), None) for i in at]
     widths = [w if w is not None else _out_width(kids[i]) for i, w in zip(at, follow)]
     if any(w is None for w in widths):
         return [depths]
     out: list[list[int]] = [depths, list(widths)]  # type: ignore[arg-type]
-    before = [w] if (w := _in_width(kids[at[0]])) is not None else []
+    before = [w] if (w := in_width(kids[at[0]])) is not None else []
     after = [w for c in kids[at[-1] + 1 :] if (w := _out_width(c)) is not None]
     if before and after:
         out.append([before[-1], *widths, after[0]])  # type: ignore[list-item]

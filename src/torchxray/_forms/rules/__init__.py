@@ -39,6 +39,7 @@ from . import (
     numbered,
     optional,
     part_named,
+    rounded_float,
     scaled_float,
     unset_width,
 )
@@ -68,6 +69,7 @@ NAMED: tuple[tuple[str, Propose], ...] = (
     ("layer_class", layer_class.propose),
     ("number_pair", number_pair.propose),
     ("scaled_float", scaled_float.propose),
+    ("rounded_float", rounded_float.propose),
 )
 
 # The changes a difference allows without naming a value; factories last (a child form each).

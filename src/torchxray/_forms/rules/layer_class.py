@@ -2,11 +2,12 @@
 
 A field holding the built class (or a partial of it) is proposed the live class; an empty class
 field the live class; a string that names the built layer (timm's ``act_layer="relu"``) the live
-layer's name and class; an element of a per-layer tuple of classes (``act_layer=(nn.ReLU6,
-None)``) the live class, or None where the live layer is an Identity (no layer there), and a
-single class of such a field a pair; a string whose mode made the built class (``"avg"`` for
-``DownsampleAvg``) the other strings its code compares it with (``Problem.modes``). Example:
-timm's ``ConvNormAct(act_layer="relu")`` where the live block holds a ``SiLU``.
+layer's name, in the string's case (``getattr(nn, kind)`` with ``kind="LSTM"``), and class; an
+element of a per-layer tuple of classes (``act_layer=(nn.ReLU6, None)``) the live class, or None
+where the live layer is an Identity (no layer there), and a single class of such a field a pair;
+a string whose mode made the built class (``"avg"`` for ``DownsampleAvg``) the other strings its
+code compares it with (``Problem.modes``). Example: timm's ``ConvNormAct(act_layer="relu")``
+where the live block holds a ``SiLU``.
 """
 
 from __future__ import annotations
@@ -49,8 +50,11 @@ def propose(p: Problem) -> Iterator[dict[str, Any]]:
         elif v is None and f.kind in ("class", "callable"):
             yield {f.name: live_cls}
         elif isinstance(v, str) and v and v.lower().replace("_", "") == built_name:
-            # A layer named by a string (timm's act_layer="relu"): the live layer's name.
-            yield {f.name: live_cls.__name__.lower()}
+            # A layer named by a string (timm's act_layer="relu"): the live layer's name, in the
+            # string's own case (``getattr(nn, kind)`` reads "RNN", a registry "rnn").
+            name = live_cls.__name__
+            cased = name if v == built.rsplit(".", 1)[-1] else name.lower()
+            yield from ({f.name: n} for n in dict.fromkeys((cased, name.lower())))
             yield {f.name: live_cls}
         yield from _per_layer(f, v, built, live_cls)
         if isinstance(v, str) and len(v) > 1 and v.lower() in built_name:
