@@ -119,7 +119,7 @@ def measure(model: nn.Module, args: tuple[Any, ...], repeats: int) -> dict[str, 
     for _ in range(repeats):
         # explain resets dynamo as it starts (and as it ends): it always runs cold. Each check
         # is run after a reset too, untimed, so that all three pay dynamo's warm-up alike (the
-        # check without export ran warm before: 93 ms on 2 blocks where cold it costs 141).
+        # check without export used to run warm, right after the check with export).
         torch._dynamo.reset()
         t, rep = _timed(lambda: tx.compile_check(model, *args))
         runs["check"].append(t)

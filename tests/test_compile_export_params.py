@@ -5,7 +5,7 @@ exports, and every parameter registry is put back."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import torch
@@ -22,9 +22,10 @@ class Block(nn.Module):
         super().__init__()
         self.norm = nn.LayerNorm(8)
         self.fc = nn.Linear(8, 8)
+        self.register_buffer("scale", torch.ones(8))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + self.fc(self.norm(x))
+        return x + self.fc(self.norm(x)) * self.scale
 
 
 class Failing(Block):
@@ -43,8 +44,9 @@ class Stack(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         for block in self.blocks:
             x = block(x)
-        if self.peek:  # the root reads a parameter of a block that is stood in for
-            x = x @ self.blocks[2].fc.weight
+        if self.peek:  # the root reads a parameter and a buffer of blocks stood in for
+            fc, last = cast(Block, self.blocks[2]).fc, cast(Block, self.blocks[3])
+            x = x @ fc.weight * cast(torch.Tensor, last.scale)
         return x
 
 
@@ -62,7 +64,7 @@ def _no_hiding(monkeypatch: pytest.MonkeyPatch) -> None:
     "model", [Stack(), Stack(peek=True), Stack(Failing)], ids=["clean", "peek", "failing"]
 )
 def test_export_failures_are_the_same_with_parameters_hidden(
-    model: nn.Module, monkeypatch: pytest.MonkeyPatch
+    model: Stack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     x = torch.randn(2, 8)
     # Real mode: a fake probe stops at .item(), so the blocks after the first are not recorded.
@@ -80,16 +82,16 @@ def test_export_failures_are_the_same_with_parameters_hidden(
 
 
 def test_stood_in_blocks_parameters_are_out_of_export(monkeypatch: pytest.MonkeyPatch) -> None:
-    seen: list[int] = []
+    seen: list[tuple[int, int]] = []
     real = torch.export.export
 
     def spy(model: nn.Module, *args: Any, **kwargs: Any) -> Any:
-        seen.append(len(list(model.parameters())))
+        seen.append((len(list(model.parameters())), len(list(model.buffers()))))
         return real(model, *args, **kwargs)
 
     monkeypatch.setattr(torch.export, "export", spy)
     model = Stack()
     tx.compile_check(model, torch.randn(2, 8))
-    # block 0's four parameters, and the one each of the 3 stand-ins reads (its first)
-    assert seen == [4 + 3]
-    assert len(list(model.parameters())) == 16
+    # block 0's four parameters and buffer, and the parameter each of the 3 stand-ins reads
+    assert seen == [(4 + 3, 1)]
+    assert len(list(model.parameters())) == 16 and len(list(model.buffers())) == 4

@@ -79,22 +79,22 @@ def _locate(exc: BaseException, ids: dict[int, nn.Module]) -> tuple[nn.Module | 
 
 
 class _Unregistered:
-    """For one export, the plain parameters of stood-in modules (and of their submodules) that
-    no stand-in reads, out of their modules' registries; the registries are put back on leaving.
-    Export lifts and fakes every registered parameter whether the forward reads it or not: 23
-    stood-in blocks of 6 parameters each cost it about a third of a 24-block export. A stand-in
-    reads at most its module's first parameter that requires grad (`stubs.grad_param`), which
-    stays. Code that reads a hidden parameter would fail here and not in the real forward: an
-    export whose failure went through such a module (a frame whose ``self`` it is, as in
-    ``nn.Module.__getattr__`` or a forward a stand-in did not replace) or is an attribute or key
-    lookup is run again with every parameter visible (`_export`): what is reported is export's
-    answer on the model as it is. Subclass parameters (a quantized
-    weight) are never hidden: lifting one may be what fails."""
+    """For one export, the plain parameters and buffers of stood-in modules (and of their
+    submodules) that no stand-in reads, out of their modules' registries; the registries are put
+    back on leaving. Export lifts and fakes every registered parameter and buffer whether the
+    forward reads it or not: 23 stood-in blocks of 6 parameters each cost it about a third of a
+    24-block export. A stand-in reads at most its module's first parameter that requires grad
+    (`stubs.grad_param`), which stays. Code that reads a hidden tensor would fail here and not in
+    the real forward: an export whose failure went through such a module (a frame whose ``self``
+    it is, as in ``nn.Module.__getattr__`` or a forward a stand-in did not replace) or is an
+    attribute or key lookup is run again with everything visible (`_export`): what is reported is
+    export's answer on the model as it is. Subclass parameters and buffers (a quantized weight)
+    are never hidden: lifting one may be what fails."""
 
     def __init__(self, stood: list[nn.Module]) -> None:
         self._stood = stood
-        self._saved: list[tuple[nn.Module, dict[str, Any]]] = []
-        self.hid: set[int] = set()  # the modules whose parameters were hidden, by id
+        self._saved: list[tuple[nn.Module, str, dict[str, Any]]] = []
+        self.hid: set[int] = set()  # the modules whose tensors were hidden, by id
 
     def __enter__(self) -> _Unregistered:
         inner = {id(s) for m in self._stood for s in m.modules() if s is not m}
@@ -102,21 +102,22 @@ class _Unregistered:
         outer = [m for m in self._stood if id(m) not in inner]
         keep = {id(p) for m in outer if (p := grad_param(m)) is not None}
         for module in {id(s): s for m in self._stood for s in m.modules()}.values():
-            params = module._parameters
-            kept = {
-                n: p
-                for n, p in params.items()
-                if p is None or id(p) in keep or type(p) is not nn.Parameter
-            }
-            if len(kept) < len(params):
-                self._saved.append((module, params))
-                self.hid.add(id(module))
-                object.__setattr__(module, "_parameters", kept)
+            for attr, plain in (("_parameters", nn.Parameter), ("_buffers", torch.Tensor)):
+                held = getattr(module, attr)
+                kept = {
+                    n: t
+                    for n, t in held.items()
+                    if t is None or id(t) in keep or type(t) is not plain
+                }
+                if len(kept) < len(held):
+                    self._saved.append((module, attr, held))
+                    self.hid.add(id(module))
+                    object.__setattr__(module, attr, kept)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for module, params in reversed(self._saved):
-            object.__setattr__(module, "_parameters", params)
+        for module, attr, held in reversed(self._saved):
+            object.__setattr__(module, attr, held)
         self._saved.clear()
 
 
