@@ -7,8 +7,10 @@ print: 24 breaks) it times ``tx.compile_check(model, x)`` (fake inputs; with and
 torch.export) and ``torch._dynamo.explain(model)(x)`` on real CPU tensors, and says whether both
 agree (no graph break iff ``rep.ok``). Each is timed warm (one untimed call of each on a
 throwaway model first), in interleaved rounds (check, check without export, explain; again), and
-the median CPU time (ms of this process, one torch thread) of the rounds is printed with the ratios against explain from the same rounds, then
-24 blocks against 2. explain runs after the check in each round, since it resets dynamo. explain counts compiled graphs minus one, not breaks per call: identical
+the median CPU time (ms of this process, one torch thread) of the rounds is printed with the
+ratios against explain from the same rounds, then 24 blocks against 2. explain resets dynamo as
+it starts, so it always runs cold; each check is timed right after a ``torch._dynamo.reset()``
+(untimed), so that both sides pay dynamo's warm-up alike. explain counts compiled graphs minus one, not breaks per call: identical
 blocks share one compiled frame, so 24 breaks read 1 there. Nothing is timed in the tests.
 """
 
@@ -115,11 +117,16 @@ def measure(model: nn.Module, args: tuple[Any, ...], repeats: int) -> dict[str, 
     runs: dict[str, list[float]] = {"check": [], "no_export": [], "explain": []}
     rep = ex = None
     for _ in range(repeats):
+        # explain resets dynamo as it starts (and as it ends): it always runs cold. Each check
+        # is run after a reset too, untimed, so that all three pay dynamo's warm-up alike (the
+        # check without export used to run warm, right after the check with export).
+        torch._dynamo.reset()
         t, rep = _timed(lambda: tx.compile_check(model, *args))
         runs["check"].append(t)
+        torch._dynamo.reset()
         t, _ = _timed(lambda: tx.compile_check(model, *args, options={"export": False}))
         runs["no_export"].append(t)
-        t, ex = _timed(lambda: _explain(model, args))  # after the check: it resets dynamo
+        t, ex = _timed(lambda: _explain(model, args))
         runs["explain"].append(t)
     out: dict[str, Any] = {k: statistics.median(v) for k, v in runs.items()}
     out["rep"], out["explain_out"] = rep, ex

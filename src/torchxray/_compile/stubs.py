@@ -34,7 +34,7 @@ import torch
 from torch import nn
 from torch.utils import _pytree as pytree
 
-__all__ = ["STUB_FILE", "Stubs", "rebuildable"]
+__all__ = ["STUB_FILE", "Stubs", "grad_param", "rebuildable"]
 
 _MISSING = object()
 _TENSOR = "t"
@@ -81,7 +81,7 @@ def rebuildable(value: Any, plain: bool = False) -> bool:
     return (_plain(value) if plain else _general(value)) is not _MISSING
 
 
-def _grad_param(module: nn.Module) -> torch.Tensor | None:
+def grad_param(module: nn.Module) -> torch.Tensor | None:
     """The module's first parameter that requires grad, found once, before tracing: looked up
     inside the stand-in, dynamo would trace ``parameters()``'s generators for every stand-in."""
     return next((p for p in module.parameters() if p.requires_grad), None)
@@ -177,7 +177,7 @@ def _tensor_stub(spec: Any, param: torch.Tensor | None) -> Callable[..., Any]:
 
 
 def _stub(module: nn.Module, value: Any, plain: bool) -> Callable[..., Any] | None:
-    param = _grad_param(module)
+    param = grad_param(module)
     if plain or _plain(value) is not _MISSING:  # the cheaper rebuild where it serves
         spec = _plain(value)
         if spec is _MISSING:
