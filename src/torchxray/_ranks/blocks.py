@@ -168,16 +168,38 @@ def extend(two: Measured, three: Measured, path: str, n: int) -> Measured:
         if count > 0:
             for j in range(last, n - 1):
                 comms[(f"{head}{j}{rest}", phase, op, dim)] = (count, nbytes)
-    # a phase's peak that did not grow (the optimizer step's starts from whatever the backward left
-    # alive, which moves between runs) is taken as it is, not extended downwards
-    phases = {p: grow(min(two.phase_peaks.get(p, 0), b), b) for p, b in three.phase_peaks.items()}
+
+    # the forward's peak is the highest of its peaks before, in and after its first, middle and
+    # last blocks, each grown by itself: they grow at different rates (on the 70B over dp 8 x tp 8
+    # the peak was in the first block, among FSDP2's all-gathered weights, in the 4- and 5-block
+    # runs, which grows by a block's weight shard per block; past ~32 blocks it is after the last,
+    # which also grows by a block's saved activations), so the phase's own peak does not grow
+    # linearly (the forward's activations came out 25% under on the 70B). The backward's and the
+    # step's peaks are grown whole (`StepMeter.spot_peaks`). A peak that did not grow (the
+    # optimizer step's starts from whatever the backward left alive, which moves between runs) is
+    # taken as it is, not extended downwards
+    def peaks(m: Measured) -> dict[tuple[str, str], int]:
+        whole = {(p, ""): b for p, b in m.phase_peaks.items() if p != "forward" or not m.spot_peaks}
+        return {**whole, **m.spot_peaks}
+
+    phases: dict[str, int] = {}
+    before = peaks(two)
+    for (p, role), b in peaks(three).items():
+        phases[p] = max(phases.get(p, 0), grow(min(before.get((p, role), b), b), b))
+    # the forward's activations are its peak above what was alive as it began (weights, inputs)
+    base = grow(*(m.phase_peaks.get("forward", 0) - m.activations for m in (two, three)))
+    activations = (
+        phases["forward"] - base
+        if "forward" in phases
+        else grow(two.activations, three.activations)
+    )
     return Measured(
         comms,
         grow(two.params, three.params),
         grow(two.buffers, three.buffers),
         grow(two.grads, three.grads),
         grow(two.optimizer, three.optimizer),
-        grow(two.activations, three.activations),
+        activations,
         max(phases.values(), default=grow(two.peak, three.peak)),
         phases,
     )
