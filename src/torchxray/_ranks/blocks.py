@@ -2,9 +2,10 @@
 stack of `n` blocks is measured on copies of the model cut to 4 and to 5 of them (the first, the
 middle and the last blocks behave differently under FSDP: the last is not resharded after forward,
 a block's backward prefetches the one before it), so that the two runs differ by one middle block,
-and extended to `n`: each phase's (forward, backward, step) peak and each part of memory grows by
-the 5-block run's excess over the 4-block run per extra block (the peak is the highest phase), and
-each extra middle block is given the collectives one more block added to the whole stack (their
+and extended to `n`: each part of memory and each phase's (forward, backward, step) peak grows by
+the 5-block run's excess over the 4-block run per extra block, the forward's taken as the highest
+of its peaks before, in and after the stack's first, middle and last blocks, each grown by itself
+(the peak is the highest phase), and each extra middle block is given the collectives one more block added to the whole stack (their
 per-block split shifts between runs, as a block's backward runs its neighbour's FSDP collectives;
 their sum does not). The placements and local shapes are still read from the whole sharded model,
 and the steps stand for it only where parallelize placed its blocks alike (`odd_block`: every
@@ -13,10 +14,10 @@ classes, forward hooks, FSDP settings, placements and every rank's local shapes)
 is stepped. ``plan.notes`` says which was done, and memory is left out where it did not grow.
 
 Opt-in (``tx.ranks(..., sample_blocks=True)``). The comms and the parts that add up (parameters,
-gradients, optimizer state) are exact for blocks placed alike; the peaks are extended linearly, an
-estimate that gave the same memory as stepping every block under FSDP2, torchtitan's
-last-block-unsharded FSDP2 and the torchtitan-style plan on a 9-layer Llama
-(`tests/test_ranks.py`) and on the Llama-3-70B architecture over dp 8 x tp 8 (`bench/ranks.py`).
+gradients, optimizer state) are exact for blocks placed alike; the peaks are an estimate that gave the same memory as stepping every block under FSDP2,
+torchtitan's last-block-unsharded FSDP2 and the torchtitan-style plan on a 9-layer Llama, on a
+14-layer one whose forward peak moves from the first block to after the last
+(`tests/test_ranks.py`), and on the Llama-3-70B architecture over dp 8 x tp 8 (`bench/ranks.py`).
 """
 
 from __future__ import annotations
