@@ -241,6 +241,30 @@ def test_sampled_blocks_give_the_whole_stacks_figures(fn, mesh):
     assert not any(total.values())  # as many collectives of each kind
 
 
+def test_sampled_blocks_find_the_forwards_peak_where_it_moves_along_the_stack():
+    """Wide blocks on few tokens: in the 4- and 5-block steps the forward peaks in the first block
+    (FSDP2's all-gathered weights), past ~11 blocks after the last (the saved activations): the
+    forward's peak of the whole stack is not the 4- and 5-block peaks extended in a line."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    cfg = LlamaConfig(
+        hidden_size=256,
+        intermediate_size=896,
+        num_hidden_layers=14,
+        num_attention_heads=8,
+        num_key_value_heads=8,
+        vocab_size=4008,
+        max_position_embeddings=64,
+    )
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(cfg)
+    x = (tokens(batch=1, seq=16, vocab=4008),)
+    every = tx.ranks(model, titan, mesh={"dp": 2, "tp": 2}, args=x)
+    sampled = tx.ranks(model, titan, mesh={"dp": 2, "tp": 2}, args=x, sample_blocks=True)
+    assert any("4 and 5 of the 14 identical blocks" in n for n in sampled.notes)
+    assert sampled.memory_parts == every.memory_parts  # activations were 4.5% under
+
+
 def test_sampled_blocks_step_every_block_where_parallelize_treats_one_otherwise():
     model = tiny_llama(layers=9)
     plan = tx.ranks(model, _odd_middle, mesh={"dp": 4}, args=(tokens(),), sample_blocks=True)

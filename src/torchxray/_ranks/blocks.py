@@ -2,9 +2,10 @@
 stack of `n` blocks is measured on copies of the model cut to 4 and to 5 of them (the first, the
 middle and the last blocks behave differently under FSDP: the last is not resharded after forward,
 a block's backward prefetches the one before it), so that the two runs differ by one middle block,
-and extended to `n`: each phase's (forward, backward, step) peak and each part of memory grows by
-the 5-block run's excess over the 4-block run per extra block (the peak is the highest phase), and
-each extra middle block is given the collectives one more block added to the whole stack (their
+and extended to `n`: each part of memory and each phase's (forward, backward, step) peak grows by
+the 5-block run's excess over the 4-block run per extra block, the forward's taken as the highest
+of its peaks before, in and after the stack's first, middle and last blocks, each grown by itself
+(the peak is the highest phase), and each extra middle block is given the collectives one more block added to the whole stack (their
 per-block split shifts between runs, as a block's backward runs its neighbour's FSDP collectives;
 their sum does not). The placements and local shapes are still read from the whole sharded model,
 and the steps stand for it only where parallelize placed its blocks alike (`odd_block`: every
@@ -13,10 +14,10 @@ classes, forward hooks, FSDP settings, placements and every rank's local shapes)
 is stepped. ``plan.notes`` says which was done, and memory is left out where it did not grow.
 
 Opt-in (``tx.ranks(..., sample_blocks=True)``). The comms and the parts that add up (parameters,
-gradients, optimizer state) are exact for blocks placed alike; the peaks are extended linearly, an
-estimate that gave the same memory as stepping every block under FSDP2, torchtitan's
-last-block-unsharded FSDP2 and the torchtitan-style plan on a 9-layer Llama
-(`tests/test_ranks.py`) and on the Llama-3-70B architecture over dp 8 x tp 8 (`bench/ranks.py`).
+gradients, optimizer state) are exact for blocks placed alike; the peaks are an estimate that gave the same memory as stepping every block under FSDP2,
+torchtitan's last-block-unsharded FSDP2 and the torchtitan-style plan on a 9-layer Llama, on a
+14-layer one whose forward peak moves from the first block to after the last
+(`tests/test_ranks.py`), and on the Llama-3-70B architecture over dp 8 x tp 8 (`bench/ranks.py`).
 """
 
 from __future__ import annotations
@@ -168,16 +169,38 @@ def extend(two: Measured, three: Measured, path: str, n: int) -> Measured:
         if count > 0:
             for j in range(last, n - 1):
                 comms[(f"{head}{j}{rest}", phase, op, dim)] = (count, nbytes)
-    # a phase's peak that did not grow (the optimizer step's starts from whatever the backward left
-    # alive, which moves between runs) is taken as it is, not extended downwards
-    phases = {p: grow(min(two.phase_peaks.get(p, 0), b), b) for p, b in three.phase_peaks.items()}
+
+    # the forward's peak is the highest of its peaks before, in and after its first, middle and
+    # last blocks, each grown by itself: they grow at different rates (on the 70B over dp 8 x tp 8
+    # the peak was in the first block, among FSDP2's all-gathered weights, in the 4- and 5-block
+    # runs, which grows by a block's weight shard per block; past ~32 blocks it is after the last,
+    # which also grows by a block's saved activations), so the phase's own peak does not grow
+    # linearly (the forward's activations came out 25% under on the 70B). The backward's and the
+    # step's peaks are grown whole (`StepMeter.spot_peaks`). A peak that did not grow (the
+    # optimizer step's starts from whatever the backward left alive, which moves between runs) is
+    # taken as it is, not extended downwards
+    def peaks(m: Measured) -> dict[tuple[str, str], int]:
+        whole = {(p, ""): b for p, b in m.phase_peaks.items() if p != "forward" or not m.spot_peaks}
+        return {**whole, **m.spot_peaks}
+
+    phases: dict[str, int] = {}
+    before = peaks(two)
+    for (p, role), b in peaks(three).items():
+        phases[p] = max(phases.get(p, 0), grow(min(before.get((p, role), b), b), b))
+    # the forward's activations are its peak above what was alive as it began (weights, inputs)
+    base = grow(*(m.phase_peaks.get("forward", 0) - m.activations for m in (two, three)))
+    activations = (
+        phases["forward"] - base
+        if "forward" in phases
+        else grow(two.activations, three.activations)
+    )
     return Measured(
         comms,
         grow(two.params, three.params),
         grow(two.buffers, three.buffers),
         grow(two.grads, three.grads),
         grow(two.optimizer, three.optimizer),
-        grow(two.activations, three.activations),
+        activations,
         max(phases.values(), default=grow(two.peak, three.peak)),
         phases,
     )

@@ -49,6 +49,7 @@ def _step(
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     collect: bool = False,
+    stack: tuple[str, int] | None = None,
 ) -> Measured:
     """One fake training step of the sharded meta copy."""
     fm = FakeTensorMode(allow_non_fake_inputs=True)
@@ -56,7 +57,9 @@ def _step(
         sharded.to_empty(device="cpu")
     fargs, fkwargs = _fake_inputs(fm, args, kwargs)
     with fm:
-        return run_step(sharded, device_mesh, tuple(fargs), dict(fkwargs), collect=collect)
+        return run_step(
+            sharded, device_mesh, tuple(fargs), dict(fkwargs), collect=collect, stack=stack
+        )
 
 
 def _all_shards(sharded: nn.Module, world_size: int) -> tuple[dict[str, Shards], list[str]]:
@@ -89,7 +92,7 @@ def _cut_step(
     odd = odd_block(full, (sharded, _all_shards(sharded, world_size)[0]), path, n, keep)
     if odd is not None:
         return odd
-    return _step(sharded, device_mesh, *inputs, collect=True)
+    return _step(sharded, device_mesh, *inputs, collect=True, stack=(path, keep))
 
 
 def _sampled(
@@ -124,7 +127,9 @@ def _sampled(
         )
     notes.append(
         f"the training step was measured on {SMALL} and {SMALL + 1} of the {n} identical blocks of {path!r} "
-        "and extended to all of them (comms of every middle block, memory per block)"
+        "and extended to all of them (comms of every middle block, memory per block; the "
+        "forward's peak per place in the stack, the backward's and the optimizer step's peaks "
+        "linearly, an estimate)"
     )
     return extend(small, big, path, n), memory_known, notes
 

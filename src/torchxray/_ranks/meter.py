@@ -20,6 +20,7 @@ and collectives it runs come back through the meter (CommDebugMode's own trick).
 
 from __future__ import annotations
 
+import re
 import weakref
 from collections import defaultdict
 from collections.abc import Iterable
@@ -91,11 +92,27 @@ def _group_name(args: Any, kwargs: Any, known: dict[str, str]) -> str | None:
 
 
 class StepMeter(TorchDispatchMode):
-    def __init__(self, model: nn.Module, groups: dict[str, str]) -> None:
+    def __init__(
+        self, model: nn.Module, groups: dict[str, str], stack: tuple[str, int] | None = None
+    ) -> None:
         super().__init__()
         self.groups = groups  # process group name -> mesh dimension label ("dp", "tp", "dp,tp")
         self._phase = "forward"
         self.phase_peaks: dict[str, int] = {}  # phase -> the highest live bytes while it ran
+        # with a stack of blocks (path, length): ("forward", role) -> the highest live bytes while
+        # the forward was in or after its first, a middle or its last block ("none": before any
+        # block), so that `blocks.extend` grows each such peak by itself: the forward's peak is the
+        # highest of them, and which one is highest changes with the number of blocks. Not kept for
+        # the backward: which block ModTracker says is running when FSDP2's hooks allocate moves
+        # between runs there (a 5-block run's peak "in the last block" came out under the 4-block's)
+        self.spot_peaks: dict[tuple[str, str], int] = {}
+        self._stack = stack
+        self._block_re = (
+            re.compile(rf"^{re.escape(stack[0])}\.(\d+)(\.|$)" if stack[0] else r"^(\d+)(\.|$)")
+            if stack is not None
+            else None
+        )
+        self._role = "none"
         self.tracker = ModTracker()
         # name modules by their paths in the model (ModTracker would prefix its class name)
         for path, mod in model.named_modules(remove_duplicate=False):
@@ -119,12 +136,26 @@ class StepMeter(TorchDispatchMode):
     @phase.setter
     def phase(self, value: str) -> None:
         self._phase = value
+        self._role = "none"
         self.phase_peaks[value] = max(self.phase_peaks.get(value, 0), self.now)
 
     def _bump(self) -> None:
         self.peak = max(self.peak, self.now)
         if self.now > self.phase_peaks.get(self._phase, 0):
             self.phase_peaks[self._phase] = self.now
+        if self._stack is not None and self._phase == "forward":
+            key = (self._phase, self._spot())
+            if self.now > self.spot_peaks.get(key, 0):
+                self.spot_peaks[key] = self.now
+
+    def _spot(self) -> str:
+        """The role of the block of the stack the phase is in, or was last in."""
+        assert self._stack is not None and self._block_re is not None
+        m = self._block_re.match(self.module())
+        if m is not None:
+            i, n = int(m.group(1)), self._stack[1]
+            self._role = "first" if i == 0 else "last" if i == n - 1 else "middle"
+        return self._role
 
     # -- live bytes ------------------------------------------------------------------------------
     def track(self, tensors: Iterable[torch.Tensor]) -> None:

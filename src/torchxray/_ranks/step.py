@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -39,6 +39,9 @@ class Measured:
     activations: int  # the highest live bytes above the weights and inputs during forward
     peak: int
     phase_peaks: dict[str, int]  # "forward" / "backward" / "step" -> the highest live bytes then
+    # with `run_step(stack=...)`: ("forward", "none" / "first" / "middle" / "last") -> the highest
+    # live bytes while the forward was in or after such a block of the stack (`StepMeter.spot_peaks`)
+    spot_peaks: dict[tuple[str, str], int] = field(default_factory=dict)
 
 
 def group_labels(mesh: DeviceMesh) -> dict[str, str]:
@@ -91,15 +94,17 @@ def run_step(
     kwargs: dict[str, Any],
     *,
     collect: bool = False,
+    stack: tuple[str, int] | None = None,
 ) -> Measured:
-    """The step under a `StepMeter`. ``collect=True`` runs the garbage collector between phases, so
+    """The step under a `StepMeter` (given `stack`, a ModuleList's path and length, it also keeps
+    the peaks per role of its blocks). ``collect=True`` runs the garbage collector between phases, so
     that what reference cycles hold is freed at the same point in every run (the sampled blocks of
     `blocks` compare two runs; a collection costs ~0.7 s in a process holding transformers)."""
     params = [p for p in model.parameters()]
     trainable = [p for p in params if p.requires_grad]
     buffers = list(model.buffers())
     inputs = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
-    meter = StepMeter(model, group_labels(mesh))
+    meter = StepMeter(model, group_labels(mesh), stack)
     optimizer = torch.optim.AdamW(trainable, lr=1e-3) if trainable else None
     p_bytes, b_bytes = _storage_bytes(params), _storage_bytes(buffers)
     with meter:
@@ -140,7 +145,15 @@ def run_step(
         peak = meter.peak
     comms = {k: (v[0], v[1]) for k, v in meter.comms.items()}
     return Measured(
-        comms, p_bytes, b_bytes, grads, state, activations, peak, dict(meter.phase_peaks)
+        comms,
+        p_bytes,
+        b_bytes,
+        grads,
+        state,
+        activations,
+        peak,
+        dict(meter.phase_peaks),
+        dict(meter.spot_peaks),
     )
 
 
