@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from fixtures.forms import Spins
 from torch import nn
 
 import torchxray as tx
@@ -103,19 +104,6 @@ def test_a_child_budget_spends_its_parents() -> None:
     assert child.out and parent.out
     child.stop()
     assert parent.stopped
-
-
-class Spins(nn.Module):
-    """A constructor that computes in plain Python for ``seconds`` of CPU: nothing to count."""
-
-    def __init__(self, channels: int = 8, seconds: float = 1.0) -> None:
-        super().__init__()
-        end = time.thread_time() + seconds
-        while time.thread_time() < end:
-            pass
-        self.channels = channels
-        self.seconds = seconds
-        self.proj = nn.Linear(channels, channels)
 
 
 def test_only_the_safety_ceiling_is_on_the_clock_and_the_form_says_so(

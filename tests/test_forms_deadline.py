@@ -12,6 +12,7 @@ import warnings
 
 import pytest
 import torch
+from fixtures.forms import Spins
 from torch import nn
 
 import torchxray as tx
@@ -26,21 +27,6 @@ warnings.filterwarnings("ignore")
 @pytest.fixture
 def low_ceiling(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(fill, "CEILING_SECONDS", 0.3)
-
-
-class Spins(nn.Module):
-    """A constructor that computes in plain Python for ``seconds`` of CPU (a table of positions,
-    a loop over pairs of points), then makes its layers."""
-
-    def __init__(self, channels: int = 8, seconds: float = 1.2, dropout: float = 0.0) -> None:
-        super().__init__()
-        end = time.thread_time() + seconds
-        while time.thread_time() < end:
-            pass
-        self.channels = channels
-        self.seconds = seconds
-        self.proj = nn.Linear(channels, channels)
-        self.drop = nn.Dropout(dropout)
 
 
 def test_a_slow_constructor_is_stopped_at_the_ceiling_and_the_edit_checks_in_full(
