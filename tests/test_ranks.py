@@ -278,6 +278,8 @@ def test_a_second_plan_gives_the_same_figures_and_dtensor_caches_are_left_empty(
 
     from torchxray._ranks.procs import forkable
 
+    could_fork = forkable()  # False where an earlier test in this process ran a backward that
+    # started autograd's device threads; a fresh process is checked in the test below
     first = tx.ranks(llama, titan, mesh={"dp": 2, "tp": 2}, args=(tokens(),))
     second = tx.ranks(llama, titan, mesh={"dp": 2, "tp": 2}, args=(tokens(),))
     # the first met every op for the first time (DTensor ran each on global-shape fake tensors to
@@ -289,4 +291,30 @@ def test_a_second_plan_gives_the_same_figures_and_dtensor_caches_are_left_empty(
     assert type(prop.propagate_op_sharding).__name__ == "LocalLRUCache"  # DTensor's own again
     assert "propagate_op_sharding_non_cached" not in vars(prop)
     assert "_propagate_tensor_meta_non_cached" not in vars(prop)
-    assert forkable() and not dist.is_initialized()
+    assert forkable() == could_fork and not dist.is_initialized()
+
+
+_FRESH = """
+import torch.distributed as dist
+from fixtures.ranks import titan, tiny_llama, tokens
+import torchxray as tx
+from torchxray._ranks.procs import forkable
+before = forkable()
+tx.ranks(tiny_llama(), titan, mesh={"dp": 2, "tp": 2}, args=(tokens(),))
+print(before, forkable(), dist.is_initialized())
+"""
+
+
+def test_a_dry_run_in_a_fresh_process_leaves_it_able_to_fork_ranks():
+    import os
+    import subprocess
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = {**os.environ, "PYTHONPATH": here + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    out = subprocess.run(
+        [sys.executable, "-c", _FRESH], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    # verify forks its ranks (a notebook's parallelize function needs no pickling) after a plan
+    assert out.stdout.split()[-3:] == ["True", "True", "False"], out.stdout
