@@ -2,14 +2,17 @@
 
 A parent's trace would otherwise trace every child again (24 identical blocks, once per block and
 once more inside the parent: ~4x the cost of the blocks alone). A child already checked is given,
-for the parent's trace only, an instance ``forward`` that returns its recorded output again with
-every tensor replaced by an empty one of the same shape, strides and dtype: dynamo traces one
-factory call per tensor, and the parent sees outputs shaped as the real ones. Under grad mode each
+for the parent's trace only, a ``forward`` that returns its recorded output again with every
+tensor replaced by an empty one of the same shape, strides and dtype: dynamo traces one factory
+call per tensor, and the parent sees outputs shaped as the real ones. Under grad mode each
 floating output is also joined (the sum of each added) to the inputs that require grad, or where
 none does to a parameter that does, so that what autograd derives it from is the real call's
 (`_grad_zero`, `_joined`; dynamo's checks read whether a tensor requires grad and what in the
-graph it is derived from). Each op and helper call in a stand-in costs dynamo and export about
-as much as a small layer of the model (`_tensor_stub`). A child whose own
+graph it is derived from); a block whose one output is shaped as its one input, which requires
+grad, is a copy of that input instead (one op, not three). Each op and helper call in a stand-in
+costs dynamo and export about as much as a small layer of the model (`_tensor_stub`), and so
+does a call through ``nn.Module._call_impl``: the stand-in is the ``forward`` of a subclass the
+module belongs to while inside, where it can be (`_stand_in`). A child whose own
 check found a break gets one too, so that the parent's trace goes on past it (its break is
 reported once, by the child).
 
@@ -21,12 +24,14 @@ The output is rebuilt with ``torch.utils._pytree`` (tuples, lists, dicts, a tran
 the objects the probe saw. `plain=True` keeps to outputs made of tensors, None and tuples or
 lists of them, rebuilt without pytree: the fallback when dynamo cannot trace a richer rebuild
 (`_compile.check` retries with it). A tensor subclass leaf is never faked (an empty plain tensor
-would trace differently): such a child is traced through inside its parent. Every instance
-``forward`` set here is removed (or the one that was there put back) on leaving.
+would trace differently): such a child is traced through inside its parent. Every module's own
+class, and every instance ``forward`` (removed, or the one that was there put back), is restored
+on leaving.
 """
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -150,23 +155,36 @@ def _make_plain(spec: Any, zero: torch.Tensor | None) -> Any:
     return items if spec[0] == "list" else tuple(items)
 
 
+def _contiguous(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
+
+
 def _tensor_stub(spec: Any, param: torch.Tensor | None) -> Callable[..., Any]:
     """The common stand-in, one tensor in and one out, written flat: what `_make_plain`,
     `_grad_zero` and `_joined` do, without their calls, each of which dynamo inlines (a third
     of a stand-in's cost in a 24-block trace). Any other call goes through `_grad_zero`."""
     _, shape, stride, dtype, device = spec
     floating = dtype.is_floating_point or dtype.is_complex
+    dense = stride == _contiguous(shape)
 
-    def forward(*args: Any, **kwargs: Any) -> Any:
-        out = torch.empty_strided(shape, stride, dtype=dtype, device=device)
+    def forward(_standin: nn.Module, *args: Any, **kwargs: Any) -> Any:
         if not floating or not torch.is_grad_enabled():
-            return out
+            return torch.empty_strided(shape, stride, dtype=dtype, device=device)
         if kwargs or len(args) != 1 or not isinstance(args[0], torch.Tensor):
             zero = _grad_zero(param, args, kwargs)
         elif args[0].requires_grad:
-            zero = args[0].sum()
+            x = args[0]
+            if dense and x.shape == shape and x.dtype == dtype and x.device == device:
+                if x.is_contiguous():  # a block that keeps its input's shape: one op, not three
+                    return x.clone(memory_format=torch.contiguous_format)
+            zero = x.sum()
         else:
             zero = param.sum() if param is not None else None
+        out = torch.empty_strided(shape, stride, dtype=dtype, device=device)
         if zero is None:
             return out
         if zero.dtype != dtype or zero.device != device:
@@ -185,7 +203,7 @@ def _stub(module: nn.Module, value: Any, plain: bool) -> Callable[..., Any] | No
         if spec is not None and spec[0] == _TENSOR:
             return _tensor_stub(spec, param)
 
-        def forward(*args: Any, **kwargs: Any) -> Any:
+        def forward(_standin: nn.Module, *args: Any, **kwargs: Any) -> Any:
             return _make_plain(spec, _grad_zero(param, args, kwargs))
 
         return forward
@@ -194,7 +212,7 @@ def _stub(module: nn.Module, value: Any, plain: bool) -> Callable[..., Any] | No
         return None
     specs, tree = general
 
-    def forward_tree(*args: Any, **kwargs: Any) -> Any:
+    def forward_tree(_standin: nn.Module, *args: Any, **kwargs: Any) -> Any:
         zero = _grad_zero(param, args, kwargs)
         leaves = [
             _joined(torch.empty_strided(s[1], s[2], dtype=s[3], device=s[4]), zero)
@@ -210,6 +228,35 @@ def _stub(module: nn.Module, value: Any, plain: bool) -> Callable[..., Any] | No
 STUB_FILE = _stub.__code__.co_filename  # a break in this file is the stub's, not the model's
 
 
+def _plain_class(cls: type) -> bool:
+    """Whether a subclass of `cls` can be made without running code of its own: no metaclass
+    but ``type`` and no ``__init_subclass__`` (which may register the subclass somewhere)."""
+    if type(cls) is not type:
+        return False
+    return not any("__init_subclass__" in vars(c) for c in cls.__mro__ if c is not object)
+
+
+def _stand_in(module: nn.Module, stub: Callable[..., Any]) -> tuple[nn.Module, str, Any]:
+    """Make `stub` the module's forward; what to undo. Where it can, the module's class becomes,
+    for the duration, a subclass of its own whose ``forward`` is the stand-in: dynamo then calls
+    that ``forward`` straight away when the module has no hooks, as it calls any module's own
+    (an instance ``forward`` makes it inline all of ``nn.Module._call_impl``: about 5 ms a call,
+    most of what a 24-block trace spent on 23 stand-ins). Otherwise (a forward already set on
+    the instance, a class with a metaclass or ``__init_subclass__``, a class that cannot be
+    swapped) the stand-in is set on the instance, bound."""
+    cls = type(module)
+    if "forward" not in vars(module) and _plain_class(cls):
+        name = {"forward": stub, "__module__": cls.__module__, "__qualname__": cls.__qualname__}
+        try:
+            module.__class__ = type(cls.__name__, (cls,), name)
+            return module, "class", cls
+        except TypeError:
+            pass
+    before = vars(module).get("forward", _MISSING)
+    module.forward = types.MethodType(stub, module)  # type: ignore[method-assign]
+    return module, "forward", before
+
+
 class Stubs:
     """Context manager: each module in `outputs` (module -> its recorded output) answers with
     that output's empty copy while inside (see the module docstring)."""
@@ -217,20 +264,20 @@ class Stubs:
     def __init__(self, outputs: list[tuple[nn.Module, Any]], plain: bool = False) -> None:
         self._outputs = outputs
         self._plain = plain
-        self._saved: list[tuple[nn.Module, Any]] = []
+        self._saved: list[tuple[nn.Module, str, Any]] = []
 
     def __enter__(self) -> Stubs:
         for module, output in self._outputs:
             stub = _stub(module, output, self._plain)
-            if stub is None:
-                continue
-            self._saved.append((module, vars(module).get("forward", _MISSING)))
-            module.forward = stub  # type: ignore[method-assign]
+            if stub is not None:
+                self._saved.append(_stand_in(module, stub))
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for module, before in reversed(self._saved):
-            if before is _MISSING:
+        for module, how, before in reversed(self._saved):
+            if how == "class":
+                module.__class__ = before
+            elif before is _MISSING:
                 vars(module).pop("forward", None)
             else:
                 module.forward = before  # type: ignore[method-assign]

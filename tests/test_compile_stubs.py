@@ -1,0 +1,99 @@
+"""Stand-ins of the compile check (`torchxray._compile.stubs`): what a module is while it stands
+in for itself, and that it is exactly itself again afterwards."""
+
+from __future__ import annotations
+
+import inspect
+import types
+
+import pytest
+import torch
+from torch import nn
+
+import torchxray as tx
+from torchxray._compile.stubs import Stubs
+
+
+class Residual(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.fc(x)
+
+
+class Registered(Residual):
+    seen: list[type] = []
+
+    def __init_subclass__(cls, **kwargs: object) -> None:  # a registry: no subclass may be made
+        super().__init_subclass__(**kwargs)
+        Registered.seen.append(cls)
+
+
+def _out(shape: tuple[int, ...] = (2, 8)) -> torch.Tensor:
+    return torch.empty(shape)
+
+
+def test_a_stand_in_is_its_class_forward_and_the_module_is_itself_again_after() -> None:
+    block = Residual()
+    before = dict(vars(block))
+    with Stubs([(block, _out())]):
+        # what dynamo reads to call a module's forward straight away, not through _call_impl
+        assert "forward" not in vars(block)
+        assert isinstance(inspect.getattr_static(block, "forward"), types.FunctionType)
+        assert isinstance(block, Residual) and type(block).__name__ == "Residual"
+        x = torch.randn(2, 8, requires_grad=True)
+        y = block(x)
+        assert y.shape == (2, 8) and y.requires_grad  # a copy of its input: one op
+    assert type(block) is Residual and vars(block) == before
+
+
+def test_the_module_is_restored_when_the_trace_inside_raises() -> None:
+    block = Residual()
+    with pytest.raises(RuntimeError), Stubs([(block, _out())]):
+        raise RuntimeError("a trace failed")
+    assert type(block) is Residual and "forward" not in vars(block)
+
+
+def test_a_class_that_registers_its_subclasses_gets_an_instance_forward() -> None:
+    block = Registered()
+    with Stubs([(block, _out())]):
+        assert type(block) is Registered and "forward" in vars(block)
+        assert block(torch.randn(2, 8)).shape == (2, 8)
+    assert Registered.seen == [] and "forward" not in vars(block)
+
+
+def test_a_forward_set_on_the_instance_is_stood_in_for_and_put_back() -> None:
+    block = Residual()
+    own = types.MethodType(lambda self, x: x * 3, block)
+    block.forward = own  # type: ignore[method-assign]
+    with Stubs([(block, _out((5, 8)))]):
+        assert type(block) is Residual
+        assert block(torch.randn(2, 8)).shape == (5, 8)
+    assert vars(block)["forward"] is own
+
+
+def test_a_stand_in_whose_output_differs_from_its_input_is_still_derived_from_it() -> None:
+    block = Residual()
+    with Stubs([(block, _out((3, 8)))]):
+        y = block(torch.randn(2, 8, requires_grad=True))
+    assert y.shape == (3, 8) and y.requires_grad
+
+
+class Stack(nn.Module):
+    def __init__(self, depth: int) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList(Residual() for _ in range(depth))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+def test_a_check_leaves_every_block_of_its_own_class() -> None:
+    model = Stack(6)
+    rep = tx.compile_check(model, torch.randn(2, 8))
+    assert rep.ok and not rep.export
+    assert all(type(b) is Residual and "forward" not in vars(b) for b in model.blocks)
