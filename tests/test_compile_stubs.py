@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 import torchxray as tx
+from torchxray._compile.capture import Captured
 from torchxray._compile.stubs import Stubs
 
 
@@ -31,8 +32,9 @@ class Registered(Residual):
         Registered.seen.append(cls)
 
 
-def _out(shape: tuple[int, ...] = (2, 8)) -> torch.Tensor:
-    return torch.empty(shape)
+def _out(shape: tuple[int, ...] = (2, 8)) -> Captured:
+    """A recorded call: one (2, 8) tensor in, a tensor of `shape` out."""
+    return Captured(0, (torch.empty(2, 8),), {}, output=torch.empty(shape))
 
 
 def test_a_stand_in_is_its_class_forward_and_the_module_is_itself_again_after() -> None:
@@ -46,6 +48,9 @@ def test_a_stand_in_is_its_class_forward_and_the_module_is_itself_again_after() 
         x = torch.randn(2, 8, requires_grad=True)
         y = block(x)
         assert y.shape == (2, 8) and y.requires_grad  # a copy of its input: one op
+        assert y.grad_fn is not None and "Clone" in type(y.grad_fn).__name__
+        z = block(torch.randn(2, 8))  # an input without grad: joined to the block's weight
+        assert z.requires_grad and "Clone" not in type(z.grad_fn).__name__
     assert type(block) is Residual and vars(block) == before
 
 

@@ -17,13 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from torch import nn
 
 from .._text import short
 from .._unwrap import original_class
-from .capture import Capture
+from .capture import Capture, Captured
 from .owner import defined_at, describe, owner_of
 from .plan import Group, plan
 from .records import GraphBreak
@@ -92,7 +91,7 @@ class _Search:
         self.groups = plan(model, self.calls)
         self.group_of = {id(m): g for g in self.groups for _, m in g.members}
 
-    def _trace(self, modules: list[nn.Module], stubs: list[tuple[nn.Module, Any]]) -> Outcome:
+    def _trace(self, modules: list[nn.Module], stubs: list[tuple[nn.Module, Captured]]) -> Outcome:
         calls = [(m, self.calls[id(m)].args, self.calls[id(m)].kwargs) for m in modules]
 
         def run() -> Outcome:
@@ -109,9 +108,9 @@ class _Search:
             self.out.traced += 1
         return outcome
 
-    def _stubs(self, ids: Iterable[int]) -> list[tuple[nn.Module, Any]]:
+    def _stubs(self, ids: Iterable[int]) -> list[tuple[nn.Module, Captured]]:
         calls = self.calls
-        return [(self.modules[i], calls[i].output) for i in ids if calls[i].stubbable]
+        return [(self.modules[i], calls[i]) for i in ids if calls[i].stubbable]
 
     def top_down(self) -> None:
         """The whole model traced at once, every block interchangeable with an earlier one

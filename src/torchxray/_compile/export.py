@@ -27,7 +27,7 @@ from torch import nn
 
 from .._text import short
 from .._unwrap import original_class
-from .capture import Capture
+from .capture import Capture, Captured
 from .owner import defined_at
 from .plan import plan
 from .records import ExportFailure
@@ -132,7 +132,7 @@ def _touches(exc: BaseException, ids: set[int]) -> bool:
     return any(id(frame.f_locals.get("self")) in ids for frame in _frames(exc))
 
 
-def _export(model: nn.Module, root: Any, stubbed: list[tuple[nn.Module, Any]]) -> None:
+def _export(model: nn.Module, root: Any, stubbed: list[tuple[nn.Module, Captured]]) -> None:
     """``torch.export.export`` of the root call with `stubbed` standing in, parameters of the
     stood-in modules hidden (`_Unregistered`) and, where that fails, visible. Export prints the
     partial graph of a failure to stderr itself, and runs the forward as Python (its own
@@ -170,7 +170,7 @@ def export_failures(model: nn.Module, cap: Capture) -> tuple[list[ExportFailure]
     # Interchangeable blocks after the first stand in for themselves from the start: the first
     # one's failures are theirs too (24 identical blocks export as one block and 23 stubs).
     stubbed = [
-        (m, cap.calls[id(m)].output)
+        (m, cap.calls[id(m)])
         for g in planned
         for _, m in g.members[1:]
         if cap.calls[id(m)].stubbable and rebuildable(cap.calls[id(m)].output)
@@ -204,7 +204,6 @@ def export_failures(model: nn.Module, cap: Capture) -> tuple[list[ExportFailure]
                     )
                 )
             calls = [(m, cap.calls[id(m)]) for _, m in members if id(m) in cap.calls]
-            outputs = [(m, c.output) for m, c in calls]
             if (
                 not path
                 or not calls
@@ -216,6 +215,6 @@ def export_failures(model: nn.Module, cap: Capture) -> tuple[list[ExportFailure]
                         "output could not be stood in for)"
                     )
                 return failures, notes
-            stubbed.extend(outputs)
+            stubbed.extend(calls)
     notes.append(f"torch.export: stopped after {_MAX_ROUNDS} failures")
     return failures, notes

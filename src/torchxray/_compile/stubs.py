@@ -33,11 +33,14 @@ from __future__ import annotations
 
 import types
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 from torch.utils import _pytree as pytree
+
+if TYPE_CHECKING:
+    from .capture import Captured
 
 __all__ = ["STUB_FILE", "Stubs", "grad_param", "rebuildable"]
 
@@ -163,25 +166,34 @@ def _contiguous(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
-def _tensor_stub(spec: Any, param: torch.Tensor | None) -> Callable[..., Any]:
-    """The common stand-in, one tensor in and one out, written flat: what `_make_plain`,
-    `_grad_zero` and `_joined` do, without their calls, each of which dynamo inlines (a third
-    of a stand-in's cost in a 24-block trace). Any other call goes through `_grad_zero`."""
+def _keeps_input(call: Captured, spec: Any) -> bool:
+    """Whether the recorded call took one tensor, and no keyword, shaped as its output (shape,
+    dense strides, dtype, device): a block that keeps its input's shape (a residual block)."""
+    if call.kwargs or len(call.args) != 1 or not isinstance(call.args[0], torch.Tensor):
+        return False
+    return _tensor_spec(call.args[0]) == spec and spec[2] == _contiguous(spec[1])
+
+
+def _tensor_stub(spec: Any, param: torch.Tensor | None, keeps: bool) -> Callable[..., Any]:
+    """The common stand-in, one tensor out, written flat: what `_make_plain`, `_grad_zero` and
+    `_joined` do, without their calls, each of which dynamo inlines (a third of a stand-in's
+    cost in a 24-block trace). Where the recorded call `keeps` its input's shape (decided here,
+    from the recording: each test inside costs dynamo too, ~2 ms a stand-in for the shape,
+    dtype, device and layout) and the input requires grad, the output is a copy of it: one op,
+    derived from the input as the real one, where the join is three. Any other call goes
+    through `_grad_zero`."""
     _, shape, stride, dtype, device = spec
     floating = dtype.is_floating_point or dtype.is_complex
-    dense = stride == _contiguous(shape)
 
     def forward(_standin: nn.Module, *args: Any, **kwargs: Any) -> Any:
+        if keeps and not kwargs and len(args) == 1 and args[0].requires_grad:
+            return args[0].clone(memory_format=torch.contiguous_format)
         if not floating or not torch.is_grad_enabled():
             return torch.empty_strided(shape, stride, dtype=dtype, device=device)
         if kwargs or len(args) != 1 or not isinstance(args[0], torch.Tensor):
             zero = _grad_zero(param, args, kwargs)
         elif args[0].requires_grad:
-            x = args[0]
-            if dense and x.shape == shape and x.dtype == dtype and x.device == device:
-                if x.is_contiguous():  # a block that keeps its input's shape: one op, not three
-                    return x.clone(memory_format=torch.contiguous_format)
-            zero = x.sum()
+            zero = args[0].sum()
         else:
             zero = param.sum() if param is not None else None
         out = torch.empty_strided(shape, stride, dtype=dtype, device=device)
@@ -194,14 +206,14 @@ def _tensor_stub(spec: Any, param: torch.Tensor | None) -> Callable[..., Any]:
     return forward
 
 
-def _stub(module: nn.Module, value: Any, plain: bool) -> Callable[..., Any] | None:
-    param = grad_param(module)
+def _stub(module: nn.Module, call: Captured, plain: bool) -> Callable[..., Any] | None:
+    param, value = grad_param(module), call.output
     if plain or _plain(value) is not _MISSING:  # the cheaper rebuild where it serves
         spec = _plain(value)
         if spec is _MISSING:
             return None
         if spec is not None and spec[0] == _TENSOR:
-            return _tensor_stub(spec, param)
+            return _tensor_stub(spec, param, _keeps_input(call, spec))
 
         def forward(_standin: nn.Module, *args: Any, **kwargs: Any) -> Any:
             return _make_plain(spec, _grad_zero(param, args, kwargs))
@@ -258,17 +270,17 @@ def _stand_in(module: nn.Module, stub: Callable[..., Any]) -> tuple[nn.Module, s
 
 
 class Stubs:
-    """Context manager: each module in `outputs` (module -> its recorded output) answers with
-    that output's empty copy while inside (see the module docstring)."""
+    """Context manager: each module in `calls` (module, its recorded call) answers with its
+    recorded output's empty copy while inside (see the module docstring)."""
 
-    def __init__(self, outputs: list[tuple[nn.Module, Any]], plain: bool = False) -> None:
-        self._outputs = outputs
+    def __init__(self, calls: list[tuple[nn.Module, Captured]], plain: bool = False) -> None:
+        self._calls = calls
         self._plain = plain
         self._saved: list[tuple[nn.Module, str, Any]] = []
 
     def __enter__(self) -> Stubs:
-        for module, output in self._outputs:
-            stub = _stub(module, output, self._plain)
+        for module, call in self._calls:
+            stub = _stub(module, call, self._plain)
             if stub is not None:
                 self._saved.append(_stand_in(module, stub))
         return self
