@@ -1,9 +1,13 @@
 """`tx.ranks` against the real run it plans (goal: the dry run <= 0.5x a gloo run of the same plan),
 and a 64-rank plan of the Llama-3-70B architecture on meta (goal: <= 30 s).
 
-`python -m bench.ranks [--repeats 3] [--big-only] [--skip-big] [--every-block]`. Small cases: the
-tiny transformers Llama of the tests (`tests/fixtures/ranks.py`) under FSDP2 over dp=4 and the
-torchtitan-style plan over dp 2 x tp 2; per repeat, `tx.ranks(...)` (the dry run: fake process
+`python -m bench.ranks [--repeats 3] [--big-only] [--skip-big] [--every-block] [--no-medium]
+[--medium-only]`.
+Small cases: the tiny transformers Llama of the tests (`tests/fixtures/ranks.py`; width 64, its
+real step mostly fixed costs) and a 512-wide, 4-layer one (about 25 M parameters, 2 x 128 tokens:
+a real step that computes), each under FSDP2 over dp=4 and the torchtitan-style plan over
+dp 2 x tp 2 (`--medium-only`: the 512-wide one alone, so that its first dry run is the
+process's first); per repeat, `tx.ranks(...)` (the dry run: fake process
 group, fake step) and `plan.verify()` (4 gloo processes: start, shard, step, compare), medians of
 `--repeats`. The first dry run of a plan in a process works out DTensor's sharding rules, which
 later ones find warm (`_ranks.warm`): its time is given apart ("first") from the median of the
@@ -33,11 +37,41 @@ from . import real  # noqa: E402
 from .machine import machine  # noqa: E402
 
 
-def _small(repeats: int) -> list[dict[str, Any]]:
+def _small_llama() -> Any:
+    """A small transformers Llama where the real step computes more than it waits: width 512,
+    4 layers, vocab 8000 (about 25 M parameters), 2 x 128 tokens; built from a config."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    cfg = LlamaConfig(
+        hidden_size=512,
+        intermediate_size=1376,
+        num_hidden_layers=4,
+        num_attention_heads=8,
+        num_key_value_heads=4,
+        vocab_size=8000,
+        max_position_embeddings=256,
+    )
+    torch.manual_seed(0)
+    return LlamaForCausalLM(cfg)
+
+
+def _small(repeats: int, medium: bool | str) -> list[dict[str, Any]]:
     from fixtures.ranks import fsdp, tiny_llama, titan, tokens
 
     rows = []
-    model = tiny_llama()
+    models = [] if medium == "only" else [("tiny Llama", tiny_llama(), tokens())]
+    if medium:
+        models.append(("Llama width 512, 4 layers", _small_llama(), tokens(2, 128, 8000)))
+    for label, model, x in models:
+        rows += _cases(label, model, x, repeats, fsdp, titan)
+    return rows
+
+
+def _cases(
+    label: str, model: Any, x: Any, repeats: int, fsdp: Any, titan: Any
+) -> list[dict[str, Any]]:
+    rows = []
     for name, fn, mesh in (
         ("FSDP2, dp=4", fsdp, {"dp": 4}),
         ("torchtitan-style, dp 2 x tp 2", titan, {"dp": 2, "tp": 2}),
@@ -45,7 +79,7 @@ def _small(repeats: int) -> list[dict[str, Any]]:
         dry, wet = [], []
         for _ in range(repeats):
             t = time.perf_counter()
-            plan = tx.ranks(model, fn, mesh=mesh, args=(tokens(),))
+            plan = tx.ranks(model, fn, mesh=mesh, args=(x,))
             dry.append(time.perf_counter() - t)
             t = time.perf_counter()
             v = plan.verify(timeout=300)
@@ -56,7 +90,7 @@ def _small(repeats: int) -> list[dict[str, Any]]:
         worst = max(abs(e) for e in v.memory_error.values())
         rows.append(
             {
-                "case": f"tiny Llama, {name}",
+                "case": f"{label}, {name}",
                 "first": first,
                 "later": later,
                 "real": w,
@@ -95,6 +129,16 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--big-only", action="store_true")
     ap.add_argument("--skip-big", action="store_true")
     ap.add_argument("--every-block", action="store_true")
+    ap.add_argument(
+        "--no-medium",
+        action="store_true",
+        help="skip the 512-wide Llama (its real runs take longer)",
+    )
+    ap.add_argument(
+        "--medium-only",
+        action="store_true",
+        help="only the 512-wide Llama: its first dry run is then the process's first",
+    )
     a = ap.parse_args(argv)
     warnings.filterwarnings("ignore")
     print(f"machine: {machine()}\n")
@@ -104,7 +148,8 @@ def main(argv: list[str] | None = None) -> None:
             "| first / real | later / real | memory, worst rank |"
         )
         print("|---|---:|---:|---:|---:|---:|---:|")
-        for r in _small(a.repeats):
+        medium: bool | str = "only" if a.medium_only else not a.no_medium
+        for r in _small(a.repeats, medium):
             print(
                 f"| {r['case']} | {r['first']:.2f} s | {r['later']:.2f} s | {r['real']:.2f} s "
                 f"| {r['first'] / r['real']:.2f}x | {r['later'] / r['real']:.2f}x | {r['memory']:+.1%} |"

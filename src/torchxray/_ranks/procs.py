@@ -26,6 +26,10 @@ from typing import Any
 __all__ = ["RankDied", "backward_keeps_fork", "forkable", "run_ranks"]
 
 _POISONED = False
+# Autograd's engine started here without device threads (`backward_keeps_fork`): it starts them
+# once, on a process's first backward (a ``call_once`` in torch's engine), so from then on no
+# backward here starts any and a forked child can always run its own; no probe is needed again.
+_QUIET_ENGINE = False
 
 
 class RankDied(RuntimeError):
@@ -69,6 +73,8 @@ def _probe() -> tuple[bool, bool]:
 def forkable() -> bool:
     """Whether a forked process can still run a backward."""
     global _POISONED
+    if _QUIET_ENGINE:
+        return True
     if _POISONED or not hasattr(os, "fork"):
         return False
     ok, _ = _probe()
@@ -89,7 +95,9 @@ def backward_keeps_fork() -> bool:
     whether the engine already runs without them); a tiny plain backward then starts the engine
     before the dry run enters FakeTensorMode. Where it would start threads (a GPU machine, or a
     FakeTensorMode entered earlier in this process), the dry run runs in a forked process instead."""
-    global _POISONED
+    global _POISONED, _QUIET_ENGINE
+    if _QUIET_ENGINE:
+        return True
     if _POISONED or not hasattr(os, "fork"):
         return False
     ok, quiet = _probe()
@@ -100,6 +108,7 @@ def backward_keeps_fork() -> bool:
 
     x = torch.ones(1, requires_grad=True)
     (x * 2).sum().backward()
+    _QUIET_ENGINE = True
     return True
 
 
