@@ -40,20 +40,9 @@ from .machine import machine  # noqa: E402
 def _small_llama() -> Any:
     """A small transformers Llama where the real step computes more than it waits: width 512,
     4 layers, vocab 8000 (about 25 M parameters), 2 x 128 tokens; built from a config."""
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from fixtures.ranks import llama_of
 
-    cfg = LlamaConfig(
-        hidden_size=512,
-        intermediate_size=1376,
-        num_hidden_layers=4,
-        num_attention_heads=8,
-        num_key_value_heads=4,
-        vocab_size=8000,
-        max_position_embeddings=256,
-    )
-    torch.manual_seed(0)
-    return LlamaForCausalLM(cfg)
+    return llama_of(512, 1376, layers=4, heads=8, kv_heads=4, vocab=8000, positions=256)
 
 
 def _small(repeats: int, medium: bool | str) -> list[dict[str, Any]]:

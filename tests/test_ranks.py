@@ -8,7 +8,7 @@ import multiprocessing
 import pytest
 import torch
 import torch.distributed as dist
-from fixtures.ranks import dies_on_rank_2, fsdp, fsdp_tp, tiny_llama, titan, tokens, whole
+from fixtures.ranks import dies_on_rank_2, fsdp, fsdp_tp, llama_of, tiny_llama, titan, tokens, whole
 from torch import nn
 from torch.distributed.fsdp import fully_shard
 from torch.distributed.tensor import DTensor
@@ -245,19 +245,7 @@ def test_sampled_blocks_find_the_forwards_peak_where_it_moves_along_the_stack():
     """Wide blocks on few tokens: in the 4- and 5-block steps the forward peaks in the first block
     (FSDP2's all-gathered weights), past ~11 blocks after the last (the saved activations): the
     forward's peak of the whole stack is not the 4- and 5-block peaks extended in a line."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    cfg = LlamaConfig(
-        hidden_size=256,
-        intermediate_size=896,
-        num_hidden_layers=14,
-        num_attention_heads=8,
-        num_key_value_heads=8,
-        vocab_size=4008,
-        max_position_embeddings=64,
-    )
-    torch.manual_seed(0)
-    model = LlamaForCausalLM(cfg)
+    model = llama_of(hidden=256, intermediate=896, layers=14, heads=8, kv_heads=8, vocab=4008)
     x = (tokens(batch=1, seq=16, vocab=4008),)
     every = tx.ranks(model, titan, mesh={"dp": 2, "tp": 2}, args=x)
     sampled = tx.ranks(model, titan, mesh={"dp": 2, "tp": 2}, args=x, sample_blocks=True)

@@ -70,16 +70,21 @@ def _probe() -> tuple[bool, bool]:
     return code in (0, 2), code == 0 and _HAS_PROC
 
 
+def _asked() -> tuple[bool, bool] | None:
+    """(ok, quiet) of `_probe` where a child must be asked; None where the answer is known: the
+    engine runs here without device threads (`_QUIET_ENGINE`: ok and quiet), or fork is out."""
+    global _POISONED
+    if _QUIET_ENGINE or _POISONED or not hasattr(os, "fork"):
+        return None
+    ok, quiet = _probe()
+    _POISONED = not ok
+    return ok, quiet
+
+
 def forkable() -> bool:
     """Whether a forked process can still run a backward."""
-    global _POISONED
-    if _QUIET_ENGINE:
-        return True
-    if _POISONED or not hasattr(os, "fork"):
-        return False
-    ok, _ = _probe()
-    _POISONED = not ok
-    return ok
+    answer = _asked()
+    return _QUIET_ENGINE if answer is None else answer[0]
 
 
 def backward_keeps_fork() -> bool:
@@ -95,15 +100,10 @@ def backward_keeps_fork() -> bool:
     whether the engine already runs without them); a tiny plain backward then starts the engine
     before the dry run enters FakeTensorMode. Where it would start threads (a GPU machine, or a
     FakeTensorMode entered earlier in this process), the dry run runs in a forked process instead."""
-    global _POISONED, _QUIET_ENGINE
-    if _QUIET_ENGINE:
-        return True
-    if _POISONED or not hasattr(os, "fork"):
-        return False
-    ok, quiet = _probe()
-    _POISONED = not ok
-    if not (ok and quiet):
-        return False
+    global _QUIET_ENGINE
+    answer = _asked()
+    if answer is None or not all(answer):
+        return _QUIET_ENGINE
     import torch
 
     x = torch.ones(1, requires_grad=True)
