@@ -288,7 +288,11 @@ import torch.distributed as dist
 from fixtures.ranks import titan, tiny_llama, tokens
 import torchxray as tx
 from torchxray._ranks.procs import forkable
-before = forkable()
+import torch
+with torch.no_grad():  # the probe's own backward runs whatever the caller's grad mode
+    before = forkable()
+with torch.inference_mode():
+    before = before and forkable()
 model = tiny_llama()
 tx.ranks(model, titan, mesh={"dp": 2, "tp": 2}, args=(tokens(),))
 after = forkable()

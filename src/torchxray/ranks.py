@@ -35,7 +35,7 @@ from typing import Any
 from torch import nn
 
 from ._ranks.dry import DryRun, dry_run
-from ._ranks.procs import RankDied, backward_keeps_fork, forkable, run_ranks
+from ._ranks.procs import RankDied, dry_run_here, run_ranks
 from ._ranks.world import check_mesh
 
 __all__ = ["Comm", "RankMemory", "RankRecord", "RanksPlan", "ranks"]
@@ -202,11 +202,11 @@ def _dry(
     timeout: float,
 ) -> DryRun:
     """The dry run here, where its backward leaves this process able to fork ranks that run
-    theirs (`procs.backward_keeps_fork`: a CPU-only machine), or where it cannot fork them anyway;
+    theirs (`procs.dry_run_here`: a CPU-only machine), or where it cannot fork them anyway;
     else in a forked process, so that `verify` can still fork its ranks later. Here, DTensor's
     sharding rules and the fake tensors' caches stay warm from one plan to the next (a forked dry
     run paid their warm-up every time: most of a small model's dry run)."""
-    if not step or backward_keeps_fork() or not forkable():
+    if not step or dry_run_here():
         return dry_run(model, parallelize, dims, args, kw, step=step, sample_blocks=sample)
     work = _DryWork(model, parallelize, dims, args, kw, step, sample)
     try:

@@ -23,10 +23,10 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["RankDied", "backward_keeps_fork", "forkable", "run_ranks"]
+__all__ = ["RankDied", "dry_run_here", "forkable", "run_ranks"]
 
 _POISONED = False
-# Autograd's engine started here without device threads (`backward_keeps_fork`): it starts them
+# Autograd's engine started here without device threads (`dry_run_here`): it starts them
 # once, on a process's first backward (a ``call_once`` in torch's engine), so from then on no
 # backward here starts any and a forked child can always run its own; no probe is needed again.
 _QUIET_ENGINE = False
@@ -48,6 +48,16 @@ def _threads() -> int:
     return len(os.listdir("/proc/self/task"))
 
 
+def _tiny_backward() -> None:
+    """A one-element backward, whatever the caller's grad mode: under ``no_grad`` or
+    ``inference_mode`` it would raise, and the probe would say this process cannot fork."""
+    import torch
+
+    with torch.inference_mode(False), torch.enable_grad():
+        x = torch.ones(1, requires_grad=True)
+        (x * 2).sum().backward()
+
+
 def _probe() -> tuple[bool, bool]:
     """In a forked child: whether it can run a backward, and whether that backward started
     autograd's device threads (only once per process, on its first backward, where some device
@@ -56,12 +66,8 @@ def _probe() -> tuple[bool, bool]:
     if pid == 0:  # the child says by its exit code: 0 ok, 2 ok but threads started, 1 failed
         code = 1
         try:
-            import torch
-
-            x = torch.ones(1, requires_grad=True)
-            y = (x * 2).sum()
             before = _threads() if _HAS_PROC else 0
-            y.backward()
+            _tiny_backward()
             code = 2 if _HAS_PROC and _threads() > before else 0
         finally:
             os._exit(code)
@@ -87,9 +93,10 @@ def forkable() -> bool:
     return _QUIET_ENGINE if answer is None else answer[0]
 
 
-def backward_keeps_fork() -> bool:
-    """Whether this process can run the dry run's backward (on fake tensors) and still fork ranks
-    that run theirs; if so, autograd's engine is started here now, without device threads.
+def dry_run_here() -> bool:
+    """Whether the dry run runs in this process: where its backward (on fake tensors) leaves this
+    process able to fork ranks that run theirs, autograd's engine then started here now without
+    device threads; or where this process cannot fork ranks anyway. One probe at most.
 
     Autograd starts its device threads on a process's first backward, one per device of the device
     type that reports the most, and a child forked after that cannot run a backward. On a CPU-only
@@ -99,17 +106,17 @@ def backward_keeps_fork() -> bool:
     tensors would not. A forked child tells whether a first backward here would start threads (or
     whether the engine already runs without them); a tiny plain backward then starts the engine
     before the dry run enters FakeTensorMode. Where it would start threads (a GPU machine, or a
-    FakeTensorMode entered earlier in this process), the dry run runs in a forked process instead."""
+    FakeTensorMode entered earlier in this process), the dry run runs in a forked process instead
+    (False)."""
     global _QUIET_ENGINE
     answer = _asked()
-    if answer is None or not all(answer):
-        return _QUIET_ENGINE
-    import torch
-
-    x = torch.ones(1, requires_grad=True)
-    (x * 2).sum().backward()
-    _QUIET_ENGINE = True
-    return True
+    if answer is None:  # the engine runs here without threads, or this process cannot fork
+        return True
+    ok, quiet = answer
+    if ok and quiet:
+        _tiny_backward()
+        _QUIET_ENGINE = True
+    return quiet or not ok
 
 
 def _die_with_parent() -> None:
