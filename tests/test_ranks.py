@@ -315,3 +315,25 @@ def test_a_dry_run_in_a_fresh_process_leaves_it_able_to_fork_ranks():
     assert out.returncode == 0, out.stderr[-2000:]
     # verify forks its ranks (a notebook's parallelize function needs no pickling) after a plan
     assert out.stdout.split()[-4:] == ["True", "True", "True", "False"], out.stdout
+
+
+def test_a_rule_whose_schema_does_not_hash_is_worked_out_and_not_kept():
+    # A schema with symbolic sizes (a parallelize function that compiles its blocks) does not
+    # hash; DTensor works its rule out every time then, and so does the dry run's warm cache.
+    from torchxray._ranks import warm
+    from torchxray._ranks.world import fake_world
+
+    prop = DTensor._op_dispatcher.sharding_propagator
+    seen = []
+    kept = len(warm._RULES)
+    # DTensor's own rule, stood in for while the cache is entered (which reads it then)
+    prop.propagate_op_sharding_non_cached = lambda s: seen.append(s) or "rule"
+    try:
+        with fake_world({"dp": 2}), warm.warm_rules():
+            unhashable = [1, 2]
+            assert prop.propagate_op_sharding(unhashable) == "rule"
+            assert prop.propagate_op_sharding(unhashable) == "rule"
+    finally:
+        vars(prop).pop("propagate_op_sharding_non_cached", None)
+    assert seen == [unhashable, unhashable] and len(warm._RULES) == kept
+    assert not dist.is_initialized()

@@ -9,7 +9,9 @@ groups. So the fake world starts and ends with those caches empty (`forget_meshe
 dry run runs, DTensor looks its rules up in a cache of ours (`warm_rules`), keyed by the schema
 and by the fake world's groups (every name with its ranks): a rule is reused only where each
 group name it can hold means the same ranks, as within one process, where torch shares rules
-between equal meshes. The rules are DTensor's own (``propagate_op_sharding_non_cached``).
+between equal meshes. The rules are DTensor's own (``propagate_op_sharding_non_cached``); as in
+DTensor, none is kept while dynamo or make_fx traces (a parallelize function that compiles its
+blocks), nor for a schema that does not hash (symbolic sizes).
 
 Why: working the rules out was most of a small model's first dry run (2.2 s of 5.8 s under
 cProfile for the tiny Llama's torchtitan-style plan; a warm one took 0.7 s against 2.6 s), and the
@@ -56,6 +58,14 @@ def _world() -> tuple[Any, ...]:
     return (dist.get_rank(), groups)
 
 
+def _tracing() -> bool:
+    """Whether dynamo or make_fx is tracing. Not DTensor's own test (``_are_we_tracing``), which
+    counts any fake mode as tracing, and the dry run's step runs under one."""
+    from torch.fx.experimental.proxy_tensor import get_proxy_mode
+
+    return torch.compiler.is_compiling() or get_proxy_mode() is not None
+
+
 @contextmanager
 def warm_rules() -> Iterator[None]:
     """DTensor's rule lookups served from ``_RULES`` while the dry run runs (inside `fake_world`,
@@ -67,8 +77,13 @@ def warm_rules() -> Iterator[None]:
     lru = prop.propagate_op_sharding
 
     def rule(schema: Any) -> Any:
+        if _tracing():  # as DTensor does: a rule worked out while tracing is not kept
+            return compute(schema)
         key = (_world(), schema)
-        hit = _RULES.get(key)
+        try:
+            hit = _RULES.get(key)
+        except TypeError:  # a schema with symbolic sizes does not hash: worked out every time
+            return compute(schema)
         if hit is None:
             if len(_RULES) > _LIMIT:
                 _RULES.clear()
