@@ -5,7 +5,9 @@ the model's ``pretrained_cfg``. Real timm models, random init, nothing downloade
 
 from __future__ import annotations
 
+import os
 import sys
+import sysconfig
 import types
 import warnings
 from typing import Any
@@ -98,10 +100,12 @@ def tiny_net() -> Net:
 """
 
 
-def _zoo() -> tuple[types.ModuleType, type]:
-    """A module that defines a class and a function named after a model of it."""
+def _zoo(where: str | None = None) -> tuple[types.ModuleType, type]:
+    """A module that defines a class and a function named after a model of it, as a library
+    installed in this interpreter's site-packages has, or at `where`."""
     home = types.ModuleType("h2_zoo")
-    exec(compile(_ZOO, "h2_zoo.py", "exec"), vars(home))  # noqa: S102 - the test's own text
+    home.__file__ = where or os.path.join(sysconfig.get_paths()["purelib"], "h2_zoo.py")
+    exec(compile(_ZOO, home.__file__, "exec"), vars(home))  # noqa: S102 - the test's own text
     return home, home.Net  # type: ignore[attr-defined]
 
 
@@ -121,6 +125,20 @@ def test_only_a_function_of_the_class_s_module_that_returns_it_is_called() -> No
         assert factories(m, net) == [home.tiny_net]
         home.Net = None  # its code names nothing of the class's module that is the class
         assert factories(m, net) == []
+    finally:
+        del sys.modules[home.__name__]
+
+
+def test_the_person_s_own_function_is_never_run(tmp_path: Any) -> None:
+    # A notebook's or a script's function may load data or write files before it makes the
+    # model: only installed libraries' factories are called.
+    home, net = _zoo(str(tmp_path / "h2_zoo.py"))
+    sys.modules[home.__name__] = home
+    try:
+        m = home.tiny_net()
+        assert factories(m, net) == []
+        assert named_factory_args(m, net, signature(net), float("inf")) == {}
+        assert len(home.built) == 1  # the function was not called again
     finally:
         del sys.modules[home.__name__]
 

@@ -68,3 +68,33 @@ def test_a_config_the_library_does_not_ship_is_refused_by_name() -> None:
     m = _clip(**cfg)
     f = tx.form(m)
     assert f.inexact.startswith("inexact: ")
+
+
+def test_the_person_s_own_project_is_not_read(tmp_path: Path) -> None:
+    # A single-file module's directory is the person's project (datasets, a virtual
+    # environment): only an installed package's own files are read as configs it ships.
+    import sys
+    import types
+
+    from torchxray._forms.shipped import _packaged
+
+    (tmp_path / "cfg.json").write_text(json.dumps({"width": 8, "depth": 2}))
+    pkg = tmp_path / "mine"
+    pkg.mkdir()
+    (pkg / "cfg.json").write_text(json.dumps({"width": 8, "depth": 2}))
+    for name, where, is_pkg in (
+        ("mine_single", tmp_path / "mine_single.py", False),
+        ("mine", pkg / "__init__.py", True),
+    ):
+        mod = types.ModuleType(name)
+        mod.__file__ = str(where)
+        if is_pkg:
+            mod.__path__ = [str(pkg)]  # a package, but not an installed one
+        sys.modules[name] = mod
+        try:
+            assert _packaged(name) == ()
+        finally:
+            del sys.modules[name]
+            _packaged.cache_clear()
+    oc = pytest.importorskip("open_clip")
+    assert len(_packaged(oc.__name__)) > 100  # an installed library's configs are read

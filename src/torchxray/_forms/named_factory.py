@@ -7,21 +7,25 @@ class, and the model keeps that name (timm's ``efficientnet_b0()`` returns an ``
 whose ``pretrained_cfg`` says ``architecture='efficientnet_b0'``). What the function computes
 before it calls the constructor (block lists decoded from arch strings, a cfg dataclass taken
 from a table, per-stage widths scaled by a multiplier) is what the model keeps no attribute for.
-So: a function is called when it is defined in the class's own module, is named exactly as a
-string the model keeps (an attribute, or a value of a dict attribute), makes the class (its
+So: a function is called when it is defined in the class's own module, that module belongs to
+an installed library (never the person's own code: a function of a notebook or a script runs
+whatever it does before it makes the model, for real; ``_forms/installed.py``), is named exactly
+as a string the model keeps (an attribute, or a value of a dict attribute), makes the class (its
 return annotation names the class, a subclass or a base; without one, its code or that of a
 function of the module it calls names the class) and needs no argument. It runs on meta
 (``_forms/metabuild.py``), under a profile function of this thread only (``sys.setprofile``; none
 while a profiler runs) that reads the arguments of the first call to the class's ``__init__`` on
 an instance of exactly that class, before its first line runs; the build then stops at its next
-submodule. Nothing is built past that point, nothing is recorded, no other thread is touched.
+submodule. Nothing is built past that point, nothing is recorded, no other thread is touched;
+what the function does before that point (a library's factory: decoding arch strings, looking up
+a cfg) runs for real.
 
 The arguments found are the search's start (``_forms/fill.py``, ``started_from``), and the gate
 decides: a value the person passed when making the model (``num_classes=10``) is read back from
 the build's differences, and a model these values do not rebuild exactly stays refused by the
-part that differs. Its CPU time is its own allowance within the form's budget
-(``FACTORY_WORK``, counted like a build's work, ``_forms/budget.py``: the same on every call; one
-call that stops before the model's first layer takes ~2 ms), under the form's safety ceiling.
+part that differs. The call has its own allowance of work (``FACTORY_WORK``, counted like a
+build's, so the same on every call; one call that stops before the model's first layer takes
+~2 ms), apart from the search's budget and not charged to it, under the form's safety ceiling.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from typing import Any
 from torch import nn
 
 from .field import Field
+from .installed import installed
 from .make import same
 from .metabuild import meta_build
 from .record import _frame_args
@@ -112,8 +117,8 @@ def factories(module: nn.Module, cls: type) -> list[Callable[..., Any]]:
     (``_makes``) and take no required argument."""
     home = sys.modules.get(cls.__module__)
     out: list[Callable[..., Any]] = []
-    if home is None:
-        return out
+    if home is None or not installed(getattr(home, "__file__", None)):
+        return out  # the person's own code is never run (``_forms/installed.py``)
     for name in _names(module):
         fn = vars(home).get(name)
         if (

@@ -29,6 +29,7 @@ from typing import Any
 from torch import nn
 
 from .._unwrap import original_class
+from .installed import installed
 
 __all__ = ["MAX_SHIPPED", "evidence", "score", "shipped"]
 
@@ -41,15 +42,20 @@ _NAME = 4  # a name the module keeps (a timm model's architecture) outweighs sma
 
 @functools.lru_cache(maxsize=32)
 def _packaged(package: str) -> tuple[dict[str, Any], ...]:
-    """The JSON objects of the package's data files (and those one level inside them). Cached for
-    the process: the files of an installed package do not change under it."""
+    """The JSON objects of an installed package's data files (and those one level inside them).
+    Not a single-file module's directory, nor the person's own code (``_forms/installed.py``):
+    that is their project. Cached for the process: an installed package's files do not change
+    under it."""
     mod = sys.modules.get(package)
     where = getattr(mod, "__file__", None)
-    if where is None:
+    if where is None or not hasattr(mod, "__path__") or not installed(where):
         return ()
-    files = sorted(Path(where).parent.rglob("*.json"))
-    if len(files) > MAX_FILES:
-        return ()
+    files: list[Path] = []
+    for path in Path(where).parent.rglob("*.json"):
+        files.append(path)
+        if len(files) > MAX_FILES:  # stopped at once: the walk itself is not bounded otherwise
+            return ()
+    files.sort()
     out: list[dict[str, Any]] = []
     for path in files:
         try:
