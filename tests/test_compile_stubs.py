@@ -102,3 +102,25 @@ def test_a_check_leaves_every_block_of_its_own_class() -> None:
     rep = tx.compile_check(model, torch.randn(2, 8))
     assert rep.ok and not rep.export
     assert all(type(b) is Residual and "forward" not in vars(b) for b in model.blocks)
+
+
+class TwoLinear(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(8, 8)
+        self.b = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.a(x) + self.b(x)
+
+
+def test_export_reads_a_stand_in_s_parameter_as_the_parameter() -> None:
+    # The input does not require grad, so b's stand-in is joined to b's weight: read through the
+    # module as it runs, it is the parameter export lifts, not a constant held by the stand-in.
+    model = TwoLinear()
+    x = torch.randn(2, 8)
+    with Stubs([(model.b, Captured(0, (x,), {}, output=torch.empty(2, 8)))]):
+        ep = torch.export.export(model, (x,), strict=False)
+    assert "b.weight" in ep.graph_signature.parameters
+    assert not ep.constants  # nothing lifted from the stand-in's closure
+    assert type(model.b) is nn.Linear

@@ -90,9 +90,28 @@ def rebuildable(value: Any, plain: bool = False) -> bool:
 
 
 def grad_param(module: nn.Module) -> torch.Tensor | None:
-    """The module's first parameter that requires grad, found once, before tracing: looked up
-    inside the stand-in, dynamo would trace ``parameters()``'s generators for every stand-in."""
+    """The module's first parameter that requires grad (the one a stand-in reads, kept
+    registered while `export` hides the others)."""
     return next((p for p in module.parameters() if p.requires_grad), None)
+
+
+def _grad_path(module: nn.Module) -> tuple[str, ...] | None:
+    """Where `grad_param` is, as attribute names from the module, found once, before tracing:
+    looked up inside the stand-in, dynamo would trace ``parameters()``'s generators for every
+    stand-in. The stand-in reads the parameter through the module when it runs, not a reference
+    taken now: non-strict export swaps registered parameters for its own fakes, and a tensor
+    held in the stand-in's closure would be traced as a constant that does not require grad."""
+    name = next((n for n, p in module.named_parameters() if p.requires_grad), None)
+    return None if name is None else tuple(name.split("."))
+
+
+def _param(module: nn.Module, path: tuple[str, ...] | None) -> torch.Tensor | None:
+    if path is None:
+        return None
+    found: Any = module
+    for part in path:
+        found = getattr(found, part)
+    return found  # type: ignore[no-any-return]
 
 
 def _needing_grad(value: Any, out: list[torch.Tensor]) -> None:
@@ -174,7 +193,7 @@ def _keeps_input(call: Captured, spec: Any) -> bool:
     return _tensor_spec(call.args[0]) == spec and spec[2] == _contiguous(spec[1])
 
 
-def _tensor_stub(spec: Any, param: torch.Tensor | None, keeps: bool) -> Callable[..., Any]:
+def _tensor_stub(spec: Any, path: tuple[str, ...] | None, keeps: bool) -> Callable[..., Any]:
     """The common stand-in, one tensor out, written flat: what `_make_plain`, `_grad_zero` and
     `_joined` do, without their calls, each of which dynamo inlines (a third of a stand-in's
     cost in a 24-block trace). Where the recorded call `keeps` its input's shape (decided here,
@@ -191,10 +210,11 @@ def _tensor_stub(spec: Any, param: torch.Tensor | None, keeps: bool) -> Callable
         if not floating or not torch.is_grad_enabled():
             return torch.empty_strided(shape, stride, dtype=dtype, device=device)
         if kwargs or len(args) != 1 or not isinstance(args[0], torch.Tensor):
-            zero = _grad_zero(param, args, kwargs)
+            zero = _grad_zero(_param(_standin, path), args, kwargs)
         elif args[0].requires_grad:
             zero = args[0].sum()
         else:
+            param = _param(_standin, path)
             zero = param.sum() if param is not None else None
         out = torch.empty_strided(shape, stride, dtype=dtype, device=device)
         if zero is None:
@@ -207,16 +227,16 @@ def _tensor_stub(spec: Any, param: torch.Tensor | None, keeps: bool) -> Callable
 
 
 def _stub(module: nn.Module, call: Captured, plain: bool) -> Callable[..., Any] | None:
-    param, value = grad_param(module), call.output
+    path, value = _grad_path(module), call.output
     if plain or _plain(value) is not _MISSING:  # the cheaper rebuild where it serves
         spec = _plain(value)
         if spec is _MISSING:
             return None
         if spec is not None and spec[0] == _TENSOR:
-            return _tensor_stub(spec, param, _keeps_input(call, spec))
+            return _tensor_stub(spec, path, _keeps_input(call, spec))
 
         def forward(_standin: nn.Module, *args: Any, **kwargs: Any) -> Any:
-            return _make_plain(spec, _grad_zero(param, args, kwargs))
+            return _make_plain(spec, _grad_zero(_param(_standin, path), args, kwargs))
 
         return forward
     general = _general(value)
@@ -225,7 +245,7 @@ def _stub(module: nn.Module, call: Captured, plain: bool) -> Callable[..., Any] 
     specs, tree = general
 
     def forward_tree(_standin: nn.Module, *args: Any, **kwargs: Any) -> Any:
-        zero = _grad_zero(param, args, kwargs)
+        zero = _grad_zero(_param(_standin, path), args, kwargs)
         leaves = [
             _joined(torch.empty_strided(s[1], s[2], dtype=s[3], device=s[4]), zero)
             if s[0] == _TENSOR
