@@ -45,11 +45,11 @@ def _small_llama() -> Any:
     return llama_of(512, 1376, layers=4, heads=8, kv_heads=4, vocab=8000, positions=256)
 
 
-def _small(repeats: int, medium: bool | str) -> list[dict[str, Any]]:
+def _small(repeats: int, tiny: bool, medium: bool) -> list[dict[str, Any]]:
     from fixtures.ranks import fsdp, tiny_llama, titan, tokens
 
     rows = []
-    models = [] if medium == "only" else [("tiny Llama", tiny_llama(), tokens())]
+    models = [("tiny Llama", tiny_llama(), tokens())] if tiny else []
     if medium:
         models.append(("Llama width 512, 4 layers", _small_llama(), tokens(2, 128, 8000)))
     for label, model, x in models:
@@ -137,8 +137,7 @@ def main(argv: list[str] | None = None) -> None:
             "| first / real | later / real | memory, worst rank |"
         )
         print("|---|---:|---:|---:|---:|---:|---:|")
-        medium: bool | str = "only" if a.medium_only else not a.no_medium
-        for r in _small(a.repeats, medium):
+        for r in _small(a.repeats, tiny=not a.medium_only, medium=not a.no_medium):
             print(
                 f"| {r['case']} | {r['first']:.2f} s | {r['later']:.2f} s | {r['real']:.2f} s "
                 f"| {r['first'] / r['real']:.2f}x | {r['later'] / r['real']:.2f}x | {r['memory']:+.1%} |"

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
+from torch._prims_common import make_contiguous_strides_for
 from torch.utils import _pytree as pytree
 
 if TYPE_CHECKING:
@@ -92,7 +93,7 @@ def rebuildable(value: Any, plain: bool = False) -> bool:
 def grad_param(module: nn.Module) -> torch.Tensor | None:
     """The module's first parameter that requires grad (the one a stand-in reads, kept
     registered while `export` hides the others)."""
-    return next((p for p in module.parameters() if p.requires_grad), None)
+    return _param(module, _grad_path(module))
 
 
 def _grad_path(module: nn.Module) -> tuple[str, ...] | None:
@@ -177,20 +178,14 @@ def _make_plain(spec: Any, zero: torch.Tensor | None) -> Any:
     return items if spec[0] == "list" else tuple(items)
 
 
-def _contiguous(shape: tuple[int, ...]) -> tuple[int, ...]:
-    strides, step = [], 1
-    for size in reversed(shape):
-        strides.append(step)
-        step *= max(size, 1)
-    return tuple(reversed(strides))
-
-
 def _keeps_input(call: Captured, spec: Any) -> bool:
     """Whether the recorded call took one tensor, and no keyword, shaped as its output (shape,
     dense strides, dtype, device): a block that keeps its input's shape (a residual block)."""
     if call.kwargs or len(call.args) != 1 or not isinstance(call.args[0], torch.Tensor):
         return False
-    return _tensor_spec(call.args[0]) == spec and spec[2] == _contiguous(spec[1])
+    return _tensor_spec(call.args[0]) == spec and spec[2] == tuple(
+        make_contiguous_strides_for(spec[1])
+    )
 
 
 def _tensor_stub(spec: Any, path: tuple[str, ...] | None, keeps: bool) -> Callable[..., Any]:
