@@ -124,3 +124,45 @@ def test_export_reads_a_stand_in_s_parameter_as_the_parameter() -> None:
     assert "b.weight" in ep.graph_signature.parameters
     assert not ep.constants  # nothing lifted from the stand-in's closure
     assert type(model.b) is nn.Linear
+
+
+def test_a_residual_stand_in_is_its_input_itself_only_where_an_in_place_op_stays_allowed() -> None:
+    block = Residual()
+    weight = nn.Parameter(torch.randn(4, 8))
+    with Stubs([(block, _out())]):
+        h = torch.randn(2, 8) * weight[:2]  # not a leaf, not a view: the input itself, no op
+        assert block(h) is h
+        for x in (weight[:2], torch.randn(2, 8, requires_grad=True)):  # a view of a leaf, a leaf
+            y = block(x)
+            assert y is not x and "Clone" in type(y.grad_fn).__name__
+            y.add_(1)  # allowed on the copy, as on the real block's output
+
+
+class Queried(nn.Module):
+    """Identical blocks on a parameter (or a slice of it), their outputs changed in place."""
+
+    def __init__(self, view: bool) -> None:
+        super().__init__()
+        self.view = view
+        self.query = nn.Parameter(torch.randn(2, 8))
+        self.blocks = nn.ModuleList(Residual() for _ in range(3))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        q = self.query[:, :] if self.view else self.query
+        total = x
+        for block in self.blocks:
+            y = block(q)
+            y.mul_(2)
+            total = total + y
+        return total
+
+
+@pytest.mark.parametrize("view", [False, True], ids=["leaf", "view"])
+def test_an_in_place_op_on_a_stand_in_s_output_is_checked_as_on_the_real_one(view: bool) -> None:
+    model = Queried(view)
+    x = torch.randn(2, 8)
+    rep = tx.compile_check(model, x)
+    assert rep.error is None and not rep.notes
+    assert rep.ok and not rep.export
+    assert torch._dynamo.explain(model)(x).graph_break_count == 0
+    assert model.query.grad is None and model(x).shape == (2, 8)

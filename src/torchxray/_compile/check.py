@@ -26,7 +26,7 @@ from .capture import Capture, Captured
 from .owner import defined_at, describe, owner_of
 from .plan import Group, plan
 from .records import GraphBreak
-from .stubs import STUB_FILE, Stubs, rebuildable
+from .stubs import STUB_FILE, Stubs
 from .trace import OWN_FILE, Outcome, trace, trace_each
 
 _MAX_ROUNDS = 64  # traces of the whole model before it is checked module by module
@@ -90,8 +90,11 @@ class _Search:
         self.order_of = {p: self.calls[id(m)].order for p, m in named if id(m) in self.calls}
         self.groups = plan(model, self.calls)
         self.group_of = {id(m): g for g in self.groups for _, m in g.members}
+        self.stood_in: set[int] = set()  # the modules the last trace stood in for
 
     def _trace(self, modules: list[nn.Module], stubs: list[tuple[nn.Module, Captured]]) -> Outcome:
+        """One trace of `modules` with `stubs` standing in; `self.stood_in`: the ids of the
+        modules that did (`Stubs.stood`)."""
         calls = [(m, self.calls[id(m)].args, self.calls[id(m)].kwargs) for m in modules]
 
         def run() -> Outcome:
@@ -99,13 +102,14 @@ class _Search:
                 return trace(*calls[0])
             return trace_each(calls)
 
-        with Stubs(stubs):
+        with Stubs(stubs) as stood:
             outcome = run()
         self.out.traced += 1
         if _in_stub(outcome.exc or outcome.error):  # dynamo could not trace a rich rebuild
-            with Stubs(stubs, plain=True):
+            with Stubs(stubs, plain=True) as stood:
                 outcome = run()
             self.out.traced += 1
+        self.stood_in = set(stood.stood)
         return outcome
 
     def _stubs(self, ids: Iterable[int]) -> list[tuple[nn.Module, Captured]]:
@@ -143,8 +147,7 @@ class _Search:
                 self.done.update(id(m) for t in todo for m in t.modules())
                 return True
             frames = list(getattr(outcome.exc, "real_stack", None) or [])
-            stood_in = {id(m) for m, value in stubs if rebuildable(value)}
-            owner = owner_of(root, frames, True, stood_in)
+            owner = owner_of(root, frames, True, self.stood_in)
             group = self.group_of.get(id(owner)) if owner is not None else None
             if owner is None or group is None or id(owner) in self.done:
                 return False  # an owner not known for sure, or a stand-in that did not take

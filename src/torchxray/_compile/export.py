@@ -31,7 +31,7 @@ from .capture import Capture, Captured
 from .owner import defined_at
 from .plan import plan
 from .records import ExportFailure
-from .stubs import Stubs, grad_param, rebuildable
+from .stubs import Stubs, rebuildable
 
 __all__ = ["export_failures"]
 
@@ -80,27 +80,30 @@ def _locate(exc: BaseException, ids: dict[int, nn.Module]) -> tuple[nn.Module | 
 
 class _Unregistered:
     """For one export, the plain parameters and buffers of stood-in modules (and of their
-    submodules) that no stand-in reads, out of their modules' registries; the registries are put
-    back on leaving. Export lifts and fakes every registered parameter and buffer whether the
-    forward reads it or not: 23 stood-in blocks of 6 parameters each cost it about a third of a
-    24-block export. A stand-in reads at most its module's first parameter that requires grad
-    (`stubs.grad_param`), which stays. Code that reads a hidden tensor would fail here and not in
-    the real forward: an export whose failure went through such a module (a frame whose ``self``
-    it is, as in ``nn.Module.__getattr__`` or a forward a stand-in did not replace) or is an
-    attribute or key lookup is run again with everything visible (`_export`): what is reported is
-    export's answer on the model as it is. Subclass parameters and buffers (a quantized weight)
-    are never hidden: lifting one may be what fails."""
+    submodules) out of their modules' registries, but the one the stand-ins read
+    (`stubs.Stubs.reads`); the registries are put back on leaving. Export lifts and fakes every
+    registered parameter and buffer whether the forward reads it or not: 23 stood-in blocks of 6
+    parameters each cost it about a third of a 24-block export. Code that reads a hidden tensor
+    would fail here and not in the real forward: an export whose failure went through such a
+    module (a frame whose ``self`` it is, as in ``nn.Module.__getattr__`` or a forward a
+    stand-in did not replace) or is an attribute or key lookup is run again with everything
+    visible (`_export`): what is reported is export's answer on the model as it is. Subclass
+    parameters and buffers (a quantized weight) are never hidden: lifting one may be what
+    fails."""
 
     def __init__(self, stood: list[nn.Module]) -> None:
         self._stood = stood
+        self._reads: torch.Tensor | None = None
         self._saved: list[tuple[nn.Module, str, dict[str, Any]]] = []
         self.hid: set[int] = set()  # the modules whose tensors were hidden, by id
 
+    def keeping(self, reads: torch.Tensor | None) -> _Unregistered:
+        """Itself, to keep `reads` registered (`Stubs.reads`, known once the stubs are in)."""
+        self._reads = reads
+        return self
+
     def __enter__(self) -> _Unregistered:
-        inner = {id(s) for m in self._stood for s in m.modules() if s is not m}
-        # A stand-in inside another's module is never called: only the outer ones read a param.
-        outer = [m for m in self._stood if id(m) not in inner]
-        keep = {id(p) for m in outer if (p := grad_param(m)) is not None}
+        keep = set() if self._reads is None else {id(self._reads)}
         for module in {id(s): s for m in self._stood for s in m.modules()}.values():
             for attr, plain in (("_parameters", nn.Parameter), ("_buffers", torch.Tensor)):
                 held = getattr(module, attr)
@@ -138,9 +141,9 @@ def _export(model: nn.Module, root: Any, stubbed: list[tuple[nn.Module, Captured
     partial graph of a failure to stderr itself, and runs the forward as Python (its own
     prints): the check's work, kept out of the user's cell."""
     args, kwargs = tuple(root.args), dict(root.kwargs)
-    hidden = _Unregistered([m for m, _ in stubbed])
+    stubs, hidden = Stubs(stubbed), _Unregistered([m for m, _ in stubbed])
     try:
-        with Stubs(stubbed), hidden, _silenced():
+        with stubs, hidden.keeping(stubs.reads), _silenced():
             torch.export.export(model, args, kwargs, strict=False)
         return
     except Exception as exc:
