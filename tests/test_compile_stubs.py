@@ -166,3 +166,25 @@ def test_an_in_place_op_on_a_stand_in_s_output_is_checked_as_on_the_real_one(vie
     assert rep.ok and not rep.export
     assert torch._dynamo.explain(model)(x).graph_break_count == 0
     assert model.query.grad is None and model(x).shape == (2, 8)
+
+
+def test_a_module_inside_a_stand_in_is_left_as_it_is() -> None:
+    model = Stack(2)
+    inner = model.blocks[0].fc
+    calls = [(inner, _out()), (model.blocks[0], _out()), (model.blocks[1], _out())]
+    with Stubs(calls) as stubs:
+        assert type(inner) is nn.Linear and "forward" not in vars(inner)
+        assert stubs.stood == {id(model.blocks[0]), id(model.blocks[1])}
+
+
+def test_every_stand_in_joins_one_parameter_and_a_frozen_module_none() -> None:
+    blocks = [Residual() for _ in range(3)]
+    blocks[2].requires_grad_(False)
+    calls = [(b, Captured(0, (torch.empty(2, 8),), {}, output=torch.empty(3, 8))) for b in blocks]
+    with Stubs(calls) as stubs:
+        assert stubs.reads is blocks[0].fc.weight  # the one export keeps registered
+        outs = [b(torch.randn(2, 8)) for b in blocks]  # inputs without grad: joined to it
+    assert outs[0].requires_grad and outs[1].requires_grad
+    assert not outs[2].requires_grad  # the real frozen block's output does not require grad
+    outs[1].sum().backward()
+    assert blocks[0].fc.weight.grad is not None and blocks[1].fc.weight.grad is None
