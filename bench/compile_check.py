@@ -1,7 +1,8 @@
 """What `tx.compile_check` costs against ``torch._dynamo.explain`` (and what the stubs save).
 
 `python -m bench.compile_check [--repeats 3]`. For small real models built from config (timm
-ResNet-18 at 64x64, a 2-layer transformers Llama of width 64) and a stack of identical MLP blocks
+ResNet-18 and ViT-Tiny at 64x64; 2-layer transformers Llama, BERT and CTRL of width 64, where
+CTRL breaks and fails export) and a stack of identical MLP blocks
 (2 and 24 of them, and 24 that each
 print: 24 breaks) it times ``tx.compile_check(model, x)`` (fake inputs; with and without
 torch.export) and ``torch._dynamo.explain(model)(x)`` on real CPU tensors, and says whether both
@@ -81,6 +82,36 @@ def llama() -> tuple[nn.Module, tuple[Any, ...]]:
     return model, (torch.randint(0, 256, (1, 16)),)
 
 
+def vit() -> tuple[nn.Module, tuple[Any, ...]]:
+    import timm
+
+    model = timm.create_model("vit_tiny_patch16_224", pretrained=False, img_size=64)
+    return model.eval(), (torch.randn(1, 3, 64, 64),)
+
+
+def bert() -> tuple[nn.Module, tuple[Any, ...]]:
+    from transformers import BertConfig, BertModel
+
+    config = BertConfig(
+        vocab_size=256,
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=128,
+        max_position_embeddings=64,
+    )
+    return BertModel(config).eval(), (torch.randint(0, 256, (1, 16)),)
+
+
+def ctrl() -> tuple[nn.Module, tuple[Any, ...]]:
+    """A library model that breaks: its forward registers a buffer (``register_buffer``, which
+    dynamo cannot trace), and its output holds a ``DynamicCache`` export cannot flatten."""
+    from transformers import CTRLConfig, CTRLLMHeadModel
+
+    config = CTRLConfig(vocab_size=256, n_positions=64, n_embd=64, dff=128, n_layer=2, n_head=4)
+    return CTRLLMHeadModel(config).eval(), (torch.randint(0, 256, (1, 16)),)
+
+
 def stack(
     depth: int, block: type[Block] = Block
 ) -> Callable[[], tuple[nn.Module, tuple[Any, ...]]]:
@@ -89,7 +120,10 @@ def stack(
 
 MODELS: list[tuple[str, Callable[[], tuple[nn.Module, tuple[Any, ...]]]]] = [
     ("timm resnet18 (64x64)", resnet18),
+    ("timm vit_tiny (64x64)", vit),
     ("transformers Llama, 2 layers, width 64", llama),
+    ("transformers BERT, 2 layers, width 64", bert),
+    ("transformers CTRL, 2 layers, width 64 (breaks)", ctrl),
     ("2 identical MLP blocks", stack(2)),
     ("24 identical MLP blocks", stack(24)),
     ("24 identical MLP blocks, a print in each", stack(24, Chatty)),
