@@ -145,6 +145,7 @@ def test_planted_breaks_owned_by_the_innermost_module_with_their_line() -> None:
         ("numpy", line_of("# BREAK-numpy")),
         ("item", line_of("# BREAK-item")),
     }
+    assert torch.fx.config.do_not_emit_stack_traces is False  # put back after failed exports
 
 
 def test_fake_mode_finds_the_breaks_up_to_a_value_dependent_op() -> None:
@@ -236,6 +237,7 @@ def test_the_model_is_left_as_found_and_nothing_is_printed(
     assert grads == [p.requires_grad for p in model.parameters()]
     assert all("forward" not in vars(m) for m in model.modules())
     assert torch._dynamo.config.get_config_copy() == config
+    assert torch.fx.config.do_not_emit_stack_traces is False  # the exports' setting put back
     h1.remove()
     h2.remove()
 
