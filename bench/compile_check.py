@@ -67,19 +67,23 @@ def resnet18() -> tuple[nn.Module, tuple[Any, ...]]:
     return timm.create_model("resnet18", pretrained=False).eval(), (torch.randn(1, 3, 64, 64),)
 
 
-def llama() -> tuple[nn.Module, tuple[Any, ...]]:
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    config = LlamaConfig(
+def _tiny_text(config_cls: Any, model_cls: Any, **extra: Any) -> tuple[nn.Module, tuple[Any, ...]]:
+    """A transformers model of 2 layers, width 64, on 16 tokens."""
+    config = config_cls(
         vocab_size=256,
         hidden_size=64,
         intermediate_size=128,
         num_hidden_layers=2,
         num_attention_heads=4,
-        num_key_value_heads=2,
+        **extra,
     )
-    model = LlamaForCausalLM(config).eval()
-    return model, (torch.randint(0, 256, (1, 16)),)
+    return model_cls(config).eval(), (torch.randint(0, 256, (1, 16)),)
+
+
+def llama() -> tuple[nn.Module, tuple[Any, ...]]:
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    return _tiny_text(LlamaConfig, LlamaForCausalLM, num_key_value_heads=2)
 
 
 def vit() -> tuple[nn.Module, tuple[Any, ...]]:
@@ -92,15 +96,7 @@ def vit() -> tuple[nn.Module, tuple[Any, ...]]:
 def bert() -> tuple[nn.Module, tuple[Any, ...]]:
     from transformers import BertConfig, BertModel
 
-    config = BertConfig(
-        vocab_size=256,
-        hidden_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=128,
-        max_position_embeddings=64,
-    )
-    return BertModel(config).eval(), (torch.randint(0, 256, (1, 16)),)
+    return _tiny_text(BertConfig, BertModel, max_position_embeddings=64)
 
 
 def ctrl() -> tuple[nn.Module, tuple[Any, ...]]:
