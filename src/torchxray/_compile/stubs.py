@@ -228,7 +228,9 @@ def _same(forward: Callable[..., Any]) -> Callable[..., Any]:
     too: values, which a trace never reads, and nothing a trace decides on, but for autograd's
     refusal of an in-place op on a leaf that requires grad or on a view of one (a parameter, a
     slice of it, an input that requires grad), where the output is a copy (one op, as derived).
-    Other inputs go to `forward`."""
+    Code that compares the output with its input (``is``, ``data_ptr``) or detaches it in place
+    (``detach_``, which would detach the input too) could tell them apart: none of the sampled
+    timm and transformers models does. Other inputs go to `forward`."""
 
     def same(_standin: nn.Module, *args: Any, **kwargs: Any) -> Any:
         if not kwargs and len(args) == 1 and args[0].requires_grad:
