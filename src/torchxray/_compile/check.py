@@ -109,7 +109,7 @@ class _Search:
             with Stubs(stubs, plain=True) as stood:
                 outcome = run()
             self.out.traced += 1
-        self.stood_in = set(stood.stood)
+        self.stood_in = stood.stood
         return outcome
 
     def _stubs(self, ids: Iterable[int]) -> list[tuple[nn.Module, Captured]]:

@@ -112,19 +112,15 @@ class _Unregistered:
     parameters and buffers (a quantized weight) are never hidden: lifting one may be what
     fails."""
 
-    def __init__(self, stood: list[nn.Module]) -> None:
+    def __init__(self, stood: list[nn.Module], stubs: Stubs) -> None:
         self._stood = stood
-        self._reads: torch.Tensor | None = None
+        self._stubs = stubs  # entered first: its `reads` is known then
         self._saved: list[tuple[nn.Module, str, dict[str, Any]]] = []
         self.hid: set[int] = set()  # the modules whose tensors were hidden, by id
 
-    def keeping(self, reads: torch.Tensor | None) -> _Unregistered:
-        """Itself, to keep `reads` registered (`Stubs.reads`, known once the stubs are in)."""
-        self._reads = reads
-        return self
-
     def __enter__(self) -> _Unregistered:
-        keep = set() if self._reads is None else {id(self._reads)}
+        reads = self._stubs.reads
+        keep = set() if reads is None else {id(reads)}
         for module in {id(s): s for m in self._stood for s in m.modules()}.values():
             for attr, plain in (("_parameters", nn.Parameter), ("_buffers", torch.Tensor)):
                 held = getattr(module, attr)
@@ -162,9 +158,10 @@ def _export(model: nn.Module, root: Any, stubbed: list[tuple[nn.Module, Captured
     partial graph of a failure to stderr itself, and runs the forward as Python (its own
     prints): the check's work, kept out of the user's cell."""
     args, kwargs = tuple(root.args), dict(root.kwargs)
-    stubs, hidden = Stubs(stubbed), _Unregistered([m for m, _ in stubbed])
+    stubs = Stubs(stubbed)
+    hidden = _Unregistered([m for m, _ in stubbed], stubs)
     try:
-        with stubs, hidden.keeping(stubs.reads), _silenced():
+        with stubs, hidden, _silenced():
             torch.export.export(model, args, kwargs, strict=False)
         return
     except Exception as exc:

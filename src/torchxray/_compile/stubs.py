@@ -97,9 +97,8 @@ def rebuildable(value: Any, plain: bool = False) -> bool:
 
 def _grad_path(module: nn.Module) -> tuple[str, ...] | None:
     """Where the module's first parameter that requires grad is, as attribute names from the
-    module, found once, before tracing:
-    looked up inside the stand-in, dynamo would trace ``parameters()``'s generators for every
-    stand-in. The stand-in reads the parameter through the module when it runs, not a reference
+    module, found once, before tracing: looked up inside the stand-in, dynamo would trace
+    ``parameters()``'s generators for every stand-in. The stand-in reads the parameter through the module when it runs, not a reference
     taken now: non-strict export swaps registered parameters for its own fakes, and a tensor
     held in the stand-in's closure would be traced as a constant that does not require grad."""
     name = next((n for n, p in module.named_parameters() if p.requires_grad), None)
