@@ -11,7 +11,7 @@ import pytest
 from torch import nn
 
 import torchxray as tx
-from torchxray._forms.blocklists import block_lists, element_classes
+from torchxray._forms.sources.blocklists import block_lists, element_classes
 
 warnings.filterwarnings("ignore")
 

@@ -21,7 +21,7 @@ import pytest
 from fixtures.forms import exact
 from torch import nn
 
-from torchxray._forms.literals import compared_strings
+from torchxray._forms.sources.literals import compared_strings
 
 warnings.filterwarnings("ignore")
 
@@ -100,9 +100,9 @@ def test_a_search_with_no_wider_one_to_follow_looks_past_a_flat_step_however_slo
     import contextlib
     import time
 
-    from torchxray._forms import search
+    from torchxray._forms.candidates import loop
 
-    real = search.meta_build
+    real = loop.meta_build
 
     @contextlib.contextmanager
     def slow(*args: object, **kwargs: object):  # type: ignore[no-untyped-def]
@@ -112,7 +112,7 @@ def test_a_search_with_no_wider_one_to_follow_looks_past_a_flat_step_however_slo
         with real(*args, **kwargs) as state:  # type: ignore[arg-type]
             yield state
 
-    monkeypatch.setattr(search, "meta_build", slow)
+    monkeypatch.setattr(loop, "meta_build", slow)
     block = densenet._DenseBlock(6, 64, 4, 32, 0.0)
     f = exact(block)
     assert (f["num_input_features"].value, f["growth_rate"].value) == (64, 32)

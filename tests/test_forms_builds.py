@@ -11,7 +11,7 @@ import pytest
 from fixtures.forms import exact
 from torch import nn
 
-from torchxray._forms.position import index_like, ordinals
+from torchxray._forms.sources.position import index_like, ordinals
 
 warnings.filterwarnings("ignore")
 

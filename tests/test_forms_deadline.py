@@ -16,17 +16,16 @@ from fixtures.forms import Spins
 from torch import nn
 
 import torchxray as tx
-from torchxray._forms import fill
-from torchxray._forms.budget import CEILING_NOTE
-from torchxray._forms.exact import TOO_SLOW
-from torchxray._forms.metabuild import PastDeadline, meta_build
+from torchxray import forms as pipeline
+from torchxray._forms.budget import CEILING_NOTE, TOO_SLOW
+from torchxray._forms.rebuild.meta import PastDeadline, meta_build
 
 warnings.filterwarnings("ignore")
 
 
 @pytest.fixture
 def low_ceiling(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(fill, "CEILING_SECONDS", 0.3)
+    monkeypatch.setattr(pipeline, "CEILING_SECONDS", 0.3)
 
 
 def test_a_slow_constructor_is_stopped_at_the_ceiling_and_the_edit_checks_in_full(

@@ -13,7 +13,7 @@ from torch import nn
 from torch.nn.utils import parametrizations as P
 
 import torchxray as tx
-from torchxray._forms import fill
+from torchxray import forms as pipeline
 from torchxray._forms.record import recorded_args
 from torchxray._patch.gate import Inexact
 
@@ -172,7 +172,7 @@ def test_explorer_root_edit() -> None:
 
 
 def test_the_search_says_when_it_ran_out(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(fill, "SEARCH_WORK", 0)
+    monkeypatch.setattr(pipeline, "SEARCH_WORK", 0)
 
     class Wide(nn.Module):
         def __init__(self, a: int, b: int) -> None:

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 import torchxray as tx
-from torchxray._forms.gathered import gathered, takes_module
+from torchxray._forms.sources.gathered import gathered, takes_module
 
 warnings.filterwarnings("ignore")
 

@@ -11,7 +11,7 @@ import warnings
 import pytest
 from fixtures.forms import exact
 
-from torchxray._forms.rules.problem import literal as _literal
+from torchxray._forms.candidates.rules.problem import literal as _literal
 
 warnings.filterwarnings("ignore")
 

@@ -16,8 +16,8 @@ import pytest
 from torch import nn
 
 import torchxray as tx
-from torchxray._forms.named_factory import factories, named_factory_args
 from torchxray._forms.signature import signature
+from torchxray._forms.sources.factory import factories, named_factory_args
 
 warnings.filterwarnings("ignore")
 

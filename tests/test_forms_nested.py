@@ -13,7 +13,7 @@ from fixtures.forms import exact
 from torch import nn
 
 import torchxray as tx
-from torchxray._forms.literals import compared_strings
+from torchxray._forms.sources.literals import compared_strings
 
 warnings.filterwarnings("ignore")
 

@@ -65,7 +65,7 @@ def test_an_edit_after_a_form_applies() -> None:
 
 
 def test_a_place_is_the_models_now_not_the_first_scans() -> None:
-    from torchxray._forms.position import ordinals
+    from torchxray._forms.sources.position import ordinals
 
     block = nn.Linear(2, 2)
     assert ordinals(block) == [0, 1]  # nothing holds it yet

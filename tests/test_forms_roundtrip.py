@@ -391,7 +391,7 @@ def test_tuple_lengths_of_1d_2d_3d_classes_match_what_torch_stores() -> None:
     """For every example whose class ends in 1d/2d/3d, each tuple it stores (kernel_size, stride,
     padding, output_size, ...) passes the length check as it is and fails with one more element:
     the rule (one int per dimension, two for a padding layer's padding) is torch's own."""
-    from torchxray._forms.check import check_range
+    from torchxray._forms.validate import check_range
 
     checked = 0
     for name in ALL:

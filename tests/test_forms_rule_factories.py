@@ -8,7 +8,7 @@ import functools
 import pytest
 from fixtures.rules import child, proposed, rebuilds
 
-from torchxray._forms.rules import factories
+from torchxray._forms.candidates.rules import factories
 
 pytestmark = pytest.mark.usefixtures("roomy_form_budget")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from fixtures.rules import child, proposed, rebuilds
 
-from torchxray._forms.rules import handed_kwargs
+from torchxray._forms.candidates.rules import handed_kwargs
 
 pytestmark = pytest.mark.usefixtures("roomy_form_budget")
 

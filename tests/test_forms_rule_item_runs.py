@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from fixtures.rules import proposed, rebuilds
 
-from torchxray._forms.rules import item_runs
+from torchxray._forms.candidates.rules import item_runs
 
 pytestmark = pytest.mark.usefixtures("roomy_form_budget")
 

@@ -7,7 +7,7 @@ import pytest
 from fixtures.rules import proposed, rebuilds
 from torch import nn
 
-from torchxray._forms.rules import layer_class
+from torchxray._forms.candidates.rules import layer_class
 
 pytestmark = pytest.mark.usefixtures("roomy_form_budget")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from fixtures.rules import proposed, rebuilds
 
-from torchxray._forms.rules import rounded_float
+from torchxray._forms.candidates.rules import rounded_float
 
 pytestmark = pytest.mark.usefixtures("roomy_form_budget")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from fixtures.rules import proposed
 
-from torchxray._forms.rules import scaled_float
+from torchxray._forms.candidates.rules import scaled_float
 
 pytestmark = pytest.mark.usefixtures("roomy_form_budget")
 

@@ -11,7 +11,7 @@ import pytest
 from fixtures.forms import exact
 from torch import nn
 
-from torchxray._forms.literals import compared_strings
+from torchxray._forms.sources.literals import compared_strings
 
 warnings.filterwarnings("ignore")
 

@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 import torchxray as tx
-from torchxray._forms.shipped import evidence, score, shipped
+from torchxray._forms.sources.shipped import evidence, score, shipped
 
 warnings.filterwarnings("ignore")
 logging.getLogger().setLevel(logging.ERROR)
@@ -76,7 +76,7 @@ def test_the_person_s_own_project_is_not_read(tmp_path: Path) -> None:
     import sys
     import types
 
-    from torchxray._forms.shipped import _packaged
+    from torchxray._forms.sources.shipped import _packaged
 
     (tmp_path / "cfg.json").write_text(json.dumps({"width": 8, "depth": 2}))
     pkg = tmp_path / "mine"

@@ -14,8 +14,13 @@ import torch
 from torch import nn
 
 import torchxray as tx
-from torchxray._forms.blocklists import element_classes
-from torchxray._forms.stageconfigs import patch_sizes, stage_classes, stage_configs, stage_values
+from torchxray._forms.sources.blocklists import element_classes
+from torchxray._forms.sources.stageconfigs import (
+    patch_sizes,
+    stage_classes,
+    stage_configs,
+    stage_values,
+)
 
 warnings.filterwarnings("ignore")
 

@@ -10,7 +10,7 @@ import pytest
 from torch import nn
 
 import torchxray as tx
-from torchxray._forms.stagelists import stage_lists
+from torchxray._forms.sources.stagelists import stage_lists
 
 warnings.filterwarnings("ignore")
 

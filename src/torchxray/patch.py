@@ -38,7 +38,7 @@ from typing import Any, Literal
 import torch
 import torch.nn as nn
 
-from ._forms.cache import FormCache
+from ._forms.form.cache import FormCache
 from ._patch import code, freezing
 from ._patch.edit import plan as edit_plan
 from ._patch.paths import Match, SlotIndex, no_match, targets, tensor_bytes, tensors

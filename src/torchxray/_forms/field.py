@@ -1,11 +1,23 @@
-"""The records a form is made of: `Field` (one constructor parameter) and `FormError`."""
+"""The records a form is made of: `Field` (one constructor parameter), how one is made from a
+parameter and its value (`make_field`), and `FormError`.
+
+Not a stage: every stage of the pipeline (``forms.py``) hands fields down.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Field", "FormError"]
+from .._text import short
+from .kinds import KindInfo, ann_text, kind_of
+from .values import to_text
+
+__all__ = ["Field", "FormError", "brief", "guessed", "make_field"]
+
+_MISSING = inspect.Parameter.empty
 
 
 class FormError(ValueError):
@@ -42,3 +54,50 @@ class Field:
     read: bool | None = None
     # Why the value is what it is, when the view should say it (an argument kept uncopied, ...).
     note: str = ""
+
+
+def make_field(cls: type, p: inspect.Parameter, value: Any, origin: str) -> tuple[Field, KindInfo]:
+    """The field of parameter ``p`` of ``cls`` holding ``value`` (read by ``origin``), with its
+    kind (``kinds.py``) and its text (``values.py``)."""
+    default = None if p.default is _MISSING else p.default
+    if p.kind is p.VAR_POSITIONAL:
+        info = KindInfo("varargs")
+    elif p.kind is p.VAR_KEYWORD:
+        info = KindInfo("varkw")
+    else:
+        info = kind_of(cls, p.name, p.annotation, p.default, value)
+        if value is None and not info.optional and p.default is not _MISSING:
+            info = dataclasses.replace(info, optional=True)
+    if info.kind == "choice" and isinstance(value, str) and value not in info.choices:
+        # A value this torch version accepts but our list lacks: offer it rather than reject it.
+        info = dataclasses.replace(info, choices=(*info.choices, value))
+    required = p.default is _MISSING and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    f = Field(
+        name=p.name,
+        kind=info.kind,
+        value=value,
+        default=default,
+        required=required,
+        choices=info.choices,
+        origin=origin,
+        annotation=ann_text(p.annotation),
+        text=to_text(info.kind, value),
+        optional=info.optional,
+        param_kind=p.kind.name,
+    )
+    return f, info
+
+
+def guessed(f: Field) -> bool:
+    """Whether the field's value is a guess (a default, or a required value nobody read): what
+    the search (``_forms/candidates/``) looks for first."""
+    if f.kind in ("varargs", "varkw") or f.name in ("device", "dtype"):
+        return False
+    return f.origin == "default" or (f.required and f.value is None)
+
+
+def brief(exc: BaseException) -> str:
+    """An exception's message for a form's error: torch's C++ errors append "Exception raised
+    from ..." and a native stack; the sentence is kept."""
+    text = str(exc).split("\nException raised from", 1)[0].strip()
+    return short(text, 300)

@@ -42,6 +42,7 @@ __all__ = [
     "record_init_args",
     "recorded_args",
     "recorded_notes",
+    "frame_args",
     "recording",
     "remember",
     "snapshot",
@@ -90,7 +91,7 @@ def _outermost_init(obj: object, frame: FrameType | None) -> FrameType | None:
     return found
 
 
-def _frame_args(frame: FrameType) -> tuple[tuple[Any, ...], dict[str, Any]]:
+def frame_args(frame: FrameType) -> tuple[tuple[Any, ...], dict[str, Any]]:
     code = frame.f_code
     local = frame.f_locals
     names = code.co_varnames
@@ -122,7 +123,7 @@ def _recording_init(self: nn.Module, *args: Any, **kwargs: Any) -> None:
     try:
         frame = _outermost_init(self, sys._getframe(1))
         if frame is not None:
-            args, kwargs = _frame_args(frame)
+            args, kwargs = frame_args(frame)
             notes: dict[str, str] = {}
             memo: dict[int, Any] = {}
             rec = (

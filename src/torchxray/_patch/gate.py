@@ -14,10 +14,10 @@ from typing import Any
 
 from torch import nn
 
-from .._forms.exact import Difference, change, differences, sentence, telling
-from .._forms.exact import check as full_check
+from .._forms.exact.gate import check as full_check
 from .._forms.field import FormError
-from .._forms.parts import parts
+from .._forms.rebuild.compare import Difference, change, differences, sentence, telling
+from .._forms.rebuild.parts import parts
 from .._text import short
 
 __all__ = ["Inexact", "check"]
