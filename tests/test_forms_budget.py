@@ -60,7 +60,7 @@ def test_a_search_its_budget_stops_gives_the_same_form_on_a_slower_machine(
 ) -> None:
     # timm's ConvNeXt: a whole model whose search its budget stops (the README's "conv_mlp False
     # then True" under load). Built from its class, it keeps no name of a function that made it
-    # (``_forms/named_factory.py``), so the search is what reads it. A smaller budget keeps the
+    # (``_forms/sources/factory.py``), so the search is what reads it. A smaller budget keeps the
     # test short; the rule is the same.
     pytest.importorskip("timm")
     from timm.models.convnext import ConvNeXt

@@ -12,7 +12,7 @@ one. A budget in CPU seconds broke that: a loaded machine (or a cold cache) make
 slower, the search stopped after fewer builds, and a second form showed other guesses, or was
 exact where the first was not. So the search counts what its builds make instead: each build
 costs ``BUILD_WORK`` plus the parts it constructs (submodules, parameters and buffers registered)
-and the torch calls its constructor makes (``_forms/metabuild.py`` counts them), or the parts its
+and the torch calls its constructor makes (``_forms/rebuild/meta.py`` counts them), or the parts its
 score reads where those are more (layers handed to the constructor), a cost that does not depend
 on the machine: a whole model's build counts for more than a leaf's. What it does not see is a
 constructor's plain Python (timm TinyVit's attention offsets, a loop over every pair of points):

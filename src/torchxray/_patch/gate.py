@@ -1,7 +1,7 @@
 """An edit changes only what it names: the check ``PatchLog.edit`` runs on the rebuilt module,
 placed and with the old weights carried, before the model is touched.
 
-The parts of the module (``_forms/parts.py``) that the changes reach are those where the
+The parts of the module (``_forms/rebuild/parts.py``) that the changes reach are those where the
 unchanged rebuild (the form's gate build, on meta) and the new module differ. Every other part
 of the new module must equal the live one, including what the logical view hides (a quantized
 weight must still be quantized, a weight-normed one still weight-normed). When one does not,

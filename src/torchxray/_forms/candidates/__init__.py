@@ -55,10 +55,6 @@ class Found:
     rivals: dict[str, Any]
     stopped: bool
 
-    @property
-    def exact(self) -> bool:
-        return self.inferred.exact
-
 
 def assemble(groups: list[Group], values: dict[str, Any]) -> dict[str, Any]:
     """``values`` with each config argument made from its members' values (which are dropped),

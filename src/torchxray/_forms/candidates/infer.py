@@ -2,7 +2,7 @@
 
 A search over the fields a form could only guess (and, when that is not enough, those it read
 from attributes, which may hold a transformed value): each try builds the class on the meta device
-and compares the build with the live module part by part (``_forms/exact.py``); the score is how
+and compares the build with the live module part by part (``_forms/rebuild/compare.py``); the score is how
 many parts differ, and 0 is an exact rebuild. Proposals come first from the differences of the
 best build so far (the rules of ``rules/``: the live value where the build has the field's value,
 or a multiple of it), then from each field's candidates (stage 2's pools,
@@ -16,7 +16,7 @@ from __future__ import annotations
 import inspect
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from torch import nn
@@ -40,10 +40,11 @@ class Inferred:
     builds: int = 0
     reason: str = ""
     seconds: float = 0.0
+    # Plain data, not a property: the stages after the search read it without calling back.
+    exact: bool = field(init=False)
 
-    @property
-    def exact(self) -> bool:
-        return self.check.base is not None and not self.check.reason
+    def __post_init__(self) -> None:
+        self.exact = self.check.base is not None and not self.check.reason
 
 
 def infer(

@@ -12,7 +12,7 @@ from __future__ import annotations
 # Work, not time (``_forms/budget.py``). A form is the same on every call, so every bound that
 # decides what the search tries counts work, which does not depend on the machine or its load: a
 # build's work is BUILD_WORK plus the parts it constructs (submodules, parameters, buffers
-# registered) plus the torch calls its constructor makes (``_forms/metabuild.py``).
+# registered) plus the torch calls its constructor makes (``_forms/rebuild/meta.py``).
 #
 # A build's fixed cost, in parts: binding and copying the arguments, the constructor's own
 # Python, scoring the build against the live module, the proposals that led to it. Fit on the

@@ -3,7 +3,7 @@ live module an edit would change.
 
 ``check(form)`` builds the form on the meta device with no change (no memory, milliseconds), casts
 it the way an edit places a replacement (``_patch/placement.py``: the live module's floating
-dtype), and compares its parts (``_forms/parts.py``) with the live module's. ``Check.reason`` is
+dtype), and compares its parts (``_forms/rebuild/parts.py``) with the live module's. ``Check.reason`` is
 "" when they are equal, else one sentence: "inexact: norm1 would be GroupNorm(32, 32), the live
 one is GroupNorm(8, 32)". ``differences`` and ``sentence`` serve the edit's own check
 (``_patch/gate.py``): after ``build(**changes)``, every part the changes do not reach must still
@@ -25,7 +25,7 @@ from ..rebuild.meta import PastDeadline, meta_build
 from ..rebuild.parts import parts
 
 __all__ = ["CHECK_SECONDS", "build_meta", "check", "typed"]
-# A form's gate build is stopped only at the forms' safety ceiling (``_forms/tuning.py``): a cut
+# A form's gate build is stopped only at the forms' safety ceiling (``_forms/candidates/tuning.py``): a cut
 # that depended on the machine's load would make a second form differ. An edit checks in full
 # (no limit), however long it takes.
 CHECK_SECONDS = CEILING_SECONDS

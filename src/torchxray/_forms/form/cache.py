@@ -3,14 +3,14 @@
 A form costs up to a second (its search and gate build the class on meta), and one Apply in the
 widget asked for the edited module's form three times: the Form tab's request, the edit's
 validation, the edit's plan (and the rebuilt module's twice: the entry's labels and its replay
-code). A form is a pure function of the module and the model around it (``_forms/fill.py``), so
+code). A form is a pure function of the module and the model around it (``_forms/candidates/``), so
 one opened for a state of the model serves every later request for that state.
 
 Lifetime: the owner's. ``PatchLog`` owns one (``PatchLog.form``) and calls ``changed()`` after
 every change it makes to the model, which drops every form (a module's form may read its place in
-the model, ``_forms/position.py``, which any swap may move). A change made outside the log (a cell
+the model, ``_forms/sources/position.py``, which any swap may move). A change made outside the log (a cell
 that sets a layer's attribute) is seen through the module's state: the parts an exact rebuild must
-reproduce (``_forms/parts.py``), read again on each request, a few ms against the form's second.
+reproduce (``_forms/rebuild/parts.py``), read again on each request, a few ms against the form's second.
 Not a module global: two logs never share forms, and a log that goes takes its forms with it.
 """
 

@@ -11,7 +11,7 @@ once per level: a width tried as ``levels`` builds millions of modules), and a d
 between builds cannot stop it. torch's global module-registration hook sees every submodule as it is set; it is
 there only while a build runs (reference-counted across threads; no global hook is left behind)
 and counts only in the thread that runs the build. A constructor that loops in plain Python
-registers nothing for seconds: ``_forms/watchdog.py`` stops it at the deadline (``PastDeadline``).
+registers nothing for seconds: ``_forms/rebuild/watchdog.py`` stops it at the deadline (``PastDeadline``).
 
 Counted: the build's work (``Count.work``: submodules, parameters and buffers registered, and
 torch calls made) is what the search's budget spends (``_forms/budget.py``); it depends on the

@@ -5,7 +5,7 @@
 persistence) and each non-tensor attribute its constructor set (numbers, strings, tuples,
 functions, classes, configs; objects of other types by their class). Two modules whose parts are
 equal rebuild the same network, and a part present in both that differs says where a rebuild
-would go wrong (``_forms/exact.py``).
+would go wrong (``_forms/rebuild/compare.py``).
 
 Logical view: a parametrized tensor (``weight_norm``, ``spectral_norm``, ``orthogonal``) is one
 tensor of its logical shape, computed on meta from the originals (its ``parametrizations`` child is
@@ -47,7 +47,7 @@ class Parts:
     """``items``: (path, aspect) -> text; ``summary``: path -> ``Class(extra_repr)``; ``kinds``:
     (path, "param <name>" / "buffer <name>") -> the tensor subclass (``typename``) of each tensor
     that is not a plain one, whatever ``kinds`` asked (the gate compares them apart from the
-    logical items, ``_forms/exact.py``); ``scripted``: paths of TorchScript modules (no Python
+    logical items, ``_forms/rebuild/compare.py``); ``scripted``: paths of TorchScript modules (no Python
     constructor: a rebuild makes them again only where the constructor scripts them itself)."""
 
     items: dict[tuple[str, str], str]

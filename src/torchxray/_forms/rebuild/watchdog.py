@@ -2,7 +2,7 @@
 
 A constructor can spend seconds in plain Python without registering a submodule (a table of
 positions computed number by number, a loop over every pair of a grid's points): the
-registration hook of ``_forms/metabuild.py`` never sees it. One watchdog thread reads each armed
+registration hook of ``_forms/rebuild/meta.py`` never sees it. One watchdog thread reads each armed
 thread's CPU clock and, past its deadline, raises the error in it (CPython's
 ``PyThreadState_SetAsyncExc``: at the thread's next bytecode boundary, never inside C code).
 

@@ -20,7 +20,8 @@ For a form whose values are not all known (no record, not a torch class), ``lead
 the search (stage 3) starts from, by the sources that read the module's surroundings:
 
 - ``factory.py``, the call that made it: the installed library's function the model is named
-  after, called again on meta up to the class's constructor (a whole model's arguments);
+  after, called again on meta up to the class's constructor (a whole model's arguments; never
+  a person's own code, ``installed.py``);
 - ``nested.py``, a config object: a parameter that takes a small config instance is searched
   member by member; ``shipped.py``: configs the library ships as data;
 - ``handed.py`` and ``literals.py``, how ``__init__`` uses an argument in its source: a

@@ -3,7 +3,7 @@
 A whole model is often built from a list of small config objects, one per block or one per stage
 (``inverted_residual_setting: list[InvertedResidualConfig]``), that its blocks are then built
 from (``InvertedResidual(cnf: InvertedResidualConfig, ...)``). The model keeps no list, but each
-block's own form finds the object it was built from (``_forms/nested.py``: a config argument
+block's own form finds the object it was built from (``_forms/sources/nested.py``: a config argument
 searched member by member). So the list is read back in the blocks' order:
 
 - blocks laid out flat in one container: one description per block;

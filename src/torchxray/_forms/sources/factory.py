@@ -9,18 +9,18 @@ before it calls the constructor (block lists decoded from arch strings, a cfg da
 from a table, per-stage widths scaled by a multiplier) is what the model keeps no attribute for.
 So: a function is called when it is defined in the class's own module, that module belongs to
 an installed library (never the person's own code: a function of a notebook or a script runs
-whatever it does before it makes the model, for real; ``_forms/installed.py``), is named exactly
+whatever it does before it makes the model, for real; ``_forms/sources/installed.py``), is named exactly
 as a string the model keeps (an attribute, or a value of a dict attribute), makes the class (its
 return annotation names the class, a subclass or a base; without one, its code or that of a
 function of the module it calls names the class) and needs no argument. It runs on meta
-(``_forms/metabuild.py``), under a profile function of this thread only (``sys.setprofile``; none
+(``_forms/rebuild/meta.py``), under a profile function of this thread only (``sys.setprofile``; none
 while a profiler runs) that reads the arguments of the first call to the class's ``__init__`` on
 an instance of exactly that class, before its first line runs; the build then stops at its next
 submodule. Nothing is built past that point, nothing is recorded, no other thread is touched;
 what the function does before that point (a library's factory: decoding arch strings, looking up
 a cfg) runs for real.
 
-The arguments found are the search's start (``_forms/fill.py``, ``started_from``), and the gate
+The arguments found are the search's start (``_forms/sources/__init__.py``, ``leads``), and the gate
 decides: a value the person passed when making the model (``num_classes=10``) is read back from
 the build's differences, and a model these values do not rebuild exactly stays refused by the
 part that differs. The call has its own allowance of work (``FACTORY_WORK``, counted like a
@@ -118,7 +118,7 @@ def factories(module: nn.Module, cls: type) -> list[Callable[..., Any]]:
     home = sys.modules.get(cls.__module__)
     out: list[Callable[..., Any]] = []
     if home is None or not installed(getattr(home, "__file__", None)):
-        return out  # the person's own code is never run (``_forms/installed.py``)
+        return out  # the person's own code is never run (``_forms/sources/installed.py``)
     for name in _names(module):
         fn = vars(home).get(name)
         if (
@@ -197,9 +197,9 @@ def started_from(
     another value (MobileNetV3 keeps the last block's width as ``num_features``, and is given
     the head's). Those become guesses the search may move: a value the person passed to the
     function (``num_classes=10``) is read back from the build's differences, and one the gate
-    cannot see keeps the attribute's value, flagged (``_forms/ambiguous.py``). Also every value
+    cannot see keeps the attribute's value, flagged (``_forms/candidates/ambiguous.py``). Also every value
     found, by parameter name: a ``**kwargs`` passed on (``VisionTransformerDistilled(*args,
-    **kwargs)``) is given whole (``_forms/fill.py``, as a ``**kwargs`` handed on to a layer)."""
+    **kwargs)``) is given whole (``_forms/sources/handed.py``, as a ``**kwargs`` handed on to a layer)."""
     found = named_factory_args(module, cls, sig, deadline)
     out = []
     for f in fields:

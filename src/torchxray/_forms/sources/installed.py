@@ -1,8 +1,8 @@
 """Whether code or data belongs to an installed distribution (`installed`), not to the person's
 own files.
 
-The whole-model readings run a library's function again (``_forms/named_factory.py``) and read the
-JSON files a library ships beside its code (``_forms/shipped.py``). A library's model factories
+The whole-model readings run a library's function again (``_forms/sources/factory.py``) and read the
+JSON files a library ships beside its code (``_forms/sources/shipped.py``). A library's model factories
 are builders made to be called, and its package directory holds its own files only. A person's
 notebook or script is neither: a function of theirs named as a string the model keeps may load
 data or write files before it makes the model, and the directory of a single-file module is

@@ -43,7 +43,7 @@ class Group:
 class Nested:
     """The search's fields (config arguments replaced by their sub-fields), their kinds, and the
     config arguments to make again from the sub-fields' values (``groups``, innermost last: the
-    search assembles them in reverse, ``_forms/candidates/assemble.py``)."""
+    search assembles them in reverse, ``_forms/candidates/__init__.py``)."""
 
     fields: list[Field]
     infos: dict[str, KindInfo]
@@ -79,7 +79,7 @@ def _params(c: type) -> list[inspect.Parameter] | None:
 def config_class(p: inspect.Parameter, value: Any) -> type | None:
     """The plain class an argument takes an instance of: the class of a dataclass default, or a
     class annotation that is no module, no builtin and no big library config (those come whole
-    from the model around the module, ``_forms/candidates.py``)."""
+    from the model around the module, ``_forms/sources/pools.py``)."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         c: Any = type(value)
     elif value is None:

@@ -255,7 +255,7 @@ def candidates(
         if any(w in low for w in _NETWORK_WORDS):  # a network (gathered.py), not one layer
             first = [*gathered(module, name), *first]
     # None for a required field only where the annotation allows it: ``fits`` lets the guide
-    # propose it (``_forms/rules/unset_width.py``), an attribute that holds None is no candidate.
+    # propose it (``_forms/candidates/rules/unset_width.py``), an attribute that holds None is no candidate.
     unset = bool(pool) and (f.optional or not f.required)
     values = [v for v in [*first, *pool] if (v is not None or unset) and fits(v)]
     if f.kind == "int":

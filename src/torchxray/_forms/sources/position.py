@@ -1,7 +1,7 @@
 """A module's place in the container that holds it, for a parameter that names an index
 (``stage_idx``, ``layer_index``): a stage built in a loop is often given its own number, and reads
 per-stage lists of a config at it (its layers too: a stage's patch embedding). A module does not
-know its parent: a scan of the live modules finds it (``_forms/scan.py``, which says how long a
+know its parent: a scan of the live modules finds it (``_forms/sources/scan.py``, which says how long a
 place is kept and when it is checked)."""
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """What a scan of the process's live objects (``gc``) finds about a module that a module does not
-know itself: the container that holds it and its key there (``_forms/position.py``: a stage given
-its own number), and the configs of the models around it (``_forms/candidates.py``: a
+know itself: the container that holds it and its key there (``_forms/sources/position.py``: a stage given
+its own number), and the configs of the models around it (``_forms/sources/pools.py``: a
 transformers model holds its config; its layers are often given it without keeping it).
 
 One owner, ``LIVE``, and its lifetime: the process. A scan costs a walk over every object of the
 process (0.12-0.17 s of CPU with six models alive, measured on 2 shared CPUs), most of a form's
-search budget (``_forms/tuning.py``), so it is not made again for every form: its findings are
+search budget (``_forms/candidates/tuning.py``), so it is not made again for every form: its findings are
 kept, weakly keyed (a module that goes takes its entries with it), and checked on use.
 
 - A place is a fact about the model now, not about the time of the scan: one is used only while

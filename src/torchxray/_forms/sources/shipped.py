@@ -11,9 +11,9 @@ Dozens of them may apply (open_clip ships 144): they are ranked, before any buil
 the numbers and strings each holds match what the live module shows (every integer above 1 it
 holds, as a width, a shape or a count, is one the module's layers keep; a string it holds is a
 name the module keeps, weighing more), and only the best few (``MAX_SHIPPED``) go to the search, which builds
-them (``_forms/infer.py``): a model built from an edited config is refused by the gate, by name.
+them (``_forms/candidates/infer.py``): a model built from an edited config is refused by the gate, by name.
 (timm's ``model_cfgs`` instances are not read here: a dataclass argument is searched member by
-member, ``_forms/nested.py``.)
+member, ``_forms/sources/nested.py``.)
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ _NAME = 4  # a name the module keeps (a timm model's architecture) outweighs sma
 @functools.lru_cache(maxsize=32)
 def _packaged(package: str) -> tuple[dict[str, Any], ...]:
     """The JSON objects of an installed package's data files (and those one level inside them).
-    Not a single-file module's directory, nor the person's own code (``_forms/installed.py``):
+    Not a single-file module's directory, nor the person's own code (``_forms/sources/installed.py``):
     that is their project. Cached for the process: an installed package's files do not change
     under it."""
     mod = sys.modules.get(package)

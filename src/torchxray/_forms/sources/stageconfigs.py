@@ -4,7 +4,7 @@ A whole model may be built from one small config object per stage (torchvision's
 ``ConvNeXt(block_setting: list[CNBlockConfig])``, ``CNBlockConfig(input_channels, out_channels,
 num_layers)``) that only the model reads: it makes ``num_layers`` blocks of ``input_channels``
 (``CNBlock(dim, ...)``, no config), then a layer from ``input_channels`` to ``out_channels``. The
-blocks' forms cannot give the objects back (``_forms/blocklists.py``), but the stages show every
+blocks' forms cannot give the objects back (``_forms/sources/blocklists.py``), but the stages show every
 member: a stage is a container of blocks of one class, and for each stage, in order, each
 member of the config class is read by its name:
 
@@ -19,7 +19,7 @@ Sequence[type[Conv3DSimple | Conv2Plus1D | ...]])``): per stage, the class of th
 that is one of the classes the annotation names.
 
 And per-stage lists for a model whose stages sit among other parts (Swin's ``features`` holds
-patch merges between them, so ``_forms/stagelists.py`` does not read them): a count
+patch merges between them, so ``_forms/sources/stagelists.py`` does not read them): a count
 (``depths``) is each stage's length, another plural name (``num_heads``) the attribute of that
 name the stage's first block keeps, a singular one (``window_size``) that attribute where every
 stage's first block keeps it alike; and a ``patch_size`` no layer keeps under its name: the

@@ -4,7 +4,7 @@ do: each is a container of blocks (modules that hold layers of their own), laid 
 model's children between a stem and a head made of plain layers. A stage's depth is how many
 blocks it holds, its width the output width of its last layer; the list of widths may run from
 the stem's output to the head's (one more item each side), as constructors build a chain of
-convolutions from consecutive widths. The search (``_forms/infer.py``) tries each reading.
+convolutions from consecutive widths. The search (``_forms/candidates/infer.py``) tries each reading.
 """
 
 from __future__ import annotations

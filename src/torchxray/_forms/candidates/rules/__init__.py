@@ -3,12 +3,12 @@
 Every rule is one relation between a difference (a build against the live module) and the
 values that would explain it, in a file named for the relation, of one shape:
 ``propose(p: Problem) -> Iterator[dict[str, Any]]`` (``rules/problem.py``): each proposal is a
-change of a few fields, tried by building (``_forms/infer.py``). A new rule is one file here, one
+change of a few fields, tried by building (``_forms/candidates/infer.py``). A new rule is one file here, one
 line in ``NAMED`` or ``UNNAMED`` below, and one test on a real library class
-(``tests/forms_rules/test_<relation>.py``).
+(``tests/test_forms_candidates_rule_<relation>.py``).
 
 Why this order. The search takes the first proposal that scores better (and a few after it), and
-tries at most ``GUIDED_TRIES`` per build (``_forms/tuning.py``), so the likeliest come first:
+tries at most ``GUIDED_TRIES`` per build (``_forms/candidates/tuning.py``), so the likeliest come first:
 1. moves of several fields that a change of one alone never builds: a depth with its per-block
    rates, numbered layers, one pair per layer;
 2. ``NAMED``: the values the difference names (the live number, string, class, keyword), cheap

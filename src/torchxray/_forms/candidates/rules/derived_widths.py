@@ -4,7 +4,7 @@ For each (built ``b``, live) pair of whole numbers: ``b = W / v`` (head_dim = di
 ``b = w * r`` (mlp hidden = dim * mlp_ratio), ``b = v + w`` (a gate's input and hidden widths side
 by side), a field at ``b`` moved while a ratio takes up the factor (``mid = in_chs * exp_ratio``),
 and one width per layer where the module kept one of them (``out_chs`` as a pair); the relations
-are in ``_forms/numbers.py``. Only for the first differences (``FIRST_DIFFS_MOVED``), and not for
+are in ``_forms/candidates/rules/numbers.py``. Only for the first differences (``FIRST_DIFFS_MOVED``), and not for
 a container's count of blocks (a depth, ``depth.py``). Example: timm's ``Attention(dim=64,
 num_heads=8)`` whose live ``head_dim`` is 16: ``num_heads`` 8 -> 4.
 """

@@ -1,7 +1,7 @@
 """Number pair: the built text holds ``b`` where the live one holds ``live``, at the same place.
 
 A field whose value ``v`` relates to ``b`` is proposed what relates the same way to ``live``
-(``_forms/numbers.py``: ``v`` is ``b``, ``b = k * v``, ``b = v + k``, a grid's side, per tuple
+(``_forms/candidates/rules/numbers.py``: ``v`` is ``b``, ``b = k * v``, ``b = v + k``, a grid's side, per tuple
 element, strings and floats alike); an unset optional width the live number (``stem_chs=None``
 defaulting to another). Example: ``nn.GroupNorm(32, 32)`` built where the live one is
 ``GroupNorm(8, 32)``: ``num_groups`` 32 -> 8; timm's ``Mlp(hidden_features=128)`` whose ``fc1``

@@ -1,9 +1,9 @@
-"""The one input of every rule (``_forms/rules/__init__.py``): a ``Problem``, one difference
+"""The one input of every rule (``_forms/candidates/rules/__init__.py``): a ``Problem``, one difference
 between a build and the live module with what the rules read it against, and the readings of
 the difference's text that several rules share (numbers, quoted strings, keyword items).
 
 A rule is ``propose(p: Problem) -> Iterator[dict[str, Any]]``: each proposal is a change of a few
-fields (field name -> new value), tried by building (``_forms/infer.py``).
+fields (field name -> new value), tried by building (``_forms/candidates/infer.py``).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class Problem:
     string field's code compares it with (``modes``), every field's value including those not
     searched (``seen``: widths a relation may read), and ``child(layer)``: the factories that
     make a live layer again (its class with its own values; None where no child form is open).
-    The members of a dataclass argument are a ``Problem`` of their own (``_forms/members.py``).
+    The members of a dataclass argument are a ``Problem`` of their own (``_forms/candidates/members.py``).
     """
 
     diff: Difference
@@ -121,7 +121,7 @@ def _keyword(d: Difference, target: nn.Module | None) -> tuple[str, Any] | None:
 
 def literal(text: str) -> str:
     """The parts' text of a sequence as a Python literal: ``tuple(0, 0)`` -> ``(0, 0,)``,
-    ``list(1, 2)`` -> ``[1, 2]`` (``_forms/parts.py`` names the type of every sequence)."""
+    ``list(1, 2)`` -> ``[1, 2]`` (``_forms/rebuild/parts.py`` names the type of every sequence)."""
     out: list[str] = []
     stack: list[str] = []
     i = 0
