@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +16,12 @@ from .._text import short
 from .kinds import KindInfo, ann_text, kind_of
 from .values import to_text
 
-__all__ = ["Field", "FormError", "brief", "guessed", "make_field"]
+__all__ = ["Child", "Field", "FormError", "brief", "guessed", "make_field"]
+
+# A layer's own form, handed down by the pipeline (``forms.form``): a reading (a block's
+# description) or a rule (a factory for a field) that needs a layer's exact values opens it, a
+# route of its own through the stages.
+Child = Callable[[Any], Any]
 
 _MISSING = inspect.Parameter.empty
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import typing
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +26,7 @@ from torch import nn
 
 from ..bind import bind
 from ..budget import Budget
-from ..field import Field, guessed
+from ..field import Child, Field, guessed
 from ..record import snapshot
 from ..sources import Draft, Leads
 from ..sources.nested import Group
@@ -38,8 +37,6 @@ from .infer import Inferred, infer
 from .tuning import CHILD_SLACK, LAST_BUILD_SLACK
 
 __all__ = ["Found", "assemble", "search"]
-
-Child = Callable[[nn.Module], Any]
 
 
 @dataclass

@@ -46,14 +46,13 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..field import Field, guessed, make_field
+from ..field import Child, Field, guessed, make_field
 from ..kinds import KindInfo
 from ..rebuild.compare import floating_dtype
 from ..rebuild.parts import Parts, parts
 from ..signature import Constructor
 from ..validate import check_type, may_try
 from . import attributes, defaults, recorded, recoverers
-from .blocklists import Child
 from .factory import started_from
 from .handed import handed
 from .layout import Layout

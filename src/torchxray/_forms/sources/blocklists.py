@@ -29,14 +29,11 @@ from typing import Any
 from torch import nn
 
 from ..._unwrap import original_class
+from ..field import Child
 from .nested import config_class
 from .stageconfigs import patch_sizes, stage_classes, stage_configs, stage_values
 
-__all__ = ["Child", "block_lists", "described", "element_classes"]
-
-# A layer's own form (the pipeline's ``form``, ``forms.py``, handed down): a reading that needs a
-# block's exact values opens the block's form, a route of its own through the pipeline.
-Child = Callable[[nn.Module], Any]
+__all__ = ["block_lists", "described", "element_classes"]
 
 _SEQUENCES = (list, tuple, collections.abc.Sequence, collections.abc.Iterable)
 MAX_FORMS = 24  # a model with more blocks than this is read per stage, or not at all

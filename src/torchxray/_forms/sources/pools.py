@@ -35,11 +35,11 @@ from torch import nn
 
 from ..._unwrap import original_class
 from ..configs import is_config
-from ..field import Field
+from ..field import Child, Field
 from ..values import same_value
 from . import children, layout
 from .attributes import same_named
-from .blocklists import Child, described
+from .blocklists import described
 from .gathered import gathered
 from .literals import compared_strings
 from .position import config_items, index_like, ordinals
