@@ -202,15 +202,7 @@ class Search:
         self.seen.add(self._state({}))
         best = self.build(self.values)
         if best is None:
-            learn(
-                self.error,
-                self.searched,
-                self.pools,
-                self.fits,
-                self.module,
-                self.values,
-                self.leads.layout,
-            )
+            self._learn(self.values)
         # While no value set builds, a change that lets the constructor get further (more
         # submodules made before it raises) is a step: two wrong values are then fixed in turn.
         self.far, self.far_error = self.reached, self.error
@@ -228,6 +220,12 @@ class Search:
             self.values.update(step[0])
             best = step[1]
         return best
+
+    def _learn(self, values: dict[str, Any]) -> None:
+        """What the last failed build's message teaches, added to the pools (``failed.py``)."""
+        learn(
+            self.error, self.searched, self.pools, self.fits, self.module, values, self.leads.layout
+        )
 
     def _early(self) -> bool:
         """Only in the first half of the budget this search began with: a look past costs builds
@@ -302,16 +300,7 @@ class Search:
                 )
                 if got is None and best is None and (self.reached > self.far or moved):
                     self.far, self.far_error = self.reached, self.error
-                    on = {**self.values, f.name: c}
-                    learn(
-                        self.error,
-                        self.searched,
-                        self.pools,
-                        self.fits,
-                        self.module,
-                        on,
-                        self.leads.layout,
-                    )
+                    self._learn({**self.values, f.name: c})
                     return ({f.name: c}, None)
         return None
 
