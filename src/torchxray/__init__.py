@@ -14,7 +14,9 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+__version__ = "0.4.0"
+"""The package's version, written only here: pyproject.toml reads it (hatch's dynamic version) and
+CHANGELOG.md names each release by it."""
 
 # The inspection and patch modules are imported eagerly: four of them (source, probe, catalog, summary)
 # define a function with the module's own name, and a lazily imported submodule would otherwise
