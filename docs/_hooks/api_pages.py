@@ -57,6 +57,7 @@ class Entry:
     module: str  # the public module it comes from ("" for the package itself)
     kind: str  # "function", "class" or "attribute"
     summary: str  # the docstring's first paragraph, on one line
+    members: tuple[str, ...] = ()  # a class's documented public members, its torchxray bases' too
 
     @property
     def uri(self) -> str:
@@ -98,8 +99,27 @@ def public_names() -> list[Entry]:
         doc = obj.docstring.value.strip() if obj.docstring else ""
         if not doc:
             log.warning("API reference: torchxray.%s has no docstring", name)
-        entries.append(Entry(name, module, kind, " ".join(doc.split("\n\n")[0].split())))
+        summary = " ".join(doc.split("\n\n")[0].split())
+        entries.append(Entry(name, module, kind, summary, _members(obj) if kind == "class" else ()))
     return entries
+
+
+def _members(cls: Any) -> tuple[str, ...]:
+    """The public members a class's page shows: those with a docstring, its own and those it
+    inherits from torchxray's classes. Not a dataclass's fields (the class's "Attributes" section
+    lists them), not an Explorer's traitlets, nor what anywidget's classes bring."""
+    names = []
+    for name, member in cls.all_members.items():
+        if name.startswith("_"):
+            continue
+        try:
+            doc = member.docstring
+            owner = member.parent.path if member.parent is not None else ""
+        except Exception:  # noqa: BLE001 - a member inherited from a class griffe cannot load
+            continue
+        if doc is not None and doc.value.strip() and owner.startswith("torchxray"):
+            names.append(name)
+    return tuple(names)
 
 
 def _title(entry: Entry) -> str:
@@ -142,12 +162,15 @@ def _page(entry: Entry) -> str:
     # By the public module's path: `torchxray.probe` is both a submodule and the function the
     # package exports under that name, and mkdocstrings would show the submodule.
     where = f"torchxray.{entry.module}.{entry.name}" if entry.module else f"torchxray.{entry.name}"
+    members = "[" + ", ".join(entry.members) + "]" if entry.kind == "class" else "true"
     return (
         f"# {_title(entry)}\n\n"
         f"::: {where}\n"
         "    options:\n"
         "      show_root_heading: false\n"
         "      show_root_toc_entry: false\n"
+        f"      members: {members}\n"
+        "      inherited_members: true\n"
     )
 
 
