@@ -14,6 +14,7 @@ its own settings, started from this venv) and needs what they need: the built wi
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import sys
@@ -21,6 +22,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "ui"))
@@ -36,6 +38,7 @@ from lab import (  # noqa: E402 - the browser tests' helpers, found through the 
     treeitem,
     wait_idle,
 )
+from mo_server import Marimo  # noqa: E402
 from playwright.sync_api import Locator, Page, expect, sync_playwright  # noqa: E402
 
 IMAGES = ROOT / "docs" / "images"
@@ -43,7 +46,7 @@ CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
 expect.set_options(timeout=60_000)
 
-Scene = Callable[[Page, Lab], None]
+Scene = Callable[[Page, Any], None]  # the page, and the server (Lab or Marimo)
 SCENES: dict[str, Scene] = {}
 
 
@@ -290,6 +293,18 @@ def notebook7(page: Page, lab: Lab) -> None:
     shot(page, "notebook7")
 
 
+@scene
+def marimo(page: Page, lab: Lab) -> None:
+    """The explorer in marimo, on notebooks/09-marimo.py (run with its own server, see main)."""
+    page.goto(lab.url)
+    ex = page.locator(".tx-root").first
+    expect(ex).to_be_visible(timeout=120_000)
+    expect(ex.get_by_role("status")).to_have_text(re.compile(r"^probe ok"), timeout=120_000)
+    treeitem(ex, "layer1").click()
+    ex.scroll_into_view_if_needed()
+    shot(page, "marimo")
+
+
 def main(names: list[str]) -> None:
     unknown = [n for n in names if n not in SCENES]
     if unknown:
@@ -306,11 +321,17 @@ def main(names: list[str]) -> None:
     )
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        for app in ("lab", "notebook"):
-            todo = [n for n in chosen if (n == "notebook7") == (app == "notebook")]
+        hosts = {"notebook7": "notebook", "marimo": "marimo"}
+        for app in ("lab", "notebook", "marimo"):
+            todo = [n for n in chosen if hosts.get(n, "lab") == app]
             if not todo:
                 continue
-            with Lab(work / app, app=app, env={"PYTHONPATH": str(site)}) as lab:
+            if app == "marimo":
+                os.environ["PYTHONPATH"] = str(site)  # marimo's kernel inherits the server's
+                server: Any = Marimo(work / app)
+            else:
+                server = Lab(work / app, app=app, env={"PYTHONPATH": str(site)})
+            with server as lab:
                 for name in todo:
                     start = time.monotonic()
                     print(f"{name}: {SCENES[name].__doc__.splitlines()[0]}", flush=True)
@@ -327,7 +348,8 @@ def main(names: list[str]) -> None:
                         print(f"  FAILED ({work}/FAILED-{name}.png): {exc}", flush=True)
                     finally:
                         context.close()
-                        lab.shutdown_kernels()
+                        if isinstance(lab, Lab):
+                            lab.shutdown_kernels()
                     print(f"  {time.monotonic() - start:.0f} s", flush=True)
         browser.close()
     if failed:
