@@ -52,8 +52,8 @@ chromium:
 	  else echo "browser tests need /usr/bin/chromium: run 'sudo apt-get install -y chromium'"; exit 1; fi; }
 
 lint: setup
-	$(BIN)/ruff check src tests bench docs
-	$(BIN)/ruff format --check src tests bench docs
+	$(BIN)/ruff check src tests bench docs/_hooks docs/screenshots.py
+	$(BIN)/ruff format --check src tests bench docs/_hooks docs/screenshots.py
 
 typecheck: setup
 	$(BIN)/mypy

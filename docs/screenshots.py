@@ -213,7 +213,9 @@ ids = demo.tokens()"""
 def compile(page: Page, lab: Lab) -> None:  # noqa: A001 - the scene's name is its picture's
     """The Compile tab's two breaks, the tree folded to them."""
     # The real probe: the forward's .item() branch stops a fake one (see Limits).
-    ex = open_explorer(page, lab, "compile", COMPILE, 'ex = tx.explore(model, ids, mode="real")\nex')
+    ex = open_explorer(
+        page, lab, "compile", COMPILE, 'ex = tx.explore(model, ids, mode="real")\nex'
+    )
     pane = tab(ex, "Compile")
     pane.get_by_role("button", name="Check", exact=True).click()
     expect(pane.locator(".tx-cverdict")).to_have_text(re.compile(r"graph break"), timeout=120_000)

@@ -26,7 +26,7 @@ def version() -> str:
     text = (ROOT / "src" / "torchxray" / "__init__.py").read_text(encoding="utf-8")
     match = re.search(r'^__version__ = "([^"]+)"', text, re.M)
     if match is None:
-        raise SystemExit("src/torchxray/__init__.py has no __version__ = \"...\" line")
+        raise SystemExit('src/torchxray/__init__.py has no __version__ = "..." line')
     return match.group(1)
 
 
@@ -49,7 +49,9 @@ def sdist_problems(path: Path, want: str) -> list[str]:
         *(f"src/torchxray/static/{name}" for name in BUNDLE),
     ]
     problems = [f"{path.name} lacks {n}" for n in needed if n not in names]
-    problems += [f"{path.name} holds {n}" for n in names if n.startswith(("node_modules/", "site/"))]
+    problems += [
+        f"{path.name} holds {n}" for n in names if n.startswith(("node_modules/", "site/"))
+    ]
     if f"\nVersion: {want}\n" not in meta:
         problems.append(f"{path.name}'s PKG-INFO does not say Version: {want}")
     return problems

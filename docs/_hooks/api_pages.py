@@ -167,7 +167,8 @@ def _page(entry: Entry) -> str:
         f"# {_title(entry)}\n\n"
         f"::: {where}\n"
         "    options:\n"
-        "      show_root_heading: false\n"
+        "      show_root_heading: true\n"  # the signature comes with the heading
+        "      show_root_full_path: false\n"
         "      show_root_toc_entry: false\n"
         f"      members: {members}\n"
         "      inherited_members: true\n"

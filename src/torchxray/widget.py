@@ -470,13 +470,13 @@ def explore(
         TypeError: `model` is not an `nn.Module`.
 
     Examples:
-    >>> import torch.nn as nn, torchxray as tx
-    >>> from torchxray import demo
-    >>> ex = tx.explore(demo.resnet_ish(), demo.images())
-    >>> ex.probe_report.ok, len(ex.probe_report)
-    (True, 35)
-    >>> print(ex.summary(depth=0).splitlines()[0])
-    ResNetIsh: 35 modules; probe ok (fake)
-    >>> ex.close()
+        >>> import torch.nn as nn, torchxray as tx
+        >>> from torchxray import demo
+        >>> ex = tx.explore(demo.resnet_ish(), demo.images())
+        >>> ex.probe_report.ok, len(ex.probe_report)
+        (True, 35)
+        >>> print(ex.summary(depth=0).splitlines()[0])
+        ResNetIsh: 35 modules; probe ok (fake)
+        >>> ex.close()
     """
     return Explorer(model, *example_args, mode=mode, probe=probe, **example_kwargs)

@@ -127,7 +127,9 @@ def test_the_site_reads_in_a_browser(
         expect(article).to_contain_text("Open the Explorer on")
         expect(article.get_by_text("Parameters:", exact=True)).to_be_visible()
         expect(article.get_by_text("Returns:", exact=True)).to_be_visible()
-        expect(article.locator("pre").filter(has_text="tx.explore(demo.resnet_ish()")).to_have_count(1)
+        expect(
+            article.locator("pre").filter(has_text="tx.explore(demo.resnet_ish()")
+        ).to_have_count(1)
         # The notebook page: its code cells, shown without outputs (mkdocs.yml says why).
         page.goto(f"{site.url}/notebooks/01-explore/")
         expect(page.locator("article")).to_contain_text("tx.walk(model)")

@@ -76,6 +76,18 @@ class ExportFailure:
         reason: Its first lines.
         file: The user's source file at that point.
         line: Its line number.
+
+    Examples:
+        >>> import torch, torch.nn as nn, torchxray as tx
+        >>> class Branchy(nn.Module):
+        ...     def forward(self, x):
+        ...         if x.sum() > 0:  # a branch on a value: export cannot choose
+        ...             return x
+        ...         return -x
+        >>> rep = tx.compile_check(nn.Sequential(nn.Linear(4, 4), Branchy()), torch.randn(2, 4))
+        >>> failure = rep.export[0]
+        >>> failure.path, failure.cls, failure.kind, rep.export_ok
+        ('1', 'Branchy', 'GuardOnDataDependentSymNode', False)
     """
 
     path: str
