@@ -151,6 +151,39 @@ def resnet(page: Page, lab: Lab) -> None:
     shot(ex, "replace")
 
 
+WRITES = """\
+import torch
+import torch.nn as nn
+import torchxray as tx
+
+
+class Counting(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.seen = []
+        self.calls = 0
+
+    def forward(self, x):
+        self.seen.append(x.mean())
+        self.calls += 1
+        return self.lin(x)
+
+
+model = nn.Sequential(Counting(), nn.ReLU())
+x = torch.randn(2, 4)"""
+
+
+@scene
+def writes(page: Page, lab: Lab) -> None:
+    """A forward that writes to its module: the row's "writes" mark and the Overview's list."""
+    ex = open_explorer(page, lab, "writes", WRITES, "ex = tx.explore(model, x)\nex")
+    treeitem(ex, "0").click()
+    overview = tab(ex, "Overview")
+    expect(overview.get_by_role("region", name="Its forward writes")).to_be_visible()
+    shot(ex, "writes")
+
+
 SUMMARY = RESNET_SETUP + "\nprint(tx.summary(model, x, depth=2))"
 
 
