@@ -163,8 +163,9 @@ def _page(entry: Entry) -> str:
     # package exports under that name, and mkdocstrings would show the submodule.
     where = f"torchxray.{entry.module}.{entry.name}" if entry.module else f"torchxray.{entry.name}"
     members = "[" + ", ".join(entry.members) + "]" if entry.kind == "class" else "true"
+    heading = _title(entry).replace("_", "\\_")  # tx.__version__ is no bold "version"
     return (
-        f"# {_title(entry)}\n\n"
+        f"# {heading}\n\n"
         f"::: {where}\n"
         "    options:\n"
         "      show_root_heading: true\n"  # the signature comes with the heading
