@@ -54,7 +54,13 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
         built = tmp_path_factory.mktemp("site")
         mkdocs = Path(sys.executable).with_name("mkdocs")
         subprocess.run(
-            [str(mkdocs), "build", "--strict", "--quiet", "--site-dir", str(built)],
+            [
+                str(mkdocs),
+                "build",
+                "--strict",
+                "--site-dir",
+                str(built),
+            ],  # not --quiet: it hides --strict's warnings
             cwd=ROOT,
             check=True,
             env=dict(os.environ, NO_MKDOCS_2_WARNING="1"),
