@@ -16,7 +16,7 @@ import torchxray as tx
 
 # The forms' public names, whose module is being rewritten (its docstrings come with the new
 # code): remove a name here once its docstring has its sections.
-PENDING = {"Field", "Form", "FormError", "form", "record_everything", "record_init_args"}
+PENDING: set[str] = set()
 NAMES = [n for n in tx.__all__ if n != "__version__"]
 
 

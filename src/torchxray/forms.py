@@ -53,9 +53,33 @@ __all__ = ["Field", "Form", "FormError", "form", "record_everything", "record_in
 
 
 def form(module_or_class: nn.Module | type) -> Form:
-    """Form for a module instance (current values) or a class (defaults). The live module is
-    left as found: the check hands its layers to the constructor it rebuilds with, and a
-    constructor may change a layer it is given (`_trace.scope`)."""
+    """The constructor form of a module (its current values) or of a class (its defaults).
+
+    Values are read from a recorded call (``tx.record_everything()``), the module's attributes
+    and its children, and, where they do not all say, searched by rebuilding the class on the
+    meta device until a rebuild matches the live module part by part. The form says whether its
+    unchanged rebuild is exact (``Form.inexact``) and why not. The live module is left as found:
+    the check hands its layers to the constructor it rebuilds with, and a constructor may change
+    a layer it is given (``_trace.scope``).
+
+    Args:
+        module_or_class: An ``nn.Module`` instance or an ``nn.Module`` subclass.
+
+    Returns:
+        A ``Form``.
+
+    Raises:
+        TypeError: Not a module or a module class, a ``ScriptModule`` (no Python constructor),
+            or a constructor whose signature cannot be read.
+
+    Examples:
+        >>> import torch.nn as nn, torchxray as tx
+        >>> f = tx.form(nn.Conv2d(3, 8, 3, stride=2))
+        >>> f["stride"].text, f["stride"].origin
+        ('(2, 2)', 'attribute')
+        >>> tx.form(nn.Conv2d)["stride"].value
+        1
+    """
     if isinstance(module_or_class, nn.Module):
         warm()  # torch's one-time meta warm-up is not the form's time (``_forms/rebuild/warmup.py``)
         with untouched(module_or_class, guard=False) as trace:

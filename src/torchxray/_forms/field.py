@@ -27,7 +27,19 @@ _MISSING = inspect.Parameter.empty
 
 
 class FormError(ValueError):
-    """Bad form values; ``errors`` maps each field name to a readable message."""
+    """Bad form values: raised by ``Form.build`` (and ``PatchLog.edit``), naming each field.
+
+    Attributes:
+        errors: Field name (``"__init__"`` for the constructor itself) -> a readable message.
+
+    Examples:
+        >>> import torch.nn as nn, torchxray as tx
+        >>> try:
+        ...     tx.form(nn.Linear(2, 3)).build(out_features="many")
+        ... except tx.FormError as e:
+        ...     print(e.errors)
+        {'out_features': "out_features: expected an integer, got 'many'"}
+    """
 
     def __init__(self, errors: dict[str, str], cls: type | None = None) -> None:
         self.errors = dict(errors)
@@ -37,10 +49,35 @@ class FormError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Field:
-    """One constructor parameter. ``origin``: attribute / derived / recorded / inferred (checked
-    by a meta-device build that matches the live module) / default (a guess the view must flag). ``text`` is ``value`` as a UI input shows it; ``Form.parse`` reads it
-    back. ``choices`` are labels (choice, class, callable kinds, or the strings an int_or_tuple
-    also accepts, like a conv's "same")."""
+    """One constructor parameter of a form, with its current value.
+
+    Attributes:
+        name: The parameter's name (``"config.hidden_size"`` for a config's field).
+        kind: How the value is read and shown: int, float, bool, str, choice, int_or_tuple,
+            dtype, device, class, callable, tensor, literal, config, varargs, varkw.
+        value: The current value.
+        default: The parameter's default (None where it has none).
+        required: The parameter has no default.
+        choices: Labels a UI offers (choice, class and callable kinds, or the strings an
+            int_or_tuple also accepts, like a conv's "same").
+        origin: Where the value comes from: "recorded" (the call was recorded), "attribute" (a
+            same-named attribute), "derived" (read another way from the module), "inferred"
+            (found and proven by a rebuild that matches the live module) or "default" (a guess
+            the view must flag).
+        annotation: The parameter's annotation as text.
+        text: ``value`` as a UI input shows it; ``Form.parse`` reads it back.
+        optional: None is accepted.
+        param_kind: ``inspect.Parameter.kind``'s name, for binding.
+        group: For a config's field, the config argument (``"config"``); "" otherwise.
+        read: For a config's field, whether the class's own code reads it (None: unknown).
+        note: Why the value is what it is, when the view should say it.
+
+    Examples:
+        >>> import torch.nn as nn, torchxray as tx
+        >>> f = tx.form(nn.Conv2d(3, 8, 3, bias=False))["bias"]
+        >>> f.kind, f.value, f.origin, f.text
+        ('bool', False, 'derived', 'False')
+    """
 
     name: str
     kind: str

@@ -254,7 +254,19 @@ def record_everything(on: bool = True) -> None:
     """Record the constructor arguments of every ``nn.Module`` built from now on, in every thread,
     until ``record_everything(False)``: the whole notebook's forms read ``origin="recorded"``.
     ``%load_ext torchxray`` calls it. Costs a few percent of a model's construction (bench:
-    ``python -m bench.recording``); what a record keeps alive is in this module's doc."""
+    ``python -m bench.recording``); what a record keeps alive is in this module's doc.
+
+    Args:
+        on: True to start recording (a second call changes nothing), False to stop.
+
+    Examples:
+        >>> import torch.nn as nn, torchxray as tx
+        >>> tx.record_everything()
+        >>> block = nn.Sequential(nn.Linear(4, 8))
+        >>> tx.record_everything(False)
+        >>> tx.form(block[0])["in_features"].origin
+        'recorded'
+    """
     global _depth, _forever
     with _lock:
         if bool(on) == _forever:
@@ -284,6 +296,21 @@ def record_init_args() -> Iterator[None]:
     Their forms then read ``origin="recorded"``. Records are kept weakly per module and outlive
     the block; nesting and concurrent use from several threads are fine (the hook is installed
     once and removed when the last block exits).
+
+    Returns:
+        A context manager; nothing is bound by ``as``.
+
+    Examples:
+        >>> import torch.nn as nn, torchxray as tx
+        >>> class Block(nn.Module):
+        ...     def __init__(self, width: int, scale: float = 2.0) -> None:
+        ...         super().__init__()
+        ...         self.fc = nn.Linear(width, int(width * scale))
+        >>> with tx.record_init_args():
+        ...     block = Block(8, scale=3.0)
+        >>> f = tx.form(block)
+        >>> f["scale"].value, f["scale"].origin
+        (3.0, 'recorded')
     """
     global _depth
     with _lock:

@@ -39,7 +39,28 @@ Gate = Callable[["Form", nn.Module], Check]
 
 
 class Form:
-    """Constructor fields of one class, with current values; ``build`` makes a new module."""
+    """The constructor fields of one class, with the live module's current values; ``build``
+    makes a new module from them with changes. Made by ``tx.form`` (never directly).
+
+    Attributes:
+        cls: The class the form rebuilds (the user's class behind a parametrized one).
+        signature: The constructor's signature, ``self`` dropped (``inspect.Signature``).
+        fields: One ``Field`` per parameter, in the constructor's order; a config argument is
+            followed by one sub-field per config field (``"config.hidden_size"``).
+        hint: Why some values are missing or guessed and how to get exact ones; "" when all are
+            known.
+        module: The live module the values were read from; None for a class's form.
+
+    Examples:
+        >>> import torch.nn as nn, torchxray as tx
+        >>> f = tx.form(nn.Linear(4, 8, bias=False))
+        >>> f.cls.__name__, [x.name for x in f.fields][:3]
+        ('Linear', ['in_features', 'out_features', 'bias'])
+        >>> f["out_features"].value, f.inexact
+        (8, '')
+        >>> f.build(out_features=16)
+        Linear(in_features=4, out_features=16, bias=False)
+    """
 
     def __init__(
         self,
@@ -80,7 +101,17 @@ class Form:
     def check(self) -> Check:
         """The exactness gate's answer (``_forms/exact/``): for a searched form, decided when it
         was opened; for any other, run once on first use: the unchanged rebuild, built on meta,
-        compared with the live module part by part."""
+        compared with the live module part by part.
+
+        Returns:
+            A ``Check``: ``reason`` ("" when exact, else the sentence ``inexact`` gives), the
+            parts that differ (``diffs``), whether only tensor types differ (``typed``).
+
+        Examples:
+            >>> import torch.nn as nn, torchxray as tx
+            >>> tx.form(nn.Conv2d(3, 8, 3)).check.reason
+            ''
+        """
         if self._check is None:
             gate = self._gate
             self._check = (
@@ -95,11 +126,34 @@ class Form:
         attributes its constructor set, the types of its tensors); else one sentence: "inexact:
         norm1 would be GroupNorm(32, 32), the live one is GroupNorm(8, 32)". ``PatchLog.edit``
         refuses an inexact form's edit unless ``_inexact_ok=True``, but for tensor types alone
-        (a quantized weight, ``check.typed``): the edit carries those tensors over."""
+        (a quantized weight, ``check.typed``): the edit carries those tensors over.
+
+        Returns:
+            "" or the sentence.
+
+        Examples:
+            >>> import torch.nn as nn, torchxray as tx
+            >>> class Narrow(nn.Module):
+            ...     def __init__(self, tag: str = "wide") -> None:
+            ...         super().__init__()
+            ...         self.norm = nn.GroupNorm(8 if len(tag) == 6 else 32, 32)
+            >>> tx.form(Narrow(tag="narrow")).inexact[:60]
+            'inexact: norm would be GroupNorm(32, 32, eps=1e-05, affine=T'
+        """
         return self.check.reason
 
     @property
     def values(self) -> dict[str, Any]:
+        """The current value of every field, by name (config sub-fields under their dotted name).
+
+        Returns:
+            ``{name: value}`` in the fields' order.
+
+        Examples:
+            >>> import torch.nn as nn, torchxray as tx
+            >>> tx.form(nn.Dropout(0.25)).values
+            {'p': 0.25, 'inplace': False}
+        """
         return {f.name: f.value for f in self.fields}
 
     def _unknown(self, name: str) -> str:
@@ -109,7 +163,25 @@ class Form:
         return f"{name}: {self.cls.__name__} has no parameter {name!r}{hint} (fields: {known})"
 
     def parse(self, name: str, text: str) -> Any:
-        """Value of UI `text` for field `name`; raises FormError naming the field."""
+        """The value UI ``text`` means for field ``name``; the field's own text gives its
+        current value back (a module, a big tensor: values text cannot express).
+
+        Args:
+            name: A field's name.
+            text: What a person typed (``"(3, 3)"``, ``"torch.float16"``, ``"None"``).
+
+        Returns:
+            The value, of the field's kind.
+
+        Raises:
+            FormError: The text does not read as the field's kind (the message says what was
+                expected); KeyError: no such field.
+
+        Examples:
+            >>> import torch.nn as nn, torchxray as tx
+            >>> tx.form(nn.Conv2d(3, 8, 3)).parse("kernel_size", "(5, 5)")
+            (5, 5)
+        """
         f = self[name]
         if text.strip() == f.text.strip():
             # Unchanged input keeps values that text cannot express (modules, big tensors).
@@ -117,7 +189,23 @@ class Form:
         return self.parse_text(name, text)
 
     def parse_text(self, name: str, text: str) -> Any:
-        """Like ``parse`` but always reads `text`, even when it equals the field's own text."""
+        """Like ``parse``, but always reads ``text``, even when it equals the field's own text.
+
+        Args:
+            name: A field's name.
+            text: What a person typed.
+
+        Returns:
+            The value ``text`` reads as.
+
+        Raises:
+            FormError: The text does not read as the field's kind.
+
+        Examples:
+            >>> import torch.nn as nn, torchxray as tx
+            >>> tx.form(nn.Linear(2, 3)).parse_text("bias", "False")
+            False
+        """
         f = self[name]
         info = self._infos[name]
         enum_cls = f.value.__class__ if isinstance(f.value, enum.Enum) else None
@@ -211,7 +299,19 @@ class Form:
 
     def changed(self, **changes: Any) -> dict[str, Any]:
         """The subset of ``changes`` whose parsed value differs from the live one (``"(2,2)"``
-        for ``(2, 2)`` changes nothing); values that do not parse are kept for ``validate``."""
+        for ``(2, 2)`` changes nothing); values that do not parse are kept for ``validate``.
+
+        Args:
+            **changes: Field name -> new value or UI text.
+
+        Returns:
+            The changes that change something.
+
+        Examples:
+            >>> import torch.nn as nn, torchxray as tx
+            >>> tx.form(nn.Conv2d(3, 8, 3)).changed(kernel_size="(3,3)", stride="2")
+            {'stride': '2'}
+        """
         return changed(self, changes)
 
     def _range(self, f: Field, value: Any) -> str | None:
@@ -222,7 +322,21 @@ class Form:
         return None if msg is None else f"{f.group}." + msg
 
     def validate(self, **changes: Any) -> dict[str, str]:
-        """{field: message} for every change (or missing required field) that would fail."""
+        """Check ``changes`` without building anything.
+
+        Args:
+            **changes: Field name -> new value or UI text (a config's fields as
+                ``**{"config.num_attention_heads": 8}``).
+
+        Returns:
+            ``{field: message}`` for every change (or missing required field) that would fail;
+            ``{}`` when ``build`` would get as far as the constructor.
+
+        Examples:
+            >>> import torch.nn as nn, torchxray as tx
+            >>> tx.form(nn.Conv2d(3, 8, 3)).validate(out_channels="abc", stride=0)
+            {'out_channels': "out_channels: expected an integer, got 'abc'", 'stride': 'stride: expected a size >= 1, got 0'}
+        """
         values, errors = self._resolve(changes)
         if errors:
             return errors
@@ -236,7 +350,23 @@ class Form:
         return bind(self.signature, self.fields, values)
 
     def build(self, **changes: Any) -> nn.Module:
-        """A new module from the current values plus `changes` (values or UI strings)."""
+        """A new module from the current values plus ``changes``; the live module is untouched.
+
+        Args:
+            **changes: Field name -> new value or UI text.
+
+        Returns:
+            A new module of the form's class (its constructor's own fresh weights).
+
+        Raises:
+            FormError: A change does not fit its field, or the constructor raised; ``errors``
+                maps each field (``"__init__"`` for the constructor) to a message.
+
+        Examples:
+            >>> import torch.nn as nn, torchxray as tx
+            >>> tx.form(nn.GRU(8, 16)).build(num_layers=2)
+            GRU(8, 16, num_layers=2)
+        """
         values, errors = self._resolve(changes)
         if errors:
             raise FormError(errors, self.cls)
