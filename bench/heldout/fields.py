@@ -147,7 +147,9 @@ class DeformBlock(nn.Module):
         return F.relu(self.norm(self.dcn(x, self.offset(x))))
 
 
-@heldout("deformable_conv", lambda: ((rand(1, 4, 10, 10),), {}), edit=("norm", {"momentum": 0.05}))
+@heldout(
+    "deformable_conv", lambda: ((rand(1, 4, 10, 10),), {}), edit=("0.norm", {"momentum": 0.05})
+)
 def deform() -> nn.Module:
     return nn.Sequential(DeformBlock(4, 8), DeformBlock(8, 8, offset_groups=2), nn.Conv2d(8, 2, 1))
 

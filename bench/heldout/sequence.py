@@ -106,7 +106,7 @@ class ConformerBlock(nn.Module):
 @heldout(
     "conformer_block",
     lambda: ((rand(2, 12, 16),), {"mask": torch.zeros(2, 12, dtype=torch.bool)}),
-    edit=("ff1.fn.3", {"p": 0.1}),
+    edit=("ff1.fn.3", {"p": 0.2}),
 )
 def conformer() -> nn.Module:
     return ConformerBlock(dim=16, heads=2, ff_mult=2, conv_kernel_size=7, ff_dropout=0.1)
