@@ -119,7 +119,7 @@ case(
     "densenet_add_module",
     lambda: DenseNet(growth_rate=6, block_config=(2, 3), num_init_features=8, drop_rate=0.1),
     args(lambda: randn(2, 3, 16, 16)),
-    edit=("classifier", {"out_features": 10}),
+    edit=("classifier", {"bias": False}),
     styles="add_module in loops, int(num_features * compression), nn.Sequential subclasses",
 )
 
