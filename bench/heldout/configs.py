@@ -87,7 +87,7 @@ class KerasLike(nn.Module):
         return self.seq(x)
 
 
-@heldout("keras_lazy", lambda: ((rand(3, 2, 5),), {}), edit=("dropout_2", {"p": 0.3}))
+@heldout("keras_lazy", lambda: ((rand(3, 2, 5),), {}), edit=("seq.dropout_2", {"p": 0.3}))
 def keras_like() -> nn.Module:
     return KerasLike(
         [

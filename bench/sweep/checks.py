@@ -361,6 +361,9 @@ def _checks(
 
     def memory() -> None:
         rep = tx.memory(model, *args, training=True, optimizer="adamw", **kwargs)
+        if getattr(rep, "error", None):  # refused in a sentence (uninitialised lazy weights)
+            out.checks["memory"] = ("fail", f"refused: {rep.error}"[:300])
+            return
         out.checks["memory"] = ("ok", "")
         params = _distinct_params(model)
         want_p = sum(stored_bytes(p) for p in params)
