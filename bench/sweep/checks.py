@@ -459,7 +459,8 @@ def _trains(model: nn.Module, inputs: Inputs) -> bool:
         return True  # cannot tell: count the memory check
     args, kwargs = inputs
     try:
-        with warnings.catch_warnings():
+        # The harness's own step leaves the RNG as it was (dropout, a lazy layer's init).
+        with warnings.catch_warnings(), torch.random.fork_rng():
             warnings.simplefilter("ignore")
             twin(*args, **kwargs)
     except Exception:
