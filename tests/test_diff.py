@@ -213,3 +213,13 @@ def test_rel_change_edge_cases() -> None:
 
 class _Opaque:
     pass
+
+
+def test_a_model_with_lazy_layers_never_called_is_refused_in_a_sentence() -> None:
+    # Issue 58 (held-out keras_lazy): reading an uninitialised parameter's shape raised inside
+    # torch ("Can't access the shape of an uninitialized parameter").
+    model = nn.Sequential(nn.Flatten(), nn.LazyLinear(4))
+    with pytest.raises(ValueError, match=r"in a, 1\.weight, 1\.bias are uninitialised.*diff\(\)"):
+        tx.diff(model, copy.deepcopy(model))
+    model(torch.randn(2, 3))  # the person's own first forward initialises them
+    assert tx.diff(model, copy.deepcopy(model)).params["1.weight"].kind == "same"

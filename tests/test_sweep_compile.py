@@ -61,3 +61,25 @@ def test_the_rule_judges_verdicts_and_lists_places() -> None:
     assert judge(ours_clean, theirs_one)[0] == "fail"
     assert judge(dict(ours_clean, error="dynamo cannot trace"), clean)[0] == "fail"
     assert judge(ours_clean, {"error": "RuntimeError: boom"})[0] == "n/a"
+
+
+class GRUFirst(nn.Module):
+    """A forward whose first op is an nn.GRU call: dynamo skips the frame ("Attempted to wrap
+    RNN, GRU, or LSTM", its "unimplemented" counter), so explain's count and its graph-break
+    counter both read 0 though the GRU runs outside any graph (issue 58's FiLM model)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rnn = nn.GRU(3, 4, batch_first=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out, _ = self.rnn(x)
+        return out.relu()
+
+
+def test_a_frame_dynamo_cannot_trace_counts_as_a_break() -> None:
+    got = explain_in_child(GRUFirst(), (torch.randn(1, 2, 3),), {})
+    assert got["graph_breaks"] <= 0 and got["counted"] == 0 and got["unimplemented"] >= 1, got
+    ours = {"ok": False, "error": None, "breaks": ["rnn: GRU"], "lines": []}
+    assert judge(ours, got)[0] == "ok"
+    assert judge(dict(ours, ok=True, breaks=[]), got)[0] == "fail"

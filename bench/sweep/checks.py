@@ -41,6 +41,10 @@ CHECKS = (
     "memory",
     "memory_exact",
     "diff",
+    "summary",
+    "forms",
+    "edit",
+    "anchor",
     "compile",
     "untouched",
     "nothing_fake",
@@ -62,6 +66,7 @@ class Outcome:
     note: str = ""
     checks: dict[str, tuple[str, str]] = field(default_factory=dict)  # check -> (status, text)
     compile: dict[str, Any] | None = None  # the compile column's details (`compile_col`)
+    forms: list[dict[str, Any]] | None = None  # one record per class (`handwritten.forms_check`)
 
     def status(self, check: str) -> str:
         return self.checks.get(check, ("n/a", ""))[0]
@@ -154,11 +159,15 @@ def _fingerprint(model: nn.Module) -> Any:
     return state_fingerprint(model), devices, torch.random.get_rng_state()
 
 
-def _untouched(before: Any, model: nn.Module, step: str) -> str | None:
+def _untouched(before: Any, model: nn.Module, step: str, setup: dict | None = None) -> str | None:
+    """What changed since `before`, but what a fresh model's first call sets up for good
+    (`handwritten.setup_rows`), which a probe may leave as that call would."""
     from tests.zoo.invariants import diff_fingerprints
 
+    from .handwritten import strip
+
     fp, devices, rng = _fingerprint(model)
-    problems = diff_fingerprints(before[0], fp, limit=2)
+    problems = diff_fingerprints(strip(before[0], setup or {}), strip(fp, setup or {}), limit=2)
     if devices != before[1]:
         problems.append(f"devices {before[1]} -> {devices}")
     if not torch.equal(rng, before[2]):
@@ -177,6 +186,9 @@ def _build(entry: Entry, device: str | None = None) -> tuple[nn.Module, str, int
     """The model on `device`, or where its size says (meta above `CPU_PARAMS`)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        if entry.cpu and device in (None, "cpu"):  # small by design: no count on meta first
+            model = entry.build("cpu")
+            return model, "cpu", count_params(model)
         try:
             model = entry.build("meta")
         except Exception:
@@ -206,9 +218,10 @@ def _bare(model: nn.Module, inputs: Inputs) -> Any:
         return model(*args, **kwargs)
 
 
-def prepare(entry: Entry, out: Outcome) -> tuple[nn.Module, Inputs, Any] | None:
+def prepare(entry: Entry, out: Outcome) -> tuple[nn.Module, Inputs, Any, dict] | None:
     """Build the model and run its bare forward; None (with the failure in `out`) if either
-    fails, after trying the entry's fallback."""
+    fails, after trying the entry's fallback. A fresh entry's bare forward runs on a twin (its
+    first call's set-up found there, `handwritten.setup_rows`) and a new build is returned."""
     tries: list[tuple[Entry, str | None]] = [(entry, None)]
     if entry.cpu is None:
         # A forward with data-dependent ops (a detector's nonzero) cannot run on meta at all:
@@ -226,7 +239,15 @@ def prepare(entry: Entry, out: Outcome) -> tuple[nn.Module, Inputs, Any] | None:
                 model, device, params = _build(candidate, where)
                 last = device
                 inputs = candidate.inputs(model, torch.device(device))
+                setup: dict = {}
+                if candidate.fresh:
+                    from .handwritten import setup_rows
+
+                    setup = setup_rows(model, inputs)
                 bare = _bare(model, inputs)
+                if candidate.fresh:
+                    model, _, _ = _build(candidate, device)
+                    inputs = candidate.inputs(model, torch.device(device))
         except TooBig:
             continue
         except Exception as exc:
@@ -237,7 +258,7 @@ def prepare(entry: Entry, out: Outcome) -> tuple[nn.Module, Inputs, Any] | None:
         out.note = candidate.note
         out.modules = _modules(model)
         out.checks["bare"] = ("ok", "")
-        return model, inputs, bare
+        return model, inputs, bare, setup
     return None
 
 
@@ -249,7 +270,7 @@ def run(entry: Entry, only: tuple[str, ...] = ()) -> Outcome:
     try:
         prepared = prepare(entry, out)
         if prepared is not None:
-            _checks(*prepared, out, only)
+            _checks(*prepared, out, only, entry)
     finally:
         out.seconds = time.perf_counter() - start
         gc.collect()
@@ -257,7 +278,13 @@ def run(entry: Entry, only: tuple[str, ...] = ()) -> Outcome:
 
 
 def _checks(
-    model: nn.Module, inputs: Inputs, bare: Any, out: Outcome, only: tuple[str, ...] = ()
+    model: nn.Module,
+    inputs: Inputs,
+    bare: Any,
+    setup: dict,
+    out: Outcome,
+    only: tuple[str, ...] = (),
+    entry: Entry | None = None,
 ) -> None:
     args, kwargs = inputs
     shapes = tensor_shapes(bare)
@@ -283,7 +310,7 @@ def _checks(
             return None
         finally:
             try:
-                problem = _untouched(before, model, check)
+                problem = _untouched(before, model, check, setup)
             except Exception as exc:  # the model cannot even be read back as it was
                 problem = f"after {check}: reading the model raised {_line(exc)}"
             if problem is not None and not touched:
@@ -309,6 +336,7 @@ def _checks(
 
     if wanted("walk"):
         guarded("walk", walk)
+    reps: dict[str, Any] = {}
     for mode in ("fake", "real"):
         if not wanted(mode):
             continue
@@ -316,6 +344,7 @@ def _checks(
             out.checks["real"] = out.checks["real_shapes"] = ("n/a", "meta")
             continue
         rep = guarded(mode, lambda mode=mode: tx.probe(model, *args, mode=mode, **kwargs))
+        reps[mode] = rep
         if rep is None:
             continue
         if not rep.ok:
@@ -332,6 +361,9 @@ def _checks(
 
     def memory() -> None:
         rep = tx.memory(model, *args, training=True, optimizer="adamw", **kwargs)
+        if getattr(rep, "error", None):  # refused in a sentence (uninitialised lazy weights)
+            out.checks["memory"] = ("fail", f"refused: {rep.error}"[:300])
+            return
         out.checks["memory"] = ("ok", "")
         params = _distinct_params(model)
         want_p = sum(stored_bytes(p) for p in params)
@@ -340,7 +372,14 @@ def _checks(
         # none, nor AdamW state): for real on the CPU; on meta autograd runs all the same without
         # values (an audio tower given only input_ids gets none); every trainable weight when
         # that step fails.
-        graded = _graded(model, inputs)
+        rebuild = None
+        if entry is not None and entry.fresh:  # the same weights: built again with its seed
+
+            def rebuild() -> nn.Module:
+                with torch.random.fork_rng():  # the build seeds the RNG: not torchxray's doing
+                    return _build(entry, out.device)[0]
+
+        graded = _graded(model, inputs, rebuild)
         want_g = sum(
             p.numel() * p.element_size()
             for i, p in enumerate(trainable)
@@ -364,6 +403,10 @@ def _checks(
         guarded("diff", lambda: _diff(model, out))
     else:
         out.checks["diff"] = ("n/a", "meta")
+    if entry is not None and entry.extra:
+        from .handwritten import extra_checks
+
+        extra_checks(entry, model, args, kwargs, shapes, reps, out, guarded, wanted)
     if wanted("compile"):
         cell, out.compile = compile_column(out.family, cpu, model, args, kwargs, guarded)
         if cell is not None:
@@ -373,16 +416,22 @@ def _checks(
         out.checks[name] = ("fail", found[0]) if found else ("ok", "")
 
 
-def _graded(model: nn.Module, inputs: Inputs) -> set[int] | None:
+def _graded(model: nn.Module, inputs: Inputs, rebuild: Any = None) -> set[int] | None:
     """Indexes (in `_distinct_params` order, trainable ones) of the weights that have a gradient
     after a train-mode forward and backward of the sum of its float outputs, on a copy, on the
     model's own device (meta too: autograd runs without values); none when no float output
     requires grad; None when the copy or the step fails, or holds a scripted module (a deep copy
-    of one does not give its copied weights gradients)."""
+    of one does not give its copied weights gradients). `rebuild`: makes the copy where a deep
+    copy fails (a model under the old ``weight_norm`` holds non-leaf weights)."""
     if any(isinstance(m, torch.jit.ScriptModule) for m in model.modules()):
         return None
     try:
-        twin = copy.deepcopy(model).train()
+        try:
+            twin = copy.deepcopy(model).train()
+        except Exception:
+            if rebuild is None:
+                raise
+            twin = rebuild().train()
         args, kwargs = inputs
         # The harness's own step leaves the RNG as it was: "untouched" judges torchxray.
         with torch.random.fork_rng(), warnings.catch_warnings():
@@ -410,7 +459,8 @@ def _trains(model: nn.Module, inputs: Inputs) -> bool:
         return True  # cannot tell: count the memory check
     args, kwargs = inputs
     try:
-        with warnings.catch_warnings():
+        # The harness's own step leaves the RNG as it was (dropout, a lazy layer's init).
+        with warnings.catch_warnings(), torch.random.fork_rng():
             warnings.simplefilter("ignore")
             twin(*args, **kwargs)
     except Exception:

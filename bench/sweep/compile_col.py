@@ -1,6 +1,6 @@
 """The sweep's compile column: `tx.compile_check`'s verdict against torch's own.
 
-On each timm and transformers model that runs on the CPU, `tx.compile_check(model, *args,
+On each timm, transformers and hand-written model that runs on the CPU, `tx.compile_check(model, *args,
 options={"export": False}, **kwargs)` (fake inputs, the default) runs in the sweep's process,
 under its guards (so "untouched", "nothing_fake" and "python_state" judge it too); then a forked
 child process runs ``torch._dynamo.explain(model)(*args, **kwargs)`` on the real CPU tensors and
@@ -14,7 +14,10 @@ The rule (documented in README and bench/README):
   graph break: ``graph_break_count > 0``, a ``break_reasons`` entry, or an entry in dynamo's
   graph-break counter during that run (``counters["graph_break"]``: explain counts compiled graphs
   minus one, so a break before any op of a frame reads 0 there though torch.compile splits the
-  frame all the same). The column is "ok" when the verdicts agree.
+  frame all the same), or an entry in dynamo's "unimplemented" counter (what dynamo could not
+  trace: a frame whose first op is an ``nn.GRU`` call is skipped whole, the GRU runs eagerly,
+  and neither of the others moves; issue 58's hand-written FiLM model). The column is "ok"
+  when the verdicts agree.
 - **places** (shown, not rated): explain deduplicates by code object (identical blocks share one
   frame: 24 blocks that each break read one break) and reports every break of a frame, while the
   check reports each module's first break, once per module. So places compare as sets of source
@@ -38,7 +41,7 @@ from torch import nn
 
 import torchxray as tx
 
-COMPARED = ("timm", "transformers")
+COMPARED = ("timm", "transformers", "handwritten", "heldout")
 EXPLAIN_TIMEOUT_S = 300
 
 
@@ -66,6 +69,7 @@ def _explain_child(conn: Any, model: nn.Module, args: tuple[Any, ...], kwargs: d
             warnings.simplefilter("ignore")
             ex = torch._dynamo.explain(model)(*args, **kwargs)
         counted = dict(counters["graph_break"])
+        unimplemented = dict(counters["unimplemented"])
         conn.send(
             {
                 "graph_breaks": int(ex.graph_break_count),
@@ -74,6 +78,8 @@ def _explain_child(conn: Any, model: nn.Module, args: tuple[Any, ...], kwargs: d
                 "lines": _lines_of_reasons(ex.break_reasons),
                 "counted": sum(counted.values()),
                 "counted_kinds": [k.splitlines()[0][:120] for k in counted],
+                "unimplemented": sum(unimplemented.values()),
+                "unimplemented_kinds": [k.splitlines()[0][:120] for k in unimplemented],
             }
         )
     except BaseException as exc:  # noqa: BLE001 - anything: sent back as text
@@ -129,11 +135,19 @@ def judge(mine: dict[str, Any], theirs: dict[str, Any]) -> tuple[str, str, str]:
     """(status, text, places) of one model: see the module docstring for the rule."""
     if "error" in theirs and "graphs" not in theirs:
         return "n/a", f"explain failed: {theirs['error']}", ""
-    torch_breaks = bool(theirs["graph_breaks"] or theirs["reasons"] or theirs["counted"])
+    unimplemented = theirs.get("unimplemented", 0)
+    torch_breaks = bool(
+        theirs["graph_breaks"] > 0 or theirs["reasons"] or theirs["counted"] or unimplemented
+    )
     said = (
         f"torch: {theirs['graph_breaks']} break(s) in explain's count, "
         f"{theirs['counted']} in dynamo's counter"
         + (f" ({'; '.join(theirs['counted_kinds'][:2])})" if theirs["counted_kinds"] else "")
+        + (
+            f", {unimplemented} not traced ({'; '.join(theirs['unimplemented_kinds'][:2])})"
+            if unimplemented
+            else ""
+        )
     )
     if mine["error"] is not None:
         return "fail", f"ours: {mine['error'][:200]} | {said}", ""

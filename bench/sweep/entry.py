@@ -33,6 +33,13 @@ class Entry:
     note: str = ""
     # Tried when this one does not build or its bare forward fails (a default config on meta).
     fallback: Entry | None = None
+    # Hand-written models (issue 58): the bare forward runs on a twin built with the same seed,
+    # and torchxray meets a model never called before, as a person exploring it first does.
+    fresh: bool = False
+    # The checks only some families run ("summary", "forms", "edit": `bench.sweep.handwritten`).
+    extra: tuple[str, ...] = ()
+    # (path, changes) for the "edit" check: `PatchLog.edit(path, **changes)`, then a real probe.
+    edit: tuple[str, dict[str, Any]] | None = None
 
     @property
     def key(self) -> str:
@@ -50,6 +57,9 @@ def count_params(model: nn.Module) -> int:
     seen: set[int] = set()
     total = 0
     for p in model.parameters():
+        # A lazy layer's parameter has no size until its first call: none counted yet.
+        if isinstance(p, nn.parameter.UninitializedTensorMixin):
+            continue
         if id(p) not in seen:
             seen.add(id(p))
             total += p.numel()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from . import fam_diffusers, fam_more, fam_timm, fam_torchvision, fam_transformers
+from . import fam_diffusers, fam_handwritten, fam_more, fam_timm, fam_torchvision, fam_transformers
 from .entry import Entry
 
 FAMILIES: dict[str, Callable[[bool], Iterator[Entry]]] = {
@@ -18,6 +18,8 @@ FAMILIES: dict[str, Callable[[bool], Iterator[Entry]]] = {
     "parametrizations": fam_more.param_entries,
     "compile": fam_more.compiled_entries,
     "jit": fam_more.jit_entries,
+    "handwritten": fam_handwritten.handwritten_entries,
+    "heldout": fam_handwritten.heldout_entries,
 }
 
 # The fixed sample the test suite runs (tests/test_sweep_sample.py): at least one model per

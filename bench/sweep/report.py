@@ -62,6 +62,7 @@ def render(outcomes: list[Outcome], header: str = "") -> str:
             check, text = o.first_error()  # type: ignore[misc]
             lines.append(f"- {o.family}/{o.name} [{o.device}] {check}: {text}")
     lines += _compile_lines(outcomes)
+    lines += forms_lines(outcomes)
     broken = [o for o in outcomes if o.status("bare") != "ok"]
     if broken:
         lines += ["", f"Not counted: bare forward or build failed ({len(broken)}):", ""]
@@ -89,4 +90,44 @@ def _compile_lines(outcomes: list[Outcome]) -> list[str]:
     if differ:
         lines += ["", "Compile disagreements (ours | torch's):", ""]
         lines += [f"- {o.family}/{o.name}: {o.checks['compile'][1]}" for o in differ]
+    return lines
+
+
+def forms_lines(outcomes: list[Outcome]) -> list[str]:
+    """The forms column's figures (`handwritten.forms_check`): per family, the user's classes
+    (every class not defined in torch) and torch's, each distinct class once (its first model),
+    exact / refused / silent / raised; then every user class that is not exact, with why."""
+    judged = [o for o in outcomes if o.forms]
+    if not judged:
+        return []
+    lines = ["", "Forms (each distinct class once; exact = the gate passed and an unchanged edit "
+             "rebuilt the same repr, state_dict and attributes):", ""]  # fmt: skip
+    lines += [
+        "| family | classes | exact | refused | silent | raised |",
+        "|---|---|---|---|---|---|",
+    ]
+    firsts: dict[str, dict[tuple[str, str, bool], tuple[Outcome, dict]]] = defaultdict(dict)
+    for o in judged:
+        for r in o.forms or []:
+            firsts[o.family].setdefault((r["module"], r["cls"], r["torch"]), (o, r))
+    for family, rs in firsts.items():
+        for torch_side in (False, True):
+            group = [r for (_, _, t), (_, r) in rs.items() if t is torch_side]
+            if not group:
+                continue
+            n = len(group)
+            count = {
+                s: sum(r["status"] == s for r in group)
+                for s in ("exact", "refused", "silent", "raised")
+            }
+            who = "torch classes" if torch_side else "user classes"
+            lines.append(f"| {family} ({who}) | {n} | {_cell(count['exact'], n)} | {count['refused']} "
+                         f"| {count['silent']} | {count['raised']} |")  # fmt: skip
+    bad = [(o, r) for rs in firsts.values() for (o, r) in rs.values() if r["status"] != "exact"]
+    if bad:
+        lines += ["", "Forms not exact:", ""]
+        for o, r in sorted(bad, key=lambda p: (p[0].family, p[1]["torch"], p[0].name)):
+            side = " [torch]" if r["torch"] else ""
+            lines.append(f"- {o.family}/{o.name}: {r['cls']}{side} ({r['path'] or '(root)'}) "
+                         f"{r['status']}: {r['why'][:300]}")  # fmt: skip
     return lines

@@ -42,6 +42,7 @@ import torch.nn as nn
 from ._compare.checkpoint import TensorSource, open_source
 from ._compare.chunks import Scratch, no_values
 from ._compare.values import compare
+from ._uninitialised import uninitialised, uninitialised_message
 
 __all__ = ["ModelDiff", "ParamChange", "diff"]
 
@@ -177,6 +178,13 @@ def diff(
     """
     if not isinstance(a, nn.Module):
         raise TypeError(f"diff(a, b): a must be an nn.Module, got {type(a).__name__}")
+    for side, model in (("a", a), ("b", b)):
+        # An uninitialised tensor (a lazy layer never called) has no shape to compare: said as
+        # the probe says it, where reading its shape raised inside torch (issue 58).
+        lazy = uninitialised(model.named_modules()) if isinstance(model, nn.Module) else ()
+        if lazy:
+            what, how = uninitialised_message(model, lazy, "diff()")  # type: ignore[arg-type]
+            raise ValueError(f"diff(a, b): in {side}, {what}; {how}")
     with open_source(a) as left, open_source(b) as right:
         if right.kind != "model" and right.meta and not (left.meta.keys() & right.meta.keys()):
             raise ValueError(_disjoint(left, right))

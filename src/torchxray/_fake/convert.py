@@ -20,6 +20,7 @@ reused within the run, and nothing after it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from typing import Any
 
@@ -223,6 +224,19 @@ class Fakes:
         fake = mode.fake_tensor_converter.from_real_tensor(mode, t)
         self.made[id(t)] = (t, fake)
         return fake
+
+    def swapped(self, t: torch.Tensor, value: Any) -> None:
+        """The forward gave real tensor `t` new data (``t.data = value``, a fake in this run):
+        the fake of `t` is `value` from now on, for this run's fake front and for the fake
+        mode's own conversions (`_trace/data.py` puts `t`'s data back after the run)."""
+        from torch._subclasses.fake_tensor import FakeTensor
+
+        if not isinstance(value, FakeTensor):
+            return
+        self.made[id(t)] = (t, value)
+        converter = self.mode.fake_tensor_converter
+        with contextlib.suppress(Exception):  # a release without the memo: the front's alone
+            converter.set_tensor_memo(t, value)
 
     def release(self) -> None:
         self.made.clear()

@@ -38,7 +38,8 @@ from torch import nn
 from torch.nn.modules import module as module_hooks
 from torch.utils import _pytree as pytree
 
-from .._fake.state import kept_state
+from .._fake.state import kept_state, snapshot_state
+from .._trace.trace import Trace
 from .cpu_meter import CpuMeter
 from .live import storage_key
 from .optim import NAMES, _state_of
@@ -127,6 +128,7 @@ class _Spans:
         self.saved: dict[str, int] = {}
         self.seen: set[int] = set()
         self.top = 0
+        self.touch: Any = None  # `_trace.Trace.touch`, before each module call
 
     def fold(self) -> int:
         now, peak = self.meter.read()
@@ -139,6 +141,8 @@ class _Spans:
     def pre(self, module: nn.Module, args: Any) -> None:
         path = self.paths.get(id(module))
         if path is not None:
+            if self.touch is not None:
+                self.touch(module)
             now = self.fold()
             self.open.append(path)
             self.spans.append(now)
@@ -243,7 +247,18 @@ def _step(
             es.enter_context(torch.enable_grad() if training else torch.no_grad())
             if training:
                 es.enter_context(torch.autograd.graph.saved_tensors_hooks(spans.pack, _same))
-            output = model(*rargs, **rkwargs)
+            # What the forward writes besides (attributes, containers, hooks a library registers
+            # on its first call, in-place weights, torch's flags), put back and said, as the real
+            # probe does; taken past the step's own hooks (issue 58: transformers' output-capture
+            # hooks and flag stayed on the model after a CPU step).
+            objs = [m for _, m in modules]
+            watch = Trace(objs, {id(m): p for p, m in modules}, snapshot_state(objs), real=True)
+            spans.touch = watch.touch
+            # No in-place guard: restoring a weight's values between the forward and the
+            # backward would break autograd's saved tensors; `kept_state` puts buffers back.
+            with watch:
+                output = model(*rargs, **rkwargs)
+            trace.writes = watch.writes
             loss = _loss(output) if training else None
             del output
             es.close()  # hooks off before backward: it saves nothing and runs no forward

@@ -143,6 +143,10 @@ class Recorder:
         # is copied then, so that what its forward writes can be put back.
         self.touch: Callable[[Any], None] | None = None
         self.touched: set[int] = set()  # ids of the modules `touch` has seen (it adds them)
+        # At a module's first call, after `touch`: True when it left the direct path because it
+        # gained hooks (`_probe.wrap.Patches.first_call`); the call then goes through
+        # nn.Module's own _call_impl, which runs them.
+        self.rehome: Callable[[Any], bool] | None = None
 
     def function(
         self,
@@ -170,6 +174,8 @@ class Recorder:
         token = self.cancel
         touch = self.touch
         touched = self.touched
+        rehome = self.rehome
+        module_call = torch.nn.Module._call_impl
 
         def meta(x: torch.Tensor) -> Meta:
             """`x`'s metadata, read now (the caller checked `recent` already)."""
@@ -190,6 +196,8 @@ class Recorder:
                 raise cancel.ProbeCancelled(f"probe cancelled before {path or '(root)'}")
             if touch is not None and id(self) not in touched:
                 touch(self)
+                if call_forward and rehome is not None and rehome(self):
+                    return module_call(self, *args, **kwargs)
             call = Call()
             call.path = path
             # The caller: the frame that called `module(...)`, past torch's __call__ machinery

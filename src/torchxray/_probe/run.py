@@ -161,6 +161,7 @@ class ProbeRun:
             wrote = trace.buffer_write if not fake else None
             es.enter_context(kept_state(self.modules, held, state, fake, checked, wrote))
             self.recorder.touch, self.recorder.touched = trace.touch, trace.touched
+            self.recorder.rehome = self.patches.first_call
             cancel.check("setting up")  # each step takes seconds on 100,000 modules
             if fake:
                 # FSDP2 units: lazily initialised for real, their bookkeeping put back after.
@@ -169,6 +170,8 @@ class ProbeRun:
                 # fake views (one per tensor, `_fake.convert`) on first use - no copy of their
                 # data, no new memory. A mode kept from an earlier run (`_fake.pool`).
                 self.fake_mode = es.enter_context(borrowed())
+                if getattr(self.fake_mode, "fakes", None) is not None:
+                    trace.swaps.after_swap = self.fake_mode.fakes.swapped
                 # accelerate's offloaded weights as fakes on their execution devices, offloading
                 # paused: torchxray's own change, undone after the trace has compared.
                 es.enter_context(fake_offloaded(self.modules, self.fake_mode))

@@ -21,6 +21,14 @@ large part of a bare forward. Instead, for the probe's duration:
   its own ``__call__`` or ``_call_impl`` (or an instance that has one), and every module while
   global module hooks are registered (``register_module_forward_hook`` and friends).
 
+A library may register hooks on a module during the run, before that module's first call
+(transformers installs its output-capturing hooks on its layers at the model's first call with
+``output_hidden_states=True``): a direct module would skip them, and ``hidden_states`` came back
+empty under the probe where the person's own forward fills it (issue 58). At each module's first
+call (`Patches.first_call`), a direct module that has gained hooks of its own, or any module
+once global hooks exist, moves to the instance path, and that call goes through nn.Module's own
+``_call_impl`` with its hooks, as the person's forward would.
+
 `undo` puts back exactly what was there, and one lock keeps two probes in two threads from
 interleaving their patches.
 """
@@ -92,6 +100,7 @@ class Patches:
         self._saved_inst: list[tuple[nn.Module, Any]] = []
         self._calls_set = 0  # how many of direct_modules have their `_call_impl`
         self._locked = False
+        self._recorder: Recorder | None = None
 
     def direct_class(self, cls: type) -> bool:
         """Whether instances of `cls` can be recorded by an instance ``_call_impl`` (when they
@@ -108,6 +117,7 @@ class Patches:
         is then), then the instance ``_call_impl`` of every direct module."""
         _LOCK.acquire()
         self._locked = True
+        self._recorder = recorder
         try:
             for m, forward in self.stubs:
                 self._set_forward(m, forward)
@@ -125,6 +135,30 @@ class Patches:
         except BaseException:
             self.undo()
             raise
+
+    def first_call(self, m: nn.Module) -> bool:
+        """`m` is about to run for the first time in this run: if it is a direct module that has
+        gained hooks since `install` (or global hooks now exist), it moves to the instance path
+        and True says the caller must call it through nn.Module's ``_call_impl`` (module
+        docstring)."""
+        d = m.__dict__
+        if "_call_impl" not in d or self._recorder is None:
+            return False
+        if not (
+            d.get("_forward_hooks")
+            or d.get("_forward_pre_hooks")
+            or d.get("_backward_hooks")
+            or d.get("_backward_pre_hooks")
+            or global_hooks()
+        ):
+            return False
+        path = self.direct.pop(id(m), None)
+        if path is None:
+            return False
+        del d["_call_impl"]
+        self.instances[id(m)] = (m, path)
+        self._record_instance(m, path, self._recorder)
+        return True
 
     def _set_forward(self, m: nn.Module, forward: Callable[..., Any]) -> None:
         self._saved_inst.append((m, m.__dict__.get("forward", _MISSING)))

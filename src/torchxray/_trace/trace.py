@@ -11,7 +11,8 @@ before the set-up is undone:
   Python module's globals. Only code that runs can write, so a memoised block that is replayed
   costs nothing, and the cost follows the forward, not the model's size;
 - in-place writes to parameters and buffers: `_trace/tensors.py` (copy-on-write in a real run,
-  recorded by the fake front in a fake run);
+  recorded by the fake front in a fake run); their data swapped (``w.data = ...``, fake or
+  real): `_trace/data.py`;
 - every module's attributes, by identity, from the snapshot the run took already
   (`_fake/state.py`): one C comparison when nothing changed.
 
@@ -30,6 +31,7 @@ from torch import nn
 from torch.utils.hooks import RemovableHandle
 
 from .._fake.state import State, unchanged
+from .data import Swaps
 from .flags import Flags, globals_held
 from .held import MAX_DEPTH, Held
 from .modules import attributes, merged, new_hooks
@@ -85,6 +87,7 @@ class Trace:
         self.grads: list[tuple[nn.Module, list[tuple[str, Any, bool]]]] = []
         self.classes: set[type] = set()
         self.backups = Backups(modules)
+        self.swaps = Swaps(modules)
         self.fake_written: dict[int, torch.Tensor] = {}
         self.writes: list[Write] = []
         self.limits: list[str] = []  # what torchxray itself could not watch, one sentence each
@@ -99,6 +102,7 @@ class Trace:
         self._flags = Flags()
         self._next_hook = RemovableHandle.next_id
         self.held.take(globals_held(), "torch.nn.modules.module")
+        self.swaps.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -212,6 +216,9 @@ class Trace:
         owners: dict[int, str] = self.paths
         self._files.__exit__()
         try:
+            # Data swapped back first: a write in place then went to the data held before.
+            for m, name in self.swaps.restore():
+                out.append(Write(owners.get(id(m), "?"), name, TENSOR, "its .data replaced"))
             for m, name, detail in self.backups.restore():
                 out.append(Write(owners.get(id(m), "?"), name, INPLACE, detail))
             if self.fake_written:

@@ -1,0 +1,26 @@
+"""Hand-written models, as a paper's or a course's code is written (issue 58, item 4).
+
+`CASES` (name -> `case.Case`) holds every model of the package's modules; each builds small on
+the CPU with random weights and comes with example inputs and one edit that keeps its shapes.
+The harness that runs torchxray on them is `bench.sweep.handwritten` (`python -m bench.sweep
+--family handwritten`); `tests/test_handwritten.py` runs a sample.
+"""
+
+from . import (  # noqa: F401  (each module fills CASES)
+    attention,
+    calling,
+    classifiers,
+    convnets,
+    encoders,
+    generative,
+    geometry,
+    misc,
+    multimodal,
+    routing,
+    scans,
+    sequence,
+    signals,
+)
+from .case import CASES, Case
+
+__all__ = ["CASES", "Case"]
