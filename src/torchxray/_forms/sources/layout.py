@@ -38,6 +38,12 @@ def descendants(module: nn.Module, depth: int = 3) -> Iterator[nn.Module]:
         yield from level
 
 
+def _items(c: nn.Module) -> list[nn.Module]:
+    """A container's layers: a slot may hold None (``nn.ModuleList([conv if down else None ...])``,
+    which ``add_module`` accepts), and holds no layer then."""
+    return [m for m in c._modules.values() if m is not None]
+
+
 def width(value: Any) -> Any:
     if isinstance(value, (tuple, list, torch.Size)) and len(value) >= 1:
         return value[0]
@@ -66,7 +72,7 @@ def per_item(module: nn.Module) -> list[list[int]]:
         if not isinstance(c, (nn.Sequential, nn.ModuleList)) or len(c) < 2:
             continue
         ends: list[list[int]] = [[], []]
-        for item in c:
+        for item in _items(c):
             found = [(a, v) for m in item.modules() for a, v in vars(m).items() if type(v) is int]
             ins = [v for a, v in found if a in ("in_channels", "in_features")]
             outs = [v for a, v in found if a in ("out_channels", "out_features")]
@@ -94,7 +100,7 @@ def per_stage(module: nn.Module, n: int) -> list[tuple[int, ...]]:
     for c in descendants(module, 2):
         if isinstance(c, (nn.Sequential, nn.ModuleList)) and len(c) == n:
             widths, depths = [], []
-            for stage in c:
+            for stage in _items(c):
                 outs = [
                     width(v)
                     for m in stage.modules()
@@ -151,7 +157,7 @@ def drop_rates(module: nn.Module, most: int | None = 2) -> list[list[float]]:
         if not isinstance(c, (nn.Sequential, nn.ModuleList)) or len(c) < 2:
             continue
         rates = []
-        for block in c:
+        for block in _items(c):
             found = [
                 v
                 for m in block.modules()
@@ -188,7 +194,8 @@ def per_layer(module: nn.Module, attr: str) -> list[tuple[Any, ...]]:
     for c in [module, *descendants(module, 2)]:
         if isinstance(c, (nn.Sequential, nn.ModuleList)) and len(c) > 1:
             seq = [
-                next((kept(m) for m in item.modules() if attr in m.__dict__), None) for item in c
+                next((kept(m) for m in item.modules() if attr in m.__dict__), None)
+                for item in _items(c)
             ]
             found = tuple(v for v in seq if v is not None)
             if len(found) > 1:
