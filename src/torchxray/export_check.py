@@ -61,10 +61,12 @@ from ._compile.guard import Quiet, unavailable
 from ._compile.plan import plan
 from ._compile.records import ExportFailure
 from ._export.assemble import export_issue, statuses
+from ._export.draft import draft
 from ._export.drift import drift, onnxruntime_missing
 from ._export.guard import Untouched
 from ._export.options import Options, parse_options
 from ._export.records import (
+    DATA_DEPENDENT,
     NOT_DELEGATED,
     TARGETS,
     Drift,
@@ -152,7 +154,7 @@ def export_check(
         return failed("the forward did not run on these inputs: the probe recorded no call of it")
     if probed is not None:  # a fake probe stopped at a value: export sees the same, and says so
         stray = [*stray, f"the fake probe stopped in {probed.path or '(root)'} at an op that needs "
-                 "tensor values; export is traced on its own"]  # fmt: skip
+                 "tensor values; export is traced on its own (options={'mode': 'real'} goes on past it)"]  # fmt: skip
     modules = {p: _cls(m) for p, m in named if id(m) in cap.calls}
     with Quiet(), Untouched():
         report = _check(model, args, kwargs, opts, cap, path_of, modules, stray)
@@ -203,6 +205,14 @@ def _check(
         _copies(model, cap, run.stood, run.failed) if program is not None else {},
         modules, exported=not export_issues,
     )  # fmt: skip
+    if any(i.kind == DATA_DEPENDENT for i in export_issues) and opts.mode == "real":
+        drafted = _drafted(model, args, kwargs, opts, export_issues, notes)
+        if drafted is not None:
+            program, more = drafted
+            issues += more
+            export_issues += more
+            blind = []
+            stage = Stage(program, [], [], {}, modules, exported=False)
     for name in opts.targets:
         if name == "export":
             continue
@@ -232,6 +242,32 @@ def _check(
         "modules": modules,
         "status": statuses(modules, targets, issues, unchecked, counts),
     }
+
+
+def _drafted(
+    model: nn.Module,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    opts: Options,
+    found: list[ExportIssue],
+    notes: list[str],
+) -> tuple[Any, list[ExportIssue]] | None:
+    """Draft export's program of the whole model and the data-dependent failures the engine did
+    not find (`_export.draft`); None (and a note) where it cannot run."""
+    if any(m.training for m in model.modules()):
+        notes.append("draft export (every data-dependent failure, and the ops after them) runs "
+                     "the forward on its inputs: in eval mode only, as the model is in training mode")  # fmt: skip
+        return None
+    try:
+        program, failures = draft(model, args, kwargs, opts.dynamic_shapes)
+    except Exception as exc:  # noqa: BLE001 - the engine's list stands; said why
+        notes.append(f"draft export could not run: {type(exc).__name__}: {str(exc).strip()[:200]}")
+        return None
+    seen = {(i.file, i.line) for i in found}
+    more = [export_issue(f) for f in failures if (f.file, f.line) not in seen]
+    notes.append("the ONNX and ExecuTorch ops were read from draft export's program, which takes "
+                 "each data-dependent branch the way the example inputs do")  # fmt: skip
+    return program, more
 
 
 def _copies(
