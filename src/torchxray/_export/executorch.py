@@ -44,7 +44,7 @@ def missing() -> str | None:
         import executorch.exir  # noqa: F401
         from executorch.backends.xnnpack.partition import xnnpack_partitioner  # noqa: F401
     except ImportError:
-        return "not installed: pip install torchxray[export] executorch"
+        return "not installed: pip install torchxray[export] (ExecuTorch: torchxray[export,executorch])"
     except Exception as exc:  # noqa: BLE001 - a broken install: said, never raised
         return f"executorch cannot be imported here ({type(exc).__name__}: {exc})"
     return None
