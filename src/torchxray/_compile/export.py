@@ -43,7 +43,7 @@ from .plan import plan
 from .records import ExportFailure
 from .stubs import Stubs, rebuildable
 
-__all__ = ["ExportRun", "export_failures", "export_run"]
+__all__ = ["ExportRun", "export_failures", "export_run", "kept_attributes"]
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -77,6 +77,29 @@ def _no_stack_traces() -> Iterator[None]:
         yield
     finally:
         config.do_not_emit_stack_traces = before
+
+
+@contextlib.contextmanager
+def kept_attributes(model: nn.Module) -> Iterator[None]:
+    """Every module's attributes as they were, the same objects, on leaving: non-strict export
+    sets equal copies of some (a convolution's ``kernel_size`` tuple, a timm model's
+    ``pretrained_cfg`` dict), and drops none; code that holds the old object, or compares by
+    identity, would see another. Attributes export added are removed. Entered inside the
+    stand-ins (`Stubs`, `_Unregistered`), which put back their own changes after."""
+    saved = [(m, dict(vars(m))) for m in {id(m): m for m in model.modules()}.values()]
+    try:
+        yield
+    finally:
+        for module, before in saved:
+            now = vars(module)
+            for key in [k for k in now if k not in before]:
+                del now[key]
+            for key, value in before.items():
+                if now.get(key, _GONE) is not value:
+                    now[key] = value
+
+
+_GONE = object()
 
 
 def _frames(exc: BaseException) -> list[Any]:
@@ -179,12 +202,12 @@ def _export(
     stubs = Stubs(stubbed)
     hidden = _Unregistered([m for m, _ in stubbed], stubs)
     try:
-        with stubs, hidden, _silenced(traces):
+        with stubs, hidden, _silenced(traces), kept_attributes(model):
             return torch.export.export(model, args, kwargs, strict=False, **shapes)
     except Exception as exc:
         if not _touches(exc, hidden.hid):
             raise
-    with Stubs(stubbed), _silenced(traces):
+    with Stubs(stubbed), _silenced(traces), kept_attributes(model):
         return torch.export.export(model, args, kwargs, strict=False, **shapes)
 
 

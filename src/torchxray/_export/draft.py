@@ -19,6 +19,7 @@ from typing import Any
 
 from torch import nn
 
+from .._compile.export import kept_attributes
 from .._compile.owner import owner_of
 from .._compile.records import ExportFailure
 from .._unwrap import original_class
@@ -33,7 +34,11 @@ def draft(
     from torch.export._draft_export import FailureType, draft_export
 
     path_of = {id(m): p for p, m in model.named_modules()}
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    with (
+        contextlib.redirect_stdout(io.StringIO()),
+        contextlib.redirect_stderr(io.StringIO()),
+        kept_attributes(model),
+    ):
         program = draft_export(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=False)
     report = program._report
     names: dict[int, str] = dict(getattr(report, "str_to_filename", {}) or {})

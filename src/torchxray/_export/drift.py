@@ -6,7 +6,7 @@ inside the module (its path in their ``nn_module_stack``) that a node outside it
 program returns; the ONNX model names each value after its node. The eager outputs come from one
 run of the model with a forward hook per module (its first call; the hooks are removed after,
 whatever happens). Each eager output tensor is matched with the boundary value of its shape
-(the last of them in the graph where several are: a block's result comes after what it keeps);
+(the closest of them where several have it: a rotary embedding's cos and sin);
 a module whose output is its input itself (an ``Identity``, a dropout in eval) has no value of
 its own and no drift. All the values are computed in one onnxruntime run
 (``ONNXProgram.compute_values``).
@@ -92,6 +92,18 @@ def _eager(
     return found
 
 
+def _max_abs(got: torch.Tensor, ref: torch.Tensor) -> float:
+    diff = (got.to(torch.float64).reshape(ref.shape) - ref).abs()
+    return float(diff.max()) if diff.numel() else 0.0
+
+
+def _inputs(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], None]:
+    """The ONNX model's inputs: the tensors among the call's arguments, flattened in export's
+    order; a flag such as ``use_cache=False`` was a constant of the program, no input."""
+    leaves = pytree.tree_leaves((args, kwargs))
+    return tuple(t for t in leaves if isinstance(t, torch.Tensor)), None
+
+
 def drift(
     model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], decomposed: Any, program: Any
 ) -> dict[str, Drift]:
@@ -101,31 +113,34 @@ def drift(
     names = {v.name for n in graph for v in n.outputs if v.name}
     bounds = _boundaries(decomposed, names)
     eager = _eager(model, args, kwargs)
-    wanted: dict[str, list[tuple[torch.Tensor, str]]] = {}
+    wanted: dict[str, list[tuple[torch.Tensor, list[str]]]] = {}
     for path, values in bounds.items():
         outs = eager.get(path)
         if not outs:
             continue
-        pairs = []
-        for t in outs:
-            same = [name for name, shape in values if shape == tuple(t.shape)]
-            if same:
-                pairs.append((t, same[-1]))
+        pairs = [(t, [n for n, shape in values if shape == tuple(t.shape)]) for t in outs]
+        pairs = [(t, names) for t, names in pairs if names]
         if pairs:
             wanted[path] = pairs
-    order = sorted({name for pairs in wanted.values() for _, name in pairs})
+    order = sorted({n for pairs in wanted.values() for _, names in pairs for n in names})
     if not order:
         return {}
-    computed = program.compute_values(order, args, kwargs)
+    computed = program.compute_values(order, *_inputs(args, kwargs))
     value = dict(zip(order, computed))
     result: dict[str, Drift] = {}
     for path, pairs in wanted.items():
         worst = top = 0.0
-        for t, name in pairs:
-            got = value[name]
+        taken: set[str] = set()
+        for t, names in pairs:
+            # Several outputs of one shape (a rotary embedding's cos and sin): each eager output
+            # is compared with the closest of them not taken yet (a swap differs by far more
+            # than any lowering does).
             ref = t.to(torch.float64)
-            diff = (got.to(torch.float64).reshape(ref.shape) - ref).abs()
-            worst = max(worst, float(diff.max()) if diff.numel() else 0.0)
+            free = [n for n in names if n not in taken] or names
+            diffs = {n: _max_abs(value[n], ref) for n in free}
+            name = min(diffs, key=lambda n: diffs[n])
+            taken.add(name)
+            worst = max(worst, diffs[name])
             top = max(top, float(ref.abs().max()) if ref.numel() else 0.0)
         result[path] = Drift(path, worst, worst / top if top else 0.0, len(pairs))
     return result
