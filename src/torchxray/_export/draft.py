@@ -40,7 +40,7 @@ def draft(
         kept_attributes(model),
     ):
         program = draft_export(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=False)
-    report = program._report
+    report = program._report  # type: ignore[attr-defined]  # set by draft_export
     names: dict[int, str] = dict(getattr(report, "str_to_filename", {}) or {})
     out: list[ExportFailure] = []
     for failure in report.failures:

@@ -110,8 +110,8 @@ def drift(
     """path -> `Drift` for every module with an output of its own (see the module docstring).
     Runs the model once and the ONNX model once; raises what they raise."""
     graph = program.model.graph
-    names = {v.name for n in graph for v in n.outputs if v.name}
-    bounds = _boundaries(decomposed, names)
+    produced = {v.name for n in graph for v in n.outputs if v.name}
+    bounds = _boundaries(decomposed, produced)
     eager = _eager(model, args, kwargs)
     wanted: dict[str, list[tuple[torch.Tensor, list[str]]]] = {}
     for path, values in bounds.items():
