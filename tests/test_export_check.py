@@ -1,13 +1,12 @@
 """tx.export_check: planted ops on the right module and line in one call, every target's verdict,
-drift below 1e-4 on clean models, agreement with ``torch.onnx.export(..., report=True)``, bad
-input in one sentence, a missing package as "not installed", and the model and torch's settings
-left as found."""
+drift below 1e-4 on clean models and where it starts, bad input in one sentence, a missing package
+as "not installed", and the model and torch's settings left as found. The agreement with
+``torch.onnx.export(..., report=True)`` is tests/test_sweep_export.py's (and the sweep's, by hand)."""
 
 from __future__ import annotations
 
 import copy
 import inspect
-import re
 import sys
 
 import pytest
@@ -15,7 +14,6 @@ import torch
 from torch import nn
 
 import torchxray as tx
-from torchxray import demo
 from torchxray._export.guard import snapshot
 
 pytest.importorskip("onnxscript")
@@ -249,35 +247,32 @@ def test_dynamic_shape_constraint_names_the_line_that_specialised_it() -> None:
     assert "batch" in found[0].reason
 
 
-def _report_ops(model: nn.Module, x: torch.Tensor, tmp_path: object) -> set[str]:
-    """The ops ``torch.onnx.export(..., report=True)`` lists as missing, read from its report."""
-    import contextlib
-    import io
-    from pathlib import Path
+def test_executorch_delegated_portable_and_outside_core_aten_per_module() -> None:
+    pytest.importorskip("executorch.exir")
 
-    folder = Path(str(tmp_path))
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(Exception):
-        torch.onnx.export(
-            model, (x,), dynamo=True, report=True, artifacts_dir=folder, verbose=False
-        )
-    text = "".join(p.read_text() for p in folder.glob("*.md"))
-    part = text.split("Errors grouped by operator:")[-1] if "Errors grouped" in text else ""
-    return set(re.findall(r"^- `([^`]+)`:", part, re.M))
-
-
-@pytest.mark.parametrize("which", ["planted-onnx", "clean"])
-def test_agrees_with_torch_onnx_report(which: str, tmp_path: object) -> None:
-    class Both(nn.Module):
+    class Net(nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            self.a, self.b = Ortho(), Sorted()
+            self.embed = nn.Embedding(16, 8)  # no XNNPACK config: portable
+            self.fc = nn.Linear(8, 8)  # delegated
+            self.ortho = Ortho()  # linalg_qr: outside the Core ATen set
 
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return self.b(self.a(x))
+        def forward(self, ids: torch.Tensor) -> torch.Tensor:
+            return self.ortho(self.fc(self.embed(ids)))
 
-    model: nn.Module = Both().eval() if which == "planted-onnx" else _clean_cnn()
-    x = X if which == "planted-onnx" else torch.randn(1, 3, 8, 8)
-    rep = tx.export_check(model, x, options={"drift": False})
-    mine = {f.op for f in rep.failures if f.target == "onnx"}
-    assert mine == _report_ops(model, x, tmp_path)
-    assert (not mine) == rep.ok
+    rep = tx.export_check(
+        Net().eval(), torch.randint(0, 16, (2, 4)), options={"targets": ("executorch",)}
+    )
+    et = rep.targets["executorch"]
+    assert et.status == "fails" and et.delegated >= 1 and et.portable >= 2, et
+    kinds = {(f.path, f.kind) for f in rep.failures}
+    assert ("ortho", "outside the Core ATen set") in kinds
+    assert ("embed", "not delegated to XNNPACK") in kinds
+    embed = next(f for f in rep.failures if f.path == "embed")
+    assert embed.reason == "no XNNPACK config for this op" and embed.op == "aten.embedding.default"
+    assert rep["fc"].status["executorch"] == "delegated"
+    assert (
+        rep["embed"].status["executorch"] == "portable" and rep["embed"].ok
+    )  # portable still runs
+    assert rep["ortho"].status["executorch"] == "fails" and not rep["ortho"].ok
+    assert rep[""].status["executorch"] == "fails"

@@ -124,9 +124,10 @@ class Drift:
 @dataclass(frozen=True, slots=True)
 class ModuleExport:
     """One module's view of a report (``rep[path]``): `own` its own forward's issues, `issues`
-    those of its subtree too, `ok` no issue in the subtree, `status` per target checked ("ok",
-    "fails", "not reached", "not checked", and for ExecuTorch "delegated", "portable" or
-    "partly delegated"), `drift` its own drift (None when not measured)."""
+    those of its subtree too, `ok` no issue in the subtree (an op left to ExecuTorch's portable
+    kernels is listed, and runs: not one), `status` per target checked ("ok", "fails", "not
+    checked", and for ExecuTorch "delegated", "portable" or "partly delegated"), `drift` its own
+    drift (None when not measured)."""
 
     path: str
     cls: str
@@ -137,7 +138,8 @@ class ModuleExport:
 
     @property
     def ok(self) -> bool:
-        return not self.issues
+        """No issue in the subtree but ops left to ExecuTorch's portable kernels (they run)."""
+        return all(i.kind == NOT_DELEGATED for i in self.issues)
 
 
 @dataclass(frozen=True)
