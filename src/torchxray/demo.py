@@ -363,15 +363,19 @@ def compile_net(vocab: int = 100, dim: int = 32, hidden: int = 64) -> CompileNet
 
 
 class OrthoLinear(nn.Module):
-    """A bias-free linear layer whose weight is made orthonormal in the forward (QR): the ONNX
-    exporter has no translation for ``torch.linalg.qr``; ``nn.Linear`` exports."""
+    """A bias-free linear layer whose weight is made orthonormal in the forward (QR) with
+    ``orthogonal=True``: the ONNX exporter has no translation for ``torch.linalg.qr``;
+    ``orthogonal=False`` (or ``nn.Linear``) exports."""
 
-    def __init__(self, features: int) -> None:
+    def __init__(self, features: int, orthogonal: bool = True) -> None:
         super().__init__()
         self.features = features
+        self.orthogonal = orthogonal
         self.weight = nn.Parameter(torch.randn(features, features) / features**0.5)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.orthogonal:
+            return x @ self.weight
         q, _ = torch.linalg.qr(self.weight)
         return x @ q
 
