@@ -219,11 +219,16 @@ def test_model_and_torch_settings_are_left_as_found() -> None:
     before_state = copy.deepcopy(model.state_dict())
     before_modes = [m.training for m in model.modules()]
     before_classes = [type(m) for m in model.modules()]
+    tx.export_check(Sorted(), X)  # the first imports torch.onnx's exporter: not the check's doing
     before_cfg = snapshot()
     globals_before = dict(torch.nn.modules.module._global_forward_hooks)
+    decomps = dict(torch._decomp.decomposition_table)
+    pytree_types = set(torch.utils._pytree.SUPPORTED_NODES)
     tx.export_check(model, X)
     tx.export_check(model, X, options={"mode": "fake"})
     assert snapshot() == before_cfg
+    assert dict(torch._decomp.decomposition_table) == decomps  # the registries too
+    assert set(torch.utils._pytree.SUPPORTED_NODES) == pytree_types
     assert [m.training for m in model.modules()] == before_modes
     assert [type(m) for m in model.modules()] == before_classes
     assert all(torch.equal(v, model.state_dict()[k]) for k, v in before_state.items())

@@ -156,8 +156,15 @@ def export_check(
         stray = [*stray, f"the fake probe stopped in {probed.path or '(root)'} at an op that needs "
                  "tensor values; export is traced on its own (options={'mode': 'real'} goes on past it)"]  # fmt: skip
     modules = {p: _cls(m) for p, m in named if id(m) in cap.calls}
-    with Quiet(), Untouched():
-        report = _check(model, args, kwargs, opts, cap, path_of, modules, stray)
+    try:
+        with Quiet(), Untouched():
+            report = _check(model, args, kwargs, opts, cap, path_of, modules, stray)
+    except Exception as exc:  # noqa: BLE001 - the check's own failure, said as such
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        return failed(
+            f"the export check itself failed ({type(exc).__name__}: {text[:300]}); this is "
+            "torchxray's failure, not the model's: please report it"
+        )
     wall = (time.perf_counter() - start) * 1e3
     return ExportReport(**{**report, "wall_ms": wall})
 
@@ -212,6 +219,9 @@ def _check(
             issues += more
             export_issues += more
             blind = []
+            n = len(export_issues)
+            targets["export"] = TargetResult("export", "fails", f"{n} failure(s)",
+                                             time.perf_counter() - t0)  # fmt: skip
             stage = Stage(program, [], [], {}, modules, exported=False)
     for name in opts.targets:
         if name == "export":
