@@ -14,6 +14,10 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
 
@@ -27,6 +31,37 @@ from .._unwrap import original_class
 __all__ = ["draft"]
 
 
+@contextlib.contextmanager
+def _trace_log_kept() -> Iterator[None]:
+    """Draft export writes a structured trace of its run to a folder under the system's temp
+    directory (or ``TORCH_TRACE``'s) and drops the handler a ``TORCH_TRACE`` run had on torch's
+    trace logger. Here it writes to a folder of the check's own, removed after, and the logger's
+    handlers and the variable are put back."""
+    from torch._logging import _internal
+
+    logger = _internal.trace_log
+    handlers = list(logger.handlers)
+    name = _internal.DTRACE_ENV_VAR
+    before = os.environ.get(name)
+    folder = tempfile.mkdtemp(prefix="torchxray-draft-")
+    os.environ[name] = folder
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
+        for h in list(logger.handlers):
+            if h not in handlers:
+                logger.removeHandler(h)
+                h.close()
+        for h in handlers:
+            if h not in logger.handlers:
+                logger.addHandler(h)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def draft(
     model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], dynamic_shapes: Any
 ) -> tuple[Any, list[ExportFailure]]:
@@ -38,6 +73,7 @@ def draft(
         contextlib.redirect_stdout(io.StringIO()),
         contextlib.redirect_stderr(io.StringIO()),
         kept_attributes(model),
+        _trace_log_kept(),
     ):
         program = draft_export(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=False)
     report = program._report  # type: ignore[attr-defined]  # set by draft_export
