@@ -17,6 +17,7 @@ import torch.nn as nn
 from typing_extensions import get_type_hints, is_typeddict
 
 import torchxray as tx
+from torchxray._view.export_types import ExportState
 from torchxray._view.handlers import HANDLERS
 from torchxray._view.host import Host
 from torchxray._view.ranks_types import RanksState
@@ -253,6 +254,7 @@ _WORKING = [
     {"kind": "filter", "query": "", "breaks": True},
     {"kind": "ranks", "rank": 1, "order": "bytes"},
     {"kind": "ranks_plan"},
+    {"kind": "export", "targets": ["export"]},
 ]
 _SESSION = [
     {"kind": "ping"},
@@ -323,6 +325,7 @@ def test_every_request_kind_gets_the_reply_it_declares() -> None:
         ):
             problems += _problems(state, shape, f"after {msg['kind']}: {shape.__name__}")
     problems += _problems(working.ranks_state(), RanksState, "ranks_state")
+    problems += _problems(working.export_state(), ExportState, "export_state")
     # The read-only view's data, which js/snapshot.ts answers requests from.
     problems += _problems(session.snapshot(), Snapshot, "snapshot")
     assert not problems, "\n".join(problems)
