@@ -17,7 +17,7 @@ const TARGET_TITLES: Record<string, string> = {
   aoti: "AOTInductor: a real C++ compile of the model (slow: minutes on a big model)",
 };
 const INTRO =
-  "Check exports the model with torch.export and hands the program to each target ticked: every op a target cannot take is listed on its module and line, and with real weights each module's output is compared between onnxruntime and eager (drift). It runs only when asked: after Apply, Undo or Redo the result is marked stale.";
+  "Check exports the model with torch.export and hands the program to each target ticked: every op a target cannot take is listed on its module and line, and when the explorer probes with real tensors (its real mode) each module's output is compared between onnxruntime and eager (drift). It runs only when asked: after Apply, Undo or Redo the result is marked stale.";
 
 /** The badge a row carries for one target's status (TreeSelect.BADGES has their text). */
 export function rowBadge(status: string | undefined): string | null {
@@ -216,7 +216,7 @@ export class ExportPane implements Pane {
     const box = h("section", { class: "tx-xdrift", "aria-label": "drift" }, h("h4", {}, "Drift (onnxruntime vs eager)"));
     const entries = Object.entries(s.drift ?? {});
     if (!entries.length) {
-      box.appendChild(h("p", { class: "tx-muted" }, "not measured: it needs an ONNX model built on real weights, in eval mode (see the notes)"));
+      box.appendChild(h("p", { class: "tx-muted" }, "not measured: it needs an ONNX model built on real weights, a real probe (the explorer's mode) and eval mode (see the notes)"));
       return box;
     }
     const [worst, v] = entries.reduce((a, b) => (b[1][0] > a[1][0] ? b : a));

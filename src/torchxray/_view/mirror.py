@@ -129,9 +129,9 @@ class PythonApi:
         return self._live().export_report
 
     def export_check(self, options: dict[str, Any] | None = None) -> Any:
-        """``tx.export_check`` on the explored model and its example inputs (``options`` as
-        ``tx.export_check``'s, merged over the last check's), shown in the Export tab and on the
-        tree's rows. It does not run again by itself: after a patch the tab says it is stale,
+        """``tx.export_check`` on the explored model and its example inputs (in the probe's mode:
+        ``tx.explore(model, x, mode="real")`` measures drift; ``options`` as ``tx.export_check``'s,
+        merged over the last check's), shown in the Export tab and on the tree's rows. It does not run again by itself: after a patch the tab says it is stale,
         and the next check lists what changed. ValueError when the explorer has no inputs."""
         self._join()
         s = self._live()

@@ -190,8 +190,9 @@ class Session:
         )
 
     def run_export(self, options: dict[str, Any] | None = None) -> Any:
-        """``tx.export_check`` on the model and example inputs; ``options`` as its own, merged
-        over the last check's (Check again keeps the targets). ValueError without example
+        """``tx.export_check`` on the model and example inputs, in the probe's mode unless
+        ``options`` says otherwise; ``options`` as its own, merged over the last check's (Check
+        again keeps the targets). ValueError without example
         inputs or while the model trains; TypeError / ValueError for a bad option."""
         from ..export_check import export_check
 
@@ -203,7 +204,10 @@ class Session:
         if self.training_now:
             raise ValueError("the export check waits while the model trains: Check once it ends")
         opts = {**self.export_options, **(options or {})}
-        report = export_check(self.live_model(), *self.args, options=opts, **self.kwargs)
+        # In the probe's mode unless told otherwise, as the Compile tab: a fake explorer
+        # computes nothing (no drift then; the tab's notes say so), a real one measures drift.
+        run = {"mode": self.mode, **opts}
+        report = export_check(self.live_model(), *self.args, options=run, **self.kwargs)
         self.export_options = opts
         self.export_previous, self.export_report = self.export_report, report
         self.export_note, self.export_rev, self.export_model_rev = "", self.rev, self.model_rev
