@@ -48,7 +48,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                    help="measure nothing: print the report of a run saved with --json")  # fmt: skip
     p.add_argument("--summary", action="store_true",
                    help="print only the machine, the goals and one line per probed model "
-                   "(what README.md shows)")  # fmt: skip
+                   "(what docs/benchmarks.md shows)")  # fmt: skip
     return p.parse_args(argv)
 
 

@@ -38,8 +38,8 @@ import torch
 from torch import nn
 
 import torchxray as tx
-from torchxray._forms.exact import build_meta
-from torchxray._forms.warmup import warm
+from torchxray._forms.exact.gate import build_meta
+from torchxray._forms.rebuild.warmup import warm
 from torchxray._patch.placement import carry
 
 from .forms_models import LIBRARIES, MODELS, Model

@@ -319,7 +319,7 @@ def probe_table(res: Results) -> str:
 
 
 def probe_summary(res: Results) -> str:
-    """What README.md shows: the machine, the goals, the probe per model, walk and edit."""
+    """What docs/benchmarks.md shows: the machine, the goals, the probe per model, walk and edit."""
     walk = Results(rows=[r for r in res.rows if r.table in ("Walk and open", "Edit")])
     parts = [f"Machine: {res.machine}\n", goals_table(res), probe_table(res), timing_tables(walk)]
     return "\n".join(p for p in parts if p)

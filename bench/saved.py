@@ -1,4 +1,4 @@
-"""A run's figures as JSON (`--json`), and back (`--render`): the README's tables are rendered from
+"""A run's figures as JSON (`--json`), and back (`--render`): docs/benchmarks.md's tables are rendered from
 a saved run, so they are the run's own figures, not copied by hand.
 
 Timings measured interleaved keep their group, so a re-rendered ratio is the same median of

@@ -1,4 +1,4 @@
-"""The training lens's goals, measured (``python -m bench.watch``; README.md "Training lens").
+"""The training lens's goals, measured (``python -m bench.watch``; docs/benchmarks.md "Training lens").
 
 - overhead: a training step with ``tx.watch(model, opt, every=10)`` and ``every=1`` against the
   bare step, on a timm ResNet-50 and a small transformers Llama on the CPU. Single steps are timed

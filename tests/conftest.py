@@ -38,6 +38,6 @@ def mesh() -> Iterator[Any]:
 def roomy_form_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     """The form rules, not the budget: a rule's test shows the rule, not where the budget ends
     (the budget counts work, not seconds: the load of the machine changes nothing)."""
-    from torchxray._forms import fill
+    from torchxray import forms as pipeline
 
-    monkeypatch.setattr(fill, "SEARCH_WORK", 6 * fill.SEARCH_WORK)
+    monkeypatch.setattr(pipeline, "SEARCH_WORK", 6 * pipeline.SEARCH_WORK)

@@ -16,8 +16,9 @@ from fixtures.forms import Spins
 from torch import nn
 
 import torchxray as tx
-from torchxray._forms import fill, search
+from torchxray import forms as pipeline
 from torchxray._forms.budget import CEILING_NOTE, Budget
+from torchxray._forms.candidates import loop
 
 warnings.filterwarnings("ignore")
 
@@ -32,7 +33,7 @@ def _seen(f: tx.Form) -> list[Any]:
 def _slower(monkeypatch: pytest.MonkeyPatch, seconds: float) -> Iterator[list[int]]:
     """Every search build spins ``seconds`` of CPU first (a machine that loaded); yields the
     number of builds made."""
-    real = search.meta_build
+    real = loop.meta_build
     builds = [0]
 
     @contextlib.contextmanager
@@ -45,7 +46,7 @@ def _slower(monkeypatch: pytest.MonkeyPatch, seconds: float) -> Iterator[list[in
             yield count
 
     with monkeypatch.context() as m:
-        m.setattr(search, "meta_build", slow)
+        m.setattr(loop, "meta_build", slow)
         yield builds
 
 
@@ -59,12 +60,12 @@ def test_a_search_its_budget_stops_gives_the_same_form_on_a_slower_machine(
 ) -> None:
     # timm's ConvNeXt: a whole model whose search its budget stops (the README's "conv_mlp False
     # then True" under load). Built from its class, it keeps no name of a function that made it
-    # (``_forms/named_factory.py``), so the search is what reads it. A smaller budget keeps the
+    # (``_forms/sources/factory.py``), so the search is what reads it. A smaller budget keeps the
     # test short; the rule is the same.
     pytest.importorskip("timm")
     from timm.models.convnext import ConvNeXt
 
-    monkeypatch.setattr(fill, "SEARCH_WORK", 6_000)
+    monkeypatch.setattr(pipeline, "SEARCH_WORK", 6_000)
     model = ConvNeXt(depths=(2, 2, 6, 2), dims=(40, 80, 160, 320), conv_mlp=True)
     first, n = _counted(monkeypatch, model)
     assert "ran out of its budget" in first.hint
@@ -115,7 +116,7 @@ def test_only_the_safety_ceiling_is_on_the_clock_and_the_form_says_so(
     assert f.inexact == "" and CEILING_NOTE not in f.hint
     # Past it (lowered here to keep the test short), the build is stopped, and the form says
     # that it may differ from one call to the next: the one form allowed to.
-    monkeypatch.setattr(fill, "CEILING_SECONDS", 0.2)
+    monkeypatch.setattr(pipeline, "CEILING_SECONDS", 0.2)
     live = Spins(channels=16, seconds=0.6)
     start = time.thread_time()
     f = tx.form(live)

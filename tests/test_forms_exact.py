@@ -1,6 +1,7 @@
-"""The exactness gate: a form proves that its unchanged rebuild is the live module, or
-says in one line why not, and an edit changes only what it names (everything else is compared
-with the live module before anything is patched)."""
+"""The exact check (stage 4, ``_forms/exact/``): a form proves that its unchanged rebuild is the
+live module, or says in one line why not; a value the search proved is written as inferred (a
+required None too); and an edit changes only what it names (everything else is compared with the
+live module before anything is patched)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ import weakref
 
 import pytest
 import torch
+from fixtures.forms import exact
 from torch import nn
 from torch.nn.utils import parametrizations as P
 
 import torchxray as tx
-from torchxray._forms import fill
+from torchxray import forms as pipeline
 from torchxray._forms.record import recorded_args
 from torchxray._patch.gate import Inexact
 
@@ -172,7 +174,7 @@ def test_explorer_root_edit() -> None:
 
 
 def test_the_search_says_when_it_ran_out(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(fill, "SEARCH_WORK", 0)
+    monkeypatch.setattr(pipeline, "SEARCH_WORK", 0)
 
     class Wide(nn.Module):
         def __init__(self, a: int, b: int) -> None:
@@ -244,3 +246,16 @@ def test_a_scripted_child_opens_the_form_and_is_named_as_what_it_cannot_rebuild(
     # A constructor that scripts the layer itself rebuilds it: exact.
     f = tx.form(ScriptsItsLayer(width=6))
     assert f.inexact == "" and f["width"].value == 6
+
+
+@pytest.mark.usefixtures("roomy_form_budget")
+def test_a_required_value_proven_none_is_given() -> None:
+    transformers = pytest.importorskip("transformers")
+    swin2sr = pytest.importorskip("transformers.models.swin2sr.modeling_swin2sr")
+    cfg = transformers.Swin2SRConfig(
+        image_size=16, embed_dim=12, depths=[1], num_heads=[2], window_size=4
+    )
+    # drop_path is required and unused: None rebuilds it, and the form gives None.
+    stage = swin2sr.Swin2SRStage(cfg, 12, (4, 4), 1, 2, [0.0])
+    f = exact(stage)
+    assert f.build() is not None

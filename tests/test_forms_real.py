@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 import torch
 from fixtures.real import ENTRIES, build
+from fixtures.structure import mismatch
 from torch import nn
 
 import torchxray as tx
-from torchxray._forms.compare import mismatch
 from torchxray._forms.record import recorded_args
 
 pytest.importorskip("timm")

@@ -9,6 +9,7 @@ fixed models, so they hold no timings; memory addresses are masked in case a rep
 
 from __future__ import annotations
 
+import ast
 import difflib
 import doctest
 import importlib
@@ -174,13 +175,31 @@ def test_the_architecture_map_names_every_js_module_and_only_real_ones() -> None
     )
 
 
+def _docstring_lines(text: str) -> int:
+    """Lines of the module's, classes' and functions' docstrings."""
+    count = 0
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            first = node.body[0] if node.body else None
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
+                count += (first.end_lineno or first.lineno) - first.lineno + 1
+    return count
+
+
 def test_no_source_file_is_over_400_lines() -> None:
-    # One job per file: a file past 400 lines is split, not grown; generated TS too.
+    # One job per file: a file past 400 lines is split, not grown; generated TS too. Docstrings
+    # do not count: they are the API reference (parameters, returns, an example that runs, which
+    # the documentation site renders), and documenting a function gives the file no second job.
     root = Path(__file__).parents[1]
     files = [*(root / "src" / "torchxray").rglob("*.py"), *(root / "js").rglob("*.ts")]
-    long = {
-        f.relative_to(root).as_posix(): n
-        for f in files
-        if (n := len(f.read_text(encoding="utf-8").splitlines())) > 400
-    }
-    assert not long, f"split these files (over 400 lines): {long}"
+    long = {}
+    for f in files:
+        text = f.read_text(encoding="utf-8")
+        n = len(text.splitlines()) - (_docstring_lines(text) if f.suffix == ".py" else 0)
+        if n > 400:
+            long[f.relative_to(root).as_posix()] = n
+    assert not long, f"split these files (over 400 lines of code and comments): {long}"

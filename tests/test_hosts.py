@@ -1,5 +1,5 @@
 """The frontend relies on nothing only JupyterLab has, so that it works in VS Code's notebooks and
-marimo too (VS Code cannot run here: this is the check README's host table cites for it).
+marimo too (VS Code cannot run here: this is the check docs/guide/hosts.md's table cites for it).
 
 - Every ``--jp-*`` colour, font or size has a fallback: VS Code and marimo define none of them.
 - No script looks anything up by a JupyterLab or Lumino class, or through ``document`` (marimo

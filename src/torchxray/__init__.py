@@ -14,8 +14,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
-
 # The inspection and patch modules are imported eagerly: four of them (source, probe, catalog, summary)
 # define a function with the module's own name, and a lazily imported submodule would otherwise
 # shadow that function as a package attribute. Only the widget stack (anywidget, traitlets) is lazy.
@@ -35,6 +33,10 @@ from .stats import ParamStats, stats
 from .summary import summary
 from .tree import ModelTree, Node, walk
 from .watch import Watch, watch
+
+__version__ = "0.4.0"
+"""The package's version, written only here: pyproject.toml reads it (hatch's dynamic version) and
+CHANGELOG.md names each release by it."""
 
 _LAZY: dict[str, str] = {"explore": "widget", "Explorer": "widget"}
 

@@ -37,8 +37,19 @@ T = TypeVar("T", bound=type)
 
 @dataclass(frozen=True, slots=True)
 class CatalogEntry:
-    """One class that can replace a module. ``qualname`` is where it is defined ("pkg.mod.Class");
-    ``doc`` is the first line of the class's own docstring ("" when it has none)."""
+    """One class that can replace a module, as `catalog()` lists it.
+
+    Attributes:
+        name: The class's name, e.g. ``"Conv2d"``.
+        qualname: Where it is defined (``"pkg.mod.Class"``); `resolve()` takes it back to the class.
+        group: ``"model"`` (a class the model uses), ``"registered"`` (`register()`) or ``"torch"``.
+        doc: The first line of the class's own docstring (``""`` when it has none).
+
+    Examples:
+        >>> entry = catalog("Conv2d")[0]
+        >>> entry.name, entry.qualname, entry.group
+        ('Conv2d', 'torch.nn.modules.conv.Conv2d', 'torch')
+    """
 
     name: str
     qualname: str
@@ -52,7 +63,31 @@ def qualname(cls: type) -> str:
 
 def register(cls: T) -> T:
     """Offer ``cls`` (an ``nn.Module`` subclass) in the catalog. Returns it, so it works as a
-    class decorator. Registering again (e.g. a re-run notebook cell) replaces the old entry."""
+    class decorator. Registering again (e.g. a re-run notebook cell) replaces the old entry.
+
+    A registration lasts for the session, like an import: every `PatchLog` and explorer offers
+    the class in "Replace with...".
+
+    Args:
+        cls: The `nn.Module` subclass to offer.
+
+    Returns:
+        `cls` itself.
+
+    Raises:
+        TypeError: `cls` is not an `nn.Module` subclass.
+
+    Examples:
+        >>> import torch.nn as nn
+        >>> @register
+        ... class Swish(nn.Module):
+        ...     "x * sigmoid(x)."
+        ...     def forward(self, x):
+        ...         return x * x.sigmoid()
+        >>> [(e.name, e.group, e.doc) for e in catalog("swish")][0]
+        ('Swish', 'registered', 'x * sigmoid(x).')
+        >>> unregister(Swish)
+    """
     if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
         what = f"the class {cls.__qualname__}" if isinstance(cls, type) else repr(cls)
         raise TypeError(f"register() takes an nn.Module subclass, got {what}")
@@ -61,7 +96,24 @@ def register(cls: T) -> T:
 
 
 def unregister(cls: type) -> None:
-    """Remove a registered class (KeyError if it was not registered)."""
+    """Remove a class `register()` added to the catalog.
+
+    Args:
+        cls: The class given to `register()`.
+
+    Raises:
+        KeyError: `cls` is not registered.
+
+    Examples:
+        >>> import torch.nn as nn
+        >>> class Twice(nn.Module):
+        ...     def forward(self, x):
+        ...         return 2 * x
+        >>> _ = register(Twice)
+        >>> unregister(Twice)
+        >>> catalog("Twice")
+        ()
+    """
     if _REGISTRY.get(qualname(cls)) is not cls:
         raise KeyError(f"{qualname(cls)} is not registered")
     del _REGISTRY[qualname(cls)]
@@ -240,7 +292,26 @@ def catalog(
     module to replace, or its class), classes that fit it: its own, those sharing a base class,
     those of the same role (a Linear: other linear layers; an RMSNorm: other norms); then the
     model's own classes, registered ones, torch's; then by name). Pass ``model`` to include its own
-    classes."""
+    classes.
+
+    Args:
+        query: Part of a class name or qualname, any case; None lists every class.
+        model: A model whose own classes are offered too (group ``"model"``).
+        like: The module to be replaced (or its class): classes that fit it rank first.
+
+    Returns:
+        The matching `CatalogEntry` records, best first.
+
+    Raises:
+        TypeError: `model` is not an `nn.Module`.
+
+    Examples:
+        >>> [e.name for e in catalog("conv2")]
+        ['Conv2d', 'LazyConv2d']
+        >>> import torch.nn as nn
+        >>> [e.name for e in catalog("norm", like=nn.LayerNorm(8))][:2]
+        ['LayerNorm', 'BatchNorm1d']
+    """
     if model is not None and not isinstance(model, nn.Module):
         raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
     target = like if isinstance(like, type) or like is None else type(like)
@@ -258,7 +329,23 @@ def catalog(
 def resolve(name: str, model: nn.Module | None = None) -> type:
     """The class for a catalog ``qualname`` (or a public import path such as "torch.nn.Conv2d").
     Pass ``model`` to reach its classes that cannot be imported (defined inside a function).
-    Raises KeyError with the closest known names."""
+
+    Args:
+        name: A qualname from `catalog()`, an import path, or a class name that is unambiguous.
+        model: A model whose own classes may be named.
+
+    Returns:
+        The `nn.Module` subclass.
+
+    Raises:
+        KeyError: No such class (the message names the closest known names).
+        TypeError: `name` is not a string.
+
+    Examples:
+        >>> import torch.nn as nn
+        >>> resolve("torch.nn.Conv2d") is resolve("Conv2d") is nn.Conv2d
+        True
+    """
     if not isinstance(name, str):
         raise TypeError(f"resolve() takes a qualname string, got {name!r}")
     known = _entries(model)

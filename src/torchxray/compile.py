@@ -139,7 +139,39 @@ def compile_check(
     ``options`` (kept apart from the model's own keyword arguments on purpose). Raises TypeError
     for a non-module, a bad option, or an option's name given as a keyword the forward does not
     take; everything that goes wrong in the model or in torch is a
-    sentence in the report (``rep.error``, ``rep.notes``), never an exception."""
+    sentence in the report (``rep.error``, ``rep.notes``), never an exception.
+
+    The model is traced, not run (on the fake probe's records by default); the user's compiled
+    functions keep their caches (no ``torch._dynamo.reset()``), and the model keeps its hooks,
+    flags and modes.
+
+    Args:
+        model: The model (a ``torch.compile``d one is checked as the module it wraps).
+        *args: Example positional inputs.
+        options: The check's own settings: ``"mode"`` (``"fake"``, the default, or ``"real"``:
+            probe on real tensors, which sees past ``.item()`` and ``.numpy()``) and ``"export"``
+            (True, the default: also try ``torch.export``; False skips that slower half).
+        **kwargs: Example keyword inputs: every keyword is the model's, ``mode`` included.
+
+    Returns:
+        The `CompileReport`.
+
+    Raises:
+        TypeError: `model` is not an `nn.Module`, an option is unknown, or an option's name is
+            given as a keyword the forward does not take.
+        ValueError: An option has a value it does not take.
+
+    Examples:
+        >>> import torch, torch.nn as nn, torchxray as tx
+        >>> class Branchy(nn.Module):
+        ...     def forward(self, x):
+        ...         if x.sum().item() > 0:  # a value decides the path: dynamo cannot trace it
+        ...             return x
+        ...         return -x
+        >>> rep = tx.compile_check(nn.Sequential(nn.Linear(4, 4), Branchy()), torch.randn(2, 4))
+        >>> rep.ok, [(b.path, b.cls, b.source) for b in rep.breaks]
+        (False, [('1', 'Branchy', 'if x.sum().item() > 0:  # a value decides the path: dynamo cannot trace it')])
+    """
     if not isinstance(model, nn.Module):
         raise TypeError(
             f"compile_check() needs a torch.nn.Module, got {type(model).__name__}; "

@@ -50,7 +50,29 @@ Kind = Literal["same", "values", "shape", "dtype", "missing", "unexpected"]
 
 @dataclass(frozen=True, slots=True)
 class ParamChange:
-    """How one tensor differs. Shapes and dtypes are None on the side that lacks the tensor."""
+    """How one tensor differs. Shapes and dtypes are None on the side that lacks the tensor.
+
+    Attributes:
+        name: The tensor's `state_dict` name, e.g. ``"layer1.0.conv1.weight"``.
+        kind: ``"same"``, ``"values"``, ``"shape"``, ``"dtype"``, ``"missing"`` (in `a` only) or
+            ``"unexpected"`` (in `b` only).
+        rel_change: ``||b - a|| / ||a||`` where the shapes agree (float64, a chunk at a time);
+            None on meta tensors or where the shapes differ.
+        shape_a: Its shape in `a`.
+        shape_b: Its shape in `b`.
+        dtype_a: Its dtype in `a`, e.g. ``"float32"``.
+        dtype_b: Its dtype in `b`.
+
+    Examples:
+        >>> import torch, torch.nn as nn, torchxray as tx
+        >>> a, b = nn.Linear(4, 4), nn.Linear(4, 4)
+        >>> _ = b.load_state_dict(a.state_dict())
+        >>> with torch.no_grad():
+        ...     _ = b.bias.mul_(2)
+        >>> change = tx.diff(a, b).params["bias"]
+        >>> change.kind, round(change.rel_change, 6), change.shape_b
+        ('values', 1.0, (4,))
+    """
 
     name: str
     kind: Kind
@@ -64,7 +86,30 @@ class ParamChange:
 @dataclass(frozen=True)
 class ModelDiff:
     """What differs from ``a`` to ``b``; see the module docstring. ``source`` says what ``b`` was
-    ("model", "state_dict" or "checkpoint") and ``label`` names it (the class, or the path)."""
+    ("model", "state_dict" or "checkpoint") and ``label`` names it (the class, or the path).
+
+    A `ModelDiff` is true when anything differs.
+
+    Attributes:
+        added: Module paths in `b` only (when `b` is a model).
+        removed: Module paths in `a` only.
+        retyped: Paths whose module has another class in `b`.
+        changed: Paths whose module has the same class and another `extra_repr`.
+        params: Every tensor name -> its `ParamChange`.
+        source: What `b` was: ``"model"``, ``"state_dict"`` or ``"checkpoint"``.
+        label: Its name: the class, or the file's path.
+        counts: How many tensors of each kind (``{"same": 10, "values": 2}``).
+
+    Examples:
+        >>> import torch, torch.nn as nn, torchxray as tx
+        >>> a = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+        >>> b = nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.Dropout())
+        >>> d = tx.diff(a, b)
+        >>> bool(d), d.added, d.retyped, d.counts
+        (True, ('2',), ('1',), {'shape': 2})
+        >>> d.by_module()
+        {'0': 'shape'}
+    """
 
     added: tuple[str, ...]
     removed: tuple[str, ...]
@@ -83,7 +128,14 @@ class ModelDiff:
 
     def by_module(self, kinds: tuple[str, ...] = ("values", "shape", "dtype")) -> dict[str, str]:
         """Module path -> the first of ``kinds`` its own tensors show (badges for a tree): the path
-        of ``"layer1.conv.weight"`` is ``"layer1.conv"``."""
+        of ``"layer1.conv.weight"`` is ``"layer1.conv"``.
+
+        Args:
+            kinds: The kinds to report, most important first.
+
+        Returns:
+            ``{module path: kind}`` for every module with a tensor of one of `kinds`.
+        """
         out: dict[str, str] = {}
         for change in self.params.values():
             if change.kind in kinds:
@@ -97,7 +149,32 @@ class ModelDiff:
 def diff(
     a: nn.Module, b: nn.Module | Mapping[str, torch.Tensor] | str | os.PathLike[str]
 ) -> ModelDiff:
-    """Compare ``a`` (a model) with ``b`` (a model, a state_dict or a checkpoint path)."""
+    """Compare ``a`` (a model) with ``b`` (a model, a state_dict or a checkpoint path).
+
+    Nothing is changed on either side. A checkpoint is read one tensor at a time (`.safetensors`;
+    `.pt` / `.bin` / `.pth` through ``torch.load(weights_only=True, mmap=True)``), so the memory a
+    diff adds is bounded by the largest tensor.
+
+    Args:
+        a: The model.
+        b: Another model (module paths are compared too), a `state_dict`, or a checkpoint's path.
+
+    Returns:
+        The `ModelDiff`.
+
+    Raises:
+        TypeError: `a` is not an `nn.Module`, or `b` is none of the above.
+        ValueError: A state_dict or checkpoint shares no tensor name with `a`, or a file is corrupt
+            or refused by ``weights_only``.
+        FileNotFoundError: No file at `b`.
+
+    Examples:
+        >>> import torch, torch.nn as nn, torchxray as tx
+        >>> model = nn.Linear(4, 2)
+        >>> d = tx.diff(model, {"weight": torch.zeros(2, 4), "bias": model.bias.detach()})
+        >>> d.source, d.params["weight"].kind, d.params["bias"].kind
+        ('state_dict', 'values', 'same')
+    """
     if not isinstance(a, nn.Module):
         raise TypeError(f"diff(a, b): a must be an nn.Module, got {type(a).__name__}")
     with open_source(a) as left, open_source(b) as right:

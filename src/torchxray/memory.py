@@ -61,7 +61,26 @@ __all__ = ["MemoryRecord", "MemoryReport", "memory"]
 class MemoryRecord:
     """One module's bytes: its whole subtree, each tensor once. `activations_own` are those
     saved while this module's own code ran (not a child's); `peak` is the highest live total of
-    the whole run while this module's forward was running (0 when it was not called)."""
+    the whole run while this module's forward was running (0 when it was not called).
+
+    Attributes:
+        path: The module's dotted path.
+        cls: Its class name.
+        params: Bytes of the subtree's parameters, as stored.
+        buffers: Bytes of its buffers.
+        grads: Bytes of the gradients a training step gives its parameters.
+        optimizer: Bytes of the optimizer's state for them.
+        activations: Bytes autograd saves for backward while the subtree runs.
+        activations_own: Those saved while this module's own code ran (not a child's).
+        peak: The highest live total of the whole run while this module's forward ran.
+
+    Examples:
+        >>> import torch, torch.nn as nn, torchxray as tx
+        >>> model = nn.Sequential(nn.Linear(4, 8), nn.ReLU())
+        >>> rec = tx.memory(model, torch.randn(2, 4), training=True, optimizer="sgd")["0"]
+        >>> rec.params, rec.grads, rec.optimizer, rec.total
+        (160, 160, 160, 512)
+    """
 
     path: str
     cls: str
@@ -75,14 +94,43 @@ class MemoryRecord:
 
     @property
     def total(self) -> int:
-        """Weights, gradients, optimizer state and saved activations together."""
+        """Weights, gradients, optimizer state and saved activations together, in bytes."""
         return self.params + self.buffers + self.grads + self.optimizer + self.activations
 
 
 @dataclass(frozen=True)
 class MemoryReport:
     """Bytes of the whole model (see the module docstring); `report[path]` gives a module's
-    `MemoryRecord`. `fits(capacity)` compares the peak with a size in bytes or a device."""
+    `MemoryRecord`. `fits(capacity)` compares the peak with a size in bytes or a device.
+
+    Attributes:
+        training: Whether a training step was measured (else a forward).
+        optimizer_name: The optimizer whose state was counted, or None.
+        device: The model's device.
+        dtypes: Its tensors' dtypes.
+        params: Bytes of the parameters, each tensor once, as stored (a quantized weight by its
+            inner tensors).
+        buffers: Bytes of the buffers.
+        grads: Bytes of the gradients of the trainable parameters the backward reaches.
+        optimizer: Bytes of the optimizer's state for those.
+        activations: Bytes autograd saves for backward (each storage once, weights excluded).
+        peak: The highest live total of the run: weights, inputs, activations and temporaries.
+        records: Path -> `MemoryRecord`.
+        aliases: Alias path -> the first path of its module.
+        memoised: Blocks whose figures were replayed from an identical earlier one.
+        mode: ``"fake"``, or ``"real"`` (measured with the CUDA allocator).
+        notes: Where the measurement departed from a plain fake step, one sentence each.
+        error: Why no step ran (uninitialised tensors), or None.
+        writes: What the forward wrote to the model, put back (`Write`).
+
+    Examples:
+        >>> import torch, torch.nn as nn, torchxray as tx
+        >>> rep = tx.memory(nn.Linear(1024, 1024), torch.randn(8, 1024))
+        >>> rep.params, rep.grads, rep.fits(2**20), rep.fits(2**30)
+        (4198400, 0, False, True)
+        >>> rep.summary()
+        'forward on cpu: peak 4.1 MiB (params 4.0 MiB)'
+    """
 
     training: bool
     optimizer_name: str | None
@@ -108,6 +156,7 @@ class MemoryReport:
 
     @property
     def total(self) -> int:
+        """Weights, gradients, optimizer state and saved activations together, in bytes."""
         return self.params + self.buffers + self.grads + self.optimizer + self.activations
 
     def __getitem__(self, path: str) -> MemoryRecord:
@@ -129,7 +178,17 @@ class MemoryReport:
 
     def fits(self, capacity: int | str | torch.device) -> bool:
         """Whether the peak fits in `capacity`: bytes, or a CUDA device ("cuda:0") whose total
-        memory is read from the driver."""
+        memory is read from the driver.
+
+        Args:
+            capacity: A size in bytes, or a CUDA device.
+
+        Returns:
+            True when `peak` is at most `capacity`.
+
+        Raises:
+            ValueError: `capacity` names a device that is not CUDA.
+        """
         if isinstance(capacity, (str, torch.device)):
             dev = torch.device(capacity)
             if dev.type != "cuda":
@@ -138,6 +197,12 @@ class MemoryReport:
         return self.peak <= int(capacity)
 
     def summary(self) -> str:
+        """The report in one line: what was measured, where, the peak and its parts.
+
+        Returns:
+            E.g. ``"training step on cpu: peak 2.1 MiB (params 1.0 MiB, grads 1.0 MiB, ...)"``, or
+            ``"not measured: ..."`` with the reason.
+        """
         if self.error is not None:
             return f"not measured: {self.error}"
         parts = [
@@ -181,7 +246,41 @@ def memory(
     "real" to run the step on a CUDA model and read the allocator (`_memory.real`). Raises
     ValueError when the forward fails; a model holding uninitialised tensors (a lazy module
     before its first forward, an ``UninitializedParameter``) runs no step: its report's `error`
-    names them and its figures are the weights that have a size."""
+    names them and its figures are the weights that have a size.
+
+    Nothing is allocated in fake mode, so it measures a 70B model on meta as well as a CPU one,
+    and the model is left as it was.
+
+    Args:
+        model: The model to measure.
+        *args: Its positional inputs.
+        training: Measure a training step (forward, backward, optimizer state) instead of a
+            forward.
+        optimizer: ``"adamw"``, ``"adam"``, ``"sgd"`` (with momentum), ``"rmsprop"``,
+            ``"adagrad"``, or a `torch.optim.Optimizer` whose state layout is read; None counts
+            no optimizer state.
+        batch: Inputs as a loader gives them (a mapping of keyword inputs, a tensor or a tuple),
+            added to `args` / `kwargs`.
+        mode: ``"fake"``, or ``"real"`` to run the step on a CUDA model and read the allocator.
+        **kwargs: Its keyword inputs.
+
+    Returns:
+        The `MemoryReport`, in bytes.
+
+    Raises:
+        ValueError: The forward fails on these inputs, or ``mode="real"`` on a model that is not
+            on CUDA.
+        TypeError: `model` is not an `nn.Module`.
+
+    Examples:
+        >>> import torch, torch.nn as nn, torchxray as tx
+        >>> model = nn.Sequential(nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+        >>> rep = tx.memory(model, torch.randn(32, 512), training=True, optimizer="adamw")
+        >>> rep.optimizer == 2 * rep.params, rep.grads == rep.params
+        (True, True)
+        >>> print(rep.summary())
+        training step on cpu: peak 4.2 MiB (params 1.0 MiB, grads 1.0 MiB, optimizer 2.0 MiB, activations 128.0 KiB)
+    """
     return run_memory(
         model, args, kwargs, training=training, optimizer=optimizer, batch=batch, mode=mode
     )

@@ -33,7 +33,25 @@ COLORS = {"torch": "#fde2c8", "user": "#cfe6fb", "builtin": "#e6e6e6"}
 
 @dataclass(frozen=True)
 class ClassInfo:
-    """One class of an MRO. ``position`` is its index in ``__mro__`` (0: the class itself)."""
+    """One class of an MRO. ``position`` is its index in ``__mro__`` (0: the class itself).
+
+    Attributes:
+        name: The class's name.
+        module: The module it is defined in.
+        qualname: ``"pkg.mod.Outer.Class"``.
+        position: Its index in the MRO (0: the class itself).
+        bases: The qualnames of its direct bases, in declaration order.
+        defines: Which of `forward`, `__init__` and `extra_repr` the class defines itself.
+        group: ``"torch"``, ``"user"`` or ``"builtin"``.
+        base_positions: The MRO positions of the direct bases.
+        node_id: The node's id in `mro_graph`'s DOT (``"c<position>"``).
+
+    Examples:
+        >>> import torch.nn as nn
+        >>> info = mro_classes(nn.Linear)[1]
+        >>> info.name, info.position, info.group, info.bases
+        ('Module', 1, 'torch', ('object',))
+    """
 
     name: str
     module: str
@@ -47,7 +65,22 @@ class ClassInfo:
 
 
 def mro_classes(obj: Any) -> tuple[ClassInfo, ...]:
-    """One ``ClassInfo`` per class in the MRO of a class or of an ``nn.Module`` instance's class."""
+    """One ``ClassInfo`` per class in the MRO of a class or of an ``nn.Module`` instance's class.
+
+    Args:
+        obj: A class, or an `nn.Module` instance (its class is used).
+
+    Returns:
+        The MRO as plain records, the class itself first.
+
+    Raises:
+        TypeError: `obj` is neither a class nor a module.
+
+    Examples:
+        >>> import torch.nn as nn
+        >>> [(c.name, c.defines) for c in mro_classes(nn.ReLU())]
+        [('ReLU', ('forward', '__init__', 'extra_repr')), ('Module', ('forward', '__init__', 'extra_repr')), ('object', ('__init__',))]
+    """
     mro = _target(obj, "mro_classes").__mro__
     # Index by identity: two distinct classes may share a qualname (a class redefined in a notebook).
     index = {id(cls): i for i, cls in enumerate(mro)}
@@ -71,6 +104,25 @@ def mro_class(obj: Any, key: str | int) -> type:
     """The class of ``obj``'s MRO at position ``key`` or named ``key`` (qualname, or plain name).
 
     A view that shows ``mro_classes`` uses this to fetch the class a user clicked.
+
+    Args:
+        obj: A class, or an `nn.Module` instance.
+        key: A position in the MRO (0: the class itself), a qualname
+            (``"torch.nn.modules.module.Module"``) or a class's qualified name (``"Module"``).
+
+    Returns:
+        The class itself.
+
+    Raises:
+        KeyError: No class at that position or of that name (the message lists the MRO).
+        TypeError: `key` is neither a string nor an int.
+
+    Examples:
+        >>> import torch.nn as nn
+        >>> mro_class(nn.Linear(2, 3), 1) is nn.Module
+        True
+        >>> mro_class(nn.Linear, "Module") is nn.Module
+        True
     """
     mro = _target(obj, "mro_class").__mro__
     if isinstance(key, int) and not isinstance(key, bool):
@@ -94,6 +146,22 @@ def mro_graph(obj: Any) -> graphviz.Digraph:
     ``__init__`` and ``extra_repr`` it defines itself (a bold border when it defines ``forward``).
     Node ids are ``c<position>`` (SVG element ids ``mro-c<position>``), so a view can map a
     rendered node back to ``mro_classes(obj)[position]``.
+
+    Args:
+        obj: A class, or an `nn.Module` instance.
+
+    Returns:
+        The graph. Its `.source` is DOT text; building it needs no `dot` binary, and a notebook
+        renders it through `dot` where Graphviz is installed.
+
+    Raises:
+        TypeError: `obj` is neither a class nor a module.
+
+    Examples:
+        >>> import torch.nn as nn
+        >>> g = mro_graph(nn.Linear(2, 3))
+        >>> g.source.count("->")  # Linear -> Module -> object
+        2
     """
     infos = mro_classes(_target(obj, "mro_graph"))  # errors name the function called
     graph = MroDigraph(

@@ -38,7 +38,7 @@ from typing import Any, Literal
 import torch
 import torch.nn as nn
 
-from ._forms.cache import FormCache
+from ._forms.form.cache import FormCache
 from ._patch import code, freezing
 from ._patch.edit import plan as edit_plan
 from ._patch.paths import Match, SlotIndex, no_match, targets, tensor_bytes, tensors
@@ -56,7 +56,31 @@ class PatchEntry:
     rebuilt from a guess (form origin "default": record the constructor arguments with
     ``tx.record_init_args()`` to make them exact); ``effects`` says, one line per submodule, what
     an edit changed ("conv1 would be Conv2d(3, 16, ...), the live one is Conv2d(3, 8, ...)");
-    ``code`` replays the change (see ``PatchLog.to_code``)."""
+    ``code`` replays the change (see ``PatchLog.to_code``).
+
+    Attributes:
+        id: The entry's number in the log (1, 2, ...), as the History tab and `to_code` show it.
+        op: ``"replace"``, ``"edit"``, ``"replace_all"``, ``"freeze"`` or ``"unfreeze"``.
+        paths: Every path the change reached (a module registered twice has two).
+        old_cls: The replaced module's class name (several joined by ", ").
+        new_cls: The replacement's class name.
+        changes: An edit's hyperparameters, ``{name: (old, new)}``.
+        kept: The parameters and buffers an edit carried over from the old module.
+        reinitialised: Those an edit left freshly initialised (their shape changed).
+        code: Python that replays this change.
+        guessed: Unchanged hyperparameters an edit rebuilt from a guess (form origin
+            ``"default"``).
+        effects: One line per submodule the edit changed.
+
+    Examples:
+        >>> import torch.nn as nn, torchxray as tx
+        >>> log = tx.PatchLog(nn.Sequential(nn.Linear(4, 8), nn.ReLU()))
+        >>> entry = log.edit("0", out_features=16)
+        >>> entry.id, entry.op, entry.paths, entry.changes
+        (1, 'edit', ('0',), {'out_features': (8, 16)})
+        >>> entry.kept, entry.reinitialised
+        ((), ('weight', 'bias'))
+    """
 
     id: int
     op: Literal["replace", "edit", "replace_all", "freeze", "unfreeze"]
@@ -92,7 +116,36 @@ class _Record:
 
 class PatchLog:
     """The change history of one model. Every method that changes the model returns the new
-    ``PatchEntry``; ``undo``/``redo`` return the entry they undid or redid."""
+    ``PatchEntry``; ``undo``/``redo`` return the entry they undid or redid.
+
+    Every change is a transaction: it is built and checked before the model is touched, and a
+    failed call leaves the model exactly as it was and adds no entry. A replacement takes the
+    replaced module's device, floating dtype, train/eval mode and the user's forward hooks.
+
+    Args:
+        model: The model to change, in place. `PatchLog.model` is it (after an edit of the root,
+            ``log.edit("", ...)``, the rebuilt model).
+
+    Raises:
+        TypeError: `model` is not an `nn.Module`, or is a TorchScript module (its submodules cannot
+            be swapped).
+
+    Examples:
+        >>> import torch.nn as nn, torchxray as tx
+        >>> model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+        >>> log = tx.PatchLog(model)
+        >>> _ = log.edit("0", out_features=16)
+        >>> _ = log.edit("2", in_features=16)
+        >>> _ = log.replace_all(nn.ReLU, lambda old: nn.GELU())
+        >>> model
+        Sequential(
+          (0): Linear(in_features=4, out_features=16, bias=True)
+          (1): GELU(approximate='none')
+          (2): Linear(in_features=16, out_features=2, bias=True)
+        )
+        >>> [e.op for e in log.entries], log.undo().op, type(model[1]).__name__
+        (['edit', 'edit', 'replace_all'], 'replace_all', 'ReLU')
+    """
 
     def __init__(self, model: nn.Module) -> None:
         if not isinstance(model, nn.Module):
@@ -108,7 +161,14 @@ class PatchLog:
 
     def form(self, module: nn.Module) -> Form:
         """``tx.form(module)``, opened once per state of the model: the same ``Form`` object
-        until this log changes the model or the module's own parts change."""
+        until this log changes the model or the module's own parts change.
+
+        Args:
+            module: A module of this log's model.
+
+        Returns:
+            Its `Form`.
+        """
         return self._forms(module)
 
     # -- changes -----------------------------------------------------------------------------
@@ -117,7 +177,32 @@ class PatchLog:
         self, path: str, new_module: nn.Module, which: Literal["all", "this"] = "all"
     ) -> PatchEntry:
         """Put ``new_module`` where ``path`` is (at every path of that module unless
-        ``which="this"``)."""
+        ``which="this"``).
+
+        The replacement is moved to the old module's device and floating dtype, takes its
+        train/eval mode and the user's forward and forward-pre hooks.
+
+        Args:
+            path: The dotted path of the module to replace.
+            new_module: A built module (not a class: build one with ``tx.form(cls).build(...)``).
+            which: ``"all"`` replaces the module at every path that reaches it; ``"this"`` only at
+                `path`.
+
+        Returns:
+            The new `PatchEntry`.
+
+        Raises:
+            KeyError: No module at `path` (the message names the closest paths).
+            TypeError: `new_module` is a class or not a module.
+            ValueError: `new_module` is already the module at `path`, or `which` is unknown.
+
+        Examples:
+            >>> import torch.nn as nn, torchxray as tx
+            >>> model = nn.Sequential(nn.Linear(4, 8), nn.ReLU())
+            >>> entry = tx.PatchLog(model).replace("1", nn.Tanh())
+            >>> entry.op, entry.old_cls, entry.new_cls, model[1]
+            ('replace', 'ReLU', 'Tanh', Tanh())
+        """
         if which not in ("all", "this"):
             raise ValueError(f"which must be 'all' or 'this', got {which!r}")
         index = SlotIndex(self.model)
@@ -154,7 +239,37 @@ class PatchLog:
         FormError) unless ``_confirm=True``. An edit that would change a part of the module its
         changes do not reach (an inexact form: ``tx.form(module).inexact``) raises ``Inexact``
         (a FormError naming the part) unless ``_inexact_ok=True``; ``entry.effects`` lists what
-        the edit changed."""
+        the edit changed.
+
+        Args:
+            path: The dotted path of the module to rebuild; ``""`` rebuilds the model itself
+                (then `PatchLog.model` is the new model).
+            **hyperparameters: Constructor arguments to change, by name as the module's form
+                shows them (a config's fields as ``**{"config.hidden_size": 64}``); values may be
+                text as typed into the form (``"(3, 3)"``).
+
+        Returns:
+            The new `PatchEntry` (`changes`, `kept`, `reinitialised`, `effects`).
+
+        Raises:
+            FormError: A value is invalid (``.errors`` maps each field to its message), the rebuild
+                is too large without ``_confirm=True``, or inexact without ``_inexact_ok=True``.
+            ValueError: Every value equals the live one: nothing would change.
+            KeyError: No module at `path`.
+
+        Examples:
+            >>> import torch.nn as nn, torchxray as tx
+            >>> model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8))
+            >>> log = tx.PatchLog(model)
+            >>> entry = log.edit("0", kernel_size=5, padding=2)
+            >>> model[0], entry.kept
+            (Conv2d(3, 8, kernel_size=(5, 5), stride=(1, 1), padding=(2, 2)), ('bias',))
+            >>> try:
+            ...     log.edit("1", num_features="-1")
+            ... except tx.FormError as e:
+            ...     print(e.errors)
+            {'num_features': 'num_features: expected a size >= 1, got -1'}
+        """
         index = SlotIndex(self.model)
         old = self.model if path == "" else _existing(index, path)
         p = edit_plan(index, path, old, hyperparameters, _confirm, _inexact_ok, self.form)
@@ -173,13 +288,48 @@ class PatchLog:
         )
 
     def matches(self, match: Match) -> list[str]:
-        """The paths ``replace_all(match, ...)`` would change, in ``named_modules`` order."""
+        """The paths ``replace_all(match, ...)`` would change, in ``named_modules`` order.
+
+        Args:
+            match: A class, a tuple of classes, or a regex that fully matches paths.
+
+        Returns:
+            The paths of the outermost matching modules (aliases included).
+
+        Examples:
+            >>> import torch.nn as nn, torchxray as tx
+            >>> log = tx.PatchLog(nn.Sequential(nn.Linear(2, 2), nn.Sequential(nn.Linear(2, 2))))
+            >>> log.matches(nn.Linear), log.matches("1[.].*")
+            (['0', '1.0'], ['1.0'])
+        """
         return [p for _, paths in targets(SlotIndex(self.model), match) for p in paths]
 
     def replace_all(self, match: Match, factory: Callable[[nn.Module], nn.Module]) -> PatchEntry:
         """Replace every outermost module matching ``match`` (a class, a tuple of classes or a
         regex fully matching paths) by ``factory(old_module)``, as one undoable entry. The factory
-        is called once per distinct module; returning the module itself leaves it in place."""
+        is called once per distinct module; returning the module itself leaves it in place.
+
+        Args:
+            match: A class, a tuple of classes, or a regex that fully matches paths (``re.fullmatch``
+                over every path, aliases included). A match inside another match is left to its
+                parent's replacement.
+            factory: Called with each old module, returns its replacement.
+
+        Returns:
+            One `PatchEntry` for all of them (one `undo` puts every module back).
+
+        Raises:
+            KeyError: Nothing matches (the message says what the model has).
+            TypeError: `factory` is not callable, or returned something that is not a module.
+            ValueError: The factory returned every module unchanged.
+
+        Examples:
+            >>> import torch.nn as nn, torchxray as tx
+            >>> model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 4), nn.ReLU())
+            >>> entry = tx.PatchLog(model).replace_all(nn.ReLU, lambda old: nn.SiLU())
+            >>> entry.paths, model[3]
+            (('1', '3'), SiLU())
+        """
         if not callable(factory):
             raise TypeError(f"factory must be callable (old module -> new module), got {factory!r}")
         index = SlotIndex(self.model)
@@ -198,11 +348,48 @@ class PatchLog:
         return self._commit("replace_all", index, items, {}, (), ())
 
     def freeze(self, paths: Iterable[str] | str) -> PatchEntry:
-        """``requires_grad=False`` for every parameter under ``paths``, as one undoable entry."""
+        """``requires_grad=False`` for every parameter under ``paths``, as one undoable entry.
+
+        Args:
+            paths: One dotted path or several (``tx.select`` gives them).
+
+        Returns:
+            The new `PatchEntry`; `undo` puts every flag back as it was.
+
+        Raises:
+            KeyError: A path names no module.
+
+        Examples:
+            >>> import torch.nn as nn, torchxray as tx
+            >>> model = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 2))
+            >>> log = tx.PatchLog(model)
+            >>> _ = log.freeze("0")
+            >>> [p.requires_grad for p in model.parameters()]
+            [False, False, True, True]
+            >>> _ = log.undo()
+            >>> all(p.requires_grad for p in model.parameters())
+            True
+        """
         return self._flags("freeze", paths, False)
 
     def unfreeze(self, paths: Iterable[str] | str) -> PatchEntry:
-        """``requires_grad=True`` for every floating parameter under ``paths``."""
+        """``requires_grad=True`` for every floating parameter under ``paths``.
+
+        Args:
+            paths: One dotted path or several.
+
+        Returns:
+            The new `PatchEntry`.
+
+        Raises:
+            KeyError: A path names no module.
+
+        Examples:
+            >>> import torch.nn as nn, torchxray as tx
+            >>> model = nn.Linear(4, 2).requires_grad_(False)
+            >>> tx.PatchLog(model).unfreeze("").op, model.weight.requires_grad
+            ('unfreeze', True)
+        """
         return self._flags("unfreeze", paths, True)
 
     def _flags(self, op: Literal["freeze", "unfreeze"], paths: Any, grad: bool) -> PatchEntry:
@@ -227,10 +414,12 @@ class PatchLog:
 
     @property
     def can_undo(self) -> bool:
+        """Whether there is a change `undo` can take back."""
         return bool(self._done)
 
     @property
     def can_redo(self) -> bool:
+        """Whether there is an undone change `redo` can apply again."""
         return bool(self._undone)
 
     @property
@@ -239,7 +428,23 @@ class PatchLog:
         return tuple(r.entry for r in self._cleared + self._done)
 
     def undo(self) -> PatchEntry:
-        """Put back the exact module objects the last change replaced."""
+        """Put back the exact module objects the last change replaced.
+
+        Returns:
+            The entry undone.
+
+        Raises:
+            IndexError: Nothing to undo (`can_undo` is False).
+
+        Examples:
+            >>> import torch.nn as nn, torchxray as tx
+            >>> model = nn.Sequential(nn.ReLU())
+            >>> relu = model[0]
+            >>> log = tx.PatchLog(model)
+            >>> _ = log.replace("0", nn.GELU())
+            >>> log.undo().new_cls, model[0] is relu, log.can_redo
+            ('GELU', True, True)
+        """
         if not self._done:
             raise IndexError("nothing to undo (check log.can_undo)")
         record = self._done[-1]
@@ -250,7 +455,23 @@ class PatchLog:
         return record.entry
 
     def redo(self) -> PatchEntry:
-        """Re-apply the last undone change with the same replacement objects."""
+        """Re-apply the last undone change with the same replacement objects.
+
+        Returns:
+            The entry redone.
+
+        Raises:
+            IndexError: Nothing to redo (`can_redo` is False; a new change empties the redo list).
+
+        Examples:
+            >>> import torch.nn as nn, torchxray as tx
+            >>> model = nn.Sequential(nn.ReLU())
+            >>> log = tx.PatchLog(model)
+            >>> _ = log.replace("0", nn.GELU())
+            >>> _ = log.undo()
+            >>> log.redo().new_cls, model[0]
+            ('GELU', GELU(approximate='none'))
+        """
         if not self._undone:
             raise IndexError("nothing to redo (check log.can_redo)")
         record = self._undone[-1]
@@ -270,7 +491,18 @@ class PatchLog:
     def clear(self) -> int:
         """Forget undo/redo history (the replaced modules become collectable) and return the bytes
         it kept alive. Applied entries stay listed and in ``to_code()``; they can no longer be
-        undone."""
+        undone.
+
+        Returns:
+            The bytes of parameters and buffers the history kept alive (`retained_bytes`).
+
+        Examples:
+            >>> import torch.nn as nn, torchxray as tx
+            >>> log = tx.PatchLog(nn.Sequential(nn.Linear(4, 4)))
+            >>> _ = log.replace("0", nn.Linear(4, 4))
+            >>> log.clear(), log.can_undo, len(log.entries)
+            (80, False, 1)
+        """
         freed = self.retained_bytes
         self._cleared += [_Record(r.entry, (), r.imports) for r in self._done]
         self._done.clear()
@@ -279,7 +511,21 @@ class PatchLog:
 
     def to_code(self) -> str:
         """Python that replays the applied entries on a fresh instance of the model bound to
-        ``model`` (public torch APIs and the helpers of ``torchxray.replay``)."""
+        ``model`` (public torch APIs and the helpers of ``torchxray.replay``).
+
+        Returns:
+            The code, imports first, then one commented block per applied entry (undone entries
+            are left out).
+
+        Examples:
+            >>> import torch.nn as nn, torchxray as tx
+            >>> log = tx.PatchLog(nn.Sequential(nn.Linear(4, 8), nn.ReLU()))
+            >>> _ = log.replace("1", nn.GELU())
+            >>> fresh = nn.Sequential(nn.Linear(4, 8), nn.ReLU())
+            >>> exec(log.to_code(), {"model": fresh})
+            >>> fresh[1]
+            GELU(approximate='none')
+        """
         records = self._cleared + self._done
         imports: set[str] = set().union(*(r.imports for r in records))
         return code.header(imports) + "\n".join(r.entry.code for r in records)

@@ -145,6 +145,41 @@ def probe(
     above). Raises TypeError for a non-module and ValueError for an unknown mode; everything that
     goes wrong *inside* the forward (wrong input shape, dtype or count included) gives a failed
     report.
+
+    The model is never moved or changed: inputs go to the model's device, each module runs in its
+    own train/eval mode with gradients off, and buffers, the RNG, hooks and whatever the forward
+    wrote are put back afterwards (``rep.writes`` says what that was), even on error.
+
+    Args:
+        model: The model to run.
+        *args: Its positional inputs, as ``model(*args, **kwargs)`` takes them.
+        mode: ``"fake"`` (shapes and FLOPs on fake tensors: no memory, nothing computed) or
+            ``"real"`` (runs for real where the model lives: time per module, CUDA memory, and
+            the first module that returned NaN/Inf).
+        flops: Count FLOPs per module; default True in fake mode, False in real mode (counting
+            slows a real forward and would inflate its times).
+        patch_log: The `PatchLog` (or its entries) of the patches applied to `model`, so that a
+            failure's hint names the patch it follows.
+        **kwargs: Its keyword inputs (a tokenizer's batch: ``probe(model, **batch)``).
+
+    Returns:
+        The `ProbeReport`: a record per module that ran, or, if the forward raised, `ok` False and
+        `error` naming the innermost module that raised.
+
+    Raises:
+        TypeError: `model` is not an `nn.Module`.
+        ValueError: `mode` is neither ``"fake"`` nor ``"real"``.
+
+    Examples:
+        >>> import torch, torch.nn as nn, torchxray as tx
+        >>> model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(16))
+        >>> rep = tx.probe(model, torch.randn(1, 3, 8, 8))
+        >>> rep.ok, rep["0"].output_shapes
+        (False, ((1, 8, 6, 6),))
+        >>> rep.error.path, rep.error.cls
+        ('1', 'BatchNorm2d')
+        >>> tx.probe(model[:1], torch.randn(1, 3, 8, 8), mode="real")["0"].time_ms > 0
+        True
     """
     return run_probe(model, args, kwargs, mode=mode, flops=flops, patch_log=patch_log)
 

@@ -48,7 +48,24 @@ class Comm:
     """Collectives one rank runs in one module and phase ("forward", "backward" or "step"): `op`
     ("all_gather", "reduce_scatter", "all_reduce", ...), how many calls, and their bytes (each
     call's full buffer: an all-gather's output, a reduce-scatter's input), on mesh dimension(s)
-    `mesh_dim`."""
+    `mesh_dim`.
+
+    Attributes:
+        phase: ``"forward"``, ``"backward"`` or ``"step"``.
+        op: The collective: ``"all_gather"``, ``"reduce_scatter"``, ``"all_reduce"``...
+        count: How many calls.
+        bytes: Their bytes, each call's full buffer.
+        mesh_dim: The mesh dimension(s) of the group, e.g. ``"dp"``.
+
+    Examples:
+        >>> import torch, torch.nn as nn, torchxray as tx
+        >>> from torch.distributed.fsdp import fully_shard
+        >>> model = nn.Sequential(nn.Linear(16, 10), nn.ReLU(), nn.Linear(10, 4))
+        >>> shard = lambda m, mesh: fully_shard(m, mesh=mesh)
+        >>> plan = tx.ranks(model, shard, mesh={"dp": 4}, args=(torch.randn(2, 16),))
+        >>> plan.comms[0]
+        Comm(phase='backward', op='reduce_scatter', count=1, bytes=992, mesh_dim='dp')
+    """
 
     phase: str
     op: str
@@ -59,7 +76,30 @@ class Comm:
 
 @dataclass(frozen=True, slots=True)
 class RankRecord:
-    """One module's own parameters and buffers on every rank, and the collectives run in it."""
+    """One module's own parameters and buffers on every rank, and the collectives run in it.
+
+    Attributes:
+        path: The module's dotted path.
+        cls: Its class name.
+        placements: Tensor name -> its placements, e.g. ``{"weight": "(Shard(dim=0),)"}``.
+        mesh_dims: Tensor name -> the mesh dimensions it is placed over.
+        global_shapes: Tensor name -> its full shape.
+        local_shapes: Tensor name -> {rank: the shape that rank holds}.
+        comms: The collectives run in this module (`Comm`).
+        local_bytes: Tensor name -> {rank: the bytes that rank holds}.
+
+    Examples:
+        >>> import torch, torch.nn as nn, torchxray as tx
+        >>> from torch.distributed.fsdp import fully_shard
+        >>> model = nn.Sequential(nn.Linear(16, 10), nn.ReLU(), nn.Linear(10, 4))
+        >>> shard = lambda m, mesh: fully_shard(m, mesh=mesh)
+        >>> plan = tx.ranks(model, shard, mesh={"dp": 4}, args=(torch.randn(2, 16),))
+        >>> record = plan["2"]
+        >>> record.global_shapes["weight"], record.local_shapes["weight"]
+        ((4, 10), {0: (1, 10), 1: (1, 10), 2: (1, 10), 3: (1, 10)})
+        >>> record.bytes_on(0)
+        44
+    """
 
     path: str
     cls: str
@@ -71,7 +111,14 @@ class RankRecord:
     local_bytes: Mapping[str, Mapping[int, int]] = field(default_factory=dict)
 
     def bytes_on(self, rank: int) -> int:
-        """The bytes of this module's own tensors that `rank` holds."""
+        """The bytes of this module's own tensors that `rank` holds.
+
+        Args:
+            rank: A rank of the plan's world.
+
+        Returns:
+            Bytes, 0 for a rank that holds none.
+        """
         return sum(per_rank.get(rank, 0) for per_rank in self.local_bytes.values())
 
 
@@ -79,7 +126,26 @@ class RankRecord:
 class RankMemory:
     """One rank's bytes in the training step: its shards of the parameters, gradients and AdamW
     state, the activations a forward keeps (the highest live bytes above weights and inputs during
-    forward, all-gathered parameters included) and the peak of the whole step."""
+    forward, all-gathered parameters included) and the peak of the whole step.
+
+    Attributes:
+        params: Bytes of the rank's parameter shards.
+        buffers: Bytes of its buffers.
+        grads: Bytes of its gradient shards.
+        optimizer: Bytes of AdamW's state for its shards.
+        activations: The highest live bytes above weights and inputs during forward.
+        peak: The peak live bytes of the whole step.
+
+    Examples:
+        >>> import torch, torch.nn as nn, torchxray as tx
+        >>> from torch.distributed.fsdp import fully_shard
+        >>> model = nn.Sequential(nn.Linear(16, 10), nn.ReLU(), nn.Linear(10, 4))
+        >>> shard = lambda m, mesh: fully_shard(m, mesh=mesh)
+        >>> plan = tx.ranks(model, shard, mesh={"dp": 4}, args=(torch.randn(2, 16),))
+        >>> parts = plan.memory_parts[0]
+        >>> parts.peak == plan.memory[0], parts.peak >= parts.params + parts.grads
+        (True, True)
+    """
 
     params: int
     buffers: int
@@ -91,6 +157,32 @@ class RankMemory:
 
 @dataclass(frozen=True)
 class RanksPlan:
+    """What every rank of a sharded model holds, sends and needs: the result of `ranks()`.
+
+    ``plan[path]`` gives a module's `RankRecord` (modules that hold tensors or run collectives);
+    iterating gives them in module order.
+
+    Attributes:
+        world_size: The number of ranks.
+        mesh: The mesh, ``{dimension name: size}``.
+        records: Path -> `RankRecord`.
+        memory: Rank -> its peak bytes over the training step.
+        memory_parts: Rank -> its `RankMemory` (parameters, gradients, optimizer, activations).
+        notes: Where the plan is an estimate or left something out, one sentence each.
+        stepped: Whether a training step ran (comms and memory are known).
+
+    Examples:
+        >>> import torch, torch.nn as nn, torchxray as tx
+        >>> from torch.distributed.fsdp import fully_shard
+        >>> model = nn.Sequential(nn.Linear(16, 10), nn.ReLU(), nn.Linear(10, 4))
+        >>> shard = lambda m, mesh: fully_shard(m, mesh=mesh)
+        >>> plan = tx.ranks(model, shard, mesh={"dp": 4}, args=(torch.randn(2, 16),))
+        >>> plan.world_size, plan.mesh, [r.path for r in plan]
+        (4, {'dp': 4}, ['', '0', '1', '2'])
+        >>> sorted(plan.memory) == [0, 1, 2, 3]
+        True
+    """
+
     world_size: int
     mesh: Mapping[str, int]
     records: Mapping[str, RankRecord]
@@ -126,7 +218,26 @@ class RanksPlan:
         return tuple(c for r in self.records.values() for c in r.comms)
 
     def verify(self, backend: str = "gloo", *, timeout: float = 120.0) -> Any:
-        """Run the plan on real processes, one per rank, and compare: see `_ranks.verify`."""
+        """Run the plan on real processes, one per rank, and compare: see `_ranks.verify`.
+
+        Each rank runs the same step on a real process group on this machine (forked, or spawned
+        where forking is unsafe: then `parallelize` must be importable), and its local shapes,
+        collectives and peak memory are compared with the plan's. Every process is ended on a
+        result, an error, a dead rank, the timeout or a KeyboardInterrupt.
+
+        Args:
+            backend: The process group backend; ``"gloo"`` runs on CPUs.
+            timeout: Seconds before the ranks are ended.
+
+        Returns:
+            A verification with ``ok``, ``mismatches`` (one sentence each, naming module, rank and
+            figure) and ``memory_error`` (the worst relative difference in peak memory).
+
+        Examples:
+            >>> v = plan.verify(backend="gloo")  # doctest: +SKIP
+            >>> v.ok, v.mismatches  # doctest: +SKIP
+            (True, ())
+        """
         from ._ranks.verify import verify
 
         return verify(self, backend=backend, timeout=timeout)
@@ -235,7 +346,43 @@ def ranks(
     memory). ``sample_blocks=True`` steps 4 and 5 of a long stack of identical blocks and extends
     the figures to all of them where parallelize placed them alike (`_ranks.blocks`: fast on 80
     layers; the peaks are extended linearly, an estimate, said in ``plan.notes``). The dry run runs in this process where its backward leaves it able to fork
-    `verify`'s ranks, else in a forked process within `timeout` seconds."""
+    `verify`'s ranks, else in a forked process within `timeout` seconds.
+
+    The user's model is never changed (`parallelize` runs on a meta copy), and torch.distributed
+    is left as found: a process group you had stays yours, none is left behind.
+
+    Args:
+        model: The model, as it is before sharding.
+        parallelize: Your own ``parallelize(model, mesh) -> model`` (``fully_shard``,
+            ``parallelize_module`` with ``ColwiseParallel`` / ``RowwiseParallel`` /
+            ``SequenceParallel``...), as in a training script.
+        mesh: The device mesh, ``{dimension name: size}``.
+        args: One rank's positional inputs (with data parallelism, its share of the batch).
+        kwargs: One rank's keyword inputs.
+        world_size: The number of ranks, when given: it must be the mesh's size.
+        step: Run a training step (forward, a loss, backward, AdamW); False gives placements and
+            shapes only.
+        sample_blocks: Step 4 and 5 of a long stack of identical blocks and extend the figures.
+        timeout: Seconds the dry run may take where it runs in a forked process.
+
+    Returns:
+        The `RanksPlan`.
+
+    Raises:
+        TypeError: `model` is not an `nn.Module`, or `parallelize` is not callable.
+        ValueError: The mesh is empty, its size is not `world_size`, or `parallelize` asks for a
+            mesh dimension the mesh lacks.
+        RuntimeError: `parallelize` or the sharded step failed (the message names the module).
+
+    Examples:
+        >>> import torch, torch.nn as nn, torchxray as tx
+        >>> from torch.distributed.fsdp import fully_shard
+        >>> model = nn.Sequential(nn.Linear(16, 10), nn.ReLU(), nn.Linear(10, 4))
+        >>> shard = lambda m, mesh: fully_shard(m, mesh=mesh)
+        >>> plan = tx.ranks(model, shard, mesh={"dp": 4}, args=(torch.randn(2, 16),))
+        >>> plan["0"].placements["weight"], plan["0"].local_shapes["weight"][3]
+        ('(Shard(dim=0),)', (1, 16))
+    """
     if not isinstance(model, nn.Module):
         raise TypeError(f"ranks() plans an nn.Module, not a {type(model).__name__}.")
     if not callable(parallelize):

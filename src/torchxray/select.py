@@ -37,7 +37,29 @@ def select(
     model: nn.Module, pattern: str | re.Pattern[str] | None = None, cls: type | str | None = None
 ) -> list[str]:
     """Paths (``named_modules`` order) whose path matches ``pattern`` and whose module is a
-    ``cls``; a selection that matches nothing is an empty list (`explain` says why)."""
+    ``cls``; a selection that matches nothing is an empty list (`explain` says why).
+
+    A module reachable at several paths comes once, at its first.
+
+    Args:
+        model: The model.
+        pattern: A regex searched (``re.search``) in every path: anywhere unless anchored.
+        cls: A class (``isinstance``), or a class name matched against every class of the
+            module's MRO, bare (``"Linear"``) or dotted (``"torch.nn.Linear"``).
+
+    Returns:
+        The matching paths, in `named_modules` order.
+
+    Raises:
+        TypeError: `model` is not an `nn.Module`.
+        ValueError: Neither `pattern` nor `cls` is given, or `pattern` is not a valid regex.
+
+    Examples:
+        >>> import torch.nn as nn, torchxray as tx
+        >>> model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Sequential(nn.Linear(4, 2)))
+        >>> tx.select(model, cls=nn.Linear), tx.select(model, r"^2", cls="Linear")
+        (['0', '2.0'], ['2.0'])
+    """
     if not isinstance(model, nn.Module):
         raise TypeError(f"select() needs an nn.Module, got {type(model).__name__}")
     if pattern is None and cls is None:
@@ -75,7 +97,33 @@ def explain(
 
 def peft_targets(model: nn.Module, paths: Iterable[str]) -> list[str] | str:
     """A ``target_modules`` value that selects exactly ``paths`` in peft (see the module
-    docstring): a list of name suffixes, or a regex string when no list can."""
+    docstring): a list of name suffixes, or a regex string when no list can.
+
+    The value follows peft's own matcher (a list entry matches a module name equal to it or
+    ending with ``"." + entry``; a string is ``re.fullmatch``-ed): the shortest unambiguous
+    suffixes, or a regex when a wanted name also ends an unwanted one.
+
+    Args:
+        model: The model the config will be applied to.
+        paths: The module paths to target (``tx.select`` gives them).
+
+    Returns:
+        A list of name suffixes, or a regex string, for ``LoraConfig(target_modules=...)``.
+
+    Raises:
+        TypeError: `model` is not an `nn.Module`, or a path is not a string.
+        ValueError: No paths, the root (``""``), or the second path of a shared module.
+        KeyError: A path names no module.
+
+    Examples:
+        >>> import torch.nn as nn, torchxray as tx
+        >>> block = lambda: nn.ModuleDict({"q": nn.Linear(4, 4), "k": nn.Linear(4, 4)})
+        >>> model = nn.ModuleDict({"layers": nn.ModuleList([block(), block()])})
+        >>> tx.peft_targets(model, tx.select(model, "[.]q$"))
+        ['q']
+        >>> tx.peft_targets(model, ["layers.0.q"])
+        ['0.q']
+    """
     if not isinstance(model, nn.Module):
         raise TypeError(f"peft_targets() needs an nn.Module, got {type(model).__name__}")
     wanted = [paths] if isinstance(paths, str) else list(paths)

@@ -44,7 +44,28 @@ __all__ = ["Cell", "Source", "notebook_cells", "source"]
 
 @dataclass(frozen=True)
 class Source:
-    """Where an object's code lives. Line numbers are 1-based and absolute within ``file``."""
+    """Where an object's code lives. Line numbers are 1-based and absolute within ``file``.
+
+    Attributes:
+        text: The code of the class or function, or None when Python keeps none.
+        file: The file it is in (a notebook cell's file name in a kernel), or None.
+        line: The first line of `text` in `file`.
+        reason: Why there is no `text` (built-in, C extension, class made with `type()`...).
+        qualname: The object's module and qualified name, e.g. ``torch.nn.modules.linear.Linear``.
+        forward_lines: First and last line of the `forward` the class uses, when it has one.
+        forward_owner: The class (``"pkg.mod.Class"``) whose own `forward` that is.
+        end_line: The last line of `text` in `file`.
+        kind: ``"class"`` or ``"function"``.
+        cell: ``"In [3]"`` when the text came from a notebook cell.
+        note: A remark on what is shown, e.g. the original class of a parametrized module.
+        script_code: TorchScript's own code (`.code`) when there is no Python source.
+
+    Examples:
+        >>> import torch.nn as nn
+        >>> src = source(nn.ReLU())
+        >>> src.kind, src.qualname, src.reason
+        ('class', 'torch.nn.modules.activation.ReLU', None)
+    """
 
     text: str | None
     file: str | None
@@ -78,8 +99,29 @@ _C_CALLABLES = (
 def source(obj: Any, *, cells: Iterable[Cell | tuple[str | None, str]] | None = None) -> Source:
     """Return the source of a module instance (its class), class, function or method.
 
-    ``cells`` overrides where notebook cell code is searched (newest first); by default the
-    running IPython's cells (see ``notebook_cells``). Raises ``TypeError`` for anything else.
+    Never raises for an object that merely has no source: the `Source` then has ``text=None`` and
+    a `reason` in words. Classes defined in a notebook cell are found in the kernel's cells.
+
+    Args:
+        obj: An `nn.Module` instance (its class's source is shown), a class, a function or a
+            method. TorchScript modules show their scripted code, `torch.fx` graph modules their
+            generated code.
+        cells: Where to look for notebook cell code (newest first), as `Cell` records or
+            ``(name, code)`` pairs; by default the running IPython's cells.
+
+    Returns:
+        The `Source`: text, file and line numbers, or the reason there is none.
+
+    Raises:
+        TypeError: `obj` is none of the above (a number, a tensor...).
+
+    Examples:
+        >>> import torch.nn as nn
+        >>> src = source(nn.Linear(2, 3))
+        >>> src.text.splitlines()[0]
+        'class Linear(Module):'
+        >>> source(len).reason
+        'len is implemented in C (a built-in); it has no Python source.'
     """
     note = None
     if isinstance(obj, torch.jit.ScriptModule):

@@ -46,7 +46,28 @@ class ParamStats:
     ``torch.std``; 0.0 for a single value); ``hist`` counts the finite values in ``HIST_BINS``
     equal bins from ``min`` to ``max`` (all in the first bin when they are equal). Every figure
     is None, and ``skipped`` says why, for a tensor without values; they are None too when the
-    tensor holds no finite value."""
+    tensor holds no finite value.
+
+    Attributes:
+        shape: The tensor's shape.
+        dtype: Its dtype, e.g. ``"float32"``.
+        numel: Its number of elements.
+        norm: The L2 norm of its finite values.
+        mean: Their mean.
+        std: Their sample standard deviation.
+        min: The smallest finite value.
+        max: The largest finite value.
+        zeros: How many values are exactly 0.
+        nonfinite: How many are NaN or +-Inf.
+        hist: Counts of the finite values in 16 equal bins from `min` to `max`.
+        skipped: Why there are no figures (a meta tensor, an uninitialised lazy one), or None.
+
+    Examples:
+        >>> import torch, torch.nn as nn, torchxray as tx
+        >>> s = tx.stats(nn.Linear(3, 2, device="meta"))["weight"]
+        >>> s.shape, s.norm, s.skipped
+        ((2, 3), None, 'meta tensor: no values')
+    """
 
     shape: tuple[int, ...]
     dtype: str
@@ -65,7 +86,31 @@ class ParamStats:
 def stats(module: nn.Module) -> dict[str, ParamStats]:
     """``{name: ParamStats}`` for every parameter and buffer of ``module`` (names as
     ``named_parameters`` / ``named_buffers`` give them; a tensor shared by several modules once,
-    under its first name)."""
+    under its first name).
+
+    Computed on demand, a chunk at a time in float64 (exact for float16 and bfloat16); quantized
+    tensors are dequantized chunk by chunk. The figures are over the finite values, and
+    `nonfinite` counts the others.
+
+    Args:
+        module: A model or any of its modules.
+
+    Returns:
+        ``{name: ParamStats}``.
+
+    Raises:
+        TypeError: `module` is not an `nn.Module`.
+
+    Examples:
+        >>> import torch, torch.nn as nn, torchxray as tx
+        >>> layer = nn.Linear(4, 2)
+        >>> with torch.no_grad():
+        ...     _ = layer.weight.fill_(1.0)
+        ...     layer.bias[0] = float("nan")
+        >>> s = tx.stats(layer)
+        >>> s["weight"].mean, s["weight"].norm, s["weight"].hist[0], s["bias"].nonfinite
+        (1.0, 2.8284271247461903, 8, 1)
+    """
     if not isinstance(module, nn.Module):
         raise TypeError(f"stats() needs an nn.Module, got {type(module).__name__}")
     scratch = Scratch()

@@ -202,7 +202,59 @@ def summary(
     """The text summary of ``model``; with example inputs, a fake probe gives the output shapes
     and the mult-adds, and ``compile=True`` adds a line with ``tx.compile_check``'s break count
     and where they are. ``depth`` and ``compile`` are taken by the summary: forward keywords of
-    those names cannot be passed through here (``tx.probe`` and `summarize` can)."""
+    those names cannot be passed through here (``tx.probe`` and `summarize` can).
+
+    The layout is torchinfo's: the tree to a depth, each module's class, output shape and
+    "Param #" (each tensor counted once, at the first row that holds it, so the column adds up
+    with tied weights), then the totals, mult-adds (half the fake probe's FLOPs) and sizes.
+
+    Args:
+        model: The model.
+        *args: Example positional inputs; without any, no output shapes or mult-adds.
+        depth: How many levels below the model to show; None picks the deepest whose rows fit
+            80 lines (runs of identical blocks fold into one row).
+        compile: Add a line with `compile_check`'s graph breaks (needs example inputs).
+        **kwargs: Example keyword inputs.
+
+    Returns:
+        The summary as text.
+
+    Raises:
+        TypeError: `model` is not an `nn.Module`, or `compile` is not a bool.
+        ValueError: ``compile=True`` without example inputs.
+
+    Examples:
+        >>> import torch, torchxray as tx
+        >>> from torchxray import demo
+        >>> print(tx.summary(demo.resnet_ish(), demo.images(), depth=1))
+        ResNetIsh: 35 modules; probe ok (fake)
+        =========================================================
+        Layer (type)                    Output shape      Param #
+        =========================================================
+        ResNetIsh                       [2, 10]           --
+        ├─conv1 (Conv2d)                [2, 16, 32, 32]   432
+        ├─bn1 (BatchNorm2d)             [2, 16, 32, 32]   32
+        ├─relu (ReLU)                   [2, 16, 32, 32]   --
+        ├─layer1 (Sequential)           [2, 16, 32, 32]   9,344
+        ├─layer2 (Sequential)           [2, 32, 16, 16]   33,088
+        ├─avgpool (AdaptiveAvgPool2d)   [2, 32, 1, 1]     --
+        └─fc (Linear)                   [2, 10]           330
+        =========================================================
+        Total params: 43,226
+        Trainable params: 43,226
+        Non-trainable params: 0
+        Total mult-adds: 36.54 M (36,536,960)
+        =========================================================
+        Input size: 24.58 kB (24,576 bytes)
+        Forward/backward pass size: 3.93 MB (3,932,320 bytes)
+        Params size: 172.90 kB (172,904 bytes)
+        Buffers size: 2.00 kB (2,000 bytes)
+        Estimated total size: 4.13 MB (4,131,800 bytes)
+        =========================================================
+        Forward/backward pass size: torchinfo's estimate, outputs of the layers that hold parameters
+        x2; tx.memory(model, x, training=True) measures a training step.
+        Depth 1 of 4 (summary(depth=2) shows more).
+    """
     if not isinstance(model, nn.Module):
         raise TypeError(f"summary() takes an nn.Module, got {type(model).__name__}")
     if not isinstance(compile, bool):

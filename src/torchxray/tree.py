@@ -56,7 +56,22 @@ class ModelTree:
     collected by the walk, and then kept: the same path always gives the same Node object.
     The first Node built also reads every module's tensors and hyperparameters, for all nodes
     at once: counts, devices, dtypes, extra_repr and signatures (two thirds of a big model's
-    walk otherwise) then show the model as it is at that first look."""
+    walk otherwise) then show the model as it is at that first look.
+
+    Attributes:
+        global_hooks: Hooks registered for every module
+            (`torch.nn.modules.module.register_module_forward_hook` and its kin).
+
+    Examples:
+        >>> import torch.nn as nn
+        >>> tree = walk(nn.Sequential(nn.Linear(4, 8), nn.ReLU()))
+        >>> len(tree), tree.root.cls, "0" in tree
+        (3, 'Sequential', True)
+        >>> [node.path for node in tree]
+        ['', '0', '1']
+        >>> tree.module("0")
+        Linear(in_features=4, out_features=8, bias=True)
+    """
 
     global_hooks: tuple[HookInfo, ...]  # torch.nn.modules.module.register_module_*_hook
     _records: list[Any] = field(repr=False)  # Node, or a node's field values not yet built
@@ -113,6 +128,7 @@ class ModelTree:
 
     @property
     def root(self) -> Node:
+        """The model itself (path ``""``)."""
         return self._node(0)
 
     def outline(self) -> Outline | None:
@@ -156,14 +172,44 @@ class ModelTree:
         return node
 
     def get(self, path: str, default: Node | None = None) -> Node | None:
+        """The node at `path`, or `default` where there is none (`tree[path]` raises instead).
+
+        Args:
+            path: A dotted path as `model.get_submodule` takes it; ``""`` is the root.
+            default: What to return for a path that names no module.
+
+        Returns:
+            The `Node`, or `default`.
+        """
         node = self._resolve(path)[0]
         return default if node is None else node
 
     def children(self, path: str) -> tuple[Node, ...]:
+        """The nodes of the module's direct children, in registration order.
+
+        Args:
+            path: The parent's dotted path.
+
+        Returns:
+            One `Node` per child path (a shared child resolves to its single Node).
+
+        Raises:
+            KeyError: No module at `path` (the message names the closest paths).
+        """
         return tuple(self[c] for c in self[path].children)
 
     def module(self, path: str) -> nn.Module:
-        """The live module object at `path` (the model itself is never copied)."""
+        """The live module object at `path` (the model itself is never copied).
+
+        Args:
+            path: A dotted path; ``""`` is the model.
+
+        Returns:
+            The `nn.Module` object itself, as `model.get_submodule(path)` returns it.
+
+        Raises:
+            KeyError: No module at `path` (the message names the closest paths).
+        """
         return self._modules[self[path].index]
 
     def __repr__(self) -> str:
@@ -206,7 +252,28 @@ class ModelTree:
 
 
 def walk(model: nn.Module) -> ModelTree:
-    """Walk `model` once and return its `ModelTree`. Never runs the model, moves it or changes it."""
+    """Walk `model` once and return its `ModelTree`. Never runs the model, moves it or changes it.
+
+    One `Node` per distinct module object, in pre-order (the order of `model.named_modules()`);
+    a module registered under two paths is one node with `aliases`. Counts, devices and dtypes are
+    read on the first look at any node, for all of them at once.
+
+    Args:
+        model: A built `torch.nn.Module` (not its class).
+
+    Returns:
+        The `ModelTree`, a read-only mapping from dotted path to `Node`.
+
+    Raises:
+        TypeError: `model` is not an `nn.Module` instance.
+
+    Examples:
+        >>> import torch.nn as nn
+        >>> tree = walk(nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8)))
+        >>> node = tree["1"]
+        >>> node.cls, node.params_total, node.parent, node.training
+        ('BatchNorm2d', 16, '', True)
+    """
     if not isinstance(model, nn.Module):
         what = f"the class {model.__name__}" if isinstance(model, type) else type(model).__name__
         raise TypeError(

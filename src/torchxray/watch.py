@@ -57,7 +57,16 @@ _WATCHED: weakref.WeakKeyDictionary[nn.Module, Watch] = weakref.WeakKeyDictionar
 
 @dataclass(frozen=True)
 class ModuleSeries:
-    """One module's history: each figure a list of (step, value), oldest first."""
+    """One module's history: each figure a list of (step, value), oldest first.
+
+    Attributes:
+        path: The module's dotted path.
+        grad_norm: The gradient norm of its own weights.
+        update_ratio: ``||w_after - w_before|| / ||w_before||`` of `optimizer.step()`.
+        act_mean: Its output's mean.
+        act_std: Its output's standard deviation.
+        act_zeros: The fraction of its output that is exactly 0.
+    """
 
     path: str
     grad_norm: list[tuple[int, float]]
@@ -76,12 +85,67 @@ def watch(
     update_ratio: bool = True,
 ) -> Watch:
     """Watch ``model`` while it trains (see the module's docs); ``optimizer`` gives the update
-    ratio and counts the steps. Close it with ``w.close()`` or use it as a context manager."""
+    ratio and counts the steps. Close it with ``w.close()`` or use it as a context manager.
+
+    On every `every`-th step (the first included) each module gets its gradient norm, update ratio
+    and output figures; every step, the weights' gradients are checked for NaN/Inf, and the first
+    step found non-finite is run again to name the module that made it.
+
+    Args:
+        model: The model being trained.
+        optimizer: Its optimizer (a `torch.optim.Optimizer`, or an accelerate / Lightning wrapper
+            of one); None counts steps by `Watch.step` calls and gives no update ratio.
+        every: Sample the figures every this many steps.
+        thresholds: The rules behind the flags (`torchxray.watch.Thresholds`); None: the defaults.
+        update_ratio: False skips the copy of the weights the update ratio needs.
+
+    Returns:
+        The `Watch`, hooked onto the model and the optimizer until it is closed.
+
+    Raises:
+        TypeError: `model` is not an `nn.Module`.
+        ValueError: `every` is not a positive integer, or the model has no parameters.
+        RuntimeError: The model (or a part of it) is already watched.
+
+    Examples:
+        >>> import torch, torchxray as tx
+        >>> model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+        >>> opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        >>> with tx.watch(model, opt, every=2) as w:
+        ...     for _ in range(4):
+        ...         opt.zero_grad(); loss = model(torch.randn(16, 4)).pow(2).mean(); loss.backward()
+        ...         opt.step(); _ = w.step(loss)
+        >>> w.steps, [step for step, _ in w["0"].grad_norm], w.nonfinite
+        (4, [1, 3], None)
+    """
     return Watch(model, optimizer, every, thresholds=thresholds, update_ratio=update_ratio)
 
 
 class Watch:
-    """A training lens on one model (``tx.watch``)."""
+    """A training lens on one model (``tx.watch``).
+
+    ``w[path]`` gives a module's history (`ModuleSeries`); `flags`, `active` and `nonfinite` say
+    what went wrong and where. The explorer's Training tab draws the same (``ex.watch(...)``).
+
+    Args:
+        model: The model being trained.
+        optimizer: Its optimizer, or None.
+        every: Sample the figures every this many steps.
+        thresholds: The rules behind the flags; None: the defaults.
+        update_ratio: False skips the update ratio.
+
+    Examples:
+        >>> import torch, torchxray as tx
+        >>> model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+        >>> opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        >>> w = tx.watch(model, opt, every=1)
+        >>> for _ in range(3):
+        ...     opt.zero_grad(); model(torch.randn(8, 4)).sum().backward(); opt.step()
+        >>> w.steps, w.paths, len(w["0"].update_ratio)
+        (3, ['0', '1', ''], 3)
+        >>> w.close(); w.closed
+        True
+    """
 
     def __init__(
         self,
@@ -176,7 +240,15 @@ class Watch:
         return self._rec.nonfinite
 
     def latest(self, figure: str) -> dict[str, float]:
-        """Each module's last sampled value of ``figure`` (a metric, or "param_norm")."""
+        """Each module's last sampled value of ``figure`` (a metric, or "param_norm").
+
+        Args:
+            figure: ``"grad_norm"``, ``"update_ratio"``, ``"act_mean"``, ``"act_std"``,
+                ``"act_zeros"`` or ``"param_norm"``.
+
+        Returns:
+            ``{path: value}`` for the modules sampled with that figure.
+        """
         return {p: v[figure] for p, v in self._rec.latest.items() if figure in v}
 
     @property
@@ -187,19 +259,31 @@ class Watch:
 
     @property
     def model(self) -> nn.Module:
+        """The watched model (RuntimeError once the watch is closed)."""
         if self._model is None:
             raise RuntimeError("this watch was closed")
         return self._model
 
     @property
     def closed(self) -> bool:
+        """Whether `close` ran: no hook is left, the history stays readable."""
         return self._model is None
 
     # -- the loop's side ---------------------------------------------------------------------
 
     def step(self, loss: Any = None) -> int:
         """Record ``loss`` (a number or a 1-element tensor) and, without an optimizer, end the
-        step; returns the step it was recorded at."""
+        step; returns the step it was recorded at.
+
+        Args:
+            loss: The step's loss, for the loss curve; None records none.
+
+        Returns:
+            The step the loss was recorded at (steps count `optimizer.step()` calls).
+
+        Raises:
+            TypeError: `loss` is neither a number nor a 1-element tensor.
+        """
         value = None if loss is None else _number(loss)
         if self.optimizer is not None:
             at = self._rec.done if self._stepped else self._rec.step
@@ -219,7 +303,12 @@ class Watch:
         return at
 
     def record_loss(self, step: int, value: float) -> None:
-        """Record a loss logged at ``step`` (a trainer's logging: not every step has one)."""
+        """Record a loss logged at ``step`` (a trainer's logging: not every step has one).
+
+        Args:
+            step: The step it was logged at.
+            value: The loss.
+        """
         self._rec.loss_value(step, value)
         self._warn_nonfinite(value, step)
 
@@ -257,7 +346,14 @@ class Watch:
     # -- between steps: the view's callbacks, pause ------------------------------------------
 
     def on_step(self, fn: Callable[[Watch], None]) -> Callable[[], None]:
-        """Call ``fn(watch)`` at every step's end (and while paused); returns its remover."""
+        """Call ``fn(watch)`` at every step's end (and while paused); returns its remover.
+
+        Args:
+            fn: Called with this watch.
+
+        Returns:
+            A function that removes `fn` again.
+        """
         self._callbacks.append(fn)
         return lambda: self._callbacks.remove(fn) if fn in self._callbacks else None
 
@@ -268,11 +364,13 @@ class Watch:
         self._wake.set()
 
     def resume(self) -> None:
+        """Let a paused loop go on."""
         self._paused.clear()
         self._wake.set()
 
     @property
     def paused(self) -> bool:
+        """Whether the loop is held (or will be, at its next step's end)."""
         return self._paused.is_set()
 
     def _notify(self) -> None:
@@ -292,7 +390,16 @@ class Watch:
     def patched(self, apply: Callable[[], Any], undo: Callable[[], Any], what: str) -> Any:
         """Run a patch of the model (``apply``) between steps: the optimizer is made to hold the
         new weights, or the patch is undone (``undo``) and StaleOptimizer raised; the hooks
-        follow the new modules."""
+        follow the new modules.
+
+        Args:
+            apply: Makes the patch (e.g. ``lambda: log.edit(path, **changes)``).
+            undo: Takes it back.
+            what: The patch in words, for the refusal's message.
+
+        Returns:
+            What `apply` returned.
+        """
         model = self.model
         before = _optim.snapshot(model)
         got = apply()
@@ -370,7 +477,14 @@ class Watch:
         return lightning_callback(self)
 
     def attach_optimizer(self, optimizer: Any) -> None:
-        """Watch ``optimizer`` from now on (a trainer builds it after the watch began)."""
+        """Watch ``optimizer`` from now on (a trainer builds it after the watch began).
+
+        Args:
+            optimizer: An optimizer holding the model's parameters.
+
+        Raises:
+            ValueError: It holds none of the model's parameters.
+        """
         opt = _optim.unwrap(optimizer)
         if opt is self.optimizer:
             return

@@ -44,7 +44,34 @@ __all__ = ["Explorer", "explore"]
 
 
 class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
-    """Explore and edit a live ``nn.Module``. Build it with ``tx.explore(model, *example_inputs)``."""
+    """Explore and edit a live ``nn.Module``. Build it with ``tx.explore(model, *example_inputs)``.
+
+    Shown as a cell's value, it is the widget: the module tree, and tabs for the selected module
+    (Overview, Source, Form, MRO, Graph, Probe, History, Diff, Memory, Training, Compile, Ranks).
+    From Python, each method does what the view's button does, through the same session:
+    `select`, `edit`, `replace`, `replace_all`, `undo`, `redo`, `run_probe`, `compile_check`,
+    `ranks`, `watch`, `summary`, `to_code`, `to_html`; `print(ex)` prints the text summary.
+
+    Args:
+        model: The model to explore (changed in place by edits; see `PatchLog`).
+        *args: Example positional inputs; they drive the shape probe.
+        mode: The probe's mode, ``"fake"`` or ``"real"``.
+        probe: False skips the first probe (`run_probe` runs it).
+        **kwargs: Example keyword inputs (``ranks=plan`` shows a `RanksPlan` in the Ranks tab).
+
+    Examples:
+        >>> import torch.nn as nn, torchxray as tx
+        >>> from torchxray import demo
+        >>> ex = tx.explore(demo.resnet_ish(), demo.images())
+        >>> ex.select("layer1.0.conv1")
+        'layer1.0.conv1'
+        >>> entry = ex.edit(out_channels=24)  # the selected module; the probe runs again
+        >>> ex.probe_report.ok, ex.probe_report.error.path
+        (False, 'layer1.0.bn1')
+        >>> _ = ex.undo(); ex.probe_report.ok
+        True
+        >>> ex.close()
+    """
 
     # One traitlet per synced state, named as the Session method that makes it (`_view/host.py`).
     tree_state = t.Dict().tag(sync=True)
@@ -167,13 +194,24 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
 
     def cancel(self) -> bool:
         """Stop the probe running in the background at its next module call (the Cancel button
-        of the widget); the model is left as it was. False when no probe was running."""
+        of the widget); the model is left as it was. False when no probe was running.
+
+        Returns:
+            Whether a probe was running.
+        """
         session = self._session
         return session is not None and session.cancel()
 
     def wait(self, timeout: float | None = None) -> ProbeReport | None:
         """Wait for a probe running in the background (``tx.explore`` in a kernel starts one);
-        returns the report (None when there is none yet: ``timeout`` passed, or no inputs)."""
+        returns the report (None when there is none yet: ``timeout`` passed, or no inputs).
+
+        Args:
+            timeout: Seconds to wait at most; None waits until it is done.
+
+        Returns:
+            The `ProbeReport`, or None.
+        """
         self._join(timeout)
         return self._live().report
 
@@ -190,14 +228,32 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
 
     def watch(self, optimizer: Any = None, every: int = 10, **kwargs: Any) -> Watch:
         """``tx.watch`` on the explored model, shown in the Training tab while the loop runs
-        (see ``torchxray.watch``); an earlier one of this Explorer is closed first."""
+        (see ``torchxray.watch``); an earlier one of this Explorer is closed first.
+
+        Args:
+            optimizer: The training loop's optimizer.
+            every: Sample the figures every this many steps.
+            **kwargs: `thresholds`, `update_ratio`, as `torchxray.watch` takes them.
+
+        Returns:
+            The `Watch`; its Pause holds the loop between steps while the widget answers.
+        """
         return training.open_watch(self, self._live(), optimizer, every, **kwargs)
 
     # -- the frontend's requests ------------------------------------------------------------
 
     @command  # type: ignore[misc]
     def rpc(self, msg: Any, buffers: list[bytes]) -> tuple[Reply, list[bytes]]:
-        """Answer one request; never raises (errors are ``{"kind": "error"}`` replies)."""
+        """Answer one request from the view; never raises (errors are ``{"kind": "error"}``
+        replies). The frontend calls it; notebook code uses the methods above.
+
+        Args:
+            msg: A request, ``{"kind": ..., ...}`` as `torchxray.protocol` declares it.
+            buffers: Binary buffers sent with it (unused).
+
+        Returns:
+            The reply and its buffers.
+        """
         kind = msg.get("kind") if isinstance(msg, dict) else None
         self._schedule.view_drew()  # the first probe may start
         session = self._session
@@ -355,7 +411,10 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
         return self._session
 
     def close(self) -> None:
-        """Drop every reference to the model (it can be garbage-collected) and close the view."""
+        """Drop every reference to the model (it can be garbage-collected) and close the view.
+
+        A probe running in the background is stopped, and a watch started by `watch` is closed.
+        """
         # getattr: ipywidgets calls close() from __del__, also on a half-built instance.
         session: Session | None = getattr(self, "_session", None)
         bg: background.Background | None = getattr(self, "_background", None)
@@ -398,5 +457,29 @@ def explore(
 
     ``mode`` and ``probe`` are taken by ``explore``: a model whose forward has a keyword argument
     of either name gets it through ``tx.probe(model, ..., **kwargs)`` instead.
+
+    Args:
+        model: The model to explore (a built `nn.Module`; edits change it in place).
+        *example_args: Example positional inputs (``tx.explore(model, x)``).
+        mode: ``"fake"`` or ``"real"``, the probe's mode.
+        probe: False skips the first probe.
+        **example_kwargs: Example keyword inputs (``tx.explore(model, **batch)``), and
+            ``ranks=plan`` for the Ranks tab.
+
+    Returns:
+        The `Explorer` widget: the cell's value shows it.
+
+    Raises:
+        TypeError: `model` is not an `nn.Module`.
+
+    Examples:
+        >>> import torch.nn as nn, torchxray as tx
+        >>> from torchxray import demo
+        >>> ex = tx.explore(demo.resnet_ish(), demo.images())
+        >>> ex.probe_report.ok, len(ex.probe_report)
+        (True, 35)
+        >>> print(ex.summary(depth=0).splitlines()[0])
+        ResNetIsh: 35 modules; probe ok (fake)
+        >>> ex.close()
     """
     return Explorer(model, *example_args, mode=mode, probe=probe, **example_kwargs)

@@ -312,12 +312,6 @@ def open_explorer(
     return ex
 
 
-def save_readme_screenshot(shot: Path) -> None:
-    """docs/screenshot.png follows the tests only when asked, so test runs leave the tree clean."""
-    if os.environ.get("TORCHXRAY_UPDATE_SCREENSHOT"):
-        shutil.copy(shot, ROOT / "docs" / "screenshot.png")
-
-
 if __name__ == "__main__":
     import tempfile
 

@@ -14,7 +14,6 @@ from lab import (
     errors,
     open_explorer,
     run_cell,
-    save_readme_screenshot,
     treeitem,
 )
 from playwright.sync_api import Page, expect
@@ -67,11 +66,10 @@ def test_form_edit_breaks_the_probe_then_undo(page: Page, lab: Lab, shots: Path)
     expect(status).to_have_text(re.compile(r"probe failed at bn1\b"))
     expect(treeitem(ex, "bn1")).to_contain_text("failed")
     page.screenshot(path=str(shots / "edit-failed.png"))
-    # The README's picture: the widget alone, an edited layer and the layer it broke.
-    readme = shots / "readme.png"
+    # The widget alone, an edited layer and the layer it broke (the README's picture is made the
+    # same way by docs/screenshots.py: `make screenshots`).
     page.mouse.move(0, 0)
-    ex.screenshot(path=str(readme))
-    save_readme_screenshot(readme)
+    ex.screenshot(path=str(shots / "edit-failed-widget.png"))
     # The kernel's model really changed: a later cell sees the new layer.
     assert "Conv2d(3, 24" in run_cell(page, 2)
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .field import Field
-from .make import same
+from .values import same
 
 __all__ = ["bind"]
 

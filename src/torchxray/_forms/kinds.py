@@ -22,7 +22,7 @@ from .values import (
     callable_label,
 )
 
-__all__ = ["KindInfo", "KIND_HANDLERS", "kind_of", "KNOWN_CHOICES"]
+__all__ = ["KindInfo", "KIND_HANDLERS", "kind_of", "KNOWN_CHOICES", "ann_text"]
 
 
 @dataclass(frozen=True)
@@ -239,3 +239,17 @@ def kind_of(cls: type, name: str, ann: Any, default: Any, value: Any) -> KindInf
         if info is not NotImplemented:
             return typing.cast(KindInfo, info)
     return KindInfo("literal")
+
+
+def ann_text(ann: Any) -> str:
+    """An annotation as a form shows it: ``int``, ``torch.nn.modules.module.Module``,
+    ``Optional[int]``; "" for none."""
+    if ann is inspect_empty:
+        return ""
+    if isinstance(ann, type):
+        return (
+            ann.__qualname__
+            if ann.__module__ == "builtins"
+            else f"{ann.__module__}.{ann.__qualname__}"
+        )
+    return str(ann).replace("typing.", "")

@@ -42,6 +42,7 @@ __all__ = [
     "record_init_args",
     "recorded_args",
     "recorded_notes",
+    "frame_args",
     "recording",
     "remember",
     "snapshot",
@@ -90,7 +91,7 @@ def _outermost_init(obj: object, frame: FrameType | None) -> FrameType | None:
     return found
 
 
-def _frame_args(frame: FrameType) -> tuple[tuple[Any, ...], dict[str, Any]]:
+def frame_args(frame: FrameType) -> tuple[tuple[Any, ...], dict[str, Any]]:
     code = frame.f_code
     local = frame.f_locals
     names = code.co_varnames
@@ -122,7 +123,7 @@ def _recording_init(self: nn.Module, *args: Any, **kwargs: Any) -> None:
     try:
         frame = _outermost_init(self, sys._getframe(1))
         if frame is not None:
-            args, kwargs = _frame_args(frame)
+            args, kwargs = frame_args(frame)
             notes: dict[str, str] = {}
             memo: dict[int, Any] = {}
             rec = (
@@ -253,7 +254,19 @@ def record_everything(on: bool = True) -> None:
     """Record the constructor arguments of every ``nn.Module`` built from now on, in every thread,
     until ``record_everything(False)``: the whole notebook's forms read ``origin="recorded"``.
     ``%load_ext torchxray`` calls it. Costs a few percent of a model's construction (bench:
-    ``python -m bench.recording``); what a record keeps alive is in this module's doc."""
+    ``python -m bench.recording``); what a record keeps alive is in this module's doc.
+
+    Args:
+        on: True to start recording (a second call changes nothing), False to stop.
+
+    Examples:
+        >>> import torch.nn as nn, torchxray as tx
+        >>> tx.record_everything()
+        >>> block = nn.Sequential(nn.Linear(4, 8))
+        >>> tx.record_everything(False)
+        >>> tx.form(block[0])["in_features"].origin
+        'recorded'
+    """
     global _depth, _forever
     with _lock:
         if bool(on) == _forever:
@@ -283,6 +296,21 @@ def record_init_args() -> Iterator[None]:
     Their forms then read ``origin="recorded"``. Records are kept weakly per module and outlive
     the block; nesting and concurrent use from several threads are fine (the hook is installed
     once and removed when the last block exits).
+
+    Returns:
+        A context manager; nothing is bound by ``as``.
+
+    Examples:
+        >>> import torch.nn as nn, torchxray as tx
+        >>> class Block(nn.Module):
+        ...     def __init__(self, width: int, scale: float = 2.0) -> None:
+        ...         super().__init__()
+        ...         self.fc = nn.Linear(width, int(width * scale))
+        >>> with tx.record_init_args():
+        ...     block = Block(8, scale=3.0)
+        >>> f = tx.form(block)
+        >>> f["scale"].value, f["scale"].origin
+        (3.0, 'recorded')
     """
     global _depth
     with _lock:

@@ -1,18 +1,65 @@
-"""Constructor signatures for forms: ``self`` dropped, ``__signature__``/``__wrapped__`` honoured,
-and per-class overrides for classes whose ``__init__`` only forwards ``*args, **kwargs``.
+"""Stage 1 of a form (``forms.py`` runs the stages): what the constructor takes.
+
+``constructor(module_or_class)`` names the class a form rebuilds (the user's class behind one
+that ``torch.nn.utils.parametrize`` generated) and its constructor's signature: ``self`` dropped,
+``__signature__`` and ``__wrapped__`` honoured, and per-class overrides for classes whose
+``__init__`` only forwards ``*args, **kwargs`` (``SIGNATURE_OVERRIDES``). It refuses, in one
+sentence, what has no Python constructor to rebuild from.
 """
 
 from __future__ import annotations
 
 import inspect
 import typing
-from typing import Any
+from dataclasses import dataclass
 
+import torch
 from torch import nn
 
-__all__ = ["SIGNATURE_OVERRIDES", "ann_text", "signature"]
+from .._unwrap import original_class
 
-_MISSING = inspect.Parameter.empty
+__all__ = ["SIGNATURE_OVERRIDES", "Constructor", "constructor", "signature"]
+
+
+@dataclass(frozen=True)
+class Constructor:
+    """What stage 1 hands down: the class a form rebuilds, its constructor's signature, and the
+    live module the form reads (None for a class's form)."""
+
+    cls: type
+    signature: inspect.Signature
+    module: nn.Module | None
+
+
+def constructor(module_or_class: nn.Module | type) -> Constructor:
+    """The ``Constructor`` of a module or an ``nn.Module`` subclass; ``TypeError`` naming what
+    was wrong for anything else."""
+    if isinstance(module_or_class, type):
+        if not issubclass(module_or_class, nn.Module):
+            raise TypeError(
+                f"form() expects an nn.Module or an nn.Module subclass, "
+                f"got the class {module_or_class.__qualname__}"
+            )
+        cls, module = module_or_class, None
+    elif isinstance(module_or_class, torch.jit.ScriptModule):
+        raise TypeError(
+            "form() needs a Python nn.Module; a ScriptModule has no Python constructor to "
+            "rebuild from (use the module you scripted)"
+        )
+    elif isinstance(module_or_class, nn.Module):
+        cls, module = original_class(type(module_or_class)), module_or_class
+    else:
+        raise TypeError(
+            f"form() expects an nn.Module or an nn.Module subclass, "
+            f"got {type(module_or_class).__name__}"
+        )
+    try:
+        sig = signature(cls)
+    except (TypeError, ValueError) as e:
+        raise TypeError(
+            f"form() cannot read the constructor signature of {cls.__qualname__}: {e}"
+        ) from e
+    return Constructor(cls, sig, module)
 
 
 def signature(cls: type) -> inspect.Signature:
@@ -54,15 +101,3 @@ SIGNATURE_OVERRIDES: dict[type, typing.Callable[[], inspect.Signature]] = {
     nn.LSTM: lambda: _rnn_signature(False, True),
     nn.GRU: lambda: _rnn_signature(False, False),
 }
-
-
-def ann_text(ann: Any) -> str:
-    if ann is _MISSING:
-        return ""
-    if isinstance(ann, type):
-        return (
-            ann.__qualname__
-            if ann.__module__ == "builtins"
-            else f"{ann.__module__}.{ann.__qualname__}"
-        )
-    return str(ann).replace("typing.", "")

@@ -22,7 +22,10 @@ __all__ = [
     "CLASS_CHOICES",
     "ParseError",
     "callable_label",
+    "loose",
     "parse",
+    "same",
+    "same_value",
     "to_text",
 ]
 
@@ -342,3 +345,39 @@ def parse(
             raise ParseError(f"expected {expected(kind)}, got {short_repr(text)}")
         return v
     return _literal(text)
+
+
+def loose(raw: Any) -> Any:
+    """A **kwargs value from a UI: a literal if it reads as one, else the string itself."""
+    if not isinstance(raw, str):
+        return raw
+    try:
+        return ast.literal_eval(raw)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return raw
+
+
+def same(a: Any, b: Any) -> bool:
+    """The same value: the object itself, or an equal plain value of the same type (a module, a
+    tensor or a config is the same only as the object itself)."""
+    if a is b:
+        return True
+    if isinstance(a, (bool, int, float, str, tuple, type(None))) and type(a) is type(b):
+        try:
+            return bool(a == b)
+        except Exception:  # noqa: BLE001
+            return False
+    return False
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """The object itself, or an equal value of the same type (the search's test of a candidate
+    it already holds)."""
+    return a is b or type(a) is type(b) and _eq(a, b)
+
+
+def _eq(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001
+        return a is b

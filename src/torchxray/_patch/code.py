@@ -22,7 +22,7 @@ from typing import Any
 import torch
 import torch.nn as nn
 
-from .._forms.config import config_items, is_config
+from .._forms.configs import config_items, is_config
 from .._text import short_repr
 
 

@@ -39,7 +39,7 @@ def plan(
     form: Callable[[nn.Module], Any],
 ) -> EditPlan:
     """``form``: the log's forms (``PatchLog.form``), each opened once per state of the model."""
-    from .._forms.unchanged import equal, nothing_message
+    from .._forms.form.unchanged import equal, nothing_message
 
     asked = tuple(hyperparameters)
     before = form(old)

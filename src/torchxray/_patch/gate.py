@@ -1,7 +1,7 @@
 """An edit changes only what it names: the check ``PatchLog.edit`` runs on the rebuilt module,
 placed and with the old weights carried, before the model is touched.
 
-The parts of the module (``_forms/parts.py``) that the changes reach are those where the
+The parts of the module (``_forms/rebuild/parts.py``) that the changes reach are those where the
 unchanged rebuild (the form's gate build, on meta) and the new module differ. Every other part
 of the new module must equal the live one, including what the logical view hides (a quantized
 weight must still be quantized, a weight-normed one still weight-normed). When one does not,
@@ -14,10 +14,10 @@ from typing import Any
 
 from torch import nn
 
-from .._forms.exact import Difference, change, differences, sentence, telling
-from .._forms.exact import check as full_check
+from .._forms.exact.gate import check as full_check
 from .._forms.field import FormError
-from .._forms.parts import parts
+from .._forms.rebuild.compare import Difference, change, differences, sentence, telling
+from .._forms.rebuild.parts import parts
 from .._text import short
 
 __all__ = ["Inexact", "check"]

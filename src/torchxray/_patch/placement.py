@@ -15,7 +15,7 @@ import torch.nn as nn
 from torch.nn.parameter import is_lazy
 from torch.nn.utils import parametrize
 
-from .._forms.parts import logical, tensor_kind
+from .._forms.rebuild.parts import logical, tensor_kind
 from .._unwrap import original_class
 from .paths import SlotIndex, holds_meta, tensors
 

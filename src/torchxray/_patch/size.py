@@ -14,7 +14,7 @@ from torch import nn
 from torch.nn.parameter import is_lazy
 
 from .._forms.field import FormError
-from .._forms.metabuild import meta_build
+from .._forms.rebuild.meta import meta_build
 
 __all__ = ["TooLarge", "check", "estimate", "limit"]
 

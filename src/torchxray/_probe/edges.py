@@ -35,7 +35,29 @@ RETURNED = "<returned>"
 @dataclass(frozen=True, slots=True)
 class Edge:
     """A tensor `src` (call `src_index` of that path) returned and `dst` (call `dst_index`)
-    received, with its shape, and the functional ops in between (``("add_", "relu")``)."""
+    received, with its shape, and the functional ops in between (``("add_", "relu")``).
+
+    A fake probe's `ProbeReport.edges` lists them (a real probe gives none).
+
+    Attributes:
+        src: The path of the module that returned the tensor.
+        src_index: Which call of `src` (0 for the first).
+        dst: The path of the module that received it.
+        dst_index: Which call of `dst`.
+        shape: The tensor's shape.
+        ops: The functional ops applied between the two, in order.
+
+    Examples:
+        >>> import torch, torch.nn as nn, torchxray as tx
+        >>> class Net(nn.Module):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.a, self.b = nn.Linear(4, 4), nn.Linear(4, 2)
+        ...     def forward(self, x):
+        ...         return self.b(torch.relu(self.a(x)))
+        >>> [str(e) for e in tx.probe(Net(), torch.randn(1, 4)).edges]
+        ['a#0 -> b#0 [1x4] via relu']
+    """
 
     src: str
     src_index: int

@@ -16,7 +16,26 @@ from typing import Any, overload
 class FlowEntry:
     """One module call: `path`, its `index` among that path's calls (0 for the first), its `depth`
     in the call stack (0 for the root) and `parent`, the position in the flow of the call that
-    called it (-1 for the outermost)."""
+    called it (-1 for the outermost).
+
+    `ProbeReport.flow` lists them in the order the calls began.
+
+    Attributes:
+        path: The module's dotted path (``""`` is the model).
+        index: Which call of that path this is (0 for the first).
+        depth: Its depth in the call stack (0 for the root).
+        parent: The position in the flow of the call that made it (-1 for the outermost).
+
+    Examples:
+        >>> import torch, torch.nn as nn, torchxray as tx
+        >>> model = nn.Sequential(nn.Linear(4, 4), nn.Sequential(nn.ReLU()))
+        >>> for entry in tx.probe(model, torch.randn(1, 4)).flow:
+        ...     print(entry)
+        (root) #0
+          0 #0
+          1 #0
+            1.0 #0
+    """
 
     path: str
     index: int

@@ -211,7 +211,19 @@ class LazyRecords(Mapping[str, ModuleRecord]):
 
 @dataclass(frozen=True, slots=True)
 class ProbeError:
-    """Where and why a probe failed: the innermost module whose forward raised."""
+    """Where and why a probe failed: the innermost module whose forward raised.
+
+    Attributes:
+        path: The module's dotted path; ``""`` is the model itself (also when the inputs could not
+            even be prepared).
+        cls: Its class name.
+        exc_type: The exception's type, e.g. ``"RuntimeError"``, ``"torch.OutOfMemoryError"``.
+        message: The exception's message.
+        input_shapes: The shapes the module received.
+        hint: What to try, in a sentence (the patch the failure follows, the inputs to check).
+        remedy: ``"real"`` where fake tensors cannot run an op the real probe can; else ``""``.
+        headline: The failure in a status line's words, where torch's are not; else ``""``.
+    """
 
     path: str  # "" is the root model (also used when the inputs could not even be prepared)
     cls: str
@@ -290,6 +302,45 @@ class ProbeReport:
     `aliases` maps each alias path the probe met to that first path. ``ok`` is False when the
     forward raised; ``error`` then names the innermost module that raised and the records hold
     everything up to that point.
+
+    Each record (`ModuleRecord`) has ``path``, ``cls``, ``calls``, ``inputs`` and ``outputs``
+    (`TensorInfo` leaves: shape, dtype, device, name), ``input_shapes`` and ``output_shapes`` (of
+    the first call), ``flops``, ``time_ms``, ``mem_alloc`` and ``mem_peak`` (real mode on CUDA),
+    ``sites`` (where it was called from) and ``contract`` (where its annotations disagreed).
+
+    Attributes:
+        ok: False when the forward raised.
+        mode: ``"fake"`` or ``"real"``.
+        device: The device the model ran on.
+        records: Path -> `ModuleRecord`, in call order (made when first read).
+        error: Where and why the forward failed (`ProbeError`), or None.
+        total_flops: FLOPs of the whole forward, when counted.
+        wall_ms: The probe's own wall time.
+        memoised: Paths whose records were copied from an identical earlier block (fake mode).
+        aliases: Each alias path the probe met -> the first path of its module.
+        nonfinite: Real mode: the first module that returned NaN/Inf from finite inputs, or None.
+        not_called: After a successful run, the outermost modules that ran no call although their
+            parent did, path -> why (a fused fast path, unused...).
+        flow: Every module call in the order it began, nested as it ran (`FlowEntry`).
+        edges: Fake mode: module A's output received by module B (`Edge`), with the ops between.
+        returns: Fake mode: where what each module with children returned came from (`Edge`).
+        limitations: What torchxray itself could not read in this run, one sentence each.
+        notes: Where the run departed from the plain mode, one sentence each.
+        writes: What the forward wrote to the model and torch's global state, put back (`Write`).
+
+    Examples:
+        >>> import torch, torch.nn as nn, torchxray as tx
+        >>> model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+        >>> rep = tx.probe(model, torch.randn(3, 4))
+        >>> list(rep), rep.total_flops
+        (['', '0', '1', '2'], 288)
+        >>> rep["0"].outputs[0].shape, rep["0"].outputs[0].dtype, rep["0"].calls
+        ((3, 8), 'float32', 1)
+        >>> print(rep.summary())
+        (root)  Sequential  x1  -> 3x2  288 FLOPs
+        0  Linear  x1  -> 3x8  192 FLOPs
+        1  ReLU  x1  -> 3x8  0 FLOPs
+        2  Linear  x1  -> 3x2  96 FLOPs
     """
 
     ok: bool
@@ -337,7 +388,25 @@ class ProbeReport:
 
     def why_not_called(self, path: str) -> str | None:
         """Why `path` (or the listed module it sits under) ran no call; None when it ran, or when
-        the report does not know (a failed run, an unknown path)."""
+        the report does not know (a failed run, an unknown path).
+
+        Args:
+            path: A module's dotted path.
+
+        Returns:
+            The reason in words, or None.
+
+        Examples:
+            >>> import torch, torch.nn as nn, torchxray as tx
+            >>> class Net(nn.Module):
+            ...     def __init__(self):
+            ...         super().__init__()
+            ...         self.used, self.spare = nn.Linear(4, 4), nn.Linear(4, 4)
+            ...     def forward(self, x):
+            ...         return self.used(x)
+            >>> print(tx.probe(Net(), torch.randn(1, 4)).why_not_called("spare"))
+            not called by Net.forward in this run: a branch these inputs do not take, or the parent uses its weights or settings directly (fused attention reads a dropout's p)
+        """
         path = self._canonical(path)
         if path in self.records:
             return None
@@ -368,7 +437,27 @@ class ProbeReport:
         return len(self.records)
 
     def diff(self, other: ProbeReport) -> ProbeDiff:
-        """Modules whose output shapes or dtypes differ from `self` (before) to `other` (after)."""
+        """Modules whose output shapes or dtypes differ from `self` (before) to `other` (after).
+
+        Args:
+            other: A later report of the same model (after a patch, or on other inputs).
+
+        Returns:
+            A `ProbeDiff` with `changed`, `added` and `removed` (`DiffEntry`: path, the outputs
+            before and after, the classes before and after); false when nothing differs.
+
+        Raises:
+            TypeError: `other` is not a `ProbeReport`.
+
+        Examples:
+            >>> import torch, torch.nn as nn, torchxray as tx
+            >>> model, x = nn.Sequential(nn.Linear(4, 8), nn.ReLU()), torch.randn(2, 4)
+            >>> before = tx.probe(model, x)
+            >>> _ = tx.PatchLog(model).edit("0", out_features=16)
+            >>> d = before.diff(tx.probe(model, x))
+            >>> [(e.path, str(e.before[0]), str(e.after[0])) for e in d.changed]
+            [('', 'float32[2, 8]', 'float32[2, 16]'), ('0', 'float32[2, 8]', 'float32[2, 16]'), ('1', 'float32[2, 8]', 'float32[2, 16]')]
+        """
         if not isinstance(other, ProbeReport):
             raise TypeError(f"diff() takes another ProbeReport, got {type(other).__name__}")
         mine, theirs = self.records, other.records
@@ -390,7 +479,17 @@ class ProbeReport:
         return ProbeDiff(tuple(changed), tuple(added), tuple(removed))
 
     def summary(self) -> str:
-        """A short plain-text table (path, class, calls, output shapes, FLOPs) for quick looks."""
+        """A short plain-text table (path, class, calls, output shapes, FLOPs) for quick looks.
+
+        Returns:
+            One line per record (a failed run's first line says ``FAILED:`` and why); for
+            torchinfo's layout, see `torchxray.summary`.
+
+        Examples:
+            >>> import torch, torch.nn as nn, torchxray as tx
+            >>> print(tx.probe(nn.Linear(4, 2), torch.randn(1, 4)).summary())
+            (root)  Linear  x1  -> 1x2  16 FLOPs
+        """
         lines = [] if self.ok else [f"FAILED: {self.error}"]
         for rec in self.records.values():
             shapes = ", ".join("x".join(map(str, s)) for s in rec.output_shapes) or "-"

@@ -20,7 +20,30 @@ _CALL_IMPL_CODES = (nn.Module._call_impl.__code__, nn.Module._wrapped_call_impl.
 
 @dataclass(frozen=True, slots=True)
 class Site:
-    """One place a module was called from, and how many of its calls came from there."""
+    """One place a module was called from, and how many of its calls came from there.
+
+    `ModuleRecord.sites` lists them for each module, in order of first use.
+
+    Attributes:
+        file: The caller's file.
+        line: The line number in it.
+        function: The caller's qualified name, e.g. ``"ResNet.forward"``.
+        text: The source line, stripped; ``""`` when there is none (see `reason`).
+        count: How many of the module's calls came from this line.
+        reason: Why there is no source line (the root: called by the probe...); else ``""``.
+
+    Examples:
+        >>> import torch, torch.nn as nn, torchxray as tx
+        >>> class Net(nn.Module):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.fc = nn.Linear(4, 4)
+        ...     def forward(self, x):
+        ...         return self.fc(self.fc(x))
+        >>> site = tx.probe(Net(), torch.randn(1, 4))["fc"].sites[0]
+        >>> site.function, site.text, site.count
+        ('Net.forward', 'return self.fc(self.fc(x))', 2)
+    """
 
     file: str
     line: int

@@ -38,7 +38,31 @@ KINDS = (COUNTER, ATTRIBUTE, CONTAINER, SUBMODULE, TENSOR, INPLACE, HOOK, GLOBAL
 
 @dataclass(frozen=True, slots=True)
 class Write:
-    """One thing a forward wrote; `restored` is False for what could not be put back."""
+    """One thing a forward wrote; `restored` is False for what could not be put back.
+
+    `ProbeReport.writes` lists them: a probe puts everything a forward wrote back as it was, and
+    says what that was.
+
+    Attributes:
+        path: The module written to (``""`` is the model; torch's global state has ``""`` too).
+        attribute: What was written: an attribute name, or a global such as
+            ``"torch.get_default_dtype()"``.
+        kind: ``"counter"``, ``"attribute"``, ``"container"``, ``"new submodule"``, ``"tensor"``,
+            ``"in-place parameter"``, ``"hook"``, ``"global"`` or ``"file"``.
+        detail: What changed, in a few words (``"1 item added"``).
+        restored: False for what could not be put back (a file written).
+
+    Examples:
+        >>> import torch, torch.nn as nn, torchxray as tx
+        >>> class Counting(nn.Linear):
+        ...     calls = 0
+        ...     def forward(self, x):
+        ...         self.calls += 1
+        ...         return super().forward(x)
+        >>> model = Counting(4, 2)
+        >>> [str(w) for w in tx.probe(model, torch.randn(1, 4)).writes], model.calls
+        (['writes self.calls (attribute: set to 1)'], 0)
+    """
 
     path: str
     attribute: str

@@ -33,7 +33,48 @@ class Node:
     """One distinct module. Totals, devices and dtypes cover the whole subtree (this module and
     everything below it), counting a tensor or module reached by several paths once; `*_own`
     fields cover this module's own tensors only. `children` are the paths through this module
-    (a child that is shared elsewhere resolves, via `ModelTree[path]`, to its single Node)."""
+    (a child that is shared elsewhere resolves, via `ModelTree[path]`, to its single Node).
+
+    Attributes:
+        path: Dotted path as in `model.named_modules()` (``""`` for the root).
+        name: The last part of the path (the attribute name in its parent).
+        cls: The class name (a parametrized class's original name).
+        qualname: The class's module and qualified name, e.g. ``torch.nn.modules.conv.Conv2d``.
+        children: The paths of the direct children, in registration order.
+        aliases: Other paths that reach this same module object.
+        parent: The parent's path; None for the root.
+        depth: 0 for the root, 1 for its children, ...
+        params_own: Parameters held by this module itself (elements).
+        params_total: Parameters of the whole subtree, each tensor counted once.
+        trainable_total: Of those, the ones with `requires_grad`.
+        bytes_total: Bytes of the subtree's parameters and buffers as stored.
+        buffers: This module's own buffers (`BufferInfo`: name, shape, dtype, device, persistent).
+        devices: The devices the subtree's tensors live on, e.g. ``("cpu",)``.
+        dtypes: Their dtypes, e.g. ``("float32",)``.
+        training: The module's train/eval flag.
+        hooks: Hooks registered on this module (`HookInfo`: kind, name, id).
+        forward_patched: True when the instance's `forward` is not its class's.
+        is_custom: True for a class outside torch (the user's or a library's).
+        extra_repr: The module's `extra_repr()` (its hyperparameters, as its repr shows them).
+        container: ``"Sequential"``, ``"ModuleList"`` or ``"ModuleDict"``; None otherwise.
+        signature: A digest of the subtree's structure: identical blocks share it.
+        parametrizations: Names of the tensors `torch.nn.utils.parametrize` computes.
+        wraps: The path of the module a wrapper holds (`torch.compile`, DataParallel, DDP).
+        index: Position in `ModelTree.nodes` (pre-order).
+        size: Distinct modules in this subtree, this one included.
+        trainable_own: This module's own trainable parameters.
+        bytes_own: Bytes of this module's own tensors.
+        params_exact: False when the subtree holds uninitialised (lazy) parameters.
+        placement: Where the subtree's tensors live: ``"cpu"``, ``"cuda:0"``,
+            ``"offloaded: disk (runs on cpu)"``, ``"DTensor Shard(0) on mesh (4,)"``...
+        bytes_local: `bytes_total` as this process holds it (a DTensor's local shard only).
+
+    Examples:
+        >>> import torch.nn as nn, torchxray as tx
+        >>> node = tx.walk(nn.Sequential(nn.Linear(4, 8)))["0"]
+        >>> node.path, node.cls, node.params_own, node.devices, node.placement
+        ('0', 'Linear', 40, ('cpu',), 'cpu')
+    """
 
     path: str
     name: str

@@ -48,6 +48,7 @@ class PythonApi:
 
     @property
     def model(self) -> nn.Module:
+        """The explored model as it is now (after an edit of the root, the rebuilt one)."""
         return self._live().live_model()
 
     @property
@@ -59,37 +60,95 @@ class PythonApi:
 
     @property
     def patches(self) -> tuple[PatchEntry, ...]:
+        """The patches applied so far, oldest first (`PatchLog.entries`)."""
         log = self._live().log
         return log.entries if log is not None else ()
 
     def select(self, path: str) -> str:
-        """Select the module at ``path`` in the view; returns its canonical path."""
+        """Select the module at ``path`` in the view; returns its canonical path.
+
+        Args:
+            path: A dotted path (an alias path selects its module's first path).
+
+        Returns:
+            The path selected.
+
+        Raises:
+            KeyError: No module at `path` (the message names the closest paths).
+        """
         with self._lock:
             found = self._live().select(path)
             self._sync(SELECT)
         return found
 
     def edit(self, path: str | None = None, **hyperparameters: Any) -> PatchEntry:
-        """``PatchLog.edit`` on ``path`` (default: the selected module), then re-probe."""
+        """``PatchLog.edit`` on ``path`` (default: the selected module), then re-probe.
+
+        Args:
+            path: The module to rebuild; None: the selected one.
+            **hyperparameters: Constructor arguments to change, as `PatchLog.edit` takes them.
+
+        Returns:
+            The new `PatchEntry`.
+
+        Raises:
+            FormError: A value is invalid; nothing changed.
+        """
         return self._patch(
             "edit", self._live().selected if path is None else path, **hyperparameters
         )
 
     def replace(self, path: str, new_module: nn.Module, which: str = "all") -> PatchEntry:
+        """``PatchLog.replace``, then re-probe.
+
+        Args:
+            path: The module to replace.
+            new_module: A built module.
+            which: ``"all"`` paths of that module, or ``"this"`` one.
+
+        Returns:
+            The new `PatchEntry`.
+        """
         return self._patch("replace", path, new_module, which=which)
 
     def replace_all(self, match: Any, factory: Any) -> PatchEntry:
+        """``PatchLog.replace_all``, then re-probe.
+
+        Args:
+            match: A class, a tuple of classes, or a regex that fully matches paths.
+            factory: Old module -> its replacement.
+
+        Returns:
+            The new `PatchEntry`.
+        """
         return self._patch("replace_all", match, factory)
 
     def undo(self) -> PatchEntry:
+        """Undo the last patch (the History tab's Undo), then re-probe.
+
+        Returns:
+            The entry undone.
+        """
         return self._patch("undo")
 
     def redo(self) -> PatchEntry:
+        """Redo the last undone patch, then re-probe.
+
+        Returns:
+            The entry redone.
+        """
         return self._patch("redo")
 
     def run_probe(self, mode: str | None = None) -> ProbeReport | None:
         """Probe again (``mode`` "fake" or "real"; default: the current mode). Also runs the
-        probe that ``tx.explore(..., probe=False)`` skipped."""
+        probe that ``tx.explore(..., probe=False)`` skipped.
+
+        Args:
+            mode: ``"fake"`` or ``"real"``; None keeps the current mode.
+
+        Returns:
+            The new `ProbeReport` (None without example inputs).
+        """
         self._join()
         s = self._live()
         self.busy = "probe"
@@ -111,7 +170,17 @@ class PythonApi:
         """``tx.compile_check`` on the explored model and its example inputs (in the probe's
         mode; ``options`` as ``tx.compile_check``'s, e.g. ``{"mode": "real"}``), shown in the
         Compile tab and on the tree's rows; from now on it runs again after every patch (Apply,
-        Undo, Redo, ``ex.edit``...). ValueError when the explorer has no example inputs."""
+        Undo, Redo, ``ex.edit``...). ValueError when the explorer has no example inputs.
+
+        Args:
+            options: As `torchxray.compile_check` takes them.
+
+        Returns:
+            The `CompileReport` (also `compile_report`).
+
+        Raises:
+            ValueError: The explorer has no example inputs.
+        """
         self._join()
         s = self._live()
         self.busy = "compile"
@@ -168,7 +237,23 @@ class PythonApi:
         ``args`` / ``kwargs``: one rank's inputs (default: the explorer's example inputs);
         ``options`` go to ``tx.ranks`` (``step``, ``sample_blocks``, ``timeout``); ``budget``:
         bytes per rank the tab compares each rank's peak with (None: no budget; left out: the
-        one given before)."""
+        one given before).
+
+        Args:
+            plan: A `RanksPlan`, or a ``parallelize(model, mesh)`` function to plan with; None
+                plans again with what was used last.
+            mesh: The mesh, with a parallelize function.
+            args: One rank's positional inputs.
+            kwargs: One rank's keyword inputs.
+            budget: Bytes per rank.
+            **options: Passed to `torchxray.ranks`.
+
+        Returns:
+            The `RanksPlan` shown (also `ranks_plan`).
+
+        Raises:
+            TypeError: A plan with other arguments, or a function without a mesh.
+        """
         self._join()  # the model changes only once the probe is done with it
         s = self._live()
         link = s.ranks
@@ -202,14 +287,25 @@ class PythonApi:
             self._sync(RANKS)
 
     def to_code(self) -> str:
-        """Python that replays this session's patches on a fresh model (``PatchLog.to_code``)."""
+        """Python that replays this session's patches on a fresh model (``PatchLog.to_code``).
+
+        Returns:
+            The code; ``""`` before the first patch.
+        """
         log = self._live().log
         return log.to_code() if log is not None else ""
 
     def summary(self, depth: int | None = None) -> str:
         """The text summary of the model as it is now (``tx.summary``'s: the tree to ``depth``,
         output shapes from the last probe, the break count of the last compile check, totals); ``print(ex)`` prints the same. Waits for a
-        probe running in the background."""
+        probe running in the background.
+
+        Args:
+            depth: Levels below the model to show; None: the deepest that fits 80 rows.
+
+        Returns:
+            The summary as text.
+        """
         self._join()
         with self._lock:
             s = self._live()
@@ -235,7 +331,14 @@ class PythonApi:
         """A standalone HTML page (bundle and current state inlined, no network) that browses the
         tree and panes read-only. With ``path``, the page is written there and the path returned:
         a notebook cell ending in ``ex.to_html("model.html")`` shows that path, not megabytes of
-        page (the page text would also be saved into the notebook)."""
+        page (the page text would also be saved into the notebook).
+
+        Args:
+            path: Where to write the page; None returns its text.
+
+        Returns:
+            The page's text, or the path written.
+        """
         self._join()
         state = {name: getattr(self, name) for name in STATE}
         state.update(readonly=True, snapshot=self._live().snapshot())

@@ -1,0 +1,322 @@
+"""One rebuild search (``infer.py``): a ``Search`` holds everything a search learns while
+it runs, and nothing outlives it.
+
+Lifetime: one ``Search`` per search, made and dropped by ``infer()`` inside one form open
+(``candidates/__init__.py`` runs at most two per form: the guessed fields, then wider). It owns
+the search's caches: the value sets tried (``seen``), the build of each (``done``, for a second
+look from a build that scored no better), each field's candidates (``pools``: its own copy of
+stage 2's, which what a failed build teaches adds to), the slowest build so far
+(a later one many times slower is stopped) and how far a failing constructor got. A form is a
+pure function of the module: a second form opens a new ``Search`` and finds the same.
+
+The loop (``run``): from the best build so far, try the rules' proposals for its differences
+(``guided``); if none scores better, each field's candidates (``candidate``); if none, a second
+look from the builds that scored nearly as well (``second_look``). Stop at an exact build, with
+no step left, or when the budget is spent. The bounds are named in ``tuning.py``.
+
+Every bound is counted in work (``_forms/budget.py``: each build's parts and torch calls, plus
+``BUILD_WORK``), never in seconds, so the same module gets the same builds on any machine, under
+any load: a form is the same on every call. Only the safety ceiling is on the clock.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from torch import nn
+
+from ..budget import Budget
+from ..field import Field
+from ..rebuild.compare import Difference, cast_like, differences, weight
+from ..rebuild.meta import Count, OverBudget, PastDeadline, TooBig, meta_build
+from ..rebuild.parts import Parts
+from ..rebuild.parts import parts as parts_of
+from ..sources import Leads
+from ..values import same_value
+from .failed import learn, teaches
+from .guide import proposals
+from .tuning import (
+    BETTER_LOOKS,
+    BUILD_WORK,
+    FLAT_LOOKS,
+    FLAT_MARGIN,
+    FLAT_TRIES,
+    GUIDED_TRIES,
+    LAST_BUILD_SLACK,
+    SIZE_FACTOR,
+    SIZE_FLOOR,
+    SLOW_FACTOR,
+    SLOW_FLOOR,
+)
+
+__all__ = ["Search", "Try"]
+
+
+@dataclass
+class Try:
+    """A build's score (parts that differ; 0 is exact), its differences and its parts."""
+
+    score: int
+    diffs: list[Difference] = field(default_factory=list)
+    built: Parts | None = None
+
+
+Change = dict[str, Any]
+Step = tuple[Change, "Try | None"]
+
+
+def _key(v: Any) -> Any:
+    if isinstance(v, (bool, int, float, str, type(None))):
+        return (type(v), v)
+    if isinstance(v, tuple) and all(isinstance(x, (bool, int, float, str)) for x in v):
+        return (tuple, v)
+    return (type(v), id(v))
+
+
+def _plain(change: Change) -> bool:
+    """Numbers, strings, tuples, flags: a factory or a layer made on the way is not worth a
+    second look (they are many and rarely half right)."""
+    return all(
+        isinstance(v, (bool, int, float, str, tuple, dict, type(None))) for v in change.values()
+    )
+
+
+def _rank(f: Field, pools: dict[str, list[Any]]) -> tuple[bool, int]:
+    """Per-stage tuples (ConvNeXt's dims, depths) shape the most: they go first; then the fields
+    with the fewest candidates."""
+    d = f.default
+    stages = isinstance(d, tuple) and bool(d) and all(type(x) is int for x in d)
+    return (not stages, len(pools[f.name]))
+
+
+class Search:
+    """A search for the ``searched`` fields of ``module`` (``infer()`` gives the arguments)."""
+
+    def __init__(
+        self,
+        module: nn.Module,
+        fields: list[Field],
+        searched: list[Field],
+        fits: Callable[[Field, Any], bool],
+        make: Callable[[dict[str, Any]], nn.Module],
+        budget: Budget,
+        leads: Leads,
+        sig: inspect.Signature,
+        factory: Callable[[nn.Module], list[Any]] | None,
+        first_stop: float,
+        late_looks: bool,
+    ) -> None:
+        self.module, self.searched, self.fits, self.make = module, searched, fits, make
+        self.budget, self.factory, self.first_stop = budget, factory, first_stop
+        self.late_looks, self.leads, self.sig = late_looks, leads, sig
+        self.began = (budget.spent, budget.left)  # where this search began (``_early``)
+        self.live = leads.live
+        self.dtype = leads.dtype
+        self.cap = SIZE_FACTOR * len(self.live.summary) + SIZE_FLOOR
+        # A build's expected work is about the live module's parts (what a right one makes).
+        self.scale = len(self.live.items)
+        self.builds, self.error, self.reached, self.cut, self.largest = 0, "", 0, False, 0
+        self.by_name = {f.name: f for f in searched}
+        self.known = {f.name: f.value for f in fields if f.name not in self.by_name}
+        # Its own copy of each field's candidates: what a failed build teaches is added to it.
+        self.pools = {f.name: list(leads.pools[f.name]) for f in searched}
+        self.values: dict[str, Any] = {f.name: f.value for f in searched}
+        self.seen: set[tuple[Any, ...]] = set()
+        self.done: dict[tuple[Any, ...], Try | None] = {}
+        self.far, self.far_error = 0, ""
+        self.out_of_time = False
+
+    # -- builds -------------------------------------------------------------------------------
+
+    def build(self, values: dict[str, Any]) -> Try | None:
+        """Build the class with ``values`` on meta and score it against the live module; None
+        where the constructor raised (``error`` says why, ``reached`` how far it got)."""
+        self.builds += 1
+        # The first build is the form's own values: it runs whatever the budget (``first_stop``:
+        # no bound for a form, its parent's budget left for a child form's). A later one may
+        # finish past the budget by LAST_BUILD_SLACK; one many times the largest build before
+        # it, or the live module's parts, is stopped (a candidate that loops over a grid's pairs
+        # of points is wrong anyway).
+        limit = self.first_stop
+        if self.builds > 1:
+            limit = self.budget.left + LAST_BUILD_SLACK
+            biggest = max(self.largest, self.scale)
+            limit = min(limit, max(SLOW_FLOOR, SLOW_FACTOR * biggest))
+        count = Count(self.cap, limit, self.budget.ceiling)
+        try:
+            with meta_build(self.cap, self.budget.ceiling, limit) as count:
+                built = self.make(values)
+            cast_like(built, self.dtype)
+        except Exception as e:  # noqa: BLE001 - a candidate the class rejects is no build
+            self.budget.charge(BUILD_WORK + count.work)
+            self.error = f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
+            # How far the constructor got (submodules it made) before it raised; a build cut
+            # for its size got nowhere that counts.
+            self.reached = -1 if isinstance(e, TooBig) else count.modules
+            if isinstance(e, PastDeadline) or self.budget.past_ceiling():
+                self.budget.stop()  # the safety ceiling: the form says so
+            first_cut = self.builds == 1 and isinstance(e, (PastDeadline, OverBudget))
+            self.cut = self.cut or first_cut
+            return None
+        self.largest = max(self.largest, count.work)
+        got = parts_of(built)
+        # Scoring reads every part of the build, those handed to the constructor too (a detection
+        # model given its backbone registers one module and holds thousands of parts): what it
+        # reads past what the build made is work as well.
+        self.budget.charge(BUILD_WORK + max(count.work, len(got.items)))
+        diffs = differences(self.live, got)
+        return Try(weight(diffs, self.live, got), diffs, got)
+
+    def _state(self, change: Change) -> tuple[Any, ...]:
+        return tuple(_key(change[n] if n in change else self.values[n]) for n in self.by_name)
+
+    def tried(self, change: Change) -> bool:
+        """Whether the values with ``change`` were tried before; marks them tried."""
+        state = self._state(change)
+        if state in self.seen:
+            return True
+        self.seen.add(state)
+        return False
+
+    def _fresh(self, change: Change, on: dict[str, Any]) -> bool:
+        """A change of searched fields only, each to another value its field accepts."""
+        return not any(
+            k not in self.by_name or same_value(v, on[k]) or not self.fits(self.by_name[k], v)
+            for k, v in change.items()
+        )
+
+    def _late(self) -> bool:
+        return self.budget.out
+
+    # -- the loop -----------------------------------------------------------------------------
+
+    def run(self, start: dict[str, Any] | None) -> Try | None:
+        """The best build found (None if none built); ``values`` holds its values."""
+        self.values.update(start or {})
+        for f in self.searched:
+            if self.values[f.name] is None and f.required and self.pools[f.name]:
+                self.values[f.name] = self.pools[f.name][0]
+        self.seen.add(self._state({}))
+        best = self.build(self.values)
+        if best is None:
+            self._learn(self.values)
+        # While no value set builds, a change that lets the constructor get further (more
+        # submodules made before it raises) is a step: two wrong values are then fixed in turn.
+        self.far, self.far_error = self.reached, self.error
+        while best is None or best.score > 0:
+            if self._late():
+                self.out_of_time = True
+                break
+            step, flat = self.guided(best) if best is not None else (None, [])
+            step = step or self.candidate(best)
+            if step is None and best is not None and self._early():
+                step = self.second_look(flat, best)
+            if step is None:
+                self.out_of_time = self._late()
+                break
+            self.values.update(step[0])
+            best = step[1]
+        return best
+
+    def _learn(self, values: dict[str, Any]) -> None:
+        """What the last failed build's message teaches, added to the pools (``failed.py``)."""
+        learn(
+            self.error, self.searched, self.pools, self.fits, self.module, values, self.leads.layout
+        )
+
+    def _early(self) -> bool:
+        """Only in the first half of the budget this search began with: a look past costs builds
+        the plain search may need (a wider one that follows). With no search to follow
+        (``late_looks``), it costs nothing."""
+        spent, left = self.began
+        return self.late_looks or self.budget.spent - spent < left / 2
+
+    def _proposals(self, got: Try, on: dict[str, Any]) -> Any:
+        return proposals(
+            got.diffs,
+            self.searched,
+            on,
+            self.module,
+            self.sig,
+            self.leads.modes,
+            self.factory,
+            self.known,
+        )
+
+    def guided(self, best: Try) -> tuple[Step | None, list[tuple[Change, Try]]]:
+        """The best of the rules' proposals for ``best``'s differences that scores better (the
+        first such and ``BETTER_LOOKS`` after it), and the few that scored nearly as well."""
+        step: Step | None = None
+        flat: list[tuple[Change, Try]] = []
+        n = 0
+        for change in self._proposals(best, self.values):
+            if not self._fresh(change, self.values):
+                continue
+            if self.tried(change):
+                # Built before, from another state: still a place to look from.
+                old = self.done.get(self._state(change))
+                if old is not None and old.score <= best.score + FLAT_MARGIN and _plain(change):
+                    flat = sorted([*flat, (change, old)], key=lambda x: x[1].score)[:FLAT_LOOKS]
+                continue
+            got = self.build({**self.values, **change})
+            self.done[self._state(change)] = got
+            n += 1
+            bar = step[1] if step is not None and step[1] is not None else best
+            if got is not None and got.score < bar.score:
+                step = (change, got)
+                if got.score == 0:
+                    break
+                # A few more proposals, and the best of them: the first that scores better may
+                # move a width that another field derives, a step away from the exact values.
+                n = max(n, GUIDED_TRIES - BETTER_LOOKS)
+            elif got is not None and got.score <= best.score + FLAT_MARGIN and _plain(change):
+                flat = sorted([*flat, (change, got)], key=lambda x: x[1].score)[:FLAT_LOOKS]
+            if n >= GUIDED_TRIES or self._late():
+                break
+        return step, flat
+
+    def candidate(self, best: Try | None) -> Step | None:
+        """The first of each field's candidates (fields in ``_rank`` order) that scores better;
+        while nothing builds, one that lets the constructor get further."""
+        order = sorted(self.searched, key=lambda f: (not f.required, _rank(f, self.pools)))
+        for f in order:
+            for c in self.pools[f.name]:
+                if same_value(c, self.values[f.name]) or self.tried({f.name: c}):
+                    continue
+                if self._late():
+                    break
+                got = self.build({**self.values, f.name: c})
+                if got is not None and (best is None or got.score < best.score):
+                    return ({f.name: c}, got)
+                # So is one that fails as far, for another reason the message explains (a
+                # per-block rate now a list: the stride next to it is the int indexed).
+                moved = (
+                    self.reached == self.far
+                    and self.error != self.far_error
+                    and teaches(self.error, c)
+                )
+                if got is None and best is None and (self.reached > self.far or moved):
+                    self.far, self.far_error = self.reached, self.error
+                    self._learn({**self.values, f.name: c})
+                    return ({f.name: c}, None)
+        return None
+
+    def second_look(self, flat: list[tuple[Change, Try]], best: Try) -> Step | None:
+        """A proposal that fixed one part and broke others (kernel_size 3 then needs padding 0):
+        the proposals of its own build, on top of it, ``FLAT_TRIES`` each."""
+        for first, got in flat:
+            m = 0
+            on = {**self.values, **first}
+            for change in self._proposals(got, on):
+                if not self._fresh(change, on) or self.tried({**first, **change}):
+                    continue
+                two = self.build({**on, **change})
+                if two is not None and two.score < best.score:
+                    return ({**first, **change}, two)
+                m += 1
+                if m >= FLAT_TRIES or self._late():
+                    break
+        return None

@@ -1,0 +1,92 @@
+"""The rebuild search's rules, in the order the search tries their proposals.
+
+Every rule is one relation between a difference (a build against the live module) and the
+values that would explain it, in a file named for the relation, of one shape:
+``propose(p: Problem) -> Iterator[dict[str, Any]]`` (``rules/problem.py``): each proposal is a
+change of a few fields, tried by building (``_forms/candidates/infer.py``). A new rule is one file here, one
+line in ``NAMED`` or ``UNNAMED`` below, and one test on a real library class
+(``tests/test_forms_candidates_rule_<relation>.py``).
+
+Why this order. The search takes the first proposal that scores better (and a few after it), and
+tries at most ``GUIDED_TRIES`` per build (``_forms/candidates/tuning.py``), so the likeliest come first:
+1. moves of several fields that a change of one alone never builds: a depth with its per-block
+   rates, numbered layers, one pair per layer;
+2. ``NAMED``: the values the difference names (the live number, string, class, keyword), cheap
+   and most often right;
+3. derived widths: moves of a few fields together, before the generic single changes (a width
+   moved alone is often a step away);
+4. the ``NAMED`` rules again on the members of a dataclass argument, one member at a time;
+5. ``UNNAMED``: changes the difference allows without naming a value (flags, None, defaults),
+   then factories, last, as each costs a child form; and on the members again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from . import (
+    depth,
+    derived_widths,
+    entries,
+    factories,
+    handed_kwargs,
+    item_runs,
+    keyword_item,
+    kwargs_dict,
+    layer_class,
+    number_pair,
+    numbered,
+    optional,
+    part_named,
+    rounded_float,
+    scaled_float,
+    unset_width,
+)
+from .problem import Problem, Propose
+
+__all__ = ["NAMED", "RULES", "UNNAMED", "Problem", "Propose", "Rule"]
+
+Scope = Literal["module", "members"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A rule in the registry: its relation's name, its ``propose``, and what it reads: the
+    module's own fields, or (``members``) those of each dataclass argument in turn."""
+
+    name: str
+    propose: Propose
+    scope: Scope = "module"
+
+
+# The values a difference names.
+NAMED: tuple[tuple[str, Propose], ...] = (
+    ("part_named", part_named.propose),
+    ("unset_width", unset_width.propose),
+    ("keyword_item", keyword_item.propose),
+    ("entries", entries.propose),
+    ("layer_class", layer_class.propose),
+    ("number_pair", number_pair.propose),
+    ("scaled_float", scaled_float.propose),
+    ("rounded_float", rounded_float.propose),
+)
+
+# The changes a difference allows without naming a value; factories last (a child form each).
+UNNAMED: tuple[tuple[str, Propose], ...] = (
+    ("optional", optional.propose),
+    ("kwargs_dict", kwargs_dict.propose),
+    ("handed_kwargs", handed_kwargs.propose),
+    ("factories", factories.propose),
+)
+
+RULES: tuple[Rule, ...] = (
+    Rule("depth", depth.propose),
+    Rule("numbered", numbered.propose),
+    Rule("item_runs", item_runs.propose),
+    *(Rule(name, propose) for name, propose in NAMED),
+    Rule("derived_widths", derived_widths.propose),
+    *(Rule(name, propose, "members") for name, propose in NAMED),
+    *(Rule(name, propose) for name, propose in UNNAMED),
+    *(Rule(name, propose, "members") for name, propose in UNNAMED),
+)

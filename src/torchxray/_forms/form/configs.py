@@ -1,0 +1,114 @@
+"""A config argument shown as sub-fields (``expand``): ``config.hidden_size``,
+``config.num_attention_heads``, ..., those the class reads first (``config.<name>`` and
+``getattr(config, "<name>")`` found with ``ast`` in the class's ``__init__`` and ``forward``:
+``reads``), then the rest; and an edit of them made on a copy (``with_changes``): an edit never
+touches the object the model's layers share.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import dataclasses
+import functools
+import inspect
+import textwrap
+from typing import Any
+
+from ..configs import config_items
+from ..field import Field
+from ..kinds import KindInfo, kind_of
+from ..values import to_text
+
+__all__ = ["expand", "reads", "with_changes"]
+
+
+@functools.lru_cache(maxsize=512)
+def reads(cls: type, param: str) -> tuple[str, ...]:
+    """Attribute names the class reads from its parameter ``param`` (``param.<name>``,
+    ``getattr(param, "<name>")``) in ``__init__`` and ``forward``, first use first; () when the
+    source cannot be read."""
+    found: dict[str, None] = {}
+    for meth in ("__init__", "forward"):
+        fn = getattr(cls, meth, None)
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))  # type: ignore[arg-type]
+        except (OSError, TypeError, SyntaxError, IndentationError):
+            continue
+        # forward reads `self.config.x`; __init__ reads the parameter itself.
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and _names_config(node.value, param, meth):
+                found.setdefault(node.attr, None)
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("getattr", "hasattr")
+                and len(node.args) >= 2
+                and _names_config(node.args[0], param, meth)
+                and isinstance(node.args[1], ast.Constant)
+                and isinstance(node.args[1].value, str)
+            ):
+                found.setdefault(node.args[1].value, None)
+    return tuple(found)
+
+
+def _names_config(node: ast.expr, param: str, meth: str) -> bool:
+    if isinstance(node, ast.Name):
+        return node.id == param
+    return (
+        meth == "forward"
+        and isinstance(node, ast.Attribute)
+        and node.attr == param
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    )
+
+
+def with_changes(config: Any, changes: dict[str, Any]) -> Any:
+    """A deep copy of ``config`` with ``changes`` set; the original is never touched."""
+    params = getattr(type(config), "__dataclass_params__", None)
+    if params is not None and params.frozen:
+        return dataclasses.replace(config, **changes)
+    new = copy.deepcopy(config)
+    for name, value in changes.items():
+        setattr(new, name, value)
+    return new
+
+
+def expand(cls: type, parent: Field, info: KindInfo) -> list[tuple[Field, KindInfo]]:
+    """The parent field (kind "config") followed by one sub-field per config field, those the
+    class reads first."""
+    items = config_items(parent.value)
+    read = reads(cls, parent.name)
+    # transformers configs alias fields (GPT-2's num_attention_heads is n_head): show a field
+    # under the name the class reads it by, once.
+    aliases = getattr(type(parent.value), "attribute_map", None) or {}
+    for alias in read:
+        target = aliases.get(alias)
+        if alias not in items and target in items:
+            items = {(alias if k == target else k): v for k, v in items.items()}
+    order = [n for n in read if n in items] + [n for n in items if n not in read]
+    known = bool(read)
+    out = [(dataclasses.replace(parent, kind="config"), dataclasses.replace(info, kind="config"))]
+    for key in order:
+        value = items[key]
+        sub = kind_of(cls, key, inspect.Parameter.empty, value, value)
+        if value is None:
+            sub = dataclasses.replace(sub, optional=True)
+        f = Field(
+            name=f"{parent.name}.{key}",
+            kind=sub.kind,
+            value=value,
+            default=None,
+            required=False,
+            choices=sub.choices,
+            origin=parent.origin,
+            annotation="",
+            text=to_text(sub.kind, value),
+            optional=sub.optional,
+            param_kind="KEYWORD_ONLY",
+            group=parent.name,
+            read=(key in read) if known else None,
+        )
+        out.append((f, sub))
+    return out

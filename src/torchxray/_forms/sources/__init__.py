@@ -1,0 +1,241 @@
+"""Stage 2 of a form (``forms.py`` runs the stages): where each argument's value can come from.
+
+A registry of sources, one file each, tried in the order of ``SOURCES`` for each parameter's
+draft value (the first that answers gives the value and its origin):
+
+1. ``recorded.py``, the recorded call: a module built while recording, or rebuilt by a form,
+   has every argument on record. First: it is what was passed, and the form then needs no
+   search.
+2. ``recoverers.py``, torch.nn's own attributes: torch.nn classes keep some arguments in another
+   form (``bias`` as a tensor or None, ``nonlinearity`` inside ``mode``), read by a function per
+   class; and ``device`` / ``dtype`` from the module's tensors. Before the attributes: an
+   attribute of the same name may hold the transformed value.
+3. ``defaults.spread``: ``*args`` and ``**kwargs`` start empty (known for a torch.nn class,
+   which takes them only to ignore or reject them).
+4. ``attributes.py``, the module's attributes: the same-named attribute, or a rate kept by the
+   layer under the parameter's name.
+5. ``defaults.py``, the default: a guess the view flags (origin "default").
+
+For a form whose values are not all known (no record, not a torch class), ``leads`` reads what
+the search (stage 3) starts from, by the sources that read the module's surroundings:
+
+- ``factory.py``, the call that made it: the installed library's function the model is named
+  after, called again on meta up to the class's constructor (a whole model's arguments; never
+  a person's own code, ``installed.py``);
+- ``nested.py``, a config object: a parameter that takes a small config instance is searched
+  member by member; ``shipped.py``: configs the library ships as data;
+- ``handed.py`` and ``literals.py``, how ``__init__`` uses an argument in its source: a
+  ``**kwargs`` handed on to a layer, the strings a parameter is compared with;
+- ``children.py`` and the readers beside it, the children's structure: widths, kernel sizes,
+  per-stage lists, block descriptions, a network's layers, the module's place;
+- ``pools.py`` puts every field's readings in the order the search tries them.
+
+Stage 2 hands down plain records: ``Draft`` (every field's value, kind and origin) and
+``Leads`` (the search's fields, candidates and readings). It never builds the class: that is the
+search's (stage 3) and the gate's (stage 4).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+from ..field import Child, Field, guessed, make_field
+from ..kinds import KindInfo
+from ..rebuild.compare import floating_dtype
+from ..rebuild.parts import Parts, parts
+from ..signature import Constructor
+from ..validate import check_type, may_try
+from . import attributes, defaults, recorded, recoverers
+from .factory import started_from
+from .handed import handed
+from .layout import Layout
+from .layout import read as read_layout
+from .literals import compared_strings
+from .nested import Group, nest
+from .pools import candidates
+
+__all__ = ["SOURCES", "Draft", "Leads", "Source", "draft", "leads", "searched"]
+
+
+@dataclass(frozen=True)
+class Ask:
+    """What a source is asked: one parameter of a live module's constructor, with what the
+    sources before it read once for all parameters (the record, torch.nn's derived values)."""
+
+    module: nn.Module
+    param: inspect.Parameter
+    recorded: inspect.BoundArguments | None
+    derived: dict[str, Any]
+    torch_class: bool
+
+
+@dataclass(frozen=True)
+class Source:
+    """A source in the registry: its name, what it reads (``read(ask) -> (value, origin)`` or
+    None to pass), and why it stands where it does."""
+
+    name: str
+    read: Callable[[Ask], tuple[Any, str] | None]
+    why: str
+
+
+def _recorded(a: Ask) -> tuple[Any, str] | None:
+    return recorded.draft(a.recorded, a.param) if a.recorded is not None else None
+
+
+def _derived(a: Ask) -> tuple[Any, str] | None:
+    return recoverers.draft(a.module, a.param, a.derived)
+
+
+def _spread(a: Ask) -> tuple[Any, str] | None:
+    return defaults.spread(a.param, a.torch_class)
+
+
+def _attribute(a: Ask) -> tuple[Any, str] | None:
+    return attributes.draft(a.module, a.param)
+
+
+def _default(a: Ask) -> tuple[Any, str] | None:
+    return defaults.draft(a.param)
+
+
+SOURCES: tuple[Source, ...] = (
+    Source("recorded", _recorded, "what was passed; with a record every value is known"),
+    Source("recoverers", _derived, "torch.nn keeps some arguments transformed under their name"),
+    Source("spread", _spread, "*args / **kwargs hold nothing under a name of their own"),
+    Source("attributes", _attribute, "a constructor keeps most arguments under their own name"),
+    Source("defaults", _default, "nothing read: the default, as a guess"),
+)
+
+
+@dataclass
+class Draft:
+    """What stage 2 hands down for every form: one field per parameter with its draft value,
+    kind (``infos``) and origin; ``notes`` says why a recorded value is the live object."""
+
+    constructor: Constructor
+    fields: list[Field]
+    infos: dict[str, KindInfo]
+    recorded: bool = False
+    notes: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Leads:
+    """What the search (stage 3) starts from: its ``fields`` (the form's, holding the values of
+    the function the model is named after, config arguments replaced by their members) and their
+    kinds; the config arguments made again from those members (``groups``; ``configs``: the
+    module's own); a ``**kwargs`` handed on to a layer (``spread``) and the keywords it most
+    likely held (``kept``); each movable field's candidates (``pools``), the strings each string
+    field is compared with (``modes``), the module's shapes (``layout``), its parts (``live``) and
+    its floating dtype."""
+
+    fields: list[Field]
+    infos: dict[str, KindInfo]
+    groups: list[Group]
+    configs: set[str]
+    spread: str | None
+    kept: dict[str, Any] | None
+    pools: dict[str, list[Any]]
+    modes: dict[str, tuple[str, ...]]
+    layout: Layout
+    live: Parts
+    dtype: torch.dtype | None
+
+
+def draft(ctor: Constructor) -> Draft:
+    """Every parameter's draft value, from the first source in ``SOURCES`` that reads it."""
+    cls, sig, module = ctor.cls, ctor.signature, ctor.module
+    fields: list[Field] = []
+    infos: dict[str, KindInfo] = {}
+    if module is None:
+        for p in sig.parameters.values():
+            value: Any = defaults.spread(p, False) or defaults.draft(p)
+            f, infos[p.name] = make_field(cls, p, value[0], "default")
+            fields.append(f)
+        return Draft(ctor, fields, infos)
+    rec = recorded.read(module, sig)
+    derived: dict[str, Any] = {}
+    if rec is None:
+        try:
+            derived = recoverers.derived_values(module)
+        except Exception:  # noqa: BLE001 - a subclass without the attributes torch sets
+            derived = {}
+    torch_class = type(module).__module__.startswith("torch.nn")
+    for p in sig.parameters.values():
+        ask = Ask(module, p, rec, derived, torch_class)
+        value, origin = next(got for s in SOURCES if (got := s.read(ask)) is not None)
+        f, info = make_field(cls, p, value, origin)
+        if origin == "attribute" and check_type(f, info, value) is not None:
+            # A same-name attribute that does not fit the parameter (a submodule where a class
+            # is expected, ...) is not the constructor value; show the default as a guess.
+            f, info = make_field(cls, p, *defaults.draft(p))
+        fields.append(f)
+        infos[p.name] = info
+    notes = recorded.notes(module) if rec is not None else {}
+    return Draft(ctor, fields, infos, rec is not None, notes)
+
+
+def searched(d: Draft) -> bool:
+    """Whether the form's values must be searched: a live module of a class that is not
+    torch's (whose values its attributes give exactly), with no record."""
+    ctor = d.constructor
+    return (
+        ctor.module is not None and not d.recorded and not ctor.cls.__module__.startswith("torch.")
+    )
+
+
+def _movable(f: Field) -> bool:
+    """A field the search may move: a guess, or a value read from an attribute or derived (it
+    may hold what the constructor transformed, or what a later argument overrides)."""
+    if guessed(f):
+        return True
+    plain = f.kind not in ("varargs", "varkw", "config") and f.name not in ("device", "dtype")
+    return plain and f.origin in ("attribute", "derived")
+
+
+def leads(d: Draft, ceiling: float, child: Child) -> Leads:
+    """What the search starts from (see ``Leads``); ``ceiling`` is the form's safety ceiling
+    (the thread's CPU time), ``child`` opens a layer's own form (the pipeline's ``form``)."""
+    ctor = d.constructor
+    cls, sig, module = ctor.cls, ctor.signature, ctor.module
+    assert module is not None
+    # A whole model's guessed values start from the function it is named after (``factory.py``).
+    start, named = started_from(module, cls, sig, d.fields, guessed, ceiling)
+    # Config arguments are searched member by member (``nested.py``).
+    nested = nest(cls, sig, start, d.infos, {f.name for f in start if guessed(f)})
+    infos = {**d.infos, **nested.infos}
+    # A **kwargs handed on to a layer starts from what that layer holds (``handed.py``).
+    spread = next(
+        (f for f in nested.fields if f.kind == "varkw" and f.origin == "default" and not f.value),
+        None,
+    )
+    kept = None
+    if spread is not None:
+        kept = named.get(spread.name) or handed(cls, module, spread.name, child)
+    pools = {
+        f.name: candidates(module, f, functools.partial(may_try, infos, f), child)
+        for f in nested.fields
+        if _movable(f)
+    }
+    modes = {f.name: compared_strings(cls, f.name) for f in nested.fields if f.kind == "str"}
+    return Leads(
+        nested.fields,
+        infos,
+        nested.groups,
+        nested.names,
+        spread.name if spread is not None else None,
+        kept,
+        pools,
+        modes,
+        read_layout(module),
+        parts(module),
+        floating_dtype(module),
+    )

@@ -1,0 +1,110 @@
+"""Source: the module's attributes. A constructor keeps most of what it is given under the
+parameter's own name (``self.eps = eps``), or in a layer it makes from it (``self.dropout =
+nn.Dropout(dropout)`` keeps the rate as ``dropout.p``); its layers keep the same values under the
+same names or well-known aliases (``hidden_size`` for ``dim``).
+
+- ``draft``: the value of the module's same-named attribute (origin "attribute"), a flag read
+  from an optional tensor, a rate read from the layer under the parameter's name (origin
+  "derived"), or None to leave the parameter to the next source.
+- ``same_named``: candidates for the search: the same-named (or aliased) attributes of the module
+  and its layers, level by level.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import torch
+from torch import nn
+
+from ..field import Field
+from .layout import descendants
+
+__all__ = ["ALIASES", "attr", "draft", "same_named"]
+
+_MISSING = inspect.Parameter.empty
+
+# Parameter name -> attribute names that hold the same value in common libraries.
+ALIASES: dict[str, tuple[str, ...]] = {
+    "eps": ("variance_epsilon", "epsilon", "layer_norm_eps", "norm_eps"),
+    "dim": ("hidden_size", "embed_dim", "num_features", "in_features", "in_channels", "channels"),
+    "hidden_size": ("dim", "embed_dim", "num_features", "hidden_dim"),
+    "in_chs": ("in_channels", "in_features", "dim", "in_dim"),
+    "out_chs": ("out_channels", "out_features", "dim", "out_dim"),
+    "in_channels": ("in_chs", "in_features", "dim"),
+    "input_channels": ("in_channels", "in_chs", "in_features"),
+    "output_channels": ("out_channels", "out_chs", "out_features"),
+    "out_channels": ("out_chs", "out_features", "dim"),
+    "in_features": ("in_chs", "in_channels", "dim"),
+    "out_features": ("out_chs", "out_channels"),
+    "num_heads": ("heads", "n_head", "num_attention_heads"),
+    "drop_path": ("drop_prob", "drop_path_rate"),
+    "drop_prob": ("drop_path",),
+    "num_classes": ("out_features",),
+    "init_values": ("init_value",),
+}
+
+
+def attr(obj: Any, name: str) -> Any:
+    """``obj.name`` (its own first), or None where it has none or a property raises."""
+    try:
+        return obj.__dict__.get(name, getattr(obj, name, None))
+    except Exception:  # noqa: BLE001 - a property that raises
+        return None
+
+
+def draft(module: nn.Module, param: inspect.Parameter) -> tuple[Any, str] | None:
+    """The parameter's value as the module's attributes hold it, with its origin; None where
+    they hold none (the default then stands: ``_forms/sources/defaults.py``)."""
+    name = param.name
+    guess = (param.default if param.default is not _MISSING else None), "default"
+    try:
+        value = getattr(module, name)
+    except Exception:  # noqa: BLE001 - missing, or a property that raises: fall back to a guess
+        return None
+    wants_bool = param.annotation is bool or isinstance(param.default, bool)
+    if (isinstance(value, torch.Tensor) or value is None) and wants_bool:
+        return value is not None, "derived"
+    wants_number = param.annotation in (float, int) or type(param.default) in (float, int)
+    if isinstance(value, nn.Module) and (wants_number or "drop" in name):
+        # `self.dropout = nn.Dropout(dropout)`: the number lives on the submodule (``p``, or a
+        # drop path's ``drop_prob``); `DropPath(rate) if rate > 0 else Identity()` keeps none.
+        p = getattr(value, "p", getattr(value, "drop_prob", None))
+        if type(p) in (int, float) and "drop" in name:
+            return p, "derived"
+        if "drop" in name and param.default is _MISSING and p is None:
+            return 0.0, "default"  # a first guess the search goes on from
+        return guess
+    if isinstance(value, nn.Module) and isinstance(param.default, (tuple, list, str, bool)):
+        # A layer made from a plain default (``downsample=('', 1)`` made `self.downsample`) is
+        # not the argument: a guess the search goes on from.
+        return guess
+    if callable(value) and inspect.ismethod(value):
+        return None
+    return value, "attribute"
+
+
+def _even(v: Any) -> bool:
+    return type(v) is tuple and len(v) > 1 and all(type(x) is int and x == v[0] for x in v)
+
+
+def same_named(module: nn.Module, f: Field, name: str) -> tuple[list[Any], set[str]]:
+    """The values of attributes named like the field (or an alias) on the module and its
+    layers, and the names the module's nearest layer holds itself."""
+    low = name.lower()
+    first: list[Any] = []
+    own_names: set[str] = set()
+    for m in [module, *descendants(module)]:
+        for a in (name, *ALIASES.get(name, ())):
+            if m is module and a == f.name:
+                continue  # the form already tried the module's own same-named attribute
+            if a in m.__dict__ or (m is not module and hasattr(type(m), a)):
+                first.append(attr(m, a))
+                if _even(first[-1]) and f.kind == "int":
+                    first.append(first[-1][0])  # a conv's stride (2, 2) for an int stride
+                if a == name and not first[:-1]:
+                    own_names.add(a)
+    if low.startswith("out"):
+        first.reverse()  # an output width is the last layer's
+    return first, own_names

@@ -1,0 +1,121 @@
+"""A ``**kwargs`` handed on to a layer (``nn.Conv2d(in_channels, out_channels, bias=False,
+**kwargs)``): the values the layer that call made holds, less what the call passes itself, read
+from the layer's own exact form. The search's first build proves them."""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from torch import nn
+
+from ..values import same
+from .literals import source_tree
+
+__all__ = ["handed"]
+
+_NOT_PASSED = ("device", "dtype")
+
+
+def _default(value: Any, default: Any) -> bool:
+    # torch keeps sizes expanded: dilation (1, 1) is the default 1.
+    if type(value) is tuple and value and type(default) is int:
+        return all(type(x) is int and x == default for x in value)
+    return same(value, default)
+
+
+@functools.lru_cache(maxsize=512)
+def _calls(cls: type, name: str) -> tuple[tuple[str, int, frozenset[str]], ...]:
+    """(callee's last name, positional count, keyword names) of each call in ``cls.__init__`` that
+    passes ``**name``."""
+    tree = source_tree(cls.__init__)  # type: ignore[misc]
+    if tree is None:
+        return ()
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        spread = [k for k in node.keywords if k.arg is None]
+        if not any(isinstance(k.value, ast.Name) and k.value.id == name for k in spread):
+            continue
+        func = node.func
+        callee = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        named = frozenset(k.arg for k in node.keywords if k.arg is not None)
+        # A ``*args`` spread alongside passes nothing of its own (the form's args are empty):
+        # the layer's positional values are handed by keyword.
+        fixed = [a for a in node.args if not isinstance(a, ast.Starred)]
+        out.append((callee, len(fixed), named))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=512)
+def _read(cls: type, name: str) -> frozenset[str]:
+    """The keys ``cls.__init__`` reads from the dict ``name`` itself (``name.get('norm_layer')``,
+    ``name['k']``, ``name.pop('k', None)``): a default value there is read, so it was passed."""
+    tree = source_tree(cls.__init__)  # type: ignore[misc]
+    if tree is None:
+        return frozenset()
+    out = set()
+    for node in ast.walk(tree):
+        key: ast.AST | None = None
+        if isinstance(node, ast.Subscript) and _named(node.value, name):
+            key = node.slice
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("get", "pop")
+            and _named(node.func.value, name)
+            and node.args
+        ):
+            key = node.args[0]
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            out.add(key.value)
+    return frozenset(out)
+
+
+def _named(node: ast.AST, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
+
+
+def handed(
+    cls: type, module: nn.Module, name: str, form: Callable[[nn.Module], Any]
+) -> dict[str, Any] | None:
+    """The keywords ``**name`` most likely held, or None when no call of ``cls`` hands it on to
+    a child layer whose form is exact."""
+    try:
+        params = inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        params = {}  # type: ignore[assignment]
+    for callee, positional, named in _calls(cls, name):
+        for child in _made(module, callee, callee in params):
+            try:
+                f = form(child)
+            except Exception:  # noqa: BLE001 - a layer without a readable form tells nothing
+                continue
+            if f.inexact:
+                continue
+            plain = [x for x in f.fields if not x.group and x.kind not in ("varargs", "varkw")]
+            covered = {x.name for x in plain[:positional]} | named
+            read = _read(cls, name)
+            return {
+                x.name: x.value
+                for x in plain
+                if x.name not in covered
+                and x.name not in _NOT_PASSED
+                and (x.required or x.name in read or not _default(x.value, x.default))
+            }
+    return None
+
+
+def _made(module: nn.Module, callee: str, held: bool) -> Iterator[nn.Module]:
+    """The layers a call of ``callee`` may have made: children of its class's name; for a factory
+    a parameter holds (``block_fn(...)`` in a loop), the items of the containers the module holds
+    too (the blocks it filled)."""
+    for child in module.children():
+        if type(child).__name__ == callee:
+            yield child
+        elif held and isinstance(child, (nn.Sequential, nn.ModuleList)):
+            yield from child.children()

@@ -1,0 +1,178 @@
+"""Config arguments searched field by field: a parameter that takes an instance of a plain class
+(a dataclass, or an object made from a few named values: torchvision's ``cnf``, timm's cfg
+dataclasses) is replaced, for the search, by one field per argument of that class's constructor
+(``cnf.kernel``, ``cnf.stride``, ...); each build makes the instance from them. The module keeps
+no such object, but its layers keep what the constructor read from it, so the sub-fields are found
+like any other argument: from the children's attributes and the differences of each build.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import types
+import typing
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+from ..configs import is_config
+from ..field import Field
+from ..kinds import KindInfo, ann_text, kind_of
+from ..values import to_text
+from .literals import compared_strings
+
+__all__ = ["Group", "Nested", "config_class", "nest"]
+
+MAX_ARGS = 24  # a class with more arguments than this is no small config: left whole
+MAX_DEPTH = 2  # a config inside a config is expanded too, once
+_MISSING = inspect.Parameter.empty
+
+
+@dataclass
+class Group:
+    name: str  # the dotted name of the argument the instance is passed as ("cfg.stem")
+    cls: type
+    subs: list[str] = field(default_factory=list)  # dotted names, constructor order
+
+
+@dataclass
+class Nested:
+    """The search's fields (config arguments replaced by their sub-fields), their kinds, and the
+    config arguments to make again from the sub-fields' values (``groups``, innermost last: the
+    search assembles them in reverse, ``_forms/candidates/__init__.py``)."""
+
+    fields: list[Field]
+    infos: dict[str, KindInfo]
+    groups: list[Group]
+
+    @property
+    def names(self) -> set[str]:
+        """The config arguments of the module itself (not a config's own sub-configs)."""
+        return {g.name for g in self.groups if "." not in g.name}
+
+
+def _resolved(ann: Any) -> Any:
+    union = typing.get_origin(ann) in (typing.Union, types.UnionType)
+    args = typing.get_args(ann) if union else ()
+    rest = [a for a in args if a is not type(None)]
+    return rest[0] if len(rest) == 1 else ann
+
+
+def _params(c: type) -> list[inspect.Parameter] | None:
+    try:
+        sig = inspect.signature(c, eval_str=True)
+    except Exception:  # noqa: BLE001 - unresolvable annotations: read them as they are
+        try:
+            sig = inspect.signature(c)
+        except (TypeError, ValueError):
+            return None
+    ps = list(sig.parameters.values())
+    if not ps or len(ps) > MAX_ARGS or any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in ps):
+        return None
+    return ps
+
+
+def config_class(p: inspect.Parameter, value: Any) -> type | None:
+    """The plain class an argument takes an instance of: the class of a dataclass default, or a
+    class annotation that is no module, no builtin and no big library config (those come whole
+    from the model around the module, ``_forms/sources/pools.py``)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        c: Any = type(value)
+    elif value is None:
+        c = _resolved(p.annotation)
+    else:
+        return None
+    if not isinstance(c, type) or c.__module__ in ("builtins", "typing", "collections.abc"):
+        return None
+    if issubclass(c, (nn.Module, torch.Tensor, BaseException)) or c.__module__ == "torch":
+        return None
+    if c.__module__.startswith("torch."):
+        return None
+    if hasattr(c, "to_dict") or getattr(c, "_is_protocol", False):
+        return None
+    if not dataclasses.is_dataclass(c) and "__init__" not in vars(c):
+        return None  # an object made from nothing it was told
+    return c if _params(c) is not None else None
+
+
+def _sub(owner: type, p: inspect.Parameter, prefix: str, value: Any) -> tuple[Field, KindInfo]:
+    default = None if p.default is _MISSING else p.default
+    info = kind_of(owner, p.name, p.annotation, p.default, value)
+    if value is None and p.default is not _MISSING:
+        info = dataclasses.replace(info, optional=True)
+    choices = info.choices
+    if info.kind == "str":
+        choices = compared_strings(owner, p.name)
+    f = Field(
+        name=f"{prefix}.{p.name}",
+        kind=info.kind,
+        value=value,
+        default=default,
+        required=p.default is _MISSING,
+        choices=choices,
+        origin="default",
+        annotation=ann_text(p.annotation),
+        text=to_text(info.kind, value),
+        optional=info.optional,
+        param_kind="KEYWORD_ONLY",
+    )
+    return f, info
+
+
+def _expand(
+    f: Field, c: type, instance: Any, depth: int, groups: list[Group]
+) -> Iterator[tuple[Field, KindInfo]]:
+    g = Group(f.name, c)
+    groups.append(g)
+    made = {x.name: x for x in dataclasses.fields(c)} if dataclasses.is_dataclass(c) else {}
+    for p in _params(c) or []:
+        if made and (p.name not in made or not made[p.name].init):
+            continue
+        factory = made[p.name].default_factory if p.name in made else dataclasses.MISSING
+        if factory is not dataclasses.MISSING:
+            # A field made by a factory shows the factory as its default: a fresh value instead.
+            p = p.replace(default=factory())
+        value = getattr(instance, p.name, None) if instance is not None else None
+        if instance is None or not hasattr(instance, p.name):
+            value = None if p.default is _MISSING else p.default
+        sub, info = _sub(c, p, f.name, value)
+        inner = config_class(p, value) if depth < MAX_DEPTH else None
+        if inner is not None:
+            yield from _expand(sub, inner, value, depth + 1, groups)
+        else:
+            yield sub, info
+        g.subs.append(sub.name)
+
+
+def nest(
+    cls: type,
+    sig: inspect.Signature,
+    fields: list[Field],
+    infos: dict[str, KindInfo],
+    searched: set[str],
+) -> Nested:
+    """The fields for the search: each searched field whose value must be a config instance
+    replaced by its sub-fields; a searched ``str`` field offers the strings its constructor
+    compares it with (as ``choices``)."""
+    params = sig.parameters
+    out: list[Field] = []
+    out_infos: dict[str, KindInfo] = {}
+    groups: list[Group] = []
+    for f in fields:
+        p = params.get(f.name)
+        c = config_class(p, f.value) if p is not None and f.name in searched else None
+        if c is None or is_config(f.value) and not dataclasses.is_dataclass(f.value):
+            if p is not None and f.kind == "str" and f.name in searched and not f.choices:
+                f = dataclasses.replace(f, choices=compared_strings(cls, f.name))
+            out.append(f)
+            out_infos[f.name] = infos[f.name]
+            continue
+        instance = f.value if dataclasses.is_dataclass(f.value) else None
+        for sub, info in _expand(f, c, instance, 1, groups):
+            out.append(sub)
+            out_infos[sub.name] = info
+    return Nested(out, out_infos, groups)
