@@ -10,6 +10,7 @@ import { fileLine, moduleName } from "./compile";
 import type { Ctx, Pane } from "./context";
 
 export const TARGETS = ["export", "onnx", "executorch", "aoti"] as const;
+const LONG_TIMEOUT_MS = 20 * 60_000;
 const TARGET_TITLES: Record<string, string> = {
   export: "torch.export (strict=False; every target's first stage)",
   onnx: "ONNX: the dynamo exporter's decomposition and dispatch; drift in onnxruntime",
@@ -126,7 +127,11 @@ export class ExportPane implements Pane {
     this.running = true;
     this.failure = "";
     this.show();
-    const reply = await this.ctx.run("export check", () => this.ctx.rpc.call({ kind: "export", targets: this.targets() }));
+    // ExecuTorch's lowering and AOTInductor's C++ compile can take minutes on a big model: the
+    // reply is waited for longer than the slow kinds' 3 minutes then.
+    const targets = this.targets();
+    const long = targets.includes("aoti") || targets.includes("executorch") ? LONG_TIMEOUT_MS : undefined;
+    const reply = await this.ctx.run("export check", () => this.ctx.rpc.call({ kind: "export", targets }, long));
     this.running = false;
     if (!reply) this.failure = "The check could not run: see the message above.";
     this.show();
