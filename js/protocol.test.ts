@@ -84,7 +84,7 @@ describe("the generated contract", () => {
       const seconds = (slow ? SLOW_TIMEOUT : FAST_TIMEOUT) / 1000;
       await expect(timedOut.call({ kind } as RequestOf<RequestKind>)).rejects.toThrow(`after ${seconds} s (${kind})`);
     }
-    expect([...SLOW_KINDS].sort()).toEqual(["bulk", "compile", "edit", "memory", "probe", "ranks_plan", "redo", "replace", "undo"]);
+    expect([...SLOW_KINDS].sort()).toEqual(["bulk", "compile", "edit", "export", "memory", "probe", "ranks_plan", "redo", "replace", "undo"]);
   });
 });
 

@@ -14,7 +14,7 @@ import type {
   ProbeSummary,
   TreeState,
 } from "./protocol_gen";
-import type { CompileState, RanksState, TrainingState } from "./tools_gen";
+import type { CompileState, ExportState, RanksState, TrainingState } from "./tools_gen";
 import type { ProbeRequest, Replies, Reply, Request, RequestKind } from "./requests_gen";
 import { SLOW_TIMEOUT_KINDS } from "./requests_gen";
 import { isAbort, type Invoke } from "./transport";
@@ -45,6 +45,7 @@ export interface State {
   training?: Partial<TrainingState>; // {} until ex.watch(...)
   compile?: Partial<CompileState>; // {} until the first compile check
   ranks_state?: Partial<RanksState>; // {} until a plan is shown (tx.explore(..., ranks=plan))
+  export_state?: Partial<ExportState>; // {} until the first export check
 }
 
 export function isError(r: Reply): r is ErrorReply {

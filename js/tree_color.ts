@@ -2,7 +2,7 @@
 // the whole model's, with a legend. Values come lazily: only rows the tree renders are asked for,
 // a batch at a time, and kept until the tree changes.
 import { clear, formatBytes, formatCount, h } from "./dom";
-import type { FiguresReply, NodeRow } from "./protocol";
+import type { ExportState, FiguresReply, NodeRow } from "./protocol";
 
 export const FIGURES = [
   ["params", "parameters"],
@@ -14,6 +14,7 @@ export const FIGURES = [
   ["update_ratio", "update ratio (training)"],
   ["act_std", "activation std (training)"],
   ["act_zeros", "activation zeros (training)"],
+  ["drift", "drift (ONNX vs eager, Export tab)"],
 ] as const;
 export type Figure = (typeof FIGURES)[number][0];
 /** The figures ex.watch samples (asked for with "train_figures"; the others with "figures"). */
@@ -21,6 +22,26 @@ export const TRAIN_FIGURES = ["grad_norm", "update_ratio", "act_std", "act_zeros
 export type TrainFigure = (typeof TRAIN_FIGURES)[number];
 export function isTrainFigure(f: string): f is TrainFigure {
   return (TRAIN_FIGURES as readonly string[]).includes(f);
+}
+
+/** Drift is an absolute figure, not a share of the model: its own scale (max abs, log). */
+export const DRIFT_STOPS = [1e-8, 1e-6, 1e-4, 1e-2, 1];
+
+/** A drift (max abs difference) -> a colour from blue (1e-8 or less) to red (1 or more). */
+export function driftHeat(v: number): string {
+  const t = v > 0 ? Math.min(1, Math.max(0, (Math.log10(v) + 8) / 8)) : 0;
+  return `hsl(${Math.round(220 * (1 - t))} 80% 52%)`;
+}
+
+/** The drift values of the Export tab's last check, as a figures reply (no request: the
+ * state has them); a module without one is "not known". */
+export function driftFigures(s: Partial<ExportState>, paths: readonly string[]): FiguresReply {
+  const drift = s.drift ?? {};
+  const values: Record<string, number | null> = {};
+  for (const p of paths) values[p] = drift[p]?.[0] ?? null;
+  const n = Object.keys(drift).length;
+  const note = n ? (s.stale ? "from the last export check, made before the last patch" : "") : "no drift measured: run the Export tab's check (real weights, eval mode)";
+  return { kind: "figures", figure: "drift" as FiguresReply["figure"], values, total: null, note };
 }
 
 /** Shares shown in the legend; colours run on a log scale between the first and the last. */
@@ -37,6 +58,7 @@ export function figureText(figure: Figure, v: number): string {
   if (figure === "bytes" || figure === "activations") return formatBytes(v);
   if (figure === "time") return `${v.toFixed(3)} ms`;
   if (figure === "act_zeros") return `${(100 * v).toFixed(1)}% zeros`;
+  if (figure === "drift") return v === 0 ? "0 (max abs)" : `${v.toExponential(2)} (max abs)`;
   if (isTrainFigure(figure)) return v === 0 || (Math.abs(v) >= 1e-3 && Math.abs(v) < 1e4) ? v.toPrecision(3) : v.toExponential(2);
   return formatCount(v);
 }
@@ -103,7 +125,8 @@ export class TreeColor {
     const label = FIGURES.find(([f]) => f === figure)?.[1] ?? figure;
     const title = v === null ? `${label}: not known` : `${label}: ${figureText(figure, v)}${share !== null ? ` (${percent(share)} of the model)` : ""}`;
     const swatch = h("span", { class: "tx-heat", title, "aria-label": title });
-    if (share !== null) swatch.style.background = heat(share);
+    if (figure === "drift" && v !== null) swatch.style.background = driftHeat(v);
+    else if (share !== null) swatch.style.background = heat(share);
     else swatch.classList.add("tx-heat-none");
     el.querySelector(".tx-name")?.before(swatch);
   }
@@ -144,6 +167,17 @@ export class TreeColor {
     this.legend.hidden = !figure;
     if (!figure) return;
     const label = FIGURES.find(([f]) => f === figure)?.[1] ?? figure;
+    if (figure === "drift") {
+      this.legend.append(`${label}: `);
+      for (const s of DRIFT_STOPS) {
+        const sw = h("span", { class: "tx-heat" });
+        sw.style.background = driftHeat(s);
+        this.legend.append(h("span", { class: "tx-stop" }, sw, s.toExponential(0)));
+      }
+      this.legend.append(h("span", { class: "tx-stop" }, h("span", { class: "tx-heat tx-heat-none" }), "not measured"));
+      if (this.note) this.legend.append(h("div", { class: "tx-muted" }, this.note));
+      return;
+    }
     this.legend.append(`share of the model's ${label}: `);
     for (const s of STOPS) {
       const sw = h("span", { class: "tx-heat" });

@@ -27,6 +27,12 @@ export const BADGES: Record<string, [string, string]> = {
   // the Ranks tab's plan (tx.explore(..., ranks=plan))
   sharded: ["sharded", "holds tensors sharded over the mesh (Ranks tab)"],
   comms: ["comms", "runs collectives in its own forward, backward or step (Ranks tab)"],
+  // the Export tab's check, one target at a time
+  "x-ok": ["✓", "export check: the target takes this module and everything below it"],
+  "x-fails": ["✗", "export check: an op here or below fails the target (Export tab)"],
+  "x-delegated": ["delegated", "ExecuTorch: all its ops delegated to XNNPACK"],
+  "x-portable": ["portable", "ExecuTorch: its ops run on the portable kernels, none delegated"],
+  "x-partly": ["partly", "ExecuTorch: some of its ops delegated to XNNPACK, some portable"],
   // the training lens (ex.watch): the flag that holds now, the worst first
   "first-nan": ["first NaN", "training: the first module whose forward or backward made NaN/Inf"],
   "t-nonfinite": ["NaN", "training: a sampled figure is NaN/Inf"],

@@ -5,6 +5,7 @@ import { clear, h, uid } from "./dom";
 import { hideStandIn, whenAttached } from "./host";
 import { containKeys } from "./keys";
 import { CompilePane } from "./panes/compile";
+import { ExportPane } from "./panes/export";
 import { FormPane } from "./panes/form";
 import { GraphPane } from "./panes/graph";
 import { DiffPane } from "./panes/diff";
@@ -24,13 +25,13 @@ import { savedModel } from "./saved_model";
 import { type Assets, SnapshotRpc } from "./snapshot";
 import { messageInvoke } from "./transport";
 import { TreeView } from "./tree";
-import { isTrainFigure, TreeColor } from "./tree_color";
+import { driftFigures, isTrainFigure, TreeColor } from "./tree_color";
 import { TreeSelect } from "./tree_select";
 
 const READ_ONLY_NOTE = "read-only snapshot: no kernel, actions disabled";
 const PING_TIMEOUT = 8000;
 
-export const TABS = ["Overview", "Source", "Form", "MRO", "Graph", "Probe", "History", "Diff", "Memory", "Training", "Compile", "Ranks"] as const;
+export const TABS = ["Overview", "Source", "Form", "MRO", "Graph", "Probe", "History", "Diff", "Memory", "Training", "Compile", "Ranks", "Export"] as const;
 type Tab = (typeof TABS)[number];
 
 export interface Explorer {
@@ -201,7 +202,12 @@ export function createExplorer(
   const picker = new TreeSelect(tree, ctx);
   // Rows coloured by a figure (the Memory tab's, or FLOPs, time): values asked for as rows are drawn.
   const color = new TreeColor(
-    (figure, paths) => (isTrainFigure(figure) ? rpc.call({ kind: "train_figures", figure, paths }) : rpc.call({ kind: "figures", figure, paths })),
+    (figure, paths) =>
+      figure === "drift"
+        ? Promise.resolve(driftFigures(model.get("export_state") ?? {}, paths))
+        : isTrainFigure(figure)
+          ? rpc.call({ kind: "train_figures", figure, paths })
+          : rpc.call({ kind: "figures", figure, paths }),
     () => tree.render(),
     showError,
   );
@@ -224,6 +230,14 @@ export function createExplorer(
     Training: new TrainingPane(ctx),
     Compile: new CompilePane(ctx, (fold) => tree.filter.setFold(fold)),
     Ranks: new RanksPane(ctx),
+    Export: new ExportPane(
+      ctx,
+      (badges) => picker.setBadges("export", badges),
+      (figure) => {
+        color.select.value = figure;
+        color.select.dispatchEvent(new Event("change"));
+      },
+    ),
   };
   let active: Tab = "Overview";
   const tablist = h("div", { role: "tablist", class: "tx-tabs", "aria-label": "Module details" });
@@ -336,6 +350,12 @@ export function createExplorer(
   // The Ranks tab's plan: its rows' badges on the tree (none while the plan is stale).
   const syncRanks = () => showRankBadges(model.get("ranks_state") ?? {}, (source, b) => picker.setBadges(source, b));
   on("change:ranks_state", follow("Ranks", syncRanks));
+  // The Export tab's check: one target's verdict on the rows; drift, a figure to colour by.
+  const syncExport = () => {
+    (panes.Export as ExportPane).syncBadges();
+    if (color.figure === "drift") color.reset();
+  };
+  on("change:export_state", follow("Export", syncExport));
   on("change:busy", syncBusy);
   on("change:error", () => showError(model.get("error")));
 
@@ -351,6 +371,7 @@ export function createExplorer(
   showTree(false);
   syncTraining();
   syncRanks();
+  syncExport();
   syncStatus();
   syncBusy();
   syncHistory();

@@ -27,6 +27,7 @@ def test_the_four_notebooks_exist() -> None:
         "07-execution-flow.ipynb",
         "08-training.ipynb",
         "10-compile.ipynb",
+        "12-export.ipynb",
     ):
         assert expected in names
 

@@ -17,6 +17,7 @@ import torch.nn as nn
 from typing_extensions import get_type_hints, is_typeddict
 
 import torchxray as tx
+from torchxray._view.export_types import ExportState
 from torchxray._view.handlers import HANDLERS
 from torchxray._view.host import Host
 from torchxray._view.ranks_types import RanksState
@@ -151,7 +152,7 @@ def test_every_request_kind_has_one_handler_and_one_reply() -> None:
     assert SLOW <= set(REQUESTS) and SLOW_TIMEOUT_KINDS >= SLOW
     # Slow kinds carry the revision they were made at (a stale one is refused); a probe and a
     # compile check and "Plan again" (ranks_plan) read the model as it is when they run.
-    assert all("rev" in REQUESTS[k] for k in SLOW - {"probe", "compile", "ranks_plan"})
+    assert all("rev" in REQUESTS[k] for k in SLOW - {"probe", "compile", "ranks_plan", "export"})
 
 
 def test_every_handler_is_typed_host_and_its_request_to_its_reply_and_states() -> None:
@@ -253,6 +254,7 @@ _WORKING = [
     {"kind": "filter", "query": "", "breaks": True},
     {"kind": "ranks", "rank": 1, "order": "bytes"},
     {"kind": "ranks_plan"},
+    {"kind": "export", "targets": ["export"]},
 ]
 _SESSION = [
     {"kind": "ping"},
@@ -323,6 +325,7 @@ def test_every_request_kind_gets_the_reply_it_declares() -> None:
         ):
             problems += _problems(state, shape, f"after {msg['kind']}: {shape.__name__}")
     problems += _problems(working.ranks_state(), RanksState, "ranks_state")
+    problems += _problems(working.export_state(), ExportState, "export_state")
     # The read-only view's data, which js/snapshot.ts answers requests from.
     problems += _problems(session.snapshot(), Snapshot, "snapshot")
     assert not problems, "\n".join(problems)

@@ -30,6 +30,7 @@ import torchxray as tx
 
 from .compile_col import compile_column
 from .entry import CPU_PARAMS, Entry, Inputs, count_params
+from .export_col import export_column
 
 CHECKS = (
     "bare",
@@ -46,6 +47,7 @@ CHECKS = (
     "edit",
     "anchor",
     "compile",
+    "export",
     "untouched",
     "nothing_fake",
     "python_state",
@@ -67,6 +69,7 @@ class Outcome:
     checks: dict[str, tuple[str, str]] = field(default_factory=dict)  # check -> (status, text)
     compile: dict[str, Any] | None = None  # the compile column's details (`compile_col`)
     forms: list[dict[str, Any]] | None = None  # one record per class (`handwritten.forms_check`)
+    export: dict[str, Any] | None = None  # the export column's details (`export_col`)
 
     def status(self, check: str) -> str:
         return self.checks.get(check, ("n/a", ""))[0]
@@ -262,15 +265,16 @@ def prepare(entry: Entry, out: Outcome) -> tuple[nn.Module, Inputs, Any, dict] |
     return None
 
 
-def run(entry: Entry, only: tuple[str, ...] = ()) -> Outcome:
+def run(entry: Entry, only: tuple[str, ...] = (), skip: tuple[str, ...] = ()) -> Outcome:
     """Every check on one model; `only`: just these (and the bare forward, and what judges the
-    model left untouched)."""
+    model left untouched); `skip`: not these (the test suite's sample leaves the export column,
+    an ONNX export per model, to its own test and to the sweep run by hand)."""
     out = Outcome(entry.family, entry.group, entry.name, note=entry.note)
     start = time.perf_counter()
     try:
         prepared = prepare(entry, out)
         if prepared is not None:
-            _checks(*prepared, out, only, entry)
+            _checks(*prepared, out, only, entry, skip)
     finally:
         out.seconds = time.perf_counter() - start
         gc.collect()
@@ -285,6 +289,7 @@ def _checks(
     out: Outcome,
     only: tuple[str, ...] = (),
     entry: Entry | None = None,
+    skip: tuple[str, ...] = (),
 ) -> None:
     args, kwargs = inputs
     shapes = tensor_shapes(bare)
@@ -332,7 +337,7 @@ def _checks(
         out.checks["walk"] = ("ok", "")
 
     def wanted(check: str) -> bool:
-        return not only or check in only
+        return (not only or check in only) and check not in skip
 
     if wanted("walk"):
         guarded("walk", walk)
@@ -411,6 +416,10 @@ def _checks(
         cell, out.compile = compile_column(out.family, cpu, model, args, kwargs, guarded)
         if cell is not None:
             out.checks["compile"] = cell
+    if wanted("export"):
+        cell, out.export = export_column(out.family, cpu, model, args, kwargs, guarded)
+        if cell is not None:
+            out.checks["export"] = cell
     out.checks["untouched"] = ("fail", touched[0]) if touched else ("ok", "")
     for name, found in left.items():
         out.checks[name] = ("fail", found[0]) if found else ("ok", "")

@@ -63,6 +63,7 @@ def render(outcomes: list[Outcome], header: str = "") -> str:
             lines.append(f"- {o.family}/{o.name} [{o.device}] {check}: {text}")
     lines += _compile_lines(outcomes)
     lines += forms_lines(outcomes)
+    lines += _export_lines(outcomes)
     broken = [o for o in outcomes if o.status("bare") != "ok"]
     if broken:
         lines += ["", f"Not counted: bare forward or build failed ({len(broken)}):", ""]
@@ -130,4 +131,28 @@ def forms_lines(outcomes: list[Outcome]) -> list[str]:
             side = " [torch]" if r["torch"] else ""
             lines.append(f"- {o.family}/{o.name}: {r['cls']}{side} ({r['path'] or '(root)'}) "
                          f"{r['status']}: {r['why'][:300]}")  # fmt: skip
+    return lines
+
+
+def _export_lines(outcomes: list[Outcome]) -> list[str]:
+    """The export column: on how many models the ONNX ops agree with torch.onnx.export's report,
+    how many are ready, and each disagreement (`export_col`'s rule)."""
+    compared = [o for o in outcomes if o.status("export") in ("ok", "fail")]
+    if not compared:
+        return []
+    differ = [o for o in compared if o.status("export") == "fail"]
+    ready = [o for o in compared if o.checks["export"][1].startswith("ready")]
+    lines = [
+        "",
+        f"Export: the ONNX verdict agrees with torch.onnx.export(report=True) on "
+        f"{len(compared) - len(differ)}/{len(compared)}; ready for export and ONNX: "
+        f"{len(ready)}/{len(compared)}",
+    ]
+    not_ready = [o for o in compared if o not in ready and o not in differ]
+    if not_ready:
+        lines += ["", "Export: failing modules (ours | torch's):", ""]
+        lines += [f"- {o.family}/{o.name}: {o.checks['export'][1]}" for o in not_ready]
+    if differ:
+        lines += ["", "Export disagreements (ours | torch's):", ""]
+        lines += [f"- {o.family}/{o.name}: {o.checks['export'][1]}" for o in differ]
     return lines

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from .catalog import CatalogEntry, catalog, register, resolve, unregister
 from .compile import CompileReport, ExportFailure, GraphBreak, compile_check
 from .diff import ModelDiff, ParamChange, diff
+from .export_check import Drift, ExportIssue, ExportReport, ModuleExport, TargetResult, export_check
 from .forms import Field, Form, FormError, form, record_everything, record_init_args
 from .memory import MemoryRecord, MemoryReport, memory
 from .mro import ClassInfo, mro_class, mro_classes, mro_graph
@@ -93,6 +94,13 @@ __all__ = [
     "unregister",
     "walk",
     "watch",
+    # export readiness (issue 56)
+    "Drift",
+    "ExportIssue",
+    "ExportReport",
+    "ModuleExport",
+    "TargetResult",
+    "export_check",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only

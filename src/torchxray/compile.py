@@ -98,12 +98,17 @@ def _options(options: Any) -> tuple[str, bool]:
     return options.get("mode", "fake"), options.get("export", True)
 
 
-def _stray_options(model: nn.Module, kwargs: dict[str, Any]) -> list[str]:
+def _stray_options(
+    model: nn.Module,
+    kwargs: dict[str, Any],
+    names: tuple[str, ...] = tuple(_OPTIONS),
+    check: str = "compile_check",
+) -> list[str]:
     """The check's option names given as the model's keywords (``mode="real"``): a TypeError
     pointing at ``options=`` when the forward takes no such keyword (rather than the forward's
     own TypeError from deep inside the model); a note when only its ``**kwargs`` would take it,
     since the forward may use it or not, and the check then runs with its own default."""
-    stray = [k for k in _OPTIONS if k in kwargs]
+    stray = [k for k in names if k in kwargs]
     if not stray:
         return []
     try:
@@ -117,8 +122,8 @@ def _stray_options(model: nn.Module, kwargs: dict[str, Any]) -> list[str]:
     wanted = "{" + ", ".join(f"{k!r}: {kwargs[k]!r}" for k in stray) + "}"
     if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         raise TypeError(
-            f"{type(model).__name__}.forward takes no keyword {stray[0]!r}: compile_check's own "
-            f"settings go in options=, e.g. compile_check(model, *args, options={wanted})"
+            f"{type(model).__name__}.forward takes no keyword {stray[0]!r}: {check}'s own "
+            f"settings go in options=, e.g. {check}(model, *args, options={wanted})"
         )
     return [
         f"{given} went to {type(model).__name__}.forward's **kwargs, as every keyword does; "

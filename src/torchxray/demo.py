@@ -37,6 +37,12 @@ __all__ = [
     "many_modules",
     "resnet_ish",
     "compile_net",
+    "ExportNet",
+    "GatedMLP",
+    "OrthoLinear",
+    "RunningMax",
+    "export_net",
+    "sequences",
     "tiny_transformer",
     "tokens",
 ]
@@ -354,3 +360,81 @@ class CompileNet(nn.Module):
 def compile_net(vocab: int = 100, dim: int = 32, hidden: int = 64) -> CompileNet:
     """A `CompileNet` in eval mode: ``tx.compile_check(compile_net(), tokens())`` finds two breaks."""
     return CompileNet(vocab, dim, hidden).eval()
+
+
+class OrthoLinear(nn.Module):
+    """A bias-free linear layer whose weight is made orthonormal in the forward (QR) with
+    ``orthogonal=True``: the ONNX exporter has no translation for ``torch.linalg.qr``;
+    ``orthogonal=False`` (or ``nn.Linear``) exports."""
+
+    def __init__(self, features: int, orthogonal: bool = True) -> None:
+        super().__init__()
+        self.features = features
+        self.orthogonal = orthogonal
+        self.weight = nn.Parameter(torch.randn(features, features) / features**0.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.orthogonal:
+            return x @ self.weight
+        q, _ = torch.linalg.qr(self.weight)
+        return x @ q
+
+
+class RunningMax(nn.Module):
+    """The running maximum along a dimension (``torch.cummax``), which ONNX cannot translate."""
+
+    def __init__(self, dim: int = 1) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cummax(x, self.dim).values
+
+
+class GatedMLP(nn.Module):
+    """A residual MLP that rescales its update when it grows large: with ``gate=True`` a branch on
+    a tensor's value, which ``torch.export`` cannot trace (``gate=False`` skips it)."""
+
+    def __init__(self, dim: int, hidden: int, gate: bool = True) -> None:
+        super().__init__()
+        self.dim = dim
+        self.hidden = hidden
+        self.gate = gate
+        self.fc1 = nn.Linear(dim, hidden)
+        self.fc2 = nn.Linear(hidden, dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.fc2(F.gelu(self.fc1(x)))
+        if self.gate and h.abs().mean() > 1.0:
+            h = h / h.abs().mean()
+        return x + h
+
+
+class ExportNet(nn.Module):
+    """Three planted export problems, one per module: ``proj`` (QR) and ``mixer`` (cummax) have
+    no ONNX translation, ``mlp`` branches on a value under ``torch.export``. notebooks/12-export.ipynb
+    finds all three in one ``tx.export_check`` and fixes them. Its input is `sequences`."""
+
+    def __init__(self, dim: int = 16, hidden: int = 32, classes: int = 4) -> None:
+        super().__init__()
+        self.dim = dim
+        self.hidden = hidden
+        self.classes = classes
+        self.proj = OrthoLinear(dim)
+        self.mixer = RunningMax(1)
+        self.mlp = GatedMLP(dim, hidden)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.mlp(self.mixer(self.proj(x))))
+
+
+def export_net(dim: int = 16, hidden: int = 32, classes: int = 4) -> ExportNet:
+    """An `ExportNet` in eval mode (seeded): ``tx.export_check(export_net(), sequences())``."""
+    torch.manual_seed(0)
+    return ExportNet(dim, hidden, classes).eval()
+
+
+def sequences(batch: int = 2, length: int = 8, dim: int = 16) -> torch.Tensor:
+    """A batch of random feature sequences, (batch, length, dim)."""
+    return torch.randn(batch, length, dim)

@@ -20,7 +20,7 @@ reply, so a malformed message never raises in the kernel and never touches the m
     >>> REQUESTS["replace"]["which"]  # (type, required, default)
     (('all', 'this'), False, 'all')
     >>> REPLIES["undo"].__name__, sorted(SLOW)
-    ('PatchedReply', ['bulk', 'compile', 'edit', 'memory', 'probe', 'ranks_plan', 'redo', 'replace', 'undo'])
+    ('PatchedReply', ['bulk', 'compile', 'edit', 'export', 'memory', 'probe', 'ranks_plan', 'redo', 'replace', 'undo'])
 """
 
 # No `from __future__ import annotations`: the TypedDicts' annotations are read at run time.
@@ -32,6 +32,7 @@ from typing_extensions import NotRequired, TypedDict, get_type_hints
 
 from ._view import compare_types as ct
 from ._view import compile_types as cpt
+from ._view import export_types as xt
 from ._view import flow_types as ft
 from ._view import ranks_types as rkt
 from ._view import replies as rp
@@ -209,7 +210,7 @@ Request: TypeAlias = (
     ProbeTableRequest | MroRequest | CatalogRequest | AssetRequest | ct.PickRequest |
     ct.PlanRequest | ct.BulkRequest | ct.PeftRequest | ct.DiffRequest | ct.StatsRequest |
     ct.HealthRequest | MemoryRequest | FiguresRequest | ft.FlowRequest | ft.GraphRequest | CancelRequest | st.SummaryRequest | TrainRequest | cpt.CompileRequest |
-    rkt.RanksRequest | rkt.RanksPlanRequest
+    rkt.RanksRequest | rkt.RanksPlanRequest | xt.ExportRequest
 )  # fmt: skip
 REQUEST_TYPES: dict[str, type] = {get_args(t.__annotations__["kind"])[0]: t for t in get_args(Request)}  # fmt: skip
 
@@ -217,7 +218,7 @@ REQUEST_TYPES: dict[str, type] = {get_args(t.__annotations__["kind"])[0]: t for 
 # check (which probes, then traces every distinct module with dynamo) or plan the ranks again (a
 # dry run in a forked process): busy in the widget, a stale `rev` refused; the frontend waits
 # longer for them and the graph renderer (1.4 MB).
-SLOW = frozenset({"edit", "replace", "undo", "redo", "probe", "memory", "bulk", "compile", "ranks_plan"})  # fmt: skip
+SLOW = frozenset({"edit", "replace", "undo", "redo", "probe", "memory", "bulk", "compile", "ranks_plan", "export"})  # fmt: skip
 SLOW_TIMEOUT_KINDS = SLOW | {"diff", "asset"}
 
 # The reply each request kind gets when it succeeds (any kind may get an ErrorReply instead).
@@ -254,6 +255,7 @@ REPLIES: dict[str, type] = {
     "compile": cpt.CompileReply,
     "ranks": rkt.RanksReply,
     "ranks_plan": rkt.RanksPlanReply,
+    "export": xt.ExportReply,
     **TRAIN_REPLIES,
 }
 # -- validation ---------------------------------------------------------------------------------

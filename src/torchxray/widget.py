@@ -9,7 +9,7 @@ frontend sends ``kind``-tagged requests (see ``protocol.py``). All the work is i
 The synced state, and the probe mode, which refuses anything but the two modes:
 
     >>> sorted(Explorer.class_own_traits(sync=True))
-    ['busy', 'compile', 'error', 'history', 'overview', 'probe_mode', 'probe_summary', 'ranks_state', 'readonly', 'selected', 'snapshot', 'training', 'tree_state']
+    ['busy', 'compile', 'error', 'export_state', 'history', 'overview', 'probe_mode', 'probe_summary', 'ranks_state', 'readonly', 'selected', 'snapshot', 'training', 'tree_state']
     >>> Explorer.class_own_traits()["probe_mode"].values
     ('fake', 'real')
     >>> Explorer.class_own_traits()["probe_mode"].validate(None, "turbo")
@@ -88,6 +88,7 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
     training = t.Dict().tag(sync=True)  # the Training tab: ex.watch's state (_view/training.py)
     compile = t.Dict().tag(sync=True)  # the Compile tab: the last check (_view/compile_view.py)
     ranks_state = t.Dict().tag(sync=True)  # the Ranks tab: the plan shown (_view/ranks_view.py)
+    export_state = t.Dict().tag(sync=True)  # the Export tab: the last check (_view/export_view.py)
 
     # Class settings (bench.flows --set NAME=VALUE sets them for an A/B). Shown after the widget as
     # a second output: a read-only tree for a notebook reopened without its kernel or saved widget
@@ -395,6 +396,8 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
             for name, make in (("overview", s.overview), ("history", s.history), ("compile", s.compile_state), ("ranks_state", s.ranks_state)):  # fmt: skip
                 if name in changed:
                     setattr(self, name, dict(make()))
+            if "export_state" in changed:
+                self.export_state = dict(s.export_state())
         if self._static is not None and changed & {"tree_state", "probe_summary"}:
             self._static.update(self._stand_in(), raw=True)  # a saved notebook shows the latest
 

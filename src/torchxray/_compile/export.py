@@ -12,6 +12,14 @@ start. To find the next failure, the failing module (and every block interchange
 again, until it exports, the same failure comes back, or the owner cannot be stubbed (the root,
 or a module whose output was not recorded or is not made of tensors): one export per distinct
 failure, plus one.
+
+`export_run(model, capture, whole=True, traces=True, dynamic_shapes=...)` is the same loop for
+``tx.export_check`` (`torchxray.export_check`), which also needs what export made: the
+`ExportRun` keeps the last program exported (the model itself when it exported at once; else the
+model with its failing modules stood in for, `ExportRun.stood` naming them), with each node's
+stack trace where `traces` asks for it (the ONNX and ExecuTorch targets place an op on its line
+from it). `whole` first exports the model with no stand-in at all (an ONNX model must be the
+model's own), and stands in for interchangeable blocks only once something failed.
 """
 
 from __future__ import annotations
@@ -20,7 +28,8 @@ import contextlib
 import io
 import os
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -34,19 +43,21 @@ from .plan import plan
 from .records import ExportFailure
 from .stubs import Stubs, rebuildable
 
-__all__ = ["export_failures"]
+__all__ = ["ExportRun", "export_failures", "export_run", "kept_attributes"]
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _MAX_ROUNDS = 16
 
 
-def _silenced() -> contextlib.ExitStack:
-    """Export's own output kept from the user's cell, and its nodes without stack traces."""
+def _silenced(traces: bool = False) -> contextlib.ExitStack:
+    """Export's own output kept from the user's cell, and its nodes without stack traces unless
+    `traces` asks for them."""
     stack = contextlib.ExitStack()
     stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
     stack.enter_context(contextlib.redirect_stderr(io.StringIO()))
-    stack.enter_context(_no_stack_traces())
+    if not traces:
+        stack.enter_context(_no_stack_traces())
     return stack
 
 
@@ -66,6 +77,29 @@ def _no_stack_traces() -> Iterator[None]:
         yield
     finally:
         config.do_not_emit_stack_traces = before
+
+
+@contextlib.contextmanager
+def kept_attributes(model: nn.Module) -> Iterator[None]:
+    """Every module's attributes as they were, the same objects, on leaving: non-strict export
+    sets equal copies of some (a convolution's ``kernel_size`` tuple, a timm model's
+    ``pretrained_cfg`` dict), and drops none; code that holds the old object, or compares by
+    identity, would see another. Attributes export added are removed. Entered inside the
+    stand-ins (`Stubs`, `_Unregistered`), which put back their own changes after."""
+    saved = [(m, dict(vars(m))) for m in {id(m): m for m in model.modules()}.values()]
+    try:
+        yield
+    finally:
+        for module, before in saved:
+            now = vars(module)
+            for key in [k for k in now if k not in before]:
+                del now[key]
+            for key, value in before.items():
+                if now.get(key, _GONE) is not value:
+                    now[key] = value
+
+
+_GONE = object()
 
 
 def _frames(exc: BaseException) -> list[Any]:
@@ -152,23 +186,29 @@ def _touches(exc: BaseException, ids: set[int]) -> bool:
     return any(id(frame.f_locals.get("self")) in ids for frame in _frames(exc))
 
 
-def _export(model: nn.Module, root: Any, stubbed: list[tuple[nn.Module, Captured]]) -> None:
+def _export(
+    model: nn.Module,
+    root: Any,
+    stubbed: list[tuple[nn.Module, Captured]],
+    traces: bool = False,
+    dynamic_shapes: Any = None,
+) -> Any:
     """``torch.export.export`` of the root call with `stubbed` standing in, parameters of the
-    stood-in modules hidden (`_Unregistered`) and, where that fails, visible. Export prints the
-    partial graph of a failure to stderr itself, and runs the forward as Python (its own
-    prints): the check's work, kept out of the user's cell."""
+    stood-in modules hidden (`_Unregistered`) and, where that fails, visible; the program.
+    Export prints the partial graph of a failure to stderr itself, and runs the forward as
+    Python (its own prints): the check's work, kept out of the user's cell."""
     args, kwargs = tuple(root.args), dict(root.kwargs)
+    shapes = {} if dynamic_shapes is None else {"dynamic_shapes": dynamic_shapes}
     stubs = Stubs(stubbed)
     hidden = _Unregistered([m for m, _ in stubbed], stubs)
     try:
-        with stubs, hidden, _silenced():
-            torch.export.export(model, args, kwargs, strict=False)
-        return
+        with stubs, hidden, _silenced(traces), kept_attributes(model):
+            return torch.export.export(model, args, kwargs, strict=False, **shapes)
     except Exception as exc:
         if not _touches(exc, hidden.hid):
             raise
-    with Stubs(stubbed), _silenced():
-        torch.export.export(model, args, kwargs, strict=False)
+    with Stubs(stubbed), _silenced(traces), kept_attributes(model):
+        return torch.export.export(model, args, kwargs, strict=False, **shapes)
 
 
 def _reason(exc: BaseException) -> str:
@@ -176,32 +216,79 @@ def _reason(exc: BaseException) -> str:
     return short(" ".join(lines[:3]) or type(exc).__name__, 400)
 
 
+@dataclass
+class ExportRun:
+    """What `export_run` found: the failures in the order found, the notes on what was not
+    checked, and the last program export made (None when nothing exported), with the paths of
+    the modules stood in for in it (`stood`: their ops there are the stand-in's, not theirs)
+    and of those whose own failure made them stand in (`failed`)."""
+
+    failures: list[ExportFailure] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    program: Any = None
+    stood: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    exports: int = 0
+
+
 def export_failures(model: nn.Module, cap: Capture) -> tuple[list[ExportFailure], list[str]]:
     """See the module docstring; call inside `guard.Quiet`."""
+    run = export_run(model, cap, whole=False, traces=False)
+    return run.failures, run.notes
+
+
+def export_run(
+    model: nn.Module,
+    cap: Capture,
+    *,
+    whole: bool = False,
+    traces: bool = False,
+    dynamic_shapes: Any = None,
+    inputs: tuple[tuple[Any, ...], dict[str, Any]] | None = None,
+    explain: Callable[[BaseException], list[ExportFailure]] | None = None,
+) -> ExportRun:
+    """See the module docstring; call inside `guard.Quiet`. `inputs`: the (args, kwargs) to
+    export with instead of the probe's recording of the root call (a real check's own tensors);
+    `explain`: for a failure that is not one module's (a dynamic-shape constraint, raised once
+    tracing is over), the failures it stands for, which end the loop (standing in for a module
+    would not change it); [] leaves it to the usual placing."""
+    out = ExportRun()
     root = cap.calls.get(id(model))
     if root is None:
-        return [], ["torch.export was not tried: the forward did not run on the example inputs"]
+        out.notes.append(
+            "torch.export was not tried: the forward did not run on the example inputs"
+        )
+        return out
+    call: Any = root if inputs is None else Captured(root.order, *inputs)
     named = list(model.named_modules())
     ids = {id(m): m for _, m in named}
     path_of = {id(m): p for p, m in named}
     planned = plan(model, cap.calls)
     groups = {p: g for g in planned for p, _ in g.members}
-    failures: list[ExportFailure] = []
-    notes: list[str] = []
+    failures, notes = out.failures, out.notes
     # Interchangeable blocks after the first stand in for themselves from the start: the first
     # one's failures are theirs too (24 identical blocks export as one block and 23 stubs).
-    stubbed = [
+    # Static shapes only: a stand-in answers with the example's shapes, which would specialise
+    # a dimension the caller asked to keep dynamic.
+    copies = [
         (m, cap.calls[id(m)])
         for g in planned
         for _, m in g.members[1:]
         if cap.calls[id(m)].stubbable and rebuildable(cap.calls[id(m)].output)
     ]
+    stubbed = [] if whole or dynamic_shapes is not None else list(copies)
     seen: set[tuple[str, str, int]] = set()
     for _ in range(_MAX_ROUNDS):
         try:
-            _export(model, root, stubbed)
-            return failures, notes
+            out.exports += 1
+            out.program = _export(model, call, stubbed, traces, dynamic_shapes)
+            out.stood = [path_of[id(m)] for m, _ in stubbed]
+            return out
         except Exception as exc:  # noqa: BLE001 - every failure is reported, none raised
+            whole_model = explain(exc) if explain is not None else []
+            if whole_model:
+                failures.extend(whole_model)
+                return out
             found, file, line = _locate(exc, ids)
             owner = model if found is None else found
             path = path_of[id(owner)]
@@ -209,7 +296,7 @@ def export_failures(model: nn.Module, cap: Capture) -> tuple[list[ExportFailure]
                 file, line = defined_at(owner)
             kind = type(exc).__name__
             if (path, file, line) in seen:
-                return failures, notes
+                return out
             seen.add((path, file, line))
             group = groups.get(path)
             members = group.members if group is not None else [(path, owner)]
@@ -235,7 +322,10 @@ def export_failures(model: nn.Module, cap: Capture) -> tuple[list[ExportFailure]
                         f"torch.export: what follows {path}'s failure was not checked (its "
                         "output could not be stood in for)"
                     )
-                return failures, notes
+                return out
+            out.failed.extend(member for member, _ in members)
+            if not stubbed and whole and dynamic_shapes is None:
+                stubbed = [c for c in copies if id(c[0]) not in {id(m) for m, _ in calls}]
             stubbed.extend(calls)
     notes.append(f"torch.export: stopped after {_MAX_ROUNDS} failures")
-    return failures, notes
+    return out

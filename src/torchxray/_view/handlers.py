@@ -12,6 +12,7 @@ from __future__ import annotations
 from . import tools_classes as classes
 from . import tools_compare as compare
 from . import tools_compile as compile_
+from . import tools_export as export
 from . import tools_flow as flow
 from . import tools_memory as memory
 from . import tools_patch as patch
@@ -70,4 +71,6 @@ HANDLERS: dict[str, Handler] = {
     "train_series": watch.on_train_series,
     "train_control": watch.on_train_control,
     "train_figures": watch.on_train_figures,
+    # the Export tab
+    "export": export.on_export,
 }

@@ -8,7 +8,7 @@ states a request changes, and the shape every handler has:
 request and reply types against ``protocol.REQUEST_TYPES`` and ``protocol.REPLIES``.
 
     >>> sorted(ALL - PROBE)
-    ['history', 'ranks_state', 'selected']
+    ['export_state', 'history', 'ranks_state', 'selected']
     >>> DEFERRED <= ALL and NONE == frozenset()
     True
 """
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from ..tree import ModelTree
     from ..watch import Watch
     from .compile_types import CompileState
+    from .export_types import ExportState
     from .origin import Opened
     from .ranks_link import RanksLink
     from .replies import ProbeSummary, Reply
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ALL",
     "COMPILE",
+    "EXPORT",
     "DEFERRED",
     "NONE",
     "PROBE",
@@ -60,9 +62,11 @@ PROBE: States = frozenset({"tree_state", "overview", "probe_summary", "compile"}
 COMPILE: States = frozenset({"compile", "tree_state"})
 # A plan attached to the Ranks tab (the rows' badges are drawn from it in the view).
 RANKS: States = frozenset({"ranks_state"})
+# An export check changes the Export tab's state (its rows' marks are drawn from it in the view).
+EXPORT: States = frozenset({"export_state"})
 # A patch changes everything (the selection too, when the selected module is gone; the compile
 # check runs again once it was asked for; a ranks plan becomes stale).
-ALL: States = PROBE | SELECT | COMPILE | RANKS | {"history"}
+ALL: States = PROBE | SELECT | COMPILE | RANKS | EXPORT | {"history"}
 # The states that need the model's walk: in a kernel they follow the view (`_view/schedule.py`).
 DEFERRED: States = frozenset({"tree_state", "overview"})
 
@@ -141,6 +145,8 @@ class Host(Protocol):
     def compile_report(self) -> CompileReport | None: ...
     def run_compile(self, options: dict[str, Any] | None = None) -> CompileReport: ...
     def compile_state(self) -> CompileState: ...
+    def run_export(self, options: dict[str, Any] | None = None) -> Any: ...
+    def export_state(self) -> ExportState: ...
 
 
 Result = tuple["Reply", States]

@@ -18,7 +18,7 @@ from ..probe import ProbeReport
 from ..ranks import RanksPlan
 from ..summary import summarize
 from . import assets
-from .host import ALL, COMPILE, PROBE, RANKS, SELECT, States
+from .host import ALL, COMPILE, EXPORT, PROBE, RANKS, SELECT, States
 from .ranks_link import Recipe
 from .session import Session
 from .tools_summary import NO_PROBE
@@ -190,6 +190,27 @@ class PythonApi:
         finally:
             self.busy = ""
             self._sync(COMPILE)
+
+    @property
+    def export_report(self) -> Any:
+        """The last export check (``ex.export_check()`` or the Export tab's Check), an
+        ``ExportReport``; None before the first."""
+        return self._live().export_report
+
+    def export_check(self, options: dict[str, Any] | None = None) -> Any:
+        """``tx.export_check`` on the explored model and its example inputs (in the probe's mode:
+        ``tx.explore(model, x, mode="real")`` measures drift; ``options`` as ``tx.export_check``'s,
+        merged over the last check's), shown in the Export tab and on the tree's rows. It does not run again by itself: after a patch the tab says it is stale,
+        and the next check lists what changed. ValueError when the explorer has no inputs."""
+        self._join()
+        s = self._live()
+        self.busy = "export"
+        try:
+            with self._lock:
+                return s.run_export(options)
+        finally:
+            self.busy = ""
+            self._sync(EXPORT)
 
     @property
     def ranks_plan(self) -> RanksPlan | None:

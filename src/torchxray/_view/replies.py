@@ -8,6 +8,7 @@ from typing_extensions import NotRequired, TypedDict
 
 from . import compare_types as ct
 from . import compile_types as cpt
+from . import export_types as xt
 from . import flow_types as ft
 from . import ranks_types as rkt
 from . import summary_types as st
@@ -396,5 +397,5 @@ Reply: TypeAlias = (
     PatchedReply | ProbeReply | ProbeTableReply | MroReply | CatalogReply | AssetReply | ErrorReply |
     MemoryReply | FiguresReply | CancelReply |
     ct.PickReply | ct.PlanReply | ct.PeftReply | ct.DiffReply | ct.StatsReply | ct.HealthReply |
-    ft.FlowReply | ft.GraphReply | st.SummaryReply | wt.TrainSeriesReply | wt.TrainControlReply | wt.TrainFiguresReply | cpt.CompileReply | rkt.RanksReply | rkt.RanksPlanReply
+    ft.FlowReply | ft.GraphReply | st.SummaryReply | wt.TrainSeriesReply | wt.TrainControlReply | wt.TrainFiguresReply | cpt.CompileReply | rkt.RanksReply | rkt.RanksPlanReply | xt.ExportReply
 )  # fmt: skip
