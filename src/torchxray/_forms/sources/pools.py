@@ -119,7 +119,7 @@ def _shape_pool(
         pool = (
             children.sizes(module)
             or children.ints(module)
-            or [d for t in module.buffers() for d in t.shape]
+            or [d for t in module.buffers() for d in children.dims(t)]
         )
     elif numeric and any(w in low for w in _DEPTH_WORDS):
         pool = [*layout.lengths(module), 0, 1, 2, 3, 4, *children.ints(module)]
