@@ -59,7 +59,10 @@ from .layout import Layout
 from .layout import read as read_layout
 from .literals import compared_strings
 from .nested import Group, nest
+from .passed import memoized
 from .pools import candidates
+from .usage import fits as uses_fit
+from .usage import usage
 
 __all__ = ["SOURCES", "Draft", "Leads", "Source", "draft", "leads", "searched"]
 
@@ -173,9 +176,12 @@ def draft(ctor: Constructor) -> Draft:
         ask = Ask(module, p, rec, derived, torch_class)
         value, origin = next(got for s in SOURCES if (got := s.read(ask)) is not None)
         f, info = make_field(cls, p, value, origin)
-        if origin == "attribute" and check_type(f, info, value) is not None:
+        if origin == "attribute" and (
+            check_type(f, info, value) is not None or not uses_fit(usage(cls, p.name), value)
+        ):
             # A same-name attribute that does not fit the parameter (a submodule where a class
-            # is expected, ...) is not the constructor value; show the default as a guess.
+            # is expected, the layer made from a key looked up in a table: ``usage.py``) is not
+            # the constructor value; show the default as a guess.
             f, info = make_field(cls, p, *defaults.draft(p))
         fields.append(f)
         infos[p.name] = info
@@ -220,8 +226,9 @@ def leads(d: Draft, ceiling: float, child: Child) -> Leads:
     kept = None
     if spread is not None:
         kept = named.get(spread.name) or handed(cls, module, spread.name, child)
+    once = memoized(child)  # a layer's form read once for every argument handed to it
     pools = {
-        f.name: candidates(module, f, functools.partial(may_try, infos, f), child)
+        f.name: candidates(module, f, functools.partial(may_try, infos, f), once)
         for f in nested.fields
         if _movable(f)
     }

@@ -35,17 +35,20 @@ from torch import nn
 
 from ..._unwrap import original_class
 from ..configs import is_config
-from ..field import Child, Field
+from ..field import Child, Field, guessed
 from ..values import same_value
 from . import children, layout
 from .attributes import same_named
 from .blocklists import described
 from .gathered import gathered
 from .literals import compared_strings
+from .passed import handed, holders, kept, keys
 from .position import config_items, index_like, ordinals
 from .scan import LIVE
 from .shipped import shipped
 from .stagelists import stage_lists
+from .usage import Usage, usage
+from .usage import fits as uses_fit
 
 __all__ = ["MAX_CANDIDATES", "candidates"]
 
@@ -246,6 +249,22 @@ def candidates(
     a layer's own form (the pipeline's ``form``), for a block's description."""
     name = f.name.rpartition(".")[2]  # a config's field is named as its class names it
     low = name.lower()
+    # How the constructor uses the argument (``usage.py``): what it leads to first
+    # (``passed.py``), and only the values it could take.
+    use = usage(original_class(type(module)), name) if "." not in f.name else Usage()
+    read: list[Any] = []
+    if use.known:
+        read = [*kept(module, use), *keys(module, name, use), *holders(module, use)]
+        if guessed(f):
+            read += handed(module, use, child)
+        listed = isinstance(f.default, (tuple, list)) or isinstance(f.value, (tuple, list))
+        if use.sequence and not use.number and not listed:
+            # A sequence it iterates or measures, which neither its default nor its value
+            # says (the pools below then offer numbers): the widths or lengths its layers
+            # come in.
+            items = layout.per_item(module)
+            read += [*items, *(w[::-1] for w in items), *layout.stages(module)]
+            read += [*layout.child_widths(module), *layout.tuples(module)]
     first, own_names = same_named(module, f, name)
     pool, first = _shape_pool(module, f, name, first)
     pool = _kind_pool(module, f, name, pool)
@@ -256,14 +275,17 @@ def candidates(
             first = [*gathered(module, name), *first]
     # None for a required field only where the annotation allows it: ``fits`` lets the guide
     # propose it (``_forms/candidates/rules/unset_width.py``), an attribute that holds None is no candidate.
+    first = [*read, *first]
     unset = bool(pool) and (f.optional or not f.required)
-    values = [v for v in [*first, *pool] if (v is not None or unset) and fits(v)]
+    values = [
+        v for v in [*first, *pool] if (v is not None or unset) and fits(v) and uses_fit(use, v)
+    ]
     if f.kind == "int":
         # ``fits`` lets an int field try a tuple the guide reads off its layers; kernel sizes
         # and strides kept as tuples are not worth a build each.
         values = [v for v in values if not isinstance(v, tuple)]
-    if not f.required or f.value is not None:
+    if (not f.required or f.value is not None) and uses_fit(use, f.value):
         # A child's attribute of the same name (patch_embed.img_size) beats the default.
-        at = 1 if values and name in own_names and values[0] is not None else 0
+        at = 1 if values and name in own_names and values[0] is not None and not read else 0
         values.insert(at, f.value)
     return _uniq(values)

@@ -1,0 +1,146 @@
+"""Source: the values an argument's uses lead to (``usage.py`` reads the uses).
+
+- ``handed``: the layer a constructor handed the argument to holds it as its own argument:
+  ``self.G = Generator(nz, ngf, 3, img_size)`` keeps ``ngf`` as the ``ngf`` of ``G``'s form, and
+  ``nn.TransformerEncoder(layer, n_layer)`` keeps ``n_layer`` as its ``num_layers``. The layer
+  is the one the call's result was kept under, or else the module's layers of the callee's
+  class; its value is read from its own form (a torch layer's is read off its attributes; a
+  layer of the user's is searched, within the parent's budget). A size torch keeps expanded
+  (``kernel_size=(3,)``) is offered as the int first, as it was most likely written.
+- ``kept``: an argument kept under another name (``self.chars = tokens``).
+- ``holders``: an object whose fields the constructor reads (``args.n_embd``): the objects with
+  all those fields that the module, its layers or the modules holding it keep (an argparse
+  namespace the model's root keeps as ``self.args``; a config a transformers layer keeps), then
+  its layers that have them (a block it clones, read as ``layer.size``).
+- ``keys``: the keys of the table the argument is looked up in (``{"batch": nn.BatchNorm1d,
+  "layer": nn.LayerNorm}[norm]``), the key of the class the module holds under the argument's
+  name first.
+
+Each is a candidate, proven or dropped by the search's builds.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+from torch import nn
+
+from ..._unwrap import original_class
+from ..field import Child
+from .layout import descendants
+from .scan import LIVE, hashable
+from .usage import Handed, Usage
+
+__all__ = ["handed", "holders", "keys", "kept", "memoized"]
+
+MAX_LAYERS = 3  # layers of the callee's class read, where the call's result was not kept
+MAX_UP = 6  # modules holding the module, looked up for an object read by its fields
+MAX_HOLDERS = 4
+_PLAIN = (bool, int, float, complex, str, bytes, type(None), torch.Tensor, nn.Module, type)
+
+
+def memoized(child: Child) -> Child:
+    """``child`` (a layer's own form) opened once per layer: several arguments are often handed
+    to one layer (a GAN's generator takes ``nz``, ``ngf`` and ``img_size``)."""
+    made: dict[int, tuple[nn.Module, Any]] = {}
+
+    def form(layer: nn.Module) -> Any:
+        got = made.get(id(layer))
+        if got is None or got[0] is not layer:
+            try:
+                value = child(layer)
+            except Exception:  # noqa: BLE001 - a layer without a readable form tells nothing
+                value = None
+            got = made[id(layer)] = (layer, value)
+        return got[1]
+
+    return form
+
+
+def _layers(module: nn.Module, h: Handed) -> list[nn.Module]:
+    at = module._modules.get(h.kept) if h.kept else None
+    if at is not None and original_class(type(at)) is h.callee:
+        return [at]
+    found = [m for m in descendants(module) if original_class(type(m)) is h.callee]
+    return found[:MAX_LAYERS]
+
+
+def _written(value: Any) -> list[Any]:
+    """A size torch keeps expanded (``(3,)``, ``(2, 2)``): the int first, then the tuple."""
+    if type(value) is tuple and value and all(type(x) is int and x == value[0] for x in value):
+        return [value[0], value]
+    return [value]
+
+
+def handed(module: nn.Module, u: Usage, child: Child | None) -> list[Any]:
+    """The values of the layers the argument was handed to (see the module doc)."""
+    out: list[Any] = []
+    for h in u.handed:
+        for layer in _layers(module, h):
+            form = child(layer) if child is not None else None
+            fields = getattr(form, "fields", None) or ()
+            got = next((f for f in fields if f.name == h.param), None)
+            if got is not None and got.origin != "default":
+                out += _written(got.value)
+            elif form is None and h.param in layer.__dict__:
+                out += _written(layer.__dict__[h.param])
+    return out
+
+
+def kept(module: nn.Module, u: Usage) -> list[Any]:
+    """The attributes the argument was kept under, by another name."""
+    return [module.__dict__[k] for k in u.kept if k in module.__dict__]
+
+
+def _around(module: nn.Module) -> Iterator[nn.Module]:
+    """The module, its layers, then the modules holding it, nearest first."""
+    yield module
+    yield from descendants(module)
+    if not hashable(module):
+        return
+    LIVE.placed(module)
+    at = module
+    for _ in range(MAX_UP):
+        place = LIVE.place(at)
+        if place is None:
+            return
+        at = place[0]
+        yield at
+
+
+def _has(obj: Any, names: tuple[str, ...]) -> bool:
+    try:
+        return all(hasattr(obj, n) for n in names)
+    except Exception:  # noqa: BLE001 - a property that raises
+        return False
+
+
+def holders(module: nn.Module, u: Usage) -> list[Any]:
+    """Objects with every field the constructor reads off the argument (see the module doc)."""
+    if not u.fields:
+        return []
+    out: list[Any] = []
+    for m in _around(module):
+        for v in m.__dict__.values():
+            if isinstance(v, (*_PLAIN, dict, list, tuple, set, types.FunctionType)):
+                continue
+            if _has(v, u.fields) and not any(v is o for o in out):
+                out.append(v)
+        if len(out) >= MAX_HOLDERS:
+            break
+    # A layer is read by its fields too (``LayerNorm(layer.size)`` of the block it clones).
+    layers = [m for m in descendants(module) if _has(m, u.fields)]
+    return [*out[:MAX_HOLDERS], *layers[:MAX_HOLDERS]]
+
+
+def keys(module: nn.Module, name: str, u: Usage) -> list[Any]:
+    """The table's keys, the one whose class the module holds under ``name`` first."""
+    if not u.table:
+        return []
+    held = module.__dict__.get("_modules", {}).get(name, module.__dict__.get(name))
+    cls = original_class(type(held)) if isinstance(held, nn.Module) else None
+    first = [k for k, v in zip(u.table, u.table_values) if cls is not None and v is cls]
+    return [*first, *(k for k in u.table if k not in first)]

@@ -1,0 +1,382 @@
+"""Source: how ``__init__`` uses each argument, read from its AST before a value's kind is chosen.
+
+A hand-written constructor says what it was given by what it does with it, where no annotation
+does: ``a, b = size`` takes a pair, ``for c in tokens`` and ``len(labels)`` a sequence,
+``range(n_layer)`` and ``math.log2(img_size)`` a number, ``args.n_embd`` an object with that
+field, ``cfg["encoder"]`` a dict, ``{"batch": ..., "layer": ...}[norm]`` one of those keys,
+``self.chars = tokens`` keeps it under another name, and ``nn.Conv1d(n_inputs, ...)`` hands it to
+a layer whose own form holds it (``passed.py`` reads those layers). ``usage(cls, name)`` reads
+that once per class and parameter into a ``Usage``; ``fits(usage, value)`` says whether a value
+could be the argument (an int for an argument it iterates could not): the search's candidates
+are the sources' readings that fit (``pools.py``).
+
+Read conservatively: a use that both a number and a sequence allow (``x * 2``, ``x + y``,
+``x == y``) says nothing, a name rebound in the constructor is read as the argument all along
+(its first use is the argument's), and a function it is handed to is followed one call deep
+(``pair(image_size)``, ``Normalize(in_channels)``).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import functools
+import inspect
+import sys
+import types
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+from ..kinds import KIND_HANDLERS, KindInfo
+from ..signature import signature
+from .literals import source_tree
+
+__all__ = ["Handed", "Usage", "fits", "usage"]
+
+DEPTH = 2  # calls followed: the constructor, and a function it hands the argument to
+
+# Builtins and math functions that take a number, or iterate a sequence.
+_NUMBER_CALLS = frozenset({"range", "int", "float", "round", "abs", "divmod", "math"})
+_SEQUENCE_CALLS = frozenset(
+    {"len", "enumerate", "zip", "sorted", "reversed", "list", "tuple", "set", "sum", "iter"}
+)
+_SEQUENCE_METHODS = frozenset({"reverse", "append", "extend", "insert", "index", "count", "sort"})
+_NUMBER_OPS = (ast.FloorDiv, ast.Div, ast.Sub, ast.Mod, ast.Pow)
+_ORDER = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+
+
+@dataclass(frozen=True)
+class Handed:
+    """The argument handed to ``callee`` as its parameter ``param``; ``kept`` is the attribute
+    the call's result is kept under (``self.conv1 = nn.Conv1d(...)``), "" where none is."""
+
+    callee: Any
+    param: str
+    kept: str = ""
+
+
+@dataclass(frozen=True)
+class Usage:
+    """How a constructor uses one argument (see the module doc). Empty: nothing is known."""
+
+    kept: tuple[str, ...] = ()  # attributes assigned the argument itself
+    number: bool = False  # range(x), math.f(x), int(x), x // k, x - k, x ** k, x < k
+    sequence: bool = False  # iterated, len(x), enumerate/zip(x), x[a:b], *x, x.reverse()
+    unpacked: int = 0  # names it is unpacked to (a, b = x; a, b = pair(x))
+    fields: tuple[str, ...] = ()  # attributes read off it (args.n_embd)
+    keys: tuple[str, ...] = ()  # string keys read off it (cfg["encoder"])
+    table: tuple[Any, ...] = ()  # keys of the dict literal it is looked up in
+    table_values: tuple[Any, ...] = ()  # the values at those keys (classes, where resolvable)
+    called: bool = False  # x(...)
+    handed: tuple[Handed, ...] = field(default=())
+
+    @property
+    def known(self) -> bool:
+        return self != _NOTHING
+
+
+_NOTHING = Usage()
+
+
+def _is(node: ast.AST | None, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
+
+
+def _resolve(node: ast.AST, scope: dict[str, Any]) -> Any:
+    """The object a callee's expression names (``nn.Conv1d``, ``Generator``), or None."""
+    if isinstance(node, ast.Name):
+        return scope.get(node.id, getattr(builtins, node.id, None))
+    if isinstance(node, ast.Attribute):
+        owner = _resolve(node.value, scope)
+        if isinstance(owner, (types.ModuleType, type)):
+            return getattr(owner, node.attr, None)
+    return None
+
+
+def _func_name(call: ast.Call) -> str:
+    f = call.func
+    if isinstance(f, ast.Name):
+        return f.id
+    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "math":
+        return "math"
+    return ""
+
+
+def _parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:
+    return {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+
+
+def _kept_under(call: ast.Call, up: dict[ast.AST, ast.AST]) -> str:
+    """The attribute ``self.X`` a call's result is assigned to, directly or through a wrapper
+    that takes it first (``self.conv1 = weight_norm(nn.Conv1d(...))``), or the name given to
+    ``self.add_module("name", ...)``."""
+    node: ast.AST = call
+    parent = up.get(node)
+    while isinstance(parent, ast.Call) and parent.args and parent.args[0] is node:
+        if (
+            isinstance(parent.func, ast.Attribute)
+            and parent.func.attr == "add_module"
+            and isinstance(parent.args[0], ast.Constant)
+        ):
+            break
+        node, parent = parent, up.get(parent)
+    if isinstance(parent, ast.Assign) and parent.value is node and len(parent.targets) == 1:
+        t = parent.targets[0]
+        if isinstance(t, ast.Attribute) and _is(t.value, "self"):
+            return t.attr
+    if (
+        isinstance(parent, ast.Call)
+        and isinstance(parent.func, ast.Attribute)
+        and parent.func.attr == "add_module"
+        and len(parent.args) == 2
+        and parent.args[1] is node
+        and isinstance(parent.args[0], ast.Constant)
+        and isinstance(parent.args[0].value, str)
+    ):
+        return parent.args[0].value
+    return ""
+
+
+def _bound(call: ast.Call, name: str, callee: Any) -> str | None:
+    """The parameter of ``callee`` that ``call`` hands the bare ``name`` to."""
+    try:
+        sig = signature(callee) if isinstance(callee, type) else inspect.signature(callee)
+    except (TypeError, ValueError):
+        return None
+    params = list(sig.parameters.values())
+    for i, a in enumerate(call.args):
+        if isinstance(a, ast.Starred):
+            return None  # positions after a *spread are unknown
+        if _is(a, name) and i < len(params) and params[i].kind <= params[i].POSITIONAL_OR_KEYWORD:
+            return params[i].name
+    for k in call.keywords:
+        if k.arg is not None and _is(k.value, name) and k.arg in sig.parameters:
+            return k.arg
+    return None
+
+
+def _table(node: ast.AST, scope: dict[str, Any]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """The constant keys of a dict literal, and the objects its values name (None where a value
+    is an expression)."""
+    if not isinstance(node, ast.Dict):
+        return (), ()
+    keys, values = [], []
+    for k, v in zip(node.keys, node.values):
+        if not isinstance(k, ast.Constant):
+            return (), ()
+        keys.append(k.value)
+        values.append(_resolve(v, scope) if v is not None else None)
+    return tuple(keys), tuple(values)
+
+
+class _Reader:
+    """One pass over a function's AST for the uses of one parameter."""
+
+    def __init__(self, fn: Callable[..., Any], name: str, depth: int) -> None:
+        self.fn, self.name, self.depth = fn, name, depth
+        self.scope: dict[str, Any] = dict(getattr(fn, "__globals__", {}))
+        tree = source_tree(fn)
+        for node in ast.walk(tree) if tree is not None else ():
+            # What the function imports itself (``from transformers import CLIPVisionModel``),
+            # from modules already loaded: reading the code imports nothing.
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                loaded = sys.modules.get(node.module)
+                for alias in node.names if loaded is not None else ():
+                    if hasattr(loaded, alias.name):
+                        self.scope[alias.asname or alias.name] = getattr(loaded, alias.name)
+        closure = getattr(fn, "__closure__", None) or ()
+        for var, cell in zip(fn.__code__.co_freevars, closure):
+            try:
+                self.scope[var] = cell.cell_contents
+            except ValueError:
+                pass
+        self.kept: list[str] = []
+        self.fields: dict[str, None] = {}
+        self.keys: dict[str, None] = {}
+        self.number = self.sequence = self.called = False
+        self.unpacked = 0
+        self.table: tuple[tuple[Any, ...], tuple[Any, ...]] = ((), ())
+        self.handed: list[Handed] = []
+
+    def read(self, tree: ast.AST) -> Usage:
+        up = _parents(tree)
+        for node in ast.walk(tree):
+            if _is(node, self.name) and isinstance(node.ctx, ast.Load):  # type: ignore[attr-defined]
+                self._use(node, up.get(node), up)
+        return Usage(
+            tuple(dict.fromkeys(self.kept)),
+            self.number,
+            self.sequence,
+            self.unpacked,
+            tuple(self.fields),
+            tuple(self.keys),
+            *self.table,
+            self.called,
+            tuple(dict.fromkeys(self.handed)),
+        )
+
+    def _use(self, node: ast.AST, parent: ast.AST | None, up: dict[ast.AST, ast.AST]) -> None:
+        if isinstance(parent, ast.Assign) and parent.value is node:
+            for t in parent.targets:
+                if isinstance(t, ast.Attribute) and _is(t.value, "self"):
+                    self.kept.append(t.attr)
+                elif isinstance(t, (ast.Tuple, ast.List)):
+                    self.unpacked = len(t.elts)
+        elif isinstance(parent, (ast.For, ast.comprehension)) and parent.iter is node:
+            self.sequence = True
+        elif isinstance(parent, ast.Starred):
+            self.sequence = True
+        elif isinstance(parent, ast.Attribute) and parent.value is node:
+            call = up.get(parent)
+            if isinstance(call, ast.Call) and call.func is parent:
+                if parent.attr in _SEQUENCE_METHODS:
+                    self.sequence = True
+                elif parent.attr == "get" and call.args and isinstance(call.args[0], ast.Constant):
+                    self.keys.setdefault(str(call.args[0].value), None)
+            else:
+                self.fields.setdefault(parent.attr, None)
+        elif isinstance(parent, ast.Subscript) and parent.value is node:
+            key = parent.slice
+            if isinstance(key, ast.Slice):
+                self.sequence = True
+            elif isinstance(key, ast.Constant) and isinstance(key.value, str):
+                self.keys.setdefault(key.value, None)
+        elif isinstance(parent, ast.Subscript) and parent.slice is node:
+            self.table = _table(parent.value, self.scope)
+        elif isinstance(parent, ast.BinOp) and isinstance(parent.op, _NUMBER_OPS):
+            self.number = True
+        elif isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.USub):
+            self.number = True
+        elif isinstance(parent, ast.Compare) and any(isinstance(o, _ORDER) for o in parent.ops):
+            self.number = True
+        elif (
+            isinstance(parent, ast.Compare)
+            and node in parent.comparators
+            and isinstance(parent.ops[parent.comparators.index(node)], (ast.In, ast.NotIn))
+        ):
+            self.sequence = True  # res in attn_resolutions
+        elif isinstance(parent, ast.Call):
+            self._call(parent, node, up)
+
+    def _call(self, call: ast.Call, node: ast.AST, up: dict[ast.AST, ast.AST]) -> None:
+        if call.func is node:
+            self.called = True
+            return
+        word = _func_name(call)
+        if word in _NUMBER_CALLS:
+            self.number = True
+            return
+        if word in _SEQUENCE_CALLS:
+            self.sequence = True
+            return
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "get" and call.args:
+            if call.args[0] is node:  # {...}.get(x)
+                self.table = _table(call.func.value, self.scope)
+            return
+        callee = _resolve(call.func, self.scope)
+        if callee is None or callee in (isinstance, getattr, hasattr, print, id, type, super):
+            return
+        param = _bound(call, self.name, callee)
+        if param is None:
+            return
+        up_call = up.get(call)
+        if isinstance(up_call, ast.Assign) and isinstance(
+            up_call.targets[0], (ast.Tuple, ast.List)
+        ):
+            # a, b = pair(x): the function's result is unpacked; so may its argument be.
+            self.unpacked = self.unpacked or len(up_call.targets[0].elts)
+        if isinstance(callee, type) and issubclass(callee, nn.Module):
+            self.handed.append(Handed(callee, param, _kept_under(call, up)))
+            annotated = _annotated(callee, param)
+            self.number = self.number or annotated in (int, float)
+        elif isinstance(callee, types.FunctionType) and self.depth < DEPTH:
+            inner = _read(callee, param, self.depth + 1)
+            self.number = self.number or inner.number
+            self.sequence = self.sequence or inner.sequence
+            self.handed += [Handed(h.callee, h.param) for h in inner.handed]
+
+
+def _annotated(cls: type, param: str) -> Any:
+    try:
+        return signature(cls).parameters[param].annotation
+    except (TypeError, ValueError, KeyError):
+        return None
+
+
+def _read(fn: Callable[..., Any], name: str, depth: int) -> Usage:
+    tree = source_tree(fn)
+    if tree is None:
+        return _NOTHING
+    return _Reader(fn, name, depth).read(tree)
+
+
+@functools.lru_cache(maxsize=1024)
+def usage(cls: type, name: str) -> Usage:
+    """How ``cls.__init__`` uses its parameter ``name`` (see the module doc); an empty
+    ``Usage`` where its source cannot be read (a builtin, a class made in a notebook cell that
+    is gone) or the class is torch's own (its attributes say what it was given)."""
+    init = cls.__dict__.get("__init__")
+    if not isinstance(init, types.FunctionType) or cls.__module__.startswith("torch."):
+        return _NOTHING
+    try:
+        return _read(init, name, 1)
+    except (RecursionError, ValueError, TypeError):
+        return _NOTHING
+
+
+def _sequence(v: Any) -> bool:
+    return isinstance(v, (tuple, list, str, torch.Size, range))
+
+
+def fits(u: Usage, value: Any) -> bool:
+    """Whether ``value`` could be the argument a constructor uses as ``u`` says; None always
+    could (a constructor often tests it first)."""
+    if value is None or not u.known:
+        return True
+    if u.number and not u.sequence and not u.unpacked:
+        if _sequence(value) or isinstance(value, (type, dict)):
+            return False
+    if u.sequence and not u.number:
+        if isinstance(value, (bool, int, float, type)):
+            return False
+    if u.unpacked and _sequence(value) and not isinstance(value, str):
+        if len(value) != u.unpacked:
+            return False
+    if u.fields and not all(_has(value, a) for a in u.fields):
+        return False
+    if u.keys and not (hasattr(value, "keys") and hasattr(value, "__getitem__")):
+        return False
+    if u.table and not isinstance(value, (str, int, bool)) and value not in u.table:
+        return False
+    return not (u.called and not callable(value))
+
+
+def _has(value: Any, name: str) -> bool:
+    try:
+        return hasattr(value, name)
+    except Exception:  # noqa: BLE001 - a property that raises
+        return False
+
+
+def _used_as_number(cls: type, name: str, ann: Any, default: Any, value: Any) -> Any:
+    """A kind handler (``kinds.KIND_HANDLERS``, before the one that reads a class by its
+    name): an unannotated argument the constructor uses as a number (``range(n_layer)``) is a
+    number, whatever its name says (``n_layer`` is no layer class)."""
+    if ann is not inspect.Parameter.empty or not isinstance(cls, type):
+        return NotImplemented
+    u = usage(cls, name)
+    if not u.number or u.called or u.sequence or isinstance(value, type):
+        return NotImplemented
+    probe = value if default is None or default is inspect.Parameter.empty else default
+    kind = "int" if type(probe) is int else "float" if type(probe) is float else "literal"
+    return KindInfo(kind, optional=default is None)
+
+
+# Registered once, where the kinds' registry lets a caller put a handler in front of another.
+if _used_as_number not in KIND_HANDLERS:
+    _at = next(i for i, h in enumerate(KIND_HANDLERS) if h.__name__ == "_callables")
+    KIND_HANDLERS.insert(_at, _used_as_number)
