@@ -16,8 +16,10 @@ from typing import Any
 
 from torch import nn
 
+from ..._unwrap import original_class
 from ..field import Field
 from ..rebuild.compare import Difference
+from ..sources.usage import usage
 from .members import Nested, nested
 from .rules import RULES, Problem
 
@@ -69,11 +71,14 @@ def problems(
     by_path = dict(live.named_modules())
     seen = {**(known or {}), **values}
     modes = {f.name: modes.get(f.name, ()) for f in fields if f.kind == "str"}
+    cls = original_class(type(live))
+    uses = {f.name: usage(cls, f.name) for f in fields if "." not in f.name}
     for i, d in enumerate(diffs):
         bits = d.path.split(".") if d.path else []
         ups = [by_path.get(".".join(bits[:n])) for n in range(len(bits), 0, -1)]
         layers = [m for m in ups if m is not None][:3]
-        yield Problem(d, i, fields, values, by_path.get(d.path), layers, modes, seen, child)
+        target = by_path.get(d.path)
+        yield Problem(d, i, fields, values, target, layers, modes, seen, child, uses)
 
 
 def _on_members(
@@ -81,7 +86,7 @@ def _on_members(
 ) -> Iterator[dict[str, Any]]:
     """The run's proposals for each dataclass argument's members, as changes of the argument."""
     for n in inner:
-        p = dataclasses.replace(top, fields=n.fields, values=n.values, modes={})
+        p = dataclasses.replace(top, fields=n.fields, values=n.values, modes={}, uses={})
         for propose in run:
             for change in propose(p):
                 made = n.change(change)

@@ -66,6 +66,7 @@ class Usage:
     kept: tuple[str, ...] = ()  # attributes assigned the argument itself
     number: bool = False  # range(x), math.f(x), int(x), x // k, x - k, x ** k, x < k
     sequence: bool = False  # iterated, len(x), enumerate/zip(x), x[a:b], *x, x.reverse()
+    measured: bool = False  # len(x): its length is a number the module shows
     unpacked: int = 0  # names it is unpacked to (a, b = x; a, b = pair(x))
     fields: tuple[str, ...] = ()  # attributes read off it (args.n_embd)
     keys: tuple[str, ...] = ()  # string keys read off it (cfg["encoder"])
@@ -197,7 +198,7 @@ class _Reader:
         self.kept: list[str] = []
         self.fields: dict[str, None] = {}
         self.keys: dict[str, None] = {}
-        self.number = self.sequence = self.called = False
+        self.number = self.sequence = self.measured = self.called = False
         self.unpacked = 0
         self.table: tuple[tuple[Any, ...], tuple[Any, ...]] = ((), ())
         self.handed: list[Handed] = []
@@ -211,6 +212,7 @@ class _Reader:
             tuple(dict.fromkeys(self.kept)),
             self.number,
             self.sequence,
+            self.measured,
             self.unpacked,
             tuple(self.fields),
             tuple(self.keys),
@@ -249,6 +251,8 @@ class _Reader:
             self.table = _table(parent.value, self.scope)
         elif isinstance(parent, ast.BinOp) and isinstance(parent.op, _NUMBER_OPS):
             self.number = True
+        elif isinstance(parent, ast.BinOp) and _counted(parent, node):
+            self.number = True
         elif isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.USub):
             self.number = True
         elif isinstance(parent, ast.Compare) and any(isinstance(o, _ORDER) for o in parent.ops):
@@ -272,6 +276,7 @@ class _Reader:
             return
         if word in _SEQUENCE_CALLS:
             self.sequence = True
+            self.measured = self.measured or word == "len"
             return
         if isinstance(call.func, ast.Attribute) and call.func.attr == "get" and call.args:
             if call.args[0] is node:  # {...}.get(x)
@@ -297,7 +302,26 @@ class _Reader:
             inner = _read(callee, param, self.depth + 1)
             self.number = self.number or inner.number
             self.sequence = self.sequence or inner.sequence
+            self.measured = self.measured or inner.measured
             self.handed += [Handed(h.callee, h.param) for h in inner.handed]
+
+
+def _counted(op: ast.BinOp, node: ast.AST) -> bool:
+    """``x + 1``, ``x + i * k`` (a sequence adds only sequences), ``[0.0] * x`` (a count of
+    items) and ``x * 0.5`` (a sequence repeats by a whole number only)."""
+    other = op.right if op.left is node else op.left
+    if isinstance(op.op, ast.Add):
+        number = isinstance(other, ast.Constant) and type(other.value) in (int, float)
+        return (
+            number
+            or isinstance(other, ast.BinOp)
+            and isinstance(other.op, (ast.Mult, *_NUMBER_OPS))
+        )
+    if isinstance(op.op, ast.Mult):
+        if isinstance(other, (ast.List, ast.Tuple)):
+            return True
+        return isinstance(other, ast.Constant) and type(other.value) is float
+    return False
 
 
 def _annotated(cls: type, param: str) -> Any:

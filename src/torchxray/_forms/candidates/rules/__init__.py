@@ -35,6 +35,7 @@ from . import (
     keyword_item,
     kwargs_dict,
     layer_class,
+    measured,
     number_pair,
     numbered,
     optional,
@@ -68,6 +69,7 @@ NAMED: tuple[tuple[str, Propose], ...] = (
     ("entries", entries.propose),
     ("layer_class", layer_class.propose),
     ("number_pair", number_pair.propose),
+    ("measured", measured.propose),
     ("scaled_float", scaled_float.propose),
     ("rounded_float", rounded_float.propose),
 )
