@@ -16,10 +16,9 @@ from typing import Any
 
 from torch import nn
 
-from ..._unwrap import original_class
 from ..field import Field
 from ..rebuild.compare import Difference
-from ..sources.usage import usage
+from ..sources.usage import Usage
 from .members import Nested, nested
 from .rules import RULES, Problem
 
@@ -41,14 +40,15 @@ def proposals(
     modes: Mapping[str, tuple[str, ...]],
     child: Callable[[nn.Module], list[Any]] | None = None,
     known: dict[str, Any] | None = None,
+    uses: Mapping[str, Usage] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Changes to try (one field, or a few that move together), those of the first differences
     first. ``sig`` is the constructor's signature, ``modes`` the strings each string field is
     compared with (stage 2 read them); ``child(module)`` gives factories for a live layer (its
     class with its own values); ``known`` holds the values of the fields not searched (widths a
-    relation may read)."""
+    relation may read); ``uses`` says how the constructor uses each field (stage 2 read it)."""
     inner = nested(sig, fields, values)
-    for top in problems(diffs, fields, values, live, modes, child, known):
+    for top in problems(diffs, fields, values, live, modes, child, known, uses):
         for scope, run in _RUNS:
             if scope == "module":
                 for propose in run:
@@ -65,14 +65,14 @@ def problems(
     modes: Mapping[str, tuple[str, ...]],
     child: Callable[[nn.Module], list[Any]] | None = None,
     known: dict[str, Any] | None = None,
+    uses: Mapping[str, Usage] | None = None,
 ) -> Iterator[Problem]:
     """One ``Problem`` per difference, in order: the live layer at its path, the layers around
     it, the strings each string field is compared with (``proposals`` gives the arguments)."""
     by_path = dict(live.named_modules())
     seen = {**(known or {}), **values}
     modes = {f.name: modes.get(f.name, ()) for f in fields if f.kind == "str"}
-    cls = original_class(type(live))
-    uses = {f.name: usage(cls, f.name) for f in fields if "." not in f.name}
+    uses = uses or {}
     for i, d in enumerate(diffs):
         bits = d.path.split(".") if d.path else []
         ups = [by_path.get(".".join(bits[:n])) for n in range(len(bits), 0, -1)]

@@ -248,6 +248,7 @@ class Search:
             self.leads.modes,
             self.factory,
             self.known,
+            self.leads.uses,
         )
 
     def guided(self, best: Try) -> tuple[Step | None, list[tuple[Change, Try]]]:

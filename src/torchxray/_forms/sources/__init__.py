@@ -61,8 +61,8 @@ from .literals import compared_strings
 from .nested import Group, nest
 from .passed import memoized
 from .pools import candidates
+from .usage import Usage, usage
 from .usage import fits as uses_fit
-from .usage import usage
 
 __all__ = ["SOURCES", "Draft", "Leads", "Source", "draft", "leads", "searched"]
 
@@ -137,8 +137,8 @@ class Leads:
     kinds; the config arguments made again from those members (``groups``; ``configs``: the
     module's own); a ``**kwargs`` handed on to a layer (``spread``) and the keywords it most
     likely held (``kept``); each movable field's candidates (``pools``), the strings each string
-    field is compared with (``modes``), the module's shapes (``layout``), its parts (``live``) and
-    its floating dtype."""
+    field is compared with (``modes``), the module's shapes (``layout``), its parts (``live``),
+    its floating dtype and how the constructor uses each field (``uses``, ``usage.py``)."""
 
     fields: list[Field]
     infos: dict[str, KindInfo]
@@ -151,6 +151,7 @@ class Leads:
     layout: Layout
     live: Parts
     dtype: torch.dtype | None
+    uses: dict[str, Usage] = field(default_factory=dict)
 
 
 def draft(ctor: Constructor) -> Draft:
@@ -245,4 +246,5 @@ def leads(d: Draft, ceiling: float, child: Child) -> Leads:
         read_layout(module),
         parts(module),
         floating_dtype(module),
+        {f.name: usage(cls, f.name) for f in nested.fields if "." not in f.name},
     )

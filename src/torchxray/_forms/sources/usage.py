@@ -31,8 +31,6 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..kinds import KIND_HANDLERS, KindInfo
-from ..signature import signature
 from .literals import source_tree
 
 __all__ = ["Handed", "Usage", "fits", "usage"]
@@ -145,7 +143,8 @@ def _kept_under(call: ast.Call, up: dict[ast.AST, ast.AST]) -> str:
 def _bound(call: ast.Call, name: str, callee: Any) -> str | None:
     """The parameter of ``callee`` that ``call`` hands the bare ``name`` to."""
     try:
-        sig = signature(callee) if isinstance(callee, type) else inspect.signature(callee)
+        # Not stage 1's reading: a source hands values down and never calls back.
+        sig = inspect.signature(callee)
     except (TypeError, ValueError):
         return None
     params = list(sig.parameters.values())
@@ -326,7 +325,7 @@ def _counted(op: ast.BinOp, node: ast.AST) -> bool:
 
 def _annotated(cls: type, param: str) -> Any:
     try:
-        return signature(cls).parameters[param].annotation
+        return inspect.signature(cls).parameters[param].annotation
     except (TypeError, ValueError, KeyError):
         return None
 
@@ -384,23 +383,3 @@ def _has(value: Any, name: str) -> bool:
         return hasattr(value, name)
     except Exception:  # noqa: BLE001 - a property that raises
         return False
-
-
-def _used_as_number(cls: type, name: str, ann: Any, default: Any, value: Any) -> Any:
-    """A kind handler (``kinds.KIND_HANDLERS``, before the one that reads a class by its
-    name): an unannotated argument the constructor uses as a number (``range(n_layer)``) is a
-    number, whatever its name says (``n_layer`` is no layer class)."""
-    if ann is not inspect.Parameter.empty or not isinstance(cls, type):
-        return NotImplemented
-    u = usage(cls, name)
-    if not u.number or u.called or u.sequence or isinstance(value, type):
-        return NotImplemented
-    probe = value if default is None or default is inspect.Parameter.empty else default
-    kind = "int" if type(probe) is int else "float" if type(probe) is float else "literal"
-    return KindInfo(kind, optional=default is None)
-
-
-# Registered once, where the kinds' registry lets a caller put a handler in front of another.
-if _used_as_number not in KIND_HANDLERS:
-    _at = next(i for i, h in enumerate(KIND_HANDLERS) if h.__name__ == "_callables")
-    KIND_HANDLERS.insert(_at, _used_as_number)
