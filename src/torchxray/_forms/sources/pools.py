@@ -4,6 +4,11 @@ put in the order the search (``_forms/candidates/``) tries them, most likely fir
 
 The order, and why (``candidates``):
 
+0. what the constructor's uses of the argument lead to (``usage.py`` reads them, ``passed.py``
+   follows them): the attribute it was kept under, a table's key, a namespace read by its
+   fields, the value of the layer it was handed to, and for a sequence it iterates or measures
+   the widths its layers come in; first, as they are read off the code itself. A candidate no
+   use allows (an int for an argument it iterates) is not offered at all;
 1. the field's own draft value (first, or second after the module's nearest layer's attribute
    of the same name: a child's ``patch_embed.img_size`` beats a default);
 2. a network's layers gathered (``gathered.py``) and block descriptions read back from the
