@@ -41,6 +41,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from ._attach import publish as _publish
 from ._text import closest, short_repr
 from ._watch import optim as _optim
 from ._watch.buffer import CAPACITY, METRICS
@@ -74,10 +75,17 @@ def watch(
     *,
     thresholds: Thresholds | None = None,
     update_ratio: bool = True,
+    publish: bool = False,
+    host: str | None = None,
 ) -> Watch:
     """Watch ``model`` while it trains (see the module's docs); ``optimizer`` gives the update
-    ratio and counts the steps. Close it with ``w.close()`` or use it as a context manager."""
-    return Watch(model, optimizer, every, thresholds=thresholds, update_ratio=update_ratio)
+    ratio and counts the steps. Close it with ``w.close()`` or use it as a context manager.
+
+    ``publish=True``, on every rank of a training job: the figures are served to a notebook that
+    attaches (``tx.attach("MASTER_ADDR:MASTER_PORT")``) by this rank's worker server, on loopback
+    unless ``host=`` names another interface (with a warning); see ``torchxray.attach``."""
+    kw = {"thresholds": thresholds, "update_ratio": update_ratio, "publish": publish, "host": host}
+    return Watch(model, optimizer, every, **kw)  # type: ignore[arg-type]
 
 
 class Watch:
@@ -91,7 +99,13 @@ class Watch:
         *,
         thresholds: Thresholds | None = None,
         update_ratio: bool = True,
+        publish: bool = False,
+        host: str | None = None,
     ) -> None:
+        if host is not None and not publish:
+            raise ValueError("host= is where a published watch listens: pass publish=True too")
+        if publish:
+            model = _publish.unwrap_ddp(model)  # named by its own paths (no "module." prefix)
         if not isinstance(model, nn.Module):
             raise TypeError(f"watch() needs a torch.nn.Module, got {type(model).__name__}")
         if isinstance(every, bool) or not isinstance(every, int) or every < 1:
@@ -123,10 +137,15 @@ class Watch:
         self._closure = False
         self._warned = False
         self._rec.index(model)
+        self._publisher: _publish.Publisher | None = None
+        # A sharded model's forward all-gathers: run again on one rank it would wait for the others.
+        self._rec.replayable = not _publish.has_dtensors(model)
         try:
             self._hooks.modules(model, self._rec.forward, self._rec.tap, self._root())
             if opt is not None:
                 self._hooks.optimizer(opt, self._pre_step, self._post_step)
+            if publish:
+                self._publisher = _publish.Publisher(self._rec, model, every, host)
             for m in model.modules():
                 _WATCHED[m] = self
         except BaseException:
@@ -241,7 +260,11 @@ class Watch:
             self._end()
 
     def _end(self) -> None:
+        sampled = self._rec.sampling
         self._rec.end()
+        pub = self._publisher
+        if pub is not None and (sampled or self._rec.nonfinite is not pub.nonfinite):
+            pub.sample()  # publish=True: a copy for the notebook, at sampled steps only
         self._boundary()
 
     def _warn_nonfinite(self, value: float, at: int) -> None:
@@ -321,6 +344,8 @@ class Watch:
     def close(self) -> None:
         """Remove every hook from the model and the optimizer; the history stays readable."""
         model, self._model = self._model, None
+        if getattr(self, "_publisher", None) is not None:
+            self._publisher.close()  # type: ignore[union-attr]  # its last figures stay served
         self._rec.closed = True
         self._rec.finite.active = False
         self._paused.clear()

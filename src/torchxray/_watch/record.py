@@ -28,6 +28,7 @@ from .finite import FiniteTracker, NonFinite, values
 from .finite import fast_sum as _sum
 from .flags import Flag, FlagBook, Thresholds, kinds_of
 from .replay import Capture, replay
+from .shards import local
 
 __all__ = ["BOUNDS", "Recorder"]
 
@@ -81,6 +82,10 @@ class Recorder:
         self.capture = Capture()
         self.closed = False
         self._replaying = False
+        # False where running the forward again would issue collectives on this rank alone
+        # (FSDP2's all-gathers: the other ranks would never join): the weights' gradients name
+        # the module instead (``watch.py`` sets it).
+        self.replayable = True
         self._start_step()
 
     # -- the model's modules ---------------------------------------------------------------
@@ -113,7 +118,7 @@ class Recorder:
         self.capture.clear()
         # Every step keeps what a replay needs (its inputs and RNG state: no copies); after the
         # first NaN there is none to find.
-        self.capture.enabled = self.nonfinite is None
+        self.capture.enabled = self.nonfinite is None and self.replayable
         # A sampled step's outputs so far: id -> (the tensor, weakly; its version then).
         self._outputs: dict[int, tuple[weakref.ref[torch.Tensor], int]] = {}
         self._acts: dict[str, tuple[list[torch.Tensor], bool]] = {}
@@ -159,7 +164,7 @@ class Recorder:
         own = seen is None or seen[0]() is not out or seen[1] != out._version
         self._outputs[id(out)] = (weakref.ref(out), out._version)
         if path not in self._acts:
-            self._acts[path] = (self._act_stats(module, out.detach()), own)
+            self._acts[path] = (self._act_stats(module, local(out).detach()), own)
 
     def tap(self, module: nn.Module, args: Any, kwargs: Any) -> tuple[Any, Any] | None:
         """The forward pre-hook: on an armed step, each input that needs a gradient becomes a
@@ -204,7 +209,7 @@ class Recorder:
         ]
         bad_weights: list[str] = []
         if have:
-            grads: list[torch.Tensor] = [p.grad for p, _ in have]  # type: ignore[misc]
+            grads: list[torch.Tensor] = [local(p.grad) for p, _ in have]  # type: ignore[arg-type]
             norms = values(list(torch._foreach_norm(grads)))
             sq: dict[str, float] = {}
             for (_, path), v in zip(have, norms, strict=True):
@@ -215,15 +220,17 @@ class Recorder:
                 self._grad_norms = {p: math.sqrt(v) for p, v in sq.items()}
         if self.armed:
             nf = self.finite.resolve(self.step, self.classes, bad_weights, self._order())
-        elif bad_weights and self.nonfinite is None and self.capture.calls:
+        elif bad_weights and self.nonfinite is None and self.capture.calls and self.replayable:
             nf = self._replay()
+        elif bad_weights and self.nonfinite is None and not self.replayable:
+            nf = self.finite.resolve(self.step, self.classes, bad_weights, self._order())
         else:
             nf = None
             self.finite.clear()
         if nf is not None:
             self._found(nf)
         if self.sampling and self._weights:
-            params: list[torch.Tensor] = [p for p, _ in self._weights]
+            params: list[torch.Tensor] = [local(p) for p, _ in self._weights]
             pn = values(list(torch._foreach_norm(params)))
             sq = {}
             for (_, path), v in zip(self._weights, pn, strict=True):
@@ -232,7 +239,7 @@ class Recorder:
             if update_ratio and optimizer_params is not None:
                 self._moving = [(p, path) for p, path in have if id(p) in optimizer_params]
                 with torch.no_grad():
-                    self._before = [_spread(p)[0].clone() for p, _ in self._moving]
+                    self._before = [_spread(local(p))[0].clone() for p, _ in self._moving]
 
     def _order(self) -> dict[str, int]:
         return self.order or self._static_order
@@ -257,7 +264,7 @@ class Recorder:
         if before is None or not before:
             return
         with torch.no_grad():
-            now = [_spread(p) for p, _ in self._moving]
+            now = [_spread(local(p)) for p, _ in self._moving]
             torch._foreach_sub_(before, [v for v, _ in now])
             delta = values(list(torch._foreach_norm(before)))
         sq: dict[str, float] = {}
