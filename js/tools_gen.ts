@@ -281,6 +281,7 @@ export interface NonFiniteRow {
   phase: string; // forward | backward | loss
   cls: string;
   detail: string;
+  rank?: number; // an attached job's: the rank it began on
 }
 
 export interface FlagRow {
@@ -289,6 +290,7 @@ export interface FlagRow {
   kind: string; // vanishing | exploding | magnitude | dead | saturated | nonfinite
   count: number; // times raised (again only after it had cleared)
   last: number; // the step it was last raised
+  rank?: number; // an attached job's: the rank that raised it
 }
 
 /** What the Training tab shows of the watch; {} (no `watching`) when there is none. */
@@ -305,6 +307,7 @@ export interface TrainingState {
   nonfinite: NonFiniteRow | null;
   optimizer: string; // its class, or "" without one
   note: string;
+  attached?: AttachedState; // fed by a training job (tx.attach), not a local loop
 }
 
 export interface TrainSeriesReply {
@@ -314,6 +317,8 @@ export interface TrainSeriesReply {
   series: Record<string, [number, number][]>; // figure -> (step, value), oldest first
   latest: Record<string, number>; // the last sample, exact (the series is rounded)
   flags: string[]; // the flags that hold now
+  rank?: number; // an attached job's: the rank these figures are of
+  ranks?: RankLatest[]; // ... and every rank's last figures of the module
 }
 
 export interface TrainControlReply {
@@ -329,4 +334,35 @@ export interface TrainFiguresReply {
   values: Record<string, number | null>; // None: no sample of that module
   total: number | null;
   note: string;
+  ranks?: Record<string, number>; // an attached job's worst-rank view: whose value each is
+  spark?: Record<string, number[]>; // the figure's last samples per row (sparklines)
+}
+
+export interface AttachedState {
+  address: string; // the job's store
+  world: number;
+  ranks: number[]; // those that publish
+  rank: number | null; // the rank shown; None: the worst-rank view
+  worst: number | null; // the rank that looks worst (its first NaN, its flags), None when all look well
+  steps: Record<string, number>; // rank -> steps completed
+  states: Record<string, string>; // rank -> live | slow | gone | closed
+  ended: boolean;
+  ended_at: number; // the last step any rank reported
+  poll_ms: number; // how often the view polls
+  polls: number;
+}
+
+export interface RankLatest {
+  rank: number;
+  grad_norm: number | null;
+  update_ratio: number | null;
+  act_std: number | null;
+  act_zeros: number | null;
+}
+
+export interface TrainPollReply {
+  kind: "train_poll";
+  changed: boolean;
+  ended: boolean;
+  message: string; // "" or what a rank that did not answer is doing
 }

@@ -3,6 +3,7 @@
 // a batch at a time, and kept until the tree changes.
 import { clear, formatBytes, formatCount, h } from "./dom";
 import type { FiguresReply, NodeRow } from "./protocol";
+import { sparkline } from "./sparkline";
 
 export const FIGURES = [
   ["params", "parameters"],
@@ -53,6 +54,9 @@ export class TreeColor {
   readonly select = h("select", { "aria-label": "colour the tree by" });
   private readonly legend = h("div", { class: "tx-legend", "aria-label": "colour legend" });
   private values = new Map<string, number | null>();
+  // An attached job's rows (train_figures): the figure's last samples, and whose rank each is.
+  private sparks = new Map<string, number[]>();
+  private whose = new Map<string, number>();
   private total: number | null = null;
   private note = "";
   private pending = new Set<string>();
@@ -83,6 +87,8 @@ export class TreeColor {
   reset(): void {
     this.generation += 1;
     this.values.clear();
+    this.sparks.clear();
+    this.whose.clear();
     this.asked.clear();
     this.pending.clear();
     this.total = null;
@@ -101,11 +107,15 @@ export class TreeColor {
     const v = this.values.get(item.path) ?? null;
     const share = v !== null && this.total ? v / this.total : null;
     const label = FIGURES.find(([f]) => f === figure)?.[1] ?? figure;
-    const title = v === null ? `${label}: not known` : `${label}: ${figureText(figure, v)}${share !== null ? ` (${percent(share)} of the model)` : ""}`;
+    const rank = this.whose.get(item.path);
+    const of = rank === undefined ? "" : ` on rank ${rank}`;
+    const title = v === null ? `${label}: not known` : `${label}${of}: ${figureText(figure, v)}${share !== null ? ` (${percent(share)} of the model)` : ""}`;
     const swatch = h("span", { class: "tx-heat", title, "aria-label": title });
     if (share !== null) swatch.style.background = heat(share);
     else swatch.classList.add("tx-heat-none");
     el.querySelector(".tx-name")?.before(swatch);
+    const spark = this.sparks.get(item.path);
+    if (spark) el.querySelector(".tx-name")?.after(sparkline(spark, isTrainFigure(figure) && figure !== "act_zeros", `${label}${of}, last ${spark.length} samples`));
   }
 
   private queue(path: string): void {
@@ -131,6 +141,9 @@ export class TreeColor {
       }
       if (generation !== this.generation) return; // the figure or the model changed meanwhile
       for (const [p, v] of Object.entries(r.values)) this.values.set(p, v);
+      const extra = r as { spark?: Record<string, number[]>; ranks?: Record<string, number> };
+      for (const [p, v] of Object.entries(extra.spark ?? {})) this.sparks.set(p, v);
+      for (const [p, v] of Object.entries(extra.ranks ?? {})) this.whose.set(p, v);
       this.total = r.total;
       this.note = r.note;
     }

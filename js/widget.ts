@@ -340,12 +340,14 @@ export function createExplorer(
   on("change:error", () => showError(model.get("error")));
 
   // The training lens's marks on the tree; a training colour is asked again as steps go by.
-  let trainStep = -1;
+  let trainStep = "";
   function syncTraining(): void {
     const s = model.get("training") ?? {};
     picker.setBadges("train", trainingBadges(s));
-    if (s.step !== undefined && s.step !== trainStep && isTrainFigure(color.figure)) color.reset();
-    trainStep = s.step ?? -1;
+    // An attached job's colours follow its steps and the rank shown (attach_view.py).
+    const at = `${s.step}/${s.attached?.rank}/${s.attached?.polls ?? ""}`;
+    if (s.step !== undefined && at !== trainStep && isTrainFigure(color.figure)) color.reset();
+    trainStep = s.step === undefined ? "" : at;
   }
 
   showTree(false);
@@ -381,6 +383,7 @@ export function createExplorer(
     openTab,
     dispose: () => {
       clearTimeout(selectTimer);
+      (panes.Training as TrainingPane).dispose();
       picker.dispose();
       for (const d of disposers) d();
     },

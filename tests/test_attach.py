@@ -209,3 +209,46 @@ def test_a_job_running_torchs_debug_server_gets_only_the_handler(
         assert entry["port"] == debug.port and entry["debug_server"]
         with attach(f"127.0.0.1:{store.port}", timeout=5) as job:
             assert job.steps == {0: 0}
+
+
+def test_the_training_tab_fed_by_a_job(store: Any) -> None:
+    model = _net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with tx.watch(model, opt, every=1, publish=True) as w:
+        _train(model, opt, w, 3)
+        job = attach(f"127.0.0.1:{store.port}", timeout=5)
+        ex = tx.explore(_net(), torch.randn(2, 4), attach=job)  # the notebook's own copy
+        state = ex.training
+        assert state["attached"]["ranks"] == [0] and state["attached"]["rank"] is None
+        assert state["step"] == 3 and not state["pausable"] and state["watching"]
+        session = ex._live()
+        reply, changed = session.handle({"kind": "train_poll", "rank": None})
+        assert reply == {"kind": "train_poll", "changed": False, "ended": False, "message": ""}
+        _train(model, opt, w, 2)
+        reply, _ = ex.rpc({"kind": "train_poll", "rank": 0}, [])  # the state follows
+        assert reply["changed"]
+        assert ex.training["step"] == 5 and ex.training["attached"]["rank"] == 0
+        reply, _ = session.handle({"kind": "train_figures", "figure": "grad_norm", "paths": ["0", "1"]})
+        assert reply["values"]["0"] > 0 and reply["values"]["1"] is None
+        assert reply["ranks"] == {"0": 0} and len(reply["spark"]["0"]) == 5
+        reply, _ = session.handle({"kind": "train_series", "path": "2"})
+        assert [s for s, _ in reply["series"]["grad_norm"]] == [1, 2, 3, 4, 5]
+        assert reply["rank"] == 0 and reply["ranks"][0]["grad_norm"] == reply["latest"]["grad_norm"]
+        reply, _ = session.handle({"kind": "train_control", "action": "pause"})
+        assert not reply["paused"] and "trains elsewhere" in reply["message"]
+        reply, _ = session.handle({"kind": "train_poll", "rank": 7})
+        assert reply["kind"] == "error" and "no rank 7" in reply["message"]
+        ex.close()
+        # No copy of the model here: the tree the job published.
+        ex = tx.explore(job)
+        assert [r["path"] for r in ex.tree_state["pages"][""]["items"]] == ["0", "1", "2"]
+        assert "published its tree" in ex.probe_summary["status"]
+        ex.close()
+    ended = attach(f"127.0.0.1:{store.port}", timeout=5)
+    ex = tx.explore(job)
+    ex.rpc({"kind": "train_poll"}, [])
+    assert ex.training["attached"]["ended"] and "job ended at step 5" in ex.training["note"]
+    assert not ex.training["watching"] and ex.training["step"] == 5
+    ex.close()
+    job.close()
+    ended.close()

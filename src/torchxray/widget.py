@@ -30,7 +30,7 @@ from torch import nn
 
 from . import _gc
 from ._probe.cancel import ProbeCancelled
-from ._view import assets, background, static_html, training
+from ._view import assets, attach_view, background, static_html, training
 from ._view.host import ALL, PROBE, States
 from ._view.mirror import PythonApi
 from ._view.ranks_link import take_plan
@@ -93,7 +93,12 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
         if not isinstance(cls.__dict__.get("_esm"), str):
             cls._esm, cls._css = assets.bundle()
         plan = take_plan(kwargs)  # ranks=plan is the Ranks tab's; any other value the model's
+        # attach=job (or explore(job)) feeds the Training tab from a training job
+        given = model
+        model, job = attach_view.take_job(model, kwargs)
         session = Session(model, args, kwargs, mode=mode, schedule=self._schedule)
+        session.job = job
+        probe = probe and model is given  # explore(job): the published tree has no forward
         if plan is not None:
             session.ranks.attach(plan, model, session.model_rev)
         self._session: Session | None = session
@@ -110,6 +115,10 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
         self.observe(self._on_mode, names="probe_mode")
         if not probe:
             session.probe_note = "probe skipped (probe=False): ex.run_probe() runs it"
+        if job is not None:
+            self.training = dict(attach_view.attach_state(session))
+            if model is not given:
+                session.probe_note = attach_view.STAND_IN
         if probe and (args or kwargs) and self._later:
             # The tree shows now; the probe's results fill in when it is done.
             self._start_probe(first=True)
@@ -339,6 +348,8 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
             for name, make in (("overview", s.overview), ("history", s.history), ("compile", s.compile_state), ("ranks_state", s.ranks_state)):  # fmt: skip
                 if name in changed:
                     setattr(self, name, dict(make()))
+            if "training" in changed and s.job is not None:  # an attached job's (train_poll)
+                self.training = dict(attach_view.attach_state(s))
         if self._static is not None and changed & {"tree_state", "probe_summary"}:
             self._static.update(self._stand_in(), raw=True)  # a saved notebook shows the latest
 
@@ -391,7 +402,9 @@ def explore(
     nothing shows a view meanwhile, both run before this returns.
 
     ``ranks=plan`` (from ``tx.ranks``) shows the plan in the Ranks tab (``ex.ranks``); a ``ranks``
-    keyword of any other value goes to the model's forward.
+    keyword of any other value goes to the model's forward. ``attach=job`` (from ``tx.attach``)
+    feeds the Training tab from that training job, and ``explore(job)`` shows the tree the job
+    published when the notebook has no copy of the model.
 
     ``mode`` and ``probe`` are taken by ``explore``: a model whose forward has a keyword argument
     of either name gets it through ``tx.probe(model, ..., **kwargs)`` instead.

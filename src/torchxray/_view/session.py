@@ -108,6 +108,8 @@ class Session:
         self.compile_pending = False  # a patch's re-check, left to follow the background probe
         self.compile_rev = 0  # the revision it was made at
         self.ranks = RanksLink()  # the Ranks tab's plan (tx.explore(..., ranks=plan), ex.ranks)
+        self.job: Any = None  # a training job feeding the Training tab (_view/attach_view.py)
+        self.attach_rank: int | None = None
 
     @property
     def tree(self) -> ModelTree:
