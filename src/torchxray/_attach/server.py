@@ -14,7 +14,13 @@ Three facts of this server shape the code (checked on torch 2.14):
   back (``_keep_forever``);
 - handlers answer POST only (``GET /handler/`` lists the names): the token travels in the body;
 - the server has no authentication of its own, and torch registers its own handlers on it (stack
-  dumps, py-spy, ping): it listens on loopback unless ``host=`` says otherwise, with a warning.
+  dumps, py-spy, ping): it listens on loopback unless ``host=`` says otherwise, with a warning;
+- a request that reaches the handler while the interpreter finalizes aborts the process (the
+  server's thread cannot take the GIL any more: "FATAL: exception not rethrown"), which would
+  make a job that ended well exit with SIGABRT. So the server stops when the process ends
+  (``_stop``, before Python finalizes), in a thread of its own: ``shutdown`` keeps the GIL while
+  it waits for a request in flight, whose handler needs it. Stopping a server within ~0.5 s of
+  its start can wait forever (torch 2.14): the stop waits that long after the start first.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from __future__ import annotations
 import socket
 import sys
 import threading
+import time
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -38,6 +45,9 @@ _server: Any = None  # the _WorkerServer torchxray started (None: none, or torch
 _bound: Bound | None = None
 _answer: Answer | None = None  # the publisher that serves now
 _registered = False
+_started = 0.0  # when the server torchxray answers on was taken (time.monotonic())
+_stopping = False
+SETTLE = 0.5  # seconds after its start before a worker server may be stopped (see above)
 
 
 class Bound:
@@ -67,6 +77,34 @@ def _keep_forever(obj: object) -> None:
     ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
 
 
+def _stop() -> None:
+    """Stop the server torchxray's handler is on, at the process's end (see the module's docs)."""
+    global _answer, _stopping
+    _answer = None
+    target = _server if _server is not None else _debug_server()
+    if target is None or _stopping:
+        return
+    _stopping = True
+    wait = SETTLE - (time.monotonic() - _started)
+    if wait > 0:
+        time.sleep(wait)
+    t = threading.Thread(target=target.shutdown, name="torchxray-stop", daemon=True)
+    t.start()
+    t.join(timeout=5.0)
+
+
+def _at_exit() -> None:
+    # threading's own exit hook runs before Python finalizes and may still start a thread (the
+    # hook concurrent.futures uses); atexit where it is missing.
+    register = getattr(threading, "_register_atexit", None)
+    if register is not None:
+        register(_stop)
+    else:  # pragma: no cover - every CPython from 3.9 has it
+        import atexit
+
+        atexit.register(_stop)
+
+
 def serve(answer: Answer | None) -> None:
     """Make ``answer`` the one that serves torchxray's requests (None: nobody, 404)."""
     global _answer
@@ -93,18 +131,20 @@ def _reachable(host: str) -> str:
 
 def start(host: str | None) -> Bound:
     """Register the handler and make sure a worker server listens (once per process)."""
-    global _server, _bound, _registered
+    global _server, _bound, _registered, _started
     from torch._C._distributed_c10d import _register_handler, _WorkerServer
 
     with _lock:
         if not _registered:
             _keep_forever(_handle)
             _register_handler(KEY, _handle)
+            _at_exit()
             _registered = True
         debug = _debug_server()
         if debug is not None:
             # torch's debug server binds every interface (``::``) itself: our handler joins it.
             _bound = Bound("::", int(debug.port), _reachable(host or "::"), ours=False)
+            _started = _started or time.monotonic()
             if host is not None and _loopback(host):
                 warnings.warn(
                     "torchxray.watch(publish=True): this job runs torch's debug server, which "
@@ -122,6 +162,7 @@ def start(host: str | None) -> Bound:
                 )
             return _bound
         _server = _WorkerServer(want, 0)
+        _started = time.monotonic()
         _bound = Bound(want, int(_server.port), _reachable(want), ours=True)
         if not _loopback(want):
             warnings.warn(
