@@ -348,16 +348,18 @@ export interface AttachedState {
   states: Record<string, string>; // rank -> live | slow | gone | closed
   ended: boolean;
   ended_at: number; // the last step any rank reported
+  ended_exactly: boolean; // every rank's last step is known (its watch closed), not the last seen
   poll_ms: number; // how often the view polls
   polls: number;
 }
 
 export interface RankLatest {
   rank: number;
-  grad_norm: number | null;
+  grad_norm: number | null; // None: no value (or a NaN/Inf, which `nonfinite` names)
   update_ratio: number | null;
   act_std: number | null;
   act_zeros: number | null;
+  nonfinite: string[]; // the figures whose last value is NaN/Inf (JSON carries neither)
 }
 
 export interface TrainPollReply {

@@ -96,14 +96,21 @@ export class TreeColor {
     this.drawLegend();
   }
 
+  /** The figure's values moved on (a training step): rows ask again, keeping their colours until
+   * the new values come (a reset would blank every row at each step, and a slow reply would be
+   * dropped by the next step's reset before it could be drawn). */
+  refresh(): void {
+    if (!this.figure) return;
+    this.asked.clear();
+    this.redraw();
+  }
+
   /** Called for each row the tree draws: a swatch before its name, or a request for its value. */
   paint(el: HTMLElement, item: NodeRow): void {
     const figure = this.figure;
     if (!figure) return;
-    if (!this.values.has(item.path)) {
-      if (!this.asked.has(item.path)) this.queue(item.path);
-      return;
-    }
+    if (!this.asked.has(item.path)) this.queue(item.path);
+    if (!this.values.has(item.path)) return;
     const v = this.values.get(item.path) ?? null;
     const share = v !== null && this.total ? v / this.total : null;
     const label = FIGURES.find(([f]) => f === figure)?.[1] ?? figure;

@@ -346,7 +346,7 @@ export function createExplorer(
     picker.setBadges("train", trainingBadges(s));
     // An attached job's colours follow its steps and the rank shown (attach_view.py).
     const at = `${s.step}/${s.attached?.rank}/${s.attached?.polls ?? ""}`;
-    if (s.step !== undefined && at !== trainStep && isTrainFigure(color.figure)) color.reset();
+    if (s.step !== undefined && at !== trainStep && isTrainFigure(color.figure)) color.refresh();
     trainStep = s.step === undefined ? "" : at;
   }
 

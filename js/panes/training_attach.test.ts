@@ -17,7 +17,7 @@ const ATTACHED: TrainingState = {
   attached: {
     address: "127.0.0.1:29500", world: 4, ranks: [0, 1, 2, 3], rank: null, worst: 2,
     steps: { "0": 41, "1": 41, "2": 41, "3": 41 }, states: { "0": "live", "1": "live", "2": "live", "3": "slow" },
-    ended: false, ended_at: 41, poll_ms: 500, polls: 3,
+    ended: false, ended_at: 41, ended_exactly: false, poll_ms: 500, polls: 3,
   },
 };
 
@@ -32,7 +32,7 @@ function setup(training: Partial<TrainingState>) {
       asked.push(m);
       return { kind: "train_series", path: m.path, cls: "Block", flags: [], latest: { grad_norm: 0.5 }, rank: 2,
         series: { grad_norm: [[1, 1.0], [11, 0.5]], update_ratio: [], act_std: [], act_zeros: [] },
-        ranks: [0, 1, 2, 3].map((r) => ({ rank: r, grad_norm: r === 2 ? 0.5 : 0.1, update_ratio: null, act_std: 0.3, act_zeros: 0 })) };
+        ranks: [0, 1, 2, 3].map((r) => ({ rank: r, grad_norm: r === 2 ? 0.5 : 0.1, update_ratio: null, act_std: 0.3, act_zeros: 0, nonfinite: r === 2 ? ["act_std"] : [] })) };
     },
   });
   const model = new FakeModel({ selected: "blocks.2", tree_state: firstState(NET) as never, training: training as never });
@@ -60,6 +60,7 @@ describe("the Training tab attached to a job", () => {
     // the module's figures on the rank where it looks worst, and every rank's last sample
     expect(pane.el.querySelector(".tx-train-module h4")?.textContent).toContain("blocks.2 · Block · rank 2");
     expect(pane.el.querySelectorAll(".tx-train-ranks tr").length).toBe(5);
+    expect(pane.el.querySelector(".tx-train-shown")?.textContent).toContain("NaN/Inf");
     pane.dispose();
   });
 
@@ -82,7 +83,7 @@ describe("the Training tab attached to a job", () => {
 
   it("says the job ended at step N, keeps the last figures and stops polling", async () => {
     const ended = { ...ATTACHED, watching: false, note: "job ended at step 41: the last figures stay",
-      attached: { ...ATTACHED.attached!, ended: true, states: { "0": "gone", "1": "gone", "2": "gone", "3": "gone" } } };
+      attached: { ...ATTACHED.attached!, ended: true, ended_exactly: true, states: { "0": "gone", "1": "gone", "2": "gone", "3": "gone" } } };
     const { pane, asked } = setup(ended);
     await pane.show();
     expect(pane.el.querySelector(".tx-train-closed")?.textContent).toContain("job ended at step 41");

@@ -20,7 +20,7 @@ function short(x: number): string {
 /** The header's line: where the job runs, its ranks and steps, or that it ended. */
 export function attachedLine(a: AttachedState, step: number, every: number): string {
   const where = `attached to ${a.address} · ${a.ranks.length}/${a.world} ranks`;
-  if (a.ended) return `${where} · job ended at step ${a.ended_at}`;
+  if (a.ended) return `${where} · job ended ${a.ended_exactly ? "at" : "after"} step ${a.ended_at}${a.ended_exactly ? "" : " (last seen)"}`;
   return `${where} · step ${step} · sampled every ${every}`;
 }
 
@@ -47,6 +47,7 @@ export function rankTable(ranks: readonly RankLatest[], shown: number | undefine
   for (const row of ranks) {
     const cells = cols.map(([key]) => {
       const v = row[key];
+      if (row.nonfinite.includes(key)) return h("td", { class: "tx-num tx-bad" }, "NaN/Inf");
       return h("td", { class: "tx-num" }, v === null || v === undefined ? "—" : short(v));
     });
     table.append(h("tr", { class: row.rank === shown ? "tx-train-shown" : "" }, h("td", {}, String(row.rank)), ...cells));

@@ -107,6 +107,7 @@ class Job:
             raise AttachError(f"{NOTHING_PUBLISHED} (no rank's address in {self.address})")
         self._pool = ThreadPoolExecutor(max_workers=min(16, self.world_size), thread_name_prefix="torchxray-attach")  # fmt: skip
         self.polls = 0
+        self._closed = 0  # ranks whose watch closed, as the store last said
         self._polled_at = 0.0
         self._tree: dict[str, Any] | None = None
         self.closed = False
@@ -156,10 +157,25 @@ class Job:
         results = list(self._pool.map(lambda rc: self._ask(*rc), todo))
         self.polls += 1
         self._polled_at = time.monotonic()
+        self._read_ends()
         refused = [e for e in results if isinstance(e, Refused)]
         if refused and (first or len(refused) == len(todo)):
             raise AttachError(str(refused[0]))
         return self._signature() != before
+
+    def _read_ends(self) -> None:
+        """The last step of each rank whose watch closed: its process may be gone before a poll
+        reads it closed, and "job ended at step N" should name the step it ended at."""
+        if self._store is None or all(h.final for h in self._ranks.values()):
+            return
+        closed = _store.closed_count(self._store)  # one round trip while nothing closed
+        if closed <= self._closed:
+            return
+        self._closed = closed
+        for rank, hist in self._ranks.items():
+            end = None if hist.final else _store.read_end(self._store, rank)
+            if end is not None:
+                hist.done, hist.final = max(hist.done, end), True
 
     def _ask(self, rank: int, client: RankClient) -> Exception | None:
         hist = self._ranks[rank]
@@ -231,8 +247,13 @@ class Job:
 
     @property
     def ended_at(self) -> int:
-        """The last step any rank reported."""
+        """The last step any rank reported (exact once ``ended_exactly``)."""
         return max((h.done for h in self._ranks.values()), default=0)
+
+    @property
+    def ended_exactly(self) -> bool:
+        """Whether every rank's last step is known (its watch closed), not only the last seen."""
+        return self.ended and all(h.final for h in self._ranks.values())
 
     def rank(self, rank: int) -> RankHistory:
         try:

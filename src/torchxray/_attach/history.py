@@ -61,6 +61,7 @@ class RankHistory:
         self.missed = 0  # polls that found samples gone from the rank's ring (polled too slowly)
         self.seen = 0  # answers taken
         self.state = "live"  # live | slow | gone | closed
+        self.final = False  # `done` is the rank's last step (its watch closed), not the last seen
 
     def request(self) -> dict[str, Any]:
         return {
@@ -76,6 +77,7 @@ class RankHistory:
         self.done = int(reply["done"])
         self.every = int(reply["every"])
         self.closed = bool(reply["closed"])
+        self.final = self.final or self.closed
         self.state = "closed" if self.closed else "live"
         start = len(self.paths)
         for p in reply["paths"]:

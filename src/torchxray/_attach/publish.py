@@ -25,7 +25,7 @@ from torch import nn
 from .._unwrap import original_class
 from . import server
 from .ring import Ring
-from .store import job_store, publish_rank, rank_and_world, token_of
+from .store import CLOSED, end_key, job_store, publish_rank, rank_and_world, token_of
 from .wire import VERSION
 
 if TYPE_CHECKING:
@@ -101,7 +101,7 @@ class Publisher:
                 "another watch in this process publishes already: close it first (w.close()); "
                 "a rank publishes one watch"
             )
-        store = job_store()
+        store = self._store = job_store()
         self.rank, self.world = rank_and_world()
         self.rec = rec
         self.every = every
@@ -137,9 +137,15 @@ class Publisher:
         return self.ring.snapshot.nonfinite
 
     def close(self) -> None:
-        """The watch closed: its last figures stay served, marked closed, until the process ends."""
+        """The watch closed: its last figures stay served, marked closed, until the process ends;
+        its last step goes to the store (a notebook that polls too late still reads it)."""
         self.ring.sample(self.rec)
         self.closed = True
+        try:
+            self._store.set(end_key(self.rank), json.dumps({"done": self.rec.done}))
+            self._store.add(CLOSED, 1)
+        except Exception:  # noqa: BLE001, S110 - the store gone first: the closing must finish
+            pass
 
     # -- the server's thread ---------------------------------------------------------------
 

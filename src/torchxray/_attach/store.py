@@ -35,10 +35,17 @@ __all__ = [
 ENV_TOKEN = "TORCHXRAY_TOKEN"  # a token of the person's choosing: never written to the store
 WORLD = f"{KEY}/world"
 TOKEN = f"{KEY}/token"
+CLOSED = f"{KEY}/closed"  # how many ranks' watches have closed (each leaves its end_key first)
 
 
 def rank_key(rank: int) -> str:
     return f"{KEY}/rank/{rank}"
+
+
+def end_key(rank: int) -> str:
+    """Where a rank's watch, closing, leaves its last step: a notebook that polls it too late
+    (the process gone) still says at which step the job ended."""
+    return f"{KEY}/end/{rank}"
 
 
 def _base(store: Any) -> Any:
@@ -153,6 +160,25 @@ def wait_for(store: Any, keys: list[str], deadline: float) -> bool:
 def read(store: Any, key: str) -> str:
     got = store.get(key)
     return got.decode() if isinstance(got, bytes) else str(got)
+
+
+def closed_count(store: Any) -> int:
+    """How many ranks have closed their watch (one round trip; 0 when the store is gone)."""
+    try:
+        return int(store.add(CLOSED, 0))
+    except Exception:  # noqa: BLE001 - a store gone with its job
+        return 0
+
+
+def read_end(store: Any, rank: int) -> int | None:
+    """The last step rank ``rank`` wrote when its watch closed (None: not written, or the store
+    is gone with the job)."""
+    try:
+        if not store.check([end_key(rank)]):
+            return None
+        return int(json.loads(read(store, end_key(rank)))["done"])
+    except Exception:  # noqa: BLE001 - a store gone with its job: nothing to read
+        return None
 
 
 def read_rank(store: Any, rank: int) -> dict[str, Any] | None:

@@ -98,12 +98,24 @@ def attach_state(host: Host) -> TrainingState:
     else:
         flags = [(shown.rank, f) for f in shown.flags]
     recent: list[FlagRow] = [
-        {"step": f.step, "path": f.path, "kind": f.kind, "count": f.count, "last": f.last, "rank": r}
+        {
+            "step": f.step,
+            "path": f.path,
+            "kind": f.kind,
+            "count": f.count,
+            "last": f.last,
+            "rank": r,
+        }
         for r, f in sorted(flags, key=lambda rf: rf[1].last)[-RECENT:]
     ]
     ended = job.ended
-    if ended:
+    if ended and job.ended_exactly:
         note = f"job ended at step {job.ended_at}: the last figures stay"
+    elif ended:
+        note = (
+            f"job ended: its ranks stopped answering after step {job.ended_at} (the last step "
+            "seen; a watch not closed says no more); the last figures stay"
+        )
     elif job.closed:
         note = "detached (job.close()): the figures read so far stay"
     else:
@@ -119,6 +131,7 @@ def attach_state(host: Host) -> TrainingState:
         "states": {str(r): job.rank(r).state for r in job.ranks},
         "ended": ended,
         "ended_at": job.ended_at,
+        "ended_exactly": job.ended_exactly,
         "poll_ms": POLL_MS,
         "polls": job.polls,
     }
@@ -164,7 +177,8 @@ def _value(job: Job, rank: int | None, path: str, figure: str) -> tuple[float | 
     got = [(v, r) for r in job.ranks if (v := job.rank(r).value(path, figure)) is not None]
     if not got:
         return None, None
-    v, r = max(got, key=lambda vr: (_worse(vr[0]), -vr[1]))
+    worst = worst_rank(job)  # a tie (every rank NaN) goes to the rank that looks worst
+    v, r = max(got, key=lambda vr: (_worse(vr[0]), vr[1] == worst, -vr[1]))
     return v, r
 
 
@@ -179,13 +193,16 @@ def figures(host: Host, req: TrainFiguresRequest) -> TrainFiguresReply:
         values[p] = None if v is None else _json(v)
         if r is not None:
             whose[p] = r
-            pts = job.rank(r).series(p, figure)[-SPARK:]
-            if len(pts) > 1:
-                spark[p] = [_json(x) for _, x in pts]
-    every = [v for r in job.ranks for v in job.rank(r).latest(figure).values() if math.isfinite(v)]
+            pts = [x for _, x in job.rank(r).series(p, figure)[-SPARK:] if math.isfinite(x)]
+            if len(pts) > 1:  # a NaN/Inf sample is a gap (the row's NaN badge says so)
+                spark[p] = pts
+    last = [v for r in job.ranks for v in job.rank(r).latest(figure).values()]
+    every = [v for v in last if math.isfinite(v)]
     total = 1.0 if figure == "act_zeros" else (max(every) if every else None)
     which = "the largest over the ranks" if rank is None else f"rank {rank}"
     note = "" if every else "no sample yet: the ranks' first steps sample"
+    if last and not every:
+        note = "every module's last value is NaN/Inf (the first NaN/Inf: the Training tab)"
     if total and figure != "act_zeros":
         note = f"colour: the share of the largest module's value ({which})"
     return {"kind": "train_figures", "figure": figure, "values": values, "total": total,
@@ -200,24 +217,24 @@ def series(host: Host, path: str, cls: str) -> TrainSeriesReply:
         if rank is None:
             _, rank = _value(job, None, path, "act_std")
     hist = job.rank(rank if rank is not None else job.ranks[0])
-    out: dict[str, list[tuple[int, float]]] = {}
-    latest: dict[str, float] = {}
-    for f in _FIGURES:
-        out[f] = [(s, _json(v)) for s, v in hist.series(path, f)]
-    for f in (*_FIGURES, "param_norm"):
-        v = hist.value(path, f)
-        if v is not None:
-            latest[f] = _json(v)
+    # JSON has no NaN or Inf: a non-finite sample is a gap in the sparkline, and the module's
+    # "nonfinite" flag (or the rank table's NaN/Inf) says what it was.
+    out = {f: [(s, v) for s, v in hist.series(path, f) if math.isfinite(v)] for f in _FIGURES}
+    latest = {
+        f: v
+        for f in (*_FIGURES, "param_norm")
+        if (v := hist.value(path, f)) is not None and math.isfinite(v)
+    }
     ranks: list[RankLatest] = []
     for r in job.ranks:
-        h = job.rank(r)
-        ranks.append({"rank": r, "grad_norm": _maybe(h.value(path, "grad_norm")),
-                      "update_ratio": _maybe(h.value(path, "update_ratio")),
-                      "act_std": _maybe(h.value(path, "act_std")),
-                      "act_zeros": _maybe(h.value(path, "act_zeros"))})  # fmt: skip
+        got = {f: job.rank(r).value(path, f) for f in _FIGURES}
+        bad = [f for f, v in got.items() if v is not None and not math.isfinite(v)]
+        ranks.append({"rank": r, "grad_norm": _maybe(got["grad_norm"]),
+                      "update_ratio": _maybe(got["update_ratio"]), "act_std": _maybe(got["act_std"]),
+                      "act_zeros": _maybe(got["act_zeros"]), "nonfinite": bad})  # fmt: skip
     return {"kind": "train_series", "path": path, "cls": cls, "series": out, "latest": latest,
             "flags": list(hist.active.get(path, ())), "rank": hist.rank, "ranks": ranks}  # fmt: skip
 
 
 def _maybe(v: float | None) -> float | None:
-    return None if v is None else _json(v)
+    return v if v is not None and math.isfinite(v) else None

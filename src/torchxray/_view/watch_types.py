@@ -125,16 +125,18 @@ class AttachedState(TypedDict):
     states: dict[str, str]  # rank -> live | slow | gone | closed
     ended: bool
     ended_at: int  # the last step any rank reported
+    ended_exactly: bool  # every rank's last step is known (its watch closed), not the last seen
     poll_ms: int  # how often the view polls
     polls: int
 
 
 class RankLatest(TypedDict):
     rank: int
-    grad_norm: float | None
+    grad_norm: float | None  # None: no value (or a NaN/Inf, which `nonfinite` names)
     update_ratio: float | None
     act_std: float | None
     act_zeros: float | None
+    nonfinite: list[str]  # the figures whose last value is NaN/Inf (JSON carries neither)
 
 
 class TrainPollReply(TypedDict):
