@@ -100,7 +100,15 @@ def test_the_token_is_checked_on_every_request(store: Any) -> None:
         token = store.get("torchxray/token").decode()
         assert len(token) >= 32
         # Without the token, or with another, or not JSON: 403 and nothing else.
-        for body in ("", "{}", '{"token": "nope"}', "not json", json.dumps({"token": token[:-1]})):
+        big = json.dumps({"token": token, "pad": "x" * 5000})  # not even parsed
+        for body in (
+            "",
+            "{}",
+            '{"token": "nope"}',
+            "not json",
+            json.dumps({"token": token[:-1]}),
+            big,
+        ):
             assert _post(port, body) == (403, b"")
         status, text = _post(port, json.dumps({"token": token}))
         assert status == 200 and json.loads(text)["rank"] == 0
@@ -228,7 +236,9 @@ def test_the_training_tab_fed_by_a_job(store: Any) -> None:
         reply, _ = ex.rpc({"kind": "train_poll", "rank": 0}, [])  # the state follows
         assert reply["changed"]
         assert ex.training["step"] == 5 and ex.training["attached"]["rank"] == 0
-        reply, _ = session.handle({"kind": "train_figures", "figure": "grad_norm", "paths": ["0", "1"]})
+        reply, _ = session.handle(
+            {"kind": "train_figures", "figure": "grad_norm", "paths": ["0", "1"]}
+        )
         assert reply["values"]["0"] > 0 and reply["values"]["1"] is None
         assert reply["ranks"] == {"0": 0} and len(reply["spark"]["0"]) == 5
         reply, _ = session.handle({"kind": "train_series", "path": "2"})

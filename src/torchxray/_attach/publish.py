@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["Publisher", "has_dtensors", "sharded_paths", "tree_of", "unwrap_ddp"]
 
 _current: Publisher | None = None  # the one publisher of this process (one rank, one watch)
+MAX_REQUEST = 4096  # bytes: a poll is ~150
 
 
 def _is_sharded(t: Any) -> bool:
@@ -150,6 +151,8 @@ class Publisher:
     # -- the server's thread ---------------------------------------------------------------
 
     def answer(self, body: str) -> tuple[int, str]:
+        if len(body) > MAX_REQUEST:  # not parsed: the GIL this thread takes is the loop's too
+            return 403, ""
         try:
             req = json.loads(body)
         except ValueError:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import weakref
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -224,6 +225,8 @@ class Recorder:
             nf = self._replay()
         elif bad_weights and self.nonfinite is None and not self.replayable:
             nf = self.finite.resolve(self.step, self.classes, bad_weights, self._order())
+            if nf is not None:
+                nf = replace(nf, detail=nf.detail + NOT_REPLAYED)
         else:
             nf = None
             self.finite.clear()
@@ -376,6 +379,12 @@ def _spread(p: torch.Tensor) -> tuple[torch.Tensor, float]:
         return flat, 1.0
     picked = flat[:: n // SAMPLE]
     return picked, n / picked.numel()
+
+
+NOT_REPLAYED = (
+    " (a sharded model's step is not run again, which would all-gather on this rank alone: the "
+    "module is the last in forward order whose gradients hold NaN/Inf; it may have begun before)"
+)
 
 
 def _loss_culprit(step: int) -> NonFinite:
