@@ -3,9 +3,10 @@
 - overhead: a training step with ``tx.watch(model, opt, every=10, publish=True)`` while another
   process polls the rank at 2 Hz (``tx.attach`` + ``job.poll()``, as the Training tab does),
   against the same step with ``tx.watch(model, opt, every=10)`` alone and against the bare step.
-  Cycles of ten steps (one sampled, nine not) are timed interleaved: bare, watch, published +
-  polled, bare, ...; the poller polls only during the published cycles (it waits on a flag file
-  otherwise), so the other two pay nothing for it. Ratios of the cycles' medians. One process,
+  Cycles of ten steps (one sampled, nine not) are timed interleaved, in an order that turns each
+  round, each after the same 0.6 s pause: bare, watch, published and not polled, published and
+  polled; the poller polls only during the last kind (it waits on a flag file otherwise), so the
+  others pay nothing for it. Ratios of the cycles' medians. One process,
   world size 1 (a store of its own): what a rank pays does not depend on how many others there are.
 - poll: the time of one ``job.poll()`` of 8 ranks (a DDP job of 8 gloo processes on this machine,
   training with a pause between steps), polled at 2 Hz while they train: median and 90th percentile.
@@ -114,17 +115,20 @@ def overhead(rounds: int) -> dict[str, Any]:
         time.sleep(1.0)
     time.sleep(8.0)  # the poller's imports and attach, before any timing
     times: dict[str, list[float]] = {"bare": [], "watch": [], "alone": [], "published": []}
+    kinds = list(times)
     for r in range(rounds):
-        times["bare"].append(cycle(None))
-        with tx.watch(model, opt, every=10) as w:
-            times["watch"].append(cycle(w))
-        with tx.watch(model, opt, every=10, publish=True) as w:
-            times["alone"].append(cycle(w))
-        with tx.watch(model, opt, every=10, publish=True) as w:
-            flag.touch()
-            time.sleep(0.6)  # the poller's next poll comes within the cycle
-            times["published"].append(cycle(w))
-            flag.unlink()
+        # The order turns each round and every cycle follows the same pause (the poller's next
+        # poll falls within a polled cycle): neither the order nor the pause favours a kind.
+        for kind in kinds[r % 4 :] + kinds[: r % 4]:
+            if kind == "published":
+                flag.touch()
+            time.sleep(0.6)
+            if kind == "bare":
+                times[kind].append(cycle(None))
+            else:
+                with tx.watch(model, opt, every=10, publish=kind != "watch") as w:
+                    times[kind].append(cycle(w))
+            flag.unlink(missing_ok=True)
         print(f"  round {r + 1}/{rounds}: " + ", ".join(f"{k} {v[-1]:.3f}s" for k, v in times.items()), file=sys.stderr)  # fmt: skip
     assert poller.stdin is not None and poller.stdout is not None
     poller.stdin.close()

@@ -303,6 +303,7 @@ export type Reply =
   | TrainSeriesReply
   | TrainControlReply
   | TrainFiguresReply
+  | TrainPollReply
   | CompileReply
   | RanksReply
   | RanksPlanReply;
