@@ -16,7 +16,7 @@ import { ProbePane } from "./panes/probe";
 import { RanksPane, showRankBadges } from "./panes/ranks";
 import { offersReal, realProbeButton } from "./panes/real_probe";
 import { SourcePane } from "./panes/source";
-import { TrainingPane, trainingBadges } from "./panes/training";
+import { TrainingPane, trainingBadges, trainingMoment } from "./panes/training";
 import { messageOf, type Ctx, type Pane } from "./panes/context";
 import type { Channel, HistoryState, State } from "./protocol";
 import { Rpc, SLOW_KINDS } from "./protocol";
@@ -344,10 +344,8 @@ export function createExplorer(
   function syncTraining(): void {
     const s = model.get("training") ?? {};
     picker.setBadges("train", trainingBadges(s));
-    // An attached job's colours follow its steps and the rank shown (attach_view.py).
-    const at = `${s.step}/${s.attached?.rank}/${s.attached?.polls ?? ""}`;
-    if (s.step !== undefined && at !== trainStep && isTrainFigure(color.figure)) color.refresh();
-    trainStep = s.step === undefined ? "" : at;
+    if (trainingMoment(s) && trainingMoment(s) !== trainStep && isTrainFigure(color.figure)) color.refresh();
+    trainStep = trainingMoment(s);
   }
 
   showTree(false);
@@ -383,7 +381,6 @@ export function createExplorer(
     openTab,
     dispose: () => {
       clearTimeout(selectTimer);
-      (panes.Training as TrainingPane).dispose();
       picker.dispose();
       for (const d of disposers) d();
     },

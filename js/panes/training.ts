@@ -33,6 +33,12 @@ export function trainingBadges(s: Partial<TrainingState>): Record<string, string
   return badges;
 }
 
+/** When the tree's training colours are asked again: a new step, or an attached job's rank or
+ * news ("" before any step). */
+export function trainingMoment(s: Partial<TrainingState>): string {
+  return s.step === undefined ? "" : `${s.step}/${s.attached?.rank}/${s.attached?.polls ?? ""}`;
+}
+
 export function short(x: number): string {
   const a = Math.abs(x);
   if (a === 0) return "0";
@@ -80,9 +86,10 @@ export class TrainingPane implements Pane {
   readonly poller: AttachPoller;
 
   constructor(private readonly ctx: Ctx) {
+    // Polls stop once the pane leaves the page (the view closed) or the widget is disposed.
     this.poller = new AttachPoller(ctx, (m) => {
       if (this.state().attached) this.message.textContent = m;
-    });
+    }, () => this.el.isConnected);
     this.pause.addEventListener("click", () => void this.toggle());
     this.el.append(this.head, this.banner, this.loss, this.module, this.flags);
   }

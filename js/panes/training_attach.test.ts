@@ -40,7 +40,9 @@ function setup(training: Partial<TrainingState>) {
     rpc: new Rpc(kernel.invoke as never), model: model as never, readonly: false,
     run: async (_l, fn) => fn(), error: () => undefined, select: () => undefined,
   };
-  return { pane: new TrainingPane(ctx), asked, model };
+  const pane = new TrainingPane(ctx);
+  document.body.append(pane.el); // on the page: the poller stops once it leaves
+  return { pane, asked, model };
 }
 
 describe("the Training tab attached to a job", () => {
@@ -75,10 +77,11 @@ describe("the Training tab attached to a job", () => {
     select.dispatchEvent(new Event("change"));
     await vi.advanceTimersByTimeAsync(0);
     expect(asked.at(-1)).toEqual({ kind: "train_poll", rank: 3 });
-    pane.dispose();
+    pane.el.remove(); // the view closed
+    await vi.advanceTimersByTimeAsync(600);
     const before = asked.length;
     await vi.advanceTimersByTimeAsync(5000);
-    expect(asked.length).toBe(before); // disposed: no more polls
+    expect(asked.length).toBe(before); // no more polls
   });
 
   it("says the job ended at step N, keeps the last figures and stops polling", async () => {

@@ -67,6 +67,7 @@ export class AttachPoller {
   constructor(
     private readonly ctx: Ctx,
     private readonly onMessage: (message: string) => void,
+    private readonly alive: () => boolean = () => true,
   ) {}
 
   /** Follow the synced state: polls while the job runs, stops once it ended. */
@@ -100,6 +101,10 @@ export class AttachPoller {
   }
 
   private async poll(): Promise<void> {
+    if (!this.alive()) {
+      this.stop();
+      return;
+    }
     if (this.inFlight) return; // one request at a time: a busy kernel is not asked twice
     this.inFlight = true;
     let next = this.period;

@@ -38,16 +38,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import torch
 from torch import nn
 
-from ._attach import publish as _publish
 from ._text import closest, short_repr
 from ._watch import optim as _optim
 from ._watch.buffer import CAPACITY, METRICS
 from ._watch.finite import NonFinite
 from ._watch.flags import KINDS, Flag, Thresholds
 from ._watch.hooks import Attached
+from ._watch.loss import number
 from ._watch.record import Recorder
 
 __all__ = ["CAPACITY", "KINDS", "Flag", "ModuleSeries", "NonFinite", "Thresholds", "Watch", "watch"]
@@ -80,12 +79,13 @@ def watch(
 ) -> Watch:
     """Watch ``model`` while it trains (see the module's docs); ``optimizer`` gives the update
     ratio and counts the steps. Close it with ``w.close()`` or use it as a context manager.
+    ``publish=True`` serves it to ``tx.attach`` from this rank (``torchxray.attach``)."""
+    if publish or host is not None:
+        from ._attach.publish import Publisher, checked
 
-    ``publish=True``, on every rank of a training job: the figures are served to a notebook that
-    attaches (``tx.attach("MASTER_ADDR:MASTER_PORT")``) by this rank's worker server, on loopback
-    unless ``host=`` names another interface (with a warning); see ``torchxray.attach``."""
-    kw = {"thresholds": thresholds, "update_ratio": update_ratio, "publish": publish, "host": host}
-    return Watch(model, optimizer, every, **kw)  # type: ignore[arg-type]
+        w = Watch(checked(model, publish, host), optimizer, every, thresholds=thresholds, update_ratio=update_ratio)  # fmt: skip
+        return Publisher.attach(w, host)
+    return Watch(model, optimizer, every, thresholds=thresholds, update_ratio=update_ratio)
 
 
 class Watch:
@@ -99,13 +99,7 @@ class Watch:
         *,
         thresholds: Thresholds | None = None,
         update_ratio: bool = True,
-        publish: bool = False,
-        host: str | None = None,
     ) -> None:
-        if host is not None and not publish:
-            raise ValueError("host= is where a published watch listens: pass publish=True too")
-        if publish:
-            model = _publish.unwrap_ddp(model)  # named by its own paths (no "module." prefix)
         if not isinstance(model, nn.Module):
             raise TypeError(f"watch() needs a torch.nn.Module, got {type(model).__name__}")
         if isinstance(every, bool) or not isinstance(every, int) or every < 1:
@@ -137,15 +131,10 @@ class Watch:
         self._closure = False
         self._warned = False
         self._rec.index(model)
-        self._publisher: _publish.Publisher | None = None
-        # A sharded model's forward all-gathers: run again on one rank it would wait for the others.
-        self._rec.replayable = not _publish.has_dtensors(model)
         try:
             self._hooks.modules(model, self._rec.forward, self._rec.tap, self._root())
             if opt is not None:
                 self._hooks.optimizer(opt, self._pre_step, self._post_step)
-            if publish:
-                self._publisher = _publish.Publisher(self._rec, model, every, host)
             for m in model.modules():
                 _WATCHED[m] = self
         except BaseException:
@@ -219,7 +208,7 @@ class Watch:
     def step(self, loss: Any = None) -> int:
         """Record ``loss`` (a number or a 1-element tensor) and, without an optimizer, end the
         step; returns the step it was recorded at."""
-        value = None if loss is None else _number(loss)
+        value = None if loss is None else number(loss)
         if self.optimizer is not None:
             at = self._rec.done if self._stepped else self._rec.step
             self._stepped = False
@@ -260,11 +249,7 @@ class Watch:
             self._end()
 
     def _end(self) -> None:
-        sampled = self._rec.sampling
         self._rec.end()
-        pub = self._publisher
-        if pub is not None and (sampled or self._rec.nonfinite is not pub.nonfinite):
-            pub.sample()  # publish=True: a copy for the notebook, at sampled steps only
         self._boundary()
 
     def _warn_nonfinite(self, value: float, at: int) -> None:
@@ -344,8 +329,6 @@ class Watch:
     def close(self) -> None:
         """Remove every hook from the model and the optimizer; the history stays readable."""
         model, self._model = self._model, None
-        if getattr(self, "_publisher", None) is not None:
-            self._publisher.close()  # type: ignore[union-attr]  # its last figures stay served
         self._rec.closed = True
         self._rec.finite.active = False
         self._paused.clear()
@@ -407,17 +390,3 @@ class Watch:
 
 def _where(nf: NonFinite) -> str:
     return f"{nf.path or 'outside the model'} ({nf.phase}: {nf.detail})"
-
-
-def _number(loss: Any) -> float:
-    if isinstance(loss, torch.Tensor):
-        if loss.numel() != 1:
-            raise TypeError(
-                f"step(loss): the loss must have one element, got shape {tuple(loss.shape)}"
-            )
-        return float(loss.detach().float().item())
-    if isinstance(loss, (int, float)) and not isinstance(loss, bool):
-        return float(loss)
-    raise TypeError(
-        f"step(loss): the loss must be a number or a 1-element tensor, got {short_repr(loss)}"
-    )

@@ -92,13 +92,8 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
         cls = type(self)
         if not isinstance(cls.__dict__.get("_esm"), str):
             cls._esm, cls._css = assets.bundle()
-        plan = take_plan(kwargs)  # ranks=plan is the Ranks tab's; any other value the model's
-        # attach=job (or explore(job)) feeds the Training tab from a training job
-        given = model
-        model, job = attach_view.take_job(model, kwargs)
+        plan, (model, job, probe) = take_plan(kwargs), attach_view.take_job(model, kwargs, probe)
         session = Session(model, args, kwargs, mode=mode, schedule=self._schedule)
-        session.job = job
-        probe = probe and model is given  # explore(job): the published tree has no forward
         if plan is not None:
             session.ranks.attach(plan, model, session.model_rev)
         self._session: Session | None = session
@@ -115,10 +110,7 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
         self.observe(self._on_mode, names="probe_mode")
         if not probe:
             session.probe_note = "probe skipped (probe=False): ex.run_probe() runs it"
-        if job is not None:
-            self.training = dict(attach_view.attach_state(session))
-            if model is not given:
-                session.probe_note = attach_view.STAND_IN
+        attach_view.show(self, session, job)  # the Training tab fed by a job, if any
         if probe and (args or kwargs) and self._later:
             # The tree shows now; the probe's results fill in when it is done.
             self._start_probe(first=True)
@@ -345,11 +337,9 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
             if "probe_summary" in changed:
                 self.probe_summary = dict(s.probe_summary())
                 self.probe_mode = s.mode
-            for name, make in (("overview", s.overview), ("history", s.history), ("compile", s.compile_state), ("ranks_state", s.ranks_state)):  # fmt: skip
+            for name, make in (("overview", s.overview), ("history", s.history), ("compile", s.compile_state), ("ranks_state", s.ranks_state), ("training", lambda: attach_view.attach_state(s))):  # fmt: skip
                 if name in changed:
                     setattr(self, name, dict(make()))
-            if "training" in changed and s.job is not None:  # an attached job's (train_poll)
-                self.training = dict(attach_view.attach_state(s))
         if self._static is not None and changed & {"tree_state", "probe_summary"}:
             self._static.update(self._stand_in(), raw=True)  # a saved notebook shows the latest
 
@@ -401,10 +391,8 @@ def explore(
     in when done (Apply and Undo wait for it; ``ex.wait()`` does too); elsewhere (a script), where
     nothing shows a view meanwhile, both run before this returns.
 
-    ``ranks=plan`` (from ``tx.ranks``) shows the plan in the Ranks tab (``ex.ranks``); a ``ranks``
-    keyword of any other value goes to the model's forward. ``attach=job`` (from ``tx.attach``)
-    feeds the Training tab from that training job, and ``explore(job)`` shows the tree the job
-    published when the notebook has no copy of the model.
+    ``ranks=plan`` (``tx.ranks``) fills the Ranks tab, ``attach=job`` (``tx.attach``) the Training
+    tab (``explore(job)``: the job's own tree); either keyword of another value goes to the forward.
 
     ``mode`` and ``probe`` are taken by ``explore``: a model whose forward has a keyword argument
     of either name gets it through ``tx.probe(model, ..., **kwargs)`` instead.

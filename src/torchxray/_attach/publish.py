@@ -31,7 +31,11 @@ from .wire import VERSION
 if TYPE_CHECKING:
     from .._watch.record import Recorder
 
-__all__ = ["Publisher", "has_dtensors", "sharded_paths", "tree_of", "unwrap_ddp"]
+# The watch is `torchxray.watch.Watch`, which imports this module: typed as Any here, so that the
+# two do not import each other (tests/test_import_graph.py).
+Watch = Any
+
+__all__ = ["Publisher", "checked", "sharded_paths", "tree_of"]
 
 _current: Publisher | None = None  # the one publisher of this process (one rank, one watch)
 MAX_REQUEST = 4096  # bytes: a poll is ~150
@@ -42,15 +46,14 @@ def _is_sharded(t: Any) -> bool:
     return placements is not None and any(p.is_shard() for p in placements)
 
 
-def unwrap_ddp(model: Any) -> Any:
-    """The module DDP wraps (its paths are the model's own), else ``model``."""
+def checked(model: Any, publish: bool, host: str | None) -> Any:
+    """The model a published watch follows: the module DDP wraps (named by the model's own paths,
+    not ``module.``-prefixed); ValueError for ``host=`` without ``publish=True``."""
     from torch.nn.parallel import DistributedDataParallel
 
+    if not publish:
+        raise ValueError("host= is where a published watch listens: pass publish=True too")
     return model.module if isinstance(model, DistributedDataParallel) else model
-
-
-def has_dtensors(model: nn.Module) -> bool:
-    return any(getattr(p, "placements", None) is not None for p in model.parameters())
 
 
 def sharded_paths(model: nn.Module) -> set[str]:
@@ -95,6 +98,17 @@ class Publisher:
 
     closed: bool
 
+    @classmethod
+    def attach(cls, w: Watch, host: str | None) -> Watch:
+        """Publish ``w`` (``watch(..., publish=True)``); ``w`` is closed if that fails."""
+        try:
+            pub = cls(w._rec, w.model, w.every, host)
+        except BaseException:
+            w.close()
+            raise
+        w.on_step(pub.after_step)
+        return w
+
     def __init__(self, rec: Recorder, model: nn.Module, every: int, host: str | None) -> None:
         global _current
         if _current is not None and not _current.closed:
@@ -106,6 +120,7 @@ class Publisher:
         self.rank, self.world = rank_and_world()
         self.rec = rec
         self.every = every
+        self._seen = -1  # the last step copied
         self.ring = Ring()
         self.closed = False
         self.sharded = sharded_paths(model)
@@ -129,13 +144,23 @@ class Publisher:
 
     # -- the training thread ---------------------------------------------------------------
 
-    def sample(self) -> None:
-        """Copy the watch's figures now (a sampled step ended, or a NaN was first met)."""
-        self.ring.sample(self.rec)
-
-    @property
-    def nonfinite(self) -> Any:
-        return self.ring.snapshot.nonfinite
+    def after_step(self, w: Watch) -> None:
+        """The watch's step-end callback (``Watch.on_step``; also while paused, and once more
+        when it closes): a copy at the sampled steps and when a NaN was first met, nothing at
+        the others. Never raises into the loop."""
+        rec = self.rec
+        try:
+            if w.closed:
+                if not self.closed:
+                    self.close()
+            elif rec.done != self._seen and (
+                (rec.done - 1) % self.every == 0
+                or rec.nonfinite is not self.ring.snapshot.nonfinite
+            ):
+                self._seen = rec.done
+                self.ring.sample(rec)
+        except Exception:  # noqa: BLE001, S110 - publishing must never stop the training
+            pass
 
     def close(self) -> None:
         """The watch closed: its last figures stay served, marked closed, until the process ends;

@@ -33,9 +33,8 @@ def _class(name: str, module: str, qualname: str) -> type:
         doc = (
             f"A stand-in of {module}.{qualname} from a training job's published tree (no forward)."
         )
-        got = type(
-            name, (nn.Module,), {"__module__": module, "__qualname__": qualname, "__doc__": doc}
-        )
+        attrs = {"__module__": module, "__qualname__": qualname, "__doc__": doc, "stand_in": True}
+        got = type(name, (nn.Module,), attrs)
         _classes[key] = got
     return got
 

@@ -10,9 +10,9 @@ A rank is shown, or the worst-rank view (``rank`` None): each row's value is the
 ranks (a NaN counts as the largest), with the rank it came from, and the loss, flags and badges
 are those of the rank that looks worst (its first NaN, then the flags it holds).
 
-    >>> m, job = take_job(object(), {"attach": 1})
-    >>> job is None
-    True
+    >>> kwargs = {"attach": 1}
+    >>> take_job("model", kwargs, True), kwargs
+    (('model', None, True), {'attach': 1})
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from .watch_types import (
     TrainSeriesReply,
 )
 
-__all__ = ["POLL_MS", "attach_state", "figures", "on_train_poll", "series", "take_job"]
+__all__ = ["POLL_MS", "attach_state", "figures", "on_train_poll", "series", "show", "take_job"]
 
 POLL_MS = 500  # the view's poll: 2 Hz (bench/attach.py measures the job's step time under it)
 SPARK = 24  # samples per row's sparkline
@@ -48,17 +48,27 @@ TRAINING = "training"
 _FIGURES = ("grad_norm", "update_ratio", "act_std", "act_zeros")
 
 
-def take_job(model: Any, kwargs: dict[str, Any]) -> tuple[Any, Job | None]:
-    """``(model, job)`` for ``explore``: ``explore(job)`` explores the job's published tree;
-    ``attach=job`` feeds the Training tab (an ``attach`` keyword of another value stays the
-    forward's)."""
+def take_job(model: Any, kwargs: dict[str, Any], probe: bool) -> tuple[Any, Job | None, bool]:
+    """``(model, job, probe)`` for ``explore``: ``explore(job)`` explores the job's published tree
+    (a stand-in: no probe); ``attach=job`` feeds the Training tab (an ``attach`` keyword of another
+    value stays the forward's)."""
     if isinstance(model, Job):
-        return model.model(), model
+        return model.model(), model, False
     job = kwargs.get("attach")
     if isinstance(job, Job):
         del kwargs["attach"]
-        return model, job
-    return model, None
+        return model, job, probe
+    return model, None, probe
+
+
+def show(explorer: Any, session: Any, job: Job | None) -> None:
+    """Link ``job`` to the Explorer's session: the Training tab's state, and the stand-in's note."""
+    if job is None:
+        return
+    session.job = job
+    explorer.training = dict(attach_state(session))
+    if getattr(type(session.model), "stand_in", False):  # explore(job): `_attach/skeleton.py`
+        session.probe_note = STAND_IN
 
 
 def _worse(v: float) -> float:

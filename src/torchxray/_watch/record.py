@@ -29,7 +29,7 @@ from .finite import FiniteTracker, NonFinite, values
 from .finite import fast_sum as _sum
 from .flags import Flag, FlagBook, Thresholds, kinds_of
 from .replay import Capture, replay
-from .shards import local
+from .shards import has_dtensors, local
 
 __all__ = ["BOUNDS", "Recorder"]
 
@@ -85,7 +85,7 @@ class Recorder:
         self._replaying = False
         # False where running the forward again would issue collectives on this rank alone
         # (FSDP2's all-gathers: the other ranks would never join): the weights' gradients name
-        # the module instead (``watch.py`` sets it).
+        # the module instead (``index`` sets it).
         self.replayable = True
         self._start_step()
 
@@ -100,6 +100,7 @@ class Recorder:
         for path in [p for p in self._early if before.get(p) != now.get(p)]:
             del self._early[path]  # a module an edit replaced: its outputs start a new baseline
         self.classes = {p: type(m).__name__ for p, m in model.named_modules()}
+        self.replayable = not has_dtensors(model)
         self._static_order = {p: i for i, (p, _) in enumerate(model.named_modules())}
         seen: set[int] = set()
         self._weights = []

@@ -15,7 +15,12 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["local"]
+__all__ = ["has_dtensors", "local"]
+
+
+def has_dtensors(model: torch.nn.Module) -> bool:
+    """Whether any weight of ``model`` is a DTensor (FSDP2, tensor parallel)."""
+    return any(getattr(p, "placements", None) is not None for p in model.parameters())
 
 
 def local(t: torch.Tensor) -> torch.Tensor:
