@@ -343,7 +343,7 @@ export interface AttachedState {
   world: number;
   ranks: number[]; // those that publish
   rank: number | null; // the rank shown; None: the worst-rank view
-  worst: number | null; // the rank that looks worst (its first NaN, its flags), None when all look well
+  worst: number | null; // the rank that looks worst (its first NaN, then its flags); None: none
   steps: Record<string, number>; // rank -> steps completed
   states: Record<string, string>; // rank -> live | slow | gone | closed
   ended: boolean;

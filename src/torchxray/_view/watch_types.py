@@ -120,9 +120,7 @@ class AttachedState(TypedDict):
     world: int
     ranks: list[int]  # those that publish
     rank: int | None  # the rank shown; None: the worst-rank view
-    worst: (
-        int | None
-    )  # the rank that looks worst (its first NaN, its flags), None when all look well
+    worst: int | None  # the rank that looks worst (its first NaN, then its flags); None: none
     steps: dict[str, int]  # rank -> steps completed
     states: dict[str, str]  # rank -> live | slow | gone | closed
     ended: bool
