@@ -25,9 +25,9 @@ node_modules/.stamp: package.json package-lock.json
 	touch $@
 
 # The frontend's message types are generated from the Python declarations (one contract), into
-# js/protocol_gen.ts, js/requests_gen.ts and js/tools_gen.ts; tests/test_protocol.py checks the committed copies
+# js/protocol_gen.ts, js/requests_gen.ts, js/tools_gen.ts and js/checks_gen.ts; tests/test_protocol.py checks the committed copies
 # and that js/ type-checks against them.
-js/protocol_gen.ts: src/torchxray/protocol.py src/torchxray/_view/replies.py src/torchxray/_view/compare_types.py src/torchxray/_view/flow_types.py src/torchxray/_view/snapshot_types.py src/torchxray/_view/summary_types.py src/torchxray/_view/watch_types.py src/torchxray/_view/protocol_ts.py | $(VENV)/.stamp
+js/protocol_gen.ts: src/torchxray/protocol.py src/torchxray/_view/replies.py src/torchxray/_view/compare_types.py src/torchxray/_view/flow_types.py src/torchxray/_view/snapshot_types.py src/torchxray/_view/summary_types.py src/torchxray/_view/watch_types.py src/torchxray/_view/compile_types.py src/torchxray/_view/ranks_types.py src/torchxray/_view/export_types.py src/torchxray/_view/protocol_ts.py | $(VENV)/.stamp
 	$(BIN)/python -m torchxray._view.protocol_ts js
 
 src/torchxray/static/widget.js: node_modules/.stamp js/protocol_gen.ts $(wildcard js/*.ts js/*/*.ts js/*.css)

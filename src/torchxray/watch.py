@@ -38,7 +38,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import torch
 from torch import nn
 
 from ._text import closest, short_repr
@@ -47,6 +46,7 @@ from ._watch.buffer import CAPACITY, METRICS
 from ._watch.finite import NonFinite
 from ._watch.flags import KINDS, Flag, Thresholds
 from ._watch.hooks import Attached
+from ._watch.loss import number
 from ._watch.record import Recorder
 
 __all__ = ["CAPACITY", "KINDS", "Flag", "ModuleSeries", "NonFinite", "Thresholds", "Watch", "watch"]
@@ -83,6 +83,8 @@ def watch(
     *,
     thresholds: Thresholds | None = None,
     update_ratio: bool = True,
+    publish: bool = False,
+    host: str | None = None,
 ) -> Watch:
     """Watch ``model`` while it trains (see the module's docs); ``optimizer`` gives the update
     ratio and counts the steps. Close it with ``w.close()`` or use it as a context manager.
@@ -98,6 +100,10 @@ def watch(
         every: Sample the figures every this many steps.
         thresholds: The rules behind the flags (`torchxray.watch.Thresholds`); None: the defaults.
         update_ratio: False skips the copy of the weights the update ratio needs.
+        publish: Serve this rank's figures to ``tx.attach`` from the job's c10d worker server
+            (``torchxray.attach``): in each rank of a multi-rank job.
+        host: With ``publish``, the address to listen on; loopback unless given (a warning
+            says who else can then reach it).
 
     Returns:
         The `Watch`, hooked onto the model and the optimizer until it is closed.
@@ -118,6 +124,11 @@ def watch(
         >>> w.steps, [step for step, _ in w["0"].grad_norm], w.nonfinite
         (4, [1, 3], None)
     """
+    if publish or host is not None:
+        from ._attach.publish import Publisher, checked
+
+        w = Watch(checked(model, publish, host), optimizer, every, thresholds=thresholds, update_ratio=update_ratio)  # fmt: skip
+        return Publisher.attach(w, host)
     return Watch(model, optimizer, every, thresholds=thresholds, update_ratio=update_ratio)
 
 
@@ -284,7 +295,7 @@ class Watch:
         Raises:
             TypeError: `loss` is neither a number nor a 1-element tensor.
         """
-        value = None if loss is None else _number(loss)
+        value = None if loss is None else number(loss)
         if self.optimizer is not None:
             at = self._rec.done if self._stepped else self._rec.step
             self._stepped = False
@@ -496,17 +507,3 @@ class Watch:
 
 def _where(nf: NonFinite) -> str:
     return f"{nf.path or 'outside the model'} ({nf.phase}: {nf.detail})"
-
-
-def _number(loss: Any) -> float:
-    if isinstance(loss, torch.Tensor):
-        if loss.numel() != 1:
-            raise TypeError(
-                f"step(loss): the loss must have one element, got shape {tuple(loss.shape)}"
-            )
-        return float(loss.detach().float().item())
-    if isinstance(loss, (int, float)) and not isinstance(loss, bool):
-        return float(loss)
-    raise TypeError(
-        f"step(loss): the loss must be a number or a 1-element tensor, got {short_repr(loss)}"
-    )

@@ -30,7 +30,7 @@ from torch import nn
 
 from . import _gc
 from ._probe.cancel import ProbeCancelled
-from ._view import assets, background, static_html, training
+from ._view import assets, attach_view, background, static_html, training
 from ._view.host import ALL, PROBE, States
 from ._view.mirror import PythonApi
 from ._view.ranks_link import take_plan
@@ -120,7 +120,7 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
         cls = type(self)
         if not isinstance(cls.__dict__.get("_esm"), str):
             cls._esm, cls._css = assets.bundle()
-        plan = take_plan(kwargs)  # ranks=plan is the Ranks tab's; any other value the model's
+        plan, (model, job, probe) = take_plan(kwargs), attach_view.take_job(model, kwargs, probe)
         session = Session(model, args, kwargs, mode=mode, schedule=self._schedule)
         if plan is not None:
             session.ranks.attach(plan, model, session.model_rev)
@@ -138,6 +138,7 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
         self.observe(self._on_mode, names="probe_mode")
         if not probe:
             session.probe_note = "probe skipped (probe=False): ex.run_probe() runs it"
+        attach_view.show(self, session, job)  # the Training tab fed by a job, if any
         if probe and (args or kwargs) and self._later:
             # The tree shows now; the probe's results fill in when it is done.
             self._start_probe(first=True)
@@ -393,7 +394,7 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
             if "probe_summary" in changed:
                 self.probe_summary = dict(s.probe_summary())
                 self.probe_mode = s.mode
-            for name, make in (("overview", s.overview), ("history", s.history), ("compile", s.compile_state), ("ranks_state", s.ranks_state)):  # fmt: skip
+            for name, make in (("overview", s.overview), ("history", s.history), ("compile", s.compile_state), ("ranks_state", s.ranks_state), ("training", lambda: attach_view.attach_state(s))):  # fmt: skip
                 if name in changed:
                     setattr(self, name, dict(make()))
             if "export_state" in changed:
@@ -452,8 +453,8 @@ def explore(
     in when done (Apply and Undo wait for it; ``ex.wait()`` does too); elsewhere (a script), where
     nothing shows a view meanwhile, both run before this returns.
 
-    ``ranks=plan`` (from ``tx.ranks``) shows the plan in the Ranks tab (``ex.ranks``); a ``ranks``
-    keyword of any other value goes to the model's forward.
+    ``ranks=plan`` (``tx.ranks``) fills the Ranks tab, ``attach=job`` (``tx.attach``) the Training
+    tab (``explore(job)``: the job's own tree); either keyword of another value goes to the forward.
 
     ``mode`` and ``probe`` are taken by ``explore``: a model whose forward has a keyword argument
     of either name gets it through ``tx.probe(model, ..., **kwargs)`` instead.

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import weakref
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -28,6 +29,7 @@ from .finite import FiniteTracker, NonFinite, values
 from .finite import fast_sum as _sum
 from .flags import Flag, FlagBook, Thresholds, kinds_of
 from .replay import Capture, replay
+from .shards import has_dtensors, local
 
 __all__ = ["BOUNDS", "Recorder"]
 
@@ -81,6 +83,10 @@ class Recorder:
         self.capture = Capture()
         self.closed = False
         self._replaying = False
+        # False where running the forward again would issue collectives on this rank alone
+        # (FSDP2's all-gathers: the other ranks would never join): the weights' gradients name
+        # the module instead (``index`` sets it).
+        self.replayable = True
         self._start_step()
 
     # -- the model's modules ---------------------------------------------------------------
@@ -94,6 +100,7 @@ class Recorder:
         for path in [p for p in self._early if before.get(p) != now.get(p)]:
             del self._early[path]  # a module an edit replaced: its outputs start a new baseline
         self.classes = {p: type(m).__name__ for p, m in model.named_modules()}
+        self.replayable = not has_dtensors(model)
         self._static_order = {p: i for i, (p, _) in enumerate(model.named_modules())}
         seen: set[int] = set()
         self._weights = []
@@ -113,7 +120,7 @@ class Recorder:
         self.capture.clear()
         # Every step keeps what a replay needs (its inputs and RNG state: no copies); after the
         # first NaN there is none to find.
-        self.capture.enabled = self.nonfinite is None
+        self.capture.enabled = self.nonfinite is None and self.replayable
         # A sampled step's outputs so far: id -> (the tensor, weakly; its version then).
         self._outputs: dict[int, tuple[weakref.ref[torch.Tensor], int]] = {}
         self._acts: dict[str, tuple[list[torch.Tensor], bool]] = {}
@@ -159,7 +166,7 @@ class Recorder:
         own = seen is None or seen[0]() is not out or seen[1] != out._version
         self._outputs[id(out)] = (weakref.ref(out), out._version)
         if path not in self._acts:
-            self._acts[path] = (self._act_stats(module, out.detach()), own)
+            self._acts[path] = (self._act_stats(module, local(out).detach()), own)
 
     def tap(self, module: nn.Module, args: Any, kwargs: Any) -> tuple[Any, Any] | None:
         """The forward pre-hook: on an armed step, each input that needs a gradient becomes a
@@ -204,7 +211,7 @@ class Recorder:
         ]
         bad_weights: list[str] = []
         if have:
-            grads: list[torch.Tensor] = [p.grad for p, _ in have]  # type: ignore[misc]
+            grads: list[torch.Tensor] = [local(p.grad) for p, _ in have]  # type: ignore[arg-type]
             norms = values(list(torch._foreach_norm(grads)))
             sq: dict[str, float] = {}
             for (_, path), v in zip(have, norms, strict=True):
@@ -215,15 +222,19 @@ class Recorder:
                 self._grad_norms = {p: math.sqrt(v) for p, v in sq.items()}
         if self.armed:
             nf = self.finite.resolve(self.step, self.classes, bad_weights, self._order())
-        elif bad_weights and self.nonfinite is None and self.capture.calls:
+        elif bad_weights and self.nonfinite is None and self.capture.calls and self.replayable:
             nf = self._replay()
+        elif bad_weights and self.nonfinite is None and not self.replayable:
+            nf = self.finite.resolve(self.step, self.classes, bad_weights, self._order())
+            if nf is not None:
+                nf = replace(nf, detail=nf.detail + NOT_REPLAYED)
         else:
             nf = None
             self.finite.clear()
         if nf is not None:
             self._found(nf)
         if self.sampling and self._weights:
-            params: list[torch.Tensor] = [p for p, _ in self._weights]
+            params: list[torch.Tensor] = [local(p) for p, _ in self._weights]
             pn = values(list(torch._foreach_norm(params)))
             sq = {}
             for (_, path), v in zip(self._weights, pn, strict=True):
@@ -232,7 +243,7 @@ class Recorder:
             if update_ratio and optimizer_params is not None:
                 self._moving = [(p, path) for p, path in have if id(p) in optimizer_params]
                 with torch.no_grad():
-                    self._before = [_spread(p)[0].clone() for p, _ in self._moving]
+                    self._before = [_spread(local(p))[0].clone() for p, _ in self._moving]
 
     def _order(self) -> dict[str, int]:
         return self.order or self._static_order
@@ -257,7 +268,7 @@ class Recorder:
         if before is None or not before:
             return
         with torch.no_grad():
-            now = [_spread(p) for p, _ in self._moving]
+            now = [_spread(local(p)) for p, _ in self._moving]
             torch._foreach_sub_(before, [v for v, _ in now])
             delta = values(list(torch._foreach_norm(before)))
         sq: dict[str, float] = {}
@@ -369,6 +380,12 @@ def _spread(p: torch.Tensor) -> tuple[torch.Tensor, float]:
         return flat, 1.0
     picked = flat[:: n // SAMPLE]
     return picked, n / picked.numel()
+
+
+NOT_REPLAYED = (
+    " (a sharded model's step is not run again, which would all-gather on this rank alone: the "
+    "module is the last in forward order whose gradients hold NaN/Inf; it may have begun before)"
+)
 
 
 def _loss_culprit(step: int) -> NonFinite:
