@@ -261,7 +261,9 @@ def main(argv: list[str] | None = None) -> int:
         print(table(rows, buf))
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"mlp": small, "rows": rows, "buffer": buf, "threads": a.threads}, f, indent=1)
+            json.dump(
+                {"mlp": small, "rows": rows, "buffer": buf, "threads": a.threads}, f, indent=1
+            )
     return 0
 
 

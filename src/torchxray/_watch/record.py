@@ -223,7 +223,9 @@ class Recorder:
             # finite); a sampled one reads every weight's gradient norm.
             norms = values(got) if self.sampling or not _finite(got) else []
             if norms and not all(map(math.isfinite, norms)):
-                bad = (path for (_, path), v in zip(have, norms, strict=True) if not math.isfinite(v))
+                bad = (
+                    path for (_, path), v in zip(have, norms, strict=True) if not math.isfinite(v)
+                )
                 bad_weights = list(dict.fromkeys(bad))
             if self.sampling:
                 sq: dict[str, float] = {}
