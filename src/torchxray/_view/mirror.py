@@ -34,6 +34,7 @@ class PythonApi:
     and defined by ``widget.Explorer``: the lock, the session, the joins and syncs."""
 
     _lock: threading.RLock
+    _probe_asked: bool
     busy: str
     snapshot: dict[str, Any]
 
@@ -90,6 +91,7 @@ class PythonApi:
     def run_probe(self, mode: str | None = None) -> ProbeReport | None:
         """Probe again (``mode`` "fake" or "real"; default: the current mode). Also runs the
         probe that ``tx.explore(..., probe=False)`` skipped."""
+        self._probe_asked = False  # this runs it (a first probe left until asked for)
         self._join()
         s = self._live()
         self.busy = "probe"
