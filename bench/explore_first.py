@@ -8,7 +8,9 @@ Timed interleaved per round and model, each after a garbage collection:
   a model of ``Explorer.probe_when_asked_from`` modules or more sends its outline, and leaves
   the full tree and the probe until asked for); goal <= 1 s at 100k;
 - asked: then ``ex.probe_report`` (the full tree state, then the fake probe);
-- probe: ``tx.probe(model, x)`` alone (the anchor of "asked").
+- probe: ``tx.probe(model, x)`` alone (the anchor of "asked");
+- all at once: ``tx.explore(model, x)`` with ``probe_when_asked_from`` out of reach, as before
+  issue 55 (the full tree state and the probe before it returns).
 
 Ratios are of medians measured in the same run. One intra-op thread (``--threads``).
 """
@@ -26,6 +28,7 @@ from typing import Any
 import torch
 
 import torchxray as tx
+from torchxray.widget import Explorer
 
 from .models import synthetic
 
@@ -43,7 +46,9 @@ def measure(modules: int, rounds: int) -> dict[str, Any]:
     model, x = synthetic(modules).eval(), torch.randn(4, 8)
     tx.probe(model, x)  # warm: the first probe of a process pays torch's own first calls
     tx.explore(model, x).close()
-    runs: dict[str, list[float]] = {"walk": [], "first state": [], "asked": [], "probe": []}
+    runs: dict[str, list[float]] = {
+        "walk": [], "first state": [], "asked": [], "probe": [], "all at once": []
+    }  # fmt: skip
     for r in range(rounds):
         s, tree = _timed(lambda: tx.walk(model))
         runs["walk"].append(s)
@@ -58,6 +63,14 @@ def measure(modules: int, rounds: int) -> dict[str, Any]:
         s, report = _timed(lambda: tx.probe(model, x))
         runs["probe"].append(s)
         del report
+        kept, Explorer.probe_when_asked_from = Explorer.probe_when_asked_from, 1 << 62
+        try:  # as before issue 55
+            s, ex = _timed(lambda: tx.explore(model, x))
+        finally:
+            Explorer.probe_when_asked_from = kept
+        runs["all at once"].append(s)
+        ex.close()
+        del ex
         last = ", ".join(f"{k} {v[-1]:.2f}s" for k, v in runs.items())
         print(f"  {modules} modules, round {r + 1}/{rounds}: {last}", file=sys.stderr)
     med = {k: statistics.median(v) for k, v in runs.items()}
@@ -66,8 +79,8 @@ def measure(modules: int, rounds: int) -> dict[str, Any]:
 
 def table(rows: list[dict[str, Any]]) -> str:
     out = [
-        "| model | modules | walk (anchor) | first state | first state / walk | goal | asked: full tree + probe | fake probe alone | asked / probe |",
-        "|---|---:|---:|---:|---:|---|---:|---:|---:|",
+        "| model | modules | walk (anchor) | first state | first state / walk | goal | asked: full tree + probe | fake probe alone | asked / probe | all at once (before) | before / walk |",
+        "|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|",
     ]  # fmt: skip
     for r in rows:
         m = r["medians"]
@@ -75,7 +88,8 @@ def table(rows: list[dict[str, Any]]) -> str:
         out.append(
             f"| synthetic | {r['modules']:,} | {m['walk'] * 1e3:.0f} ms | {m['first state'] * 1e3:.0f} ms "
             f"| {m['first state'] / m['walk']:.2f}x | {goal} | {m['asked'] * 1e3:.0f} ms "
-            f"| {m['probe'] * 1e3:.0f} ms | {m['asked'] / m['probe']:.2f}x |"
+            f"| {m['probe'] * 1e3:.0f} ms | {m['asked'] / m['probe']:.2f}x "
+            f"| {m['all at once'] * 1e3:.0f} ms | {m['all at once'] / m['walk']:.2f}x |"
         )
     return "\n".join(out)
 
