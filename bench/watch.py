@@ -5,12 +5,12 @@
   interleaved (bare, a sampled step, an unsampled one, bare, ...; ``overhead``), and the figures are
   ratios of their medians. Attaching and closing the watch are outside the timing.
 - buffer: ``w.memory_bytes`` after 1,000 sampled steps of a 1,000-module model (``every=1``).
-- small MLP loop (issue 55, ``--only mlp``): a plain loop of ``BLOCK`` steps with
-  ``tx.watch(model, opt, every=10)`` (one watch a block: two sampled steps, eighteen not) against
-  the bare loop, blocks interleaved (bare, watched, bare, ...), the ratio of each watched block to
-  the mean of the bare blocks either side, median over the rounds; and the same for the bare loop
-  plus the one thing a watch reads on every step, its gradients' norms (``_foreach_norm``, read
-  once): the floor of a step that is not sampled.
+- small MLP loop (issue 55, ``--only mlp``): blocks of ``BLOCK`` steps of a plain loop on a copy
+  watched by ``tx.watch(model, opt, every=10)`` for the whole run (two sampled steps a block,
+  eighteen not) against blocks of the same loop on a bare copy, interleaved (bare, watched, bare,
+  ...), each watched block against the mean of the bare blocks either side, median over the
+  rounds; and the same for a bare copy plus the one thing a watch reads on every step, its
+  gradients' norms (``_foreach_norm``, summed, read once): the floor of a step not sampled.
 - the planted NaN (found at its step and module in every run) is a test:
   ``tests/test_watch_nonfinite.py``.
 
@@ -132,54 +132,64 @@ def mlp(width: int, batch: int) -> tuple[nn.Module, Callable[[nn.Module], torch.
 
 
 def mlp_loop(width: int, batch: int, rounds: int) -> dict[str, Any]:
-    """Blocks of ``BLOCK`` steps interleaved: bare, watched (every 10), bare, the gradient check
-    alone, bare, ...; each watched (or checked) block against the mean of the bare blocks either
-    side of it."""
-    model, loss_of = mlp(width, batch)
-    model.train()
-    opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
-    params = list(model.parameters())
+    """Three copies of one MLP, each with its own SGD: one watched (``every=10``) for the whole
+    run, one bare, one bare plus the gradient check a watch makes on every step. Blocks of
+    ``BLOCK`` steps interleaved (bare, watched, bare, checked, bare, ...); each watched (or
+    checked) block against the mean of the bare blocks either side of it. The watch lives
+    across blocks, as in a real loop: its first steps (rows made, hooks placed) are warm-up."""
+    made = [mlp(width, batch) for _ in range(3)]
+    (bare_m, loss_of), (watched_m, _), (checked_m, _) = made
+    for m in (watched_m, checked_m):
+        m.load_state_dict(bare_m.state_dict())
+    opts = [torch.optim.SGD(m.parameters(), lr=1e-3, momentum=0.9) for m, _ in made]
+    params = list(checked_m.parameters())
 
-    def block(check: bool = False) -> float:
+    def block(i: int) -> float:
+        model, opt = made[i][0], opts[i]
         t = time.perf_counter()
         for _ in range(BLOCK):
             opt.zero_grad()
             loss_of(model).backward()
-            if check:  # what a watch reads on every step (record.py, backward_done)
-                torch.stack(torch._foreach_norm([p.grad for p in params])).tolist()
+            if i == 2:  # what a watch reads on every step (record.py, backward_done)
+                torch.stack(torch._foreach_norm([p.grad for p in params])).sum().item()
             opt.step()
         return time.perf_counter() - t
 
-    for _ in range(3):
-        block()  # warm-up
-    bare: list[float] = []
-    watched: list[float] = []
-    checked: list[float] = []
-    ratios: dict[str, list[float]] = {"watch": [], "check": []}
-    last = block()
-    for r in range(rounds):
-        w = tx.watch(model, opt, every=10)
-        on = block()
+    w = tx.watch(watched_m, opts[1], every=10)
+    try:
+        for _ in range(3):
+            for i in range(3):
+                block(i)  # warm-up
+        bare: list[float] = []
+        ratios: dict[str, list[float]] = {"watch": [], "check": []}
+        watched: list[float] = []
+        checked: list[float] = []
+        last = block(0)
+        for r in range(rounds):
+            on = block(1)
+            mid = block(0)
+            chk = block(2)
+            end = block(0)
+            bare += [last, mid]
+            watched.append(on)
+            checked.append(chk)
+            ratios["watch"].append(on / ((last + mid) / 2))
+            ratios["check"].append(chk / ((mid + end) / 2))
+            last = end
+            print(
+                f"  mlp {width}x{batch} round {r + 1}/{rounds}: bare {mid / BLOCK * 1e3:.2f} ms, "
+                f"watched {on / BLOCK * 1e3:.2f} ms, check {chk / BLOCK * 1e3:.2f} ms a step",
+                file=sys.stderr,
+            )
+        steps = w.steps
+    finally:
         w.close()
-        mid = block()
-        chk = block(check=True)
-        end = block()
-        bare += [last, mid]
-        watched.append(on)
-        checked.append(chk)
-        ratios["watch"].append(on / ((last + mid) / 2))
-        ratios["check"].append(chk / ((mid + end) / 2))
-        last = end
-        print(
-            f"  mlp {width}x{batch} round {r + 1}/{rounds}: bare {mid / BLOCK * 1e3:.2f} ms, "
-            f"watched {on / BLOCK * 1e3:.2f} ms, check {chk / BLOCK * 1e3:.2f} ms a step",
-            file=sys.stderr,
-        )
     return {
         "model": f"MLP 784-{width}-{width}-10, batch {batch}, SGD",
         "step_s": statistics.median(bare) / BLOCK,
         "watch": statistics.median(ratios["watch"]),
         "check": statistics.median(ratios["check"]),
+        "watched_steps": steps,
         "runs": {"bare": bare, "watched": watched, "checked": checked, "ratios": ratios},
     }
 
