@@ -197,8 +197,8 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
         """Wait for the background probe, starting a first probe that still waits for the view
         (or, outside a kernel, running the one left until asked for)."""
         self._schedule.release()
+        self._asked()  # first: its sync sends the deferred tree once, with the shapes
         self._flush()  # what the Python API reads (e.g. to_html) includes the tree
-        self._asked()
         return self._background.wait(timeout)
 
     def _asked(self) -> None:

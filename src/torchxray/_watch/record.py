@@ -119,8 +119,9 @@ class Recorder:
         # Every step keeps what a replay needs (its inputs and RNG state: no copies); after the
         # first NaN there is none to find.
         self.capture.enabled = self.nonfinite is None
-        # A sampled step's outputs so far: id -> (the tensor, weakly; its version then).
-        self._outputs: dict[int, tuple[weakref.ref[torch.Tensor], int]] = {}
+        # A sampled step's outputs so far: id -> (the tensor, weakly; its version then; the
+        # figures taken of it).
+        self._outputs: dict[int, tuple[weakref.ref[torch.Tensor], int, list[torch.Tensor]]] = {}
         # path -> (its output's sum, norm, non-zeros[, values at a bound]: 0-d; own; numel)
         self._acts: dict[str, tuple[list[torch.Tensor], bool, int]] = {}
         self.order: dict[str, int] = {}
@@ -168,9 +169,16 @@ class Recorder:
         # once the ReLU after it ran) leaves its id to a new one, which must not pass for it.
         seen = self._outputs.get(id(out))
         own = seen is None or seen[0]() is not out or seen[1] != out._version
-        self._outputs[id(out)] = (weakref.ref(out), out._version)
-        if path not in self._acts:
-            self._acts[path] = (self._act_stats(module, out.detach()), own, out.numel())
+        got = self._acts.get(path)
+        if got is None:
+            if not own and seen is not None and _bounds(module) is None:
+                # A child's output passed on (a Sequential's last child's): the child's figures,
+                # not a second pass over the same tensor (the bound share is the child's own).
+                stats = seen[2][:3]
+            else:
+                stats = self._act_stats(module, out.detach())
+            got = self._acts[path] = (stats, own, out.numel())
+        self._outputs[id(out)] = (weakref.ref(out), out._version, got[0])
 
     def tap(self, module: nn.Module, args: Any, kwargs: Any) -> tuple[Any, Any] | None:
         """The forward pre-hook: on an armed step, each input that needs a gradient becomes a
