@@ -255,8 +255,15 @@ def _holds_lazy(d: dict[str, Any]) -> bool:
     return False
 
 
+_TRAINING = operator.attrgetter("training")
+
+
 def _restore_training(modules: list[nn.Module], flags: list[bool]) -> None:
-    """Every module's flag as it was (a forward may have flipped one during the probe too)."""
+    """Every module's flag as it was (a forward may have flipped one during the probe too).
+    First all of them read and compared by C loops (``map``, ``operator.is_``): the usual run
+    flips none, and a Python loop over 100,000 modules cost ~3% of their probe."""
+    if all(map(operator.is_, map(_TRAINING, modules), flags)):
+        return
     for m, training in zip(modules, flags):
         d = m.__dict__
         if (d["training"] if "training" in d else m.training) is not training:
