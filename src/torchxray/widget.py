@@ -420,7 +420,10 @@ def explore(
     marimo notebook this returns at once: the view is sent first and the model walked while the
     browser draws it (the tree follows), and the probe runs in the background, its results filling
     in when done (Apply and Undo wait for it; ``ex.wait()`` does too); elsewhere (a script), where
-    nothing shows a view meanwhile, both run before this returns.
+    nothing shows a view meanwhile, both run before this returns, except on a model of
+    ``Explorer.probe_when_asked_from`` modules or more (10,000), which returns with its outline
+    and probes when its results are first asked for (``ex.probe_report``, ``print(ex)``...;
+    docs/guide/hosts-and-scale.md).
 
     ``ranks=plan`` (from ``tx.ranks``) shows the plan in the Ranks tab (``ex.ranks``); a ``ranks``
     keyword of any other value goes to the model's forward.

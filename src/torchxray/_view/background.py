@@ -16,7 +16,9 @@ view draws, and state sent later reaches it, from any thread (marimo binds each 
 its session when the comm opens). There too the probe runs in the background (``later``).
 Elsewhere (plain Python, scripts, tests, IPython in a terminal, marimo run as a script, Pyodide,
 which has no threads) nothing shows a view before ``tx.explore`` returns, so the probe runs
-synchronously and ``tx.explore`` returns a probed Explorer.
+synchronously and ``tx.explore`` returns a probed Explorer; a model of
+``Explorer.probe_when_asked_from`` modules or more is probed when first asked for instead
+(``widget.py``; why not in a thread there: docs/guide/hosts-and-scale.md).
 """
 
 from __future__ import annotations
