@@ -198,8 +198,9 @@ class Watch:
         self._closure = False
         self._warned = False
         self._rec.index(model)
+        self._rec.each = self._hooks.each  # a replay turns every module's hooks on
         try:
-            self._hooks.modules(model, self._rec.forward, self._rec.tap, self._root())
+            self._hooks.modules(model, *self._module_hooks())
             if opt is not None:
                 self._hooks.optimizer(opt, self._pre_step, self._post_step)
             for m in model.modules():
@@ -323,14 +324,18 @@ class Watch:
         self._rec.loss_value(step, value)
         self._warn_nonfinite(value, step)
 
-    def _root(self) -> tuple[Callable[..., None], Callable[..., None]]:
-        return (self._rec.capture.before, self._rec.capture.after)
+    def _module_hooks(self) -> tuple[Any, ...]:
+        # The model's own hooks every step (what a replay needs); every module's on a sampled
+        # step alone (_watch/hooks.py says why).
+        capture = self._rec.capture
+        return self._rec.forward, self._rec.tap, (capture.before, capture.after), self._rec.sampling
 
     def _pre_step(self, opt: Any, args: Any, kwargs: Any) -> None:
         # A closure (LBFGS, Lightning) runs forward and backward inside step(): read after it.
         self._closure = callable(kwargs.get("closure", args[0] if args else None))
         if not self.closed and not self._closure:
-            self._rec.backward_done(_optim.held(opt), self._update_ratio)
+            held = _optim.held(opt) if self._rec.sampling else None  # the update ratio's alone
+            self._rec.backward_done(held, self._update_ratio)
 
     def _post_step(self, opt: Any, args: Any, kwargs: Any) -> None:
         if not self.closed:
@@ -342,6 +347,7 @@ class Watch:
 
     def _end(self) -> None:
         self._rec.end()
+        self._hooks.each(self._rec.sampling)  # every module's hooks for a sampled step alone
         self._boundary()
 
     def _warn_nonfinite(self, value: float, at: int) -> None:
@@ -430,7 +436,7 @@ class Watch:
         for m in [m for m, w in _WATCHED.items() if w is self]:
             del _WATCHED[m]
         self._rec.index(model)
-        self._hooks.modules(model, self._rec.forward, self._rec.tap, self._root())
+        self._hooks.modules(model, *self._module_hooks())
         for m in model.modules():
             _WATCHED[m] = self
 

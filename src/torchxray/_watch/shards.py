@@ -27,3 +27,10 @@ def local(t: torch.Tensor) -> torch.Tensor:
     """``t``'s local shard when it is a DTensor (no communication), else ``t``."""
     inner = getattr(t, "_local_tensor", None)
     return inner if isinstance(inner, torch.Tensor) else t
+
+
+# What a non-finite finding says of a sharded model (``record.py``): its step is not replayed.
+NOT_REPLAYED = (
+    " (a sharded model's step is not run again, which would all-gather on this rank alone: the "
+    "module is the last in forward order whose gradients hold NaN/Inf; it may have begun before)"
+)
