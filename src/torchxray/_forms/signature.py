@@ -10,29 +10,23 @@ from typing import Any
 
 from torch import nn
 
+from .._signature import resolve
+
 __all__ = ["SIGNATURE_OVERRIDES", "ann_text", "signature"]
 
 _MISSING = inspect.Parameter.empty
 
 
 def signature(cls: type) -> inspect.Signature:
-    """Constructor signature without ``self``; honours ``__signature__`` and ``__wrapped__``."""
+    """Constructor signature without ``self``, through wrappers (`torchxray._signature`)."""
     init = cls.__init__  # type: ignore[misc]
     for klass in cls.__mro__:
         override = SIGNATURE_OVERRIDES.get(klass)
         if override is not None and init is klass.__init__:  # type: ignore[misc]
             return override()
-    own = cls.__dict__.get("__signature__")
-    if isinstance(own, inspect.Signature):
-        return own
-    try:
-        sig = inspect.signature(init, eval_str=True)
-    except Exception:  # noqa: BLE001 - unresolvable string annotations are kept as strings
-        sig = inspect.signature(init)
-    params = list(sig.parameters.values())
-    if params and params[0].kind in (params[0].POSITIONAL_ONLY, params[0].POSITIONAL_OR_KEYWORD):
-        params = params[1:]
-    return sig.replace(parameters=params)
+    # Wrappers (kernels' ``new_init``, decorators without ``wraps``), partials, a hand-set
+    # ``__signature__``: the shared resolver sees through them or refuses in a sentence.
+    return resolve(cls)
 
 
 def _rnn_signature(nonlinearity: bool, proj_size: bool) -> inspect.Signature:
