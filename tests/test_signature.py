@@ -183,7 +183,10 @@ HandSet.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         (ViaPartialMethod, "(width: int, *, depth: int = 3) -> None"),
         (HandSet, "(*, size=2)"),
         (functools.partial(Plain, 8), "(depth: int = 2, *, act: str = 'relu') -> None"),
-        (functools.partial(Kerneled, act="gelu"), "(width: int, depth: int = 2, *, act: str = 'gelu') -> None"),  # fmt: skip
+        (
+            functools.partial(Kerneled, act="gelu"),
+            "(width: int, depth: int = 2, *, act: str = 'gelu') -> None",
+        ),  # fmt: skip
         (Decorated.forward, "(self, x: torch.Tensor, scale: float = 1.0) -> torch.Tensor"),
     ],
     ids=lambda v: getattr(v, "__name__", None) or type(v).__name__,

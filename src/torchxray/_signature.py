@@ -126,7 +126,8 @@ def _from_source(klass: type, why: str) -> inspect.Signature:
     except (OSError, TypeError, SyntaxError) as e:
         raise SignatureUnknown(f"{why}, and the source of {_name(klass)} is not available") from e
     body = tree.body[0] if tree.body and isinstance(tree.body[0], ast.ClassDef) else None
-    defs = [n for n in (body.body if body else []) if _is_def(n, "__init__")]
+    defs = [n for n in (body.body if body else []) if isinstance(n, ast.FunctionDef)]
+    defs = [n for n in defs if n.name == "__init__"]
     if not defs:
         raise SignatureUnknown(f"{why}, and the source of {_name(klass)} has no def __init__")
     try:
@@ -313,10 +314,6 @@ def _hands_all(call: ast.Call, star: str | None, dstar: str | None, lead: set[st
 
 def _name_id(node: ast.expr) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
-
-
-def _is_def(node: ast.stmt, name: str) -> bool:
-    return isinstance(node, ast.FunctionDef) and node.name == name
 
 
 def _hands_on(func: Any, name: str) -> bool:

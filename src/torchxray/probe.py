@@ -32,7 +32,9 @@ the forward (CUDA out-of-memory included) become a failed report
 re-raised after the clean-up.
 
 Fake mode runs a block whose structure and input metadata it has seen before only once and copies
-the records (``rep.memoised`` lists the skipped paths): 80 identical decoder layers cost one. Fake
+the records (``rep.memoised`` lists the skipped paths): 80 identical decoder layers cost one.
+Where alike sibling blocks were all run, ``rep.not_replayed`` says why in a sentence per group
+(hooks of their own, an attribute holding a different object in each, ...). Fake
 tensors a forward caches on its modules are removed afterwards. Models with uninitialised lazy
 modules are refused (a failed report), since running them would initialise them.
 
@@ -87,6 +89,7 @@ import torch
 from torch import nn
 
 from . import _gc
+from ._fake.unreplayed import unreplayed
 from ._probe import fastpath
 from ._probe.calls import Call
 from ._probe.cause import entries_of
@@ -238,6 +241,11 @@ def _run(
         limitations=tuple(run.recorder.limits),
         notes=unrestored(writes),
         writes=writes,
+        not_replayed=(
+            unreplayed(run.memo, run.modules, run.paths, records.__contains__)
+            if run.memo is not None and error is None
+            else ()
+        ),
     )
 
 

@@ -128,6 +128,10 @@ class BlockMemo:
         self.sigs = Signatures(model, paths, modules, unshared)
         self.entries: dict[Hashable, Any] = {}
         self.hits: list[str] = []  # the paths of the replayed calls, in order
+        # Why calls of a stubbed signature ran anyway, the first reason per signature key
+        # (`_fake.unreplayed` says it in the report); `unremembered` is set by `end` returning None.
+        self.refusals: dict[Hashable, str] = {}
+        self.unremembered = ""
         # id(module) -> (signature key, cache index or None) for each stubbed module
         self.stubbed = stub_targets(self.sigs, model)
 
@@ -166,6 +170,8 @@ class BlockMemo:
         here = self.here(path)
         keyed = input_key(args, kwargs, index)
         if here is None or keyed is None:
+            if keyed is None and sig not in self.refusals:
+                self.refusals[sig] = _unkeyable(args, kwargs, index)
             return original(*args, **kwargs)
         ikey, caches = keyed
         key = (sig, ikey)
@@ -181,12 +187,17 @@ class BlockMemo:
             return out
         before = [snapshot(c) for c in caches]
         token = self.begin(here, call)
+        self.unremembered = ""
         try:
             result = original(*args, **kwargs)
         except BaseException:
             self.failed(token)
             raise
         fresh = self.end(here, token, result, call, before)
+        if fresh is None:
+            self.refusals.setdefault(
+                sig, self.unremembered or "what its call did could not be kept"
+            )
         if entry is None:
             if fresh is not None:
                 self.entries[key] = fresh
@@ -198,6 +209,9 @@ class BlockMemo:
             entry.confirmed = True  # a second index did the same: replay the rest
         else:
             self.entries[key] = REFUSED
+            self.refusals.setdefault(
+                sig, f"the block of cache index {index} did not do what index {entry.index} did"
+            )
         return result
 
     # -- what a client gives ------------------------------------------------------------------
@@ -221,6 +235,14 @@ class BlockMemo:
     def replay(self, here: Any, entry: Any, call: BlockCall) -> Any:
         """The call's outputs from `entry`, with its effects on the run, without running it."""
         raise NotImplementedError
+
+
+def _unkeyable(args: tuple[Any, ...], kwargs: dict[str, Any], index: int | None) -> str:
+    """Why `input_key` gave up on a call: the first argument it cannot compare."""
+    for leaf in pytree.tree_leaves((args, kwargs)):
+        if not isinstance(leaf, (torch.Tensor, *PLAIN)) and not is_hf_cache(leaf):
+            return f"its call passes a {type(leaf).__qualname__}, which cannot be compared by value"
+    return f"the cache it is passed has no comparable slot {index}"
 
 
 def call_out_codes() -> tuple[types.CodeType, ...]:
