@@ -265,8 +265,20 @@ def _execute(
             args, kwargs = prepare_inputs(run, args, kwargs)
             run.model(*args, **kwargs)
         except Exception as exc:
-            return localise(run, exc, names, args, kwargs, _execute.__code__, patches)
+            bare = lambda: _bare_runs(run, args, kwargs)  # noqa: E731
+            return localise(run, exc, names, args, kwargs, _execute.__code__, patches, bare)
     return None
+
+
+def _bare_runs(run: ProbeRun, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether the model's forward runs with the recording taken off (still inside the run: its
+    fake mode, its state kept and put back, its writes undone)."""
+    run.patches.undo()
+    try:
+        run.model(*args, **kwargs)
+    except Exception:  # noqa: BLE001 - it fails bare too: the failure is the model's or inputs'
+        return False
+    return True
 
 
 def _eager() -> contextlib.AbstractContextManager[Any]:

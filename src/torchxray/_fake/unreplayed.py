@@ -76,8 +76,8 @@ def _why(memo: BlockMemo, a: nn.Module, b: nn.Module, reverse: dict[int, Hashabl
         stub = memo.stubbed.get(id(a))
         if stub is None:
             return None
-        said = memo.refusals.get(stub[0])
-        return said or "its calls were given inputs of other shapes, dtypes or values each time"
+        # No refusal: their calls had inputs of other shapes (a model's own design, not said).
+        return memo.refusals.get(stub[0])
     if id(a) in sigs.relaxed and id(b) in sigs.relaxed:  # cache indices left out (`Signatures`)
         ea, eb = sigs.relaxed[id(a)], sigs.relaxed[id(b)]
     ka, kb = reverse.get(ea), reverse.get(eb)
