@@ -101,7 +101,11 @@ LATEST_TESTS ?= tests/test_signature.py tests/test_first_call.py tests/test_prob
   tests/test_forms_shipped.py tests/test_patch_config.py tests/test_probe_flow.py \
   tests/test_probe_real.py tests/test_placement.py tests/test_tensor_subclasses.py \
   tests/test_summary.py tests/test_select.py tests/test_compile_check.py tests/test_sweep_sample.py
-LATEST_SWEEP ?= --family transformers diffusers peft torchao --limit 3
+# The sweep's sample: three models per family, and the decoders whose attention kernels wraps
+# (the fixed sample of tests/test_sweep_sample.py runs among the tests).
+LATEST_SWEEP ?= --family transformers timm diffusers peft torchao open_clip --limit 3
+LATEST_SWEEP_MODELS ?= --family transformers --match Qwen2ForCausalLM MistralForCausalLM \
+  Gemma2ForCausalLM
 # The widget's bundle is built once (`js`): some of these tests open an Explorer.
 test-latest: js
 	test -x $(LATEST_VENV)/bin/python || $(PY) -m venv $(LATEST_VENV)
@@ -111,3 +115,4 @@ test-latest: js
 	$(LATEST_VENV)/bin/python -m bench.latest
 	$(LATEST_VENV)/bin/pytest -q -p no:cacheprovider $(LATEST_TESTS)
 	$(LATEST_VENV)/bin/python -m bench.sweep $(LATEST_SWEEP)
+	$(LATEST_VENV)/bin/python -m bench.sweep $(LATEST_SWEEP_MODELS)
