@@ -89,7 +89,10 @@ def test_the_report_says_why_blocks_did_not_replay() -> None:
     rep = probe(hooked, torch.randn(2, 8))
     assert rep.ok and not any(p in rep.memoised for p in "1234")
     (said,) = rep.not_replayed
-    assert said.startswith("0 and 4 more (Block) ran each time") and "in lin, it has hooks" in said
+    assert (
+        said.startswith("Block blocks 0 and 4 more ran each time")
+        and "in lin, it has hooks" in said
+    )
 
     held = _stack("kernel_dict")
     for b in held:

@@ -1,7 +1,7 @@
 """Why blocks that look alike were not replayed by a fake run's memo (`_fake.memo`): one sentence
 per group of sibling blocks of one class none of which was replayed, for the report to say rather
-than leave a slow probe unexplained ("layers.0 and 79 more (LlamaDecoderLayer) ran each time: in
-self_attn, attribute '_kernel_funcs' holds a different dict in each").
+than leave a slow probe unexplained ("LlamaDecoderLayer blocks model.layers.0 and 79 more ran each
+time, not replayed: in self_attn, attribute 'tag' holds a different object in each").
 
 The reasons come from what the memo already knows: a block with no signature (hooks of its own, a
 child without one, a child reached by another path: `Signatures.unsigned`), two signatures that
@@ -61,7 +61,9 @@ def unreplayed(
                 continue
             said.update(id(c) for c in group)
             more = f"{ps[1]}" if len(ps) == 2 else f"{len(ps) - 1} more"
-            out.append(f"{ps[0]} and {more} ({cls.__name__}) ran each time, not replayed: {why}")
+            out.append(
+                f"{cls.__name__} blocks {ps[0]} and {more} ran each time, not replayed: {why}"
+            )
         todo.extend(reversed([c for c in kids if id(c) not in said and id(c) not in memo.stubbed]))
     return tuple(out[:_MAX])
 
