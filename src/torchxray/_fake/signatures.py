@@ -62,13 +62,8 @@ def _held_key(value: Any, owner: Any, depth: int) -> Hashable | None:
         defaults = _attr_key(value.__defaults__, owner, depth)
         return ("fn", value.__code__, id(value.__globals__), cells, defaults)
     if t is functools.partial:
-        kws = _attr_key(value.keywords, owner, depth)
-        return (
-            "partial",
-            _attr_key(value.func, owner, depth),
-            _attr_key(value.args, owner, depth),
-            kws,
-        )  # noqa: E501
+        func, args = _attr_key(value.func, owner, depth), _attr_key(value.args, owner, depth)
+        return ("partial", func, args, _attr_key(value.keywords, owner, depth))
     if isinstance(value, nn.Module) and _stateless(value):
         d = vars(value)
         names = sorted(d.keys() - _MODULE_INTERNALS - {"training"})
