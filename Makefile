@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 # have torch importable by $(PY): the venv then reuses it through --system-site-packages).
 TORCH ?= torch==2.14.1 torchvision==0.29.1
 
-.PHONY: setup js demo test lint typecheck test-py test-js test-ui notebooks bench chromium compat clean docs dist screenshots
+.PHONY: setup js demo test lint typecheck test-py test-js test-ui notebooks bench chromium compat clean docs dist screenshots test-latest
 
 setup: $(VENV)/.stamp src/torchxray/static/widget.js
 
@@ -108,4 +108,32 @@ bench: setup
 	$(BIN)/python -m bench
 
 clean:
-	rm -rf $(VENV) .venv-compat node_modules src/torchxray/static/*.js src/torchxray/static/*.css site dist .cache
+	rm -rf $(VENV) .venv-compat .venv-latest node_modules src/torchxray/static/*.js src/torchxray/static/*.css site dist .cache
+
+# The upstream lane (docs/guide/newest-releases.md), by hand, never part of `make test`: the newest
+# releases of the libraries people install, in their own venv, against the library-facing tests and
+# the sweep's sample. Every run upgrades to what the registry has that day. PIP_CONSTRAINT=/dev/null:
+# a machine-wide pip constraint that caps torch at the build on disk would hold the lane back.
+LATEST_VENV ?= .venv-latest
+LATEST_TORCH ?= torch torchvision
+LATEST_LIBS ?= transformers timm diffusers torchao peft open_clip_torch accelerate
+LATEST_TESTS ?= tests/test_signature.py tests/test_first_call.py tests/test_probe_wrapped.py \
+  tests/test_forms_real.py \
+  tests/test_forms_sources_shipped.py tests/test_patch_config.py tests/test_probe_flow.py \
+  tests/test_probe_real.py tests/test_placement.py tests/test_tensor_subclasses.py \
+  tests/test_summary.py tests/test_select.py tests/test_compile_check.py tests/test_sweep_sample.py
+# The sweep's sample: three models per family, and the decoders whose attention kernels wraps
+# (the fixed sample of tests/test_sweep_sample.py runs among the tests).
+LATEST_SWEEP ?= --family transformers timm diffusers peft torchao open_clip --limit 3
+LATEST_SWEEP_MODELS ?= --family transformers --match Qwen2ForCausalLM MistralForCausalLM \
+  Gemma2ForCausalLM
+# The widget's bundle is built once (`js`): some of these tests open an Explorer.
+test-latest: js
+	test -x $(LATEST_VENV)/bin/python || $(PY) -m venv $(LATEST_VENV)
+	PIP_CONSTRAINT=/dev/null $(LATEST_VENV)/bin/pip install -q --upgrade $(LATEST_TORCH) $(LATEST_LIBS) \
+	  safetensors jaxtyping torchinfo==1.8.0 treescope==0.1.10 pytest pytest-timeout
+	PIP_CONSTRAINT=/dev/null $(LATEST_VENV)/bin/pip install -q -e .
+	$(LATEST_VENV)/bin/python -m bench.latest
+	$(LATEST_VENV)/bin/pytest -q -p no:cacheprovider $(LATEST_TESTS)
+	$(LATEST_VENV)/bin/python -m bench.sweep $(LATEST_SWEEP)
+	$(LATEST_VENV)/bin/python -m bench.sweep $(LATEST_SWEEP_MODELS)
