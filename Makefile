@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 # have torch importable by $(PY): the venv then reuses it through --system-site-packages).
 TORCH ?= torch==2.14.1 torchvision==0.29.1
 
-.PHONY: setup js demo test lint typecheck test-py test-js test-ui notebooks bench chromium compat clean docs dist screenshots
+.PHONY: setup js demo test lint typecheck test-py test-js test-ui notebooks bench chromium compat clean docs dist screenshots test-latest
 
 setup: $(VENV)/.stamp src/torchxray/static/widget.js
 
@@ -25,9 +25,9 @@ node_modules/.stamp: package.json package-lock.json
 	touch $@
 
 # The frontend's message types are generated from the Python declarations (one contract), into
-# js/protocol_gen.ts, js/requests_gen.ts and js/tools_gen.ts; tests/test_protocol.py checks the committed copies
+# js/protocol_gen.ts, js/requests_gen.ts, js/tools_gen.ts and js/checks_gen.ts; tests/test_protocol.py checks the committed copies
 # and that js/ type-checks against them.
-js/protocol_gen.ts: src/torchxray/protocol.py src/torchxray/_view/replies.py src/torchxray/_view/compare_types.py src/torchxray/_view/flow_types.py src/torchxray/_view/snapshot_types.py src/torchxray/_view/summary_types.py src/torchxray/_view/watch_types.py src/torchxray/_view/protocol_ts.py | $(VENV)/.stamp
+js/protocol_gen.ts: src/torchxray/protocol.py src/torchxray/_view/replies.py src/torchxray/_view/compare_types.py src/torchxray/_view/flow_types.py src/torchxray/_view/snapshot_types.py src/torchxray/_view/summary_types.py src/torchxray/_view/watch_types.py src/torchxray/_view/compile_types.py src/torchxray/_view/ranks_types.py src/torchxray/_view/export_types.py src/torchxray/_view/protocol_ts.py | $(VENV)/.stamp
 	$(BIN)/python -m torchxray._view.protocol_ts js
 
 src/torchxray/static/widget.js: node_modules/.stamp js/protocol_gen.ts $(wildcard js/*.ts js/*/*.ts js/*.css)
@@ -108,4 +108,32 @@ bench: setup
 	$(BIN)/python -m bench
 
 clean:
-	rm -rf $(VENV) .venv-compat node_modules src/torchxray/static/*.js src/torchxray/static/*.css site dist .cache
+	rm -rf $(VENV) .venv-compat .venv-latest node_modules src/torchxray/static/*.js src/torchxray/static/*.css site dist .cache
+
+# The upstream lane (docs/guide/newest-releases.md), by hand, never part of `make test`: the newest
+# releases of the libraries people install, in their own venv, against the library-facing tests and
+# the sweep's sample. Every run upgrades to what the registry has that day. PIP_CONSTRAINT=/dev/null:
+# a machine-wide pip constraint that caps torch at the build on disk would hold the lane back.
+LATEST_VENV ?= .venv-latest
+LATEST_TORCH ?= torch torchvision
+LATEST_LIBS ?= transformers timm diffusers torchao peft open_clip_torch accelerate
+LATEST_TESTS ?= tests/test_signature.py tests/test_first_call.py tests/test_probe_wrapped.py \
+  tests/test_forms_real.py \
+  tests/test_forms_sources_shipped.py tests/test_patch_config.py tests/test_probe_flow.py \
+  tests/test_probe_real.py tests/test_placement.py tests/test_tensor_subclasses.py \
+  tests/test_summary.py tests/test_select.py tests/test_compile_check.py tests/test_sweep_sample.py
+# The sweep's sample: three models per family, and the decoders whose attention kernels wraps
+# (the fixed sample of tests/test_sweep_sample.py runs among the tests).
+LATEST_SWEEP ?= --family transformers timm diffusers peft torchao open_clip --limit 3
+LATEST_SWEEP_MODELS ?= --family transformers --match Qwen2ForCausalLM MistralForCausalLM \
+  Gemma2ForCausalLM
+# The widget's bundle is built once (`js`): some of these tests open an Explorer.
+test-latest: js
+	test -x $(LATEST_VENV)/bin/python || $(PY) -m venv $(LATEST_VENV)
+	PIP_CONSTRAINT=/dev/null $(LATEST_VENV)/bin/pip install -q --upgrade $(LATEST_TORCH) $(LATEST_LIBS) \
+	  safetensors jaxtyping torchinfo==1.8.0 treescope==0.1.10 pytest pytest-timeout
+	PIP_CONSTRAINT=/dev/null $(LATEST_VENV)/bin/pip install -q -e .
+	$(LATEST_VENV)/bin/python -m bench.latest
+	$(LATEST_VENV)/bin/pytest -q -p no:cacheprovider $(LATEST_TESTS)
+	$(LATEST_VENV)/bin/python -m bench.sweep $(LATEST_SWEEP)
+	$(LATEST_VENV)/bin/python -m bench.sweep $(LATEST_SWEEP_MODELS)

@@ -5,6 +5,12 @@
   interleaved (bare, a sampled step, an unsampled one, bare, ...; ``overhead``), and the figures are
   ratios of their medians. Attaching and closing the watch are outside the timing.
 - buffer: ``w.memory_bytes`` after 1,000 sampled steps of a 1,000-module model (``every=1``).
+- small MLP loop (issue 55, ``--only mlp``): blocks of ``BLOCK`` steps of a plain loop on a copy
+  watched by ``tx.watch(model, opt, every=10)`` for the whole run (two sampled steps a block,
+  eighteen not) against blocks of the same loop on a bare copy, interleaved (bare, watched, bare,
+  ...), each watched block against the mean of the bare blocks either side, median over the
+  rounds; and the same for a bare copy plus the one thing a watch reads on every step, its
+  gradients' norms (``_foreach_norm``, summed, read once): the floor of a step not sampled.
 - the planted NaN (found at its step and module in every run) is a test:
   ``tests/test_watch_nonfinite.py``.
 
@@ -30,6 +36,8 @@ import torchxray as tx
 from torchxray.demo import many_modules
 
 GOALS = {"every 10": 1.03, "every 1": 1.25}
+MLP_GOAL = 1.03
+BLOCK = 20  # steps a block of the MLP loop
 BUFFER_GOAL = 1_000_000  # bytes per 1,000 modules at 1,000 samples
 
 
@@ -113,6 +121,92 @@ def buffer_bytes(modules: int = 1000, samples: int = 1000) -> dict[str, Any]:
     }
 
 
+def mlp(width: int, batch: int) -> tuple[nn.Module, Callable[[nn.Module], torch.Tensor]]:
+    """An MNIST-sized MLP: 784 -> width -> width -> 10, ReLUs, ``batch`` random images."""
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Linear(784, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(), nn.Linear(width, 10)
+    )  # fmt: skip
+    x, y = torch.randn(batch, 784), torch.randint(0, 10, (batch,))
+    return model, lambda m: F.cross_entropy(m(x), y)
+
+
+def mlp_loop(width: int, batch: int, rounds: int) -> dict[str, Any]:
+    """Three copies of one MLP, each with its own SGD: one watched (``every=10``) for the whole
+    run, one bare, one bare plus the gradient check a watch makes on every step. Blocks of
+    ``BLOCK`` steps interleaved (bare, watched, bare, checked, bare, ...); each watched (or
+    checked) block against the mean of the bare blocks either side of it. The watch lives
+    across blocks, as in a real loop: its first steps (rows made, hooks placed) are warm-up."""
+    made = [mlp(width, batch) for _ in range(3)]
+    (bare_m, loss_of), (watched_m, _), (checked_m, _) = made
+    for m in (watched_m, checked_m):
+        m.load_state_dict(bare_m.state_dict())
+    opts = [torch.optim.SGD(m.parameters(), lr=1e-3, momentum=0.9) for m, _ in made]
+    params = list(checked_m.parameters())
+
+    def block(i: int) -> float:
+        model, opt = made[i][0], opts[i]
+        t = time.perf_counter()
+        for _ in range(BLOCK):
+            opt.zero_grad()
+            loss_of(model).backward()
+            if i == 2:  # what a watch reads on every step (record.py, backward_done)
+                torch.stack(torch._foreach_norm([p.grad for p in params])).sum().item()
+            opt.step()
+        return time.perf_counter() - t
+
+    w = tx.watch(watched_m, opts[1], every=10)
+    try:
+        for _ in range(3):
+            for i in range(3):
+                block(i)  # warm-up
+        bare: list[float] = []
+        ratios: dict[str, list[float]] = {"watch": [], "check": []}
+        watched: list[float] = []
+        checked: list[float] = []
+        last = block(0)
+        for r in range(rounds):
+            on = block(1)
+            mid = block(0)
+            chk = block(2)
+            end = block(0)
+            bare += [last, mid]
+            watched.append(on)
+            checked.append(chk)
+            ratios["watch"].append(on / ((last + mid) / 2))
+            ratios["check"].append(chk / ((mid + end) / 2))
+            last = end
+            print(
+                f"  mlp {width}x{batch} round {r + 1}/{rounds}: bare {mid / BLOCK * 1e3:.2f} ms, "
+                f"watched {on / BLOCK * 1e3:.2f} ms, check {chk / BLOCK * 1e3:.2f} ms a step",
+                file=sys.stderr,
+            )
+        steps = w.steps
+    finally:
+        w.close()
+    return {
+        "model": f"MLP 784-{width}-{width}-10, batch {batch}, SGD",
+        "step_s": statistics.median(bare) / BLOCK,
+        "watch": statistics.median(ratios["watch"]),
+        "check": statistics.median(ratios["check"]),
+        "watched_steps": steps,
+        "runs": {"bare": bare, "watched": watched, "checked": checked, "ratios": ratios},
+    }
+
+
+def mlp_table(rows: list[dict[str, Any]]) -> str:
+    out = [
+        "| row | anchor: bare step | watch every 10 | the gradient check alone | goal | met |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        out.append(
+            f"| {r['model']} | {r['step_s'] * 1e3:.2f} ms | {r['watch']:.3f}x | {r['check']:.3f}x "
+            f"| <= {MLP_GOAL:.2f}x | {'yes' if r['watch'] <= MLP_GOAL else 'no'} |"
+        )
+    return "\n".join(out)
+
+
 def table(rows: list[dict[str, Any]], buf: dict[str, Any]) -> str:
     out = [
         "| row | anchor | figure | goal | met |",
@@ -142,11 +236,20 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.watch", description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=15)
     p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--only", nargs="*", default=["resnet50", "llama", "buffer"])
+    p.add_argument("--only", nargs="*", default=["mlp", "resnet50", "llama", "buffer"])
+    p.add_argument(
+        "--mlp", nargs="*", default=["256x128"], help="MLP rows as WIDTHxBATCH (784-W-W-10)"
+    )
     p.add_argument("--json", default="")
     a = p.parse_args(argv)
     torch.set_num_threads(a.threads)
     rows = []
+    small = []
+    if "mlp" in a.only:
+        for spec in a.mlp:
+            width, batch = (int(v) for v in spec.split("x"))
+            small.append(mlp_loop(width, batch, a.rounds))
+        print(mlp_table(small))
     if "resnet50" in a.only:
         rows.append(
             overhead("timm ResNet-50, 2x3x128x128, SGD", lambda: resnet50(2, 128), a.rounds)
@@ -164,10 +267,13 @@ def main(argv: list[str] | None = None) -> int:
         if "buffer" in a.only
         else {"modules": 0, "samples": 0, "bytes": 0, "per_1000": 0}
     )
-    print(table(rows, buf))
+    if rows or "buffer" in a.only:
+        print(table(rows, buf))
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"rows": rows, "buffer": buf, "threads": a.threads}, f, indent=1)
+            json.dump(
+                {"mlp": small, "rows": rows, "buffer": buf, "threads": a.threads}, f, indent=1
+            )
     return 0
 
 

@@ -14,7 +14,7 @@ import type {
   ProbeSummary,
   TreeState,
 } from "./protocol_gen";
-import type { CompileState, ExportState, RanksState, TrainingState } from "./tools_gen";
+import type { CompileState, ExportState, RanksState, TrainingState } from "./checks_gen";
 import type { ProbeRequest, Replies, Reply, Request, RequestKind } from "./requests_gen";
 import { SLOW_TIMEOUT_KINDS } from "./requests_gen";
 import { isAbort, type Invoke } from "./transport";
@@ -22,6 +22,7 @@ import { isAbort, type Invoke } from "./transport";
 export type * from "./protocol_gen";
 export type * from "./requests_gen";
 export type * from "./tools_gen";
+export type * from "./checks_gen";
 export { REQUEST_KINDS, SLOW_KINDS } from "./requests_gen";
 
 /** The probe's modes (protocol.ProbeMode). */

@@ -6,7 +6,9 @@
 
 import type { AssetReply, CancelReply, CatalogReply, ChildrenReply, ErrorReply, FiguresReply, FilterReply, FormReply, MemoryReply, MroReply, PatchedReply, PongReply, ProbeReply, ProbeTableReply, RevealReply, SelectReply, SourceReply } from "./protocol_gen";
 
-import type { CompileReply, DiffReply, ExportReply, FlowReply, GraphReply, HealthReply, PeftReply, PickReply, PlanReply, RanksPlanReply, RanksReply, StatsReply, SummaryReply, TrainControlReply, TrainFiguresReply, TrainSeriesReply } from "./tools_gen";
+import type { DiffReply, FlowReply, GraphReply, HealthReply, PeftReply, PickReply, PlanReply, StatsReply, SummaryReply } from "./tools_gen";
+
+import type { CompileReply, ExportReply, RanksPlanReply, RanksReply, TrainControlReply, TrainFiguresReply, TrainPollReply, TrainSeriesReply } from "./checks_gen";
 
 export interface PingRequest {
   kind: "ping";
@@ -212,6 +214,12 @@ export interface TrainFiguresRequest {
   paths?: string[]; // the rows on screen
 }
 
+/** Ask an attached job's ranks for what is new; the Training tab sends it while attached. */
+export interface TrainPollRequest {
+  kind: "train_poll";
+  rank?: number | null; // the rank to show; None: the worst rank
+}
+
 /** Run the check (the Check button); from then on it runs again after every patch. */
 export interface CompileRequest {
   kind: "compile";
@@ -268,6 +276,7 @@ export type Request =
   | TrainSeriesRequest
   | TrainControlRequest
   | TrainFiguresRequest
+  | TrainPollRequest
   | CompileRequest
   | RanksRequest
   | RanksPlanRequest
@@ -303,6 +312,7 @@ export type Reply =
   | TrainSeriesReply
   | TrainControlReply
   | TrainFiguresReply
+  | TrainPollReply
   | CompileReply
   | RanksReply
   | RanksPlanReply
@@ -342,6 +352,7 @@ export interface Replies {
   train_series: TrainSeriesReply;
   train_control: TrainControlReply;
   train_figures: TrainFiguresReply;
+  train_poll: TrainPollReply;
   compile: CompileReply;
   ranks: RanksReply;
   ranks_plan: RanksPlanReply;
@@ -349,7 +360,7 @@ export interface Replies {
 }
 
 export type RequestKind = keyof Replies;
-export const REQUEST_KINDS: readonly RequestKind[] = ["asset", "bulk", "cancel", "catalog", "children", "compile", "diff", "edit", "export", "figures", "filter", "flow", "form", "graph", "health", "memory", "mro", "peft", "pick", "ping", "plan", "probe", "probe_table", "ranks", "ranks_plan", "redo", "replace", "reveal", "select", "source", "stats", "summary", "train_control", "train_figures", "train_series", "undo"];
+export const REQUEST_KINDS: readonly RequestKind[] = ["asset", "bulk", "cancel", "catalog", "children", "compile", "diff", "edit", "export", "figures", "filter", "flow", "form", "graph", "health", "memory", "mro", "peft", "pick", "ping", "plan", "probe", "probe_table", "ranks", "ranks_plan", "redo", "replace", "reveal", "select", "source", "stats", "summary", "train_control", "train_figures", "train_poll", "train_series", "undo"];
 
 /** Kinds that patch the model or re-run the probe: busy while they run; a stale `rev` is
  * refused. */

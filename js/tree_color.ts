@@ -3,6 +3,7 @@
 // a batch at a time, and kept until the tree changes.
 import { clear, formatBytes, formatCount, h } from "./dom";
 import type { ExportState, FiguresReply, NodeRow } from "./protocol";
+import { sparkline } from "./sparkline";
 
 export const FIGURES = [
   ["params", "parameters"],
@@ -75,6 +76,9 @@ export class TreeColor {
   readonly select = h("select", { "aria-label": "colour the tree by" });
   private readonly legend = h("div", { class: "tx-legend", "aria-label": "colour legend" });
   private values = new Map<string, number | null>();
+  // An attached job's rows (train_figures): the figure's last samples, and whose rank each is.
+  private sparks = new Map<string, number[]>();
+  private whose = new Map<string, number>();
   private total: number | null = null;
   private note = "";
   private pending = new Set<string>();
@@ -105,6 +109,8 @@ export class TreeColor {
   reset(): void {
     this.generation += 1;
     this.values.clear();
+    this.sparks.clear();
+    this.whose.clear();
     this.asked.clear();
     this.pending.clear();
     this.total = null;
@@ -112,23 +118,34 @@ export class TreeColor {
     this.drawLegend();
   }
 
+  /** The figure's values moved on (a training step): rows ask again, keeping their colours until
+   * the new values come (a reset would blank every row at each step, and a slow reply would be
+   * dropped by the next step's reset before it could be drawn). */
+  refresh(): void {
+    if (!this.figure) return;
+    this.asked.clear();
+    this.redraw();
+  }
+
   /** Called for each row the tree draws: a swatch before its name, or a request for its value. */
   paint(el: HTMLElement, item: NodeRow): void {
     const figure = this.figure;
     if (!figure) return;
-    if (!this.values.has(item.path)) {
-      if (!this.asked.has(item.path)) this.queue(item.path);
-      return;
-    }
+    if (!this.asked.has(item.path)) this.queue(item.path);
+    if (!this.values.has(item.path)) return;
     const v = this.values.get(item.path) ?? null;
     const share = v !== null && this.total ? v / this.total : null;
     const label = FIGURES.find(([f]) => f === figure)?.[1] ?? figure;
-    const title = v === null ? `${label}: not known` : `${label}: ${figureText(figure, v)}${share !== null ? ` (${percent(share)} of the model)` : ""}`;
+    const rank = this.whose.get(item.path);
+    const of = rank === undefined ? "" : ` on rank ${rank}`;
+    const title = v === null ? `${label}: not known` : `${label}${of}: ${figureText(figure, v)}${share !== null ? ` (${percent(share)} of the model)` : ""}`;
     const swatch = h("span", { class: "tx-heat", title, "aria-label": title });
     if (figure === "drift" && v !== null) swatch.style.background = driftHeat(v);
     else if (share !== null) swatch.style.background = heat(share);
     else swatch.classList.add("tx-heat-none");
     el.querySelector(".tx-name")?.before(swatch);
+    const spark = this.sparks.get(item.path);
+    if (spark) el.querySelector(".tx-name")?.after(sparkline(spark, isTrainFigure(figure) && figure !== "act_zeros", `${label}${of}, last ${spark.length} samples`));
   }
 
   private queue(path: string): void {
@@ -154,6 +171,9 @@ export class TreeColor {
       }
       if (generation !== this.generation) return; // the figure or the model changed meanwhile
       for (const [p, v] of Object.entries(r.values)) this.values.set(p, v);
+      const extra = r as { spark?: Record<string, number[]>; ranks?: Record<string, number> };
+      for (const [p, v] of Object.entries(extra.spark ?? {})) this.sparks.set(p, v);
+      for (const [p, v] of Object.entries(extra.ranks ?? {})) this.whose.set(p, v);
       this.total = r.total;
       this.note = r.note;
     }

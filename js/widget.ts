@@ -1,7 +1,7 @@
 // Entry point loaded by anywidget: lays out the tree and the tabbed panes, wires them to the synced
 // traitlets (state) and to the kernel's "rpc" command (actions). Mirrors src/torchxray/widget.py.
 import type { RenderProps } from "@anywidget/types";
-import { clear, h, uid } from "./dom";
+import { clear, h } from "./dom";
 import { hideStandIn, whenAttached } from "./host";
 import { containKeys } from "./keys";
 import { CompilePane } from "./panes/compile";
@@ -17,7 +17,7 @@ import { ProbePane } from "./panes/probe";
 import { RanksPane, showRankBadges } from "./panes/ranks";
 import { offersReal, realProbeButton } from "./panes/real_probe";
 import { SourcePane } from "./panes/source";
-import { TrainingPane, trainingBadges } from "./panes/training";
+import { TrainingPane, trainingBadges, trainingMoment } from "./panes/training";
 import { messageOf, type Ctx, type Pane } from "./panes/context";
 import type { Channel, HistoryState, State } from "./protocol";
 import { Rpc, SLOW_KINDS } from "./protocol";
@@ -27,6 +27,7 @@ import { messageInvoke } from "./transport";
 import { TreeView } from "./tree";
 import { driftFigures, isTrainFigure, TreeColor } from "./tree_color";
 import { TreeSelect } from "./tree_select";
+import { TabBar } from "./tabs";
 
 const READ_ONLY_NOTE = "read-only snapshot: no kernel, actions disabled";
 const PING_TIMEOUT = 8000;
@@ -239,50 +240,9 @@ export function createExplorer(
       },
     ),
   };
-  let active: Tab = "Overview";
-  const tablist = h("div", { role: "tablist", class: "tx-tabs", "aria-label": "Module details" });
-  const tabs = new Map<Tab, HTMLButtonElement>();
-  const panels = new Map<Tab, HTMLElement>();
-  const panelBox = h("div", { class: "tx-panels" });
-  for (const name of TABS) {
-    const panelId = uid("panel");
-    const tab = h("button", {
-      type: "button",
-      role: "tab",
-      "aria-controls": panelId,
-      "aria-selected": String(name === active),
-      tabindex: name === active ? 0 : -1,
-    }, name);
-    const panel = h("div", { role: "tabpanel", id: panelId, class: "tx-panel", "aria-label": name, hidden: name !== active }, panes[name].el);
-    tab.addEventListener("click", () => void openTab(name));
-    tab.addEventListener("keydown", (e) => {
-      const i = TABS.indexOf(name);
-      const next = e.key === "ArrowRight" ? TABS[(i + 1) % TABS.length] : e.key === "ArrowLeft" ? TABS[(i + TABS.length - 1) % TABS.length] : null;
-      if (next) {
-        e.preventDefault();
-        void openTab(next).then(() => tabs.get(next)?.focus());
-      }
-    });
-    tabs.set(name, tab);
-    panels.set(name, panel);
-    tablist.appendChild(tab);
-    panelBox.appendChild(panel);
-  }
-
-  async function openTab(name: Tab): Promise<void> {
-    // The panels share one scroller: a long Probe table's offset must not carry over to Overview.
-    if (name !== active) panelBox.scrollTop = 0;
-    active = name;
-    for (const t of TABS) {
-      const on = t === name;
-      tabs.get(t)?.setAttribute("aria-selected", String(on));
-      tabs.get(t)?.setAttribute("tabindex", on ? "0" : "-1");
-      const p = panels.get(t);
-      if (p) p.hidden = !on;
-    }
-    await panes[name].show();
-  }
-  const refreshPane = () => void panes[active].show();
+  const bar = new TabBar(TABS, (name) => panes[name].el, async (name) => panes[name].show(), "Overview");
+  const openTab = (name: Tab): Promise<void> => bar.open(name);
+  const refreshPane = () => void panes[bar.active].show();
 
   function syncStatus(): void {
     if (localBusy > 0) return;
@@ -304,7 +264,7 @@ export function createExplorer(
   root.append(
     h("div", { class: "tx-header" }, title, status, runReal, picker.probeNote, undoFailed, busyEl, cancelBtn, note, buttons),
     alert,
-    h("div", { class: "tx-main" }, tree.el, h("div", { class: "tx-side" }, tablist, panelBox)),
+    h("div", { class: "tx-main" }, tree.el, h("div", { class: "tx-side" }, bar.list, bar.box)),
   );
   clear(el);
   el.appendChild(root);
@@ -327,7 +287,7 @@ export function createExplorer(
     });
   };
   // A state's tab redraws when it is open; `sync` draws what the state puts elsewhere.
-  const follow = (tab: Tab, sync?: () => void) => () => { sync?.(); if (active === tab) refreshPane(); };
+  const follow = (tab: Tab, sync?: () => void) => () => { sync?.(); if (bar.active === tab) refreshPane(); };
   on("change:tree_state", () => color.reset());
   on("change:tree_state", () => picker.treeChanged());
   on("change:tree_state", syncStatus);
@@ -335,7 +295,7 @@ export function createExplorer(
   on("change:selected", () => {
     for (const name of TABS) panes[name].selectionChanged?.();
     void tree.reveal(model.get("selected"));
-    if (active !== "Overview") refreshPane();
+    if (bar.active !== "Overview") refreshPane();
   });
   on("change:overview", follow("Overview"));
   on("change:probe_summary", () => {
@@ -343,7 +303,7 @@ export function createExplorer(
     picker.scheduleHealth();
     syncStatus();
     syncHistory();
-    if (active === "Probe" || active === "Overview") refreshPane();
+    if (bar.active === "Probe" || bar.active === "Overview") refreshPane();
   });
   on("change:history", follow("History", syncHistory));
   on("change:training", follow("Training", syncTraining));
@@ -360,12 +320,12 @@ export function createExplorer(
   on("change:error", () => showError(model.get("error")));
 
   // The training lens's marks on the tree; a training colour is asked again as steps go by.
-  let trainStep = -1;
+  let trainStep = "";
   function syncTraining(): void {
     const s = model.get("training") ?? {};
     picker.setBadges("train", trainingBadges(s));
-    if (s.step !== undefined && s.step !== trainStep && isTrainFigure(color.figure)) color.reset();
-    trainStep = s.step ?? -1;
+    if (trainingMoment(s) && trainingMoment(s) !== trainStep && isTrainFigure(color.figure)) color.refresh();
+    trainStep = trainingMoment(s);
   }
 
   showTree(false);

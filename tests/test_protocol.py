@@ -250,6 +250,7 @@ _WORKING = [
     {"kind": "train_series", "path": "0"},
     {"kind": "train_control", "action": "pause"},
     {"kind": "train_figures", "figure": "grad_norm", "paths": ["0"]},
+    {"kind": "train_poll"},  # no job attached: the reply says how to attach one
     {"kind": "compile"},
     {"kind": "filter", "query": "", "breaks": True},
     {"kind": "ranks", "rank": 1, "order": "bytes"},

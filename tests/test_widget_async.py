@@ -19,6 +19,7 @@ from torch import nn
 
 import torchxray as tx
 from torchxray._view import background
+from torchxray._view.session import Session
 from torchxray.widget import Explorer, explore
 
 
@@ -347,3 +348,41 @@ def test_a_model_below_outline_from_sends_its_tree_at_once(kernel: None) -> None
         assert "outline" not in state and state["root"]["params"] == 30 * 20
     finally:
         ex.close()
+
+
+def test_outside_a_kernel_a_big_model_returns_its_outline_and_probes_when_asked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 55: in a script, a model of `probe_when_asked_from` modules or more (10,000) returns
+    from explore with its outline; the full tree and the probe follow when first asked for, once
+    (here with the thresholds lowered: a 13-module model stands for it)."""
+    monkeypatch.setattr(Explorer, "probe_when_asked_from", 10)
+    monkeypatch.setattr(Explorer, "outline_from", 10)
+    probes: list[int] = []
+    compute = Session.compute_probe
+
+    def counted(self: Session) -> Any:
+        probes.append(1)
+        return compute(self)
+
+    monkeypatch.setattr(Session, "compute_probe", counted)
+    model = nn.Sequential(*[nn.Linear(4, 4) for _ in range(12)])
+    x = torch.randn(2, 4)
+    ex = explore(model, x)
+    assert ex._live().report is None and probes == [] and not ex.probing
+    assert ex.tree_state.get("outline") is True  # the rows of the walk, counts to follow
+    assert "when first asked" in ex.probe_summary["status"]
+    report = ex.probe_report  # asked for: the full tree, then the probe
+    assert report is not None and report["11"].output_shapes == ((2, 4),) and probes == [1]
+    assert not ex.tree_state.get("outline") and ex.probe_summary["status"].startswith("probe ok")
+    assert ex.probe_report is report and probes == [1]  # once
+    ex.close()
+    # The view's first request runs it too (a host that shows the view after the cell: the
+    # deferred states go out with the request, then the probe); ex.run_probe() runs it once.
+    ex = explore(model, x)
+    assert call(ex, kind="select", path="3")["path"] == "3"
+    assert ex._live().report is not None and probes == [1, 1]
+    ex.close()
+    ex = explore(model, x)
+    assert ex.run_probe() is not None and probes == [1, 1, 1]
+    ex.close()

@@ -7,6 +7,7 @@ import { clear, h, SVG_NS, svgChart } from "../dom";
 import type { TrainingState, TrainSeriesReply } from "../protocol";
 import type { Ctx, Pane } from "./context";
 import { messageOf } from "./context";
+import { AttachPoller, attachedLine, rankSelect, rankTable } from "./training_attach";
 
 
 
@@ -30,6 +31,12 @@ export function trainingBadges(s: Partial<TrainingState>): Record<string, string
   const nf = s.nonfinite;
   if (nf && nf.path !== null) badges[nf.path] = "first-nan";
   return badges;
+}
+
+/** When the tree's training colours are asked again: a new step, or an attached job's rank or
+ * news ("" before any step). */
+export function trainingMoment(s: Partial<TrainingState>): string {
+  return s.step === undefined ? "" : `${s.step}/${s.attached?.rank}/${s.attached?.polls ?? ""}`;
 }
 
 export function short(x: number): string {
@@ -74,8 +81,15 @@ export class TrainingPane implements Pane {
   private seq = 0;
   private shownStep = -1;
   private shownPath: string | null = null;
+  private shownRank: number | null | undefined = undefined;
+  // An attached job's polls (tx.explore(..., attach=job)); idle for a loop in this kernel.
+  readonly poller: AttachPoller;
 
   constructor(private readonly ctx: Ctx) {
+    // Polls stop once the pane leaves the page (the view closed) or the widget is disposed.
+    this.poller = new AttachPoller(ctx, (m) => {
+      if (this.state().attached) this.message.textContent = m;
+    }, () => this.el.isConnected);
     this.pause.addEventListener("click", () => void this.toggle());
     this.el.append(this.head, this.banner, this.loss, this.module, this.flags);
   }
@@ -98,7 +112,17 @@ export class TrainingPane implements Pane {
   update(): void {
     const s = this.state();
     clear(this.head);
-    if (!s.watching) {
+    this.poller.follow(s.attached);
+    if (s.attached) {
+      // A job that trains elsewhere: no Pause; which rank is shown; "job ended at step N".
+      const a = s.attached;
+      this.head.append(
+        h("span", { class: a.ended ? "tx-train-closed tx-train-status" : "tx-train-status" }, attachedLine(a, s.step ?? 0, s.every ?? 0)),
+        rankSelect(a, (rank) => this.poller.pick(rank)),
+        this.message,
+      );
+      if (s.note) this.head.append(h("p", { class: "tx-muted" }, s.note));
+    } else if (!s.watching) {
       // A closed watch: the kernel's note says so (and after how many steps); no Pause.
       const note = s.note || (s.step ? `the watch is closed after ${s.step} steps` : "no training loop is watched: w = ex.watch(optimizer) before the loop");
       this.head.append(h("p", { class: s.step ? "tx-train-closed" : "tx-muted" }, note));
@@ -121,7 +145,8 @@ export class TrainingPane implements Pane {
     this.banner.hidden = !nf;
     if (!nf) return;
     const where = nf.path === null ? "outside the model" : nf.path || "(model)";
-    this.banner.append(h("strong", {}, `First NaN/Inf: step ${nf.step}, ${where}`), ` (${nf.phase}${nf.cls ? `, ${nf.cls}` : ""}): ${nf.detail}`);
+    const rank = nf.rank === undefined ? "" : `rank ${nf.rank}, `;
+    this.banner.append(h("strong", {}, `First NaN/Inf: ${rank}step ${nf.step}, ${where}`), ` (${nf.phase}${nf.cls ? `, ${nf.cls}` : ""}): ${nf.detail}`);
     if (nf.path !== null) {
       const go = h("button", { type: "button", class: "tx-link" }, "Select it");
       go.addEventListener("click", () => this.ctx.select(nf.path ?? ""));
@@ -152,7 +177,8 @@ export class TrainingPane implements Pane {
       const go = h("button", { type: "button", class: "tx-link" }, f.path || "(model)");
       go.addEventListener("click", () => this.ctx.select(f.path));
       // One record per module and kind: raised again, it is counted, not listed again.
-      const when = f.count > 1 ? ` ${f.count} times since step ${f.step} (last ${f.last}) ` : ` step ${f.step} `;
+      const rank = f.rank === undefined || !s.attached ? "" : `rank ${f.rank}, `;
+      const when = f.count > 1 ? ` ${rank}${f.count} times since step ${f.step} (last ${f.last}) ` : ` ${rank}step ${f.step} `;
       list.append(h("li", {}, h("span", { class: `tx-badge tx-badge-${f.kind}` }, f.kind), when, go));
     }
     this.flags.append(h("h4", {}, `flags (${s.flag_count}, latest first)`), list);
@@ -166,7 +192,8 @@ export class TrainingPane implements Pane {
       clear(this.module);
       return;
     }
-    if (s.step === this.shownStep && path === this.shownPath) return;
+    const rank = s.attached ? s.attached.rank : undefined;
+    if (s.step === this.shownStep && path === this.shownPath && rank === this.shownRank) return;
     const seq = ++this.seq;
     let r: TrainSeriesReply;
     try {
@@ -178,12 +205,13 @@ export class TrainingPane implements Pane {
     if (seq !== this.seq) return;
     this.shownStep = s.step ?? -1;
     this.shownPath = path;
+    this.shownRank = rank;
     this.drawModule(r);
   }
 
   private drawModule(r: TrainSeriesReply): void {
     clear(this.module);
-    const title = `${r.path || "(model)"} · ${r.cls}`;
+    const title = `${r.path || "(model)"} · ${r.cls}${r.rank === undefined ? "" : ` · rank ${r.rank}`}`;
     this.module.append(h("h4", {}, title, ...r.flags.map((f) => h("span", { class: `tx-badge tx-badge-${f}` }, f))));
     const table = h("table", { class: "tx-table tx-train-series" });
     for (const [key, label, log] of SERIES) {
@@ -193,6 +221,12 @@ export class TrainingPane implements Pane {
       table.append(h("tr", {}, h("th", {}, label), h("td", {}, cell), h("td", { class: "tx-num" }, last === undefined ? "—" : short(last))));
     }
     this.module.append(table);
+    if (r.ranks && r.ranks.length > 1) this.module.append(h("h4", {}, "every rank, last sample"), rankTable(r.ranks, r.rank));
+  }
+
+  /** The widget is gone: no more polls. */
+  dispose(): void {
+    this.poller.stop();
   }
 
   selectionChanged(): void {

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 # The inspection and patch modules are imported eagerly: four of them (source, probe, catalog, summary)
 # define a function with the module's own name, and a lazily imported submodule would otherwise
 # shadow that function as a package attribute. Only the widget stack (anywidget, traitlets) is lazy.
+from .attach import Job, attach
 from .catalog import CatalogEntry, catalog, register, resolve, unregister
 from .compile import CompileReport, ExportFailure, GraphBreak, compile_check
 from .diff import ModelDiff, ParamChange, diff
@@ -53,6 +54,7 @@ __all__ = [
     "Form",
     "FormError",
     "GraphBreak",
+    "Job",
     "MemoryRecord",
     "MemoryReport",
     "ModelDiff",
@@ -71,6 +73,7 @@ __all__ = [
     "Watch",
     "Write",
     "__version__",
+    "attach",
     "catalog",
     "compile_check",
     "diff",

@@ -19,6 +19,7 @@ from typing import Any, Literal, TypeVar
 
 import torch.nn as nn
 
+from ._signature import resolve as resolve_signature
 from ._text import closest
 
 Group = Literal["model", "registered", "torch"]
@@ -227,7 +228,7 @@ def _inputs(cls: Any) -> int | None:  # Any: a class (as `type`, mypy knows no f
         return _INPUTS[cls]
     n: int | None = None
     try:
-        params = list(inspect.signature(cls.forward).parameters.values())[1:]  # self
+        params = list(resolve_signature(cls.forward).parameters.values())[1:]  # self
     except (AttributeError, TypeError, ValueError):
         pass
     else:

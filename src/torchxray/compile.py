@@ -69,6 +69,7 @@ from ._compile.check import find_breaks
 from ._compile.export import export_failures
 from ._compile.guard import Quiet, unavailable
 from ._compile.records import CompileReport, ExportFailure, GraphBreak
+from ._signature import resolve
 from ._text import closest
 from ._unwrap import compiled_inner
 
@@ -112,7 +113,7 @@ def _stray_options(
     if not stray:
         return []
     try:
-        params = inspect.signature(model.forward).parameters
+        params = resolve(model.forward).parameters  # through wrappers
     except (TypeError, ValueError):  # no readable signature: the keywords go to the forward
         return []
     stray = [k for k in stray if k not in params]

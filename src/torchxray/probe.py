@@ -32,7 +32,9 @@ the forward (CUDA out-of-memory included) become a failed report
 re-raised after the clean-up.
 
 Fake mode runs a block whose structure and input metadata it has seen before only once and copies
-the records (``rep.memoised`` lists the skipped paths): 80 identical decoder layers cost one. Fake
+the records (``rep.memoised`` lists the skipped paths): 80 identical decoder layers cost one.
+Where alike sibling blocks were all run, ``rep.not_replayed`` says why in a sentence per group
+(hooks of their own, an attribute holding a different object in each, ...). Fake
 tensors a forward caches on its modules are removed afterwards. Models with uninitialised lazy
 modules are refused (a failed report), since running them would initialise them.
 
@@ -87,6 +89,7 @@ import torch
 from torch import nn
 
 from . import _gc
+from ._fake.unreplayed import unreplayed
 from ._probe import fastpath
 from ._probe.calls import Call
 from ._probe.cause import entries_of
@@ -273,6 +276,11 @@ def _run(
         limitations=tuple(run.recorder.limits),
         notes=unrestored(writes),
         writes=writes,
+        not_replayed=(
+            unreplayed(run.memo, run.modules, run.paths, records.__contains__)
+            if run.memo is not None and error is None
+            else ()
+        ),
     )
 
 
@@ -292,8 +300,20 @@ def _execute(
             args, kwargs = prepare_inputs(run, args, kwargs)
             run.model(*args, **kwargs)
         except Exception as exc:
-            return localise(run, exc, names, args, kwargs, _execute.__code__, patches)
+            bare = lambda: _bare_runs(run, args, kwargs)  # noqa: E731
+            return localise(run, exc, names, args, kwargs, _execute.__code__, patches, bare)
     return None
+
+
+def _bare_runs(run: ProbeRun, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether the model's forward runs with the recording taken off (still inside the run: its
+    fake mode, its state kept and put back, its writes undone)."""
+    run.patches.undo()
+    try:
+        run.model(*args, **kwargs)
+    except Exception:  # noqa: BLE001 - it fails bare too: the failure is the model's or inputs'
+        return False
+    return True
 
 
 def _eager() -> contextlib.AbstractContextManager[Any]:

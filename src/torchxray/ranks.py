@@ -36,6 +36,7 @@ from torch import nn
 
 from ._ranks.dry import DryRun, dry_run
 from ._ranks.procs import RankDied, dry_run_here, run_ranks
+from ._ranks.where import OUTSIDE
 from ._ranks.world import check_mesh
 
 __all__ = ["Comm", "RankMemory", "RankRecord", "RanksPlan", "ranks"]
@@ -76,7 +77,10 @@ class Comm:
 
 @dataclass(frozen=True, slots=True)
 class RankRecord:
-    """One module's own parameters and buffers on every rank, and the collectives run in it.
+    """One module's own parameters and buffers on every rank, and the collectives run in it:
+    ``comms`` its own (while its forward, its hooks included, ran, or since its backward began
+    last), ``comms_total`` those and the ones of the modules that ran inside it: the module-level
+    counts of torch's ``CommDebugMode``.
 
     Attributes:
         path: The module's dotted path.
@@ -85,7 +89,8 @@ class RankRecord:
         mesh_dims: Tensor name -> the mesh dimensions it is placed over.
         global_shapes: Tensor name -> its full shape.
         local_shapes: Tensor name -> {rank: the shape that rank holds}.
-        comms: The collectives run in this module (`Comm`).
+        comms: The collectives run in this module itself (`Comm`).
+        comms_total: The collectives run in it and in the modules that ran inside it.
         local_bytes: Tensor name -> {rank: the bytes that rank holds}.
 
     Examples:
@@ -109,6 +114,7 @@ class RankRecord:
     local_shapes: Mapping[str, Mapping[int, Shape]]
     comms: tuple[Comm, ...]
     local_bytes: Mapping[str, Mapping[int, int]] = field(default_factory=dict)
+    comms_total: tuple[Comm, ...] = ()
 
     def bytes_on(self, rank: int) -> int:
         """The bytes of this module's own tensors that `rank` holds.
@@ -191,6 +197,9 @@ class RanksPlan:
     notes: tuple[str, ...]
     stepped: bool = True  # a training step ran: comms (and memory, unless notes say not) are known
     _source: tuple[Any, ...] = field(default=(), repr=False, compare=False)
+    # collectives outside every module's forward and backward (before the first backward began:
+    # FSDP2's pre-backward of a root whose output is a ModelOutput); CommDebugMode's "Global" alone
+    outside: tuple[Comm, ...] = ()
 
     def __getitem__(self, path: str) -> RankRecord:
         try:
@@ -214,8 +223,8 @@ class RanksPlan:
 
     @property
     def comms(self) -> tuple[Comm, ...]:
-        """Every module's collectives, in module order."""
-        return tuple(c for r in self.records.values() for c in r.comms)
+        """Every module's collectives, in module order, then those outside every module."""
+        return (*(c for r in self.records.values() for c in r.comms), *self.outside)
 
     def verify(self, backend: str = "gloo", *, timeout: float = 120.0) -> Any:
         """Run the plan on real processes, one per rank, and compare: see `_ranks.verify`.
@@ -243,13 +252,24 @@ class RanksPlan:
         return verify(self, backend=backend, timeout=timeout)
 
 
-def _comms(run: DryRun) -> dict[str, tuple[Comm, ...]]:
+def _comms(run: DryRun) -> tuple[dict[str, tuple[Comm, ...]], dict[str, tuple[Comm, ...]]]:
+    """Each module's own collectives, and its total: its own and those of every module that ran
+    inside it (``Measured.within``), summed per phase, op and mesh dimension."""
     out: dict[str, list[Comm]] = {}
     if run.measured is None:
-        return {}
+        return {}, {}
+    total: dict[tuple[str, str, str, str], list[int]] = {}
+    within = run.measured.within
     for (path, phase, op, dim), (count, nbytes) in sorted(run.measured.comms.items()):
         out.setdefault(path, []).append(Comm(phase, op, count, nbytes, dim))
-    return {p: tuple(c) for p, c in out.items()}
+        for where in (path, *within.get(path, ())):
+            acc = total.setdefault((where, phase, op, dim), [0, 0])
+            acc[0] += count
+            acc[1] += nbytes
+    totals: dict[str, list[Comm]] = {}
+    for (where, phase, op, dim), (count, nbytes) in sorted(total.items()):
+        totals.setdefault(where, []).append(Comm(phase, op, count, nbytes, dim))
+    return {p: tuple(c) for p, c in out.items()}, {p: tuple(c) for p, c in totals.items()}
 
 
 def _memory(run: DryRun, world_size: int) -> tuple[dict[int, RankMemory], list[str]]:
@@ -396,7 +416,7 @@ def ranks(
     args = tuple(args) if isinstance(args, (tuple, list)) else (args,)
     kw = dict(kwargs or {})
     run = _dry(model, parallelize, dims, args, kw, step, sample_blocks, timeout)
-    comms = _comms(run)
+    comms, totals = _comms(run)
     records = {
         path: RankRecord(
             path,
@@ -407,6 +427,7 @@ def ranks(
             sh.local_shapes,
             comms.get(path, ()),
             sh.local_bytes,
+            totals.get(path, ()),
         )
         for path, sh in run.shards.items()
     }
@@ -420,4 +441,5 @@ def ranks(
         tuple(run.notes + notes),
         run.measured is not None,
         (model, parallelize, args, kw),
+        comms.pop(OUTSIDE, ()),
     )

@@ -34,6 +34,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from ._signature import original
 from ._source.cells import Cell, cell_label, find_in_cells, notebook_cells
 from ._source.defs import first_line, is_func, own_code
 from ._text import short_repr
@@ -250,7 +251,7 @@ def _forward_lines(cls: type, text: str, first: int, file: str | None) -> tuple[
             node = defs[-1]  # the last ``def forward`` in a class body is the one that counts
             return first + first_line(node) - 1, first + (node.end_lineno or node.lineno) - 1
     # ``forward = some_function`` in the body (nn.Module does this): that function's own lines.
-    code = getattr(inspect.unwrap(getattr(forward, "__func__", forward)), "__code__", None)
+    code = getattr(original(forward), "__code__", None)  # through wrappers
     if code is None or file is None or code.co_filename != file:
         return None
     try:
@@ -271,6 +272,10 @@ def _unwrap_callable(obj: Any) -> tuple[types.FunctionType | None, str | None]:
         obj = obj.__func__
     if isinstance(obj, property) and obj.fget is not None:
         obj, note = obj.fget, "property; showing its getter"
+    inner = original(obj)  # a decorator's wrapper without functools.wraps: what it wraps
+    if inner is not obj and isinstance(inner, types.FunctionType):
+        what = getattr(obj, "__qualname__", type(obj).__name__)
+        obj, note = inner, f"{what} wraps {inner.__qualname__}; showing the wrapped function"
     return (obj, note) if isinstance(obj, types.FunctionType) else (None, None)
 
 
@@ -291,7 +296,7 @@ def _function_source(
         if func.__name__ != "<lambda>":
             found = find_in_cells(func, cells)
     if found is None:
-        origin = inspect.unwrap(func).__code__.co_filename
+        origin = original(func).__code__.co_filename
         reason = (
             f"{func.__qualname__} was created by exec()/eval() from a string; no source was kept."
             if origin.startswith("<")

@@ -38,7 +38,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import torch
 from torch import nn
 
 from ._text import closest, short_repr
@@ -47,6 +46,7 @@ from ._watch.buffer import CAPACITY, METRICS
 from ._watch.finite import NonFinite
 from ._watch.flags import KINDS, Flag, Thresholds
 from ._watch.hooks import Attached
+from ._watch.loss import number
 from ._watch.record import Recorder
 
 __all__ = ["CAPACITY", "KINDS", "Flag", "ModuleSeries", "NonFinite", "Thresholds", "Watch", "watch"]
@@ -83,6 +83,8 @@ def watch(
     *,
     thresholds: Thresholds | None = None,
     update_ratio: bool = True,
+    publish: bool = False,
+    host: str | None = None,
 ) -> Watch:
     """Watch ``model`` while it trains (see the module's docs); ``optimizer`` gives the update
     ratio and counts the steps. Close it with ``w.close()`` or use it as a context manager.
@@ -98,6 +100,10 @@ def watch(
         every: Sample the figures every this many steps.
         thresholds: The rules behind the flags (`torchxray.watch.Thresholds`); None: the defaults.
         update_ratio: False skips the copy of the weights the update ratio needs.
+        publish: Serve this rank's figures to ``tx.attach`` from the job's c10d worker server
+            (``torchxray.attach``): in each rank of a multi-rank job.
+        host: With ``publish``, the address to listen on; loopback unless given (a warning
+            says who else can then reach it).
 
     Returns:
         The `Watch`, hooked onto the model and the optimizer until it is closed.
@@ -118,6 +124,11 @@ def watch(
         >>> w.steps, [step for step, _ in w["0"].grad_norm], w.nonfinite
         (4, [1, 3], None)
     """
+    if publish or host is not None:
+        from ._attach.publish import Publisher, checked
+
+        w = Watch(checked(model, publish, host), optimizer, every, thresholds=thresholds, update_ratio=update_ratio)  # fmt: skip
+        return Publisher.attach(w, host)
     return Watch(model, optimizer, every, thresholds=thresholds, update_ratio=update_ratio)
 
 
@@ -187,8 +198,9 @@ class Watch:
         self._closure = False
         self._warned = False
         self._rec.index(model)
+        self._rec.each = self._hooks.each  # a replay turns every module's hooks on
         try:
-            self._hooks.modules(model, self._rec.forward, self._rec.tap, self._root())
+            self._hooks.modules(model, *self._module_hooks())
             if opt is not None:
                 self._hooks.optimizer(opt, self._pre_step, self._post_step)
             for m in model.modules():
@@ -284,7 +296,7 @@ class Watch:
         Raises:
             TypeError: `loss` is neither a number nor a 1-element tensor.
         """
-        value = None if loss is None else _number(loss)
+        value = None if loss is None else number(loss)
         if self.optimizer is not None:
             at = self._rec.done if self._stepped else self._rec.step
             self._stepped = False
@@ -312,14 +324,18 @@ class Watch:
         self._rec.loss_value(step, value)
         self._warn_nonfinite(value, step)
 
-    def _root(self) -> tuple[Callable[..., None], Callable[..., None]]:
-        return (self._rec.capture.before, self._rec.capture.after)
+    def _module_hooks(self) -> tuple[Any, ...]:
+        # The model's own hooks every step (what a replay needs); every module's on a sampled
+        # step alone (_watch/hooks.py says why).
+        capture = self._rec.capture
+        return self._rec.forward, self._rec.tap, (capture.before, capture.after), self._rec.sampling
 
     def _pre_step(self, opt: Any, args: Any, kwargs: Any) -> None:
         # A closure (LBFGS, Lightning) runs forward and backward inside step(): read after it.
         self._closure = callable(kwargs.get("closure", args[0] if args else None))
         if not self.closed and not self._closure:
-            self._rec.backward_done(_optim.held(opt), self._update_ratio)
+            held = _optim.held(opt) if self._rec.sampling else None  # the update ratio's alone
+            self._rec.backward_done(held, self._update_ratio)
 
     def _post_step(self, opt: Any, args: Any, kwargs: Any) -> None:
         if not self.closed:
@@ -331,6 +347,7 @@ class Watch:
 
     def _end(self) -> None:
         self._rec.end()
+        self._hooks.each(self._rec.sampling)  # every module's hooks for a sampled step alone
         self._boundary()
 
     def _warn_nonfinite(self, value: float, at: int) -> None:
@@ -419,7 +436,7 @@ class Watch:
         for m in [m for m, w in _WATCHED.items() if w is self]:
             del _WATCHED[m]
         self._rec.index(model)
-        self._hooks.modules(model, self._rec.forward, self._rec.tap, self._root())
+        self._hooks.modules(model, *self._module_hooks())
         for m in model.modules():
             _WATCHED[m] = self
 
@@ -496,17 +513,3 @@ class Watch:
 
 def _where(nf: NonFinite) -> str:
     return f"{nf.path or 'outside the model'} ({nf.phase}: {nf.detail})"
-
-
-def _number(loss: Any) -> float:
-    if isinstance(loss, torch.Tensor):
-        if loss.numel() != 1:
-            raise TypeError(
-                f"step(loss): the loss must have one element, got shape {tuple(loss.shape)}"
-            )
-        return float(loss.detach().float().item())
-    if isinstance(loss, (int, float)) and not isinstance(loss, bool):
-        return float(loss)
-    raise TypeError(
-        f"step(loss): the loss must be a number or a 1-element tensor, got {short_repr(loss)}"
-    )

@@ -30,7 +30,7 @@ from torch import nn
 
 from . import _gc
 from ._probe.cancel import ProbeCancelled
-from ._view import assets, background, static_html, training
+from ._view import assets, attach_view, background, static_html, training
 from ._view.host import ALL, PROBE, States
 from ._view.mirror import PythonApi
 from ._view.ranks_link import take_plan
@@ -104,6 +104,11 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
     # ...and a model of at least this many modules sends its outline before its tree (the rows of
     # the walk alone, `_tree/outline.py`) while the kernel reads every tensor (bench/README.md).
     outline_from = 10_000
+    # Outside a kernel or a marimo notebook (a script), a model of at least this many modules
+    # returns with its outline; the full tree and the probe follow when first asked for (the
+    # report, a summary, a save, a request): seconds at 100,000 modules (bench/README.md, "issue
+    # 55"). Why not a background probe there: docs/guide/hosts-and-scale.md.
+    probe_when_asked_from = 10_000
     _one_line = False  # set while the display asks for repr(self) (`_repr_mimebundle_`)
 
     def __init__(
@@ -120,7 +125,7 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
         cls = type(self)
         if not isinstance(cls.__dict__.get("_esm"), str):
             cls._esm, cls._css = assets.bundle()
-        plan = take_plan(kwargs)  # ranks=plan is the Ranks tab's; any other value the model's
+        plan, (model, job, probe) = take_plan(kwargs), attach_view.take_job(model, kwargs, probe)
         session = Session(model, args, kwargs, mode=mode, schedule=self._schedule)
         if plan is not None:
             session.ranks.attach(plan, model, session.model_rev)
@@ -135,9 +140,15 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
         self._later = background.later(self)
         if self._later and self.tree_after_view:
             self._schedule.defer_view()
+        # Outside a kernel, a big model: its outline now, the rest when asked for (see above).
+        when_asked = not self._later and len(session.tree) >= self.probe_when_asked_from
+        self._probe_asked = False  # a first probe left for the first thing that needs it
+        if when_asked:
+            self._schedule.defer_view()
         self.observe(self._on_mode, names="probe_mode")
         if not probe:
             session.probe_note = "probe skipped (probe=False): ex.run_probe() runs it"
+        attach_view.show(self, session, job)  # the Training tab fed by a job, if any
         if probe and (args or kwargs) and self._later:
             # The tree shows now; the probe's results fill in when it is done.
             self._start_probe(first=True)
@@ -145,10 +156,17 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
             # The Diff tab's base (session.origin, slow on a big model) is taken lazily, by the
             # first patch or diff request: in the background after the probe it slowed whatever
             # the kernel did next (bench/README.md, "Figures behind choices").
-            if probe:
+            if probe and (args or kwargs) and when_asked:
+                self._probe_asked = True
+                session.probe_note = background.WHEN_ASKED
+            elif probe:
                 self._probe_now(session)
             self._sync(ALL)
         self._schedule.built()
+        if when_asked and len(session.tree) >= self.outline_from:
+            self._outline(session)  # the first state: the rows of the walk
+        elif when_asked:
+            self._flush()
         self._ready = True  # repr(self) may read the session now
 
     # -- the probe, now or in the background ------------------------------------------------
@@ -216,10 +234,22 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
         return self._live().report
 
     def _join(self, timeout: float | None = None) -> bool:
-        """Wait for the background probe, starting a first probe that still waits for the view."""
+        """Wait for the background probe, starting a first probe that still waits for the view
+        (or, outside a kernel, running the one left until asked for)."""
         self._schedule.release()
+        self._asked()  # first: its sync sends the deferred tree once, with the shapes
         self._flush()  # what the Python API reads (e.g. to_html) includes the tree
         return self._background.wait(timeout)
+
+    def _asked(self) -> None:
+        """Run the first probe left until something needs it (``probe_when_asked_from``)."""
+        session = self._session
+        if not self._probe_asked or session is None:
+            return
+        self._probe_asked = False
+        with self._lock:
+            self._probe_now(session)
+            self._sync(PROBE)
 
     @property
     def probing(self) -> bool:
@@ -260,6 +290,8 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
         if session is None:
             return error_reply("this Explorer was closed", request=str(kind or "")), []
         slow = isinstance(kind, str) and kind in SLOW
+        if kind == "probe":
+            self._probe_asked = False  # this request runs it
         if slow:  # Apply, Undo...: the background probe first (outside the lock: it takes it)
             self._join()
             self.busy = str(kind)
@@ -283,6 +315,7 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
                 self.busy = ""
         if self._schedule.take_pending() and self._session is session:
             self._start_probe()
+        self._asked()  # the view shows: the probe left until asked for runs now
         return reply, []
 
     def _handle_custom_msg(self, content: Any, buffers: list[bytes]) -> None:
@@ -393,7 +426,7 @@ class Explorer(PythonApi, anywidget.AnyWidget):  # type: ignore[misc]
             if "probe_summary" in changed:
                 self.probe_summary = dict(s.probe_summary())
                 self.probe_mode = s.mode
-            for name, make in (("overview", s.overview), ("history", s.history), ("compile", s.compile_state), ("ranks_state", s.ranks_state)):  # fmt: skip
+            for name, make in (("overview", s.overview), ("history", s.history), ("compile", s.compile_state), ("ranks_state", s.ranks_state), ("training", lambda: attach_view.attach_state(s))):  # fmt: skip
                 if name in changed:
                     setattr(self, name, dict(make()))
             if "export_state" in changed:
@@ -450,10 +483,13 @@ def explore(
     marimo notebook this returns at once: the view is sent first and the model walked while the
     browser draws it (the tree follows), and the probe runs in the background, its results filling
     in when done (Apply and Undo wait for it; ``ex.wait()`` does too); elsewhere (a script), where
-    nothing shows a view meanwhile, both run before this returns.
+    nothing shows a view meanwhile, both run before this returns, except on a model of
+    ``Explorer.probe_when_asked_from`` modules or more (10,000), which returns with its outline
+    and probes when its results are first asked for (``ex.probe_report``, ``print(ex)``...;
+    docs/guide/hosts-and-scale.md).
 
-    ``ranks=plan`` (from ``tx.ranks``) shows the plan in the Ranks tab (``ex.ranks``); a ``ranks``
-    keyword of any other value goes to the model's forward.
+    ``ranks=plan`` (``tx.ranks``) fills the Ranks tab, ``attach=job`` (``tx.attach``) the Training
+    tab (``explore(job)``: the job's own tree); either keyword of another value goes to the forward.
 
     ``mode`` and ``probe`` are taken by ``explore``: a model whose forward has a keyword argument
     of either name gets it through ``tx.probe(model, ..., **kwargs)`` instead.

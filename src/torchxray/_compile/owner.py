@@ -18,6 +18,8 @@ from typing import Any
 
 from torch import nn
 
+from .._signature import original
+
 __all__ = ["Described", "defined_at", "describe", "owner_of"]
 
 _URL = re.compile(r"(https?://\S+?)\.?\s*$", re.M)
@@ -55,7 +57,7 @@ def describe(exc: BaseException) -> Described:
 def _code_of(module: nn.Module) -> Any:
     forward = getattr(type(module), "forward", None)
     try:
-        return inspect.unwrap(forward).__code__  # type: ignore[arg-type]
+        return original(forward).__code__
     except (AttributeError, TypeError, ValueError):
         return None
 
@@ -109,7 +111,7 @@ def defined_at(module: nn.Module) -> tuple[str, int]:
     """Where `module`'s forward is defined: the line of a failure no frame of the user's shows
     (("", 0) for a forward without Python source, such as a TorchScript module's)."""
     try:
-        forward = inspect.unwrap(type(module).forward)
+        forward = original(type(module).forward)
         return inspect.getsourcefile(forward) or "", forward.__code__.co_firstlineno
     except (TypeError, AttributeError, OSError):
         return "", 0

@@ -34,7 +34,9 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.nn.modules import module as nn_module
 from torch.utils import _pytree as pytree
+from torch.utils.hooks import RemovableHandle
 
 from .memo_cache import PLAIN, is_hf_cache, slot_key, snapshot
 from .signatures import Signatures, stub_targets, tensor_key
@@ -128,8 +130,18 @@ class BlockMemo:
         self.sigs = Signatures(model, paths, modules, unshared)
         self.entries: dict[Hashable, Any] = {}
         self.hits: list[str] = []  # the paths of the replayed calls, in order
+        # Why calls of a stubbed signature ran anyway, the first reason per signature key
+        # (`_fake.unreplayed` says it in the report); `unremembered` is set by `end` returning None.
+        self.refusals: dict[Hashable, str] = {}
+        self.unremembered = ""
         # id(module) -> (signature key, cache index or None) for each stubbed module
         self.stubbed = stub_targets(self.sigs, model)
+        # Hooks registered during the run (a library's first-call setup) on a stubbed block or
+        # inside it: such a block runs, so that they run. `_rehook` reads them again whenever a
+        # hook was registered (the handle counter moved).
+        self._blocks: dict[int, nn.Module] = {}
+        self._handles = RemovableHandle.next_id
+        self._hooked: set[int] = set()
 
     def make_stubs(
         self, named: Iterable[tuple[str, nn.Module]]
@@ -141,16 +153,34 @@ class BlockMemo:
             stubbed = self.stubbed.get(id(m))
             if stubbed is not None:
                 sig, index = stubbed
-                out.append((path, m, self._stub(path, sig, index, m.forward)))
+                self._blocks[id(m)] = m
+                out.append((path, m, self._stub(path, sig, index, m.forward, id(m))))
         return out
 
     def _stub(
-        self, path: str, sig: Hashable, index: int | None, original: Callable[..., Any]
+        self,
+        path: str,
+        sig: Hashable,
+        index: int | None,
+        original: Callable[..., Any],
+        key: int,
     ) -> Callable[..., Any]:
         def forward(*args: Any, **kwargs: Any) -> Any:
+            if RemovableHandle.next_id != self._handles:
+                self._rehook()
+            if key in self._hooked:
+                self.refusals.setdefault(sig, "the forward registered hooks in it (hooks must run)")
+                return original(*args, **kwargs)
             return self._call(path, sig, index, original, args, kwargs)
 
         return forward
+
+    def _rehook(self) -> None:
+        self._handles = RemovableHandle.next_id
+        every = global_hooks()  # module hooks for every module, registered during the run
+        self._hooked = {
+            k for k, m in self._blocks.items() if every or any(_hooked(x) for x in m.modules())
+        }
 
     def _call(
         self,
@@ -166,6 +196,8 @@ class BlockMemo:
         here = self.here(path)
         keyed = input_key(args, kwargs, index)
         if here is None or keyed is None:
+            if keyed is None and sig not in self.refusals:
+                self.refusals[sig] = _unkeyable(args, kwargs, index)
             return original(*args, **kwargs)
         ikey, caches = keyed
         key = (sig, ikey)
@@ -181,12 +213,17 @@ class BlockMemo:
             return out
         before = [snapshot(c) for c in caches]
         token = self.begin(here, call)
+        self.unremembered = ""
         try:
             result = original(*args, **kwargs)
         except BaseException:
             self.failed(token)
             raise
         fresh = self.end(here, token, result, call, before)
+        if fresh is None:
+            self.refusals.setdefault(
+                sig, self.unremembered or "what its call did could not be kept"
+            )
         if entry is None:
             if fresh is not None:
                 self.entries[key] = fresh
@@ -198,6 +235,9 @@ class BlockMemo:
             entry.confirmed = True  # a second index did the same: replay the rest
         else:
             self.entries[key] = REFUSED
+            self.refusals.setdefault(
+                sig, f"the block of cache index {index} did not do what index {entry.index} did"
+            )
         return result
 
     # -- what a client gives ------------------------------------------------------------------
@@ -221,6 +261,29 @@ class BlockMemo:
     def replay(self, here: Any, entry: Any, call: BlockCall) -> Any:
         """The call's outputs from `entry`, with its effects on the run, without running it."""
         raise NotImplementedError
+
+
+def global_hooks() -> bool:
+    return bool(
+        nn_module._global_forward_hooks
+        or nn_module._global_forward_pre_hooks
+        or nn_module._global_backward_hooks
+        or nn_module._global_backward_pre_hooks
+    )
+
+
+def _hooked(m: nn.Module) -> bool:
+    return bool(
+        m._forward_hooks or m._forward_pre_hooks or m._backward_hooks or m._backward_pre_hooks
+    )
+
+
+def _unkeyable(args: tuple[Any, ...], kwargs: dict[str, Any], index: int | None) -> str:
+    """Why `input_key` gave up on a call: the first argument it cannot compare."""
+    for leaf in pytree.tree_leaves((args, kwargs)):
+        if not isinstance(leaf, (torch.Tensor, *PLAIN)) and not is_hf_cache(leaf):
+            return f"its call passes a {type(leaf).__qualname__}, which cannot be compared by value"
+    return f"the cache it is passed has no comparable slot {index}"
 
 
 def call_out_codes() -> tuple[types.CodeType, ...]:

@@ -5,6 +5,8 @@ covers and why transformers' ``layer_idx`` is relaxed.
 
 from __future__ import annotations
 
+import functools
+import types
 from collections import Counter
 from collections.abc import Hashable
 from typing import Any
@@ -17,23 +19,73 @@ from .memo_cache import PLAIN
 __all__ = ["Signatures", "stub_targets", "tensor_key"]
 
 _MODULE_INTERNALS = frozenset(vars(nn.Module())) | {"forward"}
-_MISSING = object()
 _INDEX_ATTRS = frozenset({"layer_idx"})
 _NONE: frozenset[int] = frozenset()
 # Attribute values keyed as themselves with their type (`_attr_key`), checked by exact type.
 _PLAIN_TYPES = frozenset(PLAIN)
 
 
-def _attr_key(value: Any) -> Hashable:
+def _attr_key(value: Any, owner: Any = None, depth: int = 3) -> Hashable:
+    """A value's key: equal values give equal keys, whatever object holds them. Containers,
+    functions and unregistered stateless modules are keyed by what they hold, so that an attribute
+    each block makes for itself keeps blocks interchangeable: kernels' ``new_init`` gives every
+    layer its own ``_kernel_funcs`` dict of parameter-free kernel modules (transformers 5.25), a
+    checkpoint wrapper its own ``partial(checkpoint, ...)``, a per-instance forward a closure over
+    the block's own bound method. `owner` (the block) is keyed as itself wherever it appears."""
     if isinstance(value, PLAIN):
         return (type(value), value)
-    if isinstance(value, (tuple, list)) and all(isinstance(v, PLAIN) for v in value):
-        return (type(value), tuple(value))
+    if value is owner and owner is not None:
+        return ("self",)
     if isinstance(value, torch.Tensor):
         return ("tensor", tuple(value.shape), value.stride(), value.dtype, value.device)
-    # Anything else (a config object, a function) is equal only to itself: sharing one config
-    # object still matches, two different ones never do.
+    if depth > 0:
+        made = _held_key(value, owner, depth - 1)
+        if made is not None:
+            return made
+    # Anything else (a config object) is equal only to itself: sharing one config object still
+    # matches, two different ones never do.
     return ("id", id(value))
+
+
+def _held_key(value: Any, owner: Any, depth: int) -> Hashable | None:
+    t = type(value)
+    if t is tuple or t is list:
+        return (t, tuple([_attr_key(v, owner, depth) for v in value]))
+    if t is dict:
+        if not all(isinstance(k, PLAIN) for k in value):
+            return None
+        return ("dict", tuple([(k, _attr_key(v, owner, depth)) for k, v in value.items()]))
+    if t is types.MethodType:
+        return ("method", _attr_key(value.__self__, owner, depth), _attr_key(value.__func__))
+    if t is types.FunctionType:
+        cells = tuple([_cell_key(c, owner, depth) for c in value.__closure__ or ()])
+        defaults = _attr_key(value.__defaults__, owner, depth)
+        return ("fn", value.__code__, id(value.__globals__), cells, defaults)
+    if t is functools.partial:
+        func, args = _attr_key(value.func, owner, depth), _attr_key(value.args, owner, depth)
+        return ("partial", func, args, _attr_key(value.keywords, owner, depth))
+    if isinstance(value, nn.Module) and _stateless(value):
+        d = vars(value)
+        names = sorted(d.keys() - _MODULE_INTERNALS - {"training"})
+        own = tuple([(k, _attr_key(d[k], value, depth)) for k in names])
+        forward = _attr_key(d.get("forward"), value, depth)
+        return ("module", t, own, forward, d.get("training"))
+    return None
+
+
+def _cell_key(cell: Any, owner: Any, depth: int) -> Hashable:
+    try:
+        return _attr_key(cell.cell_contents, owner, depth)
+    except ValueError:  # an empty cell
+        return ("empty",)
+
+
+def _stateless(m: nn.Module) -> bool:
+    """A module holding no tensor, child or hook of its own: its class and plain attributes are
+    all that its calls depend on (a kernel function made a module)."""
+    return not (
+        m._parameters or m._buffers or m._modules or m._forward_hooks or m._forward_pre_hooks
+    )
 
 
 def tensor_key(t: torch.Tensor | None) -> Hashable:
@@ -66,6 +118,9 @@ class Signatures:
         unshared: bool = False,
     ) -> None:
         self.exact: dict[int, int] = {}
+        # Why a module has no signature (`unreplayed`): id -> (what, child name or "").
+        self.unsigned: dict[int, tuple[str, str]] = {}
+        self.keys: dict[Hashable, int] = {}  # every signature's key (`unreplayed` reads them)
         self.relaxed: dict[int, int] = {}
         self.index: dict[int, int] = {}
         self._indices: dict[int, frozenset[int]] = {}
@@ -76,7 +131,7 @@ class Signatures:
     def _sign(self, modules: list[nn.Module], paths: dict[int, str], unshared: bool) -> None:
         exact_of, relaxed_of, indices_of = self.exact, self.relaxed, self._indices
         index_of = self.index
-        interned: dict[Hashable, int] = {}
+        interned: dict[Hashable, int] = self.keys
         intern = interned.setdefault
         # Per class and order of instance attributes: the attributes that go into the key (the
         # non-internal ones, sorted so that the key does not depend on the order they were set
@@ -97,6 +152,8 @@ class Signatures:
             else:  # e.g. a ScriptModule's, behind its own attribute access
                 ok = not (m._forward_hooks or m._forward_pre_hooks or m._backward_hooks)
                 ok = ok and not getattr(m, "_backward_pre_hooks", None)
+            if not ok:
+                self.unsigned[key] = ("hooks", "")
             kids: list[tuple[str, int | None]] = []
             # Children whose relaxed signature differs from their exact one: (position, relaxed).
             moved: list[tuple[int, int]] = []
@@ -115,6 +172,8 @@ class Signatures:
                     sub = exact_of.get(ck)
                     if sub is None or (not unshared and get_path(ck) != prefix + name):
                         ok = False  # not memoisable, or another path to a module seen before
+                        why = "child" if sub is None else "shared"
+                        self.unsigned.setdefault(key, (why, name))
                         continue
                     if ck in indices_of:
                         moved.append((len(kids), relaxed_of[ck]))
@@ -138,7 +197,7 @@ class Signatures:
                 values = [d[k] for k in names]
                 attrs = tuple(
                     [
-                        (k, (type(v), v) if type(v) in plain else _attr_key(v))
+                        (k, (type(v), v) if type(v) in plain else _attr_key(v, m))
                         for k, v in zip(names, values)
                     ]
                 )
@@ -158,7 +217,9 @@ class Signatures:
                 ps, bs = m._parameters, m._buffers
             params = _tensor_keys(ps) if ps else ()
             buffers = _tensor_keys(bs) if bs else ()
-            forward = id(d.get("forward", _MISSING))
+            # An instance forward (kernelize's, a user's decorator, a checkpoint wrapper's) is
+            # keyed by what it is, the block's own bound method keyed as such.
+            forward = _attr_key(d["forward"], m) if "forward" in d else None
             exact = intern((cls, forward, attrs, params, buffers, tuple(kids)), len(interned))
             exact_of[key] = exact
             if not indices:

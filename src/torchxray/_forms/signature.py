@@ -1,10 +1,13 @@
 """Stage 1 of a form (``forms.py`` runs the stages): what the constructor takes.
 
 ``constructor(module_or_class)`` names the class a form rebuilds (the user's class behind one
-that ``torch.nn.utils.parametrize`` generated) and its constructor's signature: ``self`` dropped,
-``__signature__`` and ``__wrapped__`` honoured, and per-class overrides for classes whose
-``__init__`` only forwards ``*args, **kwargs`` (``SIGNATURE_OVERRIDES``). It refuses, in one
-sentence, what has no Python constructor to rebuild from.
+that ``torch.nn.utils.parametrize`` generated) and its constructor's signature, read by the one
+resolver every part of torchxray uses (``torchxray._signature``: ``self`` dropped, through
+``__wrapped__``, partials, decorators without ``functools.wraps``, a replaced ``__init__``, a
+hand-set ``__signature__``, the class's own ``def __init__``), with per-class overrides for
+torch's RNNs, whose ``__init__`` only forwards ``*args, **kwargs`` (``SIGNATURE_OVERRIDES``). It
+refuses, in one sentence, what has no Python constructor to rebuild from, and a signature the
+resolver cannot find.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from .._signature import resolve
 from .._unwrap import original_class
 
 __all__ = ["SIGNATURE_OVERRIDES", "Constructor", "constructor", "signature"]
@@ -63,23 +67,16 @@ def constructor(module_or_class: nn.Module | type) -> Constructor:
 
 
 def signature(cls: type) -> inspect.Signature:
-    """Constructor signature without ``self``; honours ``__signature__`` and ``__wrapped__``."""
+    """Constructor signature without ``self``, through wrappers (``torchxray._signature``)."""
     init = cls.__init__  # type: ignore[misc]
     for klass in cls.__mro__:
         override = SIGNATURE_OVERRIDES.get(klass)
         if override is not None and init is klass.__init__:  # type: ignore[misc]
             return override()
-    own = cls.__dict__.get("__signature__")
-    if isinstance(own, inspect.Signature):
-        return own
-    try:
-        sig = inspect.signature(init, eval_str=True)
-    except Exception:  # noqa: BLE001 - unresolvable string annotations are kept as strings
-        sig = inspect.signature(init)
-    params = list(sig.parameters.values())
-    if params and params[0].kind in (params[0].POSITIONAL_ONLY, params[0].POSITIONAL_OR_KEYWORD):
-        params = params[1:]
-    return sig.replace(parameters=params)
+    # Wrappers (kernels' ``new_init``, decorators without ``wraps``), partials, a hand-set
+    # ``__signature__``, a subclass that hands everything to its parent: the shared resolver
+    # sees through them or refuses in a sentence.
+    return resolve(cls)
 
 
 def _rnn_signature(nonlinearity: bool, proj_size: bool) -> inspect.Signature:

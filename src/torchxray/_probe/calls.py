@@ -14,7 +14,9 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch.nn.modules import module as nn_module
 from torch.utils import _pytree as pytree
+from torch.utils.hooks import RemovableHandle
 
 from .._text import short
 from . import cancel
@@ -176,6 +178,9 @@ class Recorder:
         touched = self.touched
         rehome = self.rehome
         module_call = torch.nn.Module._call_impl
+        # Every hook registered takes the next handle id: while it has not moved since the probe
+        # began, no module gained a hook, and the direct path's ``forward`` call is all there is.
+        handles, first_handle = RemovableHandle, RemovableHandle.next_id
 
         def meta(x: torch.Tensor) -> Meta:
             """`x`'s metadata, read now (the caller checked `recent` already)."""
@@ -231,7 +236,12 @@ class Recorder:
             elif cpu_timed:
                 call.t0 = clock()
             if call_forward:
-                out = self.forward(*args, **kwargs)
+                if handles.next_id != first_handle and hooked(self):
+                    # A hook registered during the run (transformers installs its output-capturing
+                    # hooks on a model's first call): called as torch calls it, hooks and all.
+                    out = original(self, *args, **kwargs)
+                else:
+                    out = self.forward(*args, **kwargs)
             else:
                 out = original(self, *args, **kwargs)
             if cuda:
@@ -323,6 +333,20 @@ class Recorder:
                     call.cuda_ms = float(call.ev0.elapsed_time(call.ev1))
                 call.ev0 = call.ev1 = None
         self.nonfinite.resolve()
+
+
+def hooked(m: Any) -> bool:
+    """Whether a call of `m` runs hooks: its own, or global module hooks."""
+    return bool(
+        m._forward_hooks
+        or m._forward_pre_hooks
+        or m._backward_hooks
+        or m._backward_pre_hooks
+        or nn_module._global_forward_hooks
+        or nn_module._global_forward_pre_hooks
+        or nn_module._global_backward_hooks
+        or nn_module._global_backward_pre_hooks
+    )
 
 
 def inner_code(fn: Any, name: str) -> types.CodeType:

@@ -19,6 +19,8 @@ from typing import Any
 
 import torch
 
+from .._signature import original, resolve
+
 _Check = Callable[[Any, dict[str, int], str], list[str]]
 _MISSING = object()
 
@@ -112,7 +114,7 @@ class Contract:
     """The checkable annotations of one forward: per parameter name, and for the return value."""
 
     def __init__(self, forward: Any, params: dict[str, _Check], ret: _Check | None) -> None:
-        self.signature = sig = inspect.signature(forward)
+        self.signature = sig = resolve(forward)  # through wrappers (`torchxray._signature`)
         self.params, self.ret = params, ret
         # A call with positional arguments only binds them in order, as `Signature.bind` would,
         # where the forward's leading parameters take them and nothing else is required: bind
@@ -171,13 +173,15 @@ def contract_of(cls: type) -> Contract | None:
     if key in _CACHE:
         return _CACHE[key]
     made = None
-    raw = getattr(forward, "__annotations__", None)
-    if inspect.isfunction(forward) and raw:
+    # A decorator without functools.wraps keeps no annotations: read the function it wraps.
+    inner = original(forward)
+    raw = getattr(inner, "__annotations__", None)
+    if inspect.isfunction(inner) and raw:
         try:
-            hints = typing.get_type_hints(forward, include_extras=True)
-        except Exception:  # a name the annotations use is not importable here: nothing checked
-            hints = {}
-        sig = inspect.signature(forward)
+            hints = typing.get_type_hints(inner, include_extras=True)
+            sig = resolve(forward)
+        except Exception:  # an annotation's name not importable here, or no signature: none
+            hints, sig = {}, inspect.Signature()
         params = {}
         for name, p in sig.parameters.items():
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or name not in hints:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 import types
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -21,7 +22,12 @@ from .records import ProbeError, TensorInfo
 from .run import ProbeRun
 from .values import call_inputs
 
-__all__ = ["localise"]
+__all__ = ["OWN_FAILURE", "localise"]
+
+OWN_FAILURE = (
+    "a bare forward of the model runs with these inputs: this failure is torchxray's, not the "
+    "inputs' (please report it; mode='real' may work meanwhile)"
+)
 
 _CALL_IMPL_CODE = nn.Module._call_impl.__code__
 # The package folder (torchxray/): the probe's own files are probe.py there and everything in
@@ -58,9 +64,11 @@ def localise(
     kwargs: dict[str, Any],
     caller: types.CodeType,
     patches: tuple[Any, ...] = (),
+    bare: Callable[[], bool] | None = None,
 ) -> ProbeError:
     """The failed report's error; ``caller`` is the frame that called the model (its exceptions
-    belong to the model, not to torchxray); ``patches`` the applied patch entries, if known."""
+    belong to the model, not to torchxray); ``patches`` the applied patch entries, if known;
+    ``bare`` runs the model without the probe's recording, asked before the inputs are blamed."""
     chain = _module_frames(run, exc)
     through = {run.paths[id(module)] for module, _ in chain}
     # Calls still open: those the exception went through stay (as incomplete calls); the others
@@ -87,6 +95,9 @@ def localise(
     )
     if not hint and patches and chain:
         hint = patch_hint(patches, path, inner, run.log)
+    if not hint and bare is not None and bare():
+        # The inputs are blamed only for what a forward without torchxray does too.
+        hint = OWN_FAILURE
     op = data_dependent_op(exc) if run.mode == "fake" else None
     return ProbeError(
         path=path,

@@ -4,7 +4,6 @@ into fake views (fake mode) on the model's device (never the model)."""
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping
 from typing import Any, get_origin
 
@@ -12,6 +11,7 @@ import torch
 from torch import nn
 from torch.utils import _pytree as pytree
 
+from .._signature import resolve
 from .._uninitialised import uninitialised, uninitialised_message
 from .records import ProbeError
 from .run import ProbeRun
@@ -35,7 +35,7 @@ def unpack_batch(
     if not keys or not all(isinstance(k, str) for k in keys):
         return args, kwargs
     try:
-        params = list(inspect.signature(model.forward).parameters.values())
+        params = list(resolve(model.forward).parameters.values())  # through wrappers
     except (TypeError, ValueError):  # no signature to read: call it as it was given
         return args, kwargs
     named = {

@@ -140,9 +140,13 @@ class Memo(BlockMemo):
         run = self.run
         leaves, spec = pytree.tree_flatten(result)
         if not all(isinstance(leaf, (torch.Tensor, *PLAIN)) for leaf in leaves):
-            return None  # an arbitrary object may be mutable or stateful: no entry
+            # an arbitrary object may be mutable or stateful: no entry
+            bad = next(x for x in leaves if not isinstance(x, (torch.Tensor, *PLAIN)))
+            self.unremembered = f"it returns a {type(bad).__qualname__}, which a replay cannot copy"
+            return None
         effects = slot_effects(call.caches, before, call.index)
         if effects is None:
+            self.unremembered = "it changed the cache it was passed beyond its own slot"
             return None
         cut = len(own.path)
         descendants: list[Any] = []
@@ -150,6 +154,7 @@ class Memo(BlockMemo):
         where = {id(own): -1}
         for inner_call in run.log[start:]:
             if not inner_call.done or not inner_call.path.startswith(own.path + "."):
+                self.unremembered = f"it called {inner_call.path or 'the model'}, outside itself"
                 return None
             up = where.get(id(inner_call.parent), -1)
             where[id(inner_call)] = len(descendants)
@@ -159,7 +164,9 @@ class Memo(BlockMemo):
         if run.produced is not None:
             inner = inner_edges(run.produced.raw, first_edge, where)
             if inner is None:
-                return None  # a tensor reached the block other than through its inputs
+                # a tensor reached the block other than through its inputs
+                self.unremembered = "a tensor reached it other than through its inputs"
+                return None
             descendants = [(*d, inner.get(i, ())) for i, d in enumerate(descendants)]
         entry = _Entry(spec, leaves, descendants, own.flops, call.index, effects)
         if run.produced is not None:

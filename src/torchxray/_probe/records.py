@@ -373,6 +373,7 @@ class ProbeReport:
     notes: tuple[str, ...] = field(default=())
     # What the forward wrote to the model and torch's global state, put back (`_trace`).
     writes: tuple[Write, ...] = field(default=())
+    not_replayed: tuple[str, ...] = field(default=())  # why alike blocks all ran (fake mode)
 
     def __getitem__(self, path: str) -> ModuleRecord:
         try:

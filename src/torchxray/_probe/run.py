@@ -75,7 +75,7 @@ class ProbeRun:
         paths, names, modules, flags = self.paths, self.names, self.modules, self.flags
         aliases = self.aliases
         patches = self.patches
-        direct, instances = patches.direct, patches.instances
+        instances = patches.instances
         direct_modules = patches.direct_modules
         # Per class, once: its name, whether its instances can be recorded by an instance
         # `_call_impl` (`_probe.wrap`).
@@ -108,7 +108,6 @@ class ProbeRun:
                 or d.get("_compiled_call_impl") is not None
                 or "_call_impl" in d
             ):
-                direct[key] = path
                 direct_modules.append(m)
             else:
                 instances[key] = (m, path)
@@ -118,6 +117,10 @@ class ProbeRun:
                 for name, child in reversed(children.items()):
                     if child is not None:
                         push((prefix + name, child))
+        # A direct module's path is its path: the walk's own dict serves the routing (`_probe.wrap`;
+        # a second dict of 100,000 ids cost the walk a tenth more at 100,000 modules, where each
+        # such dict misses the caches: bench/README.md, "Issue 55").
+        patches.direct = paths
         self.classes = tuple(kinds)  # each module class once (`_probe.fsdp` looks for units)
         # Any uninitialised tensor, a lazy module's or one set on a plain module, has no shape:
         # the probe refuses the model before running it (`_probe.inputs.first_lazy`). The types
@@ -255,8 +258,15 @@ def _holds_lazy(d: dict[str, Any]) -> bool:
     return False
 
 
+_TRAINING = operator.attrgetter("training")
+
+
 def _restore_training(modules: list[nn.Module], flags: list[bool]) -> None:
-    """Every module's flag as it was (a forward may have flipped one during the probe too)."""
+    """Every module's flag as it was (a forward may have flipped one during the probe too).
+    First all of them read and compared by C loops (``map``, ``operator.is_``): the usual run
+    flips none, and a Python loop over 100,000 modules cost ~3% of their probe."""
+    if all(map(operator.is_, map(_TRAINING, modules), flags)):
+        return
     for m, training in zip(modules, flags):
         d = m.__dict__
         if (d["training"] if "training" in d else m.training) is not training:

@@ -90,7 +90,8 @@ class Patches:
     passes `direct_class` and it has no hooks of its own and is not compiled in place."""
 
     def __init__(self) -> None:
-        # id(module) -> path, and the modules: recorded by an instance attribute `_call_impl`
+        # id(module) -> path (every module's: the walk's own dict; only the direct ones look a
+        # path up in it), and the modules recorded by an instance attribute `_call_impl`
         self.direct: dict[int, str] = {}
         self.direct_modules: list[nn.Module] = []
         # id(module) -> (module, path): recorded by an instance attribute `forward`

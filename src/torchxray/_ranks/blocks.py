@@ -203,4 +203,26 @@ def extend(two: Measured, three: Measured, path: str, n: int) -> Measured:
         activations,
         max(phases.values(), default=grow(two.peak, three.peak)),
         phases,
+        within=_within(three.within, prefix, head, n),
     )
+
+
+def _within(
+    within: dict[str, tuple[str, ...]], prefix: re.Pattern[str], head: str, n: int
+) -> dict[str, tuple[str, ...]]:
+    """Every block's modules' enclosing modules, from those of one block (blocks placed alike)."""
+    out: dict[str, tuple[str, ...]] = {}
+
+    def moved(path: str, i: int, j: int) -> str:
+        m = prefix.match(path)
+        return path if m is None or int(m.group(1)) != i else f"{head}{j}{path[m.end(1) :]}"
+
+    for path, outer in within.items():
+        m = prefix.match(path)
+        if m is None:
+            out[path] = outer
+            continue
+        i = int(m.group(1))
+        for j in range(n):
+            out.setdefault(moved(path, i, j), tuple(moved(p, i, j) for p in outer))
+    return out

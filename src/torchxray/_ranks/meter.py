@@ -3,8 +3,9 @@ tensors, fake process group) and in `verify` (real tensors, gloo), so the two co
 like:
 
 - collectives: each call of a c10d or functional-collective op (the op sets CommDebugMode counts,
-  imported from it) with its bytes, charged to the innermost module whose forward or backward was
-  running (`ModTracker`) and to the phase ("forward", "backward", "step");
+  imported from it) with its bytes, charged to the module CommDebugMode charges it to (`where.py`:
+  the module whose forward, its own hooks included, is running, or whose backward began last) and
+  to the phase ("forward", "backward", "step");
 - live bytes: every storage an op makes, alive until its Python object dies (as
   `_memory.cpu_meter`), plus the storages alive when the step began (weights, inputs), and the
   storage resizes FSDP2 makes outside the dispatcher (its all-gather buffers), which
@@ -34,6 +35,8 @@ from torch.distributed.tensor import DTensor
 from torch.distributed.tensor.debug._comm_mode import NATIVE_TO_PY_MAPPING, c10d_collective_ops
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
+
+from .where import OUTSIDE, Where
 
 __all__ = ["COLLECTIVES", "StepMeter", "op_name"]
 
@@ -115,9 +118,12 @@ class StepMeter(TorchDispatchMode):
         self._role = "none"
         self.tracker = ModTracker()
         # name modules by their paths in the model (ModTracker would prefix its class name)
+        paths: dict[nn.Module, str] = {}
         for path, mod in model.named_modules(remove_duplicate=False):
             self.tracker._known_modules[mod] = path
             self.tracker._seen_modules.add(mod)
+            paths.setdefault(mod, path)
+        self.where = Where(self.tracker, paths)  # the module a collective belongs to
         # (path, phase, op, mesh dim) -> [count, bytes]
         self.comms: dict[tuple[str, str, str, str], list[int]] = defaultdict(lambda: [0, 0])
         self.now = 0
@@ -135,6 +141,8 @@ class StepMeter(TorchDispatchMode):
 
     @phase.setter
     def phase(self, value: str) -> None:
+        if value == "backward":
+            self.where.settle()
         self._phase = value
         self._role = "none"
         self.phase_peaks[value] = max(self.phase_peaks.get(value, 0), self.now)
@@ -217,8 +225,10 @@ class StepMeter(TorchDispatchMode):
         self._hush_shape_rules()
         self.tracker.__enter__()
         try:
+            self.where.__enter__()
             super().__enter__()
         except BaseException:
+            self.where.__exit__(None, None, None)
             self.tracker.__exit__(None, None, None)
             self._unhush()
             torch.UntypedStorage.resize_ = orig  # type: ignore[method-assign]
@@ -235,6 +245,7 @@ class StepMeter(TorchDispatchMode):
             super().__exit__(*exc)
         finally:
             try:
+                self.where.__exit__(*exc)
                 self.tracker.__exit__(*exc)
             finally:
                 self._unhush()
@@ -272,7 +283,10 @@ class StepMeter(TorchDispatchMode):
             dim = self.groups.get(group, "?") if group is not None else "?"
             out = func(*args, **kwargs)
             moved = max(_tensor_bytes(args[:1]), _tensor_bytes(args[1:2]), _tensor_bytes(out))
-            rec = self.comms[(self.module(), self.current_phase(), op_name(packet), dim)]
+            at = self.where.name
+            rec = self.comms[
+                (OUTSIDE if at is None else at, self.current_phase(), op_name(packet), dim)
+            ]
             rec[0] += 1
             rec[1] += moved
         else:

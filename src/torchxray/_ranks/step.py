@@ -42,6 +42,8 @@ class Measured:
     # with `run_step(stack=...)`: ("forward", "none" / "first" / "middle" / "last") -> the highest
     # live bytes while the forward was in or after such a block of the stack (`StepMeter.spot_peaks`)
     spot_peaks: dict[tuple[str, str], int] = field(default_factory=dict)
+    # path -> the modules whose forward was running when it first ran (a count's enclosing modules)
+    within: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def group_labels(mesh: DeviceMesh) -> dict[str, str]:
@@ -154,6 +156,7 @@ def run_step(
         peak,
         dict(meter.phase_peaks),
         dict(meter.spot_peaks),
+        dict(meter.where.within),
     )
 
 

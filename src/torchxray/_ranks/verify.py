@@ -16,6 +16,7 @@ import torch
 from .procs import forkable, run_ranks
 from .step import run_step
 from .warm import forget_meshes
+from .where import OUTSIDE
 
 # The plan is `torchxray.ranks.RanksPlan`, which calls `verify`: typed as Any here rather than
 # imported, so that the two modules do not import each other (tests/test_import_graph.py).
@@ -187,6 +188,7 @@ def _compare(
         for path, rec in plan.records.items()
         for c in rec.comms
     }
+    planned.update({(OUTSIDE, c.phase, c.op, c.mesh_dim): (c.count, c.bytes) for c in plan.outside})
     if plan.stepped:  # the plan ran a step: compare its comms and memory
         planned = _backward_summed(planned)
         for rank, real_comms in sorted(comms.items()):
@@ -194,7 +196,13 @@ def _compare(
             for key in sorted(set(planned) | set(real_comms)):
                 p, r = planned.get(key, (0, 0)), real_comms.get(key, (0, 0))
                 path, phase, op, dim = key
-                place = "the backward, all modules" if path == _ALL else path or "the root module"
+                place = (
+                    "the backward, all modules"
+                    if path == _ALL
+                    else "no module"
+                    if path == OUTSIDE
+                    else path or "the root module"
+                )
                 where = f"{op} on {dim} in {place} ({phase}) on rank {rank}"
                 if p[0] != r[0]:
                     out.append(f"{where}: planned {p[0]} calls, real {r[0]}")

@@ -16,7 +16,9 @@ view draws, and state sent later reaches it, from any thread (marimo binds each 
 its session when the comm opens). There too the probe runs in the background (``later``).
 Elsewhere (plain Python, scripts, tests, IPython in a terminal, marimo run as a script, Pyodide,
 which has no threads) nothing shows a view before ``tx.explore`` returns, so the probe runs
-synchronously and ``tx.explore`` returns a probed Explorer.
+synchronously and ``tx.explore`` returns a probed Explorer; a model of
+``Explorer.probe_when_asked_from`` modules or more is probed when first asked for instead
+(``widget.py``; why not in a thread there: docs/guide/hosts-and-scale.md).
 """
 
 from __future__ import annotations
@@ -26,9 +28,14 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["PROBING", "Background", "in_kernel", "later"]
+__all__ = ["PROBING", "WHEN_ASKED", "Background", "in_kernel", "later"]
 
 PROBING = "probing… (the tree is usable; shapes fill in when the probe is done)"
+# Outside a kernel, a big model's first probe (Explorer.probe_when_asked_from).
+WHEN_ASKED = (
+    "probe not run yet: it runs when first asked for (ex.probe_report, ex.wait(), print(ex), "
+    "a save, the view's first request)"
+)
 
 
 def in_kernel() -> bool:
@@ -54,7 +61,10 @@ def in_terminal() -> bool:
 
 def later(widget: Any) -> bool:
     """Whether `widget`'s view shows while its probe runs and takes the results when they come:
-    in a Jupyter kernel, or in a marimo notebook whose widget comms send from any thread."""
+    in a Jupyter kernel, or in a marimo notebook whose widget comms send from any thread; never
+    under Pyodide (JupyterLite's kernel, marimo in the browser), which starts no threads."""
+    if sys.platform == "emscripten":
+        return False
     return in_kernel() or _in_marimo_notebook(widget)
 
 

@@ -9,6 +9,7 @@ is ``on_<kind>(host, request) -> (reply, states)`` (``_view/host.py``), and
 
 from __future__ import annotations
 
+from . import attach_view as attach
 from . import tools_classes as classes
 from . import tools_compare as compare
 from . import tools_compile as compile_
@@ -73,4 +74,5 @@ HANDLERS: dict[str, Handler] = {
     "train_figures": watch.on_train_figures,
     # the Export tab
     "export": export.on_export,
+    "train_poll": attach.on_train_poll,
 }

@@ -110,6 +110,8 @@ class Host(Protocol):
     watch: Watch | None  # the training lens shown (ex.watch), if any
     ranks: RanksLink  # the Ranks tab's plan
     training_now: bool  # answering between two steps of a running loop (no probe then)
+    job: Any  # an attached training job (torchxray.attach.Job) feeding the Training tab, if any
+    attach_rank: int | None  # the job's rank the Training tab shows (None: the worst rank)
 
     @property
     def tree(self) -> ModelTree: ...

@@ -34,6 +34,7 @@ class PythonApi:
     and defined by ``widget.Explorer``: the lock, the session, the joins and syncs."""
 
     _lock: threading.RLock
+    _probe_asked: bool
     busy: str
     snapshot: dict[str, Any]
 
@@ -149,6 +150,7 @@ class PythonApi:
         Returns:
             The new `ProbeReport` (None without example inputs).
         """
+        self._probe_asked = False  # this runs it (a first probe left until asked for)
         self._join()
         s = self._live()
         self.busy = "probe"

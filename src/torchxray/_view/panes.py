@@ -11,6 +11,7 @@ import re
 from collections.abc import Container, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._signature import resolve
 from .._text import short
 
 if TYPE_CHECKING:
@@ -124,7 +125,7 @@ def _argument(where: str, params: Sequence[str]) -> str:
 def forward_params(module: Any) -> list[str]:
     """Names of the parameters ``forward`` takes positionally, in order (``self`` excluded)."""
     try:
-        sig = inspect.signature(module.forward)
+        sig = resolve(module.forward)  # through wrappers (`torchxray._signature`)
     except (TypeError, ValueError, AttributeError):
         return []
     kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)

@@ -58,6 +58,8 @@ def probe_summary(
         status = f"probe ok: {len(report.records)} modules"
         if report.not_called:  # e.g. a fused fast path: say so, rather than leave rows blank
             status += f"; {len(report.not_called)} not called (reasons in the table)"
+        if report.not_replayed:  # a fake probe slower than it could be: why, in its words
+            status += f"; {_clip(report.not_replayed[0], 240)}"
     left = [w.label for w in report.writes if not w.restored]
     if left:  # a file written, a flag it could not set back: the probe left a trace, say which
         more = f" and {len(left) - 3} more" if len(left) > 3 else ""

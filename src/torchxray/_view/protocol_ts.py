@@ -1,4 +1,4 @@
-"""Writes ``js/requests_gen.ts``, ``js/protocol_gen.ts`` and ``js/tools_gen.ts`` from the TypedDicts
+"""Writes ``js/requests_gen.ts``, ``js/protocol_gen.ts``, ``js/tools_gen.ts`` and ``js/checks_gen.ts`` from the TypedDicts
 of ``protocol.py``, ``replies.py`` and the ``_view/*_types.py`` files: one TypeScript interface per request, reply and state, the kind -> reply
 map and the slow kinds, so that the frontend's types cannot drift from what the kernel sends
 (``js/protocol.ts`` types ``Rpc.call`` with them).
@@ -133,7 +133,8 @@ def _strings(values: Any) -> str:
 
 def generate() -> dict[str, str]:
     """The generated files by name: ``protocol_gen.ts`` (the replies' and synced states' shapes),
-    ``tools_gen.ts`` (the tools' and the snapshot's shapes, built on those) and
+    ``tools_gen.ts`` and ``checks_gen.ts`` (the tools' and the snapshot's shapes, built on those)
+    and
     ``requests_gen.ts`` (what the frontend sends, and the kind tables: the reply each kind gets,
     the slow kinds). Each imports only from the ones before it: no import cycle."""
     kinds = list(protocol.REQUEST_TYPES)
@@ -142,18 +143,19 @@ def generate() -> dict[str, str]:
     # The tools' shapes (selection, compare, health, flow) and the snapshot's in a file of their
     # own, so that no generated file passes the project's 400 lines; one a reply's shape uses
     # (the Overview's call sites) goes with the replies, so that they need nothing of it.
+    # The tools' shapes in two files, so that no generated file passes the project's 400 lines:
+    # those of the model's checks and training (compile, export, ranks, watch) in
+    # ``checks_gen.ts``, the rest (selection, compare, flow, summary, the snapshot) in
+    # ``tools_gen.ts``; one a reply's shape uses (the Overview's call sites) goes with the
+    # replies, so that they need nothing of either.
+    groups = {
+        "tools_gen.ts": (compare_types, flow_types, snapshot_types, summary_types),
+        "checks_gen.ts": (compile_types, export_types, ranks_types, watch_types),
+    }
     tools = [
         t
-        for m in (
-            compare_types,
-            compile_types,
-            export_types,
-            flow_types,
-            ranks_types,
-            snapshot_types,
-            summary_types,
-            watch_types,
-        )
+        for ms in groups.values()
+        for m in ms
         for t in _typeddicts(m)
         if t not in protocol.REQUEST_TYPES.values()
     ]
@@ -168,9 +170,18 @@ def generate() -> dict[str, str]:
     for name, alias in ALIASES.items():
         parts.append(f"export type {name} = {ts_type(alias, named=False)};")
     own = [t.__name__ for t in shapes] + list(ALIASES)
-    tool_text = [_interface(cls) for cls in tools]
-    tool_names = [t.__name__ for t in tools]
-    tool_parts = [HEADER, _imports(own, "\n\n".join(tool_text), "./protocol_gen"), *tool_text]
+    files: dict[str, list[type]] = {
+        name: [t for t in tools if any(t in _typeddicts(m) for m in ms)]
+        for name, ms in groups.items()
+    }
+    out_tools: dict[str, str] = {}
+    before: list[tuple[list[str], str]] = [(own, "./protocol_gen")]
+    for name, kept in files.items():
+        text = [_interface(cls) for cls in kept]
+        body = "\n\n".join(text)
+        imports = [_imports(names, body, source) for names, source in before]
+        out_tools[name] = "\n\n".join(p for p in [HEADER, *imports, *text] if p) + "\n"
+        before.append(([t.__name__ for t in kept], f"./{name.removesuffix('.ts')}"))
 
     ask = [_interface(cls) for cls in requests]
     ask.append("export type Request =" + "".join(f"\n  | {t.__name__}" for t in requests) + ";")
@@ -195,13 +206,10 @@ def generate() -> dict[str, str]:
         f"  [{_strings(protocol.SLOW_TIMEOUT_KINDS)}],\n);"
     )
     ask_body = "\n\n".join(ask)
-    ask_imports = [
-        _imports(own, ask_body, "./protocol_gen"),
-        _imports(tool_names, ask_body, "./tools_gen"),
-    ]
+    ask_imports = [_imports(names, ask_body, source) for names, source in before]
     return {
         "protocol_gen.ts": "\n\n".join(p for p in parts if p) + "\n",
-        "tools_gen.ts": "\n\n".join(p for p in tool_parts if p) + "\n",
+        **out_tools,
         "requests_gen.ts": "\n\n".join(p for p in [HEADER, *ask_imports, *ask] if p) + "\n",
     }
 

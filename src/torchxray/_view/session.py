@@ -28,8 +28,8 @@ from . import serialize as ser
 from .background import PROBING
 from .compile_types import CompileState
 from .compile_view import break_paths, compile_state
+from .export_link import ExportLink
 from .export_types import ExportState
-from .export_view import export_state
 from .handlers import HANDLERS
 from .host import NONE, Caches, Result
 from .origin import Opened
@@ -110,15 +110,9 @@ class Session:
         self.compile_pending = False  # a patch's re-check, left to follow the background probe
         self.compile_rev = 0  # the revision it was made at
         self.ranks = RanksLink()  # the Ranks tab's plan (tx.explore(..., ranks=plan), ex.ranks)
-        # The last export check (the Export tab, ex.export_check()): slow (it exports, and an
-        # ONNX model runs), so it runs when asked only; a patch marks it stale, and the next one
-        # says what changed since the one before.
-        self.export_report: Any = None
-        self.export_previous: Any = None
-        self.export_options: dict[str, Any] = {}
-        self.export_note = ""
-        self.export_rev = 0
-        self.export_model_rev = -1  # the model revision it checked
+        self.export = ExportLink()  # the Export tab's last check (ex.export_check())
+        self.job: Any = None  # a training job feeding the Training tab (_view/attach_view.py)
+        self.attach_rank: int | None = None
 
     @property
     def tree(self) -> ModelTree:
@@ -178,24 +172,16 @@ class Session:
         )
 
     def export_state(self) -> ExportState:
-        stale = self.export_report is not None and self.model_rev != self.export_model_rev
-        return export_state(
-            self.export_report,
-            self.export_previous,
-            self.model,
-            rev=self.export_rev,
-            stale=stale,
-            note=self.export_note,
-            asked=list(self.export_options.get("targets", ())),
-        )
+        return self.export.state(self.model, self.model_rev)
+
+    @property
+    def export_report(self) -> Any:
+        return self.export.report
 
     def run_export(self, options: dict[str, Any] | None = None) -> Any:
-        """``tx.export_check`` on the model and example inputs, in the probe's mode unless
-        ``options`` says otherwise; ``options`` as its own, merged over the last check's (Check
-        again keeps the targets). ValueError without example
-        inputs or while the model trains; TypeError / ValueError for a bad option."""
-        from ..export_check import export_check
-
+        """``tx.export_check`` on the model and example inputs (``ExportLink.run``). ValueError
+        without example inputs or while the model trains; TypeError / ValueError for a bad
+        option."""
         if not self.args and not self.kwargs:
             raise ValueError(
                 "the export check needs example inputs: tx.explore(model, x) with the inputs "
@@ -203,15 +189,8 @@ class Session:
             )
         if self.training_now:
             raise ValueError("the export check waits while the model trains: Check once it ends")
-        opts = {**self.export_options, **(options or {})}
-        # In the probe's mode unless told otherwise, as the Compile tab: a fake explorer
-        # computes nothing (no drift then; the tab's notes say so), a real one measures drift.
-        run = {"mode": self.mode, **opts}
-        report = export_check(self.live_model(), *self.args, options=run, **self.kwargs)
-        self.export_options = opts
-        self.export_previous, self.export_report = self.export_report, report
-        self.export_note, self.export_rev, self.export_model_rev = "", self.rev, self.model_rev
-        return report
+        revs = (self.rev, self.model_rev)
+        return self.export.run(self.live_model(), self.args, self.kwargs, self.mode, options, revs)
 
     def ranks_state(self) -> RanksState:
         return ranks_state(self.ranks, self.model_rev)
@@ -386,7 +365,7 @@ class Session:
         self.tree = None  # type: ignore[assignment]
         self.report = self.previous = self._origin = None
         self.compile_report = None
-        self.export_report = self.export_previous = None
+        self.export.close()
         self.ranks.close()
         self.args, self.kwargs = (), {}
         self.caches.clear()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 from ..watch import Watch
+from . import attach_view
 from .host import NONE, Host, States
 from .watch_types import (
     FlagRow,
@@ -101,6 +102,8 @@ def _json(v: float) -> float:
 
 def on_train_series(host: Host, req: TrainSeriesRequest) -> tuple[TrainSeriesReply, States]:
     node = host.tree[req["path"]]  # KeyError names close paths
+    if host.job is not None:  # an attached job's figures (tx.explore(..., attach=job))
+        return attach_view.series(host, node.path, node.cls), NONE
     w = host.watch
     series: dict[str, list[tuple[int, float]]] = {}
     latest: dict[str, float] = {}
@@ -128,6 +131,9 @@ def on_train_series(host: Host, req: TrainSeriesRequest) -> tuple[TrainSeriesRep
 
 def on_train_control(host: Host, req: TrainControlRequest) -> tuple[TrainControlReply, States]:
     w = host.watch
+    if host.job is not None:
+        why = "an attached job trains elsewhere: its loop cannot be paused from here"
+        return {"kind": "train_control", "paused": False, "message": why}, NONE
     if w is None or w.closed:
         return {"kind": "train_control", "paused": False, "message": NO_WATCH}, NONE
     if req["action"] == "pause":
@@ -140,6 +146,8 @@ def on_train_control(host: Host, req: TrainControlRequest) -> tuple[TrainControl
 
 
 def on_train_figures(host: Host, req: TrainFiguresRequest) -> tuple[TrainFiguresReply, States]:
+    if host.job is not None:
+        return attach_view.figures(host, req), NONE
     w = host.watch
     figure = req["figure"]
     values: dict[str, float | None] = {}

@@ -145,6 +145,7 @@ def open_watch(explorer: Any, session: Session, optimizer: Any, every: int, **kw
         old.close(close_watch=True)
         explorer._training = None
     w = Watch(session.live_model(), optimizer, every, **kwargs)
+    session.job = None  # a loop in this kernel takes the Training tab from an attached job
     try:
         explorer._training = TrainingLink(explorer, session, w)
     except BaseException:

@@ -46,6 +46,7 @@ class NonFiniteRow(TypedDict):
     phase: str  # forward | backward | loss
     cls: str
     detail: str
+    rank: NotRequired[int]  # an attached job's: the rank it began on
 
 
 class FlagRow(TypedDict):
@@ -54,6 +55,7 @@ class FlagRow(TypedDict):
     kind: str  # vanishing | exploding | magnitude | dead | saturated | nonfinite
     count: int  # times raised (again only after it had cleared)
     last: int  # the step it was last raised
+    rank: NotRequired[int]  # an attached job's: the rank that raised it
 
 
 class TrainingState(TypedDict):
@@ -71,6 +73,7 @@ class TrainingState(TypedDict):
     nonfinite: NonFiniteRow | None
     optimizer: str  # its class, or "" without one
     note: str
+    attached: NotRequired["AttachedState"]  # fed by a training job (tx.attach), not a local loop
 
 
 class TrainSeriesReply(TypedDict):
@@ -80,6 +83,8 @@ class TrainSeriesReply(TypedDict):
     series: dict[str, list[tuple[int, float]]]  # figure -> (step, value), oldest first
     latest: dict[str, float]  # the last sample, exact (the series is rounded)
     flags: list[str]  # the flags that hold now
+    rank: NotRequired[int]  # an attached job's: the rank these figures are of
+    ranks: NotRequired[list["RankLatest"]]  # ... and every rank's last figures of the module
 
 
 class TrainControlReply(TypedDict):
@@ -96,11 +101,55 @@ class TrainFiguresReply(TypedDict):
     values: dict[str, float | None]  # None: no sample of that module
     total: float | None
     note: str
+    ranks: NotRequired[dict[str, int]]  # an attached job's worst-rank view: whose value each is
+    spark: NotRequired[dict[str, list[float]]]  # the figure's last samples per row (sparklines)
 
 
-TrainRequest = TrainSeriesRequest | TrainControlRequest | TrainFiguresRequest
+# -- an attached training job (tx.attach; _view/attach_view.py) -----------------------------------
+
+
+class TrainPollRequest(TypedDict):
+    """Ask an attached job's ranks for what is new; the Training tab sends it while attached."""
+
+    kind: Literal["train_poll"]
+    rank: NotRequired[Annotated[int | None, None]]  # the rank to show; None: the worst rank
+
+
+class AttachedState(TypedDict):
+    address: str  # the job's store
+    world: int
+    ranks: list[int]  # those that publish
+    rank: int | None  # the rank shown; None: the worst-rank view
+    worst: int | None  # the rank that looks worst (its first NaN, then its flags); None: none
+    steps: dict[str, int]  # rank -> steps completed
+    states: dict[str, str]  # rank -> live | slow | gone | closed
+    ended: bool
+    ended_at: int  # the last step any rank reported
+    ended_exactly: bool  # every rank's last step is known (its watch closed), not the last seen
+    poll_ms: int  # how often the view polls
+    polls: int
+
+
+class RankLatest(TypedDict):
+    rank: int
+    grad_norm: float | None  # None: no value (or a NaN/Inf, which `nonfinite` names)
+    update_ratio: float | None
+    act_std: float | None
+    act_zeros: float | None
+    nonfinite: list[str]  # the figures whose last value is NaN/Inf (JSON carries neither)
+
+
+class TrainPollReply(TypedDict):
+    kind: Literal["train_poll"]
+    changed: bool
+    ended: bool
+    message: str  # "" or what a rank that did not answer is doing
+
+
+TrainRequest = TrainSeriesRequest | TrainControlRequest | TrainFiguresRequest | TrainPollRequest
 TRAIN_REPLIES: dict[str, type] = {
     "train_series": TrainSeriesReply,
     "train_control": TrainControlReply,
     "train_figures": TrainFiguresReply,
+    "train_poll": TrainPollReply,
 }

@@ -1,6 +1,13 @@
-"""What a watch attaches, and taking all of it off again: one forward hook per module (torch's
-``register_forward_hook``; the gradient hooks it adds go with each step's graph) and the
-optimizer's step pre/post hooks (``Optimizer.register_step_pre_hook`` / ``_post_hook``).
+"""What a watch attaches, and taking all of it off again: the model's own pre-hook and hook (what
+a replay needs of each step), a forward pre-hook and hook per module while a step is sampled or
+replayed (``each``; torch's ``register_forward_hook``; the gradient hooks it adds go with each
+step's graph) and the optimizer's step pre/post hooks (``Optimizer.register_step_pre_hook`` /
+``_post_hook``).
+
+Why each module's hooks come off between sampled steps: a module with any forward hook takes
+``nn.Module``'s slow call path, a few microseconds a call even when the hook returns at once, 3%
+of a small MLP's step (bench/README.md, "Training lens, issue 55"); a step that is not sampled
+has nothing to read there.
 
 ``detach`` removes every handle and then sweeps the model for hooks of this watch that a patch
 copied to a replacement module (``_patch/placement.py`` carries forward hooks over), so that
@@ -75,8 +82,12 @@ class Attached:
 
     def __init__(self, owner: object) -> None:
         self.owner = owner
-        self._modules: list[RemovableHandle] = []
+        self._modules: list[RemovableHandle] = []  # the model's own (the capture)
+        self._each: list[RemovableHandle] = []  # every module's, while a step needs them
         self._optimizer: list[RemovableHandle] = []
+        self._model: nn.Module | None = None
+        self._hook: ForwardHook | None = None
+        self._pre: PreHook | None = None
 
     def modules(
         self,
@@ -84,12 +95,14 @@ class Attached:
         fn: Callable[..., None],
         tap: Callable[..., Any],
         root: tuple[Callable[..., None], ...],
+        each: bool = True,
     ) -> None:
-        """Hook every module of ``model`` with ``fn`` (a forward hook) and ``tap`` (a pre-hook),
-        and the model itself with ``root`` (a pre-hook and a hook, first); again after an edit:
-        the old hooks go first."""
+        """Hook the model itself with ``root`` (a pre-hook and a hook, first) and, when ``each``,
+        every module of ``model`` with ``fn`` (a forward hook) and ``tap`` (a pre-hook); again
+        after an edit: the old hooks go first."""
         self.off_modules(model)
-        hook, pre = ForwardHook(self.owner, fn), PreHook(self.owner, tap)
+        self._model = model
+        self._hook, self._pre = ForwardHook(self.owner, fn), PreHook(self.owner, tap)
         before, after = root
         try:
             self._modules.append(
@@ -98,11 +111,27 @@ class Attached:
             self._modules.append(
                 model.register_forward_hook(ForwardHook(self.owner, after), with_kwargs=True)
             )
-            for m in model.modules():
-                self._modules.append(m.register_forward_pre_hook(pre, with_kwargs=True))
-                self._modules.append(m.register_forward_hook(hook, with_kwargs=True))
+            self.each(each)
         except BaseException:
             self.off_modules(model)
+            raise
+
+    def each(self, on: bool) -> None:
+        """Every module's hooks on (a sampled step, a replay) or off (other steps)."""
+        model, hook, pre = self._model, self._hook, self._pre
+        if on == bool(self._each) or model is None or hook is None or pre is None:
+            return
+        if not on:
+            while self._each:
+                self._each.pop().remove()
+            return
+        try:
+            for m in model.modules():
+                self._each.append(m.register_forward_pre_hook(pre, with_kwargs=True))
+                self._each.append(m.register_forward_hook(hook, with_kwargs=True))
+        except BaseException:
+            while self._each:
+                self._each.pop().remove()
             raise
 
     def optimizer(
@@ -116,8 +145,11 @@ class Attached:
             self._optimizer.pop().remove()
 
     def off_modules(self, model: nn.Module | None) -> None:
+        while self._each:
+            self._each.pop().remove()
         while self._modules:
             self._modules.pop().remove()
+        self._model = None
         if model is not None:
             self.sweep(model)
 
@@ -144,4 +176,4 @@ class Attached:
 
     @property
     def count(self) -> int:
-        return len(self._modules) + len(self._optimizer)
+        return len(self._modules) + len(self._each) + len(self._optimizer)

@@ -9,14 +9,18 @@ of each module), the gradient norm of each module's own weights and, around
 weights for the step's duration: all of a tensor up to ``EXACT`` values, else ``SAMPLE`` evenly
 spaced ones, each standing for its share). The first step found non-finite is run again armed
 (``_watch/replay.py``): every module's output and input gradient checked, to find where the
-NaN/Inf began (``_watch/finite.py``). Values are read as 0-d tensors and
-synchronised once, at the step's end.
+NaN/Inf began (``_watch/finite.py``). A step that is not sampled reads one thing, the weights'
+gradient norms (the check above); a sampled step reads those, then everything else once at its
+end: the activation figures, weight norms and update norms stay 0-d tensors until then, stacked
+into one and read with one synchronisation (not one per module).
 """
 
 from __future__ import annotations
 
 import math
 import weakref
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -28,6 +32,7 @@ from .finite import FiniteTracker, NonFinite, values
 from .finite import fast_sum as _sum
 from .flags import Flag, FlagBook, Thresholds, kinds_of
 from .replay import Capture, replay
+from .shards import NOT_REPLAYED, has_dtensors, local
 
 __all__ = ["BOUNDS", "Recorder"]
 
@@ -79,8 +84,14 @@ class Recorder:
         self._weights: list[tuple[nn.Parameter, str]] = []  # trainable, each with its module
         self._early: dict[str, list[float]] = {}  # each module's first output RMS figures
         self.capture = Capture()
+        # Every module's hooks on or off (the watch's, _watch/hooks.py): a replay needs them.
+        self.each: Callable[[bool], None] = lambda on: None
         self.closed = False
         self._replaying = False
+        # False where running the forward again would issue collectives on this rank alone
+        # (FSDP2's all-gathers: the other ranks would never join): the weights' gradients name
+        # the module instead (``index`` sets it).
+        self.replayable = True
         self._start_step()
 
     # -- the model's modules ---------------------------------------------------------------
@@ -94,6 +105,7 @@ class Recorder:
         for path in [p for p in self._early if before.get(p) != now.get(p)]:
             del self._early[path]  # a module an edit replaced: its outputs start a new baseline
         self.classes = {p: type(m).__name__ for p, m in model.named_modules()}
+        self.replayable = not has_dtensors(model)
         self._static_order = {p: i for i, (p, _) in enumerate(model.named_modules())}
         seen: set[int] = set()
         self._weights = []
@@ -113,15 +125,22 @@ class Recorder:
         self.capture.clear()
         # Every step keeps what a replay needs (its inputs and RNG state: no copies); after the
         # first NaN there is none to find.
-        self.capture.enabled = self.nonfinite is None
-        # A sampled step's outputs so far: id -> (the tensor, weakly; its version then).
-        self._outputs: dict[int, tuple[weakref.ref[torch.Tensor], int]] = {}
-        self._acts: dict[str, tuple[list[torch.Tensor], bool]] = {}
+        self.capture.enabled = self.nonfinite is None and self.replayable
+        # A sampled step's outputs so far: id -> (the tensor, weakly; its version then; the
+        # figures taken of it).
+        self._outputs: dict[int, tuple[weakref.ref[torch.Tensor], int, list[torch.Tensor]]] = {}
+        # path -> (its output's sum, norm, non-zeros[, values at a bound]: 0-d; own; numel)
+        self._acts: dict[str, tuple[list[torch.Tensor], bool, int]] = {}
         self.order: dict[str, int] = {}
         self._grad_norms: dict[str, float] = {}
         self._param_norms: dict[str, float] = {}
         self._updates: dict[str, float] = {}
         self._before: list[torch.Tensor] | None = None
+        # A sampled step's weight norms and update norms: 0-d, read with the activations at the end.
+        self._weight_norms: list[torch.Tensor] = []
+        self._moving: list[tuple[nn.Parameter, str]] = []
+        self._deltas: list[torch.Tensor] = []
+        self._shares: list[float] = []
         self._bad_loss = False
         self._new_nonfinite: NonFinite | None = None
 
@@ -157,9 +176,16 @@ class Recorder:
         # once the ReLU after it ran) leaves its id to a new one, which must not pass for it.
         seen = self._outputs.get(id(out))
         own = seen is None or seen[0]() is not out or seen[1] != out._version
-        self._outputs[id(out)] = (weakref.ref(out), out._version)
-        if path not in self._acts:
-            self._acts[path] = (self._act_stats(module, out.detach()), own)
+        got = self._acts.get(path)
+        if got is None:
+            if not own and seen is not None and _bounds(module) is None:
+                # A child's output passed on (a Sequential's last child's): the child's figures,
+                # not a second pass over the same tensor (the bound share is the child's own).
+                stats = seen[2][:3]
+            else:
+                stats = self._act_stats(module, local(out).detach())
+            got = self._acts[path] = (stats, own, out.numel())
+        self._outputs[id(out)] = (weakref.ref(out), out._version, got[0])
 
     def tap(self, module: nn.Module, args: Any, kwargs: Any) -> tuple[Any, Any] | None:
         """The forward pre-hook: on an armed step, each input that needs a gradient becomes a
@@ -178,20 +204,20 @@ class Recorder:
         return tuple(one(a) for a in args), {k: one(v) for k, v in kwargs.items()}
 
     def _act_stats(self, module: nn.Module, x: torch.Tensor) -> list[torch.Tensor]:
-        """Sum, norm and count of non-zeros (mean, std and zeros follow at the step's end).
-        Why not ``std_mean`` and ``count_nonzero``: on the CPU each takes 100-200 times a sum
-        (bench/README.md), more than the convolution that made the tensor."""
-        n = x.numel()
+        """Sum, norm and count of non-zeros (mean, std and zeros follow at the step's end, divided
+        there: an op less per figure). Why not ``std_mean`` and ``count_nonzero``: on the CPU each
+        takes 100-200 times a sum (bench/README.md), more than the convolution that made the
+        tensor."""
         got = [
-            _sum(x) / n,
-            torch.linalg.vector_norm(x, dtype=torch.float32) / math.sqrt(n),  # sqrt(E[x^2])
-            x.sign().abs_().sum(dtype=torch.float32) / n,
+            _sum(x),
+            torch.linalg.vector_norm(x, dtype=torch.float32),  # sqrt(n E[x^2])
+            _sum(x.sign().abs_()),
         ]
         b = _bounds(module)
         if b is not None:
             lo, hi = b
             mid, reach = (hi + lo) / 2, (hi - lo) / 2 * 0.98  # within 1% of the range from a bound
-            got.append((x - mid).abs_().ge_(reach).sum(dtype=torch.float32) / n)
+            got.append(_sum((x - mid).abs_().ge_(reach)))
         return got
 
     # -- the step's end --------------------------------------------------------------------
@@ -203,36 +229,44 @@ class Recorder:
             (p, path) for p, path in self._weights if p.grad is not None and not p.grad.is_sparse
         ]
         bad_weights: list[str] = []
-        if have:
-            grads: list[torch.Tensor] = [p.grad for p, _ in have]  # type: ignore[misc]
-            norms = values(list(torch._foreach_norm(grads)))
-            sq: dict[str, float] = {}
-            for (_, path), v in zip(have, norms, strict=True):
-                if not math.isfinite(v) and path not in bad_weights:
-                    bad_weights.append(path)
-                sq[path] = sq.get(path, 0.0) + v * v
+        # After the first NaN there is none to find: a step that is not sampled then reads nothing.
+        if have and (self.sampling or self.armed or self.nonfinite is None):
+            grads: list[torch.Tensor] = [local(p.grad) for p, _ in have]  # type: ignore[arg-type]
+            # (no no_grad: a gradient needs none, save under create_graph, which this runs after)
+            got = list(torch._foreach_norm(grads))
+            # A step that is not sampled reads one number (each norm read only if it is not
+            # finite); a sampled one reads every weight's gradient norm.
+            norms = values(got) if self.sampling or not _finite(got) else []
+            if norms and not all(map(math.isfinite, norms)):
+                bad = (
+                    path for (_, path), v in zip(have, norms, strict=True) if not math.isfinite(v)
+                )
+                bad_weights = list(dict.fromkeys(bad))
             if self.sampling:
+                sq: dict[str, float] = {}
+                for (_, path), v in zip(have, norms, strict=True):
+                    sq[path] = sq.get(path, 0.0) + v * v
                 self._grad_norms = {p: math.sqrt(v) for p, v in sq.items()}
         if self.armed:
             nf = self.finite.resolve(self.step, self.classes, bad_weights, self._order())
-        elif bad_weights and self.nonfinite is None and self.capture.calls:
+        elif bad_weights and self.nonfinite is None and self.capture.calls and self.replayable:
             nf = self._replay()
+        elif bad_weights and self.nonfinite is None and not self.replayable:
+            nf = self.finite.resolve(self.step, self.classes, bad_weights, self._order())
+            if nf is not None:
+                nf = replace(nf, detail=nf.detail + NOT_REPLAYED)
         else:
             nf = None
             self.finite.clear()
         if nf is not None:
             self._found(nf)
         if self.sampling and self._weights:
-            params: list[torch.Tensor] = [p for p, _ in self._weights]
-            pn = values(list(torch._foreach_norm(params)))
-            sq = {}
-            for (_, path), v in zip(self._weights, pn, strict=True):
-                sq[path] = sq.get(path, 0.0) + v * v
-            self._param_norms = {p: math.sqrt(v) for p, v in sq.items()}
-            if update_ratio and optimizer_params is not None:
-                self._moving = [(p, path) for p, path in have if id(p) in optimizer_params]
-                with torch.no_grad():
-                    self._before = [_spread(p)[0].clone() for p, _ in self._moving]
+            params: list[torch.Tensor] = [local(p) for p, _ in self._weights]
+            with torch.no_grad():
+                self._weight_norms = list(torch._foreach_norm(params))  # read at the step's end
+                if update_ratio and optimizer_params is not None:
+                    self._moving = [(p, path) for p, path in have if id(p) in optimizer_params]
+                    self._before = [_spread(local(p))[0].clone() for p, _ in self._moving]
 
     def _order(self) -> dict[str, int]:
         return self.order or self._static_order
@@ -244,6 +278,7 @@ class Recorder:
         def arm(on: bool) -> None:
             self._replaying = on
             self.capture.enabled = False
+            self.each(on or self.sampling)
 
         names = replay(self.model, calls, arm)
         bad = list(dict.fromkeys(n.rpartition(".")[0] for n in names))
@@ -252,22 +287,16 @@ class Recorder:
         return got
 
     def updated(self) -> None:
-        """After ``optimizer.step()``: the update ratio of each module's own weights."""
+        """After ``optimizer.step()``: the norm of each weight's update (read at the step's end,
+        where it becomes the update ratio of each module's own weights)."""
         before, self._before = self._before, None
         if before is None or not before:
             return
         with torch.no_grad():
-            now = [_spread(p) for p, _ in self._moving]
+            now = [_spread(local(p)) for p, _ in self._moving]
             torch._foreach_sub_(before, [v for v, _ in now])
-            delta = values(list(torch._foreach_norm(before)))
-        sq: dict[str, float] = {}
-        for (_, path), (_, share), v in zip(self._moving, now, delta, strict=True):
-            sq[path] = sq.get(path, 0.0) + share * v * v
-        for path, v in sq.items():
-            w = self._param_norms.get(path)
-            if w:
-                self._updates[path] = math.sqrt(v) / w
-        self._moving = []
+            self._deltas = list(torch._foreach_norm(before))
+        self._shares = [share for _, share in now]
 
     def loss_value(self, step: int, value: float) -> None:
         self.loss.add(step, value)
@@ -299,17 +328,40 @@ class Recorder:
         if self.nonfinite is None:
             self.nonfinite = nf
 
-    def _store(self, step: int) -> list[Flag]:
+    def _read(self) -> dict[str, tuple[list[float], bool]]:
+        """The sampled step's 0-d figures, read with one synchronisation: each module's weight
+        norm and update ratio (into ``_param_norms``, ``_updates``) and output figures."""
         acts = list(self._acts.items())
-        got = values([t for _, (ts, _) in acts for t in ts])
+        norms, deltas, moving = self._weight_norms, self._deltas, self._moving
+        self._weight_norms, self._deltas, self._moving = [], [], []
+        got = values([*norms, *deltas, *(t for _, (ts, _, _) in acts for t in ts)])
+        sq: dict[str, float] = {}
+        for (_, path), v in zip(self._weights, got[: len(norms)], strict=True):
+            sq[path] = sq.get(path, 0.0) + v * v
+        self._param_norms = {p: math.sqrt(v) for p, v in sq.items()}
+        sq = {}
+        done = got[len(norms) : len(norms) + len(deltas)]
+        if len(done) == len(moving) == len(self._shares):  # else the update never ran
+            for (_, path), share, v in zip(moving, self._shares, done, strict=True):
+                sq[path] = sq.get(path, 0.0) + share * v * v
+        for path, v in sq.items():
+            w = self._param_norms.get(path)
+            if w:
+                self._updates[path] = math.sqrt(v) / w
+        i = len(norms) + len(deltas)
+        act_of: dict[str, tuple[list[float], bool]] = {}
+        for path, (ts, own, n) in acts:
+            raw = got[i : i + len(ts)]
+            i += len(ts)
+            # sum, norm, non-zeros[, at a bound] -> mean, sqrt(E[x^2]), share non-zero[, share]
+            act_of[path] = ([raw[0] / n, raw[1] / math.sqrt(n), *(v / n for v in raw[2:])], own)
+        return act_of
+
+    def _store(self, step: int) -> list[Flag]:
+        act_of = self._read()
         self.series.open(step)
         new: list[Flag] = []
-        i = 0
-        paths = set(self._grad_norms) | {p for p, _ in acts}
-        act_of: dict[str, tuple[list[float], bool]] = {}
-        for path, (ts, own) in acts:
-            act_of[path] = (got[i : i + len(ts)], own)
-            i += len(ts)
+        paths = set(self._grad_norms) | set(act_of)
         upstream = 1.0  # the largest output growth among the modules that ran before
         for path in sorted(paths, key=lambda p: self.order.get(p, 1 << 30)):
             sample: dict[str, float] = {}
@@ -369,6 +421,16 @@ def _spread(p: torch.Tensor) -> tuple[torch.Tensor, float]:
         return flat, 1.0
     picked = flat[:: n // SAMPLE]
     return picked, n / picked.numel()
+
+
+def _finite(norms: list[torch.Tensor]) -> bool:
+    """Whether every norm is finite, from one number read: their sum (exact: a sum of finite
+    norms that overflows is read again one by one)."""
+    try:
+        total = torch.stack(norms).sum().item()
+    except RuntimeError:  # several dtypes or devices
+        total = math.inf
+    return math.isfinite(total) or all(map(math.isfinite, values(norms)))
 
 
 def _loss_culprit(step: int) -> NonFinite:

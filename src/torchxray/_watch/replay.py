@@ -61,6 +61,10 @@ class Capture:
         if not self.enabled or not self.calls or not torch.is_grad_enabled():
             return
         call = self.calls[-1]
+        if type(output) is torch.Tensor:  # the common case, without a pytree walk: every step
+            if output.requires_grad and output.is_floating_point():
+                output.register_hook(_Keep(call, 0))
+            return
         for i, leaf in enumerate(_grad_leaves(output)):
             if leaf is not None:
                 leaf.register_hook(_Keep(call, i))

@@ -1,0 +1,397 @@
+"""The signature a caller really meets, behind what libraries wrap functions in.
+
+``inspect.signature`` follows ``__wrapped__`` and stops there. Libraries also wrap without
+``functools.wraps``: the ``kernels`` package (pulled in by transformers 5.25) replaces a decorated
+class's ``__init__`` with ``new_init(self, *args, **kwargs)``, which calls the original held in its
+closure, so ``inspect.signature`` of ``LlamaAttention`` reads ``(*args, **kwargs)``. `resolve` sees
+through, in this order: a hand-set ``__signature__``; ``functools.partial`` and ``partialmethod``;
+``__wrapped__`` chains; a wrapper taking only ``*args, **kwargs`` that holds the original in its
+closure cells or defaults; ``super().__init__(*args, **kwargs)`` handed on whole (a class decorator
+that returns a subclass); and, for a class whose ``__init__`` was replaced and none of the above
+finds the original, the ``def __init__`` of the class's own source. When none of these finds the
+real signature it raises `SignatureUnknown` (a ``TypeError``) with one sentence saying why: it
+never guesses. Every signature torchxray reads of user code goes through here.
+
+    >>> import functools
+    >>> def deco(fn):
+    ...     def inner(*args, **kwargs):  # no functools.wraps
+    ...         return fn(*args, **kwargs)
+    ...     return inner
+    >>> class Block:
+    ...     @deco
+    ...     def __init__(self, width: int, depth: int = 2): ...
+    >>> str(resolve(Block))
+    '(width: int, depth: int = 2)'
+    >>> str(resolve(functools.partial(Block, 8)))
+    '(depth: int = 2)'
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import textwrap
+import types
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["SignatureUnknown", "original", "resolve"]
+
+_P = inspect.Parameter
+_STAR = (_P.VAR_POSITIONAL, _P.VAR_KEYWORD)
+_POSITIONAL = (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD)
+_DEPTH = 16  # wrappers of wrappers; a chain longer than this is a cycle in practice
+# function -> {name it stands for: its resolved signature, or the SignatureUnknown it raised}.
+_CACHE: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
+class SignatureUnknown(TypeError):
+    """The real signature cannot be found (one sentence says why); nothing is guessed."""
+
+
+def resolve(obj: Any) -> inspect.Signature:
+    """The signature a call of `obj` meets: a class's constructor (without ``self``), a bound
+    method's (without ``self``), a function's, a partial's. Raises `SignatureUnknown`."""
+    if isinstance(obj, types.MethodType):
+        return _drop_first(_callable(obj.__func__, _name_in(obj.__self__, obj.__func__), 0))
+    return _callable(obj, None, 0)
+
+
+def original(func: Any) -> Any:
+    """The innermost Python function behind wrappers (`resolve`'s rules), or `func` itself."""
+    for _ in range(_DEPTH):
+        if isinstance(func, (types.MethodType, staticmethod, classmethod)):
+            func = func.__func__
+        elif isinstance(func, (functools.partial, functools.partialmethod)):
+            func = func.func
+        elif getattr(func, "__wrapped__", None) is not None:
+            func = func.__wrapped__
+        elif isinstance(func, types.FunctionType) and _opaque(_plain(func)):
+            try:
+                held = _pick(func, func.__name__)
+            except SignatureUnknown:
+                held = None
+            if held is None:
+                return func
+            func = held
+        else:
+            return func
+    return func
+
+
+# --- classes -----------------------------------------------------------------------------------
+
+
+def _class_init(cls: type) -> inspect.Signature:
+    """``cls``'s constructor without ``self``, or its own ``__signature__``."""
+    own = cls.__dict__.get("__signature__")
+    if isinstance(own, inspect.Signature):
+        return own
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is None or klass is object:
+            continue
+        try:
+            sig = _callable(init, "__init__", 0)
+        except SignatureUnknown as e:
+            return _drop_first(_from_source(klass, str(e)))
+        if not _opaque(sig):
+            return _drop_first(sig)
+        if _hands_on(init, "__init__"):
+            # ``super().__init__(*args, **kwargs)`` and nothing else of them (a subclass a class
+            # decorator made, a masked layer): what the next class in the MRO takes.
+            continue
+        if _replaced(klass, init):
+            # A wrapper none of the rules saw through: the class's own ``def __init__``.
+            why = f"{_name(klass)}.__init__ is replaced by {_name(init)} (*args, **kwargs)"
+            return _drop_first(_from_source(klass, why))
+        return _drop_first(sig)
+    return inspect.signature(cls)  # no Python __init__ in the MRO: object's, or a C type's
+
+
+def _replaced(klass: type, init: Any) -> bool:
+    """`init` is not the ``def __init__`` written in `klass`'s body (a decorator put it there)."""
+    func = init.__func__ if isinstance(init, (staticmethod, classmethod)) else init
+    qual = getattr(func, "__qualname__", "")
+    return qual != f"{klass.__qualname__}.__init__"
+
+
+def _from_source(klass: type, why: str) -> inspect.Signature:
+    """The ``def __init__`` of `klass`'s own source, its defaults literals; else refuse."""
+    try:
+        text = textwrap.dedent(inspect.getsource(klass))
+        tree = ast.parse(text)
+    except (OSError, TypeError, SyntaxError) as e:
+        raise SignatureUnknown(f"{why}, and the source of {_name(klass)} is not available") from e
+    body = tree.body[0] if tree.body and isinstance(tree.body[0], ast.ClassDef) else None
+    defs = [n for n in (body.body if body else []) if isinstance(n, ast.FunctionDef)]
+    defs = [n for n in defs if n.name == "__init__"]
+    if not defs:
+        raise SignatureUnknown(f"{why}, and the source of {_name(klass)} has no def __init__")
+    try:
+        return _from_ast(defs[-1].args)  # the last def in a class body is the one that counts
+    except ValueError as e:
+        raise SignatureUnknown(f"{why}, and in its source's def __init__ {e}") from None
+
+
+def _from_ast(a: ast.arguments) -> inspect.Signature:
+    def param(arg: ast.arg, kind: Any, d: ast.expr | None = None) -> inspect.Parameter:
+        try:
+            default = _P.empty if d is None else ast.literal_eval(d)
+        except ValueError:
+            said = ast.unparse(d) if d is not None else ""
+            raise ValueError(f"the default of {arg.arg} ({said}) is not a literal") from None
+        ann = _P.empty if arg.annotation is None else ast.unparse(arg.annotation)
+        return _P(arg.arg, kind, default=default, annotation=ann)
+
+    positional = [*a.posonlyargs, *a.args]
+    defaults = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
+    kinds = [_P.POSITIONAL_ONLY] * len(a.posonlyargs) + [_P.POSITIONAL_OR_KEYWORD] * len(a.args)
+    params = [param(x, k, d) for x, k, d in zip(positional, kinds, defaults)]
+    params += [param(a.vararg, _P.VAR_POSITIONAL)] if a.vararg else []
+    params += [param(x, _P.KEYWORD_ONLY, d) for x, d in zip(a.kwonlyargs, a.kw_defaults)]
+    params += [param(a.kwarg, _P.VAR_KEYWORD)] if a.kwarg else []
+    return inspect.Signature(params)
+
+
+# --- callables ---------------------------------------------------------------------------------
+
+
+def _callable(obj: Any, name: str | None, depth: int) -> inspect.Signature:
+    if depth > _DEPTH:
+        raise SignatureUnknown(f"{_name(obj)} is wrapped more than {_DEPTH} times deep")
+    own = getattr(obj, "__signature__", None) if not isinstance(obj, type) else None
+    if isinstance(own, inspect.Signature):  # set by hand: what the author says the call takes
+        return own
+    if isinstance(obj, (staticmethod, classmethod)):
+        return _callable(obj.__func__, name, depth + 1)
+    if isinstance(obj, functools.partialmethod):
+        inner = _callable(obj.func, name, depth + 1)
+        first, rest = _split_first(inner)
+        bound = _partial(rest, obj.args, obj.keywords)
+        return bound.replace(parameters=[*first, *bound.parameters.values()])
+    if isinstance(obj, functools.partial):
+        return _partial(_callable(obj.func, name, depth + 1), obj.args, obj.keywords)
+    if isinstance(obj, types.MethodType):
+        return _drop_first(_callable(obj.__func__, name, depth + 1))
+    if isinstance(obj, type):
+        return _class_init(obj)
+    wrapped = getattr(obj, "__wrapped__", None)
+    if wrapped is not None:
+        return _callable(wrapped, name, depth + 1)
+    if not isinstance(obj, types.FunctionType):
+        try:
+            return inspect.signature(obj, follow_wrapped=False)
+        except ValueError as e:
+            raise SignatureUnknown(f"{_name(obj)} has no signature Python can read ({e})") from e
+    per_name = _CACHE.get(obj)
+    if per_name is None:
+        per_name = _CACHE[obj] = {}
+    hit = per_name.get(name)
+    if hit is None:
+        try:
+            hit = _function(obj, name, depth)
+        except SignatureUnknown as e:
+            hit = e
+        per_name[name] = hit
+    if isinstance(hit, SignatureUnknown):
+        raise SignatureUnknown(str(hit))
+    return hit
+
+
+def _function(func: types.FunctionType, name: str | None, depth: int) -> inspect.Signature:
+    sig = _plain(func)
+    if not _opaque(sig):
+        return sig
+    held = _pick(func, name or func.__name__)
+    if held is not None:
+        return _callable(held, name, depth + 1)
+    return sig  # takes (*args, **kwargs) itself and holds no function: its real signature
+
+
+def _plain(func: Any) -> inspect.Signature:
+    try:
+        return inspect.signature(func, follow_wrapped=False, eval_str=True)
+    except Exception:  # noqa: BLE001 - an annotation naming what is not importable stays a string
+        return inspect.signature(func, follow_wrapped=False)
+
+
+def _opaque(sig: inspect.Signature) -> bool:
+    """Takes ``*args`` and/or ``**kwargs`` and at most one plain leading parameter (``self``),
+    leaving out parameters whose default is a function (a wrapper's way to hold the original)."""
+    params = [p for p in sig.parameters.values() if not _is_function(p.default)]
+    stars = [p for p in params if p.kind in _STAR]
+    others = [p for p in params if p.kind not in _STAR]
+    return bool(stars) and len(others) <= 1 and all(p.kind in _POSITIONAL for p in others)
+
+
+def _is_function(value: Any) -> bool:
+    return isinstance(value, (types.FunctionType, functools.partial, types.MethodType))
+
+
+def _held(func: types.FunctionType) -> dict[str, Any]:
+    """The functions `func` holds: its closure cells and its defaults, by variable name."""
+    out: dict[str, Any] = {}
+    for var, cell in zip(func.__code__.co_freevars, func.__closure__ or ()):
+        try:
+            value = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if _is_function(value) and value is not func:
+            out[var] = value
+    for p in _plain(func).parameters.values():
+        if _is_function(p.default):
+            out[p.name] = p.default
+    return out
+
+
+def _pick(func: types.FunctionType, name: str) -> Any:
+    """The function a ``(*args, **kwargs)`` wrapper hands its call to, or None when it is no
+    wrapper. Chosen by what the wrapper stands in for, never by position: the held function of
+    that name (``new_init`` holds the class's ``__init__``; a decorator's ``inner`` holds
+    ``forward``), else the one its own source calls with its whole ``*args, **kwargs``. A
+    function that holds functions but hands its call whole to none of them is no wrapper (its
+    own signature is the real one); several candidates, or no source to tell, and it is refused."""
+    held = _held(func)
+    if not held:
+        return None
+    # A wrapper's own name says nothing (``new_init``, ``inner``); the name it stands in for
+    # does: the class's ``__init__`` that kernels' ``new_init`` holds as ``orig_init``.
+    named = [f for f in held.values() if getattr(original(f), "__name__", None) == name]
+    if len(named) == 1:
+        return named[0]
+    calls = _passthrough_calls(func)
+    names = ", ".join(sorted(held))
+    if calls is None:
+        raise SignatureUnknown(
+            f"{_name(func)} takes only *args/**kwargs and holds {names}, and without its source "
+            f"nothing tells which of them is the {name} it stands for"
+        )
+    called = list(dict.fromkeys(v for v in calls if v in held))
+    if not called:
+        return None
+    if len(called) == 1:
+        return held[called[0]]
+    raise SignatureUnknown(
+        f"{_name(func)} takes only *args/**kwargs and hands them to {', '.join(called)}: "
+        f"nothing tells which is the {name} it stands for"
+    )
+
+
+def _passthrough_calls(func: types.FunctionType) -> list[str] | None:
+    """Names `func`'s body calls with its own ``*args`` and ``**kwargs`` (after, at most, its
+    own leading parameters), from its source; None where that is not available."""
+    tree = _def_of(func)
+    if tree is None:
+        return None
+    a = tree.args
+    star = a.vararg.arg if a.vararg else None
+    dstar = a.kwarg.arg if a.kwarg else None
+    lead = {x.arg for x in [*a.posonlyargs, *a.args]}
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            if _hands_all(node, star, dstar, lead):
+                out.append(node.func.id)
+    return out
+
+
+def _hands_all(call: ast.Call, star: str | None, dstar: str | None, lead: set[str]) -> bool:
+    args = list(call.args)
+    while args and isinstance(args[0], ast.Name) and args[0].id in lead:
+        args = args[1:]
+    want_star = [] if star is None else [star]
+    got_star = [_name_id(a.value) for a in args if isinstance(a, ast.Starred)]
+    if len(args) != len(want_star) or got_star != want_star:
+        return False
+    kws = call.keywords
+    if dstar is None:
+        return not kws
+    return len(kws) == 1 and kws[0].arg is None and _name_id(kws[0].value) == dstar
+
+
+def _name_id(node: ast.expr) -> str | None:
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _hands_on(func: Any, name: str) -> bool:
+    """`func` calls ``super().<name>(*args, **kwargs)`` and uses its ``*args``/``**kwargs`` for
+    nothing else: what it accepts is what the next class's `name` accepts."""
+    if not isinstance(func, types.FunctionType):
+        return False
+    tree = _def_of(func)
+    if tree is None:
+        return False
+    a = tree.args
+    star = a.vararg.arg if a.vararg else None
+    dstar = a.kwarg.arg if a.kwarg else None
+    lead = {x.arg for x in [*a.posonlyargs, *a.args]}
+    hits, uses = 0, 0
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id in (star, dstar):
+            uses += 1
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == name
+            and isinstance(node.func.value, ast.Call)
+            and isinstance(node.func.value.func, ast.Name)
+            and node.func.value.func.id == "super"
+            and _hands_all(node, star, dstar, lead - {"self"})
+        ):
+            hits += 1
+    return hits == 1 and uses == (star is not None) + (dstar is not None)
+
+
+def _def_of(func: types.FunctionType) -> ast.FunctionDef | None:
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return None
+    node = tree.body[0] if tree.body else None
+    return node if isinstance(node, ast.FunctionDef) else None
+
+
+# --- signature arithmetic ----------------------------------------------------------------------
+
+
+def _partial(
+    sig: inspect.Signature, args: tuple[Any, ...], kw: dict[str, Any]
+) -> inspect.Signature:
+    """`sig` with `args` and `kw` given in advance, as ``functools.partial`` gives them:
+    ``inspect`` does the arithmetic on a stand-in carrying `sig`."""
+
+    def stand_in(*a: Any, **k: Any) -> None: ...
+
+    stand_in.__signature__ = sig  # type: ignore[attr-defined]
+    try:
+        return inspect.signature(functools.partial(stand_in, *args, **kw))
+    except ValueError as e:
+        raise SignatureUnknown(f"the partial's arguments do not fit {sig} ({e})") from e
+
+
+def _split_first(sig: inspect.Signature) -> tuple[list[inspect.Parameter], inspect.Signature]:
+    params = list(sig.parameters.values())
+    if params and params[0].kind in _POSITIONAL:
+        return params[:1], sig.replace(parameters=params[1:])
+    return [], sig
+
+
+def _drop_first(sig: inspect.Signature) -> inspect.Signature:
+    """Without ``self``: what a bound method or a class call takes."""
+    return _split_first(sig)[1]
+
+
+def _name_in(owner: Any, func: Callable[..., Any]) -> str | None:
+    """The attribute name `func` is found under on `owner`'s class (a wrapper keeps its own)."""
+    for klass in type(owner).__mro__:
+        for key, value in vars(klass).items():
+            if value is func:
+                return key
+    return None
+
+
+def _name(obj: Any) -> str:
+    return getattr(obj, "__qualname__", None) or type(obj).__qualname__
