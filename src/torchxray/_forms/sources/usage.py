@@ -21,7 +21,6 @@ from __future__ import annotations
 import ast
 import builtins
 import functools
-import inspect
 import sys
 import types
 from collections.abc import Callable
@@ -31,6 +30,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from ..._signature import resolve
 from .literals import source_tree
 
 __all__ = ["Handed", "Usage", "fits", "usage"]
@@ -143,8 +143,8 @@ def _kept_under(call: ast.Call, up: dict[ast.AST, ast.AST]) -> str:
 def _bound(call: ast.Call, name: str, callee: Any) -> str | None:
     """The parameter of ``callee`` that ``call`` hands the bare ``name`` to."""
     try:
-        # Not stage 1's reading: a source hands values down and never calls back.
-        sig = inspect.signature(callee)
+        # The one resolver (through wrappers), not stage 1: a source never calls back.
+        sig = resolve(callee)
     except (TypeError, ValueError):
         return None
     params = list(sig.parameters.values())
@@ -325,7 +325,7 @@ def _counted(op: ast.BinOp, node: ast.AST) -> bool:
 
 def _annotated(cls: type, param: str) -> Any:
     try:
-        return inspect.signature(cls).parameters[param].annotation
+        return resolve(cls).parameters[param].annotation
     except (TypeError, ValueError, KeyError):
         return None
 
