@@ -12,7 +12,7 @@ import pytest
 from fixtures.forms import exact
 
 import torchxray as tx
-from torchxray._forms.sources.passed import handed, holders, keys, kept
+from torchxray._forms.sources.passed import handed, holders, kept, keys
 from torchxray._forms.sources.usage import usage
 
 warnings.filterwarnings("ignore")

@@ -12,7 +12,6 @@ from fixtures.forms import exact
 from torch import nn
 
 import torchxray as tx
-
 from torchxray._forms.sources.literals import compared_strings
 from torchxray._forms.sources.position import index_like, ordinals
 
