@@ -37,6 +37,7 @@ from .usage import Handed, Usage
 __all__ = ["handed", "holders", "keys", "kept", "memoized"]
 
 MAX_LAYERS = 3  # layers of the callee's class read, where the call's result was not kept
+DEPTH = 5  # levels looked down for them (a ViT's attention: layers.0.0.fn)
 MAX_UP = 6  # modules holding the module, looked up for an object read by its fields
 MAX_HOLDERS = 4
 _PLAIN = (bool, int, float, complex, str, bytes, type(None), torch.Tensor, nn.Module, type)
@@ -61,11 +62,17 @@ def memoized(child: Child) -> Child:
 
 
 def _layers(module: nn.Module, h: Handed) -> list[nn.Module]:
+    """The layers the call may have made: the one kept under ``h.kept``, else those of the
+    callee's class inside it (a container it fills), else anywhere in the module."""
     at = module._modules.get(h.kept) if h.kept else None
     if at is not None and original_class(type(at)) is h.callee:
         return [at]
-    found = [m for m in descendants(module) if original_class(type(m)) is h.callee]
-    return found[:MAX_LAYERS]
+    inside = [at] if at is not None else []
+    for root in [*inside, module]:
+        found = [m for m in descendants(root, DEPTH) if original_class(type(m)) is h.callee]
+        if found:
+            return found[:MAX_LAYERS]
+    return []
 
 
 def _written(value: Any) -> list[Any]:

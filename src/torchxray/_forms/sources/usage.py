@@ -23,6 +23,7 @@ import builtins
 import functools
 import sys
 import types
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,7 +51,8 @@ _ORDER = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
 @dataclass(frozen=True)
 class Handed:
     """The argument handed to ``callee`` as its parameter ``param``; ``kept`` is the attribute
-    the call's result is kept under (``self.conv1 = nn.Conv1d(...)``), "" where none is."""
+    whose layer holds the call's result (``self.conv1 = nn.Conv1d(...)``, or a container:
+    ``self.net = nn.Sequential(nn.Linear(...))``), "" where none is."""
 
     callee: Any
     param: str
@@ -110,33 +112,30 @@ def _parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:
 
 
 def _kept_under(call: ast.Call, up: dict[ast.AST, ast.AST]) -> str:
-    """The attribute ``self.X`` a call's result is assigned to, directly or through a wrapper
-    that takes it first (``self.conv1 = weight_norm(nn.Conv1d(...))``), or the name given to
-    ``self.add_module("name", ...)``."""
+    """The attribute ``self.X`` whose layer holds a call's result: the nearest assignment to
+    ``self.X`` around it (``self.conv1 = weight_norm(nn.Conv1d(...))``, ``self.net =
+    nn.Sequential(nn.Linear(...), ...)``), a call of a method of ``self.X`` around it
+    (``self.layers.append(...)``) or the name given to ``self.add_module("name", ...)``."""
     node: ast.AST = call
     parent = up.get(node)
-    while isinstance(parent, ast.Call) and parent.args and parent.args[0] is node:
-        if (
-            isinstance(parent.func, ast.Attribute)
-            and parent.func.attr == "add_module"
-            and isinstance(parent.args[0], ast.Constant)
-        ):
-            break
+    while parent is not None and not isinstance(parent, ast.stmt):
+        if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Attribute):
+            owner = parent.func.value
+            if isinstance(owner, ast.Attribute) and _is(owner.value, "self"):
+                return owner.attr  # self.layers.append(...)
+            if (
+                _is(owner, "self")
+                and parent.func.attr == "add_module"
+                and parent.args
+                and isinstance(parent.args[0], ast.Constant)
+                and isinstance(parent.args[0].value, str)
+            ):
+                return parent.args[0].value
         node, parent = parent, up.get(parent)
-    if isinstance(parent, ast.Assign) and parent.value is node and len(parent.targets) == 1:
+    if isinstance(parent, ast.Assign) and len(parent.targets) == 1:
         t = parent.targets[0]
         if isinstance(t, ast.Attribute) and _is(t.value, "self"):
             return t.attr
-    if (
-        isinstance(parent, ast.Call)
-        and isinstance(parent.func, ast.Attribute)
-        and parent.func.attr == "add_module"
-        and len(parent.args) == 2
-        and parent.args[1] is node
-        and isinstance(parent.args[0], ast.Constant)
-        and isinstance(parent.args[0].value, str)
-    ):
-        return parent.args[0].value
     return ""
 
 
@@ -264,6 +263,8 @@ class _Reader:
             self.sequence = True  # res in attn_resolutions
         elif isinstance(parent, ast.Call):
             self._call(parent, node, up)
+        elif isinstance(parent, ast.keyword) and isinstance(up.get(parent), ast.Call):
+            self._call(typing.cast(ast.Call, up[parent]), node, up)  # f(width=x)
 
     def _call(self, call: ast.Call, node: ast.AST, up: dict[ast.AST, ast.AST]) -> None:
         if call.func is node:
