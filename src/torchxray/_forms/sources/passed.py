@@ -29,6 +29,7 @@ import torch
 from torch import nn
 
 from ..._unwrap import original_class
+from ..budget import BUDGET, Budget
 from ..field import Child
 from .layout import descendants
 from .scan import LIVE, hashable
@@ -36,7 +37,11 @@ from .usage import Handed, Usage
 
 __all__ = ["handed", "holders", "keys", "kept", "memoized"]
 
-MAX_LAYERS = 3  # layers of the callee's class read, where the call's result was not kept
+MAX_LAYERS = 3  # torch layers of the callee's class read, where the call's result was not kept
+# The work all the layers' forms opened for one form may spend (a fifth of the search's,
+# ``SEARCH_WORK``): on the zoo, a DenseNet whose blocks' forms took the whole budget before
+# the search could find its block_config; the GAN's generator and discriminator take ~3,000.
+HANDED_WORK = 10_000
 DEPTH = 5  # levels looked down for them (a ViT's attention: layers.0.0.fn)
 MAX_UP = 6  # modules holding the module, looked up for an object read by its fields
 MAX_HOLDERS = 4
@@ -44,17 +49,25 @@ _PLAIN = (bool, int, float, complex, str, bytes, type(None), torch.Tensor, nn.Mo
 
 
 def memoized(child: Child) -> Child:
-    """``child`` (a layer's own form) opened once per layer: several arguments are often handed
-    to one layer (a GAN's generator takes ``nz``, ``ngf`` and ``img_size``)."""
+    """``child`` (a layer's own form) opened once per layer (several arguments are often handed
+    to one layer: a GAN's generator takes ``nz``, ``ngf`` and ``img_size``), and all of them
+    together within ``HANDED_WORK`` of the form's budget (``_forms/budget.py``): the search
+    that proves the values needs the rest."""
     made: dict[int, tuple[nn.Module, Any]] = {}
+    outer = BUDGET.get()
+    share = Budget(HANDED_WORK, outer.ceiling, outer) if outer is not None else None
 
     def form(layer: nn.Module) -> Any:
         got = made.get(id(layer))
         if got is None or got[0] is not layer:
+            token = BUDGET.set(share) if share is not None else None
             try:
-                value = child(layer)
+                value = None if share is not None and share.out else child(layer)
             except Exception:  # noqa: BLE001 - a layer without a readable form tells nothing
                 value = None
+            finally:
+                if token is not None:
+                    BUDGET.reset(token)
             got = made[id(layer)] = (layer, value)
         return got[1]
 
@@ -68,10 +81,13 @@ def _layers(module: nn.Module, h: Handed) -> list[nn.Module]:
     if at is not None and original_class(type(at)) is h.callee:
         return [at]
     inside = [at] if at is not None else []
+    # A layer of the user's is searched for its form: the first one made (with the argument as
+    # it was given, before a loop changed it) is read; torch's are read off their attributes.
+    most = MAX_LAYERS if h.callee.__module__.startswith("torch.") else 1
     for root in [*inside, module]:
         found = [m for m in descendants(root, DEPTH) if original_class(type(m)) is h.callee]
         if found:
-            return found[:MAX_LAYERS]
+            return found[:most]
     return []
 
 

@@ -10,7 +10,7 @@ line in ``NAMED`` or ``UNNAMED`` below, and one test on a real library class
 Why this order. The search takes the first proposal that scores better (and a few after it), and
 tries at most ``GUIDED_TRIES`` per build (``_forms/candidates/tuning.py``), so the likeliest come first:
 1. moves of several fields that a change of one alone never builds: a depth with its per-block
-   rates, numbered layers, one pair per layer;
+   rates, numbered layers, one pair per layer, a sequence as long as the stages it makes;
 2. ``NAMED``: the values the difference names (the live number, string, class, keyword), cheap
    and most often right;
 3. derived widths: moves of a few fields together, before the generic single changes (a width
@@ -32,6 +32,7 @@ from . import (
     factories,
     handed_kwargs,
     item_runs,
+    iterated,
     keyword_item,
     kwargs_dict,
     layer_class,
@@ -86,6 +87,7 @@ RULES: tuple[Rule, ...] = (
     Rule("depth", depth.propose),
     Rule("numbered", numbered.propose),
     Rule("item_runs", item_runs.propose),
+    Rule("iterated", iterated.propose),
     *(Rule(name, propose) for name, propose in NAMED),
     Rule("derived_widths", derived_widths.propose),
     *(Rule(name, propose, "members") for name, propose in NAMED),
