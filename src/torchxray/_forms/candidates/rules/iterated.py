@@ -33,7 +33,9 @@ def _kinds(text: str) -> Counter[str]:
 
 def propose(p: Problem) -> Iterator[dict[str, Any]]:
     d = p.diff
-    if d.aspect != "children" or d.live is None or d.built is None:
+    # The module's own containers (``self.features.add_module``, ``self.layers.append``); a
+    # stage's blocks further down are counted by a depth, not by this sequence's length.
+    if d.aspect != "children" or d.live is None or d.built is None or "." in d.path:
         return
     live, built = _kinds(d.live), _kinds(d.built)
     counts = {(built[k], live[k]) for k in live.keys() | built.keys() if built[k] != live[k]}
