@@ -183,7 +183,8 @@ def draft(ctor: Constructor) -> Draft:
         value, origin = next(got for s in SOURCES if (got := s.read(ask)) is not None)
         f, info = make_field(cls, p, value, origin)
         if origin == "attribute" and (
-            check_type(f, info, value) is not None or not uses_fit(usage(cls, p.name), value)
+            check_type(f, info, value) is not None
+            or not uses_fit(usage(cls, p.name), value, bool(f.annotation))
         ):
             # A same-name attribute that does not fit the parameter (a submodule where a class
             # is expected, the layer made from a key looked up in a table: ``usage.py``) is not
@@ -234,7 +235,7 @@ def leads(d: Draft, ceiling: float, child: Child) -> Leads:
         kept = named.get(spread.name) or handed(cls, module, spread.name, child)
     once = memoized(child)  # a layer's form read once for every argument handed to it
     pools = {
-        f.name: candidates(module, f, functools.partial(may_try, infos, f), once)
+        f.name: candidates(module, f, functools.partial(may_try, infos, f), child, once)
         for f in nested.fields
         if _movable(f)
     }

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import dataclasses
 import functools
 import sys
 import types
@@ -73,6 +74,7 @@ class Usage:
     table: tuple[Any, ...] = ()  # keys of the dict literal it is looked up in
     table_values: tuple[Any, ...] = ()  # the values at those keys (classes, where resolvable)
     called: bool = False  # x(...)
+    tested: bool = False  # isinstance(x, ...): it takes more than one kind of value
     handed: tuple[Handed, ...] = field(default=())
 
     @property
@@ -196,7 +198,7 @@ class _Reader:
         self.kept: list[str] = []
         self.fields: dict[str, None] = {}
         self.keys: dict[str, None] = {}
-        self.number = self.sequence = self.measured = self.called = False
+        self.number = self.sequence = self.measured = self.called = self.tested = False
         self.unpacked = 0
         self.table: tuple[tuple[Any, ...], tuple[Any, ...]] = ((), ())
         self.handed: list[Handed] = []
@@ -216,6 +218,7 @@ class _Reader:
             tuple(self.keys),
             *self.table,
             self.called,
+            self.tested,
             tuple(dict.fromkeys(self.handed)),
         )
 
@@ -283,7 +286,10 @@ class _Reader:
                 self.table = _table(call.func.value, self.scope)
             return
         callee = _resolve(call.func, self.scope)
-        if callee is None or callee in (isinstance, getattr, hasattr, print, id, type, super):
+        if callee is isinstance and call.args and call.args[0] is node:
+            self.tested = True  # isinstance(x, tuple): it takes more than one kind of value
+            return
+        if callee is None or callee in (getattr, hasattr, print, id, type, super):
             return
         param = _bound(call, self.name, callee)
         if param is None:
@@ -299,10 +305,9 @@ class _Reader:
             annotated = _annotated(callee, param)
             self.number = self.number or annotated in (int, float)
         elif isinstance(callee, types.FunctionType) and self.depth < DEPTH:
+            # What a function it is handed to makes of it (``Normalize(in_channels)``); not
+            # how that function reads it: helpers take several kinds of value (``to_2tuple``).
             inner = _read(callee, param, self.depth + 1)
-            self.number = self.number or inner.number
-            self.sequence = self.sequence or inner.sequence
-            self.measured = self.measured or inner.measured
             self.handed += [Handed(h.callee, h.param) for h in inner.handed]
 
 
@@ -356,11 +361,15 @@ def _sequence(v: Any) -> bool:
     return isinstance(v, (tuple, list, str, torch.Size, range))
 
 
-def fits(u: Usage, value: Any) -> bool:
+def fits(u: Usage, value: Any, annotated: bool = False) -> bool:
     """Whether ``value`` could be the argument a constructor uses as ``u`` says; None always
-    could (a constructor often tests it first)."""
-    if value is None or not u.known:
-        return True
+    could (a constructor often tests it first). Nothing is judged of an argument the
+    constructor tests with ``isinstance`` (it takes several kinds), and the kind of value (a
+    number, a sequence) only where nothing annotates it (an annotation says it better)."""
+    if value is None or not u.known or u.tested:
+        return True  # a tested one may be converted first (``CLIPTextCfg(**text_cfg)``)
+    if annotated:
+        u = dataclasses.replace(u, number=False, sequence=False, unpacked=0)
     if u.number and not u.sequence and not u.unpacked:
         if _sequence(value) or isinstance(value, (type, dict)):
             return False
@@ -370,8 +379,11 @@ def fits(u: Usage, value: Any) -> bool:
     if u.unpacked and _sequence(value) and not isinstance(value, str):
         if len(value) != u.unpacked:
             return False
-    if u.fields and not all(_has(value, a) for a in u.fields):
-        return False
+    if u.fields and isinstance(value, (bool, int, float, str, tuple, list, dict, type)):
+        # A plain value has none of the fields read off it (a field read in one branch only
+        # may be missing from the object given: ``config.pooling`` in a raise).
+        if not all(_has(value, a) for a in u.fields):
+            return False
     if u.keys and not (hasattr(value, "keys") and hasattr(value, "__getitem__")):
         return False
     if u.table and not isinstance(value, (str, int, bool)) and value not in u.table:
