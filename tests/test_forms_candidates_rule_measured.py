@@ -25,3 +25,14 @@ def test_a_sequence_measured_with_len_takes_the_live_length() -> None:
 def test_resized_keeps_the_type_and_repeats_the_items() -> None:
     assert measured.resized((1, 2), 5) == (1, 2, 1, 2, 1)
     assert measured.resized(["a"], 2) == ["a", "a"] and measured.resized("abcd", 2) == "ab"
+
+
+def test_the_form_is_exact_and_says_only_the_length_is_known() -> None:
+    import torchxray as tx
+    from tests.handwritten import CASES
+
+    f = tx.form(CASES["deepspeech_rnn_class"].build())
+    assert f.inexact == ""
+    labels = f["labels"]
+    assert len(labels.value) == 9 and labels.origin == "default"  # a guess, flagged
+    assert "rebuilds it just as exactly" in labels.note

@@ -55,6 +55,13 @@ def _exact(
     return not differences(live, parts(built))
 
 
+def _reversed(v: Any) -> Any:
+    """A str, tuple or list in the other order, where that is another value; else None."""
+    if isinstance(v, (str, tuple, list)) and len(v) > 1 and v[::-1] != v:
+        return v[::-1]
+    return None
+
+
 def settle(
     drafts: list[Field],
     values: dict[str, Any],
@@ -67,8 +74,10 @@ def settle(
     """Of ``values`` (an exact search's), each field of ``drafts`` whose draft value rebuilds
     ``live`` as exactly is put back to its draft value in ``values`` (a required one without a
     default keeps the value found); returns {name: the rival value, the one not kept}. One build
-    per field moved, whatever the ``budget`` has left (charged to it): only its safety ceiling
-    stops them, and a field not tried by then keeps the value found (the form says so).
+    per field moved (two for a sequence: in the other order, a rebuild as exact flags the value
+    found, whose items are then not known), whatever the ``budget`` has left (charged to it):
+    only its safety ceiling stops them, and a field not tried by then keeps the value found (the
+    form says so).
     ``real_ok``: a build that reads tensor values is made for real (``rebuild/real.py``)."""
     cap = 4 * len(live.summary) + 64
     rivals: dict[str, Any] = {}
@@ -81,6 +90,13 @@ def settle(
         if budget.stopped:
             break
         if not _exact({**values, f.name: f.value}, make, live, dtype, cap, budget, real_ok):
+            # A sequence whose items rebuild as exactly in the other order tells only its
+            # length (``num_classes = len(labels)``): the value found is a guess, flagged.
+            other = _reversed(found)
+            if other is not None and _exact(
+                {**values, f.name: other}, make, live, dtype, cap, budget, real_ok
+            ):
+                rivals[f.name] = other
             continue
         if f.required and f.value is None:
             # No default: None is no likelier than the value found (drop_path=0.0 where None
