@@ -32,6 +32,8 @@ def test_an_argument_unpacked_through_a_function_takes_a_pair() -> None:
 
     u = usage(ViT, "image_size")  # image_height, image_width = pair(image_size)
     assert u.unpacked == 2
+    # patch_height, patch_width = pair(patch_size); self.patch_height, ... = patch_height, ...
+    assert usage(ViT, "patch_size").items_kept == ("patch_height", "patch_width")
     assert fits(u, (16, 24)) and fits(u, 16) and not fits(u, (3, 2, 2))
 
 

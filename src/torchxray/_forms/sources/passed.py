@@ -7,7 +7,8 @@
   class; its value is read from its own form (a torch layer's is read off its attributes; a
   layer of the user's is searched, within the parent's budget). A size torch keeps expanded
   (``kernel_size=(3,)``) is offered as the int first, as it was most likely written.
-- ``kept``: an argument kept under another name (``self.chars = tokens``).
+- ``kept``: an argument kept under another name (``self.chars = tokens``), or its items after
+  it was unpacked (``self.patch_height, self.patch_width = pair(patch_size)``'s names).
 - ``holders``: an object whose fields the constructor reads (``args.n_embd``): the objects with
   all those fields that the module, its layers or the modules holding it keep (an argparse
   namespace the model's root keeps as ``self.args``; a config a transformers layer keeps), then
@@ -114,8 +115,13 @@ def handed(module: nn.Module, u: Usage, child: Child | None) -> list[Any]:
 
 
 def kept(module: nn.Module, u: Usage) -> list[Any]:
-    """The attributes the argument was kept under, by another name."""
-    return [module.__dict__[k] for k in u.kept if k in module.__dict__]
+    """The attributes the argument was kept under, by another name, or its items after it
+    was unpacked (``ph, pw = pair(patch_size); self.ph, self.pw = ph, pw``: ``(ph, pw)``, or
+    the int where they are equal, as it was most likely written)."""
+    out = [module.__dict__[k] for k in u.kept if k in module.__dict__]
+    if u.items_kept and all(k in module.__dict__ for k in u.items_kept):
+        out += _written(tuple(module.__dict__[k] for k in u.items_kept))
+    return out
 
 
 def _around(module: nn.Module) -> Iterator[nn.Module]:

@@ -76,6 +76,7 @@ class Usage:
     called: bool = False  # x(...)
     tested: bool = False  # isinstance(x, ...): it takes more than one kind of value
     handed: tuple[Handed, ...] = field(default=())
+    items_kept: tuple[str, ...] = ()  # attributes keeping each unpacked item, in order
 
     @property
     def known(self) -> bool:
@@ -200,6 +201,7 @@ class _Reader:
         self.keys: dict[str, None] = {}
         self.number = self.sequence = self.measured = self.called = self.tested = False
         self.unpacked = 0
+        self.items: tuple[str, ...] = ()  # the names it is unpacked to
         self.table: tuple[tuple[Any, ...], tuple[Any, ...]] = ((), ())
         self.handed: list[Handed] = []
 
@@ -208,6 +210,7 @@ class _Reader:
         for node in ast.walk(tree):
             if _is(node, self.name) and isinstance(node.ctx, ast.Load):  # type: ignore[attr-defined]
                 self._use(node, up.get(node), up)
+        items = _items_kept(tree, self.items) if self.items else ()
         return Usage(
             tuple(dict.fromkeys(self.kept)),
             self.number,
@@ -220,6 +223,7 @@ class _Reader:
             self.called,
             self.tested,
             tuple(dict.fromkeys(self.handed)),
+            items,
         )
 
     def _use(self, node: ast.AST, parent: ast.AST | None, up: dict[ast.AST, ast.AST]) -> None:
@@ -229,6 +233,7 @@ class _Reader:
                     self.kept.append(t.attr)
                 elif isinstance(t, (ast.Tuple, ast.List)):
                     self.unpacked = len(t.elts)
+                    self.items = _names(t)
         elif isinstance(parent, (ast.For, ast.comprehension)) and parent.iter is node:
             self.sequence = True
         elif isinstance(parent, ast.Starred):
@@ -300,6 +305,7 @@ class _Reader:
         ):
             # a, b = pair(x): the function's result is unpacked; so may its argument be.
             self.unpacked = self.unpacked or len(up_call.targets[0].elts)
+            self.items = self.items or _names(up_call.targets[0])
         if isinstance(callee, type) and issubclass(callee, nn.Module):
             self.handed.append(Handed(callee, param, _kept_under(call, up)))
             annotated = _annotated(callee, param)
@@ -327,6 +333,36 @@ def _counted(op: ast.BinOp, node: ast.AST) -> bool:
             return True
         return isinstance(other, ast.Constant) and type(other.value) is float
     return False
+
+
+def _names(target: ast.AST) -> tuple[str, ...]:
+    elts = getattr(target, "elts", [])
+    names = tuple(e.id for e in elts if isinstance(e, ast.Name))
+    return names if len(names) == len(elts) else ()
+
+
+def _items_kept(tree: ast.AST, names: tuple[str, ...]) -> tuple[str, ...]:
+    """The attributes that keep each of ``names`` (``self.ph, self.pw = ph, pw``), in their
+    order; () unless every one is kept."""
+    kept: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+            continue
+        t, v = node.targets[0], node.value
+        pairs = (
+            list(zip(t.elts, v.elts))
+            if isinstance(t, ast.Tuple) and isinstance(v, ast.Tuple) and len(t.elts) == len(v.elts)
+            else [(t, v)]
+        )
+        for target, value in pairs:
+            if (
+                isinstance(target, ast.Attribute)
+                and _is(target.value, "self")
+                and isinstance(value, ast.Name)
+                and value.id in names
+            ):
+                kept.setdefault(value.id, target.attr)
+    return tuple(kept[n] for n in names) if all(n in kept for n in names) else ()
 
 
 def _annotated(cls: type, param: str) -> Any:

@@ -30,6 +30,7 @@ from . import (
     derived_widths,
     entries,
     factories,
+    grid_pair,
     handed_kwargs,
     item_runs,
     iterated,
@@ -71,6 +72,7 @@ NAMED: tuple[tuple[str, Propose], ...] = (
     ("layer_class", layer_class.propose),
     ("number_pair", number_pair.propose),
     ("measured", measured.propose),
+    ("grid_pair", grid_pair.propose),
     ("scaled_float", scaled_float.propose),
     ("rounded_float", rounded_float.propose),
 )
