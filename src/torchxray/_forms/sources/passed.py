@@ -99,6 +99,10 @@ def _written(value: Any) -> list[Any]:
     return [value]
 
 
+def _as_is(value: Any) -> list[Any]:
+    return [value]
+
+
 def handed(module: nn.Module, u: Usage, child: Child | None) -> list[Any]:
     """The values of the layers the argument was handed to (see the module doc)."""
     out: list[Any] = []
@@ -107,10 +111,12 @@ def handed(module: nn.Module, u: Usage, child: Child | None) -> list[Any]:
             form = child(layer) if child is not None else None
             fields = getattr(form, "fields", None) or ()
             got = next((f for f in fields if f.name == h.param), None)
+            # torch keeps sizes expanded; a layer of the user's keeps what it was given.
+            written = _written if type(layer).__module__.startswith("torch.") else _as_is
             if got is not None and got.origin != "default":
-                out += _written(got.value)
+                out += written(got.value)
             elif form is None and h.param in layer.__dict__:
-                out += _written(layer.__dict__[h.param])
+                out += written(layer.__dict__[h.param])
     return out
 
 

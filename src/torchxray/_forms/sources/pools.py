@@ -269,7 +269,8 @@ def candidates(
     read: list[Any] = []
     if use.known:
         read = [*kept(module, use), *keys(module, name, use), *holders(module, use)]
-        if guessed(f):
+        if guessed(f) and not noted:
+            # A layer's form costs builds: read where nothing annotates the argument.
             read += handed(module, use, handed_to or child)
         listed = isinstance(f.default, (tuple, list)) or isinstance(f.value, (tuple, list))
         if use.sequence and not use.number and not listed and not use.tested and not noted:
