@@ -12,8 +12,9 @@ are the sources' readings that fit (``pools.py``).
 
 Read conservatively: a use that both a number and a sequence allow (``x * 2``, ``x + y``,
 ``x == y``) says nothing, a name rebound in the constructor is read as the argument all along
-(its first use is the argument's), and a function it is handed to is followed one call deep
-(``pair(image_size)``, ``Normalize(in_channels)``).
+(its first use is the argument's), and a function of the same file it is handed to is followed
+one call deep (a person's helpers: ``pair(image_size)``, ``Normalize(in_channels)``; a library's
+are many, and an annotation says more of them).
 """
 
 from __future__ import annotations
@@ -110,10 +111,6 @@ def _func_name(call: ast.Call) -> str:
     return ""
 
 
-def _parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:
-    return {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
-
-
 def _kept_under(call: ast.Call, up: dict[ast.AST, ast.AST]) -> str:
     """The attribute ``self.X`` whose layer holds a call's result: the nearest assignment to
     ``self.X`` around it (``self.conv1 = weight_norm(nn.Conv1d(...))``, ``self.net =
@@ -178,24 +175,9 @@ def _table(node: ast.AST, scope: dict[str, Any]) -> tuple[tuple[Any, ...], tuple
 class _Reader:
     """One pass over a function's AST for the uses of one parameter."""
 
-    def __init__(self, fn: Callable[..., Any], name: str, depth: int) -> None:
-        self.fn, self.name, self.depth = fn, name, depth
-        self.scope: dict[str, Any] = dict(getattr(fn, "__globals__", {}))
-        tree = source_tree(fn)
-        for node in ast.walk(tree) if tree is not None else ():
-            # What the function imports itself (``from transformers import CLIPVisionModel``),
-            # from modules already loaded: reading the code imports nothing.
-            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                loaded = sys.modules.get(node.module)
-                for alias in node.names if loaded is not None else ():
-                    if hasattr(loaded, alias.name):
-                        self.scope[alias.asname or alias.name] = getattr(loaded, alias.name)
-        closure = getattr(fn, "__closure__", None) or ()
-        for var, cell in zip(fn.__code__.co_freevars, closure):
-            try:
-                self.scope[var] = cell.cell_contents
-            except ValueError:
-                pass
+    def __init__(self, fn: Callable[..., Any], name: str, depth: int, code: _Code) -> None:
+        self.fn, self.name, self.depth, self.code = fn, name, depth, code
+        self.scope = code.scope
         self.kept: list[str] = []
         self.fields: dict[str, None] = {}
         self.keys: dict[str, None] = {}
@@ -205,12 +187,11 @@ class _Reader:
         self.table: tuple[tuple[Any, ...], tuple[Any, ...]] = ((), ())
         self.handed: list[Handed] = []
 
-    def read(self, tree: ast.AST) -> Usage:
-        up = _parents(tree)
-        for node in ast.walk(tree):
-            if _is(node, self.name) and isinstance(node.ctx, ast.Load):  # type: ignore[attr-defined]
-                self._use(node, up.get(node), up)
-        items = _items_kept(tree, self.items) if self.items else ()
+    def read(self) -> Usage:
+        up = self.code.up
+        for node in self.code.loads.get(self.name, ()):
+            self._use(node, up.get(node), up)
+        items = _items_kept(self.code.tree, self.items) if self.items else ()
         return Usage(
             tuple(dict.fromkeys(self.kept)),
             self.number,
@@ -310,7 +291,11 @@ class _Reader:
             self.handed.append(Handed(callee, param, _kept_under(call, up)))
             annotated = _annotated(callee, param)
             self.number = self.number or annotated in (int, float)
-        elif isinstance(callee, types.FunctionType) and self.depth < DEPTH:
+        elif (
+            isinstance(callee, types.FunctionType)
+            and self.depth < DEPTH
+            and callee.__module__ == getattr(self.fn, "__module__", None)
+        ):
             # What a function it is handed to makes of it (``Normalize(in_channels)``); not
             # how that function reads it: helpers take several kinds of value (``to_2tuple``).
             inner = _read(callee, param, self.depth + 1)
@@ -372,11 +357,51 @@ def _annotated(cls: type, param: str) -> Any:
         return None
 
 
-def _read(fn: Callable[..., Any], name: str, depth: int) -> Usage:
+@dataclass(frozen=True)
+class _Code:
+    """A function's source read once for all its parameters: its tree, each node's parent, the
+    names each parameter is read under, and the names its code sees (its module's, its closure's,
+    and what it imports itself from modules already loaded: ``from transformers import
+    CLIPVisionModel``; reading the code imports nothing)."""
+
+    tree: ast.AST
+    up: dict[ast.AST, ast.AST]
+    loads: dict[str, list[ast.Name]]
+    scope: dict[str, Any]
+
+
+@functools.lru_cache(maxsize=512)
+def _code(fn: Callable[..., Any]) -> _Code | None:
     tree = source_tree(fn)
     if tree is None:
+        return None
+    scope: dict[str, Any] = dict(getattr(fn, "__globals__", {}))
+    closure = getattr(fn, "__closure__", None) or ()
+    for var, cell in zip(fn.__code__.co_freevars, closure):
+        try:
+            scope[var] = cell.cell_contents
+        except ValueError:
+            pass
+    up: dict[ast.AST, ast.AST] = {}
+    loads: dict[str, list[ast.Name]] = {}
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            up[child] = node
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            loads.setdefault(node.id, []).append(node)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            loaded = sys.modules.get(node.module)
+            for alias in node.names if loaded is not None else ():
+                if hasattr(loaded, alias.name):
+                    scope[alias.asname or alias.name] = getattr(loaded, alias.name)
+    return _Code(tree, up, loads, scope)
+
+
+def _read(fn: Callable[..., Any], name: str, depth: int) -> Usage:
+    code = _code(fn)
+    if code is None:
         return _NOTHING
-    return _Reader(fn, name, depth).read(tree)
+    return _Reader(fn, name, depth, code).read()
 
 
 @functools.lru_cache(maxsize=1024)
