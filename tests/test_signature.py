@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 import torch
+from fixtures.structure import mismatch
 from torch import nn
-from torchxray._forms.compare import mismatch
 
 import torchxray as tx
 from torchxray._signature import SignatureUnknown, original, resolve
