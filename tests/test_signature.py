@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import torch
+from fixtures.structure import mismatch
 from torch import nn
 
 import torchxray as tx

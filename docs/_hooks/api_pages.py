@@ -47,6 +47,8 @@ SECTIONS = {
     "watch": "Training lens",
     "compile": "Compile readiness",
     "ranks": "Ranks",
+    "export_check": "Export readiness",
+    "attach": "Attach to a training job",
     "": "Package",
 }
 

@@ -73,12 +73,72 @@ class RankNonFinite:
 def attach(address: str, timeout: float = 10, token: str | None = None) -> Job:
     """Attach to the training job whose store listens at ``address`` ("host:port"); see the
     module's docs. Raises AttachError within ``timeout`` seconds when nothing answers there, when
-    the job publishes nothing, or when its ranks refuse the token."""
+    the job publishes nothing, or when its ranks refuse the token.
+
+    The job's script publishes with ``tx.watch(model, optimizer, publish=True)`` on every rank;
+    attaching reads the store, asks every rank once, and changes nothing in the job.
+
+    Args:
+        address: The job's store, ``"host:port"``: its ``MASTER_ADDR:MASTER_PORT``.
+        timeout: Seconds to wait for the store to answer and the ranks to publish.
+        token: The job's token; by default ``$TORCHXRAY_TOKEN``, else the one the ranks wrote
+            to the store.
+
+    Returns:
+        The `Job`: the ranks' figures, polled when read.
+
+    Raises:
+        ValueError: `address` is not ``"host:port"``, or `timeout` is not a positive number.
+        AttachError: Nothing answers at `address` within `timeout`, the job publishes nothing
+            (no ``publish=True``), its token is neither given nor in its store, or its ranks
+            refuse the token.
+
+    Examples:
+        >>> import socket, torchxray as tx
+        >>> with socket.socket() as s:  # a port where nothing listens
+        ...     s.bind(("127.0.0.1", 0))
+        ...     port = s.getsockname()[1]
+        >>> tx.attach(f"127.0.0.1:{port}", timeout=0.2)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        torchxray.attach.AttachError: nothing answers at 127.0.0.1:... (Connection refused): is the job running, and is this its store (MASTER_ADDR:MASTER_PORT)? (waited 0.2 s)
+    """
     return Job(address, timeout=timeout, token=token)
 
 
 class Job:
-    """A live handle on a training job's published watches (``tx.attach``)."""
+    """A live handle on a training job's published watches (``tx.attach``).
+
+    Reading it (`steps`, `series`, `flags`, `loss`, `first_nonfinite`, ...) asks every rank for
+    what is new when its last poll is older than half a second (`poll` asks now); each rank's
+    history is kept, bounded, in the notebook. `close` stops asking; the job goes on, and what
+    was read stays readable. A ``with`` block closes it.
+
+    Args:
+        address: The job's store, ``"host:port"``: its ``MASTER_ADDR:MASTER_PORT``.
+        timeout: Seconds to wait for the store to answer and the ranks to publish.
+        token: The job's token; by default ``$TORCHXRAY_TOKEN``, else the one the ranks wrote
+            to the store.
+
+    Attributes:
+        address: The store's ``"host:port"``.
+        world_size: The job's number of ranks.
+        entries: Per rank, what it wrote to the store (its host, port, pid, ``every``, ...).
+        polls: How many polls were made.
+        closed: Whether `close` was called.
+
+    Raises:
+        ValueError: `address` is not ``"host:port"``, or `timeout` is not a positive number.
+        AttachError: See `attach`.
+
+    Examples:
+        >>> import torch.distributed as dist, torchxray as tx
+        >>> store = dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
+        >>> tx.Job(f"127.0.0.1:{store.port}", timeout=0.2)  # a job without publish=True
+        Traceback (most recent call last):
+        ...
+        torchxray.attach.AttachError: this job publishes nothing: add publish=True to tx.watch (the store at 127.0.0.1:... has no torchxray entries after 0.2 s)
+    """
 
     def __init__(self, address: str, timeout: float = 10, token: str | None = None) -> None:
         host, port = _store.split_address(address)
@@ -256,6 +316,18 @@ class Job:
         return self.ended and all(h.final for h in self._ranks.values())
 
     def rank(self, rank: int) -> RankHistory:
+        """One rank's history as the notebook holds it: its ``series(path, figure)``,
+        ``latest(figure)``, ``flags``, ``loss``, ``done`` (steps completed), as of the last poll.
+
+        Args:
+            rank: A rank that publishes (one of `ranks`).
+
+        Returns:
+            Its `RankHistory`.
+
+        Raises:
+            KeyError: No such rank publishes in this job (the message lists those that do).
+        """
         try:
             return self._ranks[rank]
         except KeyError:
@@ -263,6 +335,7 @@ class Job:
 
     @property
     def paths(self) -> list[str]:
+        """Every module path some rank has figures for, in the order the ranks sent them."""
         seen: dict[str, None] = {}
         for h in self._ranks.values():
             seen.update(dict.fromkeys(h.paths))

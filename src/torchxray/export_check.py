@@ -122,7 +122,46 @@ def export_check(
     module's drift in onnxruntime; an `ExportReport`. See the module docstring for how and for
     ``options``. Raises TypeError / ValueError for a non-module or a bad option (one sentence);
     whatever goes wrong in the model or in torch is a sentence in the report (``rep.error``,
-    ``rep.notes``), never an exception."""
+    ``rep.notes``), never an exception.
+
+    The model is left as found: its weights, modes, hooks and classes, and torch's export, fx,
+    dynamo and inductor settings. A target whose package is missing reads ``"not installed"``
+    in the report (``pip install torchxray[export]``).
+
+    Args:
+        model: The model (a ``torch.compile``d one is checked as the module it wraps).
+        *args: Example positional inputs.
+        options: The check's own settings: ``"targets"`` (a tuple of ``"export"``, ``"onnx"``,
+            ``"executorch"``, ``"aoti"``; default ``("export", "onnx")``; ``"export"`` is always
+            checked, every target's first stage), ``"dynamic_shapes"`` (handed to
+            ``torch.export.export``), ``"mode"`` (``"real"``, the default on real weights: the
+            forward runs and drift is measured; ``"fake"``, the default when a weight or input
+            is on the meta device: nothing computed) and ``"drift"`` (True, the default:
+            measured where it can be).
+        **kwargs: Example keyword inputs: every keyword is the model's.
+
+    Returns:
+        The `ExportReport`.
+
+    Raises:
+        TypeError: `model` is not an `nn.Module`, `options` is not a dict or names an option
+            that does not exist, or an option's name (``targets=``, ``dynamic_shapes=``,
+            ``drift=``) is given as a keyword the forward does not take.
+        ValueError: An option has a value it does not take (an unknown target, a mode other
+            than ``"real"`` / ``"fake"``, ``"real"`` on the meta device).
+
+    Examples:
+        >>> import torch, torch.nn as nn, torchxray as tx
+        >>> model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2)).eval()
+        >>> x = torch.randn(3, 4)
+        >>> rep = tx.export_check(model, x)
+        >>> rep.ok, list(rep.targets), rep.failures, rep.drift[""].max_abs < 1e-5
+        (True, ['export', 'onnx'], (), True)
+        >>> tx.export_check(model, x, options={"targets": ("export", "tflite")})
+        Traceback (most recent call last):
+        ...
+        ValueError: unknown export target 'tflite'; the targets are ('export', 'onnx', 'executorch', 'aoti')
+    """
     if not isinstance(model, nn.Module):
         raise TypeError(
             f"export_check() needs a torch.nn.Module, got {type(model).__name__}; "

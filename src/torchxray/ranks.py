@@ -64,8 +64,10 @@ class Comm:
         >>> model = nn.Sequential(nn.Linear(16, 10), nn.ReLU(), nn.Linear(10, 4))
         >>> shard = lambda m, mesh: fully_shard(m, mesh=mesh)
         >>> plan = tx.ranks(model, shard, mesh={"dp": 4}, args=(torch.randn(2, 16),))
+        >>> [(c.phase, c.op) for c in plan.comms]
+        [('forward', 'all_gather'), ('backward', 'reduce_scatter')]
         >>> plan.comms[0]
-        Comm(phase='backward', op='reduce_scatter', count=1, bytes=992, mesh_dim='dp')
+        Comm(phase='forward', op='all_gather', count=1, bytes=992, mesh_dim='dp')
     """
 
     phase: str

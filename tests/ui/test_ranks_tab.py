@@ -51,7 +51,9 @@ def test_switch_ranks_see_the_shard_change_then_plan_again(
     fc1 = tab.locator("tbody[data-path='fc1']")
     expect(fc1.locator(".tx-rshape").first).to_have_text("3×16 uneven")
     expect(fc1).to_contain_text("(Shard(dim=0),)")
-    expect(fc1.locator(".tx-rcomm").first).to_contain_text("all_gather")
+    # fc1 gathers its shards in the forward and its backward (the last to begin) reduce-scatters.
+    expect(fc1.locator(".tx-rcomm").filter(has_text="forward all_gather")).to_have_count(1)
+    expect(fc1.locator(".tx-rcomm").filter(has_text="backward reduce_scatter")).to_have_count(1)
     expect(tab.locator(".tx-rmem tbody tr")).to_have_count(4)
 
     # Arrow keys in the rank selector: rank 3 holds the one row left (10 = 3 + 3 + 3 + 1).

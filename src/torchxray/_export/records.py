@@ -64,6 +64,37 @@ class ExportIssue:
     of `KINDS`. `reason`: the backend's own words. `file` / `line`: the user's source line (a
     torch file only where the op is inside torch's own module code); `source`: its text;
     `count`: how many nodes of the program it stands for (the same op on the same line).
+    ``str(issue)`` is one line: target, module, kind, op and ``file:line``.
+
+    Attributes:
+        target: The target that cannot take it: ``"export"``, ``"onnx"``, ``"executorch"`` or
+            ``"aoti"``.
+        path: The innermost module whose forward runs it (``""`` is the root).
+        cls: Its class name.
+        op: The operator, e.g. ``"aten.linalg_qr.default"``; for a torch.export failure, what
+            failed (the data-dependent expression, the exception's type).
+        kind: One of the kinds: ``"data-dependent control flow"``, ``"export cannot trace"``,
+            ``"dynamic shape constraint violated"``, ``"no ONNX translation"``, ``"outside the
+            Core ATen set"``, ``"not delegated to XNNPACK"`` (the op runs on ExecuTorch's
+            portable kernels: listed, not blocking) or ``"AOTInductor cannot compile"``.
+        reason: The backend's own words.
+        file: The user's source file of the op (torch's only where the op is inside torch's own
+            module code); ``""`` when it has no Python source.
+        line: Its line number.
+        source: That line's text.
+        count: How many nodes of the program it stands for (the same op on the same line).
+
+    Examples:
+        >>> import torch, torch.nn as nn, torchxray as tx
+        >>> class RunningMax(nn.Module):
+        ...     def forward(self, x):
+        ...         return torch.cummax(x, 0)[0]
+        >>> model = nn.Sequential(nn.Linear(4, 4), RunningMax()).eval()
+        >>> issue = tx.export_check(model, torch.randn(2, 4)).failures[0]
+        >>> issue.target, issue.path, issue.cls, issue.op, issue.kind
+        ('onnx', '1', 'RunningMax', 'aten.cummax.default', 'no ONNX translation')
+        >>> issue.source, issue.count
+        ('return torch.cummax(x, 0)[0]', 1)
     """
 
     target: str
@@ -90,7 +121,32 @@ class TargetResult:
     """One target's outcome. `status`: "ok", "fails", "not installed", "not checked" (a stage
     before it failed, or it was not asked for) or "error" (the check itself could not finish:
     `message` says why). `seconds`: its own wall time. `program`: what it built (None when it
-    did not build one). `delegated` / `portable`: ExecuTorch's op counts (0 elsewhere)."""
+    did not build one). `delegated` / `portable`: ExecuTorch's op counts (0 elsewhere).
+
+    Attributes:
+        target: ``"export"``, ``"onnx"``, ``"executorch"`` or ``"aoti"``.
+        status: ``"ok"``, ``"fails"``, ``"not installed"`` (its package is missing: `message`
+            says which extra installs it), ``"not checked"`` (a stage before it failed) or
+            ``"error"`` (the check itself could not finish the target).
+        message: What the status means here, in a few words (``"1 op(s) without an ONNX
+            translation"``); ``""`` when there is nothing to add.
+        seconds: The target's own wall time.
+        program: What the target built: torch.export's ``ExportedProgram``, the
+            ``ONNXProgram``, ExecuTorch's edge program; None where it built none (it fails, or
+            only the ops were read). Left out of comparisons and of the repr.
+        delegated: ExecuTorch: the ops delegated to XNNPACK (0 for the other targets).
+        portable: ExecuTorch: the ops left to its portable kernels (0 for the other targets).
+
+    Examples:
+        >>> import torch, torch.nn as nn, torchxray as tx
+        >>> model = nn.Sequential(nn.Linear(4, 4), nn.ReLU()).eval()
+        >>> rep = tx.export_check(model, torch.randn(2, 4), options={"drift": False})
+        >>> onnx = rep.targets["onnx"]
+        >>> onnx.ok, onnx.status, type(onnx.program).__name__
+        (True, 'ok', 'ONNXProgram')
+        >>> type(rep.targets["export"].program).__name__
+        'ExportedProgram'
+    """
 
     target: str
     status: str
@@ -102,6 +158,7 @@ class TargetResult:
 
     @property
     def ok(self) -> bool:
+        """The target takes the model (`status` is ``"ok"``)."""
         return self.status == "ok"
 
 
@@ -110,7 +167,27 @@ class Drift:
     """How far a module's outputs in onnxruntime are from the eager module's on the same
     inputs: `max_abs` the largest absolute difference over its output tensors, `max_rel` that
     divided by the largest absolute eager value (0 where that is 0), `outputs` the tensors
-    compared."""
+    compared. Measured on real weights in eval mode, where the ONNX model was built
+    (``rep.drift[path]``, ``rep[path].drift``).
+
+    Attributes:
+        path: The module's path (``""`` is the root).
+        max_abs: The largest absolute difference over its output tensors.
+        max_rel: `max_abs` divided by the largest absolute eager value of those outputs (0 where
+            that is 0).
+        outputs: How many output tensors were compared.
+
+    Examples:
+        >>> import torch, torch.nn as nn, torchxray as tx
+        >>> _ = torch.manual_seed(0)
+        >>> model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2)).eval()
+        >>> rep = tx.export_check(model, torch.randn(3, 4))
+        >>> sorted(rep.drift)
+        ['', '0', '1', '2']
+        >>> d = rep.drift["2"]
+        >>> d.path, d.outputs, d.max_abs < 1e-5, d.max_rel < 1e-5
+        ('2', 1, True, True)
+    """
 
     path: str
     max_abs: float
@@ -127,7 +204,30 @@ class ModuleExport:
     those of its subtree too, `ok` no issue in the subtree (an op left to ExecuTorch's portable
     kernels is listed, and runs: not one), `status` per target checked ("ok", "fails", "not
     checked", and for ExecuTorch "delegated", "portable" or "partly delegated"), `drift` its own
-    drift (None when not measured)."""
+    drift (None when not measured).
+
+    Attributes:
+        path: The module's path (``""`` is the root).
+        cls: Its class name.
+        own: The `ExportIssue`s of its own forward (not its children's).
+        issues: The `ExportIssue`s of its whole subtree, itself included.
+        status: Per target checked: ``"ok"``, ``"fails"``, ``"not checked"``, and for
+            ExecuTorch ``"delegated"``, ``"portable"`` or ``"partly delegated"``.
+        drift: Its own `Drift`; None when it was not measured.
+
+    Examples:
+        >>> import torch, torch.nn as nn, torchxray as tx
+        >>> class RunningMax(nn.Module):
+        ...     def forward(self, x):
+        ...         return torch.cummax(x, 0)[0]
+        >>> model = nn.Sequential(nn.Linear(4, 4), RunningMax()).eval()
+        >>> rep = tx.export_check(model, torch.randn(2, 4))
+        >>> row = rep["1"]
+        >>> row.cls, row.ok, row.status, [i.op for i in row.own], row.drift
+        ('RunningMax', False, {'export': 'ok', 'onnx': 'fails'}, ['aten.cummax.default'], None)
+        >>> rep["0"].ok, rep[""].own, len(rep[""].issues)
+        (True, (), 1)
+    """
 
     path: str
     cls: str
@@ -148,7 +248,57 @@ class ExportReport:
     target, `TargetResult`. `failures`: every issue found, in target then forward order. `drift`:
     per module path, `Drift` (empty unless an ONNX model was built and run). `error`: a sentence
     when the check could not run (the forward fails on the inputs, say); `notes`: what was not
-    checked and why."""
+    checked and why.
+
+    ``rep[path]`` gives one module's view (`ModuleExport`; KeyError naming the closest path for
+    a module the forward did not reach); ``print(rep)`` the report as a text table.
+
+    Attributes:
+        ok: Every target asked for takes the model (an op left to ExecuTorch's portable kernels
+            runs, and does not make it False).
+        mode: ``"real"`` or ``"fake"``: the probe the check ran on.
+        targets: Target name -> `TargetResult`, in the order ``"export"``, ``"onnx"``,
+            ``"executorch"``, ``"aoti"``; ``"export"`` is always there (empty only when `error`
+            is set).
+        failures: Every `ExportIssue` found, target by target, in forward order.
+        drift: Module path -> `Drift`; empty unless an ONNX model was built and run on real
+            weights in eval mode.
+        error: Why the check could not run (the forward fails on the inputs, say), in a
+            sentence; else None.
+        notes: What was not checked and why, one sentence each.
+        modules: Every module the forward reached: path -> class name.
+        status: Module path -> target -> its status there (see `ModuleExport.status`).
+        wall_ms: The check's wall time, in milliseconds.
+
+    Examples:
+        >>> import torch, torch.nn as nn, torchxray as tx
+        >>> class RunningMax(nn.Module):
+        ...     def forward(self, x):
+        ...         return torch.cummax(x, 0)[0]
+        >>> model = nn.Sequential(nn.Linear(4, 4), RunningMax()).eval()
+        >>> rep = tx.export_check(model, torch.randn(2, 4))
+        >>> rep.ok, rep.mode, rep.error, {name: t.status for name, t in rep.targets.items()}
+        (False, 'real', None, {'export': 'ok', 'onnx': 'fails'})
+        >>> rep.modules
+        {'': 'Sequential', '0': 'Linear', '1': 'RunningMax'}
+        >>> rep.status["1"], len(rep.failures), rep.drift
+        ({'export': 'ok', 'onnx': 'fails'}, 1, {})
+        >>> print(rep)  # doctest: +ELLIPSIS
+        export check (real): 1 issue(s)
+        <BLANKLINE>
+        target  status  seconds  what
+        ------  ------  -------  -----------------------------------
+        export  ok      ...
+        onnx    fails   ... 1 op(s) without an ONNX translation
+        <BLANKLINE>
+        module  class       export  onnx   drift (max abs)
+        ------  ----------  ------  -----  ---------------
+        (root)  Sequential  ok      FAILS
+        1       RunningMax  ok      FAILS
+        <BLANKLINE>
+        issues:
+          [onnx] 1 (RunningMax): no ONNX translation: aten.cummax.default at ...
+    """
 
     ok: bool
     mode: str
@@ -164,6 +314,7 @@ class ExportReport:
     wall_ms: float = 0.0
 
     def __getitem__(self, path: str) -> ModuleExport:
+        """The module at `path`'s view of the report ("" is the whole model)."""
         if not isinstance(path, str):
             raise TypeError(f"a report is indexed by a module path (str), got {path!r}")
         if path not in self.modules:

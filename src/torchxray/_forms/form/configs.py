@@ -15,6 +15,7 @@ import inspect
 import textwrap
 from typing import Any
 
+from ..._signature import original
 from ..configs import config_items
 from ..field import Field
 from ..kinds import KindInfo, kind_of
@@ -30,7 +31,7 @@ def reads(cls: type, param: str) -> tuple[str, ...]:
     source cannot be read."""
     found: dict[str, None] = {}
     for meth in ("__init__", "forward"):
-        fn = getattr(cls, meth, None)
+        fn = original(getattr(cls, meth, None))  # through wrappers (``torchxray._signature``)
         try:
             tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))  # type: ignore[arg-type]
         except (OSError, TypeError, SyntaxError, IndentationError):

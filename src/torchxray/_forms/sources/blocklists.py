@@ -28,6 +28,7 @@ from typing import Any
 
 from torch import nn
 
+from ..._signature import resolve
 from ..._unwrap import original_class
 from ..field import Child
 from .nested import config_class
@@ -41,7 +42,7 @@ MAX_FORMS = 24  # a model with more blocks than this is read per stage, or not a
 
 def _params(cls: type) -> dict[str, inspect.Parameter]:
     try:
-        return dict(inspect.signature(cls, eval_str=True).parameters)
+        return dict(resolve(cls).parameters)
     except Exception:  # noqa: BLE001 - annotations that do not resolve name no element class
         return {}
 

@@ -40,6 +40,7 @@ from typing import Any
 
 from torch import nn
 
+from ..._signature import original, resolve
 from ..field import Field
 from ..rebuild.meta import meta_build
 from ..record import frame_args
@@ -106,7 +107,7 @@ def _makes(fn: Any, cls: type, home: types.ModuleType) -> bool:
 
 def _no_arguments(fn: Callable[..., Any]) -> bool:
     try:
-        ps = inspect.signature(fn).parameters.values()
+        ps = resolve(fn).parameters.values()
     except (TypeError, ValueError):
         return False
     return all(p.default is not _EMPTY or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in ps)
@@ -136,7 +137,7 @@ def _first_call(
 ) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
     """The arguments ``fn()`` passes to ``cls``'s constructor, read as it is entered; None when
     it raised before, never called it, ran past ``deadline``, or a profiler is on."""
-    init = inspect.unwrap(cls.__init__)  # type: ignore[misc]
+    init = original(cls.__init__)  # type: ignore[misc]
     code = getattr(init, "__code__", None)
     if code is None or not code.co_argcount:
         return None

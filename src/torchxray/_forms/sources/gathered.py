@@ -10,7 +10,6 @@ live ones, shared: a rebuild made from them carries the same weights.
 
 from __future__ import annotations
 
-import inspect
 import types
 import typing
 from collections import OrderedDict
@@ -18,6 +17,7 @@ from typing import Any
 
 from torch import nn
 
+from ..._signature import resolve
 from ..._unwrap import original_class
 
 __all__ = ["gathered", "takes_module"]
@@ -26,7 +26,7 @@ __all__ = ["gathered", "takes_module"]
 def takes_module(cls: type, name: str) -> bool:
     """Whether parameter ``name`` of ``cls`` is annotated as a module (``nn.Module``)."""
     try:
-        p = inspect.signature(cls, eval_str=True).parameters.get(name)
+        p = resolve(cls).parameters.get(name)
     except Exception:  # noqa: BLE001 - annotations that do not resolve say nothing
         return False
     ann = p.annotation if p is not None else None

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import ast
 import functools
-import inspect
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from torch import nn
 
+from ..._signature import original, resolve
 from ..values import same
 from .literals import source_tree
 
@@ -31,7 +31,7 @@ def _default(value: Any, default: Any) -> bool:
 def _calls(cls: type, name: str) -> tuple[tuple[str, int, frozenset[str]], ...]:
     """(callee's last name, positional count, keyword names) of each call in ``cls.__init__`` that
     passes ``**name``."""
-    tree = source_tree(cls.__init__)  # type: ignore[misc]
+    tree = source_tree(original(cls.__init__))  # type: ignore[misc]
     if tree is None:
         return ()
     out = []
@@ -55,7 +55,7 @@ def _calls(cls: type, name: str) -> tuple[tuple[str, int, frozenset[str]], ...]:
 def _read(cls: type, name: str) -> frozenset[str]:
     """The keys ``cls.__init__`` reads from the dict ``name`` itself (``name.get('norm_layer')``,
     ``name['k']``, ``name.pop('k', None)``): a default value there is read, so it was passed."""
-    tree = source_tree(cls.__init__)  # type: ignore[misc]
+    tree = source_tree(original(cls.__init__))  # type: ignore[misc]
     if tree is None:
         return frozenset()
     out = set()
@@ -86,7 +86,7 @@ def handed(
     """The keywords ``**name`` most likely held, or None when no call of ``cls`` hands it on to
     a child layer whose form is exact."""
     try:
-        params = inspect.signature(cls).parameters
+        params = resolve(cls).parameters
     except (TypeError, ValueError):
         params = {}  # type: ignore[assignment]
     for callee, positional, named in _calls(cls, name):

@@ -23,6 +23,8 @@ import typing
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ..._signature import original, resolve
+
 __all__ = ["compared_strings", "source_tree"]
 
 DEPTH = 3  # calls followed from the constructor
@@ -33,9 +35,10 @@ def _code(obj: Any) -> tuple[Callable[..., Any], int] | None:
     """The function whose source says what ``obj`` does with its arguments, and how many
     leading parameters a call does not pass (``self``)."""
     if isinstance(obj, type):
-        init = obj.__dict__.get("__init__")
+        # Through a decorator that replaced it (``torchxray._signature``).
+        init = original(obj.__dict__.get("__init__"))
         return (init, 1) if isinstance(init, types.FunctionType) else None
-    fn = inspect.unwrap(obj) if callable(obj) else None
+    fn = original(obj) if callable(obj) else None
     return (fn, 0) if isinstance(fn, types.FunctionType) else None
 
 
@@ -99,7 +102,7 @@ def _lookup(call: ast.Call, name: str) -> bool:
 def _passed(call: ast.Call, name: str, target: Callable[..., Any], skip: int) -> str | None:
     """The parameter of ``target`` that ``call`` hands ``name`` to."""
     try:
-        params = list(inspect.signature(target).parameters.values())[skip:]
+        params = list(resolve(target).parameters.values())[skip:]
     except (TypeError, ValueError):
         return None
     for i, a in enumerate(call.args):

@@ -19,6 +19,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from ..._signature import resolve
 from ..configs import is_config
 from ..field import Field
 from ..kinds import KindInfo, ann_text, kind_of
@@ -64,12 +65,9 @@ def _resolved(ann: Any) -> Any:
 
 def _params(c: type) -> list[inspect.Parameter] | None:
     try:
-        sig = inspect.signature(c, eval_str=True)
-    except Exception:  # noqa: BLE001 - unresolvable annotations: read them as they are
-        try:
-            sig = inspect.signature(c)
-        except (TypeError, ValueError):
-            return None
+        sig = resolve(c)
+    except Exception:  # noqa: BLE001 - no signature found: not a config class to expand
+        return None
     ps = list(sig.parameters.values())
     if not ps or len(ps) > MAX_ARGS or any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in ps):
         return None

@@ -40,9 +40,12 @@ def hashable(m: nn.Module) -> bool:
 
 
 def _modules() -> list[nn.Module]:
+    # By type(), not isinstance(): isinstance reads an object's __class__, which a dead
+    # weakref.proxy answers with ReferenceError (a process's gc holds such proxies: a form
+    # opened after them raised) and a deprecated torch.distributed proxy with a warning.
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # isinstance on deprecated proxies (torch.distributed)
-        return [o for o in gc.get_objects() if isinstance(o, nn.Module)]
+        warnings.simplefilter("ignore")
+        return [o for o in gc.get_objects() if issubclass(type(o), nn.Module)]
 
 
 class LiveScan:

@@ -28,6 +28,7 @@ from typing import Any
 
 from torch import nn
 
+from ..._signature import resolve
 from ..._unwrap import original_class
 from .children import dims
 from .installed import installed
@@ -72,12 +73,9 @@ def _packaged(package: str) -> tuple[dict[str, Any], ...]:
 
 def _params(cls: type) -> dict[str, inspect.Parameter]:
     try:
-        return dict(inspect.signature(cls, eval_str=True).parameters)
-    except Exception:  # noqa: BLE001 - annotations that do not resolve name no config class
-        try:
-            return dict(inspect.signature(cls).parameters)
-        except (TypeError, ValueError):
-            return {}
+        return dict(resolve(cls).parameters)
+    except Exception:  # noqa: BLE001 - no signature found: no config class named
+        return {}
 
 
 def _arguments(cls: type, params: dict[str, inspect.Parameter]) -> list[dict[str, Any]]:

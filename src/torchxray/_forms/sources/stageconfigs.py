@@ -38,6 +38,7 @@ from typing import Any
 
 from torch import nn
 
+from ..._signature import resolve
 from .stagelists import in_width, is_stage
 
 __all__ = ["patch_sizes", "stage_classes", "stage_configs", "stage_values"]
@@ -99,7 +100,7 @@ def stage_configs(module: nn.Module, classes: tuple[type, ...]) -> list[list[Any
     out: list[list[Any]] = []
     for c in classes:
         try:
-            params = list(inspect.signature(c).parameters.values())
+            params = list(resolve(c).parameters.values())
         except (TypeError, ValueError):
             continue
         made: list[Any] = []
@@ -126,7 +127,7 @@ def _item_classes(cls: type, name: str) -> tuple[type, ...]:
     """The module classes a sequence parameter's annotation names as its items' classes
     (``Sequence[type[A | B]]``); () when it names none."""
     try:
-        p = inspect.signature(cls, eval_str=True).parameters.get(name)
+        p = resolve(cls).parameters.get(name)
     except Exception:  # noqa: BLE001 - annotations that do not resolve name no class
         return ()
     seq = p.annotation if p is not None else None

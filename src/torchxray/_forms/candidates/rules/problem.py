@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import functools
-import inspect
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from typing import Any
 
 from torch import nn
 
+from ...._signature import resolve
 from ...field import Field
 from ...rebuild.compare import Difference
 from ...sources.usage import Usage
@@ -114,7 +114,7 @@ def _keyword(d: Difference, target: nn.Module | None) -> tuple[str, Any] | None:
     if target is None:
         return None
     try:
-        p = inspect.signature(type(target)).parameters.get(name)
+        p = resolve(type(target)).parameters.get(name)
     except (TypeError, ValueError):
         return None
     if p is None or p.default is p.empty:
