@@ -46,7 +46,7 @@ def factory(layer: nn.Module, form: Callable[[nn.Module], Any]) -> list[Any]:
     """Factories that make ``layer`` again: its class with the keyword values its own exact form
     found that are not the defaults (``partial(BatchNorm2d, eps=0.001)``), the same with its
     required values but the first (the width a parent passes: ``partial(SpatialGatingUnit,
-    seq_len=196)``), then those keywords alone and in pairs; none when its form is not exact."""
+    seq_len=196)``) or, by place, but the last (``partial(GroupNorm, 2)``), then those keywords alone and in pairs; none when its form is not exact."""
     found = _keywords(layer, form)
     if found is None:
         return []
@@ -56,6 +56,10 @@ def factory(layer: nn.Module, form: Callable[[nn.Module], Any]) -> list[Any]:
     if len(required) > 1:
         rest = dict(list(required.items())[1:])
         out.append(functools.partial(cls, **rest, **kw))
+        # The width passed last, the factory holding what comes before it, by place:
+        # norm_layer=partial(GroupNorm, 2) makes GroupNorm(2, width).
+        lead = list(required.values())[:-1]
+        out.append(functools.partial(cls, *lead, **kw))
     if required:
         # A parent that passes what it knows by keyword overrides those of the factory:
         # every required value held (rel_pos_cls=partial(RelPosBias, window_size=(7, 7), ...)).

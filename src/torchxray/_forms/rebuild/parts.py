@@ -41,6 +41,11 @@ _BASE = frozenset(nn.Module().__dict__) | {"_is_hf_initialized", "_initialize_we
 _PLAIN = (bool, int, float, complex, str, bytes, type(None))
 _DEPTH = 4
 _KEYED = re.compile(r"([A-Za-z_]\w*)=")
+# A tensor's legacy type name and the device torch's containers print in their repr
+# (ParameterDict / ParameterList: "[torch.cuda.FloatTensor of size 8 (cuda:0)]"): a rebuild made
+# on meta names another device, and where the module lives is no part of what its constructor
+# made (the gate compares the tensors' shapes and dtypes apart).
+_DEVICE = re.compile(r"\btorch\.[a-z_]\w*\.(\w*Tensor\b)|(?<=\d) \([a-z_]\w*(?::\d+)?\)(?=\])")
 
 
 @dataclasses.dataclass
@@ -74,7 +79,7 @@ def split_repr(text: str) -> list[str]:
 
 def _extra(m: nn.Module) -> str:
     try:
-        return m.extra_repr()
+        return _DEVICE.sub(lambda g: f"torch.{g.group(1)}" if g.group(1) else "", m.extra_repr())
     except Exception as e:  # noqa: BLE001 - an extra_repr that needs state a fresh build lacks
         return f"<extra_repr raised {type(e).__name__}>"
 

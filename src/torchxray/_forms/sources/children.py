@@ -11,6 +11,7 @@ module's place among its parent's numbered layers (``position.py``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -21,7 +22,7 @@ from torch.nn.parameter import is_lazy
 from .attributes import attr
 from .layout import width
 
-__all__ = ["class_rank", "classes", "dims", "floats", "ints", "ratios", "sizes"]
+__all__ = ["annotated", "class_rank", "classes", "dims", "floats", "ints", "ratios", "sizes"]
 
 _WIDTH_ATTRS = (
     "in_channels",
@@ -111,6 +112,17 @@ def class_rank(name: str) -> Callable[[type], int]:
         return 1
 
     return rank
+
+
+def annotated(annotation: str) -> Callable[[type], bool]:
+    """Whether a class is one the annotation names, or a subclass of one (``block:
+    type[Bottleneck]``): such a class is tried first."""
+
+    def named(c: type) -> bool:
+        bases = [k.__name__ for k in c.__mro__ if k not in (nn.Module, object)]
+        return any(re.search(rf"\b{re.escape(b)}\b", annotation) for b in bases)
+
+    return named if annotation else lambda c: False
 
 
 def ratios(numbers: list[int]) -> list[float]:

@@ -113,7 +113,11 @@ def handed(module: nn.Module, u: Usage, child: Child | None) -> list[Any]:
             got = next((f for f in fields if f.name == h.param), None)
             # torch keeps sizes expanded; a layer of the user's keeps what it was given.
             written = _written if type(layer).__module__.startswith("torch.") else _as_is
-            if got is not None and got.origin != "default":
+            if got is not None and got.origin != "default" and h.index >= 0:
+                # One of the values a *args collects: the one at the argument's place.
+                items = got.value if isinstance(got.value, (tuple, list)) else ()
+                out += [items[h.index]] if h.index < len(items) else []
+            elif got is not None and got.origin != "default":
                 out += written(got.value)
             elif form is None and h.param in layer.__dict__:
                 out += written(layer.__dict__[h.param])
@@ -121,13 +125,33 @@ def handed(module: nn.Module, u: Usage, child: Child | None) -> list[Any]:
 
 
 def kept(module: nn.Module, u: Usage) -> list[Any]:
-    """The attributes the argument was kept under, by another name, or its items after it
-    was unpacked (``ph, pw = pair(patch_size); self.ph, self.pw = ph, pw``: ``(ph, pw)``, or
+    """The attributes the argument was kept under, by another name, the layer at its place in
+    a container it was handed to, or its items after it was unpacked (``ph, pw = pair(patch_size); self.ph, self.pw = ph, pw``: ``(ph, pw)``, or
     the int where they are equal, as it was most likely written)."""
-    out = [module.__dict__[k] for k in u.kept if k in module.__dict__]
-    if u.items_kept and all(k in module.__dict__ for k in u.items_kept):
-        out += _written(tuple(module.__dict__[k] for k in u.items_kept))
+    out = [_held(module, k) for k in u.kept if _holds(module, k)]
+    if u.items_kept and all(_holds(module, k) for k in u.items_kept):
+        out += _written(tuple(_held(module, k) for k in u.items_kept))
+    for h in u.handed:
+        # Handed to a container at its place (self.online = nn.Sequential(backbone, head)):
+        # the container's layer at that place, read off it without a form.
+        at = module._modules.get(h.kept) if h.kept and h.index >= 0 else None
+        if isinstance(at, (nn.Sequential, nn.ModuleList)) and h.callee is type(at):
+            out += [at[h.index]] if h.index < len(at) else []
     return out
+
+
+# Where ``self.name = value`` puts a value: nn.Module.__setattr__ keeps a module in ``_modules``
+# and a Parameter in ``_parameters``, everything else in ``__dict__`` (GINConv's ``self.nn = nn_``).
+def _stores(module: nn.Module) -> tuple[dict[str, Any], ...]:
+    return (module.__dict__, module._modules, module._parameters)
+
+
+def _holds(module: nn.Module, name: str) -> bool:
+    return any(name in d for d in _stores(module))
+
+
+def _held(module: nn.Module, name: str) -> Any:
+    return next(d[name] for d in _stores(module) if name in d)
 
 
 def _around(module: nn.Module) -> Iterator[nn.Module]:

@@ -204,8 +204,10 @@ def _kind_pool(module: nn.Module, f: Field, name: str, pool: list[Any]) -> list[
         # A layer a factory makes is mostly one without children (a norm, not a conv-norm block).
         leaves = {type(m) for m in module.modules() if not m._modules}
         rank = children.class_rank(name)
+        named = children.annotated(f.annotation)
         pool = sorted(
-            dict.fromkeys(children.classes(module)), key=lambda c: (rank(c), c not in leaves)
+            dict.fromkeys(children.classes(module)),
+            key=lambda c: (not named(c), rank(c), c not in leaves),
         )
         pool = pool[:6]
     if f.kind == "literal" and (name == "config" or "config" in f.annotation.lower()):

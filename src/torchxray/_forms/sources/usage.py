@@ -59,6 +59,7 @@ class Handed:
     callee: Any
     param: str
     kept: str = ""
+    index: int = -1  # its place among the callee's *args (nn.Sequential(backbone, head): 0)
 
 
 @dataclass(frozen=True)
@@ -139,8 +140,9 @@ def _kept_under(call: ast.Call, up: dict[ast.AST, ast.AST]) -> str:
     return ""
 
 
-def _bound(call: ast.Call, name: str, callee: Any) -> str | None:
-    """The parameter of ``callee`` that ``call`` hands the bare ``name`` to."""
+def _bound(call: ast.Call, name: str, callee: Any) -> tuple[str, int] | None:
+    """The parameter of ``callee`` that ``call`` hands the bare ``name`` to, with its place
+    among the values a ``*args`` parameter collects (-1 for a parameter of its own)."""
     try:
         # The one resolver (through wrappers), not stage 1: a source never calls back.
         sig = resolve(callee)
@@ -150,11 +152,16 @@ def _bound(call: ast.Call, name: str, callee: Any) -> str | None:
     for i, a in enumerate(call.args):
         if isinstance(a, ast.Starred):
             return None  # positions after a *spread are unknown
-        if _is(a, name) and i < len(params) and params[i].kind <= params[i].POSITIONAL_OR_KEYWORD:
-            return params[i].name
+        if not _is(a, name):
+            continue
+        if i < len(params) and params[i].kind <= params[i].POSITIONAL_OR_KEYWORD:
+            return params[i].name, -1
+        spread = [j for j, p in enumerate(params[: i + 1]) if p.kind == p.VAR_POSITIONAL]
+        if spread:
+            return params[spread[0]].name, i - spread[0]
     for k in call.keywords:
         if k.arg is not None and _is(k.value, name) and k.arg in sig.parameters:
-            return k.arg
+            return k.arg, -1
     return None
 
 
@@ -277,9 +284,10 @@ class _Reader:
             return
         if callee is None or callee in (getattr, hasattr, print, id, type, super):
             return
-        param = _bound(call, self.name, callee)
-        if param is None:
+        bound = _bound(call, self.name, callee)
+        if bound is None:
             return
+        param, index = bound
         up_call = up.get(call)
         if isinstance(up_call, ast.Assign) and isinstance(
             up_call.targets[0], (ast.Tuple, ast.List)
@@ -288,11 +296,12 @@ class _Reader:
             self.unpacked = self.unpacked or len(up_call.targets[0].elts)
             self.items = self.items or _names(up_call.targets[0])
         if isinstance(callee, type) and issubclass(callee, nn.Module):
-            self.handed.append(Handed(callee, param, _kept_under(call, up)))
+            self.handed.append(Handed(callee, param, _kept_under(call, up), index))
             annotated = _annotated(callee, param)
             self.number = self.number or annotated in (int, float)
         elif (
             isinstance(callee, types.FunctionType)
+            and index < 0
             and self.depth < DEPTH
             and callee.__module__ == getattr(self.fn, "__module__", None)
         ):
