@@ -7,6 +7,7 @@ is written here in the habits of code nobody here wrote; each form is then exact
 from __future__ import annotations
 
 import ast
+import copy
 import warnings
 from collections.abc import Callable
 
@@ -45,9 +46,10 @@ def test_a_layer_kept_under_another_name_is_the_argument() -> None:
 
 
 class Siamese(nn.Module):
-    def __init__(self, encoder: nn.Module, width: int = 8) -> None:
+    def __init__(self, backbone: nn.Module, width: int = 8) -> None:
         super().__init__()
-        self.branch = nn.Sequential(encoder, nn.Linear(width, 4))
+        self.branch = nn.Sequential(backbone, nn.Linear(width, 4))
+        self.frozen = copy.deepcopy(self.branch)
 
 
 def test_a_layer_handed_to_a_container_is_read_at_its_place() -> None:
@@ -59,9 +61,12 @@ def test_a_layer_handed_to_a_container_is_read_at_its_place() -> None:
     )
     encoder = nn.Sequential(nn.Linear(3, 8), nn.Tanh())
     m = Siamese(encoder)
-    (h,) = usage(Siamese, "encoder").handed
+    (h,) = usage(Siamese, "backbone").handed
     assert (h.callee, h.kept, h.index) == (nn.Sequential, "branch", 0)
-    assert kept(m, usage(Siamese, "encoder")) == [encoder]
+    assert kept(m, usage(Siamese, "backbone")) == [encoder]
+    # The argument itself leads, though annotated (a whole network gathered from the layers,
+    # or the container, would come first otherwise).
+    assert exact(m)["backbone"].value is encoder
 
 
 class Block(nn.Module):

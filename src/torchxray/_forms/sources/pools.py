@@ -269,8 +269,10 @@ def candidates(
     use = usage(original_class(type(module)), name) if "." not in f.name else Usage()
     noted = bool(f.annotation)
     read: list[Any] = []
+    sure: list[Any] = []  # the argument itself, kept as it was given: first, annotated or not
     if use.known:
-        read = [*kept(module, use), *keys(module, name, use), *holders(module, use)]
+        sure = kept(module, use)
+        read = [*keys(module, name, use), *holders(module, use)]
         if guessed(f) and not noted:
             # A layer's form costs builds: read where nothing annotates the argument.
             read += handed(module, use, handed_to or child)
@@ -295,6 +297,7 @@ def candidates(
     # The uses' readings lead where nothing annotates the argument (code written by hand); an
     # annotated one keeps the order the readings above were tuned in, its uses' readings last.
     first, pool = ([*read, *first], pool) if not noted else (first, [*pool, *read])
+    first = [*sure, *first]
     unset = bool(pool) and (f.optional or not f.required)
     values = [
         v
