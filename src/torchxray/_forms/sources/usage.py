@@ -140,9 +140,14 @@ def _kept_under(call: ast.Call, up: dict[ast.AST, ast.AST]) -> str:
     return ""
 
 
-def _bound(call: ast.Call, name: str, callee: Any) -> tuple[str, int] | None:
-    """The parameter of ``callee`` that ``call`` hands the bare ``name`` to, with its place
-    among the values a ``*args`` parameter collects (-1 for a parameter of its own)."""
+def _bound(call: ast.Call, what: ast.AST | str, callee: Any) -> tuple[str, int] | None:
+    """The parameter of ``callee`` that ``call`` hands ``what`` to (a node of the call, or a
+    bare name), with its place among the values a ``*args`` parameter collects (-1 for a
+    parameter of its own)."""
+
+    def given(a: ast.AST) -> bool:
+        return _is(a, what) if isinstance(what, str) else a is what
+
     try:
         # The one resolver (through wrappers), not stage 1: a source never calls back.
         sig = resolve(callee)
@@ -152,7 +157,7 @@ def _bound(call: ast.Call, name: str, callee: Any) -> tuple[str, int] | None:
     for i, a in enumerate(call.args):
         if isinstance(a, ast.Starred):
             return None  # positions after a *spread are unknown
-        if not _is(a, name):
+        if not given(a):
             continue
         if i < len(params) and params[i].kind <= params[i].POSITIONAL_OR_KEYWORD:
             return params[i].name, -1
@@ -160,7 +165,7 @@ def _bound(call: ast.Call, name: str, callee: Any) -> tuple[str, int] | None:
         if spread:
             return params[spread[0]].name, i - spread[0]
     for k in call.keywords:
-        if k.arg is not None and _is(k.value, name) and k.arg in sig.parameters:
+        if k.arg is not None and given(k.value) and k.arg in sig.parameters:
             return k.arg, -1
     return None
 
@@ -182,8 +187,10 @@ def _table(node: ast.AST, scope: dict[str, Any]) -> tuple[tuple[Any, ...], tuple
 class _Reader:
     """One pass over a function's AST for the uses of one parameter."""
 
-    def __init__(self, fn: Callable[..., Any], name: str, depth: int, code: _Code) -> None:
-        self.fn, self.name, self.depth, self.code = fn, name, depth, code
+    def __init__(
+        self, fn: Callable[..., Any], name: str, depth: int, code: _Code, path: tuple[str, ...] = ()
+    ) -> None:
+        self.fn, self.name, self.depth, self.code, self.path = fn, name, depth, code, path
         self.scope = code.scope
         self.kept: list[str] = []
         self.fields: dict[str, None] = {}
@@ -196,7 +203,7 @@ class _Reader:
 
     def read(self) -> Usage:
         up = self.code.up
-        for node in self.code.loads.get(self.name, ()):
+        for node in self._nodes():
             self._use(node, up.get(node), up)
         items = _items_kept(self.code.tree, self.items) if self.items else ()
         return Usage(
@@ -213,6 +220,19 @@ class _Reader:
             tuple(dict.fromkeys(self.handed)),
             items,
         )
+
+    def _nodes(self) -> list[ast.AST]:
+        """The argument's loads, or where a path is read, the ends of ``name.a.b`` read off
+        them (``cfg.model.dropout`` for the path ``("model", "dropout")``)."""
+        nodes: list[ast.AST] = list(self.code.loads.get(self.name, ()))
+        for attr in self.path:
+            ups = [self.code.up.get(n) for n in nodes]
+            nodes = [
+                u
+                for n, u in zip(nodes, ups)
+                if isinstance(u, ast.Attribute) and u.value is n and u.attr == attr
+            ]
+        return nodes
 
     def _use(self, node: ast.AST, parent: ast.AST | None, up: dict[ast.AST, ast.AST]) -> None:
         if isinstance(parent, ast.Assign) and parent.value is node:
@@ -284,7 +304,7 @@ class _Reader:
             return
         if callee is None or callee in (getattr, hasattr, print, id, type, super):
             return
-        bound = _bound(call, self.name, callee)
+        bound = _bound(call, node, callee)
         if bound is None:
             return
         param, index = bound
@@ -406,23 +426,24 @@ def _code(fn: Callable[..., Any]) -> _Code | None:
     return _Code(tree, up, loads, scope)
 
 
-def _read(fn: Callable[..., Any], name: str, depth: int) -> Usage:
+def _read(fn: Callable[..., Any], name: str, depth: int, path: tuple[str, ...] = ()) -> Usage:
     code = _code(fn)
     if code is None:
         return _NOTHING
-    return _Reader(fn, name, depth, code).read()
+    return _Reader(fn, name, depth, code, path).read()
 
 
 @functools.lru_cache(maxsize=1024)
-def usage(cls: type, name: str) -> Usage:
-    """How ``cls.__init__`` uses its parameter ``name`` (see the module doc); an empty
-    ``Usage`` where its source cannot be read (a builtin, a class made in a notebook cell that
-    is gone) or the class is torch's own (its attributes say what it was given)."""
+def usage(cls: type, name: str, path: tuple[str, ...] = ()) -> Usage:
+    """How ``cls.__init__`` uses its parameter ``name`` (see the module doc), or with ``path``
+    the field read off it (``usage(cls, "cfg", ("model", "dropout"))``: ``cfg.model.dropout``);
+    an empty ``Usage`` where its source cannot be read (a builtin, a class made in a notebook
+    cell that is gone) or the class is torch's own (its attributes say what it was given)."""
     init = cls.__dict__.get("__init__")
     if not isinstance(init, types.FunctionType) or cls.__module__.startswith("torch."):
         return _NOTHING
     try:
-        return _read(init, name, 1)
+        return _read(init, name, 1, path)
     except (RecursionError, ValueError, TypeError):
         return _NOTHING
 
