@@ -56,10 +56,6 @@ def factory(layer: nn.Module, form: Callable[[nn.Module], Any]) -> list[Any]:
     if len(required) > 1:
         rest = dict(list(required.items())[1:])
         out.append(functools.partial(cls, **rest, **kw))
-        # The width passed last, the factory holding what comes before it, by place:
-        # norm_layer=partial(GroupNorm, 2) makes GroupNorm(2, width).
-        lead = list(required.values())[:-1]
-        out.append(functools.partial(cls, *lead, **kw))
     if required:
         # A parent that passes what it knows by keyword overrides those of the factory:
         # every required value held (rel_pos_cls=partial(RelPosBias, window_size=(7, 7), ...)).
@@ -71,4 +67,8 @@ def factory(layer: nn.Module, form: Callable[[nn.Module], Any]) -> list[Any]:
         out += [functools.partial(cls, **dict([kv])) for kv in items]
         if len(items) > 2:
             out += [functools.partial(cls, **dict(p)) for p in itertools.combinations(items, 2)]
+    if len(required) == 2:
+        # The width passed last, the factory holding the one value before it, by place:
+        # norm_layer=partial(GroupNorm, 2) makes GroupNorm(2, width). Last, as the rarest.
+        out.append(functools.partial(cls, next(iter(required.values())), **kw))
     return out
