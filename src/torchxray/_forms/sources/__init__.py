@@ -64,8 +64,9 @@ from .layout import Layout
 from .layout import read as read_layout
 from .literals import compared_strings
 from .nested import Group, nest
-from .passed import memoized
+from .passed import holders, memoized
 from .pools import candidates
+from .scan import LIVE
 from .usage import Usage, usage
 from .usage import fits as uses_fit
 
@@ -222,8 +223,13 @@ def leads(d: Draft, ceiling: float, child: Child) -> Leads:
     assert module is not None
     # A whole model's guessed values start from the function it is named after (``factory.py``).
     start, named = started_from(module, cls, sig, d.fields, guessed, ceiling)
-    # Config arguments are searched member by member (``nested.py``).
-    nested = nest(cls, sig, start, d.infos, {f.name for f in start if guessed(f)})
+    # Config arguments are searched member by member (``nested.py``); a namespace read field by
+    # field too, where no object around holds those fields (a library's config, a namespace the
+    # model's root keeps: those are candidates whole, ``pools.py``).
+    searched = {f.name for f in start if guessed(f)}
+    alone = not LIVE.holding_configs(module)
+    spaces = {n for n in searched if alone and not holders(module, usage(cls, n))}
+    nested = nest(cls, sig, start, d.infos, searched, spaces)
     infos = {**d.infos, **nested.infos}
     # A **kwargs handed on to a layer starts from what that layer holds (``handed.py``).
     spread = next(
