@@ -63,7 +63,7 @@ from .handed import handed
 from .layout import Layout
 from .layout import read as read_layout
 from .literals import compared_strings
-from .nested import Group, nest
+from .nested import Group, namespace, nest
 from .passed import holders, memoized
 from .pools import candidates
 from .scan import LIVE
@@ -227,8 +227,11 @@ def leads(d: Draft, ceiling: float, child: Child) -> Leads:
     # field too, where no object around holds those fields (a library's config, a namespace the
     # model's root keeps: those are candidates whole, ``pools.py``).
     searched = {f.name for f in start if guessed(f)}
-    alone = not LIVE.holding_configs(module)
-    spaces = {n for n in searched if alone and not holders(module, usage(cls, n))}
+    spaces = {f.name for f in start if f.name in searched and namespace(cls, f)}
+    if spaces and not LIVE.holding_configs(module):  # the scan only where a namespace is read
+        spaces = {n for n in spaces if not holders(module, usage(cls, n))}
+    else:
+        spaces = set()
     nested = nest(cls, sig, start, d.infos, searched, spaces)
     infos = {**d.infos, **nested.infos}
     # A **kwargs handed on to a layer starts from what that layer holds (``handed.py``).

@@ -241,8 +241,8 @@ def nest(
     spaces: frozenset[str] | set[str] = frozenset(),
 ) -> Nested:
     """The fields for the search: each searched field whose value must be a config instance
-    replaced by its sub-fields, and each of ``spaces`` (searched, with nothing around holding
-    what is read off it) that is a namespace read field by field (``namespace``); a searched
+    replaced by its sub-fields, and each of ``spaces`` (a namespace read field by field,
+    ``namespace``, with nothing around holding what is read off it) by its fields; a searched
     ``str`` field offers the strings its constructor compares it with (as ``choices``)."""
     params = sig.parameters
     out: list[Field] = []
@@ -251,7 +251,7 @@ def nest(
     for f in fields:
         p = params.get(f.name)
         c = config_class(p, f.value) if p is not None and f.name in searched else None
-        if c is None and p is not None and f.name in spaces and namespace(cls, f):
+        if c is None and p is not None and f.name in spaces:
             # A namespace read field by field: one sub-field per field read (nested ones too),
             # made a SimpleNamespace again for each build.
             for sub, info in _space([(cls, f.name, ())], f.name, 1, groups):
