@@ -18,7 +18,7 @@ from torch import nn
 import torchxray as tx
 from torchxray import forms as pipeline
 from torchxray._forms.budget import CEILING_NOTE, Budget
-from torchxray._forms.candidates import loop
+from torchxray._forms.rebuild import real as rebuild
 
 warnings.filterwarnings("ignore")
 
@@ -31,9 +31,9 @@ def _seen(f: tx.Form) -> list[Any]:
 
 @contextlib.contextmanager
 def _slower(monkeypatch: pytest.MonkeyPatch, seconds: float) -> Iterator[list[int]]:
-    """Every search build spins ``seconds`` of CPU first (a machine that loaded); yields the
-    number of builds made."""
-    real = loop.meta_build
+    """Every search build (``rebuild/real.py``'s ``Rebuild``, on meta or for real) spins ``seconds``
+    of CPU first (a machine that loaded); yields the number of builds made."""
+    real = rebuild.meta_build
     builds = [0]
 
     @contextlib.contextmanager
@@ -46,7 +46,7 @@ def _slower(monkeypatch: pytest.MonkeyPatch, seconds: float) -> Iterator[list[in
             yield count
 
     with monkeypatch.context() as m:
-        m.setattr(loop, "meta_build", slow)
+        m.setattr(rebuild, "meta_build", slow)
         yield builds
 
 

@@ -37,9 +37,9 @@ def test_a_search_with_no_wider_one_to_follow_looks_past_a_flat_step_however_slo
     import contextlib
     import time
 
-    from torchxray._forms.candidates import loop
+    from torchxray._forms.rebuild import real as rebuild
 
-    real = loop.meta_build
+    real = rebuild.meta_build
 
     @contextlib.contextmanager
     def slow(*args: object, **kwargs: object):  # type: ignore[no-untyped-def]
@@ -49,7 +49,7 @@ def test_a_search_with_no_wider_one_to_follow_looks_past_a_flat_step_however_slo
         with real(*args, **kwargs) as state:  # type: ignore[arg-type]
             yield state
 
-    monkeypatch.setattr(loop, "meta_build", slow)
+    monkeypatch.setattr(rebuild, "meta_build", slow)
     block = densenet._DenseBlock(6, 64, 4, 32, 0.0)
     f = exact(block)
     assert (f["num_input_features"].value, f["growth_rate"].value) == (64, 32)

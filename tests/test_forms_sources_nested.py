@@ -132,3 +132,49 @@ def test_a_class_without_a_source_file_opens_its_form(monkeypatch: pytest.Monkey
     assert compared_strings(cls, "tag") == ()
     form = tx.form(cls(width=4))
     assert form.values["width"] == 4
+
+
+# A namespace read field by field (``cfg.kernel``, ``args.model.dropout``), as research code passes
+# its parsed options: nothing annotates it, the module keeps it nowhere.
+class _Trunk(nn.Module):
+    def __init__(self, opt):  # type: ignore[no-untyped-def]
+        super().__init__()
+        widths = [opt.in_ch, *opt.widths]
+        self.convs = nn.Sequential(
+            *[
+                nn.Sequential(nn.Conv1d(a, b, opt.k, padding=opt.k // 2), nn.GroupNorm(opt.g, b))
+                for a, b in zip(widths[:-1], widths[1:])
+            ]
+        )
+
+
+class _Net(nn.Module):
+    def __init__(self, opt):  # type: ignore[no-untyped-def]
+        super().__init__()
+        self.trunk = _Trunk(opt.net.trunk)
+        self.drop = nn.Dropout(opt.net.p)
+        self.fc = nn.Linear(opt.net.trunk.widths[-1], opt.data.classes)
+
+
+def _opt() -> object:
+    from types import SimpleNamespace as NS
+
+    trunk = NS(in_ch=3, widths=[8, 12], k=5, g=4)
+    return NS(net=NS(trunk=trunk, p=0.25), data=NS(classes=7))
+
+
+def test_a_namespace_read_field_by_field_is_searched_field_by_field() -> None:
+    from torchxray._forms.sources.usage import usage
+
+    # What is read off a field: cfg.net.trunk is read for widths, and handed to _Trunk whole.
+    u = usage(_Net, "opt", ("net", "trunk"))
+    assert u.fields == ("widths",) and u.handed[0].callee is _Trunk
+    f = exact(_Trunk(_opt().net.trunk))  # type: ignore[attr-defined]
+    assert vars(f["opt"].value) == {"in_ch": 3, "widths": [8, 12], "k": 5, "g": 4}
+
+
+def test_a_nested_namespace_handed_on_to_a_users_class() -> None:
+    f = exact(_Net(_opt()))
+    opt = f["opt"].value
+    assert (opt.net.p, opt.data.classes) == (0.25, 7)
+    assert (opt.net.trunk.in_ch, opt.net.trunk.widths, opt.net.trunk.k) == (3, [8, 12], 5)

@@ -11,6 +11,7 @@ import pytest
 from fixtures.forms import exact
 from torch import nn
 
+import torchxray as tx
 from torchxray._forms.sources.literals import compared_strings
 from torchxray._forms.sources.position import index_like, ordinals
 
@@ -215,3 +216,17 @@ def test_a_string_field_takes_the_strings_its_code_compares_it_with() -> None:
     blocks = pytest.importorskip("diffusers.models.unets.unet_1d_blocks")
     assert "lanczos3" in compared_strings(blocks.Downsample1d, "kernel")
     assert exact(blocks.Downsample1d(kernel="lanczos3"))["kernel"].value == "lanczos3"
+
+
+def test_lazy_layers_never_called_give_no_dimensions_and_the_form_answers() -> None:
+    # A lazy layer's tensors have no shape until its first call: reading one raised inside the
+    # pools (issue 58, the held-out set's lazy model); the form answers instead.
+    class Head(nn.Module):
+        def __init__(self, hidden: int, classes: int) -> None:
+            super().__init__()
+            self.body = nn.Sequential(nn.LazyLinear(hidden), nn.ReLU(), nn.LazyLinear(classes))
+
+    head = Head(16, 3)
+    f = tx.form(head)
+    assert isinstance(f.inexact, str)
+    assert {x.name for x in f.fields} == {"hidden", "classes"}

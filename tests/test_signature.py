@@ -15,7 +15,17 @@ from fixtures.structure import mismatch
 from torch import nn
 
 import torchxray as tx
+from torchxray._forms.rebuild.compare import differences, sentence
+from torchxray._forms.rebuild.parts import parts
 from torchxray._signature import SignatureUnknown, original, resolve
+
+
+def mismatch(live: nn.Module, built: nn.Module) -> str | None:
+    """The first part in which ``built`` differs from ``live``, None where none does (the
+    forms' comparison, ``_forms/rebuild/compare.py``)."""
+    a, b = parts(live), parts(built)
+    diffs = differences(a, b)
+    return sentence(diffs, a, b) if diffs else None
 
 
 def _text(obj: Any) -> str:
@@ -305,3 +315,28 @@ def test_transformers_llama_heads_edit_applies() -> None:
     assert model.config.num_attention_heads == 4  # the shared config is untouched
     log.undo()
     assert model.get_submodule(path) is old
+
+
+class Masked(nn.Conv2d):
+    """PixelCNN's masked convolution: its own leading parameter, the rest handed to its parent."""
+
+    def __init__(self, mask_type: str, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.mask_type = mask_type
+
+
+class MaskedDefault(nn.Conv1d):
+    def __init__(self, causal: bool = True, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.causal = causal
+
+
+def test_own_leading_parameters_then_the_parents_that_args_and_kwargs_hand_on() -> None:
+    assert _text(Masked).startswith("(mask_type: str, in_channels: int, out_channels: int,")
+    # A default before the parent's required parameters: those are read by keyword.
+    assert _text(MaskedDefault).startswith("(causal: bool = True, *, in_channels: int,")
+    for m in (Masked("A", 1, 4, 7, 1, 3, bias=False), MaskedDefault(False, 2, 3, 5, dilation=2)):
+        f = tx.form(m)
+        assert f.inexact == "", f.inexact
+        with torch.device("meta"):
+            assert mismatch(m, f.build()) is None, type(m).__name__

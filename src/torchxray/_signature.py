@@ -89,7 +89,12 @@ def _class_init(cls: type) -> inspect.Signature:
     own = cls.__dict__.get("__signature__")
     if isinstance(own, inspect.Signature):
         return own
-    for klass in cls.__mro__:
+    return _init_from(cls.__mro__)
+
+
+def _init_from(mro: tuple[type, ...]) -> inspect.Signature:
+    """The constructor the first class of `mro` with an ``__init__`` of its own takes."""
+    for at, klass in enumerate(mro):
         init = klass.__dict__.get("__init__")
         if init is None or klass is object:
             continue
@@ -97,6 +102,11 @@ def _class_init(cls: type) -> inspect.Signature:
             sig = _callable(init, "__init__", 0)
         except SignatureUnknown as e:
             return _drop_first(_from_source(klass, str(e)))
+        spreads = any(p.kind in _STAR for p in sig.parameters.values())
+        if spreads and not _opaque(sig) and _hands_on(init, "__init__", lead=False):
+            # ``def __init__(self, mask_type, *args, **kwargs)`` handing ``*args, **kwargs``
+            # whole to ``super().__init__``: its own parameters, then the parent's.
+            return _joined(_drop_first(sig), _init_from(mro[at + 1 :]))
         if not _opaque(sig):
             return _drop_first(sig)
         if _hands_on(init, "__init__"):
@@ -108,7 +118,21 @@ def _class_init(cls: type) -> inspect.Signature:
             why = f"{_name(klass)}.__init__ is replaced by {_name(init)} (*args, **kwargs)"
             return _drop_first(_from_source(klass, why))
         return _drop_first(sig)
-    return inspect.signature(cls)  # no Python __init__ in the MRO: object's, or a C type's
+    return inspect.signature(mro[0])  # no Python __init__ in the MRO: object's, or a C type's
+
+
+def _joined(own: inspect.Signature, parent: inspect.Signature) -> inspect.Signature:
+    """``own`` (its plain parameters, its stars dropped) then ``parent``'s: positionally where
+    that is a valid signature, else the parent's by keyword (which ``**kwargs`` hands on)."""
+    mine = [p for p in own.parameters.values() if p.kind not in _STAR]
+    names = {p.name for p in mine}
+    theirs = [p for p in parent.parameters.values() if p.name not in names]
+    if any(p.default is not _P.empty for p in mine):
+        theirs = [p.replace(kind=_P.KEYWORD_ONLY) if p.kind in _POSITIONAL else p for p in theirs]
+    try:
+        return own.replace(parameters=[*mine, *theirs])
+    except ValueError:
+        return own
 
 
 def _replaced(klass: type, init: Any) -> bool:
@@ -316,9 +340,10 @@ def _name_id(node: ast.expr) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
-def _hands_on(func: Any, name: str) -> bool:
+def _hands_on(func: Any, name: str, lead: bool = True) -> bool:
     """`func` calls ``super().<name>(*args, **kwargs)`` and uses its ``*args``/``**kwargs`` for
-    nothing else: what it accepts is what the next class's `name` accepts."""
+    nothing else: what it accepts is what the next class's `name` accepts. ``lead=False``: its
+    own leading parameters are not handed on (the call is ``(*args, **kwargs)`` alone)."""
     if not isinstance(func, types.FunctionType):
         return False
     tree = _def_of(func)
@@ -327,7 +352,7 @@ def _hands_on(func: Any, name: str) -> bool:
     a = tree.args
     star = a.vararg.arg if a.vararg else None
     dstar = a.kwarg.arg if a.kwarg else None
-    lead = {x.arg for x in [*a.posonlyargs, *a.args]}
+    leads = {x.arg for x in [*a.posonlyargs, *a.args]} if lead else {"self"}
     hits, uses = 0, 0
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and node.id in (star, dstar):
@@ -339,7 +364,7 @@ def _hands_on(func: Any, name: str) -> bool:
             and isinstance(node.func.value, ast.Call)
             and isinstance(node.func.value.func, ast.Name)
             and node.func.value.func.id == "super"
-            and _hands_all(node, star, dstar, lead - {"self"})
+            and _hands_all(node, star, dstar, leads - {"self"})
         ):
             hits += 1
     return hits == 1 and uses == (star is not None) + (dstar is not None)

@@ -169,7 +169,8 @@ def _callables(cls: type, name: str, ann: Any, default: Any, value: Any) -> Kind
     # torchvision's `norm_layer: Callable[..., nn.Module]` wants a class (or a factory of one).
     # A flag named like a layer (add_pooling_layer=True) gates one; it is no class.
     by_name = name.endswith("_layer") and (bool(calls) or ann is inspect_empty)
-    by_name = by_name and not isinstance(default, bool)
+    # A number is no class, whatever the name (``n_layer``, a count of layers).
+    by_name = by_name and not isinstance(default, bool) and type(value) not in (int, float)
     if is_type or any(_returns_module(a) for a in calls) or by_name or isinstance(value, type):
         return KindInfo("class", tuple(CLASS_CHOICES))
     if calls or (callable(value) and not isinstance(value, torch.nn.Module)):

@@ -182,6 +182,8 @@ def may_try(infos: dict[str, KindInfo], f: Field, value: Any) -> bool:
         return True  # a kind read from a str default only (padding="SAME" that takes (3, 3))
     if type(value) is int and f.kind == "tensor":
         return True  # a width annotated as a tensor (the candidates offer one by its name)
+    if type(value) is int and f.kind == "class" and not f.annotation and f.value is None:
+        return True  # a count named like a layer (n_layer), read as a class by its name only
     if type(value) is int and f.kind == "bool":
         return True  # `layer_idx: bool | None` (transformers' LED) holds a layer's index
     if f.kind == "float" and isinstance(value, list) and all(type(x) is float for x in value):

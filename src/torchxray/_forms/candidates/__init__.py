@@ -27,6 +27,7 @@ from torch import nn
 from ..bind import bind
 from ..budget import Budget
 from ..field import Child, Field, guessed
+from ..rebuild.real import small
 from ..record import snapshot
 from ..sources import Draft, Leads
 from ..sources.nested import Group
@@ -129,7 +130,8 @@ def search(d: Draft, leads: Leads, budget: Budget, child: Child) -> Found:
     # not the budget (a form must say the same of them on every call).
     rivals: dict[str, Any] = {}
     if found.exact:
-        rivals = settle(d.fields, found.values, make, leads.live, leads.dtype, budget)
+        real_ok = small(module)  # as the search built it (``_forms/rebuild/real.py``)
+        rivals = settle(d.fields, found.values, make, leads.live, leads.dtype, budget, real_ok)
     if found.exact and leads.spread is not None and leads.kept:
         found.values[leads.spread] = leads.kept
     if found.exact and leads.groups:

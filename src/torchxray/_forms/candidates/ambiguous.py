@@ -26,8 +26,8 @@ from torch import nn
 from ..budget import Budget
 from ..field import Field
 from ..rebuild.compare import cast_like, differences
-from ..rebuild.meta import meta_build
 from ..rebuild.parts import Parts, parts
+from ..rebuild.real import Rebuild
 from ..values import same
 
 __all__ = ["settle"]
@@ -40,19 +40,26 @@ def _exact(
     dtype: torch.dtype | None,
     cap: int,
     budget: Budget,
+    real_ok: bool,
 ) -> bool:
-    count = None
+    build = Rebuild(cap, budget.ceiling, real_ok=real_ok)
     try:
-        with meta_build(cap, budget.ceiling) as count:
-            built = make(values)
+        built = build.run(lambda: make(values))
         cast_like(built, dtype)
     except Exception:  # noqa: BLE001 - a draft value the class rejects is no rival
         if budget.past_ceiling():
             budget.stop()
         return False
     finally:
-        budget.charge(count.work if count is not None else 0)
+        budget.charge(build.work)
     return not differences(live, parts(built))
+
+
+def _reversed(v: Any) -> Any:
+    """A str, tuple or list in the other order, where that is another value; else None."""
+    if isinstance(v, (str, tuple, list)) and len(v) > 1 and v[::-1] != v:
+        return v[::-1]
+    return None
 
 
 def settle(
@@ -62,12 +69,16 @@ def settle(
     live: Parts,
     dtype: torch.dtype | None,
     budget: Budget,
+    real_ok: bool = False,
 ) -> dict[str, Any]:
     """Of ``values`` (an exact search's), each field of ``drafts`` whose draft value rebuilds
     ``live`` as exactly is put back to its draft value in ``values`` (a required one without a
     default keeps the value found); returns {name: the rival value, the one not kept}. One build
-    per field moved, whatever the ``budget`` has left (charged to it): only its safety ceiling
-    stops them, and a field not tried by then keeps the value found (the form says so)."""
+    per field moved (two for a sequence: in the other order, a rebuild as exact flags the value
+    found, whose items are then not known), whatever the ``budget`` has left (charged to it):
+    only its safety ceiling stops them, and a field not tried by then keeps the value found (the
+    form says so).
+    ``real_ok``: a build that reads tensor values is made for real (``rebuild/real.py``)."""
     cap = 4 * len(live.summary) + 64
     rivals: dict[str, Any] = {}
     for f in drafts:
@@ -78,7 +89,14 @@ def settle(
             continue
         if budget.stopped:
             break
-        if not _exact({**values, f.name: f.value}, make, live, dtype, cap, budget):
+        if not _exact({**values, f.name: f.value}, make, live, dtype, cap, budget, real_ok):
+            # A sequence whose items rebuild as exactly in the other order tells only its
+            # length (``num_classes = len(labels)``): the value found is a guess, flagged.
+            other = _reversed(found)
+            if other is not None and _exact(
+                {**values, f.name: other}, make, live, dtype, cap, budget, real_ok
+            ):
+                rivals[f.name] = other
             continue
         if f.required and f.value is None:
             # No default: None is no likelier than the value found (drop_path=0.0 where None

@@ -46,7 +46,7 @@ def factory(layer: nn.Module, form: Callable[[nn.Module], Any]) -> list[Any]:
     """Factories that make ``layer`` again: its class with the keyword values its own exact form
     found that are not the defaults (``partial(BatchNorm2d, eps=0.001)``), the same with its
     required values but the first (the width a parent passes: ``partial(SpatialGatingUnit,
-    seq_len=196)``), then those keywords alone and in pairs; none when its form is not exact."""
+    seq_len=196)``) or, by place, but the last (``partial(GroupNorm, 2)``), then those keywords alone and in pairs; none when its form is not exact."""
     found = _keywords(layer, form)
     if found is None:
         return []
@@ -67,4 +67,8 @@ def factory(layer: nn.Module, form: Callable[[nn.Module], Any]) -> list[Any]:
         out += [functools.partial(cls, **dict([kv])) for kv in items]
         if len(items) > 2:
             out += [functools.partial(cls, **dict(p)) for p in itertools.combinations(items, 2)]
+    if len(required) == 2:
+        # The width passed last, the factory holding the one value before it, by place:
+        # norm_layer=partial(GroupNorm, 2) makes GroupNorm(2, width). Last, as the rarest.
+        out.append(functools.partial(cls, next(iter(required.values())), **kw))
     return out

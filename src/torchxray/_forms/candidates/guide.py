@@ -18,6 +18,7 @@ from torch import nn
 
 from ..field import Field
 from ..rebuild.compare import Difference
+from ..sources.usage import Usage
 from .members import Nested, nested
 from .rules import RULES, Problem
 
@@ -39,14 +40,15 @@ def proposals(
     modes: Mapping[str, tuple[str, ...]],
     child: Callable[[nn.Module], list[Any]] | None = None,
     known: dict[str, Any] | None = None,
+    uses: Mapping[str, Usage] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Changes to try (one field, or a few that move together), those of the first differences
     first. ``sig`` is the constructor's signature, ``modes`` the strings each string field is
     compared with (stage 2 read them); ``child(module)`` gives factories for a live layer (its
     class with its own values); ``known`` holds the values of the fields not searched (widths a
-    relation may read)."""
+    relation may read); ``uses`` says how the constructor uses each field (stage 2 read it)."""
     inner = nested(sig, fields, values)
-    for top in problems(diffs, fields, values, live, modes, child, known):
+    for top in problems(diffs, fields, values, live, modes, child, known, uses):
         for scope, run in _RUNS:
             if scope == "module":
                 for propose in run:
@@ -63,17 +65,20 @@ def problems(
     modes: Mapping[str, tuple[str, ...]],
     child: Callable[[nn.Module], list[Any]] | None = None,
     known: dict[str, Any] | None = None,
+    uses: Mapping[str, Usage] | None = None,
 ) -> Iterator[Problem]:
     """One ``Problem`` per difference, in order: the live layer at its path, the layers around
     it, the strings each string field is compared with (``proposals`` gives the arguments)."""
     by_path = dict(live.named_modules())
     seen = {**(known or {}), **values}
     modes = {f.name: modes.get(f.name, ()) for f in fields if f.kind == "str"}
+    uses = uses or {}
     for i, d in enumerate(diffs):
         bits = d.path.split(".") if d.path else []
         ups = [by_path.get(".".join(bits[:n])) for n in range(len(bits), 0, -1)]
         layers = [m for m in ups if m is not None][:3]
-        yield Problem(d, i, fields, values, by_path.get(d.path), layers, modes, seen, child)
+        target = by_path.get(d.path)
+        yield Problem(d, i, fields, values, target, layers, modes, seen, child, uses)
 
 
 def _on_members(
@@ -81,7 +86,7 @@ def _on_members(
 ) -> Iterator[dict[str, Any]]:
     """The run's proposals for each dataclass argument's members, as changes of the argument."""
     for n in inner:
-        p = dataclasses.replace(top, fields=n.fields, values=n.values, modes={})
+        p = dataclasses.replace(top, fields=n.fields, values=n.values, modes={}, uses={})
         for propose in run:
             for change in propose(p):
                 made = n.change(change)

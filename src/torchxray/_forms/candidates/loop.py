@@ -31,9 +31,10 @@ from torch import nn
 from ..budget import Budget
 from ..field import Field
 from ..rebuild.compare import Difference, cast_like, differences, weight
-from ..rebuild.meta import Count, OverBudget, PastDeadline, TooBig, meta_build
+from ..rebuild.meta import OverBudget, PastDeadline, TooBig
 from ..rebuild.parts import Parts
 from ..rebuild.parts import parts as parts_of
+from ..rebuild.real import Rebuild, small
 from ..sources import Leads
 from ..values import same_value
 from .failed import learn, teaches
@@ -118,6 +119,7 @@ class Search:
         self.cap = SIZE_FACTOR * len(self.live.summary) + SIZE_FLOOR
         # A build's expected work is about the live module's parts (what a right one makes).
         self.scale = len(self.live.items)
+        self.small = small(module)
         self.builds, self.error, self.reached, self.cut, self.largest = 0, "", 0, False, 0
         self.by_name = {f.name: f for f in searched}
         self.known = {f.name: f.value for f in fields if f.name not in self.by_name}
@@ -145,13 +147,15 @@ class Search:
             limit = self.budget.left + LAST_BUILD_SLACK
             biggest = max(self.largest, self.scale)
             limit = min(limit, max(SLOW_FLOOR, SLOW_FACTOR * biggest))
-        count = Count(self.cap, limit, self.budget.ceiling)
+        # A constructor that reads tensor values is built for real where the live module is
+        # small (``_forms/rebuild/real.py``), as the gate builds it.
+        build = Rebuild(self.cap, self.budget.ceiling, limit, self.small)
         try:
-            with meta_build(self.cap, self.budget.ceiling, limit) as count:
-                built = self.make(values)
+            built = build.run(lambda: self.make(values))
             cast_like(built, self.dtype)
         except Exception as e:  # noqa: BLE001 - a candidate the class rejects is no build
-            self.budget.charge(BUILD_WORK + count.work)
+            count = build.count
+            self.budget.charge(BUILD_WORK + build.work)
             self.error = f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
             # How far the constructor got (submodules it made) before it raised; a build cut
             # for its size got nowhere that counts.
@@ -161,12 +165,12 @@ class Search:
             first_cut = self.builds == 1 and isinstance(e, (PastDeadline, OverBudget))
             self.cut = self.cut or first_cut
             return None
-        self.largest = max(self.largest, count.work)
+        self.largest = max(self.largest, build.work)
         got = parts_of(built)
         # Scoring reads every part of the build, those handed to the constructor too (a detection
         # model given its backbone registers one module and holds thousands of parts): what it
         # reads past what the build made is work as well.
-        self.budget.charge(BUILD_WORK + max(count.work, len(got.items)))
+        self.budget.charge(BUILD_WORK + max(build.work, len(got.items)))
         diffs = differences(self.live, got)
         return Try(weight(diffs, self.live, got), diffs, got)
 
@@ -244,6 +248,7 @@ class Search:
             self.leads.modes,
             self.factory,
             self.known,
+            self.leads.uses,
         )
 
     def guided(self, best: Try) -> tuple[Step | None, list[tuple[Change, Try]]]:

@@ -13,6 +13,7 @@ equal the live one.
 from __future__ import annotations
 
 import time
+import typing
 from typing import Any
 
 import torch
@@ -21,8 +22,9 @@ from torch import nn
 from ..._text import short
 from ..budget import CEILING_SECONDS, TOO_SLOW
 from ..rebuild.compare import Check, Difference, cast_like, differences, floating_dtype, sentence
-from ..rebuild.meta import PastDeadline, meta_build
+from ..rebuild.meta import PastDeadline
 from ..rebuild.parts import parts
+from ..rebuild.real import Rebuild, small
 
 __all__ = ["CHECK_SECONDS", "build_meta", "check", "typed"]
 # A form's gate build is stopped only at the forms' safety ceiling (``_forms/candidates/tuning.py``): a cut
@@ -68,16 +70,24 @@ def typed(found: Check, live: nn.Module) -> Check:
 
 
 def build_meta(
-    form: Any, changes: dict[str, Any] | None = None, deadline: float = float("inf")
+    form: Any,
+    changes: dict[str, Any] | None = None,
+    deadline: float = float("inf"),
+    real_ok: bool = False,
 ) -> nn.Module:
     """``form.build(**changes)`` on the meta device (an explicit ``device`` field too), stopped
-    past ``deadline`` (``time.thread_time()``) with ``PastDeadline``."""
+    past ``deadline`` (``time.thread_time()``) with ``PastDeadline``; ``real_ok``: a constructor
+    that reads tensor values is built on the CPU instead (``_forms/rebuild/real.py``)."""
     meta = dict(changes or {})
     by_name = getattr(form, "_by_name", {})
-    if "device" in by_name and by_name["device"].kind == "device" and "device" not in meta:
-        meta["device"] = torch.device("meta")
-    with meta_build(deadline=deadline):
-        return form.build(**meta)
+    device = "device" in by_name and by_name["device"].kind == "device" and "device" not in meta
+    build = Rebuild(deadline=deadline, real_ok=real_ok)
+
+    def make() -> nn.Module:
+        where = {"device": torch.device("cpu" if build.real else "meta")} if device else {}
+        return typing.cast(nn.Module, form.build(**meta, **where))
+
+    return build.run(make)
 
 
 def check(form: Any, live: nn.Module, limit: float | None = CHECK_SECONDS) -> Check:
@@ -86,7 +96,7 @@ def check(form: Any, live: nn.Module, limit: float | None = CHECK_SECONDS) -> Ch
     start = time.perf_counter()
     deadline = float("inf") if limit is None else time.thread_time() + limit
     try:
-        built = build_meta(form, deadline=deadline)
+        built = build_meta(form, deadline=deadline, real_ok=small(live))
     except PastDeadline:
         return Check(TOO_SLOW, seconds=time.perf_counter() - start, cut=True)
     except Exception as e:  # noqa: BLE001 - any constructor failure: the gate cannot prove it

@@ -35,8 +35,9 @@ MAX_SENTENCE = 400
 @dataclass(frozen=True, slots=True)
 class Difference:
     """One part that differs: ``aspect`` is "module" (present on one side only), "class",
-    "repr <i>", "children", "param <name>", "buffer <name>" or "attr <name>"; ``live`` and
-    ``built`` are its texts (None where absent)."""
+    "repr <i>", "children", "param <name>", "buffer <name>", "same" (the module is the one at
+    another path), "tied <name>" (the parameter is the one at another path) or "attr <name>";
+    ``live`` and ``built`` are its texts (None where absent)."""
 
     path: str
     aspect: str
@@ -114,8 +115,14 @@ def change(d: Difference, live: Parts, built: Parts) -> str:
     if d.aspect == "class" or d.aspect.startswith("repr") or d.aspect == "children":
         return f"{where}: {live.summary.get(d.path, '?')} -> {built.summary.get(d.path, '?')}"
     name = d.aspect.partition(" ")[2]
-    label = f"{d.path}.{name}" if d.path else name
+    label = f"{d.path}.{name}" if d.path and name else name or where
+    if d.aspect == "same" or d.aspect.startswith("tied "):
+        return f"{label}: {_owner(d.live)} -> {_owner(d.built)}"
     return f"{label}: {d.live} -> {d.built}"
+
+
+def _owner(path: str | None) -> str:
+    return "its own" if path is None else f"the one at {path or 'the module'}"
 
 
 def _one(d: Difference, live: Parts, built: Parts) -> str:
@@ -129,6 +136,17 @@ def _one(d: Difference, live: Parts, built: Parts) -> str:
         if a != b:
             return f"{where} would be {short(b, 120)}, the live one is {short(a, 120)}"
     kind, _, name = d.aspect.partition(" ")
+    if kind in ("same", "tied"):
+        what = f"{d.path}.{name}" if name and d.path else name or where
+        noun = "parameter" if name else "module"
+        if d.built is None:
+            return (
+                f"{what} would be a {noun} of its own, the live one is {d.live}'s "
+                f"(one {noun} at two paths)"
+            )
+        if d.live is None:
+            return f"{what} would be {d.built}'s, the live one is a {noun} of its own"
+        return f"{what} would be {d.built}'s, the live one is {d.live}'s"
     if kind == "children":
         return f"{where} would hold ({d.built}), the live one holds ({d.live})"
     label = f"{d.path}.{name}" if d.path else name

@@ -157,10 +157,15 @@ def _tensor_hook(module: Any, name: str, tensor: Any) -> None:
 
 @contextlib.contextmanager
 def meta_build(
-    cap: int = 1 << 30, deadline: float = float("inf"), limit: float = float("inf")
+    cap: int = 1 << 30,
+    deadline: float = float("inf"),
+    limit: float = float("inf"),
+    real: bool = False,
 ) -> Iterator[Count]:
     """Build inside: on meta, uninitialised, bounded (see the module doc); warnings hidden. It
-    yields its ``Count``: a build that raises got as far as its count says."""
+    yields its ``Count``: a build that raises got as far as its count says. ``real``: on the
+    CPU instead, initialised, the random generator kept as found (``rebuild/real.py`` decides
+    when: a small constructor that computes with tensor values), bounded and counted alike."""
     global _users
     with _lock:
         if _users == 0:
@@ -174,7 +179,9 @@ def meta_build(
     state = Count(cap, limit, deadline)
     _local.state = state
     try:
-        with warnings.catch_warnings(), torch.device("meta"), _SkipInit():
+        rng = torch.random.fork_rng(devices=[]) if real else contextlib.nullcontext()
+        where = torch.device("cpu" if real else "meta")
+        with warnings.catch_warnings(), rng, where, _SkipInit():
             warnings.simplefilter("ignore")
             with interrupt(deadline, PastDeadline):
                 yield state

@@ -2,7 +2,8 @@
 
 ``parts(module)`` maps ``(path, aspect)`` to text, for every submodule: its class, each item of its
 ``extra_repr``, the order of its children, each parameter and buffer (logical shape, dtype,
-persistence) and each non-tensor attribute its constructor set (numbers, strings, tuples,
+persistence), which paths hold one module or one parameter (``same``, ``tied <name>``: the path
+seen first) and each non-tensor attribute its constructor set (numbers, strings, tuples,
 functions, classes, configs; objects of other types by their class). Two modules whose parts are
 equal rebuild the same network, and a part present in both that differs says where a rebuild
 would go wrong (``_forms/rebuild/compare.py``).
@@ -40,6 +41,11 @@ _BASE = frozenset(nn.Module().__dict__) | {"_is_hf_initialized", "_initialize_we
 _PLAIN = (bool, int, float, complex, str, bytes, type(None))
 _DEPTH = 4
 _KEYED = re.compile(r"([A-Za-z_]\w*)=")
+# A tensor's legacy type name and the device torch's containers print in their repr
+# (ParameterDict / ParameterList: "[torch.cuda.FloatTensor of size 8 (cuda:0)]"): a rebuild made
+# on meta names another device, and where the module lives is no part of what its constructor
+# made (the gate compares the tensors' shapes and dtypes apart).
+_DEVICE = re.compile(r"\btorch\.[a-z_]\w*\.(\w*Tensor\b)|(?<=\d) \([a-z_]\w*(?::\d+)?\)(?=\])")
 
 
 @dataclasses.dataclass
@@ -73,7 +79,7 @@ def split_repr(text: str) -> list[str]:
 
 def _extra(m: nn.Module) -> str:
     try:
-        return m.extra_repr()
+        return _DEVICE.sub(lambda g: f"torch.{g.group(1)}" if g.group(1) else "", m.extra_repr())
     except Exception as e:  # noqa: BLE001 - an extra_repr that needs state a fresh build lacks
         return f"<extra_repr raised {type(e).__name__}>"
 
@@ -208,7 +214,19 @@ def parts(module: nn.Module, kinds: bool = False) -> Parts:
     summary: dict[str, str] = {}
     scripted: set[str] = set()
     types: dict[tuple[str, str], str] = {}
+    # Sharing is part of what a constructor makes: one module at two paths (``layers.append(
+    # layers[0])``), one parameter in two modules (a head tied to the embedding). A rebuild that
+    # makes two where the live module holds one has twice the weights, and equal texts would
+    # not show it: each repeat is an item of its own, at the top of the repeated subtree.
+    first_module: dict[int, str] = {}
+    first_param: dict[int, str] = {}
+    repeats: set[str] = set()
     for path, m in _walk(module):
+        seen = first_module.setdefault(id(m), path)
+        if seen != path and path.rpartition(".")[0] not in repeats:
+            items[path, "same"] = seen
+        if seen != path:
+            repeats.add(path)
         if isinstance(m, torch.jit.ScriptModule):
             scripted.add(path)
         cls = original_class(type(m))
@@ -228,6 +246,11 @@ def parts(module: nn.Module, kinds: bool = False) -> Parts:
         items[path, "children"] = ", ".join(n for n in m._modules.keys() if n != hidden)
         for n, p in m._parameters.items():
             items[path, f"param {n}"] = _tensor_text(p, kinds)
+            if p is not None and path not in repeats:
+                here = f"{path}.{n}" if path else n
+                tied = first_param.setdefault(id(p), here)
+                if tied != here:
+                    items[path, f"tied {n}"] = tied
             if p is not None and tensor_kind(p):
                 types[path, f"param {n}"] = typename(p)
         for n, b in m._buffers.items():

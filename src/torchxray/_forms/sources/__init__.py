@@ -26,6 +26,11 @@ the search (stage 3) starts from, by the sources that read the module's surround
   member by member; ``shipped.py``: configs the library ships as data;
 - ``handed.py`` and ``literals.py``, how ``__init__`` uses an argument in its source: a
   ``**kwargs`` handed on to a layer, the strings a parameter is compared with;
+- ``usage.py``, how ``__init__`` uses each argument (its AST: kept under another name,
+  unpacked, iterated, measured, a number, read by its fields or keys, a table's key, handed to
+  a layer), which tells the kind of value to offer and which candidates could not be it, and
+  ``passed.py``, the values those uses lead to (the form of the layer it was handed to, the
+  namespace the modules around keep, the table's key of the class made);
 - ``children.py`` and the readers beside it, the children's structure: widths, kernel sizes,
   per-stage lists, block descriptions, a network's layers, the module's place;
 - ``pools.py`` puts every field's readings in the order the search tries them.
@@ -58,8 +63,12 @@ from .handed import handed
 from .layout import Layout
 from .layout import read as read_layout
 from .literals import compared_strings
-from .nested import Group, nest
+from .nested import Group, namespace, nest
+from .passed import holders, memoized
 from .pools import candidates
+from .scan import LIVE
+from .usage import Usage, usage
+from .usage import fits as uses_fit
 
 __all__ = ["SOURCES", "Draft", "Leads", "Source", "draft", "leads", "searched"]
 
@@ -134,8 +143,8 @@ class Leads:
     kinds; the config arguments made again from those members (``groups``; ``configs``: the
     module's own); a ``**kwargs`` handed on to a layer (``spread``) and the keywords it most
     likely held (``kept``); each movable field's candidates (``pools``), the strings each string
-    field is compared with (``modes``), the module's shapes (``layout``), its parts (``live``) and
-    its floating dtype."""
+    field is compared with (``modes``), the module's shapes (``layout``), its parts (``live``),
+    its floating dtype and how the constructor uses each field (``uses``, ``usage.py``)."""
 
     fields: list[Field]
     infos: dict[str, KindInfo]
@@ -148,6 +157,7 @@ class Leads:
     layout: Layout
     live: Parts
     dtype: torch.dtype | None
+    uses: dict[str, Usage] = field(default_factory=dict)
 
 
 def draft(ctor: Constructor) -> Draft:
@@ -173,9 +183,13 @@ def draft(ctor: Constructor) -> Draft:
         ask = Ask(module, p, rec, derived, torch_class)
         value, origin = next(got for s in SOURCES if (got := s.read(ask)) is not None)
         f, info = make_field(cls, p, value, origin)
-        if origin == "attribute" and check_type(f, info, value) is not None:
+        if origin == "attribute" and (
+            check_type(f, info, value) is not None
+            or not uses_fit(usage(cls, p.name), value, bool(f.annotation))
+        ):
             # A same-name attribute that does not fit the parameter (a submodule where a class
-            # is expected, ...) is not the constructor value; show the default as a guess.
+            # is expected, the layer made from a key looked up in a table: ``usage.py``) is not
+            # the constructor value; show the default as a guess.
             f, info = make_field(cls, p, *defaults.draft(p))
         fields.append(f)
         infos[p.name] = info
@@ -209,8 +223,16 @@ def leads(d: Draft, ceiling: float, child: Child) -> Leads:
     assert module is not None
     # A whole model's guessed values start from the function it is named after (``factory.py``).
     start, named = started_from(module, cls, sig, d.fields, guessed, ceiling)
-    # Config arguments are searched member by member (``nested.py``).
-    nested = nest(cls, sig, start, d.infos, {f.name for f in start if guessed(f)})
+    # Config arguments are searched member by member (``nested.py``); a namespace read field by
+    # field too, where no object around holds those fields (a library's config, a namespace the
+    # model's root keeps: those are candidates whole, ``pools.py``).
+    searched = {f.name for f in start if guessed(f)}
+    spaces = {f.name for f in start if f.name in searched and namespace(cls, f)}
+    if spaces and not LIVE.holding_configs(module):  # the scan only where a namespace is read
+        spaces = {n for n in spaces if not holders(module, usage(cls, n))}
+    else:
+        spaces = set()
+    nested = nest(cls, sig, start, d.infos, searched, spaces)
     infos = {**d.infos, **nested.infos}
     # A **kwargs handed on to a layer starts from what that layer holds (``handed.py``).
     spread = next(
@@ -220,8 +242,9 @@ def leads(d: Draft, ceiling: float, child: Child) -> Leads:
     kept = None
     if spread is not None:
         kept = named.get(spread.name) or handed(cls, module, spread.name, child)
+    once = memoized(child)  # a layer's form read once for every argument handed to it
     pools = {
-        f.name: candidates(module, f, functools.partial(may_try, infos, f), child)
+        f.name: candidates(module, f, functools.partial(may_try, infos, f), child, once)
         for f in nested.fields
         if _movable(f)
     }
@@ -238,4 +261,5 @@ def leads(d: Draft, ceiling: float, child: Child) -> Leads:
         read_layout(module),
         parts(module),
         floating_dtype(module),
+        {f.name: usage(cls, f.name) for f in nested.fields if "." not in f.name},
     )

@@ -11,15 +11,18 @@ module's place among its parent's numbered layers (``position.py``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
+import torch
 from torch import nn
+from torch.nn.parameter import is_lazy
 
 from .attributes import attr
 from .layout import width
 
-__all__ = ["class_rank", "classes", "floats", "ints", "ratios", "sizes"]
+__all__ = ["annotated", "class_rank", "classes", "dims", "floats", "ints", "ratios", "sizes"]
 
 _WIDTH_ATTRS = (
     "in_channels",
@@ -39,13 +42,18 @@ _SIZE_ATTRS = ("kernel_size", "stride", "padding", "dilation", "img_size", "patc
 _FLOAT_ATTRS = ("eps", "p", "drop_prob", "variance_epsilon", "negative_slope", "momentum")
 
 
+def dims(t: torch.Tensor | None) -> list[int]:
+    """A tensor's dimensions; none for a lazy layer's tensor, which has no shape until the
+    layer's first call (reading it raises)."""
+    return [] if t is None or is_lazy(t) else list(t.shape)
+
+
 def ints(module: nn.Module) -> list[int]:
     """Every whole number the module shows: its own tensors' dimensions and int attributes
     (a width kept as a shape too), then its layers' tensors' dimensions and widths."""
     out: list[int] = []
     for t in [*module._parameters.values(), *module._buffers.values()]:
-        if t is not None:
-            out += list(t.shape)
+        out += dims(t)
     for v in vars(module).values():
         if type(v) is int:
             out.append(v)
@@ -53,8 +61,8 @@ def ints(module: nn.Module) -> list[int]:
             out += list(v)  # a width kept as a shape (normalized_shape = (hidden_size,))
     for m in module.modules():
         for t in m._parameters.values():
-            if t is not None and m is not module:
-                out += list(t.shape)
+            if m is not module:
+                out += dims(t)
         for a in _WIDTH_ATTRS:
             v = width(attr(m, a)) if a in m.__dict__ or hasattr(type(m), a) else None
             if type(v) is int:
@@ -104,6 +112,17 @@ def class_rank(name: str) -> Callable[[type], int]:
         return 1
 
     return rank
+
+
+def annotated(annotation: str) -> Callable[[type], bool]:
+    """Whether a class is one the annotation names, or a subclass of one (``block:
+    type[Bottleneck]``): such a class is tried first."""
+
+    def named(c: type) -> bool:
+        bases = [k.__name__ for k in c.__mro__ if k not in (nn.Module, object)]
+        return any(re.search(rf"\b{re.escape(b)}\b", annotation) for b in bases)
+
+    return named if annotation else lambda c: False
 
 
 def ratios(numbers: list[int]) -> list[float]:

@@ -76,6 +76,9 @@ def per_item(module: nn.Module) -> list[list[int]]:
             found = [(a, v) for m in item.modules() for a, v in vars(m).items() if type(v) is int]
             ins = [v for a, v in found if a in ("in_channels", "in_features")]
             outs = [v for a, v in found if a in ("out_channels", "out_features")]
+            # A recurrent cell's widths, where it keeps no other (input_size -> hidden_size).
+            ins = ins or [v for a, v in found if a == "input_size"]
+            outs = outs or [v for a, v in found if a == "hidden_size"]
             ends[0] += ins[:1]
             ends[1] += outs[-1:]
         out += [e for e in ends if len(e) == len(c)]

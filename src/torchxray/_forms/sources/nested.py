@@ -25,8 +25,9 @@ from ..field import Field
 from ..kinds import KindInfo, ann_text, kind_of
 from ..values import to_text
 from .literals import compared_strings
+from .usage import usage
 
-__all__ = ["Group", "Nested", "config_class", "nest"]
+__all__ = ["Group", "Nested", "config_class", "namespace", "nest"]
 
 MAX_ARGS = 24  # a class with more arguments than this is no small config: left whole
 MAX_DEPTH = 2  # a config inside a config is expanded too, once
@@ -146,16 +147,103 @@ def _expand(
         g.subs.append(sub.name)
 
 
+# A namespace read field by field (``cfg.model.dropout``): a reader is the class, its parameter
+# and the path of fields read off it.
+_Reader = tuple[type, str, tuple[str, ...]]
+MAX_FIELDS = 16  # fields of one namespace (more: no small namespace, left whole)
+
+
+def _reads(readers: list[_Reader]) -> list[str]:
+    """The fields the readers read off their namespace, first read first."""
+    out: dict[str, None] = {}
+    for r in readers:
+        out.update(dict.fromkeys(usage(*r).fields))
+    return list(out)
+
+
+def _below(readers: list[_Reader], name: str) -> list[_Reader]:
+    """The readers of the field ``name`` of the readers' namespace: the same classes one field
+    deeper, and a class of the user's the field is handed to whole, reading its parameter
+    (``Encoder1D(cfg.model.encoder)``: Encoder1D's ``cfg``)."""
+    out: list[_Reader] = []
+    for owner, param, path in readers:
+        here: _Reader = (owner, param, (*path, name))
+        u = usage(*here)
+        out.append(here)
+        for h in u.handed:
+            callee = h.callee
+            if (
+                h.index < 0
+                and isinstance(callee, type)
+                and not callee.__module__.startswith("torch")
+            ):
+                if usage(callee, h.param).fields:
+                    out.append((callee, h.param, ()))
+    return out
+
+
+def _leaf(readers: list[_Reader], prefix: str, name: str) -> tuple[Field, KindInfo]:
+    """A field of a namespace that is read as a value: its kind from the layer it is handed to
+    (``nn.Dropout(cfg.dropout)``: a float), narrowed by how it is used (``cfg.kernel // 2``
+    takes a number where ``Conv1d``'s ``kernel_size`` takes a tuple too; ``*cfg.channels`` a
+    sequence)."""
+    uses = [u for u in (usage(*r) for r in readers) if u.known and not u.tested]
+    handed: Any = _MISSING
+    for h in (h for u in uses for h in u.handed if h.index < 0):
+        try:
+            handed = resolve(h.callee).parameters[h.param].annotation
+        except (TypeError, ValueError, KeyError):
+            continue
+        break
+    number = any(u.number for u in uses)
+    sequence = any(u.sequence for u in uses)
+    ann = handed
+    if sequence and not number:
+        ann = list[int]
+    elif number and not sequence and handed not in (int, float):
+        ann = int
+    param = inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=ann)
+    return _sub(readers[0][0], param, prefix, None)
+
+
+def _space(
+    readers: list[_Reader], prefix: str, depth: int, groups: list[Group]
+) -> Iterator[tuple[Field, KindInfo]]:
+    g = Group(prefix, types.SimpleNamespace)
+    groups.append(g)
+    for name in _reads(readers):
+        below = _below(readers, name)
+        if depth < MAX_DEPTH + 1 and _reads(below) and len(_reads(below)) <= MAX_FIELDS:
+            yield from _space(below, f"{prefix}.{name}", depth + 1, groups)
+        else:
+            yield _leaf(below, prefix, name)
+        g.subs.append(f"{prefix}.{name}")
+
+
+def namespace(cls: type, f: Field) -> bool:
+    """Whether the argument is a namespace the constructor reads field by field (``cfg.kernel``,
+    ``args.n_embd``) and keeps nowhere: nothing annotates it as a class, no value is known, and
+    it is used for nothing but its fields (no number, sequence, key or call, not tested)."""
+    u = usage(cls, f.name)
+    if f.value is not None or not u.fields or len(u.fields) > MAX_FIELDS:
+        return False
+    if f.annotation not in ("", "Any", "typing.Any", "object"):
+        return False
+    return not u.handed and not dataclasses.replace(u, fields=()).known
+
+
 def nest(
     cls: type,
     sig: inspect.Signature,
     fields: list[Field],
     infos: dict[str, KindInfo],
     searched: set[str],
+    spaces: frozenset[str] | set[str] = frozenset(),
 ) -> Nested:
     """The fields for the search: each searched field whose value must be a config instance
-    replaced by its sub-fields; a searched ``str`` field offers the strings its constructor
-    compares it with (as ``choices``)."""
+    replaced by its sub-fields, and each of ``spaces`` (a namespace read field by field,
+    ``namespace``, with nothing around holding what is read off it) by its fields; a searched
+    ``str`` field offers the strings its constructor compares it with (as ``choices``)."""
     params = sig.parameters
     out: list[Field] = []
     out_infos: dict[str, KindInfo] = {}
@@ -163,6 +251,13 @@ def nest(
     for f in fields:
         p = params.get(f.name)
         c = config_class(p, f.value) if p is not None and f.name in searched else None
+        if c is None and p is not None and f.name in spaces:
+            # A namespace read field by field: one sub-field per field read (nested ones too),
+            # made a SimpleNamespace again for each build.
+            for sub, info in _space([(cls, f.name, ())], f.name, 1, groups):
+                out.append(sub)
+                out_infos[sub.name] = info
+            continue
         if c is None or is_config(f.value) and not dataclasses.is_dataclass(f.value):
             if p is not None and f.kind == "str" and f.name in searched and not f.choices:
                 f = dataclasses.replace(f, choices=compared_strings(cls, f.name))

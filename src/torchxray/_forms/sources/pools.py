@@ -4,6 +4,13 @@ put in the order the search (``_forms/candidates/``) tries them, most likely fir
 
 The order, and why (``candidates``):
 
+0. what the constructor's uses of the argument lead to (``usage.py`` reads them, ``passed.py``
+   follows them): the attribute it was kept under, a table's key, a namespace read by its
+   fields, the value of the layer it was handed to, and for a sequence it iterates or measures
+   the widths its layers come in; first where nothing annotates the argument (code written by
+   hand, where they are the best reading there is), last where an annotation does (the order
+   below was tuned on annotated library code). A candidate no use allows (an int for an
+   argument it iterates) is not offered at all;
 1. the field's own draft value (first, or second after the module's nearest layer's attribute
    of the same name: a child's ``patch_embed.img_size`` beats a default);
 2. a network's layers gathered (``gathered.py``) and block descriptions read back from the
@@ -35,17 +42,20 @@ from torch import nn
 
 from ..._unwrap import original_class
 from ..configs import is_config
-from ..field import Child, Field
+from ..field import Child, Field, guessed
 from ..values import same_value
 from . import children, layout
 from .attributes import same_named
 from .blocklists import described
 from .gathered import gathered
 from .literals import compared_strings
+from .passed import handed, holders, kept, keys
 from .position import config_items, index_like, ordinals
 from .scan import LIVE
 from .shipped import shipped
 from .stagelists import stage_lists
+from .usage import Usage, usage
+from .usage import fits as uses_fit
 
 __all__ = ["MAX_CANDIDATES", "candidates"]
 
@@ -119,7 +129,7 @@ def _shape_pool(
         pool = (
             children.sizes(module)
             or children.ints(module)
-            or [d for t in module.buffers() for d in t.shape]
+            or [d for t in module.buffers() for d in children.dims(t)]
         )
     elif numeric and any(w in low for w in _DEPTH_WORDS):
         pool = [*layout.lengths(module), 0, 1, 2, 3, 4, *children.ints(module)]
@@ -194,8 +204,10 @@ def _kind_pool(module: nn.Module, f: Field, name: str, pool: list[Any]) -> list[
         # A layer a factory makes is mostly one without children (a norm, not a conv-norm block).
         leaves = {type(m) for m in module.modules() if not m._modules}
         rank = children.class_rank(name)
+        named = children.annotated(f.annotation)
         pool = sorted(
-            dict.fromkeys(children.classes(module)), key=lambda c: (rank(c), c not in leaves)
+            dict.fromkeys(children.classes(module)),
+            key=lambda c: (not named(c), rank(c), c not in leaves),
         )
         pool = pool[:6]
     if f.kind == "literal" and (name == "config" or "config" in f.annotation.lower()):
@@ -240,12 +252,38 @@ def _kind_pool(module: nn.Module, f: Field, name: str, pool: list[Any]) -> list[
 
 
 def candidates(
-    module: nn.Module, f: Field, fits: Callable[[Any], bool], child: Child | None = None
+    module: nn.Module,
+    f: Field,
+    fits: Callable[[Any], bool],
+    child: Child | None = None,
+    handed_to: Child | None = None,
 ) -> list[Any]:
     """Plausible values for field ``f`` of ``module``, most likely first; ``child(layer)`` opens
-    a layer's own form (the pipeline's ``form``), for a block's description."""
+    a layer's own form (the pipeline's ``form``), for a block's description; ``handed_to``
+    opens the form of a layer an argument was handed to (``passed.memoized``: once a layer,
+    within its share of the budget)."""
     name = f.name.rpartition(".")[2]  # a config's field is named as its class names it
     low = name.lower()
+    # How the constructor uses the argument (``usage.py``): what it leads to first
+    # (``passed.py``), and only the values it could take.
+    use = usage(original_class(type(module)), name) if "." not in f.name else Usage()
+    noted = bool(f.annotation)
+    read: list[Any] = []
+    sure: list[Any] = []  # the argument itself, kept as it was given: first, annotated or not
+    if use.known:
+        sure = kept(module, use)
+        read = [*keys(module, name, use), *holders(module, use)]
+        if guessed(f) and not noted:
+            # A layer's form costs builds: read where nothing annotates the argument.
+            read += handed(module, use, handed_to or child)
+        listed = isinstance(f.default, (tuple, list)) or isinstance(f.value, (tuple, list))
+        if use.sequence and not use.number and not listed and not use.tested and not noted:
+            # A sequence it iterates or measures, which neither its default nor its value
+            # says (the pools below then offer numbers): the widths or lengths its layers
+            # come in.
+            items = layout.per_item(module)
+            read += [*items, *(w[::-1] for w in items), *layout.stages(module)]
+            read += [*layout.child_widths(module), *layout.tuples(module)]
     first, own_names = same_named(module, f, name)
     pool, first = _shape_pool(module, f, name, first)
     pool = _kind_pool(module, f, name, pool)
@@ -256,14 +294,22 @@ def candidates(
             first = [*gathered(module, name), *first]
     # None for a required field only where the annotation allows it: ``fits`` lets the guide
     # propose it (``_forms/candidates/rules/unset_width.py``), an attribute that holds None is no candidate.
+    # The uses' readings lead where nothing annotates the argument (code written by hand); an
+    # annotated one keeps the order the readings above were tuned in, its uses' readings last.
+    first, pool = ([*read, *first], pool) if not noted else (first, [*pool, *read])
+    first = [*sure, *first]
     unset = bool(pool) and (f.optional or not f.required)
-    values = [v for v in [*first, *pool] if (v is not None or unset) and fits(v)]
+    values = [
+        v
+        for v in [*first, *pool]
+        if (v is not None or unset) and fits(v) and uses_fit(use, v, noted)
+    ]
     if f.kind == "int":
         # ``fits`` lets an int field try a tuple the guide reads off its layers; kernel sizes
         # and strides kept as tuples are not worth a build each.
         values = [v for v in values if not isinstance(v, tuple)]
-    if not f.required or f.value is not None:
+    if (not f.required or f.value is not None) and uses_fit(use, f.value, noted):
         # A child's attribute of the same name (patch_embed.img_size) beats the default.
-        at = 1 if values and name in own_names and values[0] is not None else 0
+        at = 1 if values and name in own_names and values[0] is not None and not read else 0
         values.insert(at, f.value)
     return _uniq(values)

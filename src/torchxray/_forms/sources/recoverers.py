@@ -251,7 +251,10 @@ def _param_list(m: nn.ParameterList) -> dict[str, Any]:
 
 @register_recoverer(nn.ParameterDict)
 def _param_dict(m: nn.ParameterDict) -> dict[str, Any]:
-    return {"parameters": dict(m.items()) or None}
+    # An OrderedDict: ParameterDict.update sorts a plain dict's keys, and keeps this one's order.
+    from collections import OrderedDict
+
+    return {"parameters": OrderedDict(m.items()) or None}
 
 
 @register_recoverer(nn.Container)

@@ -30,6 +30,7 @@ from torch import nn
 
 from ..._signature import resolve
 from ..._unwrap import original_class
+from .children import dims
 from .installed import installed
 
 __all__ = ["MAX_SHIPPED", "evidence", "score", "shipped"]
@@ -108,8 +109,7 @@ def evidence(module: nn.Module) -> tuple[frozenset[int], frozenset[str]]:
     strs: set[str] = set()
     for m in module.modules():
         for t in [*m._parameters.values(), *m._buffers.values()]:
-            if t is not None:
-                ints.update(t.shape)
+            ints.update(dims(t))
         if isinstance(m, (nn.Sequential, nn.ModuleList)):
             ints.add(len(m))
         for v in m.__dict__.values():

@@ -10,7 +10,7 @@ line in ``NAMED`` or ``UNNAMED`` below, and one test on a real library class
 Why this order. The search takes the first proposal that scores better (and a few after it), and
 tries at most ``GUIDED_TRIES`` per build (``_forms/candidates/tuning.py``), so the likeliest come first:
 1. moves of several fields that a change of one alone never builds: a depth with its per-block
-   rates, numbered layers, one pair per layer;
+   rates, numbered layers, one pair per layer, a sequence as long as the stages it makes;
 2. ``NAMED``: the values the difference names (the live number, string, class, keyword), cheap
    and most often right;
 3. derived widths: moves of a few fields together, before the generic single changes (a width
@@ -30,11 +30,14 @@ from . import (
     derived_widths,
     entries,
     factories,
+    grid_pair,
     handed_kwargs,
     item_runs,
+    iterated,
     keyword_item,
     kwargs_dict,
     layer_class,
+    measured,
     number_pair,
     numbered,
     optional,
@@ -68,6 +71,8 @@ NAMED: tuple[tuple[str, Propose], ...] = (
     ("entries", entries.propose),
     ("layer_class", layer_class.propose),
     ("number_pair", number_pair.propose),
+    ("measured", measured.propose),
+    ("grid_pair", grid_pair.propose),
     ("scaled_float", scaled_float.propose),
     ("rounded_float", rounded_float.propose),
 )
@@ -84,6 +89,7 @@ RULES: tuple[Rule, ...] = (
     Rule("depth", depth.propose),
     Rule("numbered", numbered.propose),
     Rule("item_runs", item_runs.propose),
+    Rule("iterated", iterated.propose),
     *(Rule(name, propose) for name, propose in NAMED),
     Rule("derived_widths", derived_widths.propose),
     *(Rule(name, propose, "members") for name, propose in NAMED),

@@ -20,6 +20,7 @@ from torch import nn
 from ...._signature import resolve
 from ...field import Field
 from ...rebuild.compare import Difference
+from ...sources.usage import Usage
 
 __all__ = [
     "Problem",
@@ -43,8 +44,9 @@ class Problem:
     against: the fields searched and their ``values``, the live layer at the difference's path
     (``target``) and up to three layers around it, nearest first (``layers``), the strings each
     string field's code compares it with (``modes``), every field's value including those not
-    searched (``seen``: widths a relation may read), and ``child(layer)``: the factories that
-    make a live layer again (its class with its own values; None where no child form is open).
+    searched (``seen``: widths a relation may read), ``child(layer)``: the factories that
+    make a live layer again (its class with its own values; None where no child form is open),
+    and how the constructor uses each field (``uses``, ``_forms/sources/usage.py``).
     The members of a dataclass argument are a ``Problem`` of their own (``_forms/candidates/members.py``).
     """
 
@@ -57,6 +59,7 @@ class Problem:
     modes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     seen: Mapping[str, Any] = field(default_factory=dict)
     child: Callable[[nn.Module], list[Any]] | None = None
+    uses: Mapping[str, Usage] = field(default_factory=dict)
 
     @functools.cached_property
     def pairs(self) -> list[tuple[Any, Any]]:

@@ -1,0 +1,205 @@
+"""Source: the values an argument's uses lead to (``usage.py`` reads the uses).
+
+- ``handed``: the layer a constructor handed the argument to holds it as its own argument:
+  ``self.G = Generator(nz, ngf, 3, img_size)`` keeps ``ngf`` as the ``ngf`` of ``G``'s form, and
+  ``nn.TransformerEncoder(layer, n_layer)`` keeps ``n_layer`` as its ``num_layers``. The layer
+  is the one the call's result was kept under, or else the module's layers of the callee's
+  class; its value is read from its own form (a torch layer's is read off its attributes; a
+  layer of the user's is searched, within the parent's budget). A size torch keeps expanded
+  (``kernel_size=(3,)``) is offered as the int first, as it was most likely written.
+- ``kept``: an argument kept under another name (``self.chars = tokens``), or its items after
+  it was unpacked (``self.patch_height, self.patch_width = pair(patch_size)``'s names).
+- ``holders``: an object whose fields the constructor reads (``args.n_embd``): the objects with
+  all those fields that the module, its layers or the modules holding it keep (an argparse
+  namespace the model's root keeps as ``self.args``; a config a transformers layer keeps), then
+  its layers that have them (a block it clones, read as ``layer.size``).
+- ``keys``: the keys of the table the argument is looked up in (``{"batch": nn.BatchNorm1d,
+  "layer": nn.LayerNorm}[norm]``), the key of the class the module holds under the argument's
+  name first.
+
+Each is a candidate, proven or dropped by the search's builds.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+from torch import nn
+
+from ..._unwrap import original_class
+from ..budget import BUDGET, Budget
+from ..field import Child
+from .layout import descendants
+from .scan import LIVE, hashable
+from .usage import Handed, Usage
+
+__all__ = ["handed", "holders", "keys", "kept", "memoized"]
+
+MAX_LAYERS = 3  # torch layers of the callee's class read, where the call's result was not kept
+# The work all the layers' forms opened for one form may spend (a fifth of the search's,
+# ``SEARCH_WORK``): on the zoo, a DenseNet whose blocks' forms took the whole budget before
+# the search could find its block_config; the GAN's generator and discriminator take ~3,000.
+HANDED_WORK = 10_000
+DEPTH = 5  # levels looked down for them (a ViT's attention: layers.0.0.fn)
+MAX_UP = 6  # modules holding the module, looked up for an object read by its fields
+MAX_HOLDERS = 4
+_PLAIN = (bool, int, float, complex, str, bytes, type(None), torch.Tensor, nn.Module, type)
+
+
+def memoized(child: Child) -> Child:
+    """``child`` (a layer's own form) opened once per layer (several arguments are often handed
+    to one layer: a GAN's generator takes ``nz``, ``ngf`` and ``img_size``), and all of them
+    together within ``HANDED_WORK`` of the form's budget (``_forms/budget.py``): the search
+    that proves the values needs the rest."""
+    made: dict[int, tuple[nn.Module, Any]] = {}
+    outer = BUDGET.get()
+    share = Budget(HANDED_WORK, outer.ceiling, outer) if outer is not None else None
+
+    def form(layer: nn.Module) -> Any:
+        got = made.get(id(layer))
+        if got is None or got[0] is not layer:
+            token = BUDGET.set(share) if share is not None else None
+            try:
+                value = None if share is not None and share.out else child(layer)
+            except Exception:  # noqa: BLE001 - a layer without a readable form tells nothing
+                value = None
+            finally:
+                if token is not None:
+                    BUDGET.reset(token)
+            got = made[id(layer)] = (layer, value)
+        return got[1]
+
+    return form
+
+
+def _layers(module: nn.Module, h: Handed) -> list[nn.Module]:
+    """The layers the call may have made: the one kept under ``h.kept``, else those of the
+    callee's class inside it (a container it fills), else anywhere in the module."""
+    at = module._modules.get(h.kept) if h.kept else None
+    if at is not None and original_class(type(at)) is h.callee:
+        return [at]
+    inside = [at] if at is not None else []
+    # A layer of the user's is searched for its form: the first one made (with the argument as
+    # it was given, before a loop changed it) is read; torch's are read off their attributes.
+    most = MAX_LAYERS if h.callee.__module__.startswith("torch.") else 1
+    for root in [*inside, module]:
+        found = [m for m in descendants(root, DEPTH) if original_class(type(m)) is h.callee]
+        if found:
+            return found[:most]
+    return []
+
+
+def _written(value: Any) -> list[Any]:
+    """A size torch keeps expanded (``(3,)``, ``(2, 2)``): the int first, then the tuple."""
+    if type(value) is tuple and value and all(type(x) is int and x == value[0] for x in value):
+        return [value[0], value]
+    return [value]
+
+
+def _as_is(value: Any) -> list[Any]:
+    return [value]
+
+
+def handed(module: nn.Module, u: Usage, child: Child | None) -> list[Any]:
+    """The values of the layers the argument was handed to (see the module doc)."""
+    out: list[Any] = []
+    for h in u.handed:
+        for layer in _layers(module, h):
+            form = child(layer) if child is not None else None
+            fields = getattr(form, "fields", None) or ()
+            got = next((f for f in fields if f.name == h.param), None)
+            # torch keeps sizes expanded; a layer of the user's keeps what it was given.
+            written = _written if type(layer).__module__.startswith("torch.") else _as_is
+            if got is not None and got.origin != "default" and h.index >= 0:
+                # One of the values a *args collects: the one at the argument's place.
+                items = got.value if isinstance(got.value, (tuple, list)) else ()
+                out += [items[h.index]] if h.index < len(items) else []
+            elif got is not None and got.origin != "default":
+                out += written(got.value)
+            elif form is None and h.param in layer.__dict__:
+                out += written(layer.__dict__[h.param])
+    return out
+
+
+def kept(module: nn.Module, u: Usage) -> list[Any]:
+    """The attributes the argument was kept under, by another name, the layer at its place in
+    a container it was handed to, or its items after it was unpacked (``ph, pw = pair(patch_size); self.ph, self.pw = ph, pw``: ``(ph, pw)``, or
+    the int where they are equal, as it was most likely written)."""
+    out = [_held(module, k) for k in u.kept if _holds(module, k)]
+    if u.items_kept and all(_holds(module, k) for k in u.items_kept):
+        out += _written(tuple(_held(module, k) for k in u.items_kept))
+    for h in u.handed:
+        # Handed to a container at its place (self.online = nn.Sequential(backbone, head)):
+        # the container's layer at that place, read off it without a form.
+        at = module._modules.get(h.kept) if h.kept and h.index >= 0 else None
+        if isinstance(at, (nn.Sequential, nn.ModuleList)) and h.callee is type(at):
+            out += [at[h.index]] if h.index < len(at) else []
+    return out
+
+
+# Where ``self.name = value`` puts a value: nn.Module.__setattr__ keeps a module in ``_modules``
+# and a Parameter in ``_parameters``, everything else in ``__dict__`` (GINConv's ``self.nn = nn_``).
+def _stores(module: nn.Module) -> tuple[dict[str, Any], ...]:
+    return (module.__dict__, module._modules, module._parameters)
+
+
+def _holds(module: nn.Module, name: str) -> bool:
+    return any(name in d for d in _stores(module))
+
+
+def _held(module: nn.Module, name: str) -> Any:
+    return next(d[name] for d in _stores(module) if name in d)
+
+
+def _around(module: nn.Module) -> Iterator[nn.Module]:
+    """The module, its layers, then the modules holding it, nearest first."""
+    yield module
+    yield from descendants(module)
+    if not hashable(module):
+        return
+    LIVE.placed(module)
+    at = module
+    for _ in range(MAX_UP):
+        place = LIVE.place(at)
+        if place is None:
+            return
+        at = place[0]
+        yield at
+
+
+def _has(obj: Any, names: tuple[str, ...]) -> bool:
+    try:
+        return all(hasattr(obj, n) for n in names)
+    except Exception:  # noqa: BLE001 - a property that raises
+        return False
+
+
+def holders(module: nn.Module, u: Usage) -> list[Any]:
+    """Objects with every field the constructor reads off the argument (see the module doc)."""
+    if not u.fields:
+        return []
+    out: list[Any] = []
+    for m in _around(module):
+        for v in m.__dict__.values():
+            if isinstance(v, (*_PLAIN, dict, list, tuple, set, types.FunctionType)):
+                continue
+            if _has(v, u.fields) and not any(v is o for o in out):
+                out.append(v)
+        if len(out) >= MAX_HOLDERS:
+            break
+    # A layer is read by its fields too (``LayerNorm(layer.size)`` of the block it clones).
+    layers = [m for m in descendants(module) if _has(m, u.fields)]
+    return [*out[:MAX_HOLDERS], *layers[:MAX_HOLDERS]]
+
+
+def keys(module: nn.Module, name: str, u: Usage) -> list[Any]:
+    """The table's keys, the one whose class the module holds under ``name`` first."""
+    if not u.table:
+        return []
+    held = module.__dict__.get("_modules", {}).get(name, module.__dict__.get(name))
+    cls = original_class(type(held)) if isinstance(held, nn.Module) else None
+    first = [k for k, v in zip(u.table, u.table_values) if cls is not None and v is cls]
+    return [*first, *(k for k in u.table if k not in first)]

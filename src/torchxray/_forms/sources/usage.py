@@ -1,0 +1,489 @@
+"""Source: how ``__init__`` uses each argument, read from its AST before a value's kind is chosen.
+
+A hand-written constructor says what it was given by what it does with it, where no annotation
+does: ``a, b = size`` takes a pair, ``for c in tokens`` and ``len(labels)`` a sequence,
+``range(n_layer)`` and ``math.log2(img_size)`` a number, ``args.n_embd`` an object with that
+field, ``cfg["encoder"]`` a dict, ``{"batch": ..., "layer": ...}[norm]`` one of those keys,
+``self.chars = tokens`` keeps it under another name, and ``nn.Conv1d(n_inputs, ...)`` hands it to
+a layer whose own form holds it (``passed.py`` reads those layers). ``usage(cls, name)`` reads
+that once per class and parameter into a ``Usage``; ``fits(usage, value)`` says whether a value
+could be the argument (an int for an argument it iterates could not): the search's candidates
+are the sources' readings that fit (``pools.py``).
+
+Read conservatively: a use that both a number and a sequence allow (``x * 2``, ``x + y``,
+``x == y``) says nothing, a name rebound in the constructor is read as the argument all along
+(its first use is the argument's), and a function of the same file it is handed to is followed
+one call deep (a person's helpers: ``pair(image_size)``, ``Normalize(in_channels)``; a library's
+are many, and an annotation says more of them).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import dataclasses
+import functools
+import sys
+import types
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+from ..._signature import resolve
+from .literals import source_tree
+
+__all__ = ["Handed", "Usage", "fits", "usage"]
+
+DEPTH = 2  # calls followed: the constructor, and a function it hands the argument to
+
+# Builtins and math functions that take a number, or iterate a sequence.
+_NUMBER_CALLS = frozenset({"range", "int", "float", "round", "abs", "divmod", "math"})
+_SEQUENCE_CALLS = frozenset(
+    {"len", "enumerate", "zip", "sorted", "reversed", "list", "tuple", "set", "sum", "iter"}
+)
+_SEQUENCE_METHODS = frozenset({"reverse", "append", "extend", "insert", "index", "count", "sort"})
+_NUMBER_OPS = (ast.FloorDiv, ast.Div, ast.Sub, ast.Mod, ast.Pow)
+_ORDER = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+
+
+@dataclass(frozen=True)
+class Handed:
+    """The argument handed to ``callee`` as its parameter ``param``; ``kept`` is the attribute
+    whose layer holds the call's result (``self.conv1 = nn.Conv1d(...)``, or a container:
+    ``self.net = nn.Sequential(nn.Linear(...))``), "" where none is."""
+
+    callee: Any
+    param: str
+    kept: str = ""
+    index: int = -1  # its place among the callee's *args (nn.Sequential(backbone, head): 0)
+
+
+@dataclass(frozen=True)
+class Usage:
+    """How a constructor uses one argument (see the module doc). Empty: nothing is known."""
+
+    kept: tuple[str, ...] = ()  # attributes assigned the argument itself
+    number: bool = False  # range(x), math.f(x), int(x), x // k, x - k, x ** k, x < k
+    sequence: bool = False  # iterated, len(x), enumerate/zip(x), x[a:b], *x, x.reverse()
+    measured: bool = False  # len(x): its length is a number the module shows
+    unpacked: int = 0  # names it is unpacked to (a, b = x; a, b = pair(x))
+    fields: tuple[str, ...] = ()  # attributes read off it (args.n_embd)
+    keys: tuple[str, ...] = ()  # string keys read off it (cfg["encoder"])
+    table: tuple[Any, ...] = ()  # keys of the dict literal it is looked up in
+    table_values: tuple[Any, ...] = ()  # the values at those keys (classes, where resolvable)
+    called: bool = False  # x(...)
+    tested: bool = False  # isinstance(x, ...): it takes more than one kind of value
+    handed: tuple[Handed, ...] = field(default=())
+    items_kept: tuple[str, ...] = ()  # attributes keeping each unpacked item, in order
+
+    @property
+    def known(self) -> bool:
+        return self != _NOTHING
+
+
+_NOTHING = Usage()
+
+
+def _is(node: ast.AST | None, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
+
+
+def _resolve(node: ast.AST, scope: dict[str, Any]) -> Any:
+    """The object a callee's expression names (``nn.Conv1d``, ``Generator``), or None."""
+    if isinstance(node, ast.Name):
+        return scope.get(node.id, getattr(builtins, node.id, None))
+    if isinstance(node, ast.Attribute):
+        owner = _resolve(node.value, scope)
+        if isinstance(owner, (types.ModuleType, type)):
+            return getattr(owner, node.attr, None)
+    return None
+
+
+def _func_name(call: ast.Call) -> str:
+    f = call.func
+    if isinstance(f, ast.Name):
+        return f.id
+    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "math":
+        return "math"
+    return ""
+
+
+def _kept_under(call: ast.Call, up: dict[ast.AST, ast.AST]) -> str:
+    """The attribute ``self.X`` whose layer holds a call's result: the nearest assignment to
+    ``self.X`` around it (``self.conv1 = weight_norm(nn.Conv1d(...))``, ``self.net =
+    nn.Sequential(nn.Linear(...), ...)``), a call of a method of ``self.X`` around it
+    (``self.layers.append(...)``) or the name given to ``self.add_module("name", ...)``."""
+    node: ast.AST = call
+    parent = up.get(node)
+    while parent is not None and not isinstance(parent, ast.stmt):
+        if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Attribute):
+            owner = parent.func.value
+            if isinstance(owner, ast.Attribute) and _is(owner.value, "self"):
+                return owner.attr  # self.layers.append(...)
+            if (
+                _is(owner, "self")
+                and parent.func.attr == "add_module"
+                and parent.args
+                and isinstance(parent.args[0], ast.Constant)
+                and isinstance(parent.args[0].value, str)
+            ):
+                return parent.args[0].value
+        node, parent = parent, up.get(parent)
+    if isinstance(parent, ast.Assign) and len(parent.targets) == 1:
+        t = parent.targets[0]
+        if isinstance(t, ast.Attribute) and _is(t.value, "self"):
+            return t.attr
+    return ""
+
+
+def _bound(call: ast.Call, what: ast.AST | str, callee: Any) -> tuple[str, int] | None:
+    """The parameter of ``callee`` that ``call`` hands ``what`` to (a node of the call, or a
+    bare name), with its place among the values a ``*args`` parameter collects (-1 for a
+    parameter of its own)."""
+
+    def given(a: ast.AST) -> bool:
+        return _is(a, what) if isinstance(what, str) else a is what
+
+    try:
+        # The one resolver (through wrappers), not stage 1: a source never calls back.
+        sig = resolve(callee)
+    except (TypeError, ValueError):
+        return None
+    params = list(sig.parameters.values())
+    for i, a in enumerate(call.args):
+        if isinstance(a, ast.Starred):
+            return None  # positions after a *spread are unknown
+        if not given(a):
+            continue
+        if i < len(params) and params[i].kind <= params[i].POSITIONAL_OR_KEYWORD:
+            return params[i].name, -1
+        spread = [j for j, p in enumerate(params[: i + 1]) if p.kind == p.VAR_POSITIONAL]
+        if spread:
+            return params[spread[0]].name, i - spread[0]
+    for k in call.keywords:
+        if k.arg is not None and given(k.value) and k.arg in sig.parameters:
+            return k.arg, -1
+    return None
+
+
+def _table(node: ast.AST, scope: dict[str, Any]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """The constant keys of a dict literal, and the objects its values name (None where a value
+    is an expression)."""
+    if not isinstance(node, ast.Dict):
+        return (), ()
+    keys, values = [], []
+    for k, v in zip(node.keys, node.values):
+        if not isinstance(k, ast.Constant):
+            return (), ()
+        keys.append(k.value)
+        values.append(_resolve(v, scope) if v is not None else None)
+    return tuple(keys), tuple(values)
+
+
+class _Reader:
+    """One pass over a function's AST for the uses of one parameter."""
+
+    def __init__(
+        self, fn: Callable[..., Any], name: str, depth: int, code: _Code, path: tuple[str, ...] = ()
+    ) -> None:
+        self.fn, self.name, self.depth, self.code, self.path = fn, name, depth, code, path
+        self.scope = code.scope
+        self.kept: list[str] = []
+        self.fields: dict[str, None] = {}
+        self.keys: dict[str, None] = {}
+        self.number = self.sequence = self.measured = self.called = self.tested = False
+        self.unpacked = 0
+        self.items: tuple[str, ...] = ()  # the names it is unpacked to
+        self.table: tuple[tuple[Any, ...], tuple[Any, ...]] = ((), ())
+        self.handed: list[Handed] = []
+
+    def read(self) -> Usage:
+        up = self.code.up
+        for node in self._nodes():
+            self._use(node, up.get(node), up)
+        items = _items_kept(self.code.tree, self.items) if self.items else ()
+        return Usage(
+            tuple(dict.fromkeys(self.kept)),
+            self.number,
+            self.sequence,
+            self.measured,
+            self.unpacked,
+            tuple(self.fields),
+            tuple(self.keys),
+            *self.table,
+            self.called,
+            self.tested,
+            tuple(dict.fromkeys(self.handed)),
+            items,
+        )
+
+    def _nodes(self) -> list[ast.AST]:
+        """The argument's loads, or where a path is read, the ends of ``name.a.b`` read off
+        them (``cfg.model.dropout`` for the path ``("model", "dropout")``)."""
+        nodes: list[ast.AST] = list(self.code.loads.get(self.name, ()))
+        for attr in self.path:
+            ups = [self.code.up.get(n) for n in nodes]
+            nodes = [
+                u
+                for n, u in zip(nodes, ups)
+                if isinstance(u, ast.Attribute) and u.value is n and u.attr == attr
+            ]
+        return nodes
+
+    def _use(self, node: ast.AST, parent: ast.AST | None, up: dict[ast.AST, ast.AST]) -> None:
+        if isinstance(parent, ast.Assign) and parent.value is node:
+            for t in parent.targets:
+                if isinstance(t, ast.Attribute) and _is(t.value, "self"):
+                    self.kept.append(t.attr)
+                elif isinstance(t, (ast.Tuple, ast.List)):
+                    self.unpacked = len(t.elts)
+                    self.items = _names(t)
+        elif isinstance(parent, (ast.For, ast.comprehension)) and parent.iter is node:
+            self.sequence = True
+        elif isinstance(parent, ast.Starred):
+            self.sequence = True
+        elif isinstance(parent, ast.Attribute) and parent.value is node:
+            call = up.get(parent)
+            if isinstance(call, ast.Call) and call.func is parent:
+                if parent.attr in _SEQUENCE_METHODS:
+                    self.sequence = True
+                elif parent.attr == "get" and call.args and isinstance(call.args[0], ast.Constant):
+                    self.keys.setdefault(str(call.args[0].value), None)
+            else:
+                self.fields.setdefault(parent.attr, None)
+        elif isinstance(parent, ast.Subscript) and parent.value is node:
+            key = parent.slice
+            if isinstance(key, ast.Slice):
+                self.sequence = True
+            elif isinstance(key, ast.Constant) and isinstance(key.value, str):
+                self.keys.setdefault(key.value, None)
+        elif isinstance(parent, ast.Subscript) and parent.slice is node:
+            self.table = _table(parent.value, self.scope)
+        elif isinstance(parent, ast.BinOp) and isinstance(parent.op, _NUMBER_OPS):
+            self.number = True
+        elif isinstance(parent, ast.BinOp) and _counted(parent, node):
+            self.number = True
+        elif isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.USub):
+            self.number = True
+        elif isinstance(parent, ast.Compare) and any(isinstance(o, _ORDER) for o in parent.ops):
+            self.number = True
+        elif (
+            isinstance(parent, ast.Compare)
+            and node in parent.comparators
+            and isinstance(parent.ops[parent.comparators.index(node)], (ast.In, ast.NotIn))
+        ):
+            self.sequence = True  # res in attn_resolutions
+        elif isinstance(parent, ast.Call):
+            self._call(parent, node, up)
+        elif isinstance(parent, ast.keyword) and isinstance(up.get(parent), ast.Call):
+            self._call(typing.cast(ast.Call, up[parent]), node, up)  # f(width=x)
+
+    def _call(self, call: ast.Call, node: ast.AST, up: dict[ast.AST, ast.AST]) -> None:
+        if call.func is node:
+            self.called = True
+            return
+        word = _func_name(call)
+        if word in _NUMBER_CALLS:
+            self.number = True
+            return
+        if word in _SEQUENCE_CALLS:
+            self.sequence = True
+            self.measured = self.measured or word == "len"
+            return
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "get" and call.args:
+            if call.args[0] is node:  # {...}.get(x)
+                self.table = _table(call.func.value, self.scope)
+            return
+        callee = _resolve(call.func, self.scope)
+        if callee is isinstance and call.args and call.args[0] is node:
+            self.tested = True  # isinstance(x, tuple): it takes more than one kind of value
+            return
+        if callee is None or callee in (getattr, hasattr, print, id, type, super):
+            return
+        bound = _bound(call, node, callee)
+        if bound is None:
+            return
+        param, index = bound
+        up_call = up.get(call)
+        if isinstance(up_call, ast.Assign) and isinstance(
+            up_call.targets[0], (ast.Tuple, ast.List)
+        ):
+            # a, b = pair(x): the function's result is unpacked; so may its argument be.
+            self.unpacked = self.unpacked or len(up_call.targets[0].elts)
+            self.items = self.items or _names(up_call.targets[0])
+        if isinstance(callee, type) and issubclass(callee, nn.Module):
+            self.handed.append(Handed(callee, param, _kept_under(call, up), index))
+            annotated = _annotated(callee, param)
+            self.number = self.number or annotated in (int, float)
+        elif (
+            isinstance(callee, types.FunctionType)
+            and index < 0
+            and self.depth < DEPTH
+            and callee.__module__ == getattr(self.fn, "__module__", None)
+        ):
+            # What a function it is handed to makes of it (``Normalize(in_channels)``); not
+            # how that function reads it: helpers take several kinds of value (``to_2tuple``).
+            inner = _read(callee, param, self.depth + 1)
+            self.handed += [Handed(h.callee, h.param) for h in inner.handed]
+
+
+def _counted(op: ast.BinOp, node: ast.AST) -> bool:
+    """``x + 1``, ``x + i * k`` (a sequence adds only sequences), ``[0.0] * x`` (a count of
+    items) and ``x * 0.5`` (a sequence repeats by a whole number only)."""
+    other = op.right if op.left is node else op.left
+    if isinstance(op.op, ast.Add):
+        number = isinstance(other, ast.Constant) and type(other.value) in (int, float)
+        return (
+            number
+            or isinstance(other, ast.BinOp)
+            and isinstance(other.op, (ast.Mult, *_NUMBER_OPS))
+        )
+    if isinstance(op.op, ast.Mult):
+        if isinstance(other, (ast.List, ast.Tuple)):
+            return True
+        return isinstance(other, ast.Constant) and type(other.value) is float
+    return False
+
+
+def _names(target: ast.AST) -> tuple[str, ...]:
+    elts = getattr(target, "elts", [])
+    names = tuple(e.id for e in elts if isinstance(e, ast.Name))
+    return names if len(names) == len(elts) else ()
+
+
+def _items_kept(tree: ast.AST, names: tuple[str, ...]) -> tuple[str, ...]:
+    """The attributes that keep each of ``names`` (``self.ph, self.pw = ph, pw``), in their
+    order; () unless every one is kept."""
+    kept: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+            continue
+        t, v = node.targets[0], node.value
+        pairs = (
+            list(zip(t.elts, v.elts))
+            if isinstance(t, ast.Tuple) and isinstance(v, ast.Tuple) and len(t.elts) == len(v.elts)
+            else [(t, v)]
+        )
+        for target, value in pairs:
+            if (
+                isinstance(target, ast.Attribute)
+                and _is(target.value, "self")
+                and isinstance(value, ast.Name)
+                and value.id in names
+            ):
+                kept.setdefault(value.id, target.attr)
+    return tuple(kept[n] for n in names) if all(n in kept for n in names) else ()
+
+
+def _annotated(cls: type, param: str) -> Any:
+    try:
+        return resolve(cls).parameters[param].annotation
+    except (TypeError, ValueError, KeyError):
+        return None
+
+
+@dataclass(frozen=True)
+class _Code:
+    """A function's source read once for all its parameters: its tree, each node's parent, the
+    names each parameter is read under, and the names its code sees (its module's, its closure's,
+    and what it imports itself from modules already loaded: ``from transformers import
+    CLIPVisionModel``; reading the code imports nothing)."""
+
+    tree: ast.AST
+    up: dict[ast.AST, ast.AST]
+    loads: dict[str, list[ast.Name]]
+    scope: dict[str, Any]
+
+
+@functools.lru_cache(maxsize=512)
+def _code(fn: Callable[..., Any]) -> _Code | None:
+    tree = source_tree(fn)
+    if tree is None:
+        return None
+    scope: dict[str, Any] = dict(getattr(fn, "__globals__", {}))
+    closure = getattr(fn, "__closure__", None) or ()
+    for var, cell in zip(fn.__code__.co_freevars, closure):
+        try:
+            scope[var] = cell.cell_contents
+        except ValueError:
+            pass
+    up: dict[ast.AST, ast.AST] = {}
+    loads: dict[str, list[ast.Name]] = {}
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            up[child] = node
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            loads.setdefault(node.id, []).append(node)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            loaded = sys.modules.get(node.module)
+            for alias in node.names if loaded is not None else ():
+                if hasattr(loaded, alias.name):
+                    scope[alias.asname or alias.name] = getattr(loaded, alias.name)
+    return _Code(tree, up, loads, scope)
+
+
+def _read(fn: Callable[..., Any], name: str, depth: int, path: tuple[str, ...] = ()) -> Usage:
+    code = _code(fn)
+    if code is None:
+        return _NOTHING
+    return _Reader(fn, name, depth, code, path).read()
+
+
+@functools.lru_cache(maxsize=1024)
+def usage(cls: type, name: str, path: tuple[str, ...] = ()) -> Usage:
+    """How ``cls.__init__`` uses its parameter ``name`` (see the module doc), or with ``path``
+    the field read off it (``usage(cls, "cfg", ("model", "dropout"))``: ``cfg.model.dropout``);
+    an empty ``Usage`` where its source cannot be read (a builtin, a class made in a notebook
+    cell that is gone) or the class is torch's own (its attributes say what it was given)."""
+    init = cls.__dict__.get("__init__")
+    if not isinstance(init, types.FunctionType) or cls.__module__.startswith("torch."):
+        return _NOTHING
+    try:
+        return _read(init, name, 1, path)
+    except (RecursionError, ValueError, TypeError):
+        return _NOTHING
+
+
+def _sequence(v: Any) -> bool:
+    return isinstance(v, (tuple, list, str, torch.Size, range))
+
+
+def fits(u: Usage, value: Any, annotated: bool = False) -> bool:
+    """Whether ``value`` could be the argument a constructor uses as ``u`` says; None always
+    could (a constructor often tests it first). Nothing is judged of an argument the
+    constructor tests with ``isinstance`` (it takes several kinds), and the kind of value (a
+    number, a sequence) only where nothing annotates it (an annotation says it better)."""
+    if value is None or not u.known or u.tested:
+        return True  # a tested one may be converted first (``CLIPTextCfg(**text_cfg)``)
+    if annotated:
+        u = dataclasses.replace(u, number=False, sequence=False, unpacked=0)
+    if u.number and not u.sequence and not u.unpacked:
+        if _sequence(value) or isinstance(value, (type, dict)):
+            return False
+    if u.sequence and not u.number:
+        if isinstance(value, (bool, int, float, type)):
+            return False
+    if u.unpacked and _sequence(value) and not isinstance(value, str):
+        if len(value) != u.unpacked:
+            return False
+    if u.fields and isinstance(value, (bool, int, float, str, tuple, list, dict, type)):
+        # A plain value has none of the fields read off it (a field read in one branch only
+        # may be missing from the object given: ``config.pooling`` in a raise).
+        if not all(_has(value, a) for a in u.fields):
+            return False
+    if u.keys and not (hasattr(value, "keys") and hasattr(value, "__getitem__")):
+        return False
+    if u.table and not isinstance(value, (str, int, bool)) and value not in u.table:
+        return False
+    return not (u.called and not callable(value))
+
+
+def _has(value: Any, name: str) -> bool:
+    try:
+        return hasattr(value, name)
+    except Exception:  # noqa: BLE001 - a property that raises
+        return False
