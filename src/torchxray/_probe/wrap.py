@@ -41,8 +41,8 @@ from collections.abc import Callable
 from typing import Any
 
 from torch import nn
-from torch.nn.modules import module as nn_module
 
+from .._fake.memo import global_hooks
 from .calls import Recorder
 
 _MISSING = object()
@@ -63,14 +63,6 @@ def _plain_call(cls: type) -> bool:
         and not any("_call_impl" in vars(k) for k in cls.__mro__ if k is not nn.Module)
     )
 
-
-def global_hooks() -> bool:
-    return bool(
-        nn_module._global_forward_hooks
-        or nn_module._global_forward_pre_hooks
-        or nn_module._global_backward_hooks
-        or nn_module._global_backward_pre_hooks
-    )
 
 
 def _this_thread(get: Callable[[int], str | None]) -> Callable[[int], str | None]:
