@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 import torch
-from fixtures.structure import mismatch
 from torch import nn
 
 import torchxray as tx

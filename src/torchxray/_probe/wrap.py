@@ -64,7 +64,6 @@ def _plain_call(cls: type) -> bool:
     )
 
 
-
 def _this_thread(get: Callable[[int], str | None]) -> Callable[[int], str | None]:
     """`get` for calls from the probing thread only: a forward that runs meanwhile in another
     thread (the user's cell, while the Explorer probes in the background) is not recorded."""
