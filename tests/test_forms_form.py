@@ -577,3 +577,33 @@ def test_built_modules_have_exact_forms() -> None:
     assert g["scale"].origin == "recorded" and g["scale"].value == 3.5
     assert g["width"].value == 6
     assert form(g.build(width=8))["scale"].value == 3.5
+
+
+class _Head(nn.Module):
+    def __init__(self, opt):  # type: ignore[no-untyped-def]
+        super().__init__()
+        self.drop = nn.Dropout(opt.net.p)
+        self.fc = nn.Linear(opt.net.width, opt.data.classes)
+
+
+def test_a_namespace_in_a_namespace_shows_its_fields_and_an_edit_changes_one() -> None:
+    import types
+
+    import torchxray as tx
+
+    opt = types.SimpleNamespace(
+        net=types.SimpleNamespace(p=0.1, width=8), data=types.SimpleNamespace(classes=3)
+    )
+    model = _Head(opt)
+    f = form(model)
+    assert f.inexact == ""
+    names = [x.name for x in f.fields]
+    assert {"opt.net.p", "opt.net.width", "opt.data.classes"} <= set(names)
+    assert f["opt.net.p"].group == "opt" and "opt.net" not in names  # one group, "net.p"
+    built = f.build(**{"opt.net.p": 0.3})
+    assert (built.drop.p, built.fc.out_features) == (0.3, 3)
+    # Through the patch engine: only that field changes, the namespace the model was given is
+    # never touched.
+    outer = nn.Sequential(model)
+    tx.PatchLog(outer).edit("0", **{"opt.net.p": 0.4})
+    assert (outer[0].drop.p, outer[0].fc.out_features, opt.net.p) == (0.4, 3, 0.1)

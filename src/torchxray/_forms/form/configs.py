@@ -16,7 +16,7 @@ import textwrap
 from typing import Any
 
 from ..._signature import original
-from ..configs import config_items
+from ..configs import config_items, is_config, is_hf
 from ..field import Field
 from ..kinds import KindInfo, kind_of
 from ..values import to_text
@@ -66,12 +66,20 @@ def _names_config(node: ast.expr, param: str, meth: str) -> bool:
 
 
 def with_changes(config: Any, changes: dict[str, Any]) -> Any:
-    """A deep copy of ``config`` with ``changes`` set; the original is never touched."""
+    """A copy of ``config`` with ``changes`` set, a nested config's field by its dotted name
+    (``{"model.dropout": 0.2}``); the original is never touched."""
+    flat = {k: v for k, v in changes.items() if "." not in k}
+    inner: dict[str, dict[str, Any]] = {}
+    for k, v in changes.items():
+        if "." in k:
+            head, rest = k.split(".", 1)
+            inner.setdefault(head, {})[rest] = v
+    flat |= {head: with_changes(getattr(config, head), sets) for head, sets in inner.items()}
     params = getattr(type(config), "__dataclass_params__", None)
     if params is not None and params.frozen:
-        return dataclasses.replace(config, **changes)
+        return dataclasses.replace(config, **flat)
     new = copy.deepcopy(config)
-    for name, value in changes.items():
+    for name, value in flat.items():
         setattr(new, name, value)
     return new
 
@@ -91,6 +99,17 @@ def expand(cls: type, parent: Field, info: KindInfo) -> list[tuple[Field, KindIn
     order = [n for n in read if n in items] + [n for n in items if n not in read]
     known = bool(read)
     out = [(dataclasses.replace(parent, kind="config"), dataclasses.replace(info, kind="config"))]
+    out += _fields(cls, parent, items, order, read if known else None)
+    return out
+
+
+def _fields(
+    cls: type, parent: Field, items: dict[str, Any], order: list[str], read: tuple[str, ...] | None
+) -> list[tuple[Field, KindInfo]]:
+    """One sub-field per literal field of a config, then each nested config's (a namespace in a
+    namespace: ``cfg.model.dropout``), all in the top-level argument's group."""
+    group = parent.group or parent.name
+    out: list[tuple[Field, KindInfo]] = []
     for key in order:
         value = items[key]
         sub = kind_of(cls, key, inspect.Parameter.empty, value, value)
@@ -108,8 +127,31 @@ def expand(cls: type, parent: Field, info: KindInfo) -> list[tuple[Field, KindIn
             text=to_text(sub.kind, value),
             optional=sub.optional,
             param_kind="KEYWORD_ONLY",
-            group=parent.name,
-            read=(key in read) if known else None,
+            group=group,
+            read=(key in read) if read is not None else None,
         )
         out.append((f, sub))
+    depth = parent.name.count(".")
+    for key, value in _nested(parent.value).items() if depth < _DEPTH else ():
+        head = Field(
+            name=f"{parent.name}.{key}", kind="config", value=value, default=None,
+            required=False, choices=(), origin=parent.origin, annotation="",
+            text=to_text("config", value), optional=False, param_kind="KEYWORD_ONLY",
+            group=group,
+        )  # fmt: skip
+        # No field of its own: its fields sit in the argument's group, labelled "net.p".
+        inner = config_items(value)
+        out += _fields(cls, head, inner, list(inner), None)
     return out
+
+
+_DEPTH = 3  # configs nested in a config shown, down to cfg.a.b.c
+
+
+def _nested(config: Any) -> dict[str, Any]:
+    """The config's fields that are configs themselves (not a library's big config)."""
+    try:
+        public = {k: v for k, v in vars(config).items() if not k.startswith("_")}
+    except TypeError:
+        return {}
+    return {k: v for k, v in public.items() if is_config(v) and not is_hf(v)}
