@@ -121,7 +121,8 @@ LATEST_TESTS ?= tests/test_signature.py tests/test_first_call.py tests/test_prob
   tests/test_forms_real.py \
   tests/test_forms_sources_shipped.py tests/test_patch_config.py tests/test_probe_flow.py \
   tests/test_probe_real.py tests/test_placement.py tests/test_tensor_subclasses.py \
-  tests/test_summary.py tests/test_select.py tests/test_compile_check.py tests/test_sweep_sample.py
+  tests/test_summary.py tests/test_select.py tests/test_compile_check.py tests/test_sweep_sample.py \
+  tests/test_ranks_comm_debug.py
 # The sweep's sample: three models per family, and the decoders whose attention kernels wraps
 # (the fixed sample of tests/test_sweep_sample.py runs among the tests).
 LATEST_SWEEP ?= --family transformers timm diffusers peft torchao open_clip --limit 3
