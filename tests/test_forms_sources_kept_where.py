@@ -6,7 +6,6 @@ is written here in the habits of code nobody here wrote; each form is then exact
 
 from __future__ import annotations
 
-import ast
 import copy
 import warnings
 from collections.abc import Callable
@@ -19,7 +18,7 @@ from torch import nn
 import torchxray as tx
 from torchxray._forms.rebuild.parts import parts
 from torchxray._forms.sources.passed import kept
-from torchxray._forms.sources.usage import _bound, usage
+from torchxray._forms.sources.usage import usage
 
 warnings.filterwarnings("ignore")
 pytestmark = pytest.mark.usefixtures("roomy_form_budget")
@@ -53,12 +52,6 @@ class Siamese(nn.Module):
 
 
 def test_a_layer_handed_to_a_container_is_read_at_its_place() -> None:
-    call = ast.parse("nn.Sequential(first, encoder, head)").body[0].value  # type: ignore[attr-defined]
-    assert _bound(call, "encoder", nn.Sequential) == ("args", 1)
-    assert _bound(ast.parse("nn.Linear(a, b)").body[0].value, "b", nn.Linear) == (  # type: ignore[attr-defined]
-        "out_features",
-        -1,
-    )
     encoder = nn.Sequential(nn.Linear(3, 8), nn.Tanh())
     m = Siamese(encoder)
     (h,) = usage(Siamese, "backbone").handed

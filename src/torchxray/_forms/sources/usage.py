@@ -20,10 +20,8 @@ are many, and an annotation says more of them).
 from __future__ import annotations
 
 import ast
-import builtins
 import dataclasses
 import functools
-import sys
 import types
 import typing
 from collections.abc import Callable
@@ -33,8 +31,19 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..._signature import resolve
-from .literals import source_tree
+from .code import (
+    Code,
+    annotation_of,
+    bound,
+    code_of,
+    func_name,
+    is_name,
+    kept_items,
+    kept_under,
+    names_of,
+    resolved,
+    table_of,
+)
 
 __all__ = ["Handed", "Usage", "fits", "usage"]
 
@@ -88,107 +97,11 @@ class Usage:
 _NOTHING = Usage()
 
 
-def _is(node: ast.AST | None, name: str) -> bool:
-    return isinstance(node, ast.Name) and node.id == name
-
-
-def _resolve(node: ast.AST, scope: dict[str, Any]) -> Any:
-    """The object a callee's expression names (``nn.Conv1d``, ``Generator``), or None."""
-    if isinstance(node, ast.Name):
-        return scope.get(node.id, getattr(builtins, node.id, None))
-    if isinstance(node, ast.Attribute):
-        owner = _resolve(node.value, scope)
-        if isinstance(owner, (types.ModuleType, type)):
-            return getattr(owner, node.attr, None)
-    return None
-
-
-def _func_name(call: ast.Call) -> str:
-    f = call.func
-    if isinstance(f, ast.Name):
-        return f.id
-    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "math":
-        return "math"
-    return ""
-
-
-def _kept_under(call: ast.Call, up: dict[ast.AST, ast.AST]) -> str:
-    """The attribute ``self.X`` whose layer holds a call's result: the nearest assignment to
-    ``self.X`` around it (``self.conv1 = weight_norm(nn.Conv1d(...))``, ``self.net =
-    nn.Sequential(nn.Linear(...), ...)``), a call of a method of ``self.X`` around it
-    (``self.layers.append(...)``) or the name given to ``self.add_module("name", ...)``."""
-    node: ast.AST = call
-    parent = up.get(node)
-    while parent is not None and not isinstance(parent, ast.stmt):
-        if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Attribute):
-            owner = parent.func.value
-            if isinstance(owner, ast.Attribute) and _is(owner.value, "self"):
-                return owner.attr  # self.layers.append(...)
-            if (
-                _is(owner, "self")
-                and parent.func.attr == "add_module"
-                and parent.args
-                and isinstance(parent.args[0], ast.Constant)
-                and isinstance(parent.args[0].value, str)
-            ):
-                return parent.args[0].value
-        node, parent = parent, up.get(parent)
-    if isinstance(parent, ast.Assign) and len(parent.targets) == 1:
-        t = parent.targets[0]
-        if isinstance(t, ast.Attribute) and _is(t.value, "self"):
-            return t.attr
-    return ""
-
-
-def _bound(call: ast.Call, what: ast.AST | str, callee: Any) -> tuple[str, int] | None:
-    """The parameter of ``callee`` that ``call`` hands ``what`` to (a node of the call, or a
-    bare name), with its place among the values a ``*args`` parameter collects (-1 for a
-    parameter of its own)."""
-
-    def given(a: ast.AST) -> bool:
-        return _is(a, what) if isinstance(what, str) else a is what
-
-    try:
-        # The one resolver (through wrappers), not stage 1: a source never calls back.
-        sig = resolve(callee)
-    except (TypeError, ValueError):
-        return None
-    params = list(sig.parameters.values())
-    for i, a in enumerate(call.args):
-        if isinstance(a, ast.Starred):
-            return None  # positions after a *spread are unknown
-        if not given(a):
-            continue
-        if i < len(params) and params[i].kind <= params[i].POSITIONAL_OR_KEYWORD:
-            return params[i].name, -1
-        spread = [j for j, p in enumerate(params[: i + 1]) if p.kind == p.VAR_POSITIONAL]
-        if spread:
-            return params[spread[0]].name, i - spread[0]
-    for k in call.keywords:
-        if k.arg is not None and given(k.value) and k.arg in sig.parameters:
-            return k.arg, -1
-    return None
-
-
-def _table(node: ast.AST, scope: dict[str, Any]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-    """The constant keys of a dict literal, and the objects its values name (None where a value
-    is an expression)."""
-    if not isinstance(node, ast.Dict):
-        return (), ()
-    keys, values = [], []
-    for k, v in zip(node.keys, node.values):
-        if not isinstance(k, ast.Constant):
-            return (), ()
-        keys.append(k.value)
-        values.append(_resolve(v, scope) if v is not None else None)
-    return tuple(keys), tuple(values)
-
-
 class _Reader:
     """One pass over a function's AST for the uses of one parameter."""
 
     def __init__(
-        self, fn: Callable[..., Any], name: str, depth: int, code: _Code, path: tuple[str, ...] = ()
+        self, fn: Callable[..., Any], name: str, depth: int, code: Code, path: tuple[str, ...] = ()
     ) -> None:
         self.fn, self.name, self.depth, self.code, self.path = fn, name, depth, code, path
         self.scope = code.scope
@@ -205,7 +118,7 @@ class _Reader:
         up = self.code.up
         for node in self._nodes():
             self._use(node, up.get(node), up)
-        items = _items_kept(self.code.tree, self.items) if self.items else ()
+        items = kept_items(self.code.tree, self.items) if self.items else ()
         return Usage(
             tuple(dict.fromkeys(self.kept)),
             self.number,
@@ -237,11 +150,11 @@ class _Reader:
     def _use(self, node: ast.AST, parent: ast.AST | None, up: dict[ast.AST, ast.AST]) -> None:
         if isinstance(parent, ast.Assign) and parent.value is node:
             for t in parent.targets:
-                if isinstance(t, ast.Attribute) and _is(t.value, "self"):
+                if isinstance(t, ast.Attribute) and is_name(t.value, "self"):
                     self.kept.append(t.attr)
                 elif isinstance(t, (ast.Tuple, ast.List)):
                     self.unpacked = len(t.elts)
-                    self.items = _names(t)
+                    self.items = names_of(t)
         elif isinstance(parent, (ast.For, ast.comprehension)) and parent.iter is node:
             self.sequence = True
         elif isinstance(parent, ast.Starred):
@@ -262,7 +175,7 @@ class _Reader:
             elif isinstance(key, ast.Constant) and isinstance(key.value, str):
                 self.keys.setdefault(key.value, None)
         elif isinstance(parent, ast.Subscript) and parent.slice is node:
-            self.table = _table(parent.value, self.scope)
+            self.table = table_of(parent.value, self.scope)
         elif isinstance(parent, ast.BinOp) and isinstance(parent.op, _NUMBER_OPS):
             self.number = True
         elif isinstance(parent, ast.BinOp) and _counted(parent, node):
@@ -286,7 +199,7 @@ class _Reader:
         if call.func is node:
             self.called = True
             return
-        word = _func_name(call)
+        word = func_name(call)
         if word in _NUMBER_CALLS:
             self.number = True
             return
@@ -296,28 +209,28 @@ class _Reader:
             return
         if isinstance(call.func, ast.Attribute) and call.func.attr == "get" and call.args:
             if call.args[0] is node:  # {...}.get(x)
-                self.table = _table(call.func.value, self.scope)
+                self.table = table_of(call.func.value, self.scope)
             return
-        callee = _resolve(call.func, self.scope)
+        callee = resolved(call.func, self.scope)
         if callee is isinstance and call.args and call.args[0] is node:
             self.tested = True  # isinstance(x, tuple): it takes more than one kind of value
             return
         if callee is None or callee in (getattr, hasattr, print, id, type, super):
             return
-        bound = _bound(call, node, callee)
-        if bound is None:
+        got = bound(call, node, callee)
+        if got is None:
             return
-        param, index = bound
+        param, index = got
         up_call = up.get(call)
         if isinstance(up_call, ast.Assign) and isinstance(
             up_call.targets[0], (ast.Tuple, ast.List)
         ):
             # a, b = pair(x): the function's result is unpacked; so may its argument be.
             self.unpacked = self.unpacked or len(up_call.targets[0].elts)
-            self.items = self.items or _names(up_call.targets[0])
+            self.items = self.items or names_of(up_call.targets[0])
         if isinstance(callee, type) and issubclass(callee, nn.Module):
-            self.handed.append(Handed(callee, param, _kept_under(call, up), index))
-            annotated = _annotated(callee, param)
+            self.handed.append(Handed(callee, param, kept_under(call, up), index))
+            annotated = annotation_of(callee, param)
             self.number = self.number or annotated in (int, float)
         elif (
             isinstance(callee, types.FunctionType)
@@ -349,85 +262,8 @@ def _counted(op: ast.BinOp, node: ast.AST) -> bool:
     return False
 
 
-def _names(target: ast.AST) -> tuple[str, ...]:
-    elts = getattr(target, "elts", [])
-    names = tuple(e.id for e in elts if isinstance(e, ast.Name))
-    return names if len(names) == len(elts) else ()
-
-
-def _items_kept(tree: ast.AST, names: tuple[str, ...]) -> tuple[str, ...]:
-    """The attributes that keep each of ``names`` (``self.ph, self.pw = ph, pw``), in their
-    order; () unless every one is kept."""
-    kept: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
-            continue
-        t, v = node.targets[0], node.value
-        pairs = (
-            list(zip(t.elts, v.elts))
-            if isinstance(t, ast.Tuple) and isinstance(v, ast.Tuple) and len(t.elts) == len(v.elts)
-            else [(t, v)]
-        )
-        for target, value in pairs:
-            if (
-                isinstance(target, ast.Attribute)
-                and _is(target.value, "self")
-                and isinstance(value, ast.Name)
-                and value.id in names
-            ):
-                kept.setdefault(value.id, target.attr)
-    return tuple(kept[n] for n in names) if all(n in kept for n in names) else ()
-
-
-def _annotated(cls: type, param: str) -> Any:
-    try:
-        return resolve(cls).parameters[param].annotation
-    except (TypeError, ValueError, KeyError):
-        return None
-
-
-@dataclass(frozen=True)
-class _Code:
-    """A function's source read once for all its parameters: its tree, each node's parent, the
-    names each parameter is read under, and the names its code sees (its module's, its closure's,
-    and what it imports itself from modules already loaded: ``from transformers import
-    CLIPVisionModel``; reading the code imports nothing)."""
-
-    tree: ast.AST
-    up: dict[ast.AST, ast.AST]
-    loads: dict[str, list[ast.Name]]
-    scope: dict[str, Any]
-
-
-@functools.lru_cache(maxsize=512)
-def _code(fn: Callable[..., Any]) -> _Code | None:
-    tree = source_tree(fn)
-    if tree is None:
-        return None
-    scope: dict[str, Any] = dict(getattr(fn, "__globals__", {}))
-    closure = getattr(fn, "__closure__", None) or ()
-    for var, cell in zip(fn.__code__.co_freevars, closure):
-        try:
-            scope[var] = cell.cell_contents
-        except ValueError:
-            pass
-    up: dict[ast.AST, ast.AST] = {}
-    loads: dict[str, list[ast.Name]] = {}
-    for node in ast.walk(tree):
-        for child in ast.iter_child_nodes(node):
-            up[child] = node
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-            loads.setdefault(node.id, []).append(node)
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            loaded = sys.modules.get(node.module)
-            for alias in node.names if loaded is not None else ():
-                if hasattr(loaded, alias.name):
-                    scope[alias.asname or alias.name] = getattr(loaded, alias.name)
-    return _Code(tree, up, loads, scope)
-
-
 def _read(fn: Callable[..., Any], name: str, depth: int, path: tuple[str, ...] = ()) -> Usage:
-    code = _code(fn)
+    code = code_of(fn)
     if code is None:
         return _NOTHING
     return _Reader(fn, name, depth, code, path).read()

@@ -1,0 +1,196 @@
+"""A constructor's source as ``usage.py`` reads it: the tree, each node's parent, the names each
+parameter is read under and the names its code sees (``code_of``, read once per function), and the
+questions asked of an expression there (which object a callee names, which parameter a call hands
+a value to, which attribute keeps a call's result or an unpacked item)."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import functools
+import sys
+import types
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..._signature import resolve
+from .literals import source_tree
+
+__all__ = [
+    "Code", "annotation_of", "bound", "code_of", "func_name", "is_name", "kept_items", "kept_under",
+    "names_of", "resolved", "table_of",
+]  # fmt: skip
+
+
+def is_name(node: ast.AST | None, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
+
+
+def resolved(node: ast.AST, scope: dict[str, Any]) -> Any:
+    """The object a callee's expression names (``nn.Conv1d``, ``Generator``), or None."""
+    if isinstance(node, ast.Name):
+        return scope.get(node.id, getattr(builtins, node.id, None))
+    if isinstance(node, ast.Attribute):
+        owner = resolved(node.value, scope)
+        if isinstance(owner, (types.ModuleType, type)):
+            return getattr(owner, node.attr, None)
+    return None
+
+
+def func_name(call: ast.Call) -> str:
+    f = call.func
+    if isinstance(f, ast.Name):
+        return f.id
+    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "math":
+        return "math"
+    return ""
+
+
+def kept_under(call: ast.Call, up: dict[ast.AST, ast.AST]) -> str:
+    """The attribute ``self.X`` whose layer holds a call's result: the nearest assignment to
+    ``self.X`` around it (``self.conv1 = weight_norm(nn.Conv1d(...))``, ``self.net =
+    nn.Sequential(nn.Linear(...), ...)``), a call of a method of ``self.X`` around it
+    (``self.layers.append(...)``) or the name given to ``self.add_module("name", ...)``."""
+    node: ast.AST = call
+    parent = up.get(node)
+    while parent is not None and not isinstance(parent, ast.stmt):
+        if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Attribute):
+            owner = parent.func.value
+            if isinstance(owner, ast.Attribute) and is_name(owner.value, "self"):
+                return owner.attr  # self.layers.append(...)
+            if (
+                is_name(owner, "self")
+                and parent.func.attr == "add_module"
+                and parent.args
+                and isinstance(parent.args[0], ast.Constant)
+                and isinstance(parent.args[0].value, str)
+            ):
+                return parent.args[0].value
+        node, parent = parent, up.get(parent)
+    if isinstance(parent, ast.Assign) and len(parent.targets) == 1:
+        t = parent.targets[0]
+        if isinstance(t, ast.Attribute) and is_name(t.value, "self"):
+            return t.attr
+    return ""
+
+
+def bound(call: ast.Call, what: ast.AST | str, callee: Any) -> tuple[str, int] | None:
+    """The parameter of ``callee`` that ``call`` hands ``what`` to (a node of the call, or a
+    bare name), with its place among the values a ``*args`` parameter collects (-1 for a
+    parameter of its own)."""
+
+    def given(a: ast.AST) -> bool:
+        return is_name(a, what) if isinstance(what, str) else a is what
+
+    try:
+        # The one resolver (through wrappers), not stage 1: a source never calls back.
+        sig = resolve(callee)
+    except (TypeError, ValueError):
+        return None
+    params = list(sig.parameters.values())
+    for i, a in enumerate(call.args):
+        if isinstance(a, ast.Starred):
+            return None  # positions after a *spread are unknown
+        if not given(a):
+            continue
+        if i < len(params) and params[i].kind <= params[i].POSITIONAL_OR_KEYWORD:
+            return params[i].name, -1
+        spread = [j for j, p in enumerate(params[: i + 1]) if p.kind == p.VAR_POSITIONAL]
+        if spread:
+            return params[spread[0]].name, i - spread[0]
+    for k in call.keywords:
+        if k.arg is not None and given(k.value) and k.arg in sig.parameters:
+            return k.arg, -1
+    return None
+
+
+def table_of(node: ast.AST, scope: dict[str, Any]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """The constant keys of a dict literal, and the objects its values name (None where a value
+    is an expression)."""
+    if not isinstance(node, ast.Dict):
+        return (), ()
+    keys, values = [], []
+    for k, v in zip(node.keys, node.values):
+        if not isinstance(k, ast.Constant):
+            return (), ()
+        keys.append(k.value)
+        values.append(resolved(v, scope) if v is not None else None)
+    return tuple(keys), tuple(values)
+
+
+def names_of(target: ast.AST) -> tuple[str, ...]:
+    elts = getattr(target, "elts", [])
+    names = tuple(e.id for e in elts if isinstance(e, ast.Name))
+    return names if len(names) == len(elts) else ()
+
+
+def kept_items(tree: ast.AST, names: tuple[str, ...]) -> tuple[str, ...]:
+    """The attributes that keep each of ``names`` (``self.ph, self.pw = ph, pw``), in their
+    order; () unless every one is kept."""
+    kept: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+            continue
+        t, v = node.targets[0], node.value
+        pairs = (
+            list(zip(t.elts, v.elts))
+            if isinstance(t, ast.Tuple) and isinstance(v, ast.Tuple) and len(t.elts) == len(v.elts)
+            else [(t, v)]
+        )
+        for target, value in pairs:
+            if (
+                isinstance(target, ast.Attribute)
+                and is_name(target.value, "self")
+                and isinstance(value, ast.Name)
+                and value.id in names
+            ):
+                kept.setdefault(value.id, target.attr)
+    return tuple(kept[n] for n in names) if all(n in kept for n in names) else ()
+
+
+def annotation_of(cls: type, param: str) -> Any:
+    try:
+        return resolve(cls).parameters[param].annotation
+    except (TypeError, ValueError, KeyError):
+        return None
+
+
+@dataclass(frozen=True)
+class Code:
+    """A function's source read once for all its parameters: its tree, each node's parent, the
+    names each parameter is read under, and the names its code sees (its module's, its closure's,
+    and what it imports itself from modules already loaded: ``from transformers import
+    CLIPVisionModel``; reading the code imports nothing)."""
+
+    tree: ast.AST
+    up: dict[ast.AST, ast.AST]
+    loads: dict[str, list[ast.Name]]
+    scope: dict[str, Any]
+
+
+@functools.lru_cache(maxsize=512)
+def code_of(fn: Callable[..., Any]) -> Code | None:
+    tree = source_tree(fn)
+    if tree is None:
+        return None
+    scope: dict[str, Any] = dict(getattr(fn, "__globals__", {}))
+    closure = getattr(fn, "__closure__", None) or ()
+    for var, cell in zip(fn.__code__.co_freevars, closure):
+        try:
+            scope[var] = cell.cell_contents
+        except ValueError:
+            pass
+    up: dict[ast.AST, ast.AST] = {}
+    loads: dict[str, list[ast.Name]] = {}
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            up[child] = node
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            loads.setdefault(node.id, []).append(node)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            loaded = sys.modules.get(node.module)
+            for alias in node.names if loaded is not None else ():
+                if hasattr(loaded, alias.name):
+                    scope[alias.asname or alias.name] = getattr(loaded, alias.name)
+    return Code(tree, up, loads, scope)
