@@ -4,6 +4,11 @@ dataclasses) is replaced, for the search, by one field per argument of that clas
 (``cnf.kernel``, ``cnf.stride``, ...); each build makes the instance from them. The module keeps
 no such object, but its layers keep what the constructor read from it, so the sub-fields are found
 like any other argument: from the children's attributes and the differences of each build.
+
+A namespace nothing annotates is searched the same way, by the fields the constructor reads off
+it (``usage.py``: ``cfg.kernel``, ``cfg.model.encoder.channels``, and what a class of the user's
+it is handed to whole reads): one field per field read, a ``SimpleNamespace`` made again for
+each build (``namespace``, ``_space``).
 """
 
 from __future__ import annotations
