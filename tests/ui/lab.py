@@ -17,11 +17,15 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import nbformat
 from playwright.sync_api import Locator, Page, expect
 from typing_extensions import Self
+
+T = TypeVar("T")
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
@@ -277,6 +281,19 @@ def errors(page: Page) -> list[str]:
     """Tracebacks shown in the notebook (IPython starts them with a rule of dashes)."""
     texts = page.locator(ERROR_OUTPUT).all_inner_texts()
     return [t for t in texts if t.lstrip().startswith("---") or "Traceback (most recent" in t]
+
+
+def settled(read: Callable[[], T], ok: Callable[[T], bool], timeout: float = 15.0) -> T:
+    """``read()`` again until ``ok`` holds of what it returns, or ``timeout`` seconds pass (then
+    the last reading): for a figure the page gives, such as a colour or a position, that a
+    re-render (the probe's result arriving) can take from under it mid-read. Playwright's
+    ``expect`` retries text and attributes, not a computed value."""
+    end = time.monotonic() + timeout
+    got = read()
+    while not ok(got) and time.monotonic() < end:
+        time.sleep(0.1)
+        got = read()
+    return got
 
 
 def explorer(page: Page, cell: int | None = None) -> Locator:

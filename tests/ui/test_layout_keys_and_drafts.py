@@ -21,6 +21,7 @@ from lab import (
     open_explorer,
     run_cell,
     set_theme,
+    settled,
     treeitem,
 )
 from playwright.sync_api import Locator, Page, expect
@@ -190,8 +191,14 @@ def test_probe_table_fits_and_leads_to_the_tree(page: Page, lab: Lab, shots: Pat
     expect(head).to_contain_text("output shape")
     fc_shape = treeitem(ex, "fc").locator(".tx-shape")
     expect(fc_shape).to_have_text("2×10")
-    right = head.locator(".tx-shape").evaluate("e => e.getBoundingClientRect().right")
-    assert abs(right - fc_shape.evaluate("e => e.getBoundingClientRect().right")) < 2
+    rights = settled(
+        lambda: [
+            el.evaluate("e => e.getBoundingClientRect().right")
+            for el in (head.locator(".tx-shape"), fc_shape)
+        ],
+        lambda r: abs(r[0] - r[1]) < 2,
+    )
+    assert abs(rights[0] - rights[1]) < 2, rights
 
     ex.get_by_role("tab", name="Probe").click()
     probe = ex.get_by_role("tabpanel", name="Probe")

@@ -18,6 +18,7 @@ from lab import (
     open_notebook,
     run_cell,
     set_theme,
+    settled,
     treeitem,
 )
 from playwright.sync_api import Locator, Page, expect
@@ -50,7 +51,10 @@ def test_dark_theme_renders(page: Page, lab: Lab, shots: Path) -> None:
         "import torchxray as tx\nfrom torchxray import demo",
         "ex = tx.explore(demo.tiny_transformer(), demo.tokens())\nex",
     )
-    light = luminance(treeitem(ex, "tok"))
+    light = settled(
+        lambda: luminance(treeitem(ex, "tok")),
+        lambda c: c["background"] > 0.7 and c["text"] < 0.4,
+    )
     assert light["background"] > 0.7 and light["text"] < 0.4, light
 
     set_theme(page, "JupyterLab Dark")
@@ -61,7 +65,7 @@ def test_dark_theme_renders(page: Page, lab: Lab, shots: Path) -> None:
         row.click()
         ex.get_by_role("tab", name="Source").click()
         expect(ex.get_by_role("tabpanel", name="Source")).to_contain_text("class ModuleList")
-        dark = luminance(row)
+        dark = settled(lambda: luminance(row), lambda c: c["background"] < 0.35 and c["text"] > 0.6)
         # The widget follows --jp-* variables: dark background, light text, readable contrast.
         assert dark["background"] < 0.35 and dark["text"] > 0.6, dark
         for el in (ex.get_by_role("tab", name="Source"), ex.get_by_role("tabpanel", name="Source")):
