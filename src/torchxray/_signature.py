@@ -37,7 +37,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["SignatureUnknown", "original", "resolve"]
+__all__ = ["SignatureUnknown", "original", "resolve", "source_tree"]
 
 _P = inspect.Parameter
 _STAR = (_P.VAR_POSITIONAL, _P.VAR_KEYWORD)
@@ -310,10 +310,7 @@ def _passthrough_calls(func: types.FunctionType) -> list[str] | None:
     tree = _def_of(func)
     if tree is None:
         return None
-    a = tree.args
-    star = a.vararg.arg if a.vararg else None
-    dstar = a.kwarg.arg if a.kwarg else None
-    lead = {x.arg for x in [*a.posonlyargs, *a.args]}
+    star, dstar, lead = _stars(tree)
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
@@ -349,10 +346,8 @@ def _hands_on(func: Any, name: str, lead: bool = True) -> bool:
     tree = _def_of(func)
     if tree is None:
         return False
-    a = tree.args
-    star = a.vararg.arg if a.vararg else None
-    dstar = a.kwarg.arg if a.kwarg else None
-    leads = {x.arg for x in [*a.posonlyargs, *a.args]} if lead else {"self"}
+    star, dstar, params = _stars(tree)
+    leads = params if lead else {"self"}
     hits, uses = 0, 0
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and node.id in (star, dstar):
@@ -370,13 +365,29 @@ def _hands_on(func: Any, name: str, lead: bool = True) -> bool:
     return hits == 1 and uses == (star is not None) + (dstar is not None)
 
 
-def _def_of(func: types.FunctionType) -> ast.FunctionDef | None:
+@functools.lru_cache(maxsize=512)
+def source_tree(fn: Callable[..., Any]) -> ast.Module | None:
+    """The parsed source of ``fn``, or None where it cannot be read; cached: the resolver reads
+    the same constructors again for every form, and the forms' readers hand their values to the
+    same few functions (a layer registry's)."""
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
+        return ast.parse(textwrap.dedent(inspect.getsource(fn)))
     except (OSError, TypeError, SyntaxError, IndentationError):
         return None
-    node = tree.body[0] if tree.body else None
+
+
+def _def_of(func: types.FunctionType) -> ast.FunctionDef | None:
+    tree = source_tree(func)
+    node = tree.body[0] if tree is not None and tree.body else None
     return node if isinstance(node, ast.FunctionDef) else None
+
+
+def _stars(tree: ast.FunctionDef) -> tuple[str | None, str | None, set[str]]:
+    """A definition's ``*args`` and ``**kwargs`` names and its leading parameters' names."""
+    a = tree.args
+    star = a.vararg.arg if a.vararg else None
+    dstar = a.kwarg.arg if a.kwarg else None
+    return star, dstar, {x.arg for x in [*a.posonlyargs, *a.args]}
 
 
 # --- signature arithmetic ----------------------------------------------------------------------

@@ -17,13 +17,12 @@ import enum
 import functools
 import inspect
 import linecache
-import textwrap
 import types
 import typing
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..._signature import original, resolve
+from ..._signature import original, resolve, source_tree
 
 __all__ = ["compared_strings", "source_tree"]
 
@@ -40,16 +39,6 @@ def _code(obj: Any) -> tuple[Callable[..., Any], int] | None:
         return (init, 1) if isinstance(init, types.FunctionType) else None
     fn = original(obj) if callable(obj) else None
     return (fn, 0) if isinstance(fn, types.FunctionType) else None
-
-
-@functools.lru_cache(maxsize=512)
-def source_tree(fn: Callable[..., Any]) -> ast.AST | None:
-    """The parsed source of ``fn``, or None where it cannot be read; cached, as many constructors
-    hand their values to the same few functions (a layer registry's)."""
-    try:
-        return ast.parse(textwrap.dedent(inspect.getsource(fn)))
-    except (OSError, TypeError, SyntaxError, IndentationError):
-        return None
 
 
 def _is(node: ast.AST, name: str) -> bool:
