@@ -175,7 +175,7 @@ export interface RanksPlanReply extends RanksState {
 export interface NonFiniteRow {
   step: number;
   path: string | null; // None: outside every module (the loss, the inputs)
-  phase: string; // forward | backward | loss
+  phase: string; // forward | backward | loss | update (weights spoilt at steps not checked)
   cls: string;
   detail: string;
   rank?: number; // an attached job's: the rank it began on

@@ -74,7 +74,7 @@ def launch(tmp_path: Path) -> Iterator[Any]:
 
 def test_the_first_nan_of_a_4_rank_ddp_job_is_named_within_two_polls(launch: Any) -> None:
     run = launch("--world", "4", "--steps", "40", "--every", "10", "--publish",
-                 "--nan", "2:37:2", "--step-sleep", "0.01")  # fmt: skip
+                 "--nan", "2:37:2", "--check-every-step", "--step-sleep", "0.01")  # fmt: skip
     job = attach(run.address, timeout=60)
     assert job.ranks == [0, 1, 2, 3]
     over = None  # the first poll at which every rank has completed step 37

@@ -65,7 +65,7 @@ def test_a_watched_fsdp2_step_issues_the_collectives_of_a_bare_one(mesh: Any) ->
 
 def test_a_nan_in_a_sharded_model_is_named_without_a_replay(mesh: Any) -> None:
     model, opt = _fsdp(mesh)
-    with tx.watch(model, opt, every=10) as w:
+    with tx.watch(model, opt, every=10, check_every_step=True) as w:
         _step(model, opt, w)
         x = torch.randn(4, 8)
         with torch.no_grad():

@@ -12,10 +12,14 @@ produced NaN/Inf.
     w["layer1.0.conv1"].grad_norm           # [(step, value), ...]
     w.flags, w.nonfinite, w.loss; w.close()
 
-Costs: every step, one reduction per module output and output gradient (where a NaN began); a
-sampled step (the first, then every ``every``-th) adds the activation figures and a copy of the
-trainable weights for the duration of ``optimizer.step()`` (the update ratio; ``update_ratio=False``
-skips it). History is bounded: ``CAPACITY`` (96) points per module and figure, thinned to span
+Costs: a step that is not sampled costs a counter (the optimizer's step hooks); a sampled step
+(the first, then every ``every``-th) reads the gradients' and weights' norms, the activation figures
+and a strided copy of the trainable weights for the duration of ``optimizer.step()`` (the update
+ratio; ``update_ratio=False`` skips it), read with one synchronisation at its end.
+``check_every_step=True`` adds one pass over the gradients to every step (3-4% of a small MLP's
+step, bench/README.md): the first NaN/Inf is then found at the step it appeared in, wherever that
+is; otherwise it is found at the sampled step that first sees it, which says when an update made
+at a step not checked had already spoilt the weights. History is bounded: ``CAPACITY`` (96) points per module and figure, thinned to span
 the whole run (``_watch/buffer.py``): under 1 MB per 1,000 modules however long the run.
 
     >>> import torch
@@ -83,6 +87,7 @@ def watch(
     *,
     thresholds: Thresholds | None = None,
     update_ratio: bool = True,
+    check_every_step: bool = False,
     publish: bool = False,
     host: str | None = None,
 ) -> Watch:
@@ -90,8 +95,9 @@ def watch(
     ratio and counts the steps. Close it with ``w.close()`` or use it as a context manager.
 
     On every `every`-th step (the first included) each module gets its gradient norm, update ratio
-    and output figures; every step, the weights' gradients are checked for NaN/Inf, and the first
-    step found non-finite is run again to name the module that made it.
+    and output figures, and the weights' gradients are checked for NaN/Inf (every step with
+    ``check_every_step=True``); the first step found non-finite is run again to name the module
+    that made it.
 
     Args:
         model: The model being trained.
@@ -100,6 +106,9 @@ def watch(
         every: Sample the figures every this many steps.
         thresholds: The rules behind the flags (`torchxray.watch.Thresholds`); None: the defaults.
         update_ratio: False skips the copy of the weights the update ratio needs.
+        check_every_step: Check every step's gradients for NaN/Inf, not only the sampled steps'
+            (one pass over the gradients a step): the first NaN/Inf is then found at the step it
+            appeared in even when that step is not sampled.
         publish: Serve this rank's figures to ``tx.attach`` from the job's c10d worker server
             (``torchxray.attach``): in each rank of a multi-rank job.
         host: With ``publish``, the address to listen on; loopback unless given (a warning
@@ -125,11 +134,22 @@ def watch(
         (4, [1, 3], None)
     """
     if publish or host is not None:
-        from ._attach.publish import Publisher, checked
+        from ._attach.publish import checked
 
-        w = Watch(checked(model, publish, host), optimizer, every, thresholds=thresholds, update_ratio=update_ratio)  # fmt: skip
-        return Publisher.attach(w, host)
-    return Watch(model, optimizer, every, thresholds=thresholds, update_ratio=update_ratio)
+        model = checked(model, publish, host)
+    w = Watch(
+        model,
+        optimizer,
+        every,
+        thresholds=thresholds,
+        update_ratio=update_ratio,
+        check_every_step=check_every_step,
+    )
+    if not publish:
+        return w
+    from ._attach.publish import Publisher
+
+    return Publisher.attach(w, host)
 
 
 class Watch:
@@ -144,6 +164,7 @@ class Watch:
         every: Sample the figures every this many steps.
         thresholds: The rules behind the flags; None: the defaults.
         update_ratio: False skips the update ratio.
+        check_every_step: Check every step's gradients for NaN/Inf, not only sampled steps'.
 
     Examples:
         >>> import torch, torchxray as tx
@@ -166,6 +187,7 @@ class Watch:
         *,
         thresholds: Thresholds | None = None,
         update_ratio: bool = True,
+        check_every_step: bool = False,
     ) -> None:
         if not isinstance(model, nn.Module):
             raise TypeError(f"watch() needs a torch.nn.Module, got {type(model).__name__}")
@@ -189,7 +211,8 @@ class Watch:
         self.optimizer = opt
         self.every = every
         self._update_ratio = update_ratio
-        self._rec = Recorder(every, thresholds or Thresholds())
+        self.check_every_step = bool(check_every_step)
+        self._rec = Recorder(every, thresholds or Thresholds(), check_every=self.check_every_step)
         self._hooks = Attached(self)
         self._callbacks: list[Callable[[Watch], None]] = []
         self._paused = threading.Event()
@@ -325,10 +348,11 @@ class Watch:
         self._warn_nonfinite(value, step)
 
     def _module_hooks(self) -> tuple[Any, ...]:
-        # The model's own hooks every step (what a replay needs); every module's on a sampled
-        # step alone (_watch/hooks.py says why).
-        capture = self._rec.capture
-        return self._rec.forward, self._rec.tap, (capture.before, capture.after), self._rec.sampling
+        # The model's own hooks on a step whose gradients are checked (what a replay needs);
+        # every module's on a sampled step alone (_watch/hooks.py says why).
+        rec, capture = self._rec, self._rec.capture
+        root = (capture.before, capture.after)
+        return rec.forward, rec.tap, root, rec.sampling, rec.capturing
 
     def _pre_step(self, opt: Any, args: Any, kwargs: Any) -> None:
         # A closure (LBFGS, Lightning) runs forward and backward inside step(): read after it.
@@ -348,6 +372,7 @@ class Watch:
     def _end(self) -> None:
         self._rec.end()
         self._hooks.each(self._rec.sampling)  # every module's hooks for a sampled step alone
+        self._hooks.capture(self._rec.capturing)
         self._boundary()
 
     def _warn_nonfinite(self, value: float, at: int) -> None:

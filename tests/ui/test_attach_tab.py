@@ -25,7 +25,7 @@ import torchxray as tx
 hold = Path(tempfile.mkdtemp()) / "hold"
 proc = subprocess.Popen(
     [sys.executable, {str(JOB)!r}, "--world", "2", "--steps", "60", "--every", "5", "--publish",
-     "--nan", "1:30:1", "--step-sleep", "0.15", "--hold", str(hold), "--hold-max", "600"],
+     "--nan", "1:30:1", "--check-every-step", "--step-sleep", "0.15", "--hold", str(hold), "--hold-max", "600"],
     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 port = int(proc.stdout.readline().split()[1])
 job = tx.attach(f"127.0.0.1:{{port}}", timeout=120)"""

@@ -72,7 +72,7 @@ with torch.no_grad():
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 x = torch.randn(16, 8)"""
 
-SHOW = "ex = tx.explore(model, x)\nw = ex.watch(opt, every=5)\nex"
+SHOW = "ex = tx.explore(model, x)\nw = ex.watch(opt, every=5, check_every_step=True)\nex"
 
 LOOP = """\
 # The NaN comes 30 steps after the person resumed a pause (a watch callback sees both).

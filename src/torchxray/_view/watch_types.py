@@ -43,7 +43,7 @@ class TrainFiguresRequest(TypedDict):
 class NonFiniteRow(TypedDict):
     step: int
     path: str | None  # None: outside every module (the loss, the inputs)
-    phase: str  # forward | backward | loss
+    phase: str  # forward | backward | loss | update (weights spoilt at steps not checked)
     cls: str
     detail: str
     rank: NotRequired[int]  # an attached job's: the rank it began on

@@ -34,8 +34,10 @@ class NonFinite:
     """The first step whose forward or backward produced NaN/Inf, and where.
 
     ``path`` is the module (None: outside every module, e.g. the loss or the inputs), ``phase``
-    "forward", "backward" or "loss", ``detail`` a sentence saying what was seen. Unpacks as
-    ``step, path = w.nonfinite``."""
+    "forward", "backward" or "loss", ``detail`` a sentence saying what was seen. Phase "update":
+    the weights were already NaN/Inf as ``step`` began, changed at steps that were not checked
+    (``watch(check_every_step=False)``); ``path`` is then the first module holding such a weight,
+    and the detail names the steps. Unpacks as ``step, path = w.nonfinite``."""
 
     step: int
     path: str | None
@@ -51,8 +53,9 @@ def values(tensors: list[torch.Tensor]) -> list[float]:
     """0-d tensors read as floats with one synchronisation (stacked where they live)."""
     if not tensors:
         return []
+    f32 = torch.float32
     try:
-        return torch.stack([t.float() for t in tensors]).tolist()
+        return torch.stack([t if t.dtype is f32 else t.float() for t in tensors]).tolist()
     except RuntimeError:  # on several devices
         return torch.stack([t.float().cpu() for t in tensors]).tolist()
 

@@ -1,13 +1,13 @@
 """What a watch attaches, and taking all of it off again: the model's own pre-hook and hook (what
-a replay needs of each step), a forward pre-hook and hook per module while a step is sampled or
-replayed (``each``; torch's ``register_forward_hook``; the gradient hooks it adds go with each
-step's graph) and the optimizer's step pre/post hooks (``Optimizer.register_step_pre_hook`` /
-``_post_hook``).
+a replay needs of a step whose gradients are checked: ``capture``), a forward hook per module
+while a step is sampled or replayed and a forward pre-hook per module while replayed (``each``;
+torch's ``register_forward_hook``; the gradient hooks it adds go with each step's graph) and the
+optimizer's step pre/post hooks (``Optimizer.register_step_pre_hook`` / ``_post_hook``).
 
-Why each module's hooks come off between sampled steps: a module with any forward hook takes
-``nn.Module``'s slow call path, a few microseconds a call even when the hook returns at once, 3%
-of a small MLP's step (bench/README.md, "Training lens, issue 55"); a step that is not sampled
-has nothing to read there.
+Why the modules' hooks come off between the steps that need them: a module with any forward hook
+takes ``nn.Module``'s slow call path, a few microseconds a call even when the hook returns at
+once, 3% of a small MLP's step (bench/README.md, "Training lens, issue 55"); a step that is not
+sampled (nor checked) has nothing to read there, so it runs the model as if unwatched.
 
 ``detach`` removes every handle and then sweeps the model for hooks of this watch that a patch
 copied to a replacement module (``_patch/placement.py`` carries forward hooks over), so that
@@ -88,6 +88,8 @@ class Attached:
         self._model: nn.Module | None = None
         self._hook: ForwardHook | None = None
         self._pre: PreHook | None = None
+        self._root: tuple[PreHook, ForwardHook] | None = None
+        self._each_state = (False, False)  # (forward hooks, pre-hooks) on every module
 
     def modules(
         self,
@@ -96,39 +98,63 @@ class Attached:
         tap: Callable[..., Any],
         root: tuple[Callable[..., None], ...],
         each: bool = True,
+        capture: bool = True,
     ) -> None:
-        """Hook the model itself with ``root`` (a pre-hook and a hook, first) and, when ``each``,
-        every module of ``model`` with ``fn`` (a forward hook) and ``tap`` (a pre-hook); again
-        after an edit: the old hooks go first."""
+        """Hook the model itself with ``root`` (a pre-hook and a hook, first) when ``capture``,
+        and every module of ``model`` with ``fn`` (a forward hook) when ``each``, and ``tap`` (a
+        pre-hook) on an armed step; again after an edit: the old hooks go first."""
         self.off_modules(model)
         self._model = model
         self._hook, self._pre = ForwardHook(self.owner, fn), PreHook(self.owner, tap)
         before, after = root
+        self._root = (PreHook(self.owner, before), ForwardHook(self.owner, after))
         try:
-            self._modules.append(
-                model.register_forward_pre_hook(PreHook(self.owner, before), with_kwargs=True)
-            )
-            self._modules.append(
-                model.register_forward_hook(ForwardHook(self.owner, after), with_kwargs=True)
-            )
+            self.capture(capture)
             self.each(each)
         except BaseException:
             self.off_modules(model)
             raise
 
-    def each(self, on: bool) -> None:
-        """Every module's hooks on (a sampled step, a replay) or off (other steps)."""
-        model, hook, pre = self._model, self._hook, self._pre
-        if on == bool(self._each) or model is None or hook is None or pre is None:
+    def capture(self, on: bool) -> None:
+        """The model's own pre-hook and hook (what a replay needs of a step) on or off: on for
+        the steps whose gradients are checked, off for the others (they would cost every step
+        the model's slow call path)."""
+        model, root = self._model, self._root
+        if on == bool(self._modules) or model is None or root is None:
             return
         if not on:
-            while self._each:
-                self._each.pop().remove()
+            while self._modules:
+                self._modules.pop().remove()
+            return
+        pre, hook = root
+        try:
+            self._modules.append(
+                model.register_forward_pre_hook(pre, with_kwargs=True, prepend=True)
+            )
+            self._modules.append(model.register_forward_hook(hook, with_kwargs=True, prepend=True))
+        except BaseException:
+            while self._modules:
+                self._modules.pop().remove()
+            raise
+
+    def each(self, on: bool, taps: bool = False) -> None:
+        """Every module's forward hook on (a sampled step, a replay) or off (other steps); with
+        ``taps`` its pre-hook too (a replay alone: a sampled step does not read its inputs)."""
+        model, hook, pre = self._model, self._hook, self._pre
+        want = (on, on and taps)
+        if want == self._each_state or model is None or hook is None or pre is None:
+            return
+        while self._each:
+            self._each.pop().remove()
+        self._each_state = (False, False)
+        if not on:
             return
         try:
             for m in model.modules():
-                self._each.append(m.register_forward_pre_hook(pre, with_kwargs=True))
+                if taps:
+                    self._each.append(m.register_forward_pre_hook(pre, with_kwargs=True))
                 self._each.append(m.register_forward_hook(hook, with_kwargs=True))
+            self._each_state = want
         except BaseException:
             while self._each:
                 self._each.pop().remove()
@@ -147,9 +173,11 @@ class Attached:
     def off_modules(self, model: nn.Module | None) -> None:
         while self._each:
             self._each.pop().remove()
+        self._each_state = (False, False)
         while self._modules:
             self._modules.pop().remove()
         self._model = None
+        self._root = None
         if model is not None:
             self.sweep(model)
 

@@ -1,18 +1,20 @@
 """One step of the lens, measured: ``Recorder`` holds what the hooks (``_watch/hooks.py``) saw
 during a step and turns it into samples, flags and the first non-finite module at the step's end.
 
-Every step: whether any weight gradient is non-finite (one fused ``_foreach_norm``, one
-synchronisation), and what a replay needs (the forward's inputs and RNG state, no copies).
-Sampled steps (every ``every``-th, the first included) take the activation figures (first call
-of each module), the gradient norm of each module's own weights and, around
-``optimizer.step()``, the update ratio ||w_after - w_before|| / ||w_before|| (from a copy of the
-weights for the step's duration: all of a tensor up to ``EXACT`` values, else ``SAMPLE`` evenly
-spaced ones, each standing for its share). The first step found non-finite is run again armed
-(``_watch/replay.py``): every module's output and input gradient checked, to find where the
-NaN/Inf began (``_watch/finite.py``). A step that is not sampled reads one thing, the weights'
-gradient norms (the check above); a sampled step reads those, then everything else once at its
-end: the activation figures, weight norms and update norms stay 0-d tensors until then, stacked
-into one and read with one synchronisation (not one per module).
+A step that is not sampled reads nothing: it is counted (and its loss kept, when given). Sampled
+steps (every ``every``-th, the first included), and every step with ``check_every`` until the
+first NaN, check whether any weight gradient is non-finite (one fused ``_foreach_norm``, one
+number read) and keep what a replay needs (the forward's inputs and RNG state, no copies).
+Sampled steps also take the activation figures (first call of each module), the gradient norm of
+each module's own weights and, around ``optimizer.step()``, the update ratio ||w_after -
+w_before|| / ||w_before|| (from a copy of the weights for the step's duration: all of a tensor up
+to ``EXACT`` values, else ``SAMPLE`` of them in runs of ``RUN``, each standing for its share).
+The first step found non-finite is run again armed (``_watch/replay.py``): every module's output
+and input gradient checked, to find where the NaN/Inf began (``_watch/finite.py``), unless its
+weights were already non-finite as it began (an update at a step not checked spoilt them:
+``_spoilt`` says so, naming the steps, and guesses no module). Everything a sampled step measures
+stays a 0-d tensor until its end, stacked into one and read with one synchronisation (not one
+per module).
 """
 
 from __future__ import annotations
@@ -52,6 +54,8 @@ def _is_fake(t: torch.Tensor) -> bool:
 
 
 def first_float(value: Any) -> torch.Tensor | None:
+    if type(value) is torch.Tensor:  # the common case, without a pytree walk
+        return value if value.is_floating_point() and value.numel() else None
     for leaf in tree_leaves(value):
         if isinstance(leaf, torch.Tensor) and leaf.is_floating_point() and leaf.numel():
             return leaf
@@ -59,18 +63,38 @@ def first_float(value: Any) -> torch.Tensor | None:
 
 
 def _bounds(module: nn.Module) -> tuple[float, float] | None:
+    if len(BOUNDS) != _UNBOUNDED_FOR[0]:  # a bound added since: look again
+        _UNBOUNDED.clear()
+        _UNBOUNDED_FOR[0] = len(BOUNDS)
+    if type(module) in _UNBOUNDED:
+        return None
     for cls in type(module).__mro__:
         b = BOUNDS.get(cls)
         if b is not None:
             return b(module) if callable(b) else b
+    _UNBOUNDED.add(type(module))
     return None
+
+
+# Classes with no bound in their MRO (looked up once: a sampled step asks for every module).
+_UNBOUNDED: set[type] = set()
+_UNBOUNDED_FOR = [len(BOUNDS)]
 
 
 class Recorder:
     """The measurements of a watch, step by step (``watch.py`` drives it)."""
 
-    def __init__(self, every: int, thresholds: Thresholds, capacity: int = CAPACITY) -> None:
+    def __init__(
+        self,
+        every: int,
+        thresholds: Thresholds,
+        capacity: int = CAPACITY,
+        check_every: bool = False,
+    ) -> None:
         self.every = every
+        # Every step's gradients checked for NaN/Inf (else the sampled steps' alone).
+        self.check_every = check_every
+        self._checked_ok = 0  # the last step whose gradients were checked and finite
         self.thresholds = thresholds
         self.series = Series(capacity)
         self.loss = LossBuffer()
@@ -84,14 +108,16 @@ class Recorder:
         self._weights: list[tuple[nn.Parameter, str]] = []  # trainable, each with its module
         self._early: dict[str, list[float]] = {}  # each module's first output RMS figures
         self.capture = Capture()
-        # Every module's hooks on or off (the watch's, _watch/hooks.py): a replay needs them.
-        self.each: Callable[[bool], None] = lambda on: None
+        # Every module's hooks on or off, with their pre-hooks or not (the watch's,
+        # _watch/hooks.py): a replay needs both.
+        self.each: Callable[[bool, bool], None] = lambda on, taps: None
         self.closed = False
         self._replaying = False
         # False where running the forward again would issue collectives on this rank alone
         # (FSDP2's all-gathers: the other ranks would never join): the weights' gradients name
         # the module instead (``index`` sets it).
         self.replayable = True
+        self._used = True  # a step's figures below were filled since they were last emptied
         self._start_step()
 
     # -- the model's modules ---------------------------------------------------------------
@@ -120,12 +146,30 @@ class Recorder:
         """The step being computed now."""
         return self.done + 1
 
+    def sampled(self, step: int) -> bool:
+        """Whether ``step`` takes the figures (the first, then every ``every``-th)."""
+        return (step - 1) % self.every == 0
+
+    def checked(self, step: int) -> bool:
+        """Whether ``step``'s gradients are checked for NaN/Inf."""
+        return self.check_every or self.sampled(step)
+
+    @property
+    def capturing(self) -> bool:
+        """Whether this step keeps what a replay needs (its inputs and RNG state: no copies):
+        a step whose gradients are checked, until the first NaN (after it there is none to
+        find)."""
+        return self.checked(self.step) and self.nonfinite is None and self.replayable
+
     def _start_step(self) -> None:
-        self.sampling = (self.step - 1) % self.every == 0
+        self.sampling = self.sampled(self.step)
         self.capture.clear()
-        # Every step keeps what a replay needs (its inputs and RNG state: no copies); after the
-        # first NaN there is none to find.
-        self.capture.enabled = self.nonfinite is None and self.replayable
+        self.capture.enabled = self.capturing
+        self._bad_loss = False
+        self._new_nonfinite: NonFinite | None = None
+        if not (self.sampling or self._used):
+            return  # nothing below was touched since it was last emptied: a step costs a counter
+        self._used = self.sampling
         # A sampled step's outputs so far: id -> (the tensor, weakly; its version then; the
         # figures taken of it).
         self._outputs: dict[int, tuple[weakref.ref[torch.Tensor], int, list[torch.Tensor]]] = {}
@@ -136,13 +180,15 @@ class Recorder:
         self._param_norms: dict[str, float] = {}
         self._updates: dict[str, float] = {}
         self._before: list[torch.Tensor] | None = None
+        self._views: list[torch.Tensor] = []
+        self._ptrs: list[int] = []
+        # A sampled step's gradient norms: the weights they are of, and the 0-d norms.
+        self._grads: tuple[list[tuple[nn.Parameter, str]], list[torch.Tensor]] = ([], [])
         # A sampled step's weight norms and update norms: 0-d, read with the activations at the end.
-        self._weight_norms: list[torch.Tensor] = []
+        self._weight_norms: list[tuple[str, float, torch.Tensor]] = []  # (module, share, norm)
         self._moving: list[tuple[nn.Parameter, str]] = []
         self._deltas: list[torch.Tensor] = []
         self._shares: list[float] = []
-        self._bad_loss = False
-        self._new_nonfinite: NonFinite | None = None
 
     # -- the hooks' side -------------------------------------------------------------------
 
@@ -225,29 +271,34 @@ class Recorder:
     def backward_done(self, optimizer_params: set[int] | None, update_ratio: bool) -> None:
         """After the backward, before the update: gradient checks and norms; a copy of the
         weights for the update ratio when this step is sampled."""
+        # A step that is not sampled reads nothing unless every step is checked, and then only
+        # until the first NaN (after it there is none to find).
+        if not (self.sampling or self.armed or (self.check_every and self.nonfinite is None)):
+            return
         have = [
             (p, path) for p, path in self._weights if p.grad is not None and not p.grad.is_sparse
         ]
         bad_weights: list[str] = []
-        # After the first NaN there is none to find: a step that is not sampled then reads nothing.
-        if have and (self.sampling or self.armed or self.nonfinite is None):
+        if have:
             grads: list[torch.Tensor] = [local(p.grad) for p, _ in have]  # type: ignore[arg-type]
             # (no no_grad: a gradient needs none, save under create_graph, which this runs after)
             got = list(torch._foreach_norm(grads))
-            # A step that is not sampled reads one number (each norm read only if it is not
-            # finite); a sampled one reads every weight's gradient norm.
-            norms = values(got) if self.sampling or not _finite(got) else []
-            if norms and not all(map(math.isfinite, norms)):
+            # One number read now (each norm read only if it is not finite); a sampled step's
+            # norms are read with its other figures at its end.
+            norms = [] if _finite(got) else values(got)
+            if norms:
                 bad = (
                     path for (_, path), v in zip(have, norms, strict=True) if not math.isfinite(v)
                 )
                 bad_weights = list(dict.fromkeys(bad))
             if self.sampling:
-                sq: dict[str, float] = {}
-                for (_, path), v in zip(have, norms, strict=True):
-                    sq[path] = sq.get(path, 0.0) + v * v
-                self._grad_norms = {p: math.sqrt(v) for p, v in sq.items()}
-        if self.armed:
+                self._grads = (have, got)
+        spoilt = self._spoilt() if bad_weights and self.nonfinite is None else None
+        nf: NonFinite | None
+        if spoilt is not None:
+            nf = spoilt
+            self.finite.clear()
+        elif self.armed:
             nf = self.finite.resolve(self.step, self.classes, bad_weights, self._order())
         elif bad_weights and self.nonfinite is None and self.capture.calls and self.replayable:
             nf = self._replay()
@@ -260,25 +311,82 @@ class Recorder:
             self.finite.clear()
         if nf is not None:
             self._found(nf)
+        elif not bad_weights and self.checked(self.step):
+            self._checked_ok = self.step
         if self.sampling and self._weights:
-            params: list[torch.Tensor] = [local(p) for p, _ in self._weights]
-            with torch.no_grad():
-                self._weight_norms = list(torch._foreach_norm(params))  # read at the step's end
-                if update_ratio and optimizer_params is not None:
-                    self._moving = [(p, path) for p, path in have if id(p) in optimizer_params]
-                    self._before = [_spread(local(p))[0].clone() for p, _ in self._moving]
+            self._weigh(optimizer_params if update_ratio else None, have)
+
+    def _weigh(
+        self, optimizer_params: set[int] | None, have: list[tuple[nn.Parameter, str]]
+    ) -> None:
+        """A sampled step's weight norms (0-d, read at its end) and, for the weights the
+        optimizer updates, the copy the update ratio needs. The norm of a copied weight is the
+        copy's (the same values, already read: not a second pass over the weight)."""
+        moving = (
+            [(p, path) for p, path in have if id(p) in optimizer_params]
+            if optimizer_params is not None
+            else []
+        )
+        copied = {id(p) for p, _ in moving}
+        rest = [(p, path) for p, path in self._weights if id(p) not in copied]
+        with torch.no_grad():
+            if moving:
+                # Views of the live weights (optimizers update in place): read again after the
+                # step, unless a weight's storage was swapped (``p.data = ...``; ``updated``).
+                spread = [_spread(local(p)) for p, _ in moving]
+                self._moving, self._views = moving, [v for v, _ in spread]
+                self._shares = [share for _, share in spread]
+                # -1 never matches: a weight that is not contiguous is read anew (``updated``).
+                self._ptrs = [
+                    local(p).data_ptr() if local(p).is_contiguous() else -1 for p, _ in moving
+                ]
+                self._before = list(torch._foreach_mul(self._views, 1.0))  # one copy op
+                norms = torch._foreach_norm(self._before)
+                self._weight_norms = [
+                    (path, share, n) for (_, path), share, n in zip(moving, self._shares, norms)
+                ]
+            if rest:
+                norms = torch._foreach_norm([local(p).detach() for p, _ in rest])
+                self._weight_norms += [(path, 1.0, n) for (_, path), n in zip(rest, norms)]
+
+    def _spoilt(self) -> NonFinite | None:
+        """Where this step's weights were already NaN/Inf before its forward: an update made
+        at a step not checked spoilt them (None: they are finite, the NaN began in this step).
+        The first module, in forward order, holding such a weight is named."""
+        if self.check_every or self.step - 1 <= self._checked_ok:
+            return None  # every step since the weights were last seen finite was checked
+        # Every value of every weight (a sampled step's norms may be of a sample).
+        norms = list(torch._foreach_norm([local(p).detach() for p, _ in self._weights]))
+        bad = [
+            path
+            for (_, path), v in zip(self._weights, values(norms), strict=True)
+            if not math.isfinite(v)
+        ]
+        if not bad:
+            return None
+        order = self._static_order
+        path = min(bad, key=lambda p: order.get(p, 1 << 30))
+        since, many = self._checked_ok, len(set(bad))
+        more = f" (and {many - 1} later modules' weights)" if many > 1 else ""
+        what = (
+            f"its weights{more} were already NaN/Inf when step {self.step} began: they changed "
+            f"at steps {since}-{self.step - 1}, which were not checked, and which module began it "
+            "is not known (watch(..., check_every_step=True) checks every step)"
+        )
+        return NonFinite(self.step, path, "update", self.classes.get(path, ""), what)
 
     def _order(self) -> dict[str, int]:
         return self.order or self._static_order
 
     def _replay(self) -> NonFinite | None:
+        self._used = True  # the replay's forward order (``order``) is emptied with the rest
         self.finite.clear()
         calls, self.capture.calls = self.capture.calls, []
 
         def arm(on: bool) -> None:
             self._replaying = on
             self.capture.enabled = False
-            self.each(on or self.sampling)
+            self.each(on or self.sampling, on)
 
         names = replay(self.model, calls, arm)
         bad = list(dict.fromkeys(n.rpartition(".")[0] for n in names))
@@ -292,18 +400,20 @@ class Recorder:
         before, self._before = self._before, None
         if before is None or not before:
             return
+        views = self._views
+        if [local(p).data_ptr() for p, _ in self._moving] != self._ptrs:
+            # A storage swapped, or a weight not contiguous (its flat values were a copy): anew.
+            views = [_spread(local(p))[0] for p, _ in self._moving]
         with torch.no_grad():
-            now = [_spread(local(p)) for p, _ in self._moving]
-            torch._foreach_sub_(before, [v for v, _ in now])
+            torch._foreach_sub_(before, views)
             self._deltas = list(torch._foreach_norm(before))
-        self._shares = [share for _, share in now]
 
     def loss_value(self, step: int, value: float) -> None:
         self.loss.add(step, value)
         if not math.isfinite(value):
             if step <= self.done:
                 if self.nonfinite is None:
-                    self._found(_loss_culprit(step))
+                    self._found(_loss_culprit(step, self.checked(step)))
             else:
                 self._bad_loss = True
 
@@ -311,14 +421,15 @@ class Recorder:
         """Close the step: samples stored, flags raised; returns the new flags."""
         step = self.step
         if self._bad_loss and self._new_nonfinite is None and self.nonfinite is None:
-            self._found(_loss_culprit(step))
+            self._found(_loss_culprit(step, self.checked(step)))
         new: list[Flag] = []
         if self.sampling:
             new = self._store(step)
         nf = self._new_nonfinite
         if nf is not None and nf.path is not None:
             new += self.flags.update(step, nf.path, {"nonfinite"}, sampled=False)
-        self.finite.clear()
+        if self._used or self.armed:
+            self.finite.clear()
         self.done += 1
         self._start_step()
         return new
@@ -333,11 +444,19 @@ class Recorder:
         norm and update ratio (into ``_param_norms``, ``_updates``) and output figures."""
         acts = list(self._acts.items())
         norms, deltas, moving = self._weight_norms, self._deltas, self._moving
+        (have, grads), self._grads = self._grads, ([], [])
         self._weight_norms, self._deltas, self._moving = [], [], []
-        got = values([*norms, *deltas, *(t for _, (ts, _, _) in acts for t in ts)])
+        got = values(
+            [*grads, *(n for _, _, n in norms), *deltas, *(t for _, (ts, _, _) in acts for t in ts)]
+        )
         sq: dict[str, float] = {}
-        for (_, path), v in zip(self._weights, got[: len(norms)], strict=True):
+        for (_, path), v in zip(have, got[: len(grads)], strict=True):
             sq[path] = sq.get(path, 0.0) + v * v
+        self._grad_norms = {p: math.sqrt(v) for p, v in sq.items()}
+        got = got[len(grads) :]
+        sq = {}
+        for (path, share, _), v in zip(norms, got[: len(norms)], strict=True):
+            sq[path] = sq.get(path, 0.0) + share * v * v
         self._param_norms = {p: math.sqrt(v) for p, v in sq.items()}
         sq = {}
         done = got[len(norms) : len(norms) + len(deltas)]
@@ -405,12 +524,16 @@ class Recorder:
 
 EARLY = 3  # samples of a module's output whose largest RMS the magnitude flag compares with
 
-# The update ratio reads every value of a tensor up to EXACT values, else SAMPLE evenly spaced
-# ones: copying all the weights each sampled step cost more than the step's own SGD update on a
-# ResNet-50 (bench/README.md), and the norm of a strided sample of a large tensor is within a
-# percent or two of the whole's share.
-EXACT = 65_536
+# The update ratio reads every value of a tensor up to EXACT values, else SAMPLE of them in runs
+# of RUN (a cache line of float32) spread evenly over the tensor: copying all the weights each
+# sampled step cost more than the step's own SGD update on a ResNet-50, and values picked one by
+# one with a stride under a cache line read the whole tensor from memory anyway (bench/README.md,
+# "Issue 55"). The norm of such a sample stands for the whole's share of it within a percent or
+# two; a weight's norm on a sampled step is its sample's too (a NaN is looked for in every value,
+# ``_spoilt``).
+EXACT = 16_384
 SAMPLE = 16_384
+RUN = 16
 
 
 def _spread(p: torch.Tensor) -> tuple[torch.Tensor, float]:
@@ -419,7 +542,8 @@ def _spread(p: torch.Tensor) -> tuple[torch.Tensor, float]:
     n = flat.numel()
     if n <= EXACT:
         return flat, 1.0
-    picked = flat[:: n // SAMPLE]
+    runs = flat[: n - n % RUN].view(-1, RUN)
+    picked = runs[:: max(1, runs.shape[0] // (SAMPLE // RUN))]
     return picked, n / picked.numel()
 
 
@@ -433,6 +557,14 @@ def _finite(norms: list[torch.Tensor]) -> bool:
     return math.isfinite(total) or all(map(math.isfinite, values(norms)))
 
 
-def _loss_culprit(step: int) -> NonFinite:
-    what = "the loss is NaN/Inf while every module's output was finite: the loss function made it"
+def _loss_culprit(step: int, checked: bool) -> NonFinite:
+    if checked:
+        what = (
+            "the loss is NaN/Inf while every module's output was finite: the loss function made it"
+        )
+    else:
+        what = (
+            "the loss is NaN/Inf at a step whose modules were not checked: where it began is not "
+            "known (watch(..., check_every_step=True) checks every step)"
+        )
     return NonFinite(step, None, "loss", "", what)

@@ -1,9 +1,9 @@
 """The step a NaN/Inf first appears in, run once more with every module checked.
 
 Why: checking every module's output and output gradient costs a pass over every activation,
-10-25% of a step on CPU (bench/README.md), too much for the steps the lens does not sample. So
-those steps are checked from the gradients' norms alone (one fused ``_foreach_norm``), which
-tells the step but not the module; on that step, before ``optimizer.step()`` changes a weight,
+10-25% of a step on CPU (bench/README.md), too much for every step. So the steps that are
+checked (the sampled ones, or every step with ``check_every_step``) are checked from the
+gradients' norms alone (one fused ``_foreach_norm``), which tells the step but not the module; on that step, before ``optimizer.step()`` changes a weight,
 ``Capture`` holds what the forward was given (its arguments, the random state it started from)
 and the gradient that reached the model's outputs, and ``replay`` runs that forward and backward
 again with the checks armed. The backward goes through ``torch.autograd.grad``, so the user's
