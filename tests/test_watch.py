@@ -217,3 +217,19 @@ def test_thresholds_can_be_changed() -> None:
     with tx.watch(model, opt, every=1, thresholds=Thresholds(exploding_update=1e-9)) as w:
         _train(model, opt, w, 1)
     assert {f.kind for f in w.flags} == {"exploding"}
+
+
+def test_the_update_ratio_of_a_large_3x3_convolution_is_not_read_from_its_corners_alone() -> None:
+    """A 1x1 input padded to 3x3 reaches the kernels' centres alone, so only they move: a sample
+    whose stride is a multiple of 9 (147,456 values / 16,384) would read corners and say 0."""
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(128, 128, 3, padding=1, bias=False)
+    opt = torch.optim.SGD(conv.parameters(), lr=0.1)
+    before = conv.weight.detach().clone()
+    with tx.watch(conv, opt, every=1) as w:
+        opt.zero_grad()
+        conv(torch.randn(2, 128, 1, 1)).pow(2).sum().backward()
+        opt.step()
+    exact = ((conv.weight.detach() - before).norm() / before.norm()).item()
+    assert exact > 0
+    assert w.latest("update_ratio")[""] == pytest.approx(exact, rel=0.1)
