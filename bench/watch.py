@@ -9,8 +9,9 @@
   watched by ``tx.watch(model, opt, every=10)`` for the whole run (two sampled steps a block,
   eighteen not) against blocks of the same loop on a bare copy, interleaved (bare, watched, bare,
   ...), each watched block against the mean of the bare blocks either side, median over the
-  rounds; and the same for a bare copy plus the one thing a watch reads on every step, its
-  gradients' norms (``_foreach_norm``, summed, read once): the floor of a step not sampled.
+  rounds; and the same for a copy watched with ``check_every_step=True`` (every step's
+  gradients checked for NaN/Inf: one ``_foreach_norm``, one number read, and the replay's
+  capture).
 - the planted NaN (found at its step and module in every run) is a test:
   ``tests/test_watch_nonfinite.py``.
 
@@ -133,7 +134,8 @@ def mlp(width: int, batch: int) -> tuple[nn.Module, Callable[[nn.Module], torch.
 
 def mlp_loop(width: int, batch: int, rounds: int) -> dict[str, Any]:
     """Three copies of one MLP, each with its own SGD: one watched (``every=10``) for the whole
-    run, one bare, one bare plus the gradient check a watch makes on every step. Blocks of
+    run, one bare, one watched with ``check_every_step=True`` (every step's gradients checked
+    for NaN/Inf). Blocks of
     ``BLOCK`` steps interleaved (bare, watched, bare, checked, bare, ...); each watched (or
     checked) block against the mean of the bare blocks either side of it. The watch lives
     across blocks, as in a real loop: its first steps (rows made, hooks placed) are warm-up."""
@@ -142,7 +144,6 @@ def mlp_loop(width: int, batch: int, rounds: int) -> dict[str, Any]:
     for m in (watched_m, checked_m):
         m.load_state_dict(bare_m.state_dict())
     opts = [torch.optim.SGD(m.parameters(), lr=1e-3, momentum=0.9) for m, _ in made]
-    params = list(checked_m.parameters())
 
     def block(i: int) -> float:
         model, opt = made[i][0], opts[i]
@@ -150,12 +151,11 @@ def mlp_loop(width: int, batch: int, rounds: int) -> dict[str, Any]:
         for _ in range(BLOCK):
             opt.zero_grad()
             loss_of(model).backward()
-            if i == 2:  # what a watch reads on every step (record.py, backward_done)
-                torch.stack(torch._foreach_norm([p.grad for p in params])).sum().item()
             opt.step()
         return time.perf_counter() - t
 
     w = tx.watch(watched_m, opts[1], every=10)
+    wc = tx.watch(checked_m, opts[2], every=10, check_every_step=True)
     try:
         for _ in range(3):
             for i in range(3):
@@ -184,6 +184,7 @@ def mlp_loop(width: int, batch: int, rounds: int) -> dict[str, Any]:
         steps = w.steps
     finally:
         w.close()
+        wc.close()
     return {
         "model": f"MLP 784-{width}-{width}-10, batch {batch}, SGD",
         "step_s": statistics.median(bare) / BLOCK,
@@ -196,7 +197,7 @@ def mlp_loop(width: int, batch: int, rounds: int) -> dict[str, Any]:
 
 def mlp_table(rows: list[dict[str, Any]]) -> str:
     out = [
-        "| row | anchor: bare step | watch every 10 | the gradient check alone | goal | met |",
+        "| row | anchor: bare step | watch every 10 | every 10, check_every_step=True | goal | met |",
         "|---|---|---|---|---|---|",
     ]
     for r in rows:
