@@ -19,7 +19,6 @@ per module).
 
 from __future__ import annotations
 
-import functools
 import math
 import weakref
 from collections.abc import Callable
@@ -30,56 +29,15 @@ import torch
 from torch import nn
 from torch.utils._pytree import tree_leaves
 
+from .acts import BOUNDS, act_stats, bounds, first_float, is_fake
 from .buffer import CAPACITY, LossBuffer, Series
 from .finite import FiniteTracker, NonFinite, values
-from .finite import fast_sum as _sum
 from .flags import Flag, FlagBook, Thresholds, kinds_of
 from .replay import Capture, replay
 from .shards import NOT_REPLAYED, has_dtensors, local
+from .update import Weighing
 
 __all__ = ["BOUNDS", "Recorder"]
-
-# Bounded activations: (low, high) for the saturation figure, by class.
-BOUNDS: dict[type, Any] = {
-    nn.Tanh: (-1.0, 1.0),
-    nn.Sigmoid: (0.0, 1.0),
-    nn.Softsign: (-1.0, 1.0),
-    nn.Hardsigmoid: (0.0, 1.0),
-    nn.Hardtanh: lambda m: (float(m.min_val), float(m.max_val)),
-}
-
-
-def _is_fake(t: torch.Tensor) -> bool:
-    # The probe and tx.memory run the model on fake or meta tensors: nothing to measure there.
-    return t.device.type == "meta" or type(t).__name__ == "FakeTensor"
-
-
-def first_float(value: Any) -> torch.Tensor | None:
-    if type(value) is torch.Tensor:  # the common case, without a pytree walk
-        return value if value.is_floating_point() and value.numel() else None
-    for leaf in tree_leaves(value):
-        if isinstance(leaf, torch.Tensor) and leaf.is_floating_point() and leaf.numel():
-            return leaf
-    return None
-
-
-def _bounds(module: nn.Module) -> tuple[float, float] | None:
-    if len(BOUNDS) != _UNBOUNDED_FOR[0]:  # a bound added since: look again
-        _UNBOUNDED.clear()
-        _UNBOUNDED_FOR[0] = len(BOUNDS)
-    if type(module) in _UNBOUNDED:
-        return None
-    for cls in type(module).__mro__:
-        b = BOUNDS.get(cls)
-        if b is not None:
-            return b(module) if callable(b) else b
-    _UNBOUNDED.add(type(module))
-    return None
-
-
-# Classes with no bound in their MRO (looked up once: a sampled step asks for every module).
-_UNBOUNDED: set[type] = set()
-_UNBOUNDED_FOR = [len(BOUNDS)]
 
 
 class Recorder:
@@ -180,16 +138,10 @@ class Recorder:
         self._grad_norms: dict[str, float] = {}
         self._param_norms: dict[str, float] = {}
         self._updates: dict[str, float] = {}
-        self._before: list[torch.Tensor] | None = None
-        self._views: list[torch.Tensor] = []
-        self._ptrs: list[int] = []
         # A sampled step's gradient norms: the weights they are of, and the 0-d norms.
         self._grads: tuple[list[tuple[nn.Parameter, str]], list[torch.Tensor]] = ([], [])
         # A sampled step's weight norms and update norms: 0-d, read with the activations at the end.
-        self._weight_norms: list[tuple[str, float, torch.Tensor]] = []  # (module, share, norm)
-        self._moving: list[tuple[nn.Parameter, str]] = []
-        self._deltas: list[torch.Tensor] = []
-        self._shares: list[float] = []
+        self._weighing = Weighing()
 
     # -- the hooks' side -------------------------------------------------------------------
 
@@ -206,14 +158,14 @@ class Recorder:
             return  # probes, eval
         path = self.paths.get(id(module))
         out = first_float(output)
-        if path is None or out is None or _is_fake(out):
+        if path is None or out is None or is_fake(out):
             return
         self.order.setdefault(path, len(self.order))
         if self.armed:
             ins = [
                 t
                 for t in tree_leaves((args, kwargs))
-                if isinstance(t, torch.Tensor) and t.is_floating_point() and not _is_fake(t)
+                if isinstance(t, torch.Tensor) and t.is_floating_point() and not is_fake(t)
             ]
             self.finite.forward(path, out, ins)
             return
@@ -225,12 +177,12 @@ class Recorder:
         own = seen is None or seen[0]() is not out or seen[1] != out._version
         got = self._acts.get(path)
         if got is None:
-            if not own and seen is not None and _bounds(module) is None:
+            if not own and seen is not None and bounds(module) is None:
                 # A child's output passed on (a Sequential's last child's): the child's figures,
                 # not a second pass over the same tensor (the bound share is the child's own).
                 stats = seen[2][:3]
             else:
-                stats = self._act_stats(module, local(out).detach())
+                stats = act_stats(module, local(out).detach())
             got = self._acts[path] = (stats, own, out.numel())
         self._outputs[id(out)] = (weakref.ref(out), out._version, got[0])
 
@@ -245,27 +197,10 @@ class Recorder:
 
         def one(t: Any) -> Any:
             if isinstance(t, torch.Tensor) and t.requires_grad and t.is_floating_point():
-                return t if _is_fake(t) else self.finite.tap(path, t)
+                return t if is_fake(t) else self.finite.tap(path, t)
             return t
 
         return tuple(one(a) for a in args), {k: one(v) for k, v in kwargs.items()}
-
-    def _act_stats(self, module: nn.Module, x: torch.Tensor) -> list[torch.Tensor]:
-        """Sum, norm and count of non-zeros (mean, std and zeros follow at the step's end, divided
-        there: an op less per figure). Why not ``std_mean`` and ``count_nonzero``: on the CPU each
-        takes 100-200 times a sum (bench/README.md), more than the convolution that made the
-        tensor."""
-        got = [
-            _sum(x),
-            torch.linalg.vector_norm(x, dtype=torch.float32),  # sqrt(n E[x^2])
-            _sum(x.sign().abs_()),
-        ]
-        b = _bounds(module)
-        if b is not None:
-            lo, hi = b
-            mid, reach = (hi + lo) / 2, (hi - lo) / 2 * 0.98  # within 1% of the range from a bound
-            got.append(_sum((x - mid).abs_().ge_(reach)))
-        return got
 
     # -- the step's end --------------------------------------------------------------------
 
@@ -315,40 +250,7 @@ class Recorder:
         elif not bad_weights and self.checked(self.step):
             self._checked_ok = self.step
         if self.sampling and self._weights:
-            self._weigh(optimizer_params if update_ratio else None, have)
-
-    def _weigh(
-        self, optimizer_params: set[int] | None, have: list[tuple[nn.Parameter, str]]
-    ) -> None:
-        """A sampled step's weight norms (0-d, read at its end) and, for the weights the
-        optimizer updates, the copy the update ratio needs. The norm of a copied weight is the
-        copy's (the same values, already read: not a second pass over the weight)."""
-        moving = (
-            [(p, path) for p, path in have if id(p) in optimizer_params]
-            if optimizer_params is not None
-            else []
-        )
-        copied = {id(p) for p, _ in moving}
-        rest = [(p, path) for p, path in self._weights if id(p) not in copied]
-        with torch.no_grad():
-            if moving:
-                # Views of the live weights (optimizers update in place): read again after the
-                # step, unless a weight's storage was swapped (``p.data = ...``; ``updated``).
-                spread = [_spread(local(p)) for p, _ in moving]
-                self._moving, self._views = moving, [v for v, _ in spread]
-                self._shares = [share for _, share in spread]
-                # -1 never matches: a weight that is not contiguous is read anew (``updated``).
-                self._ptrs = [
-                    local(p).data_ptr() if local(p).is_contiguous() else -1 for p, _ in moving
-                ]
-                self._before = list(torch._foreach_mul(self._views, 1.0))  # one copy op
-                norms = torch._foreach_norm(self._before)
-                self._weight_norms = [
-                    (path, share, n) for (_, path), share, n in zip(moving, self._shares, norms)
-                ]
-            if rest:
-                norms = torch._foreach_norm([local(p).detach() for p, _ in rest])
-                self._weight_norms += [(path, 1.0, n) for (_, path), n in zip(rest, norms)]
+            self._weighing.take(self._weights, have, optimizer_params if update_ratio else None)
 
     def _spoilt(self) -> NonFinite | None:
         """Where this step's weights were already NaN/Inf before its forward: an update made
@@ -398,16 +300,7 @@ class Recorder:
     def updated(self) -> None:
         """After ``optimizer.step()``: the norm of each weight's update (read at the step's end,
         where it becomes the update ratio of each module's own weights)."""
-        before, self._before = self._before, None
-        if before is None or not before:
-            return
-        views = self._views
-        if [local(p).data_ptr() for p, _ in self._moving] != self._ptrs:
-            # A storage swapped, or a weight not contiguous (its flat values were a copy): anew.
-            views = [_spread(local(p))[0] for p, _ in self._moving]
-        with torch.no_grad():
-            torch._foreach_sub_(before, views)
-            self._deltas = list(torch._foreach_norm(before))
+        self._weighing.updated()
 
     def loss_value(self, step: int, value: float) -> None:
         self.loss.add(step, value)
@@ -444,31 +337,16 @@ class Recorder:
         """The sampled step's 0-d figures, read with one synchronisation: each module's weight
         norm and update ratio (into ``_param_norms``, ``_updates``) and output figures."""
         acts = list(self._acts.items())
-        norms, deltas, moving = self._weight_norms, self._deltas, self._moving
         (have, grads), self._grads = self._grads, ([], [])
-        self._weight_norms, self._deltas, self._moving = [], [], []
-        got = values(
-            [*grads, *(n for _, _, n in norms), *deltas, *(t for _, (ts, _, _) in acts for t in ts)]
-        )
+        weighing, self._weighing = self._weighing, Weighing()
+        weights = weighing.tensors()
+        got = values([*grads, *weights, *(t for _, (ts, _, _) in acts for t in ts)])
         sq: dict[str, float] = {}
         for (_, path), v in zip(have, got[: len(grads)], strict=True):
             sq[path] = sq.get(path, 0.0) + v * v
         self._grad_norms = {p: math.sqrt(v) for p, v in sq.items()}
-        got = got[len(grads) :]
-        sq = {}
-        for (path, share, _), v in zip(norms, got[: len(norms)], strict=True):
-            sq[path] = sq.get(path, 0.0) + share * v * v
-        self._param_norms = {p: math.sqrt(v) for p, v in sq.items()}
-        sq = {}
-        done = got[len(norms) : len(norms) + len(deltas)]
-        if len(done) == len(moving) == len(self._shares):  # else the update never ran
-            for (_, path), share, v in zip(moving, self._shares, done, strict=True):
-                sq[path] = sq.get(path, 0.0) + share * v * v
-        for path, v in sq.items():
-            w = self._param_norms.get(path)
-            if w:
-                self._updates[path] = math.sqrt(v) / w
-        i = len(norms) + len(deltas)
+        i = len(grads) + len(weights)
+        self._param_norms, self._updates = weighing.figures(got[len(grads) : i])
         act_of: dict[str, tuple[list[float], bool]] = {}
         for path, (ts, own, n) in acts:
             raw = got[i : i + len(ts)]
@@ -524,43 +402,6 @@ class Recorder:
 
 
 EARLY = 3  # samples of a module's output whose largest RMS the magnitude flag compares with
-
-# The update ratio reads every value of a tensor up to EXACT values, else SAMPLE evenly spaced
-# ones (a prime stride, ``_stride``): copying all the weights each sampled step cost more than the
-# step's own SGD update on a ResNet-50 (bench/README.md). Values one by one, not runs of a cache
-# line (which read less memory): an embedding's update lands on the rows of the tokens seen, and
-# runs that skip whole rows put a Llama's update ratio 12% off. On the six models of
-# ``python -m bench.watch_sample`` the sampled update ratio is within 6% of every value's and a
-# weight's norm (read from the same sample on a sampled step) within 2%; a NaN is looked for in
-# every value (``_spoilt``).
-EXACT = 16_384
-SAMPLE = 16_384
-
-
-def _spread(p: torch.Tensor) -> tuple[torch.Tensor, float]:
-    """The values of ``p`` the update ratio reads, and how many values each stands for."""
-    flat = p.detach().reshape(-1)
-    n = flat.numel()
-    if n <= EXACT:
-        return flat, 1.0
-    picked = flat[:: _stride(n // SAMPLE, p.shape)]
-    return picked, n / picked.numel()
-
-
-@functools.lru_cache(maxsize=1024)
-def _stride(least: int, shape: tuple[int, ...]) -> int:
-    """The first prime from ``least`` that divides no size of ``shape``: a step through the
-    flat values that meets every position of every dimension in turn. A stride sharing a factor
-    with a size meets some positions only: 36 through a 3x3 convolution's weight (9 a kernel)
-    read its corners alone, and put a ResNet-50's update ratio 37% off (bench/README.md)."""
-    k = max(2, least)
-    while not _prime(k) or any(size % k == 0 for size in shape):
-        k += 1
-    return k
-
-
-def _prime(k: int) -> bool:
-    return k >= 2 and all(k % d for d in range(2, math.isqrt(k) + 1))
 
 
 def _finite(norms: list[torch.Tensor]) -> bool:
