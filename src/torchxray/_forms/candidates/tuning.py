@@ -51,6 +51,9 @@ MAX_PER_DIFF = 24
 # Moves of several fields together (``rules/derived_widths.py``) for the first differences only:
 # they are many, and a later difference is mostly one the first ones cause.
 FIRST_DIFFS_MOVED = 4
+# Pairs of fields moved together, one to the live value and one keeping a width both derive
+# (``rules/kept_width.py``), per difference: each is a build, after the moves of one field.
+MAX_PAIR_MOVES = 8
 # Factories tried for a field not named like the layer's class (``rules/factories.py``): each
 # costs a child form.
 MAX_UNNAMED_FACTORIES = 3

@@ -14,7 +14,8 @@ tries at most ``GUIDED_TRIES`` per build (``_forms/candidates/tuning.py``), so t
 2. ``NAMED``: the values the difference names (the live number, string, class, keyword), cheap
    and most often right;
 3. derived widths: moves of a few fields together, before the generic single changes (a width
-   moved alone is often a step away);
+   moved alone is often a step away); then a field moved with another keeping a width both
+   derive (a product or a sum of the two);
 4. the ``NAMED`` rules again on the members of a dataclass argument, one member at a time;
 5. ``UNNAMED``: changes the difference allows without naming a value (flags, None, defaults),
    then factories, last, as each costs a child form; and on the members again.
@@ -35,6 +36,7 @@ from . import (
     item_runs,
     iterated,
     keyword_item,
+    kept_width,
     kwargs_dict,
     layer_class,
     measured,
@@ -92,6 +94,7 @@ RULES: tuple[Rule, ...] = (
     Rule("iterated", iterated.propose),
     *(Rule(name, propose) for name, propose in NAMED),
     Rule("derived_widths", derived_widths.propose),
+    Rule("kept_width", kept_width.propose),
     *(Rule(name, propose, "members") for name, propose in NAMED),
     *(Rule(name, propose) for name, propose in UNNAMED),
     *(Rule(name, propose, "members") for name, propose in UNNAMED),
