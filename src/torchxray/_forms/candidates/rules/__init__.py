@@ -14,11 +14,13 @@ tries at most ``GUIDED_TRIES`` per build (``_forms/candidates/tuning.py``), so t
 2. ``NAMED``: the values the difference names (the live number, string, class, keyword), cheap
    and most often right;
 3. derived widths: moves of a few fields together, before the generic single changes (a width
-   moved alone is often a step away); then a field moved with another keeping a width both
-   derive (a product or a sum of the two);
+   moved alone is often a step away);
 4. the ``NAMED`` rules again on the members of a dataclass argument, one member at a time;
 5. ``UNNAMED``: changes the difference allows without naming a value (flags, None, defaults),
-   then factories, last, as each costs a child form; and on the members again.
+   then factories, last, as each costs a child form; and on the members again;
+6. ``last``: two fields moved together, one to the live value and one keeping a width both
+   derive (a product or a sum): tried only where no proposal above scored better
+   (``_forms/candidates/loop.py``'s ``paired``, ``PAIR_TRIES`` builds).
 """
 
 from __future__ import annotations
@@ -46,19 +48,21 @@ from . import (
     part_named,
     rounded_float,
     scaled_float,
+    stage_flags,
     unset_width,
 )
 from .problem import Problem, Propose
 
 __all__ = ["NAMED", "RULES", "UNNAMED", "Problem", "Propose", "Rule"]
 
-Scope = Literal["module", "members"]
+Scope = Literal["module", "members", "last"]
 
 
 @dataclass(frozen=True)
 class Rule:
     """A rule in the registry: its relation's name, its ``propose``, and what it reads: the
-    module's own fields, or (``members``) those of each dataclass argument in turn."""
+    module's own fields, or (``members``) those of each dataclass argument in turn; ``last``: the
+    module's own fields, read only where no other rule's proposal scored better."""
 
     name: str
     propose: Propose
@@ -82,6 +86,7 @@ NAMED: tuple[tuple[str, Propose], ...] = (
 # The changes a difference allows without naming a value; factories last (a child form each).
 UNNAMED: tuple[tuple[str, Propose], ...] = (
     ("optional", optional.propose),
+    ("stage_flags", stage_flags.propose),
     ("kwargs_dict", kwargs_dict.propose),
     ("handed_kwargs", handed_kwargs.propose),
     ("factories", factories.propose),
@@ -94,8 +99,8 @@ RULES: tuple[Rule, ...] = (
     Rule("iterated", iterated.propose),
     *(Rule(name, propose) for name, propose in NAMED),
     Rule("derived_widths", derived_widths.propose),
-    Rule("kept_width", kept_width.propose),
     *(Rule(name, propose, "members") for name, propose in NAMED),
     *(Rule(name, propose) for name, propose in UNNAMED),
     *(Rule(name, propose, "members") for name, propose in UNNAMED),
+    Rule("kept_width", kept_width.propose, "last"),
 )
