@@ -51,12 +51,22 @@ def proposals(
     ``known`` holds the values of the fields not searched (widths a relation may read); ``uses``
     says how the constructor uses each field (stage 2 read it)."""
     inner = nested(sig, fields, values)
-    for top in problems(diffs, fields, values, live, modes, child, known, uses):
+    read = problems(diffs, fields, values, live, modes, child, known, uses)
+    if last:
+        # Each of the last rules over every difference before the next: the likeliest pairs of
+        # every difference first (``rules/__init__.py``).
+        tops = list(read)
         for scope, run in _RUNS:
-            if scope == "module" and not last or scope == "last" and last:
+            for propose in run if scope == "last" else ():
+                for top in tops:
+                    yield from propose(top)
+        return
+    for top in read:
+        for scope, run in _RUNS:
+            if scope == "module":
                 for propose in run:
                     yield from propose(top)
-            elif scope == "members" and not last:
+            elif scope == "members":
                 yield from _on_members(top, inner, run)
 
 

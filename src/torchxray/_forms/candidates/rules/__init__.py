@@ -20,7 +20,8 @@ tries at most ``GUIDED_TRIES`` per build (``_forms/candidates/tuning.py``), so t
    then factories, last, as each costs a child form; and on the members again;
 6. ``last``: two fields moved together, one to the live value and one keeping a width both
    derive (a product or a sum): tried only where no proposal above scored better
-   (``_forms/candidates/loop.py``'s ``paired``, ``PAIR_TRIES`` builds).
+   (``_forms/candidates/loop.py``'s ``paired``, ``PAIR_TRIES`` builds), each rule over every
+   difference before the next (the field holding the number, then one it is a multiple of).
 """
 
 from __future__ import annotations
@@ -37,8 +38,9 @@ from . import (
     handed_kwargs,
     item_runs,
     iterated,
-    keyword_item,
+    kept_multiple,
     kept_width,
+    keyword_item,
     kwargs_dict,
     layer_class,
     measured,
@@ -103,4 +105,5 @@ RULES: tuple[Rule, ...] = (
     *(Rule(name, propose) for name, propose in UNNAMED),
     *(Rule(name, propose, "members") for name, propose in UNNAMED),
     Rule("kept_width", kept_width.propose, "last"),
+    Rule("kept_multiple", kept_multiple.propose, "last"),
 )

@@ -8,7 +8,8 @@ never reaches the pair: here the field named by the difference moves to the live
 other whole-number field takes up the change, ``v * b / live`` for a product, ``v + (b - live)``
 for a sum. The field moved is the one a ``name=value`` item names (``groups`` for ``groups=2``,
 ``rules/problem.py``'s ``named``) or, for a number the build holds where the live one holds
-another, each field holding that number (a product of those is ``derived_widths.py``'s).
+another (an attribute ``groups`` 1 against 2, whatever the field is called), each field holding
+that number.
 Tried after the moves of one field (it comes after them in the registry) and for the first
 differences only (``FIRST_DIFFS_MOVED``), at most ``MAX_PAIR_MOVES`` per difference. Example: a
 ResNeXt-style ``Bottleneck(8, 8, groups=1, base_width=16)`` against a live one built with
@@ -18,7 +19,7 @@ ResNeXt-style ``Bottleneck(8, 8, groups=1, base_width=16)`` against a live one b
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 from ...field import Field
 from ..tuning import FIRST_DIFFS_MOVED, MAX_PAIR_MOVES
@@ -28,8 +29,8 @@ from .problem import Problem, named
 __all__ = ["propose"]
 
 
-def _whole(v: Any) -> bool:
-    return type(v) is int
+def _whole(v: Any) -> TypeGuard[int]:
+    return type(v) is int  # not a flag
 
 
 def shifted(
@@ -52,14 +53,18 @@ def _moves(p: Problem) -> Iterator[dict[str, Any]]:
         for f in p.fields:
             v = p.values.get(f.name)
             if named(f, key) and _whole(v) and v != live and v > 0 and live > 0:
-                yield from keeping(p.fields, p.values, f.name, v, live)
-                yield from shifted(p.fields, p.values, f.name, v, live)
+                yield from _kept(p, f.name, v, live)
     for b, live in p.pairs:
-        if not _whole(b) or not _whole(live) or b == live:
+        if not _whole(b) or not _whole(live) or b == live or b <= 0 or live <= 0:
             continue
         for f in p.fields:
             if _whole(p.values.get(f.name)) and p.values[f.name] == b and "drop" not in f.name:
-                yield from shifted(p.fields, p.values, f.name, b, live)
+                yield from _kept(p, f.name, b, live)
+
+
+def _kept(p: Problem, name: str, v: int, x: int) -> Iterator[dict[str, Any]]:
+    yield from keeping(p.fields, p.values, name, v, x)
+    yield from shifted(p.fields, p.values, name, v, x)
 
 
 def propose(p: Problem) -> Iterator[dict[str, Any]]:

@@ -14,7 +14,7 @@ against a live one whose third stage dilates: ``[False, True, False]``.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypeGuard
 
 from ..tuning import FIRST_DIFFS_MOVED, MAX_FLAGS
 from .problem import Problem
@@ -22,9 +22,9 @@ from .problem import Problem
 __all__ = ["propose"]
 
 
-def _flags(v: Any) -> bool:
-    return isinstance(v, (list, tuple)) and 0 < len(v) <= MAX_FLAGS and all(
-        type(x) is bool for x in v
+def _flags(v: Any) -> TypeGuard[list[bool] | tuple[bool, ...]]:
+    return (
+        isinstance(v, (list, tuple)) and 0 < len(v) <= MAX_FLAGS and all(type(x) is bool for x in v)
     )
 
 
