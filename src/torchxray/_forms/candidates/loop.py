@@ -12,8 +12,8 @@ pure function of the module: a second form opens a new ``Search`` and finds the 
 The loop (``run``): from the best build so far, try the rules' proposals for its differences
 (``guided``); if none scores better, the last rules' moves of two fields together (``paired``);
 if none, each field's candidates (``candidate``); if none, a second look from the builds that
-scored nearly as well (``second_look``). Stop at an exact build, with
-no step left, or when the budget is spent. The bounds are named in ``tuning.py``.
+scored nearly as well (``second_look``). Stop at an exact build, with no step left, or when the
+budget is spent. The bounds are named in ``tuning.py``.
 
 Every bound is counted in work (``_forms/budget.py``: each build's parts and torch calls, plus
 ``BUILD_WORK``), never in seconds, so the same module gets the same builds on any machine, under
@@ -289,8 +289,9 @@ class Search:
         return step, flat
 
     def paired(self, best: Try) -> Step | None:
-        """Where no move of one field scores better: the first move of two fields together
-        (``rules/kept_width.py``) that does, ``PAIR_TRIES`` builds at most."""
+        """Where no move of one field scores better: the first move of two fields together (the
+        registry's ``last`` rules: ``rules/kept_width.py``, ``rules/kept_multiple.py``) that
+        does, ``PAIR_TRIES`` builds at most."""
         n = 0
         for change in self._proposals(best, self.values, last=True):
             if n >= PAIR_TRIES or self._late():
