@@ -1,7 +1,7 @@
 """The rule kept_width (``_forms/candidates/rules/kept_width.py``) alone, on classes written here:
 a grouped bottleneck whose inner width is a product of two arguments, and a recursive block whose
-inner width is a sum of two; then the search that tries it only where no move of one field scores
-better (``_forms/candidates/loop.py``'s ``paired``)."""
+inner width is a sum of two; then the search, which reads it apart from the other rules, only where
+it would otherwise stop (``_forms/candidates/loop.py``'s ``paired``)."""
 
 from __future__ import annotations
 
@@ -86,7 +86,7 @@ def test_a_number_moves_with_the_field_that_keeps_the_sum() -> None:
     assert rebuilds(Stacked, live, {**built, "channels": 8, "grow": 4})
 
 
-def test_moves_of_two_fields_are_proposed_only_once_moves_of_one_have_failed() -> None:
+def test_moves_of_two_fields_are_read_apart_from_the_moves_of_one() -> None:
     assert [r.scope for r in RULES if r.name.startswith("kept_")] == ["last", "last"]
     live, wrong = Stacked(8, 4, grow=4, levels=2), Stacked(12, 4, grow=0, levels=2)
     diffs = differences(parts(live), parts(wrong))

@@ -10,10 +10,10 @@ stage 2's, which what a failed build teaches adds to), the slowest build so far
 pure function of the module: a second form opens a new ``Search`` and finds the same.
 
 The loop (``run``): from the best build so far, try the rules' proposals for its differences
-(``guided``); if none scores better, the last rules' moves of two fields together (``paired``);
-if none, each field's candidates (``candidate``); if none, a second look from the builds that
-scored nearly as well (``second_look``). Stop at an exact build, with no step left, or when the
-budget is spent. The bounds are named in ``tuning.py``.
+(``guided``); if none scores better, each field's candidates (``candidate``); if none, a second
+look from the builds that scored nearly as well (``second_look``); if none, the last rules' moves
+of two fields together (``paired``), where the search would otherwise stop. Stop at an exact
+build, with no step left, or when the budget is spent. The bounds are named in ``tuning.py``.
 
 Every bound is counted in work (``_forms/budget.py``: each build's parts and torch calls, plus
 ``BUILD_WORK``), never in seconds, so the same module gets the same builds on any machine, under
@@ -217,11 +217,11 @@ class Search:
                 self.out_of_time = True
                 break
             step, flat = self.guided(best) if best is not None else (None, [])
-            if step is None and best is not None:
-                step = self.paired(best)
             step = step or self.candidate(best)
             if step is None and best is not None and self._early():
                 step = self.second_look(flat, best)
+            if step is None and best is not None:
+                step = self.paired(best)
             if step is None:
                 self.out_of_time = self._late()
                 break
@@ -289,9 +289,9 @@ class Search:
         return step, flat
 
     def paired(self, best: Try) -> Step | None:
-        """Where no move of one field scores better: the first move of two fields together (the
-        registry's ``last`` rules: ``rules/kept_width.py``, ``rules/kept_multiple.py``) that
-        does, ``PAIR_TRIES`` builds at most."""
+        """Where nothing else scores better (the search would stop here): the first move of two
+        fields together (the registry's ``last`` rules: ``rules/kept_width.py``,
+        ``rules/kept_multiple.py``) that does, ``PAIR_TRIES`` builds at most."""
         n = 0
         for change in self._proposals(best, self.values, last=True):
             if n >= PAIR_TRIES or self._late():

@@ -53,8 +53,9 @@ MAX_PER_DIFF = 24
 FIRST_DIFFS_MOVED = 4
 # Pairs of fields moved together, one to the live value and one keeping a width both derive
 # (``rules/kept_width.py``): proposed per difference at most MAX_PAIR_MOVES, built per step at
-# most PAIR_TRIES, and only where no move of one field scored better (``loop.py``'s ``paired``):
-# they are many, and one of them right is rare.
+# most PAIR_TRIES, and only where the search would otherwise stop (``loop.py``'s ``paired``):
+# they are many, one of them right is rare, and tried earlier their builds spent the budget a
+# field's candidates needed (timm's NestLevel, on the forms sweep of 2026-12-05).
 MAX_PAIR_MOVES, PAIR_TRIES = 8, 8
 # Flags of a per-stage list flipped one at a time (``rules/stage_flags.py``): a list longer than
 # this is no list of stages.

@@ -19,8 +19,9 @@ tries at most ``GUIDED_TRIES`` per build (``_forms/candidates/tuning.py``), so t
 5. ``UNNAMED``: changes the difference allows without naming a value (flags, None, defaults),
    then factories, last, as each costs a child form; and on the members again;
 6. ``last``: two fields moved together, one to the live value and one keeping a width both
-   derive (a product or a sum): tried only where no proposal above scored better
-   (``_forms/candidates/loop.py``'s ``paired``, ``PAIR_TRIES`` builds), each rule over every
+   derive (a product or a sum): tried only where the search would otherwise stop (no proposal
+   above, no field's candidate and no second look scored better: ``_forms/candidates/loop.py``'s
+   ``paired``, ``PAIR_TRIES`` builds), each rule over every
    difference before the next (the field holding the number, then one it is a multiple of).
 """
 
@@ -64,7 +65,7 @@ Scope = Literal["module", "members", "last"]
 class Rule:
     """A rule in the registry: its relation's name, its ``propose``, and what it reads: the
     module's own fields, or (``members``) those of each dataclass argument in turn; ``last``: the
-    module's own fields, read only where no other rule's proposal scored better."""
+    module's own fields, read only where the search would otherwise stop."""
 
     name: str
     propose: Propose

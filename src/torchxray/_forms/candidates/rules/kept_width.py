@@ -9,8 +9,8 @@ other whole-number field takes up the change, ``v * b / live`` for a product, ``
 for a sum. The field moved is the one a ``name=value`` item names (``groups`` for ``groups=2``,
 ``rules/problem.py``'s ``named``) or, for a number the build holds where the live one holds
 another (an attribute ``groups`` 1 against 2, whatever the field is called), each field holding
-that number. Tried only where no move of one field scored better (the registry's ``last``
-scope: ``_forms/candidates/loop.py``'s ``paired``), for the first differences only
+that number. Tried only where the search would otherwise stop (the registry's ``last`` scope:
+``_forms/candidates/loop.py``'s ``paired``), for the first differences only
 (``FIRST_DIFFS_MOVED``), at most ``MAX_PAIR_MOVES`` per difference. Example: a
 ResNeXt-style ``Bottleneck(8, 8, groups=1, base_width=16)`` against a live one built with
 ``groups=2, base_width=8`` (the same 2 channels, its 3x3 grouped): ``groups`` 2, ``base_width`` 8.
