@@ -25,7 +25,7 @@ import dataclasses
 import functools
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -121,7 +121,7 @@ class _Reader:
         for node in self._nodes():
             self._use(node, up.get(node), up)
         items = kept_items(self.code.tree, self.items) if self.items else ()
-        rebound = () if self.path else _rebound(self.code.tree, self.name)
+        rebound = () if self.path else _rebound(self.code.stores.get(self.name, ()))
         return Usage(
             tuple(dict.fromkeys(self.kept)),
             self.number,
@@ -248,17 +248,13 @@ class _Reader:
             self.handed += [Handed(h.callee, h.param) for h in inner.handed]
 
 
-def _rebound(tree: ast.AST, name: str) -> tuple[Any, ...]:
+def _rebound(values: Iterable[ast.expr]) -> tuple[Any, ...]:
     """The literal lists, tuples and numbers the constructor sets the parameter to itself
     (``if x is None: x = [False, False, False]``, the value an unset argument stands for)."""
     out: list[Any] = []
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
-            continue
-        if not is_name(node.targets[0], name):
-            continue
+    for node in values:
         try:
-            value = ast.literal_eval(node.value)
+            value = ast.literal_eval(node)
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             continue
         if isinstance(value, (list, tuple, bool, int, float)) and value not in out:
