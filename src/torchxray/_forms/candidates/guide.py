@@ -41,19 +41,32 @@ def proposals(
     child: Callable[[nn.Module], list[Any]] | None = None,
     known: dict[str, Any] | None = None,
     uses: Mapping[str, Usage] | None = None,
+    last: bool = False,
 ) -> Iterator[dict[str, Any]]:
     """Changes to try (one field, or a few that move together), those of the first differences
-    first. ``sig`` is the constructor's signature, ``modes`` the strings each string field is
-    compared with (stage 2 read them); ``child(module)`` gives factories for a live layer (its
-    class with its own values); ``known`` holds the values of the fields not searched (widths a
-    relation may read); ``uses`` says how the constructor uses each field (stage 2 read it)."""
+    first; with ``last``, those of the rules the search tries only once these fail (the
+    registry's ``last`` scope: two fields moved together). ``sig`` is the constructor's
+    signature, ``modes`` the strings each string field is compared with (stage 2 read them);
+    ``child(module)`` gives factories for a live layer (its class with its own values);
+    ``known`` holds the values of the fields not searched (widths a relation may read); ``uses``
+    says how the constructor uses each field (stage 2 read it)."""
     inner = nested(sig, fields, values)
-    for top in problems(diffs, fields, values, live, modes, child, known, uses):
+    read = problems(diffs, fields, values, live, modes, child, known, uses)
+    if last:
+        # Each of the last rules over every difference before the next: the likeliest pairs of
+        # every difference first (``rules/__init__.py``).
+        tops = list(read)
+        for scope, run in _RUNS:
+            for propose in run if scope == "last" else ():
+                for top in tops:
+                    yield from propose(top)
+        return
+    for top in read:
         for scope, run in _RUNS:
             if scope == "module":
                 for propose in run:
                     yield from propose(top)
-            else:
+            elif scope == "members":
                 yield from _on_members(top, inner, run)
 
 

@@ -11,8 +11,9 @@ pure function of the module: a second form opens a new ``Search`` and finds the 
 
 The loop (``run``): from the best build so far, try the rules' proposals for its differences
 (``guided``); if none scores better, each field's candidates (``candidate``); if none, a second
-look from the builds that scored nearly as well (``second_look``). Stop at an exact build, with
-no step left, or when the budget is spent. The bounds are named in ``tuning.py``.
+look from the builds that scored nearly as well (``second_look``); if none, the last rules' moves
+of two fields together (``paired``), where the search would otherwise stop. Stop at an exact
+build, with no step left, or when the budget is spent. The bounds are named in ``tuning.py``.
 
 Every bound is counted in work (``_forms/budget.py``: each build's parts and torch calls, plus
 ``BUILD_WORK``), never in seconds, so the same module gets the same builds on any machine, under
@@ -47,6 +48,7 @@ from .tuning import (
     FLAT_TRIES,
     GUIDED_TRIES,
     LAST_BUILD_SLACK,
+    PAIR_TRIES,
     SIZE_FACTOR,
     SIZE_FLOOR,
     SLOW_FACTOR,
@@ -218,6 +220,8 @@ class Search:
             step = step or self.candidate(best)
             if step is None and best is not None and self._early():
                 step = self.second_look(flat, best)
+            if step is None and best is not None:
+                step = self.paired(best)
             if step is None:
                 self.out_of_time = self._late()
                 break
@@ -238,7 +242,7 @@ class Search:
         spent, left = self.began
         return self.late_looks or self.budget.spent - spent < left / 2
 
-    def _proposals(self, got: Try, on: dict[str, Any]) -> Any:
+    def _proposals(self, got: Try, on: dict[str, Any], last: bool = False) -> Any:
         return proposals(
             got.diffs,
             self.searched,
@@ -249,6 +253,7 @@ class Search:
             self.factory,
             self.known,
             self.leads.uses,
+            last,
         )
 
     def guided(self, best: Try) -> tuple[Step | None, list[tuple[Change, Try]]]:
@@ -282,6 +287,23 @@ class Search:
             if n >= GUIDED_TRIES or self._late():
                 break
         return step, flat
+
+    def paired(self, best: Try) -> Step | None:
+        """Where nothing else scores better (the search would stop here): the first move of two
+        fields together (the registry's ``last`` rules: ``rules/kept_width.py``,
+        ``rules/kept_multiple.py``) that does, ``PAIR_TRIES`` builds at most."""
+        n = 0
+        for change in self._proposals(best, self.values, last=True):
+            if n >= PAIR_TRIES or self._late():
+                break
+            if not self._fresh(change, self.values) or self.tried(change):
+                continue
+            got = self.build({**self.values, **change})
+            self.done[self._state(change)] = got
+            n += 1
+            if got is not None and got.score < best.score:
+                return (change, got)
+        return None
 
     def candidate(self, best: Try | None) -> Step | None:
         """The first of each field's candidates (fields in ``_rank`` order) that scores better;

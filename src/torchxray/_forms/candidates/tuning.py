@@ -51,6 +51,15 @@ MAX_PER_DIFF = 24
 # Moves of several fields together (``rules/derived_widths.py``) for the first differences only:
 # they are many, and a later difference is mostly one the first ones cause.
 FIRST_DIFFS_MOVED = 4
+# Pairs of fields moved together, one to the live value and one keeping a width both derive
+# (``rules/kept_width.py``): proposed per difference at most MAX_PAIR_MOVES, built per step at
+# most PAIR_TRIES, and only where the search would otherwise stop (``loop.py``'s ``paired``):
+# they are many, one of them right is rare, and tried earlier their builds spent the budget a
+# field's candidates needed (timm's NestLevel, on the forms sweep of 2026-12-05).
+MAX_PAIR_MOVES, PAIR_TRIES = 8, 8
+# Flags of a per-stage list flipped one at a time (``rules/stage_flags.py``): a list longer than
+# this is no list of stages.
+MAX_FLAGS = 8
 # Factories tried for a field not named like the layer's class (``rules/factories.py``): each
 # costs a child form.
 MAX_UNNAMED_FACTORIES = 3

@@ -167,6 +167,8 @@ class Code:
     up: dict[ast.AST, ast.AST]
     loads: dict[str, list[ast.Name]]
     scope: dict[str, Any]
+    # The values assigned to each bare name (``x = [False, False]``), in the source's order.
+    stores: dict[str, list[ast.expr]]
 
 
 @functools.lru_cache(maxsize=512)
@@ -183,14 +185,18 @@ def code_of(fn: Callable[..., Any]) -> Code | None:
             pass
     up: dict[ast.AST, ast.AST] = {}
     loads: dict[str, list[ast.Name]] = {}
+    stores: dict[str, list[ast.expr]] = {}
     for node in ast.walk(tree):
         for child in ast.iter_child_nodes(node):
             up[child] = node
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             loads.setdefault(node.id, []).append(node)
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+            if isinstance(node.targets[0], ast.Name):
+                stores.setdefault(node.targets[0].id, []).append(node.value)
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             loaded = sys.modules.get(node.module)
             for alias in node.names if loaded is not None else ():
                 if hasattr(loaded, alias.name):
                     scope[alias.asname or alias.name] = getattr(loaded, alias.name)
-    return Code(tree, up, loads, scope)
+    return Code(tree, up, loads, scope, stores)

@@ -4,8 +4,9 @@ A hand-written constructor says what it was given by what it does with it, where
 does: ``a, b = size`` takes a pair, ``for c in tokens`` and ``len(labels)`` a sequence,
 ``range(n_layer)`` and ``math.log2(img_size)`` a number, ``args.n_embd`` an object with that
 field, ``cfg["encoder"]`` a dict, ``{"batch": ..., "layer": ...}[norm]`` one of those keys,
-``self.chars = tokens`` keeps it under another name, and ``nn.Conv1d(n_inputs, ...)`` hands it to
-a layer whose own form holds it (``passed.py`` reads those layers). ``usage(cls, name)`` reads
+``self.chars = tokens`` keeps it under another name, ``nn.Conv1d(n_inputs, ...)`` hands it to
+a layer whose own form holds it (``passed.py`` reads those layers), and ``if flags is None: flags
+= [False, False, False]`` says the kind and length of the value it takes where it is given. ``usage(cls, name)`` reads
 that once per class and parameter into a ``Usage``; ``fits(usage, value)`` says whether a value
 could be the argument (an int for an argument it iterates could not): the search's candidates
 are the sources' readings that fit (``pools.py``).
@@ -24,7 +25,7 @@ import dataclasses
 import functools
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,6 +89,7 @@ class Usage:
     tested: bool = False  # isinstance(x, ...): it takes more than one kind of value
     handed: tuple[Handed, ...] = field(default=())
     items_kept: tuple[str, ...] = ()  # attributes keeping each unpacked item, in order
+    rebound: tuple[Any, ...] = ()  # literals it is set to in place of None (x = [False, False])
 
     @property
     def known(self) -> bool:
@@ -119,6 +121,7 @@ class _Reader:
         for node in self._nodes():
             self._use(node, up.get(node), up)
         items = kept_items(self.code.tree, self.items) if self.items else ()
+        rebound = () if self.path else _rebound(self.code.stores.get(self.name, ()))
         return Usage(
             tuple(dict.fromkeys(self.kept)),
             self.number,
@@ -132,6 +135,7 @@ class _Reader:
             self.tested,
             tuple(dict.fromkeys(self.handed)),
             items,
+            rebound,
         )
 
     def _nodes(self) -> list[ast.AST]:
@@ -242,6 +246,20 @@ class _Reader:
             # how that function reads it: helpers take several kinds of value (``to_2tuple``).
             inner = _read(callee, param, self.depth + 1)
             self.handed += [Handed(h.callee, h.param) for h in inner.handed]
+
+
+def _rebound(values: Iterable[ast.expr]) -> tuple[Any, ...]:
+    """The literal lists, tuples and numbers the constructor sets the parameter to itself
+    (``if x is None: x = [False, False, False]``, the value an unset argument stands for)."""
+    out: list[Any] = []
+    for node in values:
+        try:
+            value = ast.literal_eval(node)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+        if isinstance(value, (list, tuple, bool, int, float)) and value not in out:
+            out.append(value)
+    return tuple(out)
 
 
 def _counted(op: ast.BinOp, node: ast.AST) -> bool:

@@ -17,7 +17,12 @@ tries at most ``GUIDED_TRIES`` per build (``_forms/candidates/tuning.py``), so t
    moved alone is often a step away);
 4. the ``NAMED`` rules again on the members of a dataclass argument, one member at a time;
 5. ``UNNAMED``: changes the difference allows without naming a value (flags, None, defaults),
-   then factories, last, as each costs a child form; and on the members again.
+   then factories, last, as each costs a child form; and on the members again;
+6. ``last``: two fields moved together, one to the live value and one keeping a width both
+   derive (a product or a sum): tried only where the search would otherwise stop (no proposal
+   above, no field's candidate and no second look scored better: ``_forms/candidates/loop.py``'s
+   ``paired``, ``PAIR_TRIES`` builds), each rule over every
+   difference before the next (the field holding the number, then one it is a multiple of).
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ from . import (
     handed_kwargs,
     item_runs,
     iterated,
+    kept_multiple,
+    kept_width,
     keyword_item,
     kwargs_dict,
     layer_class,
@@ -44,19 +51,21 @@ from . import (
     part_named,
     rounded_float,
     scaled_float,
+    stage_flags,
     unset_width,
 )
 from .problem import Problem, Propose
 
 __all__ = ["NAMED", "RULES", "UNNAMED", "Problem", "Propose", "Rule"]
 
-Scope = Literal["module", "members"]
+Scope = Literal["module", "members", "last"]
 
 
 @dataclass(frozen=True)
 class Rule:
     """A rule in the registry: its relation's name, its ``propose``, and what it reads: the
-    module's own fields, or (``members``) those of each dataclass argument in turn."""
+    module's own fields, or (``members``) those of each dataclass argument in turn; ``last``: the
+    module's own fields, read only where the search would otherwise stop."""
 
     name: str
     propose: Propose
@@ -80,6 +89,7 @@ NAMED: tuple[tuple[str, Propose], ...] = (
 # The changes a difference allows without naming a value; factories last (a child form each).
 UNNAMED: tuple[tuple[str, Propose], ...] = (
     ("optional", optional.propose),
+    ("stage_flags", stage_flags.propose),
     ("kwargs_dict", kwargs_dict.propose),
     ("handed_kwargs", handed_kwargs.propose),
     ("factories", factories.propose),
@@ -95,4 +105,6 @@ RULES: tuple[Rule, ...] = (
     *(Rule(name, propose, "members") for name, propose in NAMED),
     *(Rule(name, propose) for name, propose in UNNAMED),
     *(Rule(name, propose, "members") for name, propose in UNNAMED),
+    Rule("kept_width", kept_width.propose, "last"),
+    Rule("kept_multiple", kept_multiple.propose, "last"),
 )
