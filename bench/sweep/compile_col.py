@@ -41,7 +41,7 @@ from torch import nn
 
 import torchxray as tx
 
-COMPARED = ("timm", "transformers", "handwritten", "heldout")
+COMPARED = ("timm", "transformers", "handwritten", "heldout", "blind")
 EXPLAIN_TIMEOUT_S = 300
 
 

@@ -20,6 +20,7 @@ FAMILIES: dict[str, Callable[[bool], Iterator[Entry]]] = {
     "jit": fam_more.jit_entries,
     "handwritten": fam_handwritten.handwritten_entries,
     "heldout": fam_handwritten.heldout_entries,
+    "blind": fam_handwritten.blind_entries,
 }
 
 # The fixed sample the test suite runs (tests/test_sweep_sample.py): at least one model per
