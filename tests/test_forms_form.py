@@ -607,3 +607,19 @@ def test_a_namespace_in_a_namespace_shows_its_fields_and_an_edit_changes_one() -
     outer = nn.Sequential(model)
     tx.PatchLog(outer).edit("0", **{"opt.net.p": 0.4})
     assert (outer[0].drop.p, outer[0].fc.out_features, opt.net.p) == (0.4, 3, 0.1)
+
+
+class _SqueezeExcite(nn.Module):
+    def __init__(self, channels: int, reduction=4):  # noqa: ANN001 - unannotated, as papers write it
+        super().__init__()
+        self.fc = nn.Linear(channels, channels // reduction)
+
+
+def test_a_users_int_named_like_a_torch_choice_is_a_number_not_the_choice() -> None:
+    """torch's losses take reduction="mean"/"sum"/"none"; a user's ``reduction=4`` is a ratio: the
+    field is a number and an edit to 2 applies."""
+    f = form(_SqueezeExcite(16))
+    assert f.inexact == "" and f["reduction"].value == 4
+    assert f["reduction"].kind != "choice"
+    assert f.build(reduction=2).fc.out_features == 8
+    assert form(nn.CrossEntropyLoss())["reduction"].kind == "choice"

@@ -109,9 +109,19 @@ def _by_name(cls: type, name: str, ann: Any, default: Any, value: Any) -> KindIn
     if name == "dtype":
         return KindInfo("dtype", optional=True)
     opts = _known_choices(cls, name)
-    if opts is not None and (ann is str or ann is inspect_empty or isinstance(default, str)):
+    if opts is not None and _a_string(ann, default, value):
         return KindInfo("choice", opts)
     return NotImplemented
+
+
+def _a_string(ann: Any, default: Any, value: Any) -> bool:
+    """Whether a parameter a known choice is named after holds a string: annotated so, or a
+    default or live value that is one; never when either is something else (a user's
+    ``reduction=16`` is a squeeze-excite ratio, not a loss's reduction)."""
+    seen = [v for v in (default, value) if v is not inspect_empty and v is not None]
+    if any(not isinstance(v, str) for v in seen):
+        return False
+    return ann is str or ann is inspect_empty or isinstance(default, str)
 
 
 def _literal_enum(cls: type, name: str, ann: Any, default: Any, value: Any) -> KindInfo | Any:
