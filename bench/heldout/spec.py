@@ -25,22 +25,32 @@ class Spec(NamedTuple):
 
 REGISTRY: list[Spec] = []
 
+Register = Callable[..., Callable[[Callable[[], nn.Module]], Callable[[], nn.Module]]]
 
-def heldout(
-    name: str,
-    example: Callable[[], Any],
-    edit: tuple[str, dict[str, Any]] | None = None,
-    train: bool = False,
-) -> Callable[[Callable[[], nn.Module]], Callable[[], nn.Module]]:
-    """Decorator: the function under it builds the model named `name`."""
 
-    def wrap(build: Callable[[], nn.Module]) -> Callable[[], nn.Module]:
-        if any(s.name == name for s in REGISTRY):
-            raise ValueError(f"two held-out models named {name!r}")
-        REGISTRY.append(Spec(name, build, example, edit, train))
-        return build
+def registrar(registry: list[Spec]) -> Register:
+    """The decorator that adds a model to ``registry`` (each set of models has its own)."""
 
-    return wrap
+    def heldout(
+        name: str,
+        example: Callable[[], Any],
+        edit: tuple[str, dict[str, Any]] | None = None,
+        train: bool = False,
+    ) -> Callable[[Callable[[], nn.Module]], Callable[[], nn.Module]]:
+        """Decorator: the function under it builds the model named `name`."""
+
+        def wrap(build: Callable[[], nn.Module]) -> Callable[[], nn.Module]:
+            if any(s.name == name for s in registry):
+                raise ValueError(f"two held-out models named {name!r}")
+            registry.append(Spec(name, build, example, edit, train))
+            return build
+
+        return wrap
+
+    return heldout
+
+
+heldout = registrar(REGISTRY)
 
 
 def rand(*shape: int, seed: int = 0) -> torch.Tensor:

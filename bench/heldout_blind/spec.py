@@ -8,40 +8,9 @@ no rule may be developed on it, or it stops measuring anything. Run:
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, NamedTuple
+from bench.heldout.spec import Spec, rand, registrar
 
-import torch
-from torch import nn
-
-
-class Spec(NamedTuple):
-    name: str
-    build: Callable[[], nn.Module]
-    example: Callable[[], tuple[tuple[Any, ...], dict[str, Any]]]
-    edit: tuple[str, dict[str, Any]] | None = None
-    train: bool = False
-
+__all__ = ["REGISTRY", "Spec", "heldout", "rand"]
 
 REGISTRY: list[Spec] = []
-
-
-def heldout(
-    name: str,
-    example: Callable[[], Any],
-    edit: tuple[str, dict[str, Any]] | None = None,
-    train: bool = False,
-) -> Callable[[Callable[[], nn.Module]], Callable[[], nn.Module]]:
-    """Decorator: the function under it builds the model named `name`."""
-
-    def wrap(build: Callable[[], nn.Module]) -> Callable[[], nn.Module]:
-        if any(s.name == name for s in REGISTRY):
-            raise ValueError(f"two blind held-out models named {name!r}")
-        REGISTRY.append(Spec(name, build, example, edit, train))
-        return build
-
-    return wrap
-
-
-def rand(*shape: int, seed: int = 0) -> torch.Tensor:
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+heldout = registrar(REGISTRY)
