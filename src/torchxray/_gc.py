@@ -45,10 +45,10 @@ def resume(was_enabled: bool, *, as_old: bool = False) -> None:
 
 
 @contextlib.contextmanager
-def paused() -> Iterator[None]:
-    """`pause()` for the block, `resume()` after it, whatever happened."""
+def paused(*, as_old: bool = False) -> Iterator[None]:
+    """`pause()` for the block, `resume()` after it (``as_old`` as there), whatever happened."""
     was_enabled = pause()
     try:
         yield
     finally:
-        resume(was_enabled)
+        resume(was_enabled, as_old=as_old)

@@ -214,16 +214,13 @@ def run_probe(
     # The collector resumes with what the probe built counted as old (``_gc.resume``): resuming
     # it plainly ran a young collection through every record at once, 250 ms of a 100,000-module
     # probe's 1.4 s and more than linear in modules (bench/README.md, "Issue 55").
-    was_enabled = _gc.pause()
-    try:
+    with _gc.paused(as_old=True):
         report = _run(model, args, kwargs, mode, memoise, flops, patches)
         if not report.ok and mode == "fake" and fastpath.enabled():
             report = fastpath.localised(
                 report, lambda: _run(model, args, kwargs, mode, memoise, flops, patches)
             )
         return report
-    finally:
-        _gc.resume(was_enabled, as_old=True)
 
 
 def _run(

@@ -16,11 +16,12 @@ Costs: a step that is not sampled costs a counter (the optimizer's step hooks); 
 (the first, then every ``every``-th) reads the gradients' and weights' norms, the activation figures
 and a strided copy of the trainable weights for the duration of ``optimizer.step()`` (the update
 ratio; ``update_ratio=False`` skips it), read with one synchronisation at its end.
-``check_every_step=True`` adds one pass over the gradients to every step (3-4% of a small MLP's
-step, bench/README.md): the first NaN/Inf is then found at the step it appeared in, wherever that
-is; otherwise it is found at the sampled step that first sees it, which says when an update made
-at a step not checked had already spoilt the weights. History is bounded: ``CAPACITY`` (96) points per module and figure, thinned to span
-the whole run (``_watch/buffer.py``): under 1 MB per 1,000 modules however long the run.
+``check_every_step=True`` adds one pass over the gradients and the replay's capture to every step
+(about 7% of a small MLP's step, bench/README.md): the first NaN/Inf is then found at the step it
+appeared in, wherever that is; otherwise it is found at the sampled step that first sees it, which
+says when weights were already spoilt at steps not checked. History is bounded: ``CAPACITY`` (96)
+points per module and figure, thinned to span the whole run (``_watch/buffer.py``): under 1 MB
+per 1,000 modules however long the run.
 
     >>> import torch
     >>> model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))

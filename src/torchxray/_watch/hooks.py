@@ -40,6 +40,11 @@ def on_detach(listener: object, fn: Callable[[Any, nn.Module], None]) -> None:
     _DETACHED.append((weakref.ref(listener), fn))
 
 
+def _remove(handles: list[RemovableHandle]) -> None:
+    while handles:
+        handles.pop().remove()
+
+
 def _tell_detached(model: nn.Module) -> None:
     for entry in list(_DETACHED):
         who = entry[0]()
@@ -123,8 +128,7 @@ class Attached:
         if on == bool(self._modules) or model is None or root is None:
             return
         if not on:
-            while self._modules:
-                self._modules.pop().remove()
+            _remove(self._modules)
             return
         pre, hook = root
         try:
@@ -133,8 +137,7 @@ class Attached:
             )
             self._modules.append(model.register_forward_hook(hook, with_kwargs=True, prepend=True))
         except BaseException:
-            while self._modules:
-                self._modules.pop().remove()
+            _remove(self._modules)
             raise
 
     def each(self, on: bool, taps: bool = False) -> None:
@@ -144,8 +147,7 @@ class Attached:
         want = (on, on and taps)
         if want == self._each_state or model is None or hook is None or pre is None:
             return
-        while self._each:
-            self._each.pop().remove()
+        _remove(self._each)
         self._each_state = (False, False)
         if not on:
             return
@@ -156,8 +158,7 @@ class Attached:
                 self._each.append(m.register_forward_hook(hook, with_kwargs=True))
             self._each_state = want
         except BaseException:
-            while self._each:
-                self._each.pop().remove()
+            _remove(self._each)
             raise
 
     def optimizer(
@@ -167,15 +168,12 @@ class Attached:
         self._optimizer.append(opt.register_step_post_hook(post))
 
     def off_optimizer(self) -> None:
-        while self._optimizer:
-            self._optimizer.pop().remove()
+        _remove(self._optimizer)
 
     def off_modules(self, model: nn.Module | None) -> None:
-        while self._each:
-            self._each.pop().remove()
+        _remove(self._each)
         self._each_state = (False, False)
-        while self._modules:
-            self._modules.pop().remove()
+        _remove(self._modules)
         self._model = None
         self._root = None
         if model is not None:
