@@ -8,7 +8,6 @@ from math import log, pi
 import numpy as np
 import torch
 import torch.nn.functional as F
-from scipy import linalg as la
 from torch import nn
 
 from .spec import heldout, rand
@@ -50,8 +49,9 @@ class InvConv2dLU(nn.Module):
     def __init__(self, in_channel):
         super().__init__()
         weight = np.random.randn(in_channel, in_channel)
-        q, _ = la.qr(weight)
-        w_p, w_l, w_u = la.lu(q.astype(np.float32))
+        q, _ = np.linalg.qr(weight)
+        # scipy.linalg.lu in the original; torch's gives the same P, L, U without scipy
+        w_p, w_l, w_u = (t.numpy() for t in torch.linalg.lu(torch.from_numpy(q.astype(np.float32))))
         w_s = np.diag(w_u)
         w_u = np.triu(w_u, 1)
         u_mask = np.triu(np.ones_like(w_u), 1)
