@@ -23,6 +23,7 @@ from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import fully_shard
 from torch.distributed.tensor.debug import CommDebugMode
 from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+from torch.nn.modules.module import register_module_forward_pre_hook
 from torch.testing._internal.distributed.fake_pg import FakeStore
 
 import torchxray as tx
@@ -127,8 +128,26 @@ def _theirs(
     try:
         device_mesh = init_device_mesh("cpu", tuple(mesh.values()), mesh_dim_names=tuple(mesh))
         sharded = parallelize(copy.deepcopy(model), device_mesh)
-        with CommDebugMode() as cdm:
-            _loss(sharded(*args)).backward()
+        cdm = CommDebugMode()
+        # Each module outside the model's tree gets a name of its own before CommDebugMode's
+        # tracker meets it (its pre-hook runs after this one). The tracker names such a module by
+        # its class and keys its forward-hook handles by name, so two instances of one class (the
+        # `kernels` package's `Func` modules transformers >= 5.25 calls in every attention) lose
+        # all but the last hook: its stack keeps a stale entry and the backward's first
+        # collectives go to whichever module it names (torch warns "module hierarchy tracking
+        # maybe be messed up").
+        known, tree = cdm.advanced_module_tracker._known_modules, set(sharded.modules())
+
+        def name_outside(mod: nn.Module, args: Any) -> None:
+            if mod not in tree:
+                known.setdefault(mod, f"{type(mod).__name__}#{id(mod)}")
+
+        outside = register_module_forward_pre_hook(name_outside)
+        try:
+            with cdm:
+                _loss(sharded(*args)).backward()
+        finally:
+            outside.remove()
     finally:
         dist.destroy_process_group()
     names = [n for n in cdm.comm_module_counts if n != "Global"]
