@@ -117,6 +117,8 @@ clean:
 LATEST_VENV ?= .venv-latest
 LATEST_TORCH ?= torch torchvision
 LATEST_LIBS ?= transformers timm diffusers torchao peft open_clip_torch accelerate
+# tx.export_check's ONNX target (the sweep's export column), newest too
+LATEST_EXPORT ?= onnx onnxscript onnxruntime
 LATEST_TESTS ?= tests/test_signature.py tests/test_first_call.py tests/test_probe_wrapped.py \
   tests/test_forms_real.py \
   tests/test_forms_sources_shipped.py tests/test_patch_config.py tests/test_probe_flow.py \
@@ -131,7 +133,7 @@ LATEST_SWEEP_MODELS ?= --family transformers --match Qwen2ForCausalLM MistralFor
 # The widget's bundle is built once (`js`): some of these tests open an Explorer.
 test-latest: js
 	test -x $(LATEST_VENV)/bin/python || $(PY) -m venv $(LATEST_VENV)
-	PIP_CONSTRAINT=/dev/null $(LATEST_VENV)/bin/pip install -q --upgrade $(LATEST_TORCH) $(LATEST_LIBS) \
+	PIP_CONSTRAINT=/dev/null $(LATEST_VENV)/bin/pip install -q --upgrade $(LATEST_TORCH) $(LATEST_LIBS) $(LATEST_EXPORT) \
 	  safetensors jaxtyping torchinfo==1.8.0 treescope==0.1.10 pytest pytest-timeout
 	PIP_CONSTRAINT=/dev/null $(LATEST_VENV)/bin/pip install -q -e .
 	$(LATEST_VENV)/bin/python -m bench.latest
