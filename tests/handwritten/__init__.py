@@ -20,6 +20,7 @@ from . import (  # noqa: F401  (each module fills CASES)
     scans,
     sequence,
     signals,
+    styles2,
 )
 from .case import CASES, Case
 

@@ -44,6 +44,7 @@ from . import (
     keyword_item,
     kwargs_dict,
     layer_class,
+    linear_sum,
     measured,
     number_pair,
     numbered,
@@ -53,6 +54,7 @@ from . import (
     scaled_float,
     stage_flags,
     unset_width,
+    width_factor,
 )
 from .problem import Problem, Propose
 
@@ -80,9 +82,11 @@ NAMED: tuple[tuple[str, Propose], ...] = (
     ("entries", entries.propose),
     ("layer_class", layer_class.propose),
     ("number_pair", number_pair.propose),
+    ("linear_sum", linear_sum.propose),
     ("measured", measured.propose),
     ("grid_pair", grid_pair.propose),
     ("scaled_float", scaled_float.propose),
+    ("width_factor", width_factor.propose),
     ("rounded_float", rounded_float.propose),
 )
 
