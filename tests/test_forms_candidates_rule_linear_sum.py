@@ -1,7 +1,7 @@
 """The rule linear_sum (``_forms/candidates/rules/linear_sum.py``) alone, on classes written here:
 a Bahdanau-style attention whose Linear takes ``enc_hid * 2 + dec_hid`` and a decoder whose GRU
-takes a local ``enc_hid * 2 + emb``; the sums read off the AST (``_forms/sources/sums.py``); and
-the form that solves them."""
+takes a local ``enc_hid * 2 + emb`` (the sums read off the AST: ``tests/test_forms_sources_sums.py``);
+and the form that solves them."""
 
 from __future__ import annotations
 
@@ -13,8 +13,6 @@ import torchxray as tx
 from torchxray._forms.candidates.rules import linear_sum
 from torchxray._forms.rebuild.compare import differences
 from torchxray._forms.rebuild.parts import parts
-from torchxray._forms.sources.sums import Sum
-from torchxray._forms.sources.usage import usage
 
 pytestmark = pytest.mark.usefixtures("roomy_form_budget")
 
@@ -39,15 +37,6 @@ class Product(nn.Module):
     def __init__(self, a, b):
         super().__init__()
         self.fc = nn.Linear(a * b, 4)  # a product of two arguments: no linear form
-
-
-def test_the_sums_are_read_off_the_ast_with_their_coefficients() -> None:
-    assert usage(Attention, "enc_hid").sums == (Sum("attn", (("dec_hid", 1), ("enc_hid", 2)), 0),)
-    got = usage(Decoder, "emb").sums  # through the local name, and inside a Sequential
-    assert Sum("rnn", (("emb", 1), ("enc_hid", 2)), 0) in got
-    assert Sum("fc_out", (("dec_hid", 1), ("emb", 1), ("enc_hid", 2)), 0) in got
-    assert usage(Product, "a").sums == ()
-    assert usage(Attention, "dec_hid").sums[0].value({"enc_hid": 3, "dec_hid": 4}) == 10
 
 
 def test_the_argument_wrong_in_a_sum_is_solved_for() -> None:

@@ -274,9 +274,11 @@ def candidates(
     if use.known:
         sure = kept(module, use)
         # A list made one layer per item (``nn.Embedding(cards[i], d)``): its items off those
-        # layers (``items.py``), as a tuple where its default or value is one.
+        # layers (``items.py``), as a tuple where its default or value is one; where nothing
+        # annotates it (an annotated one's failed builds say more: ``failed.py``).
         tupled = isinstance(f.default, tuple) or isinstance(f.value, tuple)
-        listed_items = [tuple(v) if tupled else v for v in items_of(module, use)]
+        found = items_of(module, use) if not noted else []
+        listed_items = [tuple(v) if tupled else v for v in found]
         read = [*listed_items, *keys(module, name, use), *holders(module, use)]
         if guessed(f) and not noted:
             # A layer's form costs builds: read where nothing annotates the argument.

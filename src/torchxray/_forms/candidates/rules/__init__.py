@@ -22,7 +22,11 @@ tries at most ``GUIDED_TRIES`` per build (``_forms/candidates/tuning.py``), so t
    derive (a product or a sum): tried only where the search would otherwise stop (no proposal
    above, no field's candidate and no second look scored better: ``_forms/candidates/loop.py``'s
    ``paired``, ``PAIR_TRIES`` builds), each rule over every
-   difference before the next (the field holding the number, then one it is a multiple of).
+   difference before the next (the field holding the number, then one it is a multiple of);
+   then one field solved in a linear sum of several (``enc_hid * 2 + dec_hid``) and a float
+   recovered from a ratio of widths (``int(d_model * factor)``): both read hand-written
+   relations, and tried earlier they led library searches that succeed without them astray (a
+   ratio set before the flag that fuses a gate).
 """
 
 from __future__ import annotations
@@ -82,11 +86,9 @@ NAMED: tuple[tuple[str, Propose], ...] = (
     ("entries", entries.propose),
     ("layer_class", layer_class.propose),
     ("number_pair", number_pair.propose),
-    ("linear_sum", linear_sum.propose),
     ("measured", measured.propose),
     ("grid_pair", grid_pair.propose),
     ("scaled_float", scaled_float.propose),
-    ("width_factor", width_factor.propose),
     ("rounded_float", rounded_float.propose),
 )
 
@@ -111,4 +113,6 @@ RULES: tuple[Rule, ...] = (
     *(Rule(name, propose, "members") for name, propose in UNNAMED),
     Rule("kept_width", kept_width.propose, "last"),
     Rule("kept_multiple", kept_multiple.propose, "last"),
+    Rule("linear_sum", linear_sum.propose, "last"),
+    Rule("width_factor", width_factor.propose, "last"),
 )
