@@ -85,3 +85,15 @@ def test_an_argument_unpacked_itself_takes_no_number_and_its_refusal_names_it() 
     assert not fits(u, 3) and fits(u, (3, 8, 8)) and not fits(u, (3, 8))
     f = tx.form(Unpacked((3, 8, 7), 2))
     assert "obs_shape is unpacked into 3 values" in f.inexact
+
+
+class Rebound(nn.Module):
+    def __init__(self, size):
+        super().__init__()
+        size = (size, size) if isinstance(size, int) else size
+        h, w = size
+        self.fc = nn.Linear(h * w, 2)
+
+
+def test_an_argument_rebound_before_it_is_unpacked_may_be_a_number() -> None:
+    assert not usage(Rebound, "size").unpacks and fits(usage(Rebound, "size"), 4)

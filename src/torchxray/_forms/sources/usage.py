@@ -138,7 +138,8 @@ class _Reader:
                 elif isinstance(t, (ast.Tuple, ast.List)):
                     self.unpacked = len(t.elts)
                     self.items = names_of(t)
-                    self.unpacks = True
+                    # Never rebound first (``x = to_2tuple(x)`` takes an int too).
+                    self.unpacks = self.name not in self.code.stores
                     # self.hidden_act, self.out_act = acts: each item kept as it is
                     self.attrs = attrs_of(t)
         elif isinstance(parent, (ast.For, ast.comprehension)) and parent.iter is node:
