@@ -336,14 +336,20 @@ def usage(cls: type, name: str, path: tuple[str, ...] = ()) -> Usage:
         return _NOTHING
     try:
         read = _read(init, name, 1, path)
-        code = code_of(init)
-        if path or code is None:
+        if path:
             return read
-        params = frozenset(param_names(init)[1:])  # not self
-        found = tuple(s for s in sums(params, code) if any(n == name for n, _ in s.coefs))
+        found = tuple(s for s in _sums(init) if any(n == name for n, _ in s.coefs))
         return dataclasses.replace(read, sums=found) if found else read
     except (RecursionError, ValueError, TypeError):
         return _NOTHING
+
+
+@functools.lru_cache(maxsize=512)
+def _sums(init: Callable[..., Any]) -> tuple[Any, ...]:
+    """The linear sums a constructor hands its layers (``sums.py``), read once for all its
+    parameters."""
+    code = code_of(init)
+    return () if code is None else sums(frozenset(param_names(init)[1:]), code)  # not self
 
 
 def _sequence(v: Any) -> bool:
