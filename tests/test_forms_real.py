@@ -118,11 +118,12 @@ def test_inferred_config_is_the_models_own(plain: dict[str, nn.Module]) -> None:
 
 
 class Opaque(nn.Module):
-    """Its argument shapes nothing a search can find: 4 + 7 * secret."""
+    """Its argument shapes nothing a search can find: 4 + secret * secret (a linear sum such as
+    4 + 7 * secret is solved: ``_forms/candidates/rules/linear_sum.py``)."""
 
     def __init__(self, secret: int) -> None:
         super().__init__()
-        self.lin = nn.Linear(4, 4 + 7 * secret)
+        self.lin = nn.Linear(4, 4 + secret * secret)
 
 
 def test_unknown_value_stays_required_with_a_hint() -> None:

@@ -7,6 +7,7 @@ The harness that runs torchxray on them is `bench.sweep.handwritten` (`python -m
 """
 
 from . import (  # noqa: F401  (each module fills CASES)
+    activations,
     attention,
     calling,
     classifiers,
@@ -20,6 +21,7 @@ from . import (  # noqa: F401  (each module fills CASES)
     scans,
     sequence,
     signals,
+    styles2,
 )
 from .case import CASES, Case
 

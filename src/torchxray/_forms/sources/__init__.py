@@ -28,10 +28,13 @@ the search (stage 3) starts from, by the sources that read the module's surround
   ``**kwargs`` handed on to a layer, the strings a parameter is compared with;
 - ``usage.py``, how ``__init__`` uses each argument (its AST: kept under another name,
   unpacked, iterated, measured, a number, read by its fields or keys, a table's key, handed to
-  a layer; the source read once, and each expression's questions, in ``code.py``), which
-  tells the kind of value to offer and which candidates could not be it, and
+  a layer; the source read once, and each expression's questions, in ``code.py``; its records
+  in ``uses.py``), which tells the kind of value to offer and which candidates could not be it,
   ``passed.py``, the values those uses lead to (the form of the layer it was handed to, the
-  namespace the modules around keep, the table's key of the class made);
+  namespace the modules around keep, the table's key of the class made, what an attribute
+  holds it inside), ``items.py``, a list made one layer per item read back off those layers,
+  and ``sums.py``, the linear sums of arguments handed to layers (the rebuild search solves
+  them);
 - ``children.py`` and the readers beside it, the children's structure: widths, kernel sizes,
   per-stage lists, block descriptions, a network's layers, the module's place;
 - ``pools.py`` puts every field's readings in the order the search tries them.

@@ -18,8 +18,8 @@ from ..._signature import resolve
 from .literals import source_tree
 
 __all__ = [
-    "Code", "annotation_of", "bound", "code_of", "func_name", "is_name", "kept_items", "kept_under",
-    "names_of", "resolved", "table_of",
+    "Code", "annotation_of", "attrs_of", "bound", "code_of", "func_name", "is_name", "kept_items",
+    "kept_under", "names_of", "offset_of", "param_names", "resolved", "table_of",
 ]  # fmt: skip
 
 
@@ -147,6 +147,36 @@ def kept_items(tree: ast.AST, names: tuple[str, ...]) -> tuple[str, ...]:
             ):
                 kept.setdefault(value.id, target.attr)
     return tuple(kept[n] for n in names) if all(n in kept for n in names) else ()
+
+
+def attrs_of(target: ast.Tuple | ast.List) -> tuple[str, ...]:
+    """The attributes ``self.a, self.b = x`` keeps the items under; () unless each is one."""
+    out = tuple(
+        t.attr for t in target.elts if isinstance(t, ast.Attribute) and is_name(t.value, "self")
+    )
+    return out if len(out) == len(target.elts) else ()
+
+
+def offset_of(key: ast.AST) -> int | None:
+    """The place an index names against a loop's variable: ``x[i]`` 0, ``x[i + 1]`` 1,
+    ``x[i - 1]`` -1; None for a constant or any other index."""
+    if isinstance(key, ast.Name):
+        return 0
+    if (
+        isinstance(key, ast.BinOp)
+        and isinstance(key.op, (ast.Add, ast.Sub))
+        and isinstance(key.left, ast.Name)
+        and isinstance(key.right, ast.Constant)
+        and type(key.right.value) is int
+    ):
+        return key.right.value if isinstance(key.op, ast.Add) else -key.right.value
+    return None
+
+
+def param_names(fn: Callable[..., Any]) -> tuple[str, ...]:
+    """The names of ``fn``'s parameters, ``self`` too (never one a sum reads)."""
+    c = fn.__code__
+    return c.co_varnames[: c.co_argcount + c.co_kwonlyargcount]
 
 
 def annotation_of(cls: type, param: str) -> Any:

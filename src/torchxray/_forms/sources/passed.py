@@ -131,6 +131,8 @@ def kept(module: nn.Module, u: Usage) -> list[Any]:
     out = [_held(module, k) for k in u.kept if _holds(module, k)]
     if u.items_kept and all(_holds(module, k) for k in u.items_kept):
         out += _written(tuple(_held(module, k) for k in u.items_kept))
+    for attr, key in u.within:
+        out += _inside(_held(module, attr), key) if _holds(module, attr) else []
     for h in u.handed:
         # Handed to a container at its place (self.online = nn.Sequential(backbone, head)):
         # the container's layer at that place, read off it without a form.
@@ -138,6 +140,29 @@ def kept(module: nn.Module, u: Usage) -> list[Any]:
         if isinstance(at, (nn.Sequential, nn.ModuleList)) and h.callee is type(at):
             out += [at[h.index]] if h.index < len(at) else []
     return out
+
+
+def _inside(held: Any, key: Any) -> list[Any]:
+    """The argument inside what an attribute holds (``Usage.within``): a literal's entry at
+    ``key``, or with ``key`` ``("cell", name)`` the value a lambda closes over under that name."""
+    if isinstance(key, tuple):
+        code = getattr(held, "__code__", None)
+        cells = getattr(held, "__closure__", None) or ()
+        if (
+            not isinstance(held, types.FunctionType)
+            or code is None
+            or key[1] not in code.co_freevars
+        ):
+            return []
+        try:
+            return [cells[code.co_freevars.index(key[1])].cell_contents]
+        except (ValueError, IndexError):  # an empty cell
+            return []
+    if isinstance(held, dict) and key in held:
+        return [held[key]]
+    if isinstance(held, (tuple, list)) and type(key) is int and key < len(held):
+        return [held[key]]
+    return []
 
 
 # Where ``self.name = value`` puts a value: nn.Module.__setattr__ keeps a module in ``_modules``

@@ -48,6 +48,7 @@ from . import children, layout
 from .attributes import same_named
 from .blocklists import described
 from .gathered import gathered
+from .items import items_of
 from .literals import compared_strings
 from .passed import handed, holders, kept, keys
 from .position import config_items, index_like, ordinals
@@ -272,7 +273,13 @@ def candidates(
     sure: list[Any] = []  # the argument itself, kept as it was given: first, annotated or not
     if use.known:
         sure = kept(module, use)
-        read = [*keys(module, name, use), *holders(module, use)]
+        # A list made one layer per item (``nn.Embedding(cards[i], d)``): its items off those
+        # layers (``items.py``), as a tuple where its default or value is one; where nothing
+        # annotates it (an annotated one's failed builds say more: ``failed.py``).
+        tupled = isinstance(f.default, tuple) or isinstance(f.value, tuple)
+        found = items_of(module, use) if not noted else []
+        listed_items = [tuple(v) if tupled else v for v in found]
+        read = [*listed_items, *keys(module, name, use), *holders(module, use)]
         if guessed(f) and not noted:
             # A layer's form costs builds: read where nothing annotates the argument.
             read += handed(module, use, handed_to or child)

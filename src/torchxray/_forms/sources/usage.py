@@ -26,7 +26,6 @@ import functools
 import types
 import typing
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -35,6 +34,7 @@ from torch import nn
 from .code import (
     Code,
     annotation_of,
+    attrs_of,
     bound,
     code_of,
     func_name,
@@ -42,11 +42,16 @@ from .code import (
     kept_items,
     kept_under,
     names_of,
+    offset_of,
+    param_names,
     resolved,
     table_of,
 )
+from .sums import sums
+from .uses import Handed, Usage
 
 __all__ = ["Handed", "Usage", "fits", "usage"]
+
 
 DEPTH = 2  # calls followed: the constructor, and a function it hands the argument to
 
@@ -60,43 +65,7 @@ _NUMBER_OPS = (ast.FloorDiv, ast.Div, ast.Sub, ast.Mod, ast.Pow)
 _ORDER = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
 
 
-@dataclass(frozen=True)
-class Handed:
-    """The argument handed to ``callee`` as its parameter ``param``; ``kept`` is the attribute
-    whose layer holds the call's result (``self.conv1 = nn.Conv1d(...)``, or a container:
-    ``self.net = nn.Sequential(nn.Linear(...))``), "" where none is."""
-
-    callee: Any
-    param: str
-    kept: str = ""
-    index: int = -1  # its place among the callee's *args (nn.Sequential(backbone, head): 0)
-
-
-@dataclass(frozen=True)
-class Usage:
-    """How a constructor uses one argument (see the module doc). Empty: nothing is known."""
-
-    kept: tuple[str, ...] = ()  # attributes assigned the argument itself
-    number: bool = False  # range(x), math.f(x), int(x), x // k, x - k, x ** k, x < k
-    sequence: bool = False  # iterated, len(x), enumerate/zip(x), x[a:b], *x, x.reverse()
-    measured: bool = False  # len(x): its length is a number the module shows
-    unpacked: int = 0  # names it is unpacked to (a, b = x; a, b = pair(x))
-    fields: tuple[str, ...] = ()  # attributes read off it (args.n_embd)
-    keys: tuple[str, ...] = ()  # string keys read off it (cfg["encoder"])
-    table: tuple[Any, ...] = ()  # keys of the dict literal it is looked up in
-    table_values: tuple[Any, ...] = ()  # the values at those keys (classes, where resolvable)
-    called: bool = False  # x(...)
-    tested: bool = False  # isinstance(x, ...): it takes more than one kind of value
-    handed: tuple[Handed, ...] = field(default=())
-    items_kept: tuple[str, ...] = ()  # attributes keeping each unpacked item, in order
-    rebound: tuple[Any, ...] = ()  # literals it is set to in place of None (x = [False, False])
-
-    @property
-    def known(self) -> bool:
-        return self != _NOTHING
-
-
-_NOTHING = Usage()
+_NOTHING = Usage()  # nothing is known (``uses.py``: ``Usage.known``)
 
 
 class _Reader:
@@ -115,12 +84,16 @@ class _Reader:
         self.items: tuple[str, ...] = ()  # the names it is unpacked to
         self.table: tuple[tuple[Any, ...], tuple[Any, ...]] = ((), ())
         self.handed: list[Handed] = []
+        self.items_handed: list[Handed] = []
+        self.unpacks = False
+        self.attrs: tuple[str, ...] = ()
+        self.within: list[tuple[str, Any]] = []
 
     def read(self) -> Usage:
         up = self.code.up
         for node in self._nodes():
             self._use(node, up.get(node), up)
-        items = kept_items(self.code.tree, self.items) if self.items else ()
+        items = self.attrs or (kept_items(self.code.tree, self.items) if self.items else ())
         rebound = () if self.path else _rebound(self.code.stores.get(self.name, ()))
         return Usage(
             tuple(dict.fromkeys(self.kept)),
@@ -136,6 +109,10 @@ class _Reader:
             tuple(dict.fromkeys(self.handed)),
             items,
             rebound,
+            tuple(dict.fromkeys(self.items_handed)),
+            self.unpacks,
+            (),
+            tuple(dict.fromkeys(self.within)),
         )
 
     def _nodes(self) -> list[ast.AST]:
@@ -152,6 +129,8 @@ class _Reader:
         return nodes
 
     def _use(self, node: ast.AST, parent: ast.AST | None, up: dict[ast.AST, ast.AST]) -> None:
+        if not self.path:
+            self._within(node, parent, up)
         if isinstance(parent, ast.Assign) and parent.value is node:
             for t in parent.targets:
                 if isinstance(t, ast.Attribute) and is_name(t.value, "self"):
@@ -159,8 +138,13 @@ class _Reader:
                 elif isinstance(t, (ast.Tuple, ast.List)):
                     self.unpacked = len(t.elts)
                     self.items = names_of(t)
+                    # Never rebound first (``x = to_2tuple(x)`` takes an int too).
+                    self.unpacks = self.name not in self.code.stores
+                    # self.hidden_act, self.out_act = acts: each item kept as it is
+                    self.attrs = attrs_of(t)
         elif isinstance(parent, (ast.For, ast.comprehension)) and parent.iter is node:
             self.sequence = True
+            self._loop_items(parent.target, up)
         elif isinstance(parent, ast.Starred):
             self.sequence = True
         elif isinstance(parent, ast.Attribute) and parent.value is node:
@@ -176,6 +160,8 @@ class _Reader:
             key = parent.slice
             if isinstance(key, ast.Slice):
                 self.sequence = True
+            elif (offset := offset_of(key)) is not None:
+                self._item(parent, offset, up)
             elif isinstance(key, ast.Constant) and isinstance(key.value, str):
                 self.keys.setdefault(key.value, None)
         elif isinstance(parent, ast.Subscript) and parent.slice is node:
@@ -199,6 +185,51 @@ class _Reader:
         elif isinstance(parent, ast.keyword) and isinstance(up.get(parent), ast.Call):
             self._call(typing.cast(ast.Call, up[parent]), node, up)  # f(width=x)
 
+    def _within(self, node: ast.AST, parent: ast.AST | None, up: dict[ast.AST, ast.AST]) -> None:
+        """``self.x = {"k": arg}`` / ``(arg, b)`` / ``lambda v: arg(v)``: where it is kept."""
+        key: Any = None
+        holder: ast.AST | None
+        if isinstance(parent, ast.Dict) and node in parent.values:
+            k = parent.keys[parent.values.index(node)]
+            if not isinstance(k, ast.Constant):
+                return
+            key, holder = k.value, parent
+        elif isinstance(parent, (ast.Tuple, ast.List)) and isinstance(parent.ctx, ast.Load):
+            key, holder = parent.elts.index(typing.cast(ast.expr, node)), parent
+        else:
+            holder = parent
+            while holder is not None and not isinstance(holder, (ast.Lambda, ast.stmt)):
+                holder = up.get(holder)
+            if not isinstance(holder, ast.Lambda):
+                return
+            key = ("cell", self.name)
+        at = up.get(holder)
+        if isinstance(at, ast.Assign) and at.value is holder and len(at.targets) == 1:
+            t = at.targets[0]
+            if isinstance(t, ast.Attribute) and is_name(t.value, "self"):
+                self.within.append((t.attr, key))
+
+    def _loop_items(self, target: ast.AST, up: dict[ast.AST, ast.AST]) -> None:
+        """The loop variable's uses: each a turn's item (``for n in cards``)."""
+        if isinstance(target, ast.Name):
+            for load in self.code.loads.get(target.id, ()):
+                self._item(load, 0, up)
+
+    def _item(self, node: ast.AST, offset: int, up: dict[ast.AST, ast.AST]) -> None:
+        """An item (``cards[i]``, a loop's ``n``) handed to a layer: which layer, which
+        parameter, kept under which attribute."""
+        parent = up.get(node)
+        if isinstance(parent, ast.keyword):
+            parent = up.get(parent)
+        if not isinstance(parent, ast.Call) or parent.func is node:
+            return
+        callee = resolved(parent.func, self.scope)
+        if not (isinstance(callee, type) and issubclass(callee, nn.Module)):
+            return
+        got = bound(parent, node, callee)
+        if got is not None and got[1] < 0:
+            self.items_handed.append(Handed(callee, got[0], kept_under(parent, up), -1, offset))
+
     def _call(self, call: ast.Call, node: ast.AST, up: dict[ast.AST, ast.AST]) -> None:
         if call.func is node:
             self.called = True
@@ -210,6 +241,13 @@ class _Reader:
         if word in _SEQUENCE_CALLS:
             self.sequence = True
             self.measured = self.measured or word == "len"
+            loop = up.get(call)
+            if word in ("zip", "enumerate") and isinstance(loop, (ast.For, ast.comprehension)):
+                # for ch, k in zip(channels, kernels) / for i, n in enumerate(cards)
+                at = call.args.index(node) if word == "zip" and node in call.args else 1
+                target = loop.target
+                if loop.iter is call and isinstance(target, ast.Tuple) and at < len(target.elts):
+                    self._loop_items(target.elts[at], up)
             return
         if isinstance(call.func, ast.Attribute) and call.func.attr == "get" and call.args:
             if call.args[0] is node:  # {...}.get(x)
@@ -297,9 +335,21 @@ def usage(cls: type, name: str, path: tuple[str, ...] = ()) -> Usage:
     if not isinstance(init, types.FunctionType) or cls.__module__.startswith("torch."):
         return _NOTHING
     try:
-        return _read(init, name, 1, path)
+        read = _read(init, name, 1, path)
+        if path:
+            return read
+        found = tuple(s for s in _sums(init) if any(n == name for n, _ in s.coefs))
+        return dataclasses.replace(read, sums=found) if found else read
     except (RecursionError, ValueError, TypeError):
         return _NOTHING
+
+
+@functools.lru_cache(maxsize=512)
+def _sums(init: Callable[..., Any]) -> tuple[Any, ...]:
+    """The linear sums a constructor hands its layers (``sums.py``), read once for all its
+    parameters."""
+    code = code_of(init)
+    return () if code is None else sums(frozenset(param_names(init)[1:]), code)  # not self
 
 
 def _sequence(v: Any) -> bool:
@@ -321,6 +371,8 @@ def fits(u: Usage, value: Any, annotated: bool = False) -> bool:
     if u.sequence and not u.number:
         if isinstance(value, (bool, int, float, type)):
             return False
+    if u.unpacks and isinstance(value, (bool, int, float)):
+        return False  # c, h, w = obs_shape: a number cannot be unpacked
     if u.unpacked and _sequence(value) and not isinstance(value, str):
         if len(value) != u.unpacked:
             return False

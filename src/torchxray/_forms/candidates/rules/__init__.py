@@ -22,7 +22,11 @@ tries at most ``GUIDED_TRIES`` per build (``_forms/candidates/tuning.py``), so t
    derive (a product or a sum): tried only where the search would otherwise stop (no proposal
    above, no field's candidate and no second look scored better: ``_forms/candidates/loop.py``'s
    ``paired``, ``PAIR_TRIES`` builds), each rule over every
-   difference before the next (the field holding the number, then one it is a multiple of).
+   difference before the next (the field holding the number, then one it is a multiple of);
+   then one field solved in a linear sum of several (``enc_hid * 2 + dec_hid``) and a float
+   recovered from a ratio of widths (``int(d_model * factor)``): both read hand-written
+   relations, and tried earlier they led library searches that succeed without them astray (a
+   ratio set before the flag that fuses a gate).
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from . import (
     keyword_item,
     kwargs_dict,
     layer_class,
+    linear_sum,
     measured,
     number_pair,
     numbered,
@@ -53,6 +58,7 @@ from . import (
     scaled_float,
     stage_flags,
     unset_width,
+    width_factor,
 )
 from .problem import Problem, Propose
 
@@ -107,4 +113,6 @@ RULES: tuple[Rule, ...] = (
     *(Rule(name, propose, "members") for name, propose in UNNAMED),
     Rule("kept_width", kept_width.propose, "last"),
     Rule("kept_multiple", kept_multiple.propose, "last"),
+    Rule("linear_sum", linear_sum.propose, "last"),
+    Rule("width_factor", width_factor.propose, "last"),
 )

@@ -1,0 +1,72 @@
+"""Source: a sequence argument read back item by item off the layers its items were handed to.
+
+A hand-written constructor makes one layer per item of a list: ``for i in range(len(cards)):
+self.embeddings.append(nn.Embedding(cards[i], d))``, ``for n in cards``, ``for ch, k in
+zip(channels, kernels)``, ``nn.Linear(sizes[i], sizes[i + 1]) for i in range(len(sizes) - 1)``.
+``usage.py`` notes where each item goes (``Usage.items_handed``: the layer's class, its
+parameter, the attribute that keeps it, the item's offset against the loop's place); here the
+layers of that class under that attribute are read in order (``getattr(layer, param)``: torch's
+layers keep their arguments under their names; a kernel kept as ``(k, k)`` reads ``k``), and the
+readings of one argument put together by their offsets (``sizes[i]`` and ``sizes[i + 1]`` make
+``[in_0, in_1, ..., out_last]``), where they agree. Each reading is a candidate the rebuild checks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torch import nn
+
+from .usage import Handed, Usage
+
+__all__ = ["items_of"]
+
+MAX_ITEMS = 256  # a list longer than this is no per-layer list
+
+
+def _value(layer: nn.Module, param: str) -> Any:
+    v = getattr(layer, param, None)
+    if isinstance(v, tuple) and v and len(set(v)) == 1:
+        v = v[0]  # nn.Conv2d(c, n, k) keeps kernel_size=(k, k)
+    return v if type(v) in (int, float) else None
+
+
+def _read(module: nn.Module, h: Handed) -> list[Any] | None:
+    root = getattr(module, h.kept, None) if h.kept else module
+    if not isinstance(root, nn.Module):
+        return None
+    layers = [m for m in root.modules() if type(m) is h.callee and m is not module]
+    values = [_value(m, h.param) for m in layers[:MAX_ITEMS]]
+    return values if values and all(v is not None for v in values) else None
+
+
+def _joined(readings: list[tuple[int, list[Any]]]) -> list[Any] | None:
+    """One list the readings are slices of, at their offsets (None where two disagree)."""
+    low = min(o for o, _ in readings)
+    out: dict[int, Any] = {}
+    for offset, values in readings:
+        for i, v in enumerate(values):
+            at = i + offset - low
+            if out.setdefault(at, v) != v:
+                return None
+    if sorted(out) != list(range(len(out))):
+        return None
+    return [out[i] for i in range(len(out))]
+
+
+def items_of(module: nn.Module, u: Usage) -> list[list[Any]]:
+    """The lists the argument's items read back to, the readings of all its uses joined first,
+    then each use's alone."""
+    readings: list[tuple[int, list[Any]]] = []
+    for h in u.items_handed:
+        values = _read(module, h)
+        if values is not None and (h.offset, values) not in readings:
+            readings.append((h.offset, values))
+    if not readings:
+        return []
+    out: list[list[Any]] = []
+    joined = _joined(readings) if len(readings) > 1 else None
+    for values in [joined, *(v for _, v in readings)]:
+        if values is not None and values not in out:
+            out.append(values)
+    return out

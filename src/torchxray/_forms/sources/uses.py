@@ -1,0 +1,60 @@
+"""The records of how a constructor uses one argument (``usage.py`` reads them): ``Usage``, and
+``Handed``, a layer the argument (or one of its items) was handed to."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .sums import Sum
+
+__all__ = ["Handed", "Usage"]
+
+
+@dataclass(frozen=True)
+class Handed:
+    """The argument handed to ``callee`` as its parameter ``param``; ``kept`` is the attribute
+    whose layer holds the call's result (``self.conv1 = nn.Conv1d(...)``, or a container:
+    ``self.net = nn.Sequential(nn.Linear(...))``), "" where none is."""
+
+    callee: Any
+    param: str
+    kept: str = ""
+    index: int = -1  # its place among the callee's *args (nn.Sequential(backbone, head): 0)
+    offset: int = 0  # of an item: ``x[i + 1]`` is the item one after the loop's place
+
+
+@dataclass(frozen=True)
+class Usage:
+    """How a constructor uses one argument (see the module doc). Empty: nothing is known."""
+
+    kept: tuple[str, ...] = ()  # attributes assigned the argument itself
+    number: bool = False  # range(x), math.f(x), int(x), x // k, x - k, x ** k, x < k
+    sequence: bool = False  # iterated, len(x), enumerate/zip(x), x[a:b], *x, x.reverse()
+    measured: bool = False  # len(x): its length is a number the module shows
+    unpacked: int = 0  # names it is unpacked to (a, b = x; a, b = pair(x))
+    fields: tuple[str, ...] = ()  # attributes read off it (args.n_embd)
+    keys: tuple[str, ...] = ()  # string keys read off it (cfg["encoder"])
+    table: tuple[Any, ...] = ()  # keys of the dict literal it is looked up in
+    table_values: tuple[Any, ...] = ()  # the values at those keys (classes, where resolvable)
+    called: bool = False  # x(...)
+    tested: bool = False  # isinstance(x, ...): it takes more than one kind of value
+    handed: tuple[Handed, ...] = field(default=())
+    items_kept: tuple[str, ...] = ()  # attributes keeping each unpacked item, in order
+    rebound: tuple[Any, ...] = ()  # literals it is set to in place of None (x = [False, False])
+    # Its items handed to layers, one a loop's turn (``nn.Embedding(cards[i], d)`` in a loop,
+    # ``for n in cards: nn.Embedding(n, d)``): ``items.py`` reads them back off those layers.
+    items_handed: tuple[Handed, ...] = ()
+    unpacks: bool = False  # a, b = x itself (not a helper's result): never a number
+    sums: tuple[Sum, ...] = ()  # linear sums of it and others handed to layers (``sums.py``)
+    # Kept inside what an attribute holds: (attribute, key) of a literal's entry (``self.fns =
+    # {"hidden": act}``, ``self.acts = (act, out)``: the index), (attribute, ("cell", name)) of
+    # a lambda that closes over it (``self.act = lambda x: act(x)``).
+    within: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def known(self) -> bool:
+        return self != _NOTHING
+
+
+_NOTHING = Usage()
