@@ -66,3 +66,23 @@ def test_the_form_rebuilds_a_module_whose_widths_are_sums(make) -> None:  # type
     assert f.inexact == ""
     assert f["enc_hid"].value == 12
     assert not differences(parts(live), parts(f.build()))
+
+
+class SumOnly(nn.Module):
+    def __init__(self, enc_hid, dec_hid):
+        super().__init__()
+        self.attn = nn.Linear(enc_hid * 2 + dec_hid, 5)  # the two are seen only as this sum
+
+
+def test_two_arguments_seen_only_as_their_sum_are_flagged_as_guesses() -> None:
+    # 2 * 7 + 7 = 21 = 2 * 8 + 5 = 2 * 6 + 9: any split rebuilds it, none is proven.
+    f = tx.form(SumOnly(7, 7))
+    assert f.inexact == ""
+    assert 2 * f["enc_hid"].value + f["dec_hid"].value == 21
+    assert f["enc_hid"].note.startswith("a guess") and f["dec_hid"].note.startswith("a guess")
+
+
+def test_a_sum_one_of_whose_arguments_a_layer_shows_is_proven() -> None:
+    f = tx.form(Attention(12, 10))  # v = Linear(dec_hid, 1) shows dec_hid
+    assert (f["enc_hid"].value, f["dec_hid"].value) == (12, 10)
+    assert f["enc_hid"].note == "" and f["dec_hid"].note == ""

@@ -4,6 +4,8 @@ the form, which recovers the float from the ratio of the widths."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from fixtures.rules import proposed, rebuilds
 from torch import nn
@@ -44,10 +46,38 @@ def test_a_width_no_float_makes_proposes_nothing() -> None:
     assert proposed(width_factor.propose, Plain, dict(d=4, hidden=12), dict(d=4)) == []
 
 
-@pytest.mark.parametrize("factor", [1.7, 2.0, 4 / 3, 2.5])
-def test_the_form_recovers_the_factor(factor: float) -> None:
+@pytest.mark.parametrize("factor", [1.7, 1.71, 2.0, 2.5])
+def test_the_form_finds_a_factor_that_makes_the_width_and_flags_it_as_a_guess(
+    factor: float,
+) -> None:
+    # Every factor in [51/30, 52/30) makes 51: the module shows the width, never the float, so
+    # the value found (the simplest such fraction) is one of many and is flagged, never proven.
     live = FeedForward(30, factor)
     f = tx.form(live)
     assert f.inexact == ""
     assert int(30 * f["d_ffn_factor"].value) == int(30 * factor)
+    assert f["d_ffn_factor"].note.startswith("a guess")
     assert not differences(parts(live), parts(f.build()))
+
+
+def test_a_factor_the_module_keeps_is_proven_not_a_guess() -> None:
+    class Kept(FeedForward):
+        def __init__(self, d_model: int, d_ffn_factor: float = 4 / 3):
+            super().__init__(d_model, d_ffn_factor)
+            self.d_ffn_factor = d_ffn_factor
+
+    f = tx.form(Kept(30, 1.7))
+    assert f.inexact == ""
+    assert f["d_ffn_factor"].value == 1.7 and f["d_ffn_factor"].note == ""
+
+
+def test_a_float_field_that_is_infinite_proposes_nothing_and_raises_nothing() -> None:
+    class Clipped(nn.Module):
+        def __init__(self, d: int, factor: float = 2.0, clip: float = math.inf):
+            super().__init__()
+            self.fc = nn.Linear(d, int(d * factor))
+            self.clip = clip
+
+    built = dict(d=10, factor=2.0, clip=math.inf)
+    got = proposed(width_factor.propose, Clipped, dict(d=10, factor=3.0), built)
+    assert all("clip" not in change for change in got)

@@ -97,3 +97,31 @@ class Rebound(nn.Module):
 
 def test_an_argument_rebound_before_it_is_unpacked_may_be_a_number() -> None:
     assert not usage(Rebound, "size").unpacks and fits(usage(Rebound, "size"), 4)
+
+
+class TriedPair(nn.Module):
+    def __init__(self, patch=4):
+        super().__init__()
+        try:
+            ph, pw = patch
+        except TypeError:
+            ph = pw = patch
+        self.patch = patch
+        self.proj = nn.Conv2d(3, 8, (ph, pw), (ph, pw))
+
+
+def test_an_unpack_inside_a_try_that_handles_an_int_takes_an_int() -> None:
+    assert fits(usage(TriedPair, "patch"), 4)
+    f = tx.form(TriedPair(2))
+    assert f.inexact == "" and f["patch"].value == 2
+
+
+class Starred(nn.Module):
+    def __init__(self, d, act=F.relu, extra=()):
+        super().__init__()
+        self.lin = nn.Linear(d, d)
+        self.acts = (*extra, act)
+
+
+def test_an_argument_after_a_starred_item_has_no_place_in_the_tuple() -> None:
+    assert usage(Starred, "act").within == ()

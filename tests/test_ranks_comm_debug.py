@@ -151,7 +151,7 @@ def _theirs(
     finally:
         dist.destroy_process_group()
     names = [n for n in cdm.comm_module_counts if n != "Global"]
-    root = min(names, key=len)  # the root's class name; its modules are named under it
+    root = type(sharded).__name__  # CommDebugMode names the root by its class, the rest under it
 
     def path(name: str) -> str:
         return "" if name == root else name[len(root) + 1 :]

@@ -131,7 +131,10 @@ def search(d: Draft, leads: Leads, budget: Budget, child: Child) -> Found:
     rivals: dict[str, Any] = {}
     if found.exact:
         real_ok = small(module)  # as the search built it (``_forms/rebuild/real.py``)
-        rivals = settle(d.fields, found.values, make, leads.live, leads.dtype, budget, real_ok)
+        sums = dict.fromkeys(s for u in leads.uses.values() for s in u.sums)
+        rivals = settle(
+            d.fields, found.values, make, leads.live, leads.dtype, budget, real_ok, sums
+        )
     if found.exact and leads.spread is not None and leads.kept:
         found.values[leads.spread] = leads.kept
     if found.exact and leads.groups:

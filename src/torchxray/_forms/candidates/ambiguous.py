@@ -13,11 +13,19 @@ draft origin (a guess the view flags), and the form says so in its note
 (``_forms/exact/``); a required field, with no
 default to prefer, keeps the value found, as a guess (origin "default"). One field at a time, each on top
 of those already settled: two fields that are only exact together are left as found.
+
+Two rivals the draft value does not show: a float the module shows only through a whole number
+it makes (``int(d * factor)``: every factor in a small interval makes the same width) is tried a
+hair above and below (``_FLOAT_STEP``); and two whole numbers a layer sees only as their sum
+(``nn.Linear(2 * enc + dec, n)``, ``sums``: ``_forms/sources/sums.py``) are tried moved against
+each other along the sum, which keeps its value. Where such a build is exact, the value found is
+one of several and is flagged as a guess (the rival named), never shown as proven.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
@@ -28,9 +36,12 @@ from ..field import Field
 from ..rebuild.compare import cast_like, differences
 from ..rebuild.parts import Parts, parts
 from ..rebuild.real import Rebuild
+from ..sources.sums import Sum
 from ..values import same
 
 __all__ = ["settle"]
+
+_FLOAT_STEP = 1e-6  # relative: far inside the interval of floats that make one whole number
 
 
 def _exact(
@@ -62,6 +73,30 @@ def _reversed(v: Any) -> Any:
     return None
 
 
+def _float_rivals(v: Any) -> list[float]:
+    if type(v) is not float or not math.isfinite(v) or v == 0:
+        return []
+    return [v * (1 + _FLOAT_STEP), v * (1 - _FLOAT_STEP)]
+
+
+def _along(s: Sum, values: dict[str, Any], moved: set[str]) -> Iterable[dict[str, int]]:
+    """Values of two of the sum's parameters (one the search moved) moved against each other so
+    that the sum keeps its value: ``2 * enc + dec`` at (8, 5) gives (7, 7) and (9, 3)."""
+    for i, (a, ca) in enumerate(s.coefs):
+        for b, cb in s.coefs[i + 1 :]:
+            if (
+                not ({a, b} & moved)
+                or type(values.get(a)) is not int
+                or type(values.get(b)) is not int
+            ):
+                continue
+            g = math.gcd(ca, cb)
+            for k in (1, -1):
+                na, nb = values[a] + k * cb // g, values[b] - k * ca // g
+                if na > 0 and nb > 0:
+                    yield {a: na, b: nb}
+
+
 def settle(
     drafts: list[Field],
     values: dict[str, Any],
@@ -70,6 +105,7 @@ def settle(
     dtype: torch.dtype | None,
     budget: Budget,
     real_ok: bool = False,
+    sums: Iterable[Sum] = (),
 ) -> dict[str, Any]:
     """Of ``values`` (an exact search's), each field of ``drafts`` whose draft value rebuilds
     ``live`` as exactly is put back to its draft value in ``values`` (a required one without a
@@ -91,12 +127,14 @@ def settle(
             break
         if not _exact({**values, f.name: f.value}, make, live, dtype, cap, budget, real_ok):
             # A sequence whose items rebuild as exactly in the other order tells only its
-            # length (``num_classes = len(labels)``): the value found is a guess, flagged.
+            # length (``num_classes = len(labels)``); a float a hair away as exactly, only the
+            # whole number it makes: the value found is a guess, flagged.
             other = _reversed(found)
-            if other is not None and _exact(
-                {**values, f.name: other}, make, live, dtype, cap, budget, real_ok
-            ):
-                rivals[f.name] = other
+            near = [other] if other is not None else _float_rivals(found)
+            for v in near:
+                if _exact({**values, f.name: v}, make, live, dtype, cap, budget, real_ok):
+                    rivals[f.name] = v
+                    break
             continue
         if f.required and f.value is None:
             # No default: None is no likelier than the value found (drop_path=0.0 where None
@@ -105,4 +143,14 @@ def settle(
         else:
             values[f.name] = f.value
             rivals[f.name] = found
+    moved = {f.name for f in drafts if f.name in values and not same(values[f.name], f.value)}
+    for s in sums:
+        if budget.stopped:
+            break
+        for change in _along(s, values, moved):
+            if all(n not in rivals for n in change) and _exact(
+                {**values, **change}, make, live, dtype, cap, budget, real_ok
+            ):
+                rivals.update(change)  # each field: the other value that rebuilds as exactly
+                break
     return rivals

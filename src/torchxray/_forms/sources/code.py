@@ -18,9 +18,20 @@ from ..._signature import resolve
 from .literals import source_tree
 
 __all__ = [
-    "Code", "annotation_of", "attrs_of", "bound", "code_of", "func_name", "is_name", "kept_items",
-    "kept_under", "names_of", "offset_of", "param_names", "resolved", "table_of",
+    "Code", "annotation_of", "attrs_of", "bound", "code_of", "conditional", "func_name", "is_name",
+    "kept_items", "kept_under", "names_of", "offset_of", "param_names", "resolved", "table_of",
 ]  # fmt: skip
+
+
+def conditional(node: ast.AST, up: dict[ast.AST, ast.AST]) -> bool:
+    """Whether ``node`` runs only on some calls: under an ``if`` or in a ``try`` that handles
+    errors (``try: ph, pw = patch`` / ``except TypeError: ph = pw = patch`` takes an int too)."""
+    at = up.get(node)
+    while at is not None and not isinstance(at, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if isinstance(at, (ast.If, ast.IfExp)) or (isinstance(at, ast.Try) and at.handlers):
+            return True
+        at = up.get(at)
+    return False
 
 
 def is_name(node: ast.AST | None, name: str) -> bool:

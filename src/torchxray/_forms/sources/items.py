@@ -25,8 +25,11 @@ MAX_ITEMS = 256  # a list longer than this is no per-layer list
 
 
 def _value(layer: nn.Module, param: str) -> Any:
-    v = getattr(layer, param, None)
-    if isinstance(v, tuple) and v and len(set(v)) == 1:
+    try:
+        v = getattr(layer, param, None)
+    except Exception:  # noqa: BLE001 - a user's property that raises reads as nothing
+        return None
+    if isinstance(v, tuple) and v and all(x == v[0] for x in v):
         v = v[0]  # nn.Conv2d(c, n, k) keeps kernel_size=(k, k)
     return v if type(v) in (int, float) else None
 
@@ -36,7 +39,9 @@ def _read(module: nn.Module, h: Handed) -> list[Any] | None:
     if not isinstance(root, nn.Module):
         return None
     layers = [m for m in root.modules() if type(m) is h.callee and m is not module]
-    values = [_value(m, h.param) for m in layers[:MAX_ITEMS]]
+    if len(layers) > MAX_ITEMS:
+        return None
+    values = [_value(m, h.param) for m in layers]
     return values if values and all(v is not None for v in values) else None
 
 

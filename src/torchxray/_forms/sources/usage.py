@@ -37,6 +37,7 @@ from .code import (
     attrs_of,
     bound,
     code_of,
+    conditional,
     func_name,
     is_name,
     kept_items,
@@ -138,8 +139,8 @@ class _Reader:
                 elif isinstance(t, (ast.Tuple, ast.List)):
                     self.unpacked = len(t.elts)
                     self.items = names_of(t)
-                    # Never rebound first (``x = to_2tuple(x)`` takes an int too).
-                    self.unpacks = self.name not in self.code.stores
+                    # Never rebound first (``x = to_2tuple(x)`` takes an int too), on every call.
+                    self.unpacks = self.name not in self.code.stores and not conditional(parent, up)
                     # self.hidden_act, self.out_act = acts: each item kept as it is
                     self.attrs = attrs_of(t)
         elif isinstance(parent, (ast.For, ast.comprehension)) and parent.iter is node:
@@ -195,6 +196,8 @@ class _Reader:
                 return
             key, holder = k.value, parent
         elif isinstance(parent, (ast.Tuple, ast.List)) and isinstance(parent.ctx, ast.Load):
+            if any(isinstance(e, ast.Starred) for e in parent.elts):
+                return  # (*extra, act): no fixed place
             key, holder = parent.elts.index(typing.cast(ast.expr, node)), parent
         else:
             holder = parent

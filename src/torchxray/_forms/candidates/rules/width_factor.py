@@ -38,10 +38,15 @@ def _ratios(w: int, live: int, made: Callable[[float], int]) -> Iterator[float]:
 
 
 def propose(p: Problem) -> Iterator[dict[str, Any]]:
+    # A dropout probability scales no width; skipping it by name (as ``scaled_float.py`` does)
+    # spends the few tries this rule has on the floats that can.
     floats = [
         f.name
         for f in p.fields
-        if type(p.values.get(f.name)) is float and p.values[f.name] > 0 and "drop" not in f.name
+        if type(p.values.get(f.name)) is float
+        and math.isfinite(p.values[f.name])
+        and p.values[f.name] > 0
+        and "drop" not in f.name
     ]
     if not floats:
         return
@@ -61,5 +66,5 @@ def propose(p: Problem) -> Iterator[dict[str, Any]]:
                     if y != x:
                         yield {name: y}
                         count += 1
-                if count >= MAX_PER_DIFF:
-                    return
+                        if count >= MAX_PER_DIFF:
+                            return
