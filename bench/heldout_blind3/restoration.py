@@ -52,7 +52,14 @@ def default_conv(in_channels, out_channels, kernel_size, bias=True):
 
 class ResBlock(nn.Module):
     def __init__(
-        self, conv, n_feats, kernel_size, bias=True, bn=False, act=nn.ReLU(True), res_scale=1
+        self,
+        conv,
+        n_feats,
+        kernel_size,
+        bias=True,
+        bn=False,
+        act=nn.ReLU(True),
+        res_scale=1,  # noqa: B008  (as written in the wild)
     ):
         super().__init__()
         m = []

@@ -90,7 +90,7 @@ class SpatioTemporalResBlock(nn.Module):
 
 
 class R2Plus1DNet(nn.Module):
-    def __init__(self, num_classes, layer_sizes=[1, 1, 1], block_type=SpatioTemporalResBlock):
+    def __init__(self, num_classes, layer_sizes=[1, 1, 1], block_type=SpatioTemporalResBlock):  # noqa: B006
         super().__init__()
         self.conv1 = SpatioTemporalConv(3, 16, (3, 7, 7), stride=(1, 2, 2), padding=(1, 3, 3))
         self.conv2 = nn.Sequential(*[block_type(16, 16, 3) for _ in range(layer_sizes[0])])
