@@ -58,8 +58,8 @@ class ResBlock(nn.Module):
         kernel_size,
         bias=True,
         bn=False,
-        act=nn.ReLU(True),
-        res_scale=1,  # noqa: B008  (as written in the wild)
+        act=nn.ReLU(True),  # noqa: B008  (as written in the wild)
+        res_scale=1,
     ):
         super().__init__()
         m = []
