@@ -112,9 +112,13 @@ class TripletNet(nn.Module):
         return tuple(self.norm(self.embedding_net(x)) for x in (x1, x2, x3))
 
 
-@heldout("triplet_net",
-         example=lambda: ((rand(3, 1, 28, 28), rand(3, 1, 28, 28, seed=1), rand(3, 1, 28, 28, seed=2)), {}),
-         edit=("embedding_net", {"emb_dim": 16}))  # fmt: skip
+@heldout(
+    "triplet_net",
+    example=lambda: (
+        (rand(3, 1, 28, 28), rand(3, 1, 28, 28, seed=1), rand(3, 1, 28, 28, seed=2)),
+        {},
+    ),
+)
 def triplet_net():
     torch.manual_seed(41)
     return TripletNet(EmbeddingNet(emb_dim=8))

@@ -202,8 +202,7 @@ class CRNN(nn.Module):
         return F.log_softmax(self.rnn(conv), dim=2)
 
 
-@heldout("crnn_ctc", example=lambda: ((rand(2, 1, 32, 64, seed=2),), {}),
-         edit=("rnn.1", {"nOut": 40}))  # fmt: skip
+@heldout("crnn_ctc", example=lambda: ((rand(2, 1, 32, 64, seed=2),), {}))
 def crnn_ctc():
     torch.manual_seed(22)
     return CRNN(32, 1, 37, 48, leakyRelu=True)
@@ -256,8 +255,7 @@ class DSCNN(nn.Module):
         return self.fc(self.dropout(x))
 
 
-@heldout("ds_cnn_kws", example=lambda: ((rand(4, 49, 10, seed=3),), {}),
-         edit=("blocks.1", {"stride": 2}))  # fmt: skip
+@heldout("ds_cnn_kws", example=lambda: ((rand(4, 49, 10, seed=3),), {}))
 def ds_cnn_kws():
     torch.manual_seed(23)
     return DSCNN(KWSConfig(channels=[48, 48, 48, 48]))

@@ -120,8 +120,7 @@ class EDSR(nn.Module):
         return self.add_mean(self.tail(res))
 
 
-@heldout("espcn", example=lambda: ((rand(2, 1, 24, 24),), {}),
-         edit=("first_part.0", {"kernel_size": 3, "padding": 1}))  # fmt: skip
+@heldout("espcn", example=lambda: ((rand(2, 1, 24, 24),), {}))
 def espcn():
     torch.manual_seed(10)
     return ESPCN(scale_factor=3)
@@ -214,8 +213,7 @@ class DnCNN(nn.Module):
         return x - self.dncnn(x)
 
 
-@heldout("dncnn", example=lambda: ((rand(2, 1, 32, 32, seed=3),), {}),
-         edit=("dncnn.3", {"momentum": 0.01}))  # fmt: skip
+@heldout("dncnn", example=lambda: ((rand(2, 1, 32, 32, seed=3),), {}))
 def dncnn():
     torch.manual_seed(13)
     return DnCNN(channels=1)
@@ -283,9 +281,10 @@ class UNetDenoiser(nn.Module):
         return noisy - self.outc(x)
 
 
-@heldout("unet_denoiser",
-         example=lambda: ((rand(2, 3, 32, 32, seed=4),), {"sigma": torch.tensor([0.1, 0.2])}),
-         edit=("outc", {"kernel_size": 3, "padding": 1}))  # fmt: skip
+@heldout(
+    "unet_denoiser",
+    example=lambda: ((rand(2, 3, 32, 32, seed=4),), {"sigma": torch.tensor([0.1, 0.2])}),
+)
 def unet_denoiser():
     torch.manual_seed(14)
     return UNetDenoiser()

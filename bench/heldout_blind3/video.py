@@ -179,8 +179,7 @@ class TimeSformerLite(nn.Module):
         return self.head(self.norm(x).mean(1))
 
 
-@heldout("c3d_lite", example=lambda: ((rand(2, 3, 8, 32, 32),), {}),
-         edit=("fc7", {"out_features": 5}))  # fmt: skip
+@heldout("c3d_lite", example=lambda: ((rand(2, 3, 8, 32, 32),), {}))
 def c3d_lite():
     torch.manual_seed(0)
     return C3D(num_classes=10)
@@ -192,8 +191,7 @@ def r2plus1d_lite():
     return R2Plus1DNet(num_classes=6)
 
 
-@heldout("timesformer_lite", example=lambda: ((rand(2, 3, 4, 32, 32, seed=2),), {}),
-         edit=("blocks.1.mlp.2", {"bias": False}))  # fmt: skip
+@heldout("timesformer_lite", example=lambda: ((rand(2, 3, 4, 32, 32, seed=2),), {}))
 def timesformer_lite():
     torch.manual_seed(2)
     return TimeSformerLite(mlp_ratio=2.0)
@@ -285,8 +283,7 @@ class PWCLite(nn.Module):
         return flow
 
 
-@heldout("pwc_lite", example=lambda: ((rand(1, 3, 32, 32), rand(1, 3, 32, 32, seed=1)), {}),
-         edit=("estimators.0.predict_flow", {"bias": False}))  # fmt: skip
+@heldout("pwc_lite", example=lambda: ((rand(1, 3, 32, 32), rand(1, 3, 32, 32, seed=1)), {}))
 def pwc_lite():
     torch.manual_seed(3)
     return PWCLite(md=3)
