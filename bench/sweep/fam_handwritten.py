@@ -62,3 +62,12 @@ def blind2_entries(every: bool = False) -> Iterator[Entry]:
         group = s.build.__module__.rsplit(".", 1)[-1]
         yield Entry("blind2", group, s.name, s.build, _on(s.example), train=s.train, cpu=True,
                     fresh=True, extra=EXTRA, edit=s.edit)  # fmt: skip
+
+
+def blind3_entries(every: bool = False) -> Iterator[Entry]:
+    from bench.heldout_blind3 import REGISTRY
+
+    for s in REGISTRY:
+        group = s.build.__module__.rsplit(".", 1)[-1]
+        yield Entry("blind3", group, s.name, s.build, _on(s.example), train=s.train, cpu=True,
+                    fresh=True, extra=EXTRA, edit=s.edit)  # fmt: skip

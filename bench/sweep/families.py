@@ -22,6 +22,7 @@ FAMILIES: dict[str, Callable[[bool], Iterator[Entry]]] = {
     "heldout": fam_handwritten.heldout_entries,
     "blind": fam_handwritten.blind_entries,
     "blind2": fam_handwritten.blind2_entries,
+    "blind3": fam_handwritten.blind3_entries,
 }
 
 # The fixed sample the test suite runs (tests/test_sweep_sample.py): at least one model per
