@@ -74,9 +74,11 @@ def _reversed(v: Any) -> Any:
 
 
 def _float_rivals(v: Any) -> list[float]:
+    """A float a little above ``v`` (a short one the note can show: 6.0 -> 6.0006), then a hair
+    below (where ``v`` sits at the top of its interval: a ceiling)."""
     if type(v) is not float or not math.isfinite(v) or v == 0:
         return []
-    return [v * (1 + _FLOAT_STEP), v * (1 - _FLOAT_STEP)]
+    return [float(f"{v * (1 + 100 * _FLOAT_STEP):.6g}"), v * (1 - _FLOAT_STEP)]
 
 
 def _along(s: Sum, values: dict[str, Any], moved: set[str]) -> Iterable[dict[str, int]]:
