@@ -88,6 +88,7 @@ class _Reader:
         self.unpacks = False
         self.attrs: tuple[str, ...] = ()
         self.within: list[tuple[str, Any]] = []
+        self.condition = False
 
     def read(self) -> Usage:
         up = self.code.up
@@ -113,6 +114,7 @@ class _Reader:
             self.unpacks,
             (),
             tuple(dict.fromkeys(self.within)),
+            self.condition,
         )
 
     def _nodes(self) -> list[ast.AST]:
@@ -131,6 +133,8 @@ class _Reader:
     def _use(self, node: ast.AST, parent: ast.AST | None, up: dict[ast.AST, ast.AST]) -> None:
         if not self.path:
             self._within(node, parent, up)
+        if _tests(node, parent):
+            self.condition = True
         if isinstance(parent, ast.Assign) and parent.value is node:
             for t in parent.targets:
                 if isinstance(t, ast.Attribute) and is_name(t.value, "self"):
@@ -284,6 +288,16 @@ class _Reader:
             # how that function reads it: helpers take several kinds of value (``to_2tuple``).
             inner = _read(callee, param, self.depth + 1)
             self.handed += [Handed(h.callee, h.param) for h in inner.handed]
+            self.condition = self.condition or inner.condition
+
+
+def _tests(node: ast.AST, parent: ast.AST | None) -> bool:
+    """``if x:``, ``a if x else b``, ``not x``, ``x and y``: the argument taken as a truth."""
+    if isinstance(parent, (ast.If, ast.IfExp, ast.While)):
+        return parent.test is node
+    if isinstance(parent, ast.UnaryOp):
+        return isinstance(parent.op, ast.Not)
+    return isinstance(parent, ast.BoolOp)
 
 
 def _rebound(values: Iterable[ast.expr]) -> tuple[Any, ...]:

@@ -51,6 +51,9 @@ class Usage:
     # {"hidden": act}``, ``self.acts = (act, out)``: the index), (attribute, ("cell", name)) of
     # a lambda that closes over it (``self.act = lambda x: act(x)``).
     within: tuple[tuple[str, Any], ...] = ()
+    # The test of an ``if`` or a conditional expression, or under ``not``/``and``/``or``, here or
+    # in a helper it is handed to: a flag that may choose which layers are made.
+    condition: bool = False
 
     @property
     def known(self) -> bool:

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from . import (
+    class_flag,
     depth,
     derived_widths,
     entries,
@@ -95,6 +96,7 @@ NAMED: tuple[tuple[str, Propose], ...] = (
 # The changes a difference allows without naming a value; factories last (a child form each).
 UNNAMED: tuple[tuple[str, Propose], ...] = (
     ("optional", optional.propose),
+    ("class_flag", class_flag.propose),
     ("stage_flags", stage_flags.propose),
     ("kwargs_dict", kwargs_dict.propose),
     ("handed_kwargs", handed_kwargs.propose),
