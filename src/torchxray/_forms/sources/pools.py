@@ -49,6 +49,7 @@ from .attributes import same_named
 from .blocklists import described
 from .gathered import gathered
 from .items import items_of
+from .specs import specs
 from .literals import compared_strings
 from .passed import handed, holders, kept, keys
 from .position import config_items, index_like, ordinals
@@ -305,6 +306,11 @@ def candidates(
     # annotated one keeps the order the readings above were tuned in, its uses' readings last.
     first, pool = ([*read, *first], pool) if not noted else (first, [*pool, *read])
     first = [*sure, *first]
+    if not noted and "." not in f.name:
+        # A dict of keyword dicts, one layer made per entry (``specs.py``): read off those
+        # layers, it comes before the blocks a required argument's description reads.
+        mapped = specs(original_class(type(module)), module, name, handed_to or child)
+        first = [mapped, *first] if mapped else first
     unset = bool(pool) and (f.optional or not f.required)
     values = [
         v

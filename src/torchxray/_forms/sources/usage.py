@@ -292,12 +292,11 @@ class _Reader:
 
 
 def _tests(node: ast.AST, parent: ast.AST | None) -> bool:
-    """``if x:``, ``a if x else b``, ``not x``, ``x and y``: the argument taken as a truth."""
+    """``if x:``, ``a if x else b``, ``not x``: the argument taken as a truth (``x or {}`` is a
+    default for a value of any kind, not a flag)."""
     if isinstance(parent, (ast.If, ast.IfExp, ast.While)):
         return parent.test is node
-    if isinstance(parent, ast.UnaryOp):
-        return isinstance(parent.op, ast.Not)
-    return isinstance(parent, ast.BoolOp)
+    return isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not)
 
 
 def _rebound(values: Iterable[ast.expr]) -> tuple[Any, ...]:
