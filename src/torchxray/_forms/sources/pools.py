@@ -49,6 +49,7 @@ from .attributes import same_named
 from .blocklists import described
 from .gathered import gathered
 from .items import items_of
+from .running import running
 from .specs import specs
 from .literals import compared_strings
 from .passed import handed, holders, kept, keys
@@ -292,6 +293,7 @@ def candidates(
             items = layout.per_item(module)
             read += [*items, *(w[::-1] for w in items), *layout.stages(module)]
             read += [*layout.child_widths(module), *layout.tuples(module)]
+            read += running(module)  # sizes kept as running sums (``running.py``)
     first, own_names = same_named(module, f, name)
     pool, first = _shape_pool(module, f, name, first)
     pool = _kind_pool(module, f, name, pool)

@@ -89,6 +89,7 @@ class _Reader:
         self.attrs: tuple[str, ...] = ()
         self.within: list[tuple[str, Any]] = []
         self.condition = False
+        self.mapping = False
 
     def read(self) -> Usage:
         up = self.code.up
@@ -115,6 +116,7 @@ class _Reader:
             (),
             tuple(dict.fromkeys(self.within)),
             self.condition,
+            self.mapping,
         )
 
     def _nodes(self) -> list[ast.AST]:
@@ -154,6 +156,8 @@ class _Reader:
         elif isinstance(parent, ast.Attribute) and parent.value is node:
             call = up.get(parent)
             if isinstance(call, ast.Call) and call.func is parent:
+                if parent.attr in ("items", "keys", "values"):
+                    self.mapping = True
                 if parent.attr in _SEQUENCE_METHODS:
                     self.sequence = True
                 elif parent.attr == "get" and call.args and isinstance(call.args[0], ast.Constant):
@@ -186,6 +190,8 @@ class _Reader:
             self.sequence = True  # res in attn_resolutions
         elif isinstance(parent, ast.Call):
             self._call(parent, node, up)
+        elif isinstance(parent, ast.keyword) and parent.arg is None:
+            self.mapping = True  # f(**x)
         elif isinstance(parent, ast.keyword) and isinstance(up.get(parent), ast.Call):
             self._call(typing.cast(ast.Call, up[parent]), node, up)  # f(width=x)
 

@@ -54,6 +54,7 @@ class Usage:
     # The test of an ``if`` or a conditional expression, or under ``not``/``and``/``or``, here or
     # in a helper it is handed to: a flag that may choose which layers are made.
     condition: bool = False
+    mapping: bool = False  # x.items(), x.keys(), x.values(), **x: a dict of keywords or entries
 
     @property
     def known(self) -> bool:
