@@ -56,7 +56,9 @@ def test_the_flag_that_chose_the_class_is_flipped() -> None:
     assert got[0] == {"elu": False}
     assert rebuilds(Block, live, {**built, **got[0]})
     # An unknown flag (None) is tried both ways.
-    got = proposed(class_flag.propose, Head, dict(width=3, project=True), dict(width=3, project=None))
+    got = proposed(
+        class_flag.propose, Head, dict(width=3, project=True), dict(width=3, project=None)
+    )
     assert {"project": True} in got
     # A number compared is no flag: nothing proposed.
     assert proposed(class_flag.propose, Counted, dict(width=3, n=1), dict(width=3, n=2)) == []

@@ -94,4 +94,3 @@ def infer(
     assert best.built is not None
     text = f"inexact: {sentence(best.diffs, live, best.built)}"
     return Inferred(values, Check(text, best.diffs, best.built), builds, why, seconds)
-

@@ -49,13 +49,13 @@ from .attributes import same_named
 from .blocklists import described
 from .gathered import gathered
 from .items import items_of
-from .running import running
-from .specs import specs
 from .literals import compared_strings
 from .passed import handed, holders, kept, keys
 from .position import config_items, index_like, ordinals
+from .running import running
 from .scan import LIVE
 from .shipped import shipped
+from .specs import specs
 from .stagelists import stage_lists
 from .usage import Usage, usage
 from .usage import fits as uses_fit
