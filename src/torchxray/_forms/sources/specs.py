@@ -65,18 +65,21 @@ def _loops(cls: type, name: str) -> tuple[tuple[str, str, int, frozenset[str]], 
         return ()
     out = []
     for loop in ast.walk(tree):
-        it = loop.iter if isinstance(loop, ast.For) else None
+        if not isinstance(loop, ast.For):
+            continue
+        it, target = loop.iter, loop.target
         if not (
             isinstance(it, ast.Call)
             and isinstance(it.func, ast.Attribute)
             and it.func.attr == "items"
             and _name(it.func.value, name)
-            and isinstance(loop.target, ast.Tuple)  # type: ignore[union-attr]
-            and len(loop.target.elts) == 2  # type: ignore[union-attr]
-            and all(isinstance(e, ast.Name) for e in loop.target.elts)  # type: ignore[union-attr]
+            and isinstance(target, ast.Tuple)
+            and len(target.elts) == 2
         ):
             continue
-        key, spec = (e.id for e in loop.target.elts)  # type: ignore[union-attr,attr-defined]
+        key, spec = (e.id if isinstance(e, ast.Name) else "" for e in target.elts)
+        if not (key and spec):
+            continue
         for stmt in ast.walk(loop):
             got = _held(stmt, key)
             if got is None:

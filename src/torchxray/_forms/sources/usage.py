@@ -46,6 +46,7 @@ from .code import (
     param_names,
     resolved,
     table_of,
+    truth_test,
 )
 from .sums import sums
 from .uses import Handed, Usage
@@ -135,7 +136,7 @@ class _Reader:
     def _use(self, node: ast.AST, parent: ast.AST | None, up: dict[ast.AST, ast.AST]) -> None:
         if not self.path:
             self._within(node, parent, up)
-        if _tests(node, parent):
+        if truth_test(node, parent):
             self.condition = True
         if isinstance(parent, ast.Assign) and parent.value is node:
             for t in parent.targets:
@@ -295,14 +296,6 @@ class _Reader:
             inner = _read(callee, param, self.depth + 1)
             self.handed += [Handed(h.callee, h.param) for h in inner.handed]
             self.condition = self.condition or inner.condition
-
-
-def _tests(node: ast.AST, parent: ast.AST | None) -> bool:
-    """``if x:``, ``a if x else b``, ``not x``: the argument taken as a truth (``x or {}`` is a
-    default for a value of any kind, not a flag)."""
-    if isinstance(parent, (ast.If, ast.IfExp, ast.While)):
-        return parent.test is node
-    return isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not)
 
 
 def _rebound(values: Iterable[ast.expr]) -> tuple[Any, ...]:
