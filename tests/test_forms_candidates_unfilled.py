@@ -32,6 +32,12 @@ class Specs(nn.Module):
         self.fc = nn.Linear(3, 3, **kw)
 
 
+class Split(nn.Module):
+    def __init__(self, d=8, heads=0):
+        super().__init__()
+        self.fc = nn.Linear(d // heads, d)
+
+
 def _why(cls: type, name: str, value: object, error: str) -> str:
     return unfilled(error, {name: usage(cls, name)}, {name: value})
 
@@ -42,6 +48,7 @@ def test_each_use_is_named() -> None:
     assert "opts is read as an object with a field 'width'" in got
     got = _why(Specs, "kw", 3, "argument after ** must be a mapping, not int")
     assert "kw is read as a dict" in got
+    assert "heads is divided by" in _why(Split, "heads", 0, "integer division by zero")
     # A value of the kind the use needs: not the argument the error was of.
     assert _why(Sizes, "sizes", [1, 2], "'NoneType' object is not iterable") == ""
 

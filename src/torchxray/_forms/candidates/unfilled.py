@@ -7,7 +7,8 @@ for it allows: what a refusal then names, in place of the bare error.
 - ``opts.n_chars`` given None or a plain value ("has no attribute 'n_chars'"): the argument it
   reads that field off;
 - ``specs.items()``, ``Cls(**kw)`` given no dict ("has no attribute 'items'", "must be a
-  mapping"): the argument it takes as a mapping.
+  mapping"): the argument it takes as a mapping;
+- ``d // heads`` given 0 ("division by zero"): the number it divides by.
 
 Read from ``Usage`` (``_forms/sources/usage.py``) and the value the failed build gave it: the
 sentence says what kind of value the argument needs and that none was found on the module.
@@ -46,6 +47,11 @@ def unfilled(error: str, uses: Mapping[str, Usage], values: Mapping[str, Any]) -
             return (
                 f": {name} is iterated (a list of sizes, summed or looped over), and no list"
                 " that rebuilds the module was found"
+            )
+        if "division by zero" in error and u.number and type(v) in (int, float) and v == 0:
+            return (
+                f": {name} is divided by, and 0 (its default, or the value found) cannot be;"
+                " no value that rebuilds the module was found"
             )
         m = _ATTRIBUTE.search(error)
         if m and m.group(1) in u.fields and not hasattr(v, m.group(1)):
