@@ -138,6 +138,8 @@ class _Reader:
             self._within(node, parent, up)
         if truth_test(node, parent):
             self.condition = True
+        if isinstance(parent, ast.keyword) and parent.arg is None:
+            self.mapping = True  # f(**x), read on below as any keyword is
         if isinstance(parent, ast.Assign) and parent.value is node:
             for t in parent.targets:
                 if isinstance(t, ast.Attribute) and is_name(t.value, "self"):
@@ -191,8 +193,6 @@ class _Reader:
             self.sequence = True  # res in attn_resolutions
         elif isinstance(parent, ast.Call):
             self._call(parent, node, up)
-        elif isinstance(parent, ast.keyword) and parent.arg is None:
-            self.mapping = True  # f(**x)
         elif isinstance(parent, ast.keyword) and isinstance(up.get(parent), ast.Call):
             self._call(typing.cast(ast.Call, up[parent]), node, up)  # f(width=x)
 

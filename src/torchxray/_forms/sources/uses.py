@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .sums import Sum
@@ -58,7 +58,9 @@ class Usage:
 
     @property
     def known(self) -> bool:
-        return self != _NOTHING
+        # A truth test or a mapping's use alone says nothing of the kind of value the pools
+        # offer (``class_flag.py`` and ``unfilled.py`` read them directly).
+        return replace(self, condition=False, mapping=False) != _NOTHING
 
 
 _NOTHING = Usage()
