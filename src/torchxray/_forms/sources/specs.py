@@ -56,14 +56,23 @@ def _held(stmt: ast.AST, key: str) -> tuple[str, ast.Call] | None:
     return None
 
 
-@functools.lru_cache(maxsize=512)
-def _loops(cls: type, name: str) -> tuple[tuple[str, str, int, frozenset[str]], ...]:
+Loop = tuple[str, str, int, frozenset[str]]
+
+
+def _loops(cls: type, name: str) -> tuple[Loop, ...]:
     """(container attribute, callee's last name, positional count, keyword names) of each layer
     made per entry of ``name.items()`` with ``**`` the entry's value."""
+    return _every_loop(cls).get(name, ())
+
+
+@functools.lru_cache(maxsize=512)
+def _every_loop(cls: type) -> dict[str, tuple[Loop, ...]]:
+    """``_loops`` of every name, read in one walk of the constructor (once a class: the pools
+    ask it of every parameter)."""
     tree = source_tree(original(cls.__init__))  # type: ignore[misc]
     if tree is None:
-        return ()
-    out = []
+        return {}
+    out: dict[str, list[Loop]] = {}
     for loop in ast.walk(tree):
         if not isinstance(loop, ast.For):
             continue
@@ -72,11 +81,12 @@ def _loops(cls: type, name: str) -> tuple[tuple[str, str, int, frozenset[str]], 
             isinstance(it, ast.Call)
             and isinstance(it.func, ast.Attribute)
             and it.func.attr == "items"
-            and _name(it.func.value, name)
+            and isinstance(it.func.value, ast.Name)
             and isinstance(target, ast.Tuple)
             and len(target.elts) == 2
         ):
             continue
+        name = it.func.value.id
         key, spec = (e.id if isinstance(e, ast.Name) else "" for e in target.elts)
         if not (key and spec):
             continue
@@ -91,8 +101,8 @@ def _loops(cls: type, name: str) -> tuple[tuple[str, str, int, frozenset[str]], 
             callee = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
             named = frozenset(k.arg for k in call.keywords if k.arg is not None)
             fixed = [a for a in call.args if not isinstance(a, ast.Starred)]
-            out.append((holder, callee, len(fixed), named))
-    return tuple(out)
+            out.setdefault(name, []).append((holder, callee, len(fixed), named))
+    return {k: tuple(v) for k, v in out.items()}
 
 
 def specs(

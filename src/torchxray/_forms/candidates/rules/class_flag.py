@@ -3,8 +3,9 @@
 A constructor that picks a layer's class by a flag (V-Net's ``nn.ELU(inplace=True) if elu else
 nn.PReLU(n)``, ``nn.Linear(...) if head else nn.Identity()``) shows no flag anywhere: the live
 layer's class is all there is. ``layer_class.py`` reads fields that hold a class or name one; this
-rule reads the others: every flag field (a bool) is proposed its opposite, the flags first that
-the constructor keeps nowhere (a kept flag is read off the module and right already). Example: a
+rule reads the others: every flag the constructor tests (``Usage.condition``: ``if x``, ``a if x
+else b``, ``not x``, here or in a helper) is proposed its opposite, or both where unknown, the
+flags first that it keeps nowhere (a kept flag is read off the module and right already). Example: a
 block built with ``elu=True`` makes ``ELU`` where the live one holds ``PReLU(num_parameters=8)``:
 ``elu`` False.
 """
@@ -15,7 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ...field import Field
-from .problem import Problem, flag_like
+from .problem import Problem
 
 __all__ = ["propose"]
 
@@ -24,10 +25,12 @@ def _flag(p: Problem, f: Field) -> bool:
     """A bool, or a value the constructor only takes as a truth (``if elu``, ``a if elu else b``):
     a field no source could read holds None, or a number that stood in for the flag."""
     v = p.values.get(f.name)
-    if isinstance(v, bool):
-        return flag_like(f) or bool((u := p.uses.get(f.name)) and u.condition)
     u = p.uses.get(f.name)
-    if u is None or not u.condition or u.number or u.sequence or u.fields or u.called:
+    if u is None or not u.condition:
+        return False  # a flag the constructor never tests chose no layer's class
+    if isinstance(v, bool):
+        return True
+    if u.number or u.sequence or u.fields or u.called:
         return False
     return v is None or type(v) is int
 
