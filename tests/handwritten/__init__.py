@@ -22,6 +22,8 @@ from . import (  # noqa: F401  (each module fills CASES)
     sequence,
     signals,
     styles2,
+    styles3,
+    styles4,
 )
 from .case import CASES, Case
 

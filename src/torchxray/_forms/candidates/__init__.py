@@ -132,8 +132,9 @@ def search(d: Draft, leads: Leads, budget: Budget, child: Child) -> Found:
     if found.exact:
         real_ok = small(module)  # as the search built it (``_forms/rebuild/real.py``)
         sums = dict.fromkeys(s for u in leads.uses.values() for s in u.sums)
+        flags = frozenset(n for n, u in leads.uses.items() if u.condition)
         rivals = settle(
-            d.fields, found.values, make, leads.live, leads.dtype, budget, real_ok, sums
+            d.fields, found.values, make, leads.live, leads.dtype, budget, real_ok, sums, flags
         )
     if found.exact and leads.spread is not None and leads.kept:
         found.values[leads.spread] = leads.kept

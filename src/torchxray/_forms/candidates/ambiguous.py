@@ -19,7 +19,9 @@ it makes (``int(d * factor)``: every factor in a small interval makes the same w
 hair above and below (``_FLOAT_STEP``); and two whole numbers a layer sees only as their sum
 (``nn.Linear(2 * enc + dec, n)``, ``sums``: ``_forms/sources/sums.py``) are tried moved against
 each other along the sum, which keeps its value. Where such a build is exact, the value found is
-one of several and is flagged as a guess (the rival named), never shown as proven.
+one of several and is flagged as a guess (the rival named), never shown as proven. And a number
+the constructor only tests for truth (``if elu:``) is shown as that truth where it rebuilds as
+exactly, the number named as the rival.
 """
 
 from __future__ import annotations
@@ -108,6 +110,7 @@ def settle(
     budget: Budget,
     real_ok: bool = False,
     sums: Iterable[Sum] = (),
+    flags: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """Of ``values`` (an exact search's), each field of ``drafts`` whose draft value rebuilds
     ``live`` as exactly is put back to its draft value in ``values`` (a required one without a
@@ -145,6 +148,13 @@ def settle(
         else:
             values[f.name] = f.value
             rivals[f.name] = found
+    # A number the constructor takes as a truth (``if elu:``, ``flags``) where its truth rebuilds
+    # as exactly: the truth is shown, the number named as the rival (``elu=8`` was True).
+    for name in sorted(flags):
+        v = values.get(name)
+        if type(v) in (int, float) and name not in rivals and not budget.stopped:
+            if _exact({**values, name: bool(v)}, make, live, dtype, cap, budget, real_ok):
+                values[name], rivals[name] = bool(v), v
     moved = {f.name for f in drafts if f.name in values and not same(values[f.name], f.value)}
     for s in sums:
         if budget.stopped:

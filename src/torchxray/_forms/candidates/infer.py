@@ -26,6 +26,7 @@ from ..field import Field
 from ..rebuild.compare import Check, sentence
 from ..sources import Leads
 from .loop import Search
+from .unfilled import unfilled
 
 __all__ = ["Inferred", "infer"]
 
@@ -81,7 +82,7 @@ def infer(
         why = (
             f"building it on the meta device failed ({error})" if error else "it could not be built"
         )
-        why += _unpacked(leads, values) if "unpack" in error else ""
+        why += unfilled(error, leads.uses, values) if error else ""
         return Inferred(values, Check(why), builds, why, seconds)
     if best.score == 0:
         return Inferred(values, Check("", [], best.built), builds, "", seconds)
@@ -93,15 +94,3 @@ def infer(
     assert best.built is not None
     text = f"inexact: {sentence(best.diffs, live, best.built)}"
     return Inferred(values, Check(text, best.diffs, best.built), builds, why, seconds)
-
-
-def _unpacked(leads: Leads, values: dict[str, Any]) -> str:
-    """Which argument a failed unpacking was of, where the constructor unpacks one it was given
-    no sequence for (``c, h, w = obs_shape``): what the refusal then names."""
-    for name, u in leads.uses.items():
-        if u.unpacks and not isinstance(values.get(name), (tuple, list, str)):
-            return (
-                f": {name} is unpacked into {u.unpacked} values, and no sequence of them that"
-                " the module keeps was found"
-            )
-    return ""

@@ -20,6 +20,7 @@ from .literals import source_tree
 __all__ = [
     "Code", "annotation_of", "attrs_of", "bound", "code_of", "conditional", "func_name", "is_name",
     "kept_items", "kept_under", "names_of", "offset_of", "param_names", "resolved", "table_of",
+    "truth_test",
 ]  # fmt: skip
 
 
@@ -241,3 +242,11 @@ def code_of(fn: Callable[..., Any]) -> Code | None:
                 if hasattr(loaded, alias.name):
                     scope[alias.asname or alias.name] = getattr(loaded, alias.name)
     return Code(tree, up, loads, scope, stores)
+
+
+def truth_test(node: ast.AST, parent: ast.AST | None) -> bool:
+    """``if x:``, ``a if x else b``, ``not x``: the argument taken as a truth (``x or {}`` is a
+    default for a value of any kind, not a flag)."""
+    if isinstance(parent, (ast.If, ast.IfExp, ast.While)):
+        return parent.test is node
+    return isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not)

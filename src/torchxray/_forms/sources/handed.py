@@ -15,12 +15,12 @@ from ..._signature import original, resolve
 from ..values import same
 from .literals import source_tree
 
-__all__ = ["handed"]
+__all__ = ["NOT_PASSED", "handed", "is_default"]
 
-_NOT_PASSED = ("device", "dtype")
+NOT_PASSED = ("device", "dtype")
 
 
-def _default(value: Any, default: Any) -> bool:
+def is_default(value: Any, default: Any) -> bool:
     # torch keeps sizes expanded: dilation (1, 1) is the default 1.
     if type(value) is tuple and value and type(default) is int:
         return all(type(x) is int and x == default for x in value)
@@ -104,8 +104,8 @@ def handed(
                 x.name: x.value
                 for x in plain
                 if x.name not in covered
-                and x.name not in _NOT_PASSED
-                and (x.required or x.name in read or not _default(x.value, x.default))
+                and x.name not in NOT_PASSED
+                and (x.required or x.name in read or not is_default(x.value, x.default))
             }
     return None
 

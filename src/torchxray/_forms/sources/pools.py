@@ -52,8 +52,10 @@ from .items import items_of
 from .literals import compared_strings
 from .passed import handed, holders, kept, keys
 from .position import config_items, index_like, ordinals
+from .running import running
 from .scan import LIVE
 from .shipped import shipped
+from .specs import specs
 from .stagelists import stage_lists
 from .usage import Usage, usage
 from .usage import fits as uses_fit
@@ -291,6 +293,7 @@ def candidates(
             items = layout.per_item(module)
             read += [*items, *(w[::-1] for w in items), *layout.stages(module)]
             read += [*layout.child_widths(module), *layout.tuples(module)]
+            read += running(module)  # sizes kept as running sums (``running.py``)
     first, own_names = same_named(module, f, name)
     pool, first = _shape_pool(module, f, name, first)
     pool = _kind_pool(module, f, name, pool)
@@ -305,6 +308,11 @@ def candidates(
     # annotated one keeps the order the readings above were tuned in, its uses' readings last.
     first, pool = ([*read, *first], pool) if not noted else (first, [*pool, *read])
     first = [*sure, *first]
+    if not noted and "." not in f.name:
+        # A dict of keyword dicts, one layer made per entry (``specs.py``): read off those
+        # layers, it comes before the blocks a required argument's description reads.
+        mapped = specs(original_class(type(module)), module, name, handed_to or child)
+        first = [mapped, *first] if mapped else first
     unset = bool(pool) and (f.optional or not f.required)
     values = [
         v

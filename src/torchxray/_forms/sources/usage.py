@@ -47,6 +47,7 @@ from .code import (
     param_names,
     resolved,
     table_of,
+    truth_test,
 )
 from .sums import sums
 from .uses import Handed, Usage
@@ -89,6 +90,8 @@ class _Reader:
         self.unpacks = False
         self.attrs: tuple[str, ...] = ()
         self.within: list[tuple[str, Any]] = []
+        self.condition = False
+        self.mapping = False
 
     def read(self) -> Usage:
         up = self.code.up
@@ -114,6 +117,8 @@ class _Reader:
             self.unpacks,
             (),
             tuple(dict.fromkeys(self.within)),
+            self.condition,
+            self.mapping,
         )
 
     def _nodes(self) -> list[ast.AST]:
@@ -132,6 +137,10 @@ class _Reader:
     def _use(self, node: ast.AST, parent: ast.AST | None, up: dict[ast.AST, ast.AST]) -> None:
         if not self.path:
             self._within(node, parent, up)
+        if truth_test(node, parent):
+            self.condition = True
+        if isinstance(parent, ast.keyword) and parent.arg is None:
+            self.mapping = True  # f(**x), read on below as any keyword is
         if isinstance(parent, ast.Assign) and parent.value is node:
             for t in parent.targets:
                 if isinstance(t, ast.Attribute) and is_name(t.value, "self"):
@@ -151,6 +160,8 @@ class _Reader:
         elif isinstance(parent, ast.Attribute) and parent.value is node:
             call = up.get(parent)
             if isinstance(call, ast.Call) and call.func is parent:
+                if parent.attr in ("items", "keys", "values"):
+                    self.mapping = True
                 if parent.attr in _SEQUENCE_METHODS:
                     self.sequence = True
                 elif parent.attr == "get" and call.args and isinstance(call.args[0], ast.Constant):
@@ -287,6 +298,7 @@ class _Reader:
             # how that function reads it: helpers take several kinds of value (``to_2tuple``).
             inner = _read(callee, param, self.depth + 1)
             self.handed += [Handed(h.callee, h.param) for h in inner.handed]
+            self.condition = self.condition or inner.condition
 
 
 def _rebound(values: Iterable[ast.expr]) -> tuple[Any, ...]:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .sums import Sum
@@ -51,10 +51,16 @@ class Usage:
     # {"hidden": act}``, ``self.acts = (act, out)``: the index), (attribute, ("cell", name)) of
     # a lambda that closes over it (``self.act = lambda x: act(x)``).
     within: tuple[tuple[str, Any], ...] = ()
+    # The test of an ``if`` or a conditional expression, or under ``not``/``and``/``or``, here or
+    # in a helper it is handed to: a flag that may choose which layers are made.
+    condition: bool = False
+    mapping: bool = False  # x.items(), x.keys(), x.values(), **x: a dict of keywords or entries
 
     @property
     def known(self) -> bool:
-        return self != _NOTHING
+        # A truth test or a mapping's use alone says nothing of the kind of value the pools
+        # offer (``class_flag.py`` and ``unfilled.py`` read them directly).
+        return replace(self, condition=False, mapping=False) != _NOTHING
 
 
 _NOTHING = Usage()

@@ -26,7 +26,10 @@ tries at most ``GUIDED_TRIES`` per build (``_forms/candidates/tuning.py``), so t
    then one field solved in a linear sum of several (``enc_hid * 2 + dec_hid``) and a float
    recovered from a ratio of widths (``int(d_model * factor)``): both read hand-written
    relations, and tried earlier they led library searches that succeed without them astray (a
-   ratio set before the flag that fuses a gate).
+   ratio set before the flag that fuses a gate); last, a flag the constructor takes as a truth
+   flipped where a layer is of another class (V-Net's ``nn.ELU() if elu else nn.PReLU(n)``):
+   tried among the generic changes, it spent a library search's tries before the factory that
+   was right (timm's ``BottleneckBlock``).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from . import (
+    class_flag,
     depth,
     derived_widths,
     entries,
@@ -115,4 +119,5 @@ RULES: tuple[Rule, ...] = (
     Rule("kept_multiple", kept_multiple.propose, "last"),
     Rule("linear_sum", linear_sum.propose, "last"),
     Rule("width_factor", width_factor.propose, "last"),
+    Rule("class_flag", class_flag.propose, "last"),
 )
