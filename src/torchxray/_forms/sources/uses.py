@@ -59,8 +59,18 @@ class Usage:
     @property
     def known(self) -> bool:
         # A truth test or a mapping's use alone says nothing of the kind of value the pools
-        # offer (``class_flag.py`` and ``unfilled.py`` read them directly).
-        return replace(self, condition=False, mapping=False) != _NOTHING
+        # offer (``class_flag.py`` and ``unfilled.py`` read them directly). Looked up, not
+        # worked out: ``fits`` asks it of every candidate value (tens of thousands a sweep).
+        try:
+            got = _KNOWN.get(self)
+        except TypeError:  # a literal it is rebound to is a list: not hashable
+            return replace(self, condition=False, mapping=False) != _NOTHING
+        if got is None:
+            if len(_KNOWN) > 4096:
+                _KNOWN.clear()
+            got = _KNOWN[self] = replace(self, condition=False, mapping=False) != _NOTHING
+        return got
 
 
 _NOTHING = Usage()
+_KNOWN: dict[Usage, bool] = {}  # a form reads a few hundred distinct records; emptied past 4096
