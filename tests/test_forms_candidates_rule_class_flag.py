@@ -80,3 +80,17 @@ def test_a_number_taken_only_as_a_truth_is_shown_as_that_truth_and_flagged() -> 
     assert f.inexact == ""
     assert f["elu"].value is True
     assert f["elu"].note.startswith("a guess")
+
+
+class Grouped(nn.Module):
+    def __init__(self, chs, group_size=0):
+        super().__init__()
+        groups = chs // group_size if group_size else 1
+        self.conv = nn.Conv2d(chs, chs, 3, groups=groups)
+
+
+def test_a_one_that_is_also_a_truth_stays_a_number() -> None:
+    # True and 1 are one number to arithmetic: group_size=1 rebuilds alike as True, and stays 1.
+    f = tx.form(Grouped(8, 1))
+    assert f.inexact == ""
+    assert f["group_size"].value == 1 and type(f["group_size"].value) is int

@@ -149,10 +149,16 @@ def settle(
             values[f.name] = f.value
             rivals[f.name] = found
     # A number the constructor takes as a truth (``if elu:``, ``flags``) where its truth rebuilds
-    # as exactly: the truth is shown, the number named as the rival (``elu=8`` was True).
+    # as exactly: the truth is shown, the number named as the rival (``elu=8`` was True). Not 0
+    # or 1: False and True are 0 and 1 to arithmetic too (``group_size=1``, ``drop_path=0.0``).
     for name in sorted(flags):
         v = values.get(name)
-        if type(v) in (int, float) and name not in rivals and not budget.stopped:
+        if (
+            type(v) in (int, float)
+            and v not in (0, 1)
+            and name not in rivals
+            and not budget.stopped
+        ):
             if _exact({**values, name: bool(v)}, make, live, dtype, cap, budget, real_ok):
                 values[name], rivals[name] = bool(v), v
     moved = {f.name for f in drafts if f.name in values and not same(values[f.name], f.value)}
