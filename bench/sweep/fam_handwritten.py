@@ -6,6 +6,7 @@ every class, one edit), on a model never called before (``Entry.fresh``)."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -37,37 +38,19 @@ def handwritten_entries(every: bool = False) -> Iterator[Entry]:
                     note=", ".join(c.styles[:2]), fresh=True, extra=EXTRA, edit=c.edit)  # fmt: skip
 
 
-def heldout_entries(every: bool = False) -> Iterator[Entry]:
-    from bench.heldout import REGISTRY
+def _held_out(family: str, package: str) -> Callable[[bool], Iterator[Entry]]:
+    """The entries of a held-out set (``package``'s ``REGISTRY`` of ``Spec``), imported when swept."""
 
-    for s in REGISTRY:
-        group = s.build.__module__.rsplit(".", 1)[-1]
-        yield Entry("heldout", group, s.name, s.build, _on(s.example), train=s.train, cpu=True,
-                    fresh=True, extra=EXTRA, edit=s.edit)  # fmt: skip
+    def entries(every: bool = False) -> Iterator[Entry]:
+        for s in importlib.import_module(package).REGISTRY:
+            group = s.build.__module__.rsplit(".", 1)[-1]
+            yield Entry(family, group, s.name, s.build, _on(s.example), train=s.train, cpu=True,
+                        fresh=True, extra=EXTRA, edit=s.edit)  # fmt: skip
 
-
-def blind_entries(every: bool = False) -> Iterator[Entry]:
-    from bench.heldout_blind import REGISTRY
-
-    for s in REGISTRY:
-        group = s.build.__module__.rsplit(".", 1)[-1]
-        yield Entry("blind", group, s.name, s.build, _on(s.example), train=s.train, cpu=True,
-                    fresh=True, extra=EXTRA, edit=s.edit)  # fmt: skip
+    return entries
 
 
-def blind2_entries(every: bool = False) -> Iterator[Entry]:
-    from bench.heldout_blind2 import REGISTRY
-
-    for s in REGISTRY:
-        group = s.build.__module__.rsplit(".", 1)[-1]
-        yield Entry("blind2", group, s.name, s.build, _on(s.example), train=s.train, cpu=True,
-                    fresh=True, extra=EXTRA, edit=s.edit)  # fmt: skip
-
-
-def blind3_entries(every: bool = False) -> Iterator[Entry]:
-    from bench.heldout_blind3 import REGISTRY
-
-    for s in REGISTRY:
-        group = s.build.__module__.rsplit(".", 1)[-1]
-        yield Entry("blind3", group, s.name, s.build, _on(s.example), train=s.train, cpu=True,
-                    fresh=True, extra=EXTRA, edit=s.edit)  # fmt: skip
+heldout_entries = _held_out("heldout", "bench.heldout")
+blind_entries = _held_out("blind", "bench.heldout_blind")
+blind2_entries = _held_out("blind2", "bench.heldout_blind2")
+blind3_entries = _held_out("blind3", "bench.heldout_blind3")
