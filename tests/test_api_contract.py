@@ -203,8 +203,10 @@ def test_record_init_args_makes_custom_forms_exact() -> None:
             self.fc = nn.Linear(dim, int(dim * ratio))
 
     guessed = tx.form(Block(8, ratio=2.0))
-    # Not stored, but it shapes the layers: inferred and checked by a meta-device build.
-    assert guessed["ratio"].origin == "inferred" and guessed["ratio"].value == 2.0
+    # Not stored: it shows only as fc's width, int(8 * ratio) = 16, which 2.05 makes too. The
+    # value found is 2.0, checked by a meta-device build, and flagged as a guess (the rival named).
+    assert guessed["ratio"].value == 2.0 and guessed["ratio"].origin == "default"
+    assert guessed["ratio"].note.startswith("a guess")
     assert guessed["sizes"].origin == "default"  # shapes nothing: still a flagged guess
     with tx.record_init_args():
         block = Block(8, ratio=2.0, sizes=[1])

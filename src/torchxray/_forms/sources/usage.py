@@ -378,11 +378,8 @@ def fits(u: Usage, value: Any, annotated: bool = False) -> bool:
     number, a sequence) only where nothing annotates it (an annotation says it better)."""
     if value is None or not u.known or u.tested:
         return True  # a tested one may be converted first (``CLIPTextCfg(**text_cfg)``)
-    if annotated:
-        try:
-            u = _unannotated(u)
-        except TypeError:  # not hashable (a literal it is rebound to is a list)
-            u = dataclasses.replace(u, number=False, sequence=False, unpacked=0)
+    if annotated and (u.number or u.sequence or u.unpacked):
+        u = dataclasses.replace(u, number=False, sequence=False, unpacked=0)
     if u.number and not u.sequence and not u.unpacked:
         if _sequence(value) or isinstance(value, (type, dict)):
             return False
@@ -404,11 +401,6 @@ def fits(u: Usage, value: Any, annotated: bool = False) -> bool:
     if u.table and not isinstance(value, (str, int, bool)) and value not in u.table:
         return False
     return not (u.called and not callable(value))
-
-
-@functools.lru_cache(maxsize=1024)
-def _unannotated(u: Usage) -> Usage:
-    return dataclasses.replace(u, number=False, sequence=False, unpacked=0)
 
 
 def _has(value: Any, name: str) -> bool:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
 from .sums import Sum
@@ -59,18 +59,13 @@ class Usage:
     @property
     def known(self) -> bool:
         # A truth test or a mapping's use alone says nothing of the kind of value the pools
-        # offer (``class_flag.py`` and ``unfilled.py`` read them directly). Looked up, not
-        # worked out: ``fits`` asks it of every candidate value (tens of thousands a sweep).
-        try:
-            got = _KNOWN.get(self)
-        except TypeError:  # a literal it is rebound to is a list: not hashable
-            return replace(self, condition=False, mapping=False) != _NOTHING
-        if got is None:
-            if len(_KNOWN) > 4096:
-                _KNOWN.clear()
-            got = _KNOWN[self] = replace(self, condition=False, mapping=False) != _NOTHING
-        return got
+        # offer (``class_flag.py`` and ``unfilled.py`` read them directly). Field by field, not
+        # a ``replace`` compared: ``fits`` asks it of every candidate value (tens of thousands).
+        return any(getattr(self, n) != d for n, d in _DEFAULTS)
 
 
-_NOTHING = Usage()
-_KNOWN: dict[Usage, bool] = {}  # a form reads a few hundred distinct records; emptied past 4096
+_DEFAULTS = tuple(
+    (f.name, f.default if f.default is not MISSING else f.default_factory())  # type: ignore[misc,operator]
+    for f in fields(Usage)
+    if f.name not in ("condition", "mapping")
+)
