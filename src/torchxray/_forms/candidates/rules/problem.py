@@ -27,6 +27,7 @@ __all__ = [
     "Propose",
     "cls_of",
     "flag_like",
+    "may_scale",
     "named",
     "numbers",
     "qualname",
@@ -178,6 +179,12 @@ def qualname(c: type) -> str:
 
 def flag_like(f: Field) -> bool:
     return f.kind == "bool" or isinstance(f.value, bool)
+
+
+def may_scale(name: str) -> bool:
+    """Whether a float field may scale a width: a dropout probability scales none, and skipping
+    it by name spends a rule's few tries on the floats that can."""
+    return "drop" not in name
 
 
 def stem(name: str) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from .problem import Problem
+from .problem import Problem, may_scale
 
 __all__ = ["propose"]
 
@@ -26,5 +26,5 @@ def propose(p: Problem) -> Iterator[dict[str, Any]]:
         return
     for f in p.fields:
         v = p.values.get(f.name)
-        if type(v) is float and v and "drop" not in f.name:
+        if type(v) is float and v and may_scale(f.name):
             yield {f.name: v * live / b}

@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .problem import Problem
+from .problem import Problem, may_scale
 
 __all__ = ["propose"]
 
@@ -38,15 +38,13 @@ def _ratios(w: int, live: int, made: Callable[[float], int]) -> Iterator[float]:
 
 
 def propose(p: Problem) -> Iterator[dict[str, Any]]:
-    # A dropout probability scales no width; skipping it by name (as ``scaled_float.py`` does)
-    # spends the few tries this rule has on the floats that can.
     floats = [
         f.name
         for f in p.fields
         if type(p.values.get(f.name)) is float
         and math.isfinite(p.values[f.name])
         and p.values[f.name] > 0
-        and "drop" not in f.name
+        and may_scale(f.name)
     ]
     if not floats:
         return
