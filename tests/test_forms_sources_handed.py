@@ -8,6 +8,7 @@ import warnings
 
 import pytest
 from fixtures.forms import exact
+from torch import nn
 
 warnings.filterwarnings("ignore")
 pytestmark = pytest.mark.usefixtures("roomy_form_budget")
@@ -26,3 +27,23 @@ def test_keywords_handed_through_a_block_factory_read_off_the_blocks_it_made() -
     f = exact(stage)
     kw = f["block_kwargs"].value
     assert kw["norm_layer"] is not None and kw["act_layer"] is not None
+
+
+class _Mixer(nn.Module):
+    def __init__(self, dim: int, heads: int, mlp_ratio: float = 4.0, bias: bool = True) -> None:
+        super().__init__()
+        self.attn = nn.MultiheadAttention(dim, heads, bias=bias, batch_first=True)
+        self.mlp = nn.Sequential(nn.Linear(dim, int(dim * mlp_ratio)), nn.GELU())
+
+
+class _Stack(nn.Module):
+    """A hand-written stack that hands its ``**kwargs`` to blocks made in a comprehension."""
+
+    def __init__(self, dim=32, depth=2, heads=4, **kwargs):  # noqa: ANN001, ANN003
+        super().__init__()
+        self.blocks = nn.ModuleList([_Mixer(dim, heads, **kwargs) for _ in range(depth)])
+
+
+def test_keywords_handed_to_blocks_kept_in_a_container_read_off_those_blocks() -> None:
+    f = exact(_Stack(mlp_ratio=2.0, bias=False))
+    assert f["kwargs"].value == {"mlp_ratio": 2.0, "bias": False}

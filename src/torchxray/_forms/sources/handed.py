@@ -111,11 +111,12 @@ def handed(
 
 
 def _made(module: nn.Module, callee: str, held: bool) -> Iterator[nn.Module]:
-    """The layers a call of ``callee`` may have made: children of its class's name; for a factory
-    a parameter holds (``block_fn(...)`` in a loop), the items of the containers the module holds
-    too (the blocks it filled)."""
+    """The layers a call of ``callee`` may have made: children of its class's name, and the
+    items of the containers the module holds (``nn.ModuleList([Block(d, **kwargs) for _ in
+    range(depth)])``) of that name; for a factory a parameter holds (``block_fn(...)`` in a
+    loop), any item of those containers (the blocks it filled)."""
     for child in module.children():
         if type(child).__name__ == callee:
             yield child
-        elif held and isinstance(child, (nn.Sequential, nn.ModuleList)):
-            yield from child.children()
+        elif isinstance(child, (nn.Sequential, nn.ModuleList, nn.ModuleDict)):
+            yield from (c for c in child.children() if held or type(c).__name__ == callee)
