@@ -55,7 +55,10 @@ class RealNVP(nn.Module):
         super().__init__()
         base = (torch.arange(dim) % 2).float()
         self.couplings = nn.ModuleList(
-            [CouplingLayer(base if i % 2 == 0 else 1 - base, **coupling_kwargs) for i in range(n_couplings)]
+            [
+                CouplingLayer(base if i % 2 == 0 else 1 - base, **coupling_kwargs)
+                for i in range(n_couplings)
+            ]
         )
         self.register_buffer("prior_loc", torch.zeros(dim))
 
@@ -64,7 +67,9 @@ class RealNVP(nn.Module):
         for c in self.couplings:
             x, ld = c(x)
             log_det = log_det + ld
-        log_pz = -0.5 * ((x - self.prior_loc) ** 2).sum(1) - 0.5 * x.shape[1] * math.log(2 * math.pi)
+        log_pz = -0.5 * ((x - self.prior_loc) ** 2).sum(1) - 0.5 * x.shape[1] * math.log(
+            2 * math.pi
+        )
         return x, log_pz + log_det
 
 
@@ -108,10 +113,16 @@ class MADE(nn.Module):
     def update_masks(self):
         L = len(self.hidden_sizes)
         g = torch.Generator().manual_seed(self.seed)
-        self.m[-1] = torch.arange(self.nin) if self.natural_ordering else torch.randperm(self.nin, generator=g)
+        self.m[-1] = (
+            torch.arange(self.nin)
+            if self.natural_ordering
+            else torch.randperm(self.nin, generator=g)
+        )
         for layer in range(L):
             low = int(self.m[layer - 1].min())
-            self.m[layer] = torch.randint(low, self.nin - 1, (self.hidden_sizes[layer],), generator=g)
+            self.m[layer] = torch.randint(
+                low, self.nin - 1, (self.hidden_sizes[layer],), generator=g
+            )
         masks = [self.m[i - 1][:, None] <= self.m[i][None, :] for i in range(L)]
         masks.append(self.m[L - 1][:, None] < self.m[-1][None, :])
         if self.nout > self.nin:
@@ -182,8 +193,12 @@ def maf_made():
 class ResNetLayer(nn.Module):
     def __init__(self, n_channels, n_inner_channels, kernel_size=3, num_groups=8):
         super().__init__()
-        self.conv1 = nn.Conv2d(n_channels, n_inner_channels, kernel_size, padding=kernel_size // 2, bias=False)
-        self.conv2 = nn.Conv2d(n_inner_channels, n_channels, kernel_size, padding=kernel_size // 2, bias=False)
+        self.conv1 = nn.Conv2d(
+            n_channels, n_inner_channels, kernel_size, padding=kernel_size // 2, bias=False
+        )
+        self.conv2 = nn.Conv2d(
+            n_inner_channels, n_channels, kernel_size, padding=kernel_size // 2, bias=False
+        )
         self.norm1 = nn.GroupNorm(num_groups, n_inner_channels)
         self.norm2 = nn.GroupNorm(num_groups, n_channels)
         self.norm3 = nn.GroupNorm(num_groups, n_channels)
@@ -216,7 +231,9 @@ class DEQFixedPoint(nn.Module):
 
     def forward(self, x):
         with torch.no_grad():
-            z, self.forward_res = self.solver(lambda z: self.f(z, x), torch.zeros_like(x), **self.kwargs)
+            z, self.forward_res = self.solver(
+                lambda z: self.f(z, x), torch.zeros_like(x), **self.kwargs
+            )
         return self.f(z, x)  # one step with gradients (the Jacobian-free backward)
 
 
@@ -321,7 +338,9 @@ class CIFAR10_LeNet(nn.Module):
 class DeepSVDD(nn.Module):
     def __init__(self, net: nn.Module, objective="one-class", nu=0.1):
         super().__init__()
-        assert objective in ("one-class", "soft-boundary"), "Objective must be either 'one-class' or 'soft-boundary'."
+        assert objective in ("one-class", "soft-boundary"), (
+            "Objective must be either 'one-class' or 'soft-boundary'."
+        )
         self.net, self.objective, self.nu = net, objective, nu
         self.register_buffer("c", torch.zeros(net.rep_dim))
         self.R = nn.Parameter(torch.tensor(0.0), requires_grad=False)

