@@ -9,8 +9,11 @@ from . import (  # noqa: F401  (fill REGISTRY)
     language,
     multimodal,
     operators,
+    quantization,
     rl,
     tabular,
+    tabular_trees,
+    world_models,
 )
 from .spec import REGISTRY, Spec
 
