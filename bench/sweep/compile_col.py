@@ -41,7 +41,7 @@ from torch import nn
 
 import torchxray as tx
 
-COMPARED = ("timm", "transformers", "handwritten", "heldout", "blind", "blind2", "blind3")
+COMPARED = ("timm", "transformers", "handwritten", "heldout", "blind", "blind2", "blind3", "blind4")
 EXPLAIN_TIMEOUT_S = 300
 
 

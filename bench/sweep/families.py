@@ -23,6 +23,7 @@ FAMILIES: dict[str, Callable[[bool], Iterator[Entry]]] = {
     "blind": fam_handwritten.blind_entries,
     "blind2": fam_handwritten.blind2_entries,
     "blind3": fam_handwritten.blind3_entries,
+    "blind4": fam_handwritten.blind4_entries,
 }
 
 # The fixed sample the test suite runs (tests/test_sweep_sample.py): at least one model per
