@@ -4,9 +4,11 @@ module built without recording is exact, and its unchanged build has the live pa
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import pytest
+import torch
 from fixtures.forms import exact
 from torch import nn
 
@@ -47,3 +49,31 @@ class _Stack(nn.Module):
 def test_keywords_handed_to_blocks_kept_in_a_container_read_off_those_blocks() -> None:
     f = exact(_Stack(mlp_ratio=2.0, bias=False))
     assert f["kwargs"].value == {"mlp_ratio": 2.0, "bias": False}
+
+
+class _Scan(nn.Module):
+    def __init__(self, d_model: int, d_state: int = 16, expand: int = 2) -> None:
+        super().__init__()
+        self.proj = nn.Linear(d_model, d_model * expand)
+        self.A = nn.Parameter(torch.zeros(d_model * expand, d_state))
+
+
+class _Residual(nn.Module):
+    def __init__(self, d_model, mixer_cls):  # noqa: ANN001
+        super().__init__()
+        self.mixer = mixer_cls(d_model)
+
+
+class _ScanLM(nn.Module):
+    """A dict of keywords spread into a partial a deeper block calls with the positional ones."""
+
+    def __init__(self, d_model=16, n_layer=2, mixer_cfg=None):  # noqa: ANN001
+        super().__init__()
+        mixer = functools.partial(_Scan, **(mixer_cfg or {}))
+        self.layers = nn.ModuleList([_Residual(d_model, mixer) for _ in range(n_layer)])
+
+
+def test_a_dict_spread_into_a_partial_is_read_off_the_layers_the_partial_made() -> None:
+    f = exact(_ScanLM(mixer_cfg={"d_state": 4, "expand": 3}))
+    assert f["mixer_cfg"].value == {"d_state": 4, "expand": 3}
+    assert exact(_ScanLM(mixer_cfg={"expand": 2}))["mixer_cfg"].value in (None, {})

@@ -47,6 +47,7 @@ search's (stage 3) and the gate's (stage 4).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 from collections.abc import Callable
@@ -62,6 +63,7 @@ from ..rebuild.compare import floating_dtype
 from ..rebuild.parts import Parts, parts
 from ..signature import Constructor
 from ..validate import check_type, may_try
+from ..values import to_text
 from . import attributes, defaults, recorded, recoverers
 from .factory import started_from
 from .handed import handed
@@ -202,6 +204,13 @@ def draft(ctor: Constructor) -> Draft:
     return Draft(ctor, fields, infos, rec is not None, notes)
 
 
+def _spread_start(cls: type, module: nn.Module, f: Field, child: Child) -> Field:
+    if f.kind == "varkw" or "." in f.name or f.value is not None or not guessed(f):
+        return f
+    kept = handed(cls, module, f.name, child)
+    return dataclasses.replace(f, value=kept, text=to_text(f.kind, kept)) if kept else f
+
+
 def searched(d: Draft) -> bool:
     """Whether the form's values must be searched: a live module of a class that is not
     torch's (whose values its attributes give exactly), with no record."""
@@ -238,6 +247,10 @@ def leads(d: Draft, ceiling: float, child: Child) -> Leads:
     else:
         spaces = set()
     nested = nest(cls, sig, start, d.infos, searched, spaces)
+    # A dict of keywords spread into a layer's call (``partial(Block, **(cfg or {}))``) starts,
+    # as a ``**kwargs`` does below, from what that layer's form holds beyond what the call
+    # passes (``handed.py``); still a guess the search may move.
+    nested.fields = [_spread_start(cls, module, f, child) for f in nested.fields]
     infos = {**d.infos, **nested.infos}
     # A **kwargs handed on to a layer starts from what that layer holds (``handed.py``).
     spread = next(

@@ -27,28 +27,54 @@ def is_default(value: Any, default: Any) -> bool:
     return same(value, default)
 
 
-@functools.lru_cache(maxsize=512)
-def _calls(cls: type, name: str) -> tuple[tuple[str, int, frozenset[str]], ...]:
+_Call = tuple[str, int, frozenset[str]]
+LATER = -1  # the positional values come with a later call (``partial``): the required ones
+
+
+def _calls(cls: type, name: str) -> tuple[_Call, ...]:
     """(callee's last name, positional count, keyword names) of each call in ``cls.__init__`` that
     passes ``**name``."""
+    return _spread_calls(cls).get(name, ())
+
+
+@functools.lru_cache(maxsize=512)
+def _spread_calls(cls: type) -> dict[str, tuple[_Call, ...]]:
+    """``_calls`` of every name ``cls.__init__`` spreads, read in one walk of its tree (asked of
+    every argument the search guesses)."""
     tree = source_tree(original(cls.__init__))  # type: ignore[misc]
-    if tree is None:
-        return ()
-    out = []
-    for node in ast.walk(tree):
+    out: dict[str, tuple[_Call, ...]] = {}
+    for node in ast.walk(tree) if tree is not None else ():
         if not isinstance(node, ast.Call):
             continue
-        spread = [k for k in node.keywords if k.arg is None]
-        if not any(isinstance(k.value, ast.Name) and k.value.id == name for k in spread):
+        names = {n for k in node.keywords if k.arg is None and (n := _spread(k.value))}
+        if not names:
             continue
-        func = node.func
-        callee = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        callee = _last_name(node.func)
         named = frozenset(k.arg for k in node.keywords if k.arg is not None)
         # A ``*args`` spread alongside passes nothing of its own (the form's args are empty):
         # the layer's positional values are handed by keyword.
         fixed = [a for a in node.args if not isinstance(a, ast.Starred)]
-        out.append((callee, len(fixed), named))
-    return tuple(out)
+        count = len(fixed)
+        if callee == "partial" and fixed:
+            # ``partial(Block, **cfg)`` called later with the positional values: the class is
+            # the partial's first argument; how many values the later call passes is not read
+            # (the required ones come from it, ``LATER``).
+            callee, count = _last_name(fixed[0]), LATER
+        for n in names:
+            out[n] = (*out.get(n, ()), (callee, count, named))
+    return out
+
+
+def _last_name(func: ast.AST) -> str:
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+
+
+def _spread(value: ast.AST) -> str:
+    """The name spread by ``**name`` or ``**(name or {})`` (an unset dict of keywords read as
+    empty); "" for anything else."""
+    if isinstance(value, ast.BoolOp) and isinstance(value.op, ast.Or) and value.values:
+        value = value.values[0]
+    return value.id if isinstance(value, ast.Name) else ""
 
 
 @functools.lru_cache(maxsize=512)
@@ -85,11 +111,14 @@ def handed(
 ) -> dict[str, Any] | None:
     """The keywords ``**name`` most likely held, or None when no call of ``cls`` hands it on to
     a child layer whose form is exact."""
+    calls = _calls(cls, name)
+    if not calls:
+        return None
     try:
         params = resolve(cls).parameters
     except (TypeError, ValueError):
         params = {}  # type: ignore[assignment]
-    for callee, positional, named in _calls(cls, name):
+    for callee, positional, named in calls:
         for child in _made(module, callee, callee in params):
             try:
                 f = form(child)
@@ -98,7 +127,9 @@ def handed(
             if f.inexact:
                 continue
             plain = [x for x in f.fields if not x.group and x.kind not in ("varargs", "varkw")]
-            covered = {x.name for x in plain[:positional]} | named
+            covered = {x.name for x in plain[: max(positional, 0)]} | named
+            if positional == LATER:
+                covered |= {x.name for x in plain if x.required}
             read = _read(cls, name)
             return {
                 x.name: x.value
@@ -120,3 +151,5 @@ def _made(module: nn.Module, callee: str, held: bool) -> Iterator[nn.Module]:
             yield child
         elif isinstance(child, (nn.Sequential, nn.ModuleList, nn.ModuleDict)):
             yield from (c for c in child.children() if held or type(c).__name__ == callee)
+    # A factory handed on (``partial(Block, **cfg)`` given to a stage) makes its layers deeper.
+    yield from (m for m in module.modules() if m is not module and type(m).__name__ == callee)
