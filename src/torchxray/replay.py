@@ -20,6 +20,8 @@ from typing import Any, TypeVar
 import torch
 from torch import nn
 
+from ._cast import to_like
+
 __all__ = ["carry", "config", "place"]
 
 M = TypeVar("M", bound=nn.Module)
@@ -38,7 +40,7 @@ def place(new: M, model: nn.Module, path: str, cast: bool = True) -> M:
             floats = [t for t in found if t.is_floating_point()]
             on_meta = any(t.is_meta for t in itertools.chain(new.parameters(), new.buffers()))
             if cast and not on_meta:
-                new.to(device=found[0].device, dtype=floats[0].dtype if floats else None)
+                to_like(new, found[0].device, floats[0].dtype if floats else None)
             break
     return new.train(mode)
 

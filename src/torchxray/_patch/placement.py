@@ -15,6 +15,7 @@ import torch.nn as nn
 from torch.nn.parameter import is_lazy
 from torch.nn.utils import parametrize
 
+from .._cast import to_like
 from .._forms.rebuild.parts import logical, tensor_kind
 from .._unwrap import original_class
 from .paths import SlotIndex, holds_meta, tensors
@@ -44,7 +45,7 @@ def place(new: nn.Module, old: nn.Module, index: SlotIndex, path: str, cast: boo
             found = list(tensors(ref))
             if found:
                 floats = [t for t in found if t.is_floating_point()]
-                new.to(device=found[0].device, dtype=floats[0].dtype if floats else None)
+                to_like(new, found[0].device, floats[0].dtype if floats else None)
                 break
     if wraps_model:
         for m in new.modules():

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from ..._cast import to_like
 from ..._text import short
 from .parts import Parts
 
@@ -211,6 +212,7 @@ def floating_dtype(module: nn.Module) -> torch.dtype | None:
 
 
 def cast_like(built: nn.Module, dtype: torch.dtype | None) -> None:
-    """Cast ``built``'s floating tensors to ``dtype``, as an edit places a replacement."""
+    """Cast ``built``'s floating tensors to ``dtype``, as an edit places a replacement (its
+    complex ones kept: ``_cast.py``)."""
     if dtype is not None and floating_dtype(built) not in (None, dtype):
-        built.to(dtype=dtype)
+        to_like(built, dtype=dtype)
