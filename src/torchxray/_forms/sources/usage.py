@@ -92,6 +92,7 @@ class _Reader:
         self.within: list[tuple[str, Any]] = []
         self.condition = False
         self.mapping = False
+        self.scales = False
 
     def read(self) -> Usage:
         up = self.code.up
@@ -119,6 +120,7 @@ class _Reader:
             tuple(dict.fromkeys(self.within)),
             self.condition,
             self.mapping,
+            self.scales,
         )
 
     def _nodes(self) -> list[ast.AST]:
@@ -139,6 +141,8 @@ class _Reader:
             self._within(node, parent, up)
         if truth_test(node, parent):
             self.condition = True
+        if isinstance(parent, ast.BinOp) and isinstance(parent.op, ast.Mult):
+            self.scales = self.scales or not isinstance(_other(parent, node), ast.Constant)
         if isinstance(parent, ast.keyword) and parent.arg is None:
             self.mapping = True  # f(**x), read on below as any keyword is
         if isinstance(parent, ast.Assign) and parent.value is node:
@@ -315,10 +319,14 @@ def _rebound(values: Iterable[ast.expr]) -> tuple[Any, ...]:
     return tuple(out)
 
 
+def _other(op: ast.BinOp, node: ast.AST) -> ast.AST:
+    return op.right if op.left is node else op.left
+
+
 def _counted(op: ast.BinOp, node: ast.AST) -> bool:
     """``x + 1``, ``x + i * k`` (a sequence adds only sequences), ``[0.0] * x`` (a count of
     items) and ``x * 0.5`` (a sequence repeats by a whole number only)."""
-    other = op.right if op.left is node else op.left
+    other = _other(op, node)
     if isinstance(op.op, ast.Add):
         number = isinstance(other, ast.Constant) and type(other.value) in (int, float)
         return (

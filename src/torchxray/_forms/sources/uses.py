@@ -55,10 +55,13 @@ class Usage:
     # in a helper it is handed to: a flag that may choose which layers are made.
     condition: bool = False
     mapping: bool = False  # x.items(), x.keys(), x.values(), **x: a dict of keywords or entries
+    # x * w, w * x with w no constant: a factor of a width (``int(round(w_in * se_ratio))``), so
+    # a float where a flag's truth is tried (``rules/class_flag.py``).
+    scales: bool = False
 
     @property
     def known(self) -> bool:
-        # A truth test or a mapping's use alone says nothing of the kind of value the pools
+        # A truth test, a mapping's use or a product alone says nothing of the kind of value the pools
         # offer (``class_flag.py`` and ``unfilled.py`` read them directly). Field by field, not
         # a ``replace`` compared: ``fits`` asks it of every candidate value (tens of thousands).
         return any(getattr(self, n) != d for n, d in _DEFAULTS)
@@ -67,5 +70,5 @@ class Usage:
 _DEFAULTS = tuple(
     (f.name, f.default if f.default is not MISSING else f.default_factory())  # type: ignore[misc,operator]
     for f in fields(Usage)
-    if f.name not in ("condition", "mapping")
+    if f.name not in ("condition", "mapping", "scales")
 )

@@ -84,6 +84,8 @@ class Rule:
 
 # The values a difference names.
 NAMED: tuple[tuple[str, Propose], ...] = (
+    # First: a width moved instead would break the other layers it makes (``width_factor.py``).
+    ("whole_factor", width_factor.propose_whole),
     ("part_named", part_named.propose),
     ("unset_width", unset_width.propose),
     ("keyword_item", keyword_item.propose),
@@ -98,6 +100,8 @@ NAMED: tuple[tuple[str, Propose], ...] = (
 
 # The changes a difference allows without naming a value; factories last (a child form each).
 UNNAMED: tuple[tuple[str, Propose], ...] = (
+    # First: a width moved instead would break the other layers it makes (``width_factor.py``).
+    ("whole_factor", width_factor.propose_whole),
     ("optional", optional.propose),
     ("stage_flags", stage_flags.propose),
     ("kwargs_dict", kwargs_dict.propose),

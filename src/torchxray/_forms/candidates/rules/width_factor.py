@@ -18,7 +18,7 @@ from typing import Any
 
 from .problem import Problem, may_scale
 
-__all__ = ["propose"]
+__all__ = ["propose", "propose_whole"]
 
 MAX_DENOMINATOR = 12  # 4/3, 8/3, 5/4: the factors papers write; a ratio past it is live / w
 MAX_PER_DIFF = 3
@@ -46,6 +46,29 @@ def propose(p: Problem) -> Iterator[dict[str, Any]]:
         and p.values[f.name] > 0
         and may_scale(f.name)
     ]
+    yield from _moves(p, floats, whole=True)
+
+
+def propose_whole(p: Problem) -> Iterator[dict[str, Any]]:
+    """A whole number the constructor multiplies by another value (``int(round(w_in *
+    se_ratio))``, ``Usage.scales``) and hands to no layer itself (a width), which a pool or a
+    flag's truth made 1: moved to a fraction
+    where one makes the live width, before the width it multiplies is moved instead (that move
+    breaks the other layers the width makes, and the search would stop there)."""
+    names = [
+        f.name
+        for f in p.fields
+        if type(v := p.values.get(f.name)) is int
+        and v > 0
+        and (u := p.uses.get(f.name)) is not None
+        and u.scales
+        and not (u.number or u.sequence or u.handed)
+        and may_scale(f.name)
+    ]
+    yield from _moves(p, names, whole=False)
+
+
+def _moves(p: Problem, floats: list[str], whole: bool) -> Iterator[dict[str, Any]]:
     if not floats:
         return
     values = {**p.seen, **p.values}
@@ -61,7 +84,7 @@ def propose(p: Problem) -> Iterator[dict[str, Any]]:
                 if made is None:
                     continue
                 for y in _ratios(w, live, made):
-                    if y != x:
+                    if y != x and (whole or not y.is_integer()):
                         yield {name: y}
                         count += 1
                         if count >= MAX_PER_DIFF:
