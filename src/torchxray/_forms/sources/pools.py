@@ -47,6 +47,7 @@ from ..values import same_value
 from . import children, layout
 from .attributes import same_named
 from .blocklists import described
+from .callables import callables
 from .gathered import gathered
 from .items import items_of
 from .literals import compared_strings
@@ -294,6 +295,9 @@ def candidates(
             read += [*items, *(w[::-1] for w in items), *layout.stages(module)]
             read += [*layout.child_widths(module), *layout.tuples(module)]
             read += running(module)  # sizes kept as running sums (``running.py``)
+    if use.called and f.value is None and "." not in f.name:
+        # A factory it calls, handed down from the file's other classes (``callables.py``).
+        read += callables(original_class(type(module)), name)
     first, own_names = same_named(module, f, name)
     pool, first = _shape_pool(module, f, name, first)
     pool = _kind_pool(module, f, name, pool)
