@@ -50,7 +50,7 @@ def _self(node: ast.AST) -> bool:
 def method_of(func: ast.AST, owner: type | None) -> tuple[Callable[..., Any], Any] | None:
     """The function behind ``self.name(...)`` on ``owner`` and the callee whose signature the
     call meets (a bound method, without the ``self`` or ``cls`` the call does not pass; the
-    function itself for a static method), or None where the call reaches no method of the
+    function itself for a static method, or a plain one called on the class), or None where the call reaches no method of the
     class's own code."""
     if owner is None or not isinstance(func, ast.Attribute) or not _self(func.value):
         return None
@@ -61,7 +61,9 @@ def method_of(func: ast.AST, owner: type | None) -> tuple[Callable[..., Any], An
     fn = raw.__func__ if isinstance(raw, (staticmethod, classmethod)) else raw
     if not isinstance(fn, types.FunctionType) or fn.__module__.startswith("torch."):
         return None  # a property, a layer, or nn.Module's own (add_module, register_buffer)
-    if isinstance(raw, staticmethod):
+    # ``type(self).m(self, x)`` hands a plain method its self itself; ``self.m(x)`` does not
+    through_class = not isinstance(func.value, ast.Name)
+    if isinstance(raw, staticmethod) or (through_class and not isinstance(raw, classmethod)):
         return fn, fn
     return fn, types.MethodType(fn, owner)  # the signature without its first parameter
 

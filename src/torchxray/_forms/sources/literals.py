@@ -77,7 +77,9 @@ def _keys(node: ast.expr, scope: dict[str, Any], tree: ast.AST | None = None) ->
     literal a local name holds (``pads = {"reflect": ...}``, ``helpers.py``)."""
     local = local_dict(node, stores_of(tree)) if tree is not None else node
     if isinstance(local, ast.Dict):
-        yield from (k.value for k in local.keys if isinstance(k, ast.Constant) and isinstance(k.value, str))
+        yield from (
+            k.value for k in local.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)
+        )
         return
     table = scope.get(node.id) if isinstance(node, ast.Name) else None
     if isinstance(table, dict):
@@ -171,7 +173,7 @@ def _strings(
         elif isinstance(node, ast.Call) and depth < DEPTH:
             # a function or class it is handed to, or a helper method of the class's own
             method = method_of(node.func, owner)
-            # a method's own parameters start with self or cls, a static method's do not
+            # a bound method's first parameter (self, cls) is not among the call's arguments
             skip = 0 if method is None or method[0] is method[1] else 1
             code = (method[0], skip) if method else _code(_callee(node.func, scope))
             if code is None:

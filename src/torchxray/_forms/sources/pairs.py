@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 
-__all__ = ["zipped"]
+__all__ = ["in_loop", "zipped"]
 
 
 def _start(key: ast.Slice) -> int | None:
@@ -49,3 +49,23 @@ def zipped(sub: ast.Subscript, up: dict[ast.AST, ast.AST]) -> tuple[ast.AST, int
     if not isinstance(target, ast.Tuple) or len(target.elts) != len(call.args) or start is None:
         return None
     return target.elts[at], start
+
+
+def in_loop(loads: list[ast.Name], target: ast.AST, up: dict[ast.AST, ast.AST]) -> list[ast.Name]:
+    """The loads of a loop variable inside the loop that binds it (``target``): two loops that
+    name their variables alike (an encoder's ``for a, b in zip(...)`` and a decoder's) read
+    their own items."""
+    loop = up.get(target)
+    while loop is not None and not isinstance(loop, (ast.For, ast.comprehension)):
+        loop = up.get(loop)
+    scope = up.get(loop) if isinstance(loop, ast.comprehension) else loop
+    if scope is None:
+        return loads
+    out = []
+    for load in loads:
+        at: ast.AST | None = load
+        while at is not None and at is not scope:
+            at = up.get(at)
+        if at is scope:
+            out.append(load)
+    return out

@@ -192,6 +192,19 @@ def _shape_pool(
     return pool, first
 
 
+def _classes(module: nn.Module, f: Field, name: str) -> list[Any]:
+    """The classes of the module's layers, the likeliest for a layer factory ``name`` first."""
+    # A layer a factory makes is mostly one without children (a norm, not a conv-norm block).
+    leaves = {type(m) for m in module.modules() if not m._modules}
+    rank = children.class_rank(name)
+    named = children.annotated(f.annotation)
+    pool = sorted(
+        dict.fromkeys(children.classes(module)),
+        key=lambda c: (not named(c), rank(c), c not in leaves),
+    )
+    return pool[:6]
+
+
 def _kind_pool(module: nn.Module, f: Field, name: str, pool: list[Any]) -> list[Any]:
     """``pool`` replaced or extended by the field's kind: floats, classes, configs, strings, drop
     rates, a layer held under the parameter's name, one value per layer, config items,
@@ -204,15 +217,7 @@ def _kind_pool(module: nn.Module, f: Field, name: str, pool: list[Any]) -> list[
         if f.required:
             pool = [1.0, *pool]  # a multiplier or a ratio that leaves widths as they are
     elif f.kind in ("class", "callable"):
-        # A layer a factory makes is mostly one without children (a norm, not a conv-norm block).
-        leaves = {type(m) for m in module.modules() if not m._modules}
-        rank = children.class_rank(name)
-        named = children.annotated(f.annotation)
-        pool = sorted(
-            dict.fromkeys(children.classes(module)),
-            key=lambda c: (not named(c), rank(c), c not in leaves),
-        )
-        pool = pool[:6]
+        pool = _classes(module, f, name)
     if f.kind == "literal" and (name == "config" or "config" in f.annotation.lower()):
         pool = [
             c
@@ -282,6 +287,10 @@ def candidates(
         found = items_of(module, use) if not noted else []
         listed_items = [tuple(v) if tupled else v for v in found]
         read = [*listed_items, *keys(module, name, use), *holders(module, use)]
+        if use.called and f.kind == "literal" and not noted:
+            # Called (``norm(ch)``, in a helper method too) and nothing says what it takes: a
+            # layer factory, the classes of its layers.
+            read += _classes(module, f, name)
         if guessed(f) and not noted:
             # A layer's form costs builds: read where nothing annotates the argument.
             read += handed(module, use, handed_to or child)

@@ -28,7 +28,6 @@ import typing
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import torch
 from torch import nn
 
 from .code import (
@@ -50,9 +49,9 @@ from .code import (
     truth_test,
 )
 from .helpers import MAX_HOPS, local_dict, merged, method_of
-from .pairs import zipped
+from .pairs import in_loop, zipped
 from .sums import sums
-from .uses import Handed, Usage
+from .uses import Handed, Usage, fits  # fits: whether a value could be the argument
 
 __all__ = ["Handed", "Usage", "fits", "usage"]
 
@@ -232,7 +231,7 @@ class _Reader:
     def _loop_items(self, target: ast.AST, up: dict[ast.AST, ast.AST], offset: int = 0) -> None:
         """The loop variable's uses: each a turn's item (``for n in cards``)."""
         if isinstance(target, ast.Name):
-            for load in self.code.loads.get(target.id, ()):
+            for load in in_loop(self.code.loads.get(target.id, []), target, up):
                 self._item(load, offset, up)
 
     def _item(self, node: ast.AST, offset: int, up: dict[ast.AST, ast.AST]) -> None:
@@ -313,7 +312,6 @@ class _Reader:
             inner = _read(callee, param, self.depth + 1)
             self.handed += [Handed(h.callee, h.param) for h in inner.handed]
             self.condition = self.condition or inner.condition
-
 
     def _method(self, call: ast.Call, node: ast.AST) -> Usage | None:
         """How a method of the class's own (``self.build(dim)``) uses the parameter it is
@@ -400,46 +398,3 @@ def _sums(init: Callable[..., Any]) -> tuple[Any, ...]:
     parameters."""
     code = code_of(init)
     return () if code is None else sums(frozenset(param_names(init)[1:]), code)  # not self
-
-
-def _sequence(v: Any) -> bool:
-    return isinstance(v, (tuple, list, str, torch.Size, range))
-
-
-def fits(u: Usage, value: Any, annotated: bool = False) -> bool:
-    """Whether ``value`` could be the argument a constructor uses as ``u`` says; None always
-    could (a constructor often tests it first). Nothing is judged of an argument the
-    constructor tests with ``isinstance`` (it takes several kinds), and the kind of value (a
-    number, a sequence) only where nothing annotates it (an annotation says it better)."""
-    if value is None or not u.known or u.tested:
-        return True  # a tested one may be converted first (``CLIPTextCfg(**text_cfg)``)
-    if annotated and (u.number or u.sequence or u.unpacked):
-        u = dataclasses.replace(u, number=False, sequence=False, unpacked=0)
-    if u.number and not u.sequence and not u.unpacked:
-        if _sequence(value) or isinstance(value, (type, dict)):
-            return False
-    if u.sequence and not u.number:
-        if isinstance(value, (bool, int, float, type)):
-            return False
-    if u.unpacks and isinstance(value, (bool, int, float)):
-        return False  # c, h, w = obs_shape: a number cannot be unpacked
-    if u.unpacked and _sequence(value) and not isinstance(value, str):
-        if len(value) != u.unpacked:
-            return False
-    if u.fields and isinstance(value, (bool, int, float, str, tuple, list, dict, type)):
-        # A plain value has none of the fields read off it (a field read in one branch only
-        # may be missing from the object given: ``config.pooling`` in a raise).
-        if not all(_has(value, a) for a in u.fields):
-            return False
-    if u.keys and not (hasattr(value, "keys") and hasattr(value, "__getitem__")):
-        return False
-    if u.table and not isinstance(value, (str, int, bool)) and value not in u.table:
-        return False
-    return not (u.called and not callable(value))
-
-
-def _has(value: Any, name: str) -> bool:
-    try:
-        return hasattr(value, name)
-    except Exception:  # noqa: BLE001 - a property that raises
-        return False
