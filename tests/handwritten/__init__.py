@@ -9,6 +9,7 @@ The harness that runs torchxray on them is `bench.sweep.handwritten` (`python -m
 from . import (  # noqa: F401  (each module fills CASES)
     activations,
     attention,
+    builders,
     calling,
     classifiers,
     convnets,

@@ -29,7 +29,8 @@ the search (stage 3) starts from, by the sources that read the module's surround
 - ``usage.py``, how ``__init__`` uses each argument (its AST: kept under another name,
   unpacked, iterated, measured, a number, read by its fields or keys, a table's key, handed to
   a layer; the source read once, and each expression's questions, in ``code.py``; its records
-  in ``uses.py``), which tells the kind of value to offer and which candidates could not be it,
+  in ``uses.py``; the class's own helper methods it is handed to read as its own code,
+  ``helpers.py``; a list zipped in slices read item by item, ``pairs.py``), which tells the kind of value to offer and which candidates could not be it,
   ``passed.py``, the values those uses lead to (the form of the layer it was handed to, the
   namespace the modules around keep, the table's key of the class made, what an attribute
   holds it inside), ``items.py``, a list made one layer per item read back off those layers,

@@ -63,15 +63,20 @@ def items_of(module: nn.Module, u: Usage) -> list[list[Any]]:
     """The lists the argument's items read back to, the readings of all its uses joined first,
     then each use's alone."""
     readings: list[tuple[int, list[Any]]] = []
+    by_layers: dict[str, list[tuple[int, list[Any]]]] = {}  # the readings of one attribute's
     for h in u.items_handed:
         values = _read(module, h)
         if values is not None and (h.offset, values) not in readings:
             readings.append((h.offset, values))
+            by_layers.setdefault(h.kept, []).append((h.offset, values))
     if not readings:
         return []
     out: list[list[Any]] = []
-    joined = _joined(readings) if len(readings) > 1 else None
-    for values in [joined, *(v for _, v in readings)]:
+    joined = [_joined(readings)] if len(readings) > 1 else []
+    # Where two stacks read the list in different orders (a decoder built back to front), the
+    # readings of each stack joined alone.
+    joined += [_joined(r) for r in by_layers.values() if 1 < len(r) < len(readings)]
+    for values in [*joined, *(v for _, v in readings)]:
         if values is not None and values not in out:
             out.append(values)
     return out

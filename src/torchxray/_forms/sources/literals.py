@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..._signature import original, resolve, source_tree
+from .helpers import local_dict, method_of, stores_of
 
 __all__ = ["compared_strings", "source_tree"]
 
@@ -71,8 +72,15 @@ def _callee(node: ast.expr, scope: dict[str, Any]) -> Any:
     return None
 
 
-def _keys(node: ast.expr, scope: dict[str, Any]) -> Iterator[str]:
-    """The string keys of a module-level dict the parameter is looked up in."""
+def _keys(node: ast.expr, scope: dict[str, Any], tree: ast.AST | None = None) -> Iterator[str]:
+    """The string keys of a module-level dict the parameter is looked up in, or of a dict
+    literal a local name holds (``pads = {"reflect": ...}``, ``helpers.py``)."""
+    local = local_dict(node, stores_of(tree)) if tree is not None else node
+    if isinstance(local, ast.Dict):
+        yield from (
+            k.value for k in local.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)
+        )
+        return
     table = scope.get(node.id) if isinstance(node, ast.Name) else None
     if isinstance(table, dict):
         yield from (k for k in table if isinstance(k, str))
@@ -137,7 +145,9 @@ def _enum_of(call: ast.Call, name: str, scope: dict[str, Any]) -> type[enum.Enum
     return None
 
 
-def _strings(fn: Callable[..., Any], name: str, depth: int, seen: set[Any]) -> Iterator[str]:
+def _strings(
+    fn: Callable[..., Any], name: str, depth: int, seen: set[Any], owner: type | None = None
+) -> Iterator[str]:
     if (fn, name) in seen:
         return
     seen.add((fn, name))
@@ -151,8 +161,9 @@ def _strings(fn: Callable[..., Any], name: str, depth: int, seen: set[Any]) -> I
             if any(_is(s, name) for s in sides):
                 for s in sides:
                     yield from _texts(s)
+                    yield from _keys(s, {}, tree)  # x in pads, a local dict literal
         elif isinstance(node, ast.Subscript) and _is(node.slice, name):
-            yield from _keys(node.value, scope)  # KERNELS[kernel]
+            yield from _keys(node.value, scope, tree)  # KERNELS[kernel], pads[kernel]
         elif isinstance(node, ast.Call) and _lookup(node, name):
             yield from _keys(typing.cast(ast.Attribute, node.func).value, scope)  # D.get(name)
         elif isinstance(node, ast.Call) and _enum_of(node, name, scope) is not None:
@@ -160,12 +171,16 @@ def _strings(fn: Callable[..., Any], name: str, depth: int, seen: set[Any]) -> I
             kind = typing.cast(type[enum.Enum], _enum_of(node, name, scope))
             yield from (m.value for m in kind if isinstance(m.value, str))
         elif isinstance(node, ast.Call) and depth < DEPTH:
-            code = _code(_callee(node.func, scope))
+            # a function or class it is handed to, or a helper method of the class's own
+            method = method_of(node.func, owner)
+            # a bound method's first parameter (self, cls) is not among the call's arguments
+            skip = 0 if method is None or method[0] is method[1] else 1
+            code = (method[0], skip) if method else _code(_callee(node.func, scope))
             if code is None:
                 continue
             inner = _passed(node, name, code[0], code[1])
             if inner is not None:
-                yield from _strings(code[0], inner, depth + 1, seen)
+                yield from _strings(code[0], inner, depth + 1, seen, owner if method else None)
 
 
 @functools.lru_cache(maxsize=256)
@@ -210,6 +225,6 @@ def compared_strings(cls: type, name: str) -> tuple[str, ...]:
     doc), in the order the code reads them, then those its source file compares a name
     ``name`` with elsewhere; () where there is no source."""
     code = _code(cls)
-    found = dict.fromkeys(_strings(code[0], name, 0, set())) if code is not None else {}
+    found = dict.fromkeys(_strings(code[0], name, 0, set(), cls)) if code is not None else {}
     found.update(dict.fromkeys(_in_file(cls, name)))
     return tuple(found)[:MAX_STRINGS]

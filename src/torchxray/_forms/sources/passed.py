@@ -33,6 +33,7 @@ from ..._unwrap import original_class
 from ..budget import BUDGET, Budget
 from ..field import Child
 from .layout import descendants
+from .literals import compared_strings
 from .scan import LIVE, hashable
 from .usage import Handed, Usage
 
@@ -221,10 +222,13 @@ def holders(module: nn.Module, u: Usage) -> list[Any]:
 
 
 def keys(module: nn.Module, name: str, u: Usage) -> list[Any]:
-    """The table's keys, the one whose class the module holds under ``name`` first."""
+    """The table's keys, the one whose class the module holds under ``name`` first, then the
+    other strings the constructor compares the argument with (a mode the table leaves out:
+    ``if padding_type in pads: ... elif padding_type == "zero": p = 1``)."""
     if not u.table:
         return []
     held = module.__dict__.get("_modules", {}).get(name, module.__dict__.get(name))
     cls = original_class(type(held)) if isinstance(held, nn.Module) else None
     first = [k for k, v in zip(u.table, u.table_values) if cls is not None and v is cls]
-    return [*first, *(k for k in u.table if k not in first)]
+    compared = compared_strings(original_class(type(module)), name)
+    return list(dict.fromkeys([*first, *u.table, *compared]))

@@ -193,7 +193,25 @@ def _shape_pool(
     return pool, first
 
 
-def _kind_pool(module: nn.Module, f: Field, name: str, pool: list[Any]) -> list[Any]:
+def _classes(module: nn.Module, f: Field, name: str, needs: tuple[str, ...] = ()) -> list[Any]:
+    """The classes of the module's layers, the likeliest for a layer factory ``name`` first;
+    with ``needs``, those with every attribute the constructor reads off it (``block.expansion``,
+    in a helper method too: the others are no candidates, ``usage.fits``)."""
+    # A layer a factory makes is mostly one without children (a norm, not a conv-norm block).
+    leaves = {type(m) for m in module.modules() if not m._modules}
+    rank = children.class_rank(name)
+    named = children.annotated(f.annotation)
+    found = children.classes(module)
+    pool = sorted(
+        dict.fromkeys(c for c in found if all(hasattr(c, a) for a in needs)),
+        key=lambda c: (not named(c), rank(c), c not in leaves),
+    )
+    return pool[:6]
+
+
+def _kind_pool(
+    module: nn.Module, f: Field, name: str, pool: list[Any], needs: tuple[str, ...] = ()
+) -> list[Any]:
     """``pool`` replaced or extended by the field's kind: floats, classes, configs, strings, drop
     rates, a layer held under the parameter's name, one value per layer, config items,
     ordinals, None."""
@@ -205,15 +223,7 @@ def _kind_pool(module: nn.Module, f: Field, name: str, pool: list[Any]) -> list[
         if f.required:
             pool = [1.0, *pool]  # a multiplier or a ratio that leaves widths as they are
     elif f.kind in ("class", "callable"):
-        # A layer a factory makes is mostly one without children (a norm, not a conv-norm block).
-        leaves = {type(m) for m in module.modules() if not m._modules}
-        rank = children.class_rank(name)
-        named = children.annotated(f.annotation)
-        pool = sorted(
-            dict.fromkeys(children.classes(module)),
-            key=lambda c: (not named(c), rank(c), c not in leaves),
-        )
-        pool = pool[:6]
+        pool = _classes(module, f, name, needs)
     if f.kind == "literal" and (name == "config" or "config" in f.annotation.lower()):
         pool = [
             c
@@ -283,6 +293,10 @@ def candidates(
         found = items_of(module, use) if not noted else []
         listed_items = [tuple(v) if tupled else v for v in found]
         read = [*listed_items, *keys(module, name, use), *holders(module, use)]
+        if use.called and f.kind == "literal" and not noted:
+            # Called (``norm(ch)``, in a helper method too) and nothing says what it takes: a
+            # layer factory, the classes of its layers.
+            read += _classes(module, f, name, use.fields)
         if guessed(f) and not noted:
             # A layer's form costs builds: read where nothing annotates the argument.
             read += handed(module, use, handed_to or child)
@@ -300,7 +314,7 @@ def candidates(
         read += callables(original_class(type(module)), name)
     first, own_names = same_named(module, f, name)
     pool, first = _shape_pool(module, f, name, first)
-    pool = _kind_pool(module, f, name, pool)
+    pool = _kind_pool(module, f, name, pool, use.fields)
     first = [*shipped(module, name), *first] if "." not in f.name else first  # shipped.py
     if f.required and f.value is None and "." not in f.name:
         first = [*described(module, name, child), *first]  # blocks' descriptions (blocklists.py)

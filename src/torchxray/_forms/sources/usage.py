@@ -28,7 +28,6 @@ import typing
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import torch
 from torch import nn
 
 from .code import (
@@ -49,8 +48,10 @@ from .code import (
     table_of,
     truth_test,
 )
+from .helpers import MAX_HOPS, local_dict, merged, method_of
+from .pairs import in_loop, zipped
 from .sums import sums
-from .uses import Handed, Usage
+from .uses import Handed, Usage, fits  # fits: whether a value could be the argument
 
 __all__ = ["Handed", "Usage", "fits", "usage"]
 
@@ -77,6 +78,8 @@ class _Reader:
         self, fn: Callable[..., Any], name: str, depth: int, code: Code, path: tuple[str, ...] = ()
     ) -> None:
         self.fn, self.name, self.depth, self.code, self.path = fn, name, depth, code, path
+        self.owner: type | None = None  # the class whose helper methods are read (``helpers.py``)
+        self.hops = 0
         self.scope = code.scope
         self.kept: list[str] = []
         self.fields: dict[str, None] = {}
@@ -176,12 +179,14 @@ class _Reader:
             key = parent.slice
             if isinstance(key, ast.Slice):
                 self.sequence = True
+                if (pair := zipped(parent, up)) is not None:  # zip(x[:-1], x[1:]): ``pairs.py``
+                    self._loop_items(pair[0], up, pair[1])
             elif (offset := offset_of(key)) is not None:
                 self._item(parent, offset, up)
             elif isinstance(key, ast.Constant) and isinstance(key.value, str):
                 self.keys.setdefault(key.value, None)
         elif isinstance(parent, ast.Subscript) and parent.slice is node:
-            self.table = table_of(parent.value, self.scope)
+            self.table = table_of(local_dict(parent.value, self.code.stores), self.scope)
         elif isinstance(parent, ast.BinOp) and isinstance(parent.op, _NUMBER_OPS):
             self.number = True
         elif isinstance(parent, ast.BinOp) and _counted(parent, node):
@@ -227,11 +232,11 @@ class _Reader:
             if isinstance(t, ast.Attribute) and is_name(t.value, "self"):
                 self.within.append((t.attr, key))
 
-    def _loop_items(self, target: ast.AST, up: dict[ast.AST, ast.AST]) -> None:
+    def _loop_items(self, target: ast.AST, up: dict[ast.AST, ast.AST], offset: int = 0) -> None:
         """The loop variable's uses: each a turn's item (``for n in cards``)."""
         if isinstance(target, ast.Name):
-            for load in self.code.loads.get(target.id, ()):
-                self._item(load, 0, up)
+            for load in in_loop(self.code.loads.get(target.id, []), target, up):
+                self._item(load, offset, up)
 
     def _item(self, node: ast.AST, offset: int, up: dict[ast.AST, ast.AST]) -> None:
         """An item (``cards[i]``, a loop's ``n``) handed to a layer: which layer, which
@@ -240,6 +245,11 @@ class _Reader:
         if isinstance(parent, ast.keyword):
             parent = up.get(parent)
         if not isinstance(parent, ast.Call) or parent.func is node:
+            return
+        if (inner := self._method(parent, node)) is not None:  # self.add(n): ``helpers.py``
+            kept = kept_under(parent, up)
+            hs = [h for h in inner.handed if h.index < 0]
+            self.items_handed += [Handed(h.callee, h.param, h.kept or kept, -1, offset) for h in hs]
             return
         callee = resolved(parent.func, self.scope)
         if not (isinstance(callee, type) and issubclass(callee, nn.Module)):
@@ -270,6 +280,9 @@ class _Reader:
         if isinstance(call.func, ast.Attribute) and call.func.attr == "get" and call.args:
             if call.args[0] is node:  # {...}.get(x)
                 self.table = table_of(call.func.value, self.scope)
+            return
+        if (inner := self._method(call, node)) is not None:  # the class's own helper method
+            merged(self, inner, kept_under(call, up))
             return
         callee = resolved(call.func, self.scope)
         if callee is isinstance and call.args and call.args[0] is node:
@@ -303,6 +316,17 @@ class _Reader:
             inner = _read(callee, param, self.depth + 1)
             self.handed += [Handed(h.callee, h.param) for h in inner.handed]
             self.condition = self.condition or inner.condition
+
+    def _method(self, call: ast.Call, node: ast.AST) -> Usage | None:
+        """How a method of the class's own (``self.build(dim)``) uses the parameter it is
+        handed ``node`` as (``helpers.py``), or None where ``call`` reaches none."""
+        method = method_of(call.func, self.owner) if not self.path else None
+        if method is None or self.hops >= MAX_HOPS:
+            return None
+        got = bound(call, node, method[1])
+        if got is None or got[1] >= 0:
+            return _NOTHING
+        return _read(method[0], got[0], self.depth, (), self.owner, self.hops + 1)
 
 
 def _rebound(values: Iterable[ast.expr]) -> tuple[Any, ...]:
@@ -341,11 +365,20 @@ def _counted(op: ast.BinOp, node: ast.AST) -> bool:
     return False
 
 
-def _read(fn: Callable[..., Any], name: str, depth: int, path: tuple[str, ...] = ()) -> Usage:
+def _read(
+    fn: Callable[..., Any],
+    name: str,
+    depth: int,
+    path: tuple[str, ...] = (),
+    owner: type | None = None,
+    hops: int = 0,
+) -> Usage:
     code = code_of(fn)
     if code is None:
         return _NOTHING
-    return _Reader(fn, name, depth, code, path).read()
+    reader = _Reader(fn, name, depth, code, path)
+    reader.owner, reader.hops = owner, hops
+    return reader.read()
 
 
 @functools.lru_cache(maxsize=1024)
@@ -358,7 +391,7 @@ def usage(cls: type, name: str, path: tuple[str, ...] = ()) -> Usage:
     if not isinstance(init, types.FunctionType) or cls.__module__.startswith("torch."):
         return _NOTHING
     try:
-        read = _read(init, name, 1, path)
+        read = _read(init, name, 1, path, cls)
         if path:
             return read
         found = tuple(s for s in _sums(init) if any(n == name for n, _ in s.coefs))
@@ -373,46 +406,3 @@ def _sums(init: Callable[..., Any]) -> tuple[Any, ...]:
     parameters."""
     code = code_of(init)
     return () if code is None else sums(frozenset(param_names(init)[1:]), code)  # not self
-
-
-def _sequence(v: Any) -> bool:
-    return isinstance(v, (tuple, list, str, torch.Size, range))
-
-
-def fits(u: Usage, value: Any, annotated: bool = False) -> bool:
-    """Whether ``value`` could be the argument a constructor uses as ``u`` says; None always
-    could (a constructor often tests it first). Nothing is judged of an argument the
-    constructor tests with ``isinstance`` (it takes several kinds), and the kind of value (a
-    number, a sequence) only where nothing annotates it (an annotation says it better)."""
-    if value is None or not u.known or u.tested:
-        return True  # a tested one may be converted first (``CLIPTextCfg(**text_cfg)``)
-    if annotated and (u.number or u.sequence or u.unpacked):
-        u = dataclasses.replace(u, number=False, sequence=False, unpacked=0)
-    if u.number and not u.sequence and not u.unpacked:
-        if _sequence(value) or isinstance(value, (type, dict)):
-            return False
-    if u.sequence and not u.number:
-        if isinstance(value, (bool, int, float, type)):
-            return False
-    if u.unpacks and isinstance(value, (bool, int, float)):
-        return False  # c, h, w = obs_shape: a number cannot be unpacked
-    if u.unpacked and _sequence(value) and not isinstance(value, str):
-        if len(value) != u.unpacked:
-            return False
-    if u.fields and isinstance(value, (bool, int, float, str, tuple, list, dict, type)):
-        # A plain value has none of the fields read off it (a field read in one branch only
-        # may be missing from the object given: ``config.pooling`` in a raise).
-        if not all(_has(value, a) for a in u.fields):
-            return False
-    if u.keys and not (hasattr(value, "keys") and hasattr(value, "__getitem__")):
-        return False
-    if u.table and not isinstance(value, (str, int, bool)) and value not in u.table:
-        return False
-    return not (u.called and not callable(value))
-
-
-def _has(value: Any, name: str) -> bool:
-    try:
-        return hasattr(value, name)
-    except Exception:  # noqa: BLE001 - a property that raises
-        return False

@@ -1,14 +1,18 @@
 """The records of how a constructor uses one argument (``usage.py`` reads them): ``Usage``, and
-``Handed``, a layer the argument (or one of its items) was handed to."""
+``Handed``, a layer the argument (or one of its items) was handed to; ``fits``, whether a value
+could be an argument used so."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
+import torch
+
 from .sums import Sum
 
-__all__ = ["Handed", "Usage"]
+__all__ = ["Handed", "Usage", "fits"]
 
 
 @dataclass(frozen=True)
@@ -72,3 +76,46 @@ _DEFAULTS = tuple(
     for f in fields(Usage)
     if f.name not in ("condition", "mapping", "scales")
 )
+
+
+def _sequence(v: Any) -> bool:
+    return isinstance(v, (tuple, list, str, torch.Size, range))
+
+
+def fits(u: Usage, value: Any, annotated: bool = False) -> bool:
+    """Whether ``value`` could be the argument a constructor uses as ``u`` says; None always
+    could (a constructor often tests it first). Nothing is judged of an argument the
+    constructor tests with ``isinstance`` (it takes several kinds), and the kind of value (a
+    number, a sequence) only where nothing annotates it (an annotation says it better)."""
+    if value is None or not u.known or u.tested:
+        return True  # a tested one may be converted first (``CLIPTextCfg(**text_cfg)``)
+    if annotated and (u.number or u.sequence or u.unpacked):
+        u = dataclasses.replace(u, number=False, sequence=False, unpacked=0)
+    if u.number and not u.sequence and not u.unpacked:
+        if _sequence(value) or isinstance(value, (type, dict)):
+            return False
+    if u.sequence and not u.number:
+        if isinstance(value, (bool, int, float, type)):
+            return False
+    if u.unpacks and isinstance(value, (bool, int, float)):
+        return False  # c, h, w = obs_shape: a number cannot be unpacked
+    if u.unpacked and _sequence(value) and not isinstance(value, str):
+        if len(value) != u.unpacked:
+            return False
+    if u.fields and isinstance(value, (bool, int, float, str, tuple, list, dict, type)):
+        # A plain value has none of the fields read off it (a field read in one branch only
+        # may be missing from the object given: ``config.pooling`` in a raise).
+        if not all(_has(value, a) for a in u.fields):
+            return False
+    if u.keys and not (hasattr(value, "keys") and hasattr(value, "__getitem__")):
+        return False
+    if u.table and not isinstance(value, (str, int, bool)) and value not in u.table:
+        return False
+    return not (u.called and not callable(value))
+
+
+def _has(value: Any, name: str) -> bool:
+    try:
+        return hasattr(value, name)
+    except Exception:  # noqa: BLE001 - a property that raises
+        return False
