@@ -81,30 +81,3 @@ def test_a_float_field_that_is_infinite_proposes_nothing_and_raises_nothing() ->
     built = dict(d=10, factor=2.0, clip=math.inf)
     got = proposed(width_factor.propose, Clipped, dict(d=10, factor=3.0), built)
     assert all("clip" not in change for change in got)
-
-
-class _Squeeze(nn.Module):
-    def __init__(self, c: int, hidden: int) -> None:
-        super().__init__()
-        self.fc1 = nn.Conv2d(c, hidden, 1)
-        self.fc2 = nn.Conv2d(hidden, c, 1)
-
-
-class _Block(nn.Module):
-    """A block whose optional squeeze width is a fraction of the input's (RegNet-Y style): the
-    ratio is None by default, tested for truth, and shows only through that width."""
-
-    def __init__(self, w_in, w_out, se_ratio=None):  # noqa: ANN001
-        super().__init__()
-        self.a = nn.Conv2d(w_in, w_out, 1)
-        if se_ratio:
-            self.se = _Squeeze(w_out, max(1, int(round(w_in * se_ratio))))
-        self.c = nn.Conv2d(w_out, w_out, 1)
-
-
-def test_a_ratio_tested_for_truth_is_found_a_fraction_not_a_smaller_width() -> None:
-    f = tx.form(_Block(16, 24, se_ratio=0.25))
-    assert not f.inexact, f.inexact
-    assert f["w_in"].value == 16 and f["w_out"].value == 24
-    assert f["se_ratio"].value == pytest.approx(0.25)  # not w_in 4 with a ratio of 1
-    assert f["se_ratio"].note  # 0.25 and 0.2500x make the same width: a guess, said so

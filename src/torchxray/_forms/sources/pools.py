@@ -293,6 +293,10 @@ def candidates(
         found = items_of(module, use) if not noted else []
         listed_items = [tuple(v) if tupled else v for v in found]
         read = [*listed_items, *keys(module, name, use), *holders(module, use)]
+        if use.called and f.value is None and "." not in f.name:
+            # A factory it calls, handed down from the file's other classes (``callables.py``):
+            # what the author wrote, before a torch class that makes the same layers.
+            read += callables(original_class(type(module)), name)
         if use.called and f.kind == "literal" and not noted:
             # Called (``norm(ch)``, in a helper method too) and nothing says what it takes: a
             # layer factory, the classes of its layers.
@@ -309,9 +313,6 @@ def candidates(
             read += [*items, *(w[::-1] for w in items), *layout.stages(module)]
             read += [*layout.child_widths(module), *layout.tuples(module)]
             read += running(module)  # sizes kept as running sums (``running.py``)
-    if use.called and f.value is None and "." not in f.name:
-        # A factory it calls, handed down from the file's other classes (``callables.py``).
-        read += callables(original_class(type(module)), name)
     first, own_names = same_named(module, f, name)
     pool, first = _shape_pool(module, f, name, first)
     pool = _kind_pool(module, f, name, pool, use.fields)

@@ -62,6 +62,7 @@ from . import (
     scaled_float,
     stage_flags,
     unset_width,
+    whole_factor,
     width_factor,
 )
 from .problem import Problem, Propose
@@ -84,8 +85,8 @@ class Rule:
 
 # The values a difference names.
 NAMED: tuple[tuple[str, Propose], ...] = (
-    # First: a width moved instead would break the other layers it makes (``width_factor.py``).
-    ("whole_factor", width_factor.propose_whole),
+    # First: a width moved instead would break the other layers it makes (``whole_factor.py``).
+    ("whole_factor", whole_factor.propose),
     ("part_named", part_named.propose),
     ("unset_width", unset_width.propose),
     ("keyword_item", keyword_item.propose),
@@ -100,8 +101,6 @@ NAMED: tuple[tuple[str, Propose], ...] = (
 
 # The changes a difference allows without naming a value; factories last (a child form each).
 UNNAMED: tuple[tuple[str, Propose], ...] = (
-    # First: a width moved instead would break the other layers it makes (``width_factor.py``).
-    ("whole_factor", width_factor.propose_whole),
     ("optional", optional.propose),
     ("stage_flags", stage_flags.propose),
     ("kwargs_dict", kwargs_dict.propose),

@@ -18,7 +18,7 @@ from typing import Any
 
 from .problem import Problem, may_scale
 
-__all__ = ["propose", "propose_whole"]
+__all__ = ["moves", "propose"]
 
 MAX_DENOMINATOR = 12  # 4/3, 8/3, 5/4: the factors papers write; a ratio past it is live / w
 MAX_PER_DIFF = 3
@@ -46,29 +46,12 @@ def propose(p: Problem) -> Iterator[dict[str, Any]]:
         and p.values[f.name] > 0
         and may_scale(f.name)
     ]
-    yield from _moves(p, floats, whole=True)
+    yield from moves(p, floats, whole=True)
 
 
-def propose_whole(p: Problem) -> Iterator[dict[str, Any]]:
-    """A whole number the constructor multiplies by another value (``int(round(w_in *
-    se_ratio))``, ``Usage.scales``) and hands to no layer itself (a width), which a pool or a
-    flag's truth made 1: moved to a fraction
-    where one makes the live width, before the width it multiplies is moved instead (that move
-    breaks the other layers the width makes, and the search would stop there)."""
-    names = [
-        f.name
-        for f in p.fields
-        if type(v := p.values.get(f.name)) is int
-        and v > 0
-        and (u := p.uses.get(f.name)) is not None
-        and u.scales
-        and not (u.number or u.sequence or u.handed)
-        and may_scale(f.name)
-    ]
-    yield from _moves(p, names, whole=False)
-
-
-def _moves(p: Problem, floats: list[str], whole: bool) -> Iterator[dict[str, Any]]:
+def moves(p: Problem, floats: list[str], whole: bool) -> Iterator[dict[str, Any]]:
+    """The ratios that make each live width of ``p``'s difference from the fields ``floats``
+    (``whole``: whole ratios too; ``whole_factor.py`` wants fractions only)."""
     if not floats:
         return
     values = {**p.seen, **p.values}
