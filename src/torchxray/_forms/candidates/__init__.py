@@ -56,11 +56,13 @@ class Found:
 
 def assemble(groups: list[Group], values: dict[str, Any]) -> dict[str, Any]:
     """``values`` with each config argument made from its members' values (which are dropped),
-    innermost first."""
+    innermost first: a namespace, a dict read by keys (``sources/keyed.py``) or a config class."""
     out = dict(values)
     for g in reversed(groups):
         kwargs = {s.rpartition(".")[2]: out.pop(s) for s in g.subs if s in out}
-        out[g.name] = g.cls(**kwargs)
+        # A key its constructor tests (``"k" in cfg``) is left out where None (``keyed.py``).
+        drop = {s.rpartition(".")[2] for s in g.optional}
+        out[g.name] = g.cls(**{k: v for k, v in kwargs.items() if k not in drop or v is not None})
     return out
 
 
@@ -133,9 +135,13 @@ def search(d: Draft, leads: Leads, budget: Budget, child: Child) -> Found:
         real_ok = small(module)  # as the search built it (``_forms/rebuild/real.py``)
         sums = dict.fromkeys(s for u in leads.uses.values() for s in u.sums)
         flags = frozenset(n for n, u in leads.uses.items() if u.condition)
+        # A config's members too (``sources/nested.py``): a member the search moved that builds
+        # as exactly otherwise is no more proven than an argument.
+        members = [f for f in fields if f.name not in {g.name for g in d.fields}]
         rivals = settle(
-            d.fields, found.values, make, leads.live, leads.dtype, budget, real_ok, sums, flags
-        )
+            [*d.fields, *members],
+            found.values, make, leads.live, leads.dtype, budget, real_ok, sums, flags,
+        )  # fmt: skip
     if found.exact and leads.spread is not None and leads.kept:
         found.values[leads.spread] = leads.kept
     if found.exact and leads.groups:

@@ -75,6 +75,16 @@ def _reversed(v: Any) -> Any:
     return None
 
 
+def _lengths(v: list[Any] | tuple[Any, ...] | Any) -> list[Any]:
+    """A list or tuple one item shorter and one longer (its last item again): where either
+    rebuilds as exactly, only some of its items are read (``scale = args.scale[0]``), and its
+    length is not known."""
+    if type(v) not in (list, tuple) or not v:
+        return []  # a namedtuple, a torch.Size: its length is its kind's
+    longer = type(v)([*v, v[-1]])
+    return [*([v[:-1]] if len(v) > 1 else []), longer]
+
+
 def _float_rivals(v: Any) -> list[float]:
     """A float a little above ``v`` (a short one the note can show: 6.0 -> 6.0006), then a hair
     below (where ``v`` sits at the top of its interval: a ceiling)."""
@@ -136,9 +146,13 @@ def settle(
             # whole number it makes: the value found is a guess, flagged.
             other = _reversed(found)
             near = [other] if other is not None else _float_rivals(found)
+            near += _lengths(found)
             for v in near:
                 if _exact({**values, f.name: v}, make, live, dtype, cap, budget, real_ok):
                     rivals[f.name] = v
+                    if isinstance(v, (list, tuple)) and len(v) < len(found):
+                        # The shorter is as likely (none of its items is unread): shown.
+                        values[f.name], rivals[f.name] = v, found
                     break
             continue
         if f.required and f.value is None:
