@@ -79,10 +79,10 @@ class _Pair(nn.Module):
 
 
 def test_a_name_indexed_by_a_constant_int_is_a_sequence() -> None:
-    assert usage(TinySR, "opt", ("scale",)).sequence
-    assert not usage(TinySR, "opt", ("scale",)).number
+    u = usage(TinySR, "opt", ("scale",))
+    assert u.indexed and not u.number and not u.sequence
     # Rebound first (an int made a pair): the index says nothing of what was given.
-    assert not usage(_Pair, "size").sequence
+    assert not usage(_Pair, "size").indexed
 
 
 def test_a_namespace_field_read_by_its_index_is_found_and_its_length_flagged() -> None:

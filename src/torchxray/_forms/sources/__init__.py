@@ -23,7 +23,8 @@ the search (stage 3) starts from, by the sources that read the module's surround
   after, called again on meta up to the class's constructor (a whole model's arguments; never
   a person's own code, ``installed.py``);
 - ``nested.py``, a config object: a parameter that takes a small config instance is searched
-  member by member; ``shipped.py``: configs the library ships as data;
+  member by member (a plain dict read by string keys too, ``keyed.py``); ``shipped.py``: configs
+  the library ships as data;
 - ``handed.py`` and ``literals.py``, how ``__init__`` uses an argument in its source: a
   ``**kwargs`` handed on to a layer, the strings a parameter is compared with;
 - ``usage.py``, how ``__init__`` uses each argument (its AST: kept under another name,

@@ -209,7 +209,7 @@ def _leaf(
             continue
         break
     number = any(u.number for u in uses)
-    sequence = any(u.sequence for u in uses)
+    sequence = any(u.sequence or u.indexed for u in uses)
     ann = handed
     if sequence and not number:
         ann = list[int]

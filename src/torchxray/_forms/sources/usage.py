@@ -84,6 +84,7 @@ class _Reader:
         self.fields: dict[str, None] = {}
         self.keys: dict[str, None] = {}
         self.number = self.sequence = self.measured = self.called = self.tested = False
+        self.indexed = False
         self.unpacked = 0
         self.items: tuple[str, ...] = ()  # the names it is unpacked to
         self.table: tuple[tuple[Any, ...], tuple[Any, ...]] = ((), ())
@@ -121,6 +122,7 @@ class _Reader:
             tuple(dict.fromkeys(self.within)),
             self.condition,
             self.mapping,
+            self.indexed,
         )
 
     def _nodes(self) -> list[ast.AST]:
@@ -175,7 +177,7 @@ class _Reader:
                 self.keys.setdefault(key.value, None)
             elif constant_index(key) and self.name not in self.code.stores:
                 # x[0], x[-1]: an item, never a number (never rebound: ``to_2tuple(x)[0]``)
-                self.sequence = self.sequence or not conditional(parent, up)
+                self.indexed = self.indexed or not conditional(parent, up)
         elif isinstance(parent, ast.Subscript) and parent.slice is node:
             self.table = table_of(parent.value, self.scope)
         elif isinstance(parent, ast.BinOp) and isinstance(parent.op, _NUMBER_OPS):
