@@ -171,3 +171,39 @@ case(
     edit=("tail", {"bias": False}),
     styles="an options namespace whose field is read by its index",
 )
+
+# --- Blocks handed the function that makes their convs ----------------------------------------
+
+
+def same_pad_conv(c_in, c_out, k, bias=True):
+    return nn.Conv2d(c_in, c_out, k, padding=k // 2, bias=bias)
+
+
+class ConvRes(nn.Module):
+    def __init__(self, conv, feats, k, res_scale=1.0):
+        super().__init__()
+        self.body = nn.Sequential(conv(feats, feats, k), nn.ReLU(True), conv(feats, feats, k))
+        self.res_scale = res_scale
+
+    def forward(self, x):
+        return x + self.res_scale * self.body(x)
+
+
+class FactoryNet(nn.Module):
+    def __init__(self, feats=8, n_blocks=2, k=3, conv_fn=same_pad_conv):
+        super().__init__()
+        self.head = conv_fn(3, feats, k)
+        self.blocks = nn.Sequential(*[ConvRes(conv_fn, feats, k, 0.5) for _ in range(n_blocks)])
+        self.tail = conv_fn(feats, 3, k)
+
+    def forward(self, x):
+        return self.tail(self.blocks(self.head(x)))
+
+
+case(
+    "conv_factory_blocks",
+    lambda: FactoryNet(feats=6, n_blocks=3, k=5),
+    args(lambda: randn(1, 3, 8, 8)),
+    edit=("tail", {"bias": False}),
+    styles="blocks handed the function that makes their convs",
+)

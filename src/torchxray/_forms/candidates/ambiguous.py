@@ -121,6 +121,7 @@ def settle(
     real_ok: bool = False,
     sums: Iterable[Sum] = (),
     flags: frozenset[str] = frozenset(),
+    others: dict[str, list[Any]] | None = None,
 ) -> dict[str, Any]:
     """Of ``values`` (an exact search's), each field of ``drafts`` whose draft value rebuilds
     ``live`` as exactly is put back to its draft value in ``values`` (a required one without a
@@ -175,6 +176,16 @@ def settle(
         ):
             if _exact({**values, name: bool(v)}, make, live, dtype, cap, budget, real_ok):
                 values[name], rivals[name] = bool(v), v
+    # A factory found among the module's functions named like the field (``sources/called.py``)
+    # where another of them rebuilds as exactly: which one was passed is not known.
+    for name, alike in (others or {}).items():
+        v = values.get(name)
+        if name in rivals or budget.stopped or not any(v is a for a in alike):
+            continue
+        for other in (a for a in alike if a is not v):
+            if _exact({**values, name: other}, make, live, dtype, cap, budget, real_ok):
+                rivals[name] = other
+                break
     moved = {f.name for f in drafts if f.name in values and not same(values[f.name], f.value)}
     for s in sums:
         if budget.stopped:

@@ -26,7 +26,8 @@ the search (stage 3) starts from, by the sources that read the module's surround
   member by member (a plain dict read by string keys too, ``keyed.py``); ``shipped.py``: configs
   the library ships as data;
 - ``handed.py`` and ``literals.py``, how ``__init__`` uses an argument in its source: a
-  ``**kwargs`` handed on to a layer, the strings a parameter is compared with;
+  ``**kwargs`` handed on to a layer, the strings a parameter is compared with; ``called.py``, a
+  factory it calls (the module's functions named like it);
 - ``usage.py``, how ``__init__`` uses each argument (its AST: kept under another name,
   unpacked, iterated, measured, a number, read by its fields or keys, a table's key, handed to
   a layer; the source read once, and each expression's questions, in ``code.py``; its records

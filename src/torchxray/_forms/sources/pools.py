@@ -47,6 +47,7 @@ from ..values import same_value
 from . import children, layout
 from .attributes import same_named
 from .blocklists import described
+from .called import called_factories
 from .gathered import gathered
 from .items import items_of
 from .literals import compared_strings
@@ -285,6 +286,8 @@ def candidates(
         if guessed(f) and not noted:
             # A layer's form costs builds: read where nothing annotates the argument.
             read += handed(module, use, handed_to or child)
+            if f.value is None:  # a factory it calls (``called.py``: conv=default_conv)
+                read += called_factories(module, original_class(type(module)), name, use)
         listed = isinstance(f.default, (tuple, list)) or isinstance(f.value, (tuple, list))
         if use.sequence and not use.number and not listed and not use.tested and not noted:
             # A sequence it iterates or measures, which neither its default nor its value
