@@ -30,7 +30,6 @@ from ..field import Child, Field, guessed
 from ..rebuild.real import small
 from ..record import snapshot
 from ..sources import Draft, Leads
-from ..sources.called import named_functions
 from ..sources.nested import Group
 from ..validate import may_try
 from .ambiguous import settle
@@ -139,10 +138,9 @@ def search(d: Draft, leads: Leads, budget: Budget, child: Child) -> Found:
         # A config's members too (``sources/nested.py``): a member the search moved that builds
         # as exactly otherwise is no more proven than an argument.
         members = [f for f in fields if f.name not in {g.name for g in d.fields}]
-        alike = {n: named_functions(cls, n) for n, u in leads.uses.items() if u.called}
         rivals = settle(
             [*d.fields, *members],
-            found.values, make, leads.live, leads.dtype, budget, real_ok, sums, flags, alike,
+            found.values, make, leads.live, leads.dtype, budget, real_ok, sums, flags, leads.alike,
         )  # fmt: skip
     if found.exact and leads.spread is not None and leads.kept:
         found.values[leads.spread] = leads.kept

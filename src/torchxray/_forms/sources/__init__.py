@@ -65,6 +65,7 @@ from ..rebuild.parts import Parts, parts
 from ..signature import Constructor
 from ..validate import check_type, may_try
 from . import attributes, defaults, recorded, recoverers
+from .called import named_functions
 from .factory import started_from
 from .handed import handed
 from .layout import Layout
@@ -165,6 +166,9 @@ class Leads:
     live: Parts
     dtype: torch.dtype | None
     uses: dict[str, Usage] = field(default_factory=dict)
+    # A factory each called field may be (``called.py``): another that rebuilds as exactly as the
+    # one found leaves it a flagged guess (``candidates/ambiguous.py``).
+    alike: dict[str, list[Any]] = field(default_factory=dict)
 
 
 def draft(ctor: Constructor) -> Draft:
@@ -222,6 +226,10 @@ def _movable(f: Field) -> bool:
     return plain and f.origin in ("attribute", "derived")
 
 
+def _called(cls: type, name: str) -> bool:
+    return "." not in name and usage(cls, name).called
+
+
 def leads(d: Draft, ceiling: float, child: Child) -> Leads:
     """What the search starts from (see ``Leads``); ``ceiling`` is the form's safety ceiling
     (the thread's CPU time), ``child`` opens a layer's own form (the pipeline's ``form``)."""
@@ -269,4 +277,5 @@ def leads(d: Draft, ceiling: float, child: Child) -> Leads:
         parts(module),
         floating_dtype(module),
         {f.name: usage(cls, f.name) for f in nested.fields if "." not in f.name},
+        {f.name: named_functions(cls, f.name) for f in nested.fields if _called(cls, f.name)},
     )
