@@ -17,6 +17,7 @@ It hands down a plain ``Found``; stage 4 (``_forms/exact/``) decides what the fo
 from __future__ import annotations
 
 import functools
+import types
 import typing
 from dataclasses import dataclass
 from typing import Any
@@ -135,9 +136,12 @@ def search(d: Draft, leads: Leads, budget: Budget, child: Child) -> Found:
         real_ok = small(module)  # as the search built it (``_forms/rebuild/real.py``)
         sums = dict.fromkeys(s for u in leads.uses.values() for s in u.sums)
         flags = frozenset(n for n, u in leads.uses.items() if u.condition)
-        # A config's members too (``sources/nested.py``): a member the search moved that builds
-        # as exactly otherwise is no more proven than an argument.
-        members = [f for f in fields if f.name not in {g.name for g in d.fields}]
+        # A namespace's or a dict's members too (``sources/nested.py``): a member the search
+        # moved that builds as exactly otherwise is no more proven than an argument. Not a
+        # config class's: its form is read whole by the model around it (``blocklists.py``:
+        # torchvision's InvertedResidualConfig, whose width_mult 1.0 a hair away builds alike).
+        spaces = {g.name for g in leads.groups if g.cls in (dict, types.SimpleNamespace)}
+        members = [f for f in fields if f.name.rpartition(".")[0] in spaces]
         rivals = settle(
             [*d.fields, *members],
             found.values, make, leads.live, leads.dtype, budget, real_ok, sums, flags, leads.alike,
