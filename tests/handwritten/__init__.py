@@ -25,6 +25,7 @@ from . import (  # noqa: F401  (each module fills CASES)
     styles2,
     styles3,
     styles4,
+    styles5,
 )
 from .case import CASES, Case
 

@@ -17,6 +17,7 @@ It hands down a plain ``Found``; stage 4 (``_forms/exact/``) decides what the fo
 from __future__ import annotations
 
 import functools
+import types
 import typing
 from dataclasses import dataclass
 from typing import Any
@@ -56,11 +57,13 @@ class Found:
 
 def assemble(groups: list[Group], values: dict[str, Any]) -> dict[str, Any]:
     """``values`` with each config argument made from its members' values (which are dropped),
-    innermost first."""
+    innermost first: a namespace, a dict read by keys (``sources/keyed.py``) or a config class."""
     out = dict(values)
     for g in reversed(groups):
         kwargs = {s.rpartition(".")[2]: out.pop(s) for s in g.subs if s in out}
-        out[g.name] = g.cls(**kwargs)
+        # A key its constructor tests (``"k" in cfg``) is left out where None (``keyed.py``).
+        drop = {s.rpartition(".")[2] for s in g.optional}
+        out[g.name] = g.cls(**{k: v for k, v in kwargs.items() if k not in drop or v is not None})
     return out
 
 
@@ -133,9 +136,16 @@ def search(d: Draft, leads: Leads, budget: Budget, child: Child) -> Found:
         real_ok = small(module)  # as the search built it (``_forms/rebuild/real.py``)
         sums = dict.fromkeys(s for u in leads.uses.values() for s in u.sums)
         flags = frozenset(n for n, u in leads.uses.items() if u.condition)
+        # A namespace's or a dict's members too (``sources/nested.py``): a member the search
+        # moved that builds as exactly otherwise is no more proven than an argument. Not a
+        # config class's: its form is read whole by the model around it (``blocklists.py``:
+        # torchvision's InvertedResidualConfig, whose width_mult 1.0 a hair away builds alike).
+        spaces = {g.name for g in leads.groups if g.cls in (dict, types.SimpleNamespace)}
+        members = [f for f in fields if f.name.rpartition(".")[0] in spaces]
         rivals = settle(
-            d.fields, found.values, make, leads.live, leads.dtype, budget, real_ok, sums, flags
-        )
+            [*d.fields, *members],
+            found.values, make, leads.live, leads.dtype, budget, real_ok, sums, flags, leads.alike,
+        )  # fmt: skip
     if found.exact and leads.spread is not None and leads.kept:
         found.values[leads.spread] = leads.kept
     if found.exact and leads.groups:

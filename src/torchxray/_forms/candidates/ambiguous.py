@@ -75,6 +75,16 @@ def _reversed(v: Any) -> Any:
     return None
 
 
+def _lengths(v: list[Any] | tuple[Any, ...] | Any) -> list[Any]:
+    """A list or tuple one item shorter and one longer (its last item again): where either
+    rebuilds as exactly, only some of its items are read (``scale = args.scale[0]``), and its
+    length is not known."""
+    if type(v) not in (list, tuple) or not v:
+        return []  # a namedtuple, a torch.Size: its length is its kind's
+    longer = type(v)([*v, v[-1]])
+    return [*([v[:-1]] if len(v) > 1 else []), longer]
+
+
 def _float_rivals(v: Any) -> list[float]:
     """A float a little above ``v`` (a short one the note can show: 6.0 -> 6.0006), then a hair
     below (where ``v`` sits at the top of its interval: a ceiling)."""
@@ -111,6 +121,7 @@ def settle(
     real_ok: bool = False,
     sums: Iterable[Sum] = (),
     flags: frozenset[str] = frozenset(),
+    others: dict[str, list[Any]] | None = None,
 ) -> dict[str, Any]:
     """Of ``values`` (an exact search's), each field of ``drafts`` whose draft value rebuilds
     ``live`` as exactly is put back to its draft value in ``values`` (a required one without a
@@ -136,9 +147,13 @@ def settle(
             # whole number it makes: the value found is a guess, flagged.
             other = _reversed(found)
             near = [other] if other is not None else _float_rivals(found)
+            near += _lengths(found)
             for v in near:
                 if _exact({**values, f.name: v}, make, live, dtype, cap, budget, real_ok):
                     rivals[f.name] = v
+                    if isinstance(v, (list, tuple)) and len(v) < len(found):
+                        # The shorter is as likely (none of its items is unread): shown.
+                        values[f.name], rivals[f.name] = v, found
                     break
             continue
         if f.required and f.value is None:
@@ -161,6 +176,16 @@ def settle(
         ):
             if _exact({**values, name: bool(v)}, make, live, dtype, cap, budget, real_ok):
                 values[name], rivals[name] = bool(v), v
+    # A factory found among the module's functions named like the field (``sources/called.py``)
+    # where another of them rebuilds as exactly: which one was passed is not known.
+    for name, alike in (others or {}).items():
+        v = values.get(name)
+        if name in rivals or budget.stopped or not any(v is a for a in alike):
+            continue
+        for other in (a for a in alike if a is not v):
+            if _exact({**values, name: other}, make, live, dtype, cap, budget, real_ok):
+                rivals[name] = other
+                break
     moved = {f.name for f in drafts if f.name in values and not same(values[f.name], f.value)}
     for s in sums:
         if budget.stopped:

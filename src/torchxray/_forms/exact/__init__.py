@@ -56,6 +56,18 @@ def note(found: Any, kind: str) -> str:
     )
 
 
+def _members_note(name: str, rivals: dict[str, Any]) -> str:
+    """The note of a config with members that rebuild as exactly with other values."""
+    try:
+        said = ", ".join(f"{k[len(name) + 1 :]}={to_text('literal', v)}" for k, v in rivals.items())
+    except Exception:  # noqa: BLE001 - a value without a text form: its repr
+        said = ", ".join(f"{k[len(name) + 1 :]}={v!r}" for k, v in rivals.items())
+    return (
+        f"a guess: with {said} it rebuilds just as exactly, so the value it was built with is "
+        "not known; an edit may tell them apart (record its construction for the exact value)"
+    )
+
+
 def _write(
     cls: type,
     sig: inspect.Signature,
@@ -76,6 +88,14 @@ def _write(
             continue
         # A required value the search proved None is given, not missing (drop_path=None).
         given = found.exact and f.required and f.value is None and f.origin == "default"
+        members = {k: v for k, v in rivals.items() if k.startswith(f"{f.name}.")}
+        if members and found.exact and f.name in found.values:
+            # A config made from members of which one is not proven: the config is a guess.
+            f, infos[f.name] = make_field(
+                cls, sig.parameters[f.name], found.values[f.name], "default"
+            )
+            fields[i] = dataclasses.replace(f, note=_members_note(f.name, members))
+            continue
         if f.name not in found.values or same(found.values[f.name], f.value) and not given:
             continue
         value = found.values[f.name]

@@ -23,9 +23,11 @@ the search (stage 3) starts from, by the sources that read the module's surround
   after, called again on meta up to the class's constructor (a whole model's arguments; never
   a person's own code, ``installed.py``);
 - ``nested.py``, a config object: a parameter that takes a small config instance is searched
-  member by member; ``shipped.py``: configs the library ships as data;
+  member by member (a plain dict read by string keys too, ``keyed.py``); ``shipped.py``: configs
+  the library ships as data;
 - ``handed.py`` and ``literals.py``, how ``__init__`` uses an argument in its source: a
-  ``**kwargs`` handed on to a layer, the strings a parameter is compared with;
+  ``**kwargs`` handed on to a layer, the strings a parameter is compared with; ``called.py``, a
+  factory it calls (the module's functions named like it);
 - ``usage.py``, how ``__init__`` uses each argument (its AST: kept under another name,
   unpacked, iterated, measured, a number, read by its fields or keys, a table's key, handed to
   a layer; the source read once, and each expression's questions, in ``code.py``; its records
@@ -36,8 +38,7 @@ the search (stage 3) starts from, by the sources that read the module's surround
   holds it inside), ``items.py``, a list made one layer per item read back off those layers,
   ``sums.py``, the linear sums of arguments handed to layers (the rebuild search solves
   them), ``specs.py``, a dict of keyword dicts read back off the layers made one per entry,
-  ``running.py``, a list of sizes an integer buffer keeps as running sums, and
-  ``callables.py``, the layer factory a called argument may be (the file's own);
+  and ``running.py``, a list of sizes an integer buffer keeps as running sums;
 - ``children.py`` and the readers beside it, the children's structure: widths, kernel sizes,
   per-stage lists, block descriptions, a network's layers, the module's place;
 - ``pools.py`` puts every field's readings in the order the search tries them.
@@ -67,6 +68,7 @@ from ..signature import Constructor
 from ..validate import check_type, may_try
 from ..values import to_text
 from . import attributes, defaults, recorded, recoverers
+from .called import file_factories
 from .factory import started_from
 from .handed import handed
 from .layout import Layout
@@ -167,6 +169,9 @@ class Leads:
     live: Parts
     dtype: torch.dtype | None
     uses: dict[str, Usage] = field(default_factory=dict)
+    # A factory each called field may be (``called.py``): another that rebuilds as exactly as the
+    # one found leaves it a flagged guess (``candidates/ambiguous.py``).
+    alike: dict[str, list[Any]] = field(default_factory=dict)
 
 
 def draft(ctor: Constructor) -> Draft:
@@ -231,6 +236,10 @@ def _movable(f: Field) -> bool:
     return plain and f.origin in ("attribute", "derived")
 
 
+def _called(cls: type, name: str) -> bool:
+    return "." not in name and usage(cls, name).called
+
+
 def leads(d: Draft, ceiling: float, child: Child) -> Leads:
     """What the search starts from (see ``Leads``); ``ceiling`` is the form's safety ceiling
     (the thread's CPU time), ``child`` opens a layer's own form (the pipeline's ``form``)."""
@@ -282,4 +291,5 @@ def leads(d: Draft, ceiling: float, child: Child) -> Leads:
         parts(module),
         floating_dtype(module),
         {f.name: usage(cls, f.name) for f in nested.fields if "." not in f.name},
+        {f.name: file_factories(cls, f.name) for f in nested.fields if _called(cls, f.name)},
     )

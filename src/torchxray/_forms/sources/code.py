@@ -18,7 +18,8 @@ from ..._signature import resolve
 from .literals import source_tree
 
 __all__ = [
-    "Code", "annotation_of", "attrs_of", "bound", "code_of", "conditional", "func_name", "is_name",
+    "Code", "annotation_of", "attrs_of", "bound", "code_of", "conditional", "constant_index",
+    "func_name", "is_name",
     "kept_items", "kept_under", "names_of", "offset_of", "param_names", "resolved", "table_of",
     "truth_test",
 ]  # fmt: skip
@@ -183,6 +184,14 @@ def offset_of(key: ast.AST) -> int | None:
     ):
         return key.right.value if isinstance(key.op, ast.Add) else -key.right.value
     return None
+
+
+def constant_index(key: ast.AST) -> bool:
+    """``x[0]``, ``x[-1]``: a constant whole-number index, which a sequence takes (a dict keyed
+    by numbers would too; a number never, and the search offers a sequence for it)."""
+    if isinstance(key, ast.UnaryOp) and isinstance(key.op, ast.USub):
+        key = key.operand
+    return isinstance(key, ast.Constant) and type(key.value) is int
 
 
 def param_names(fn: Callable[..., Any]) -> tuple[str, ...]:

@@ -77,7 +77,8 @@ def merged(outer: Any, inner: Usage, kept: str) -> None:
         return [dataclasses.replace(h, kept=h.kept or kept) for h in hs]
 
     outer.kept += inner.kept
-    for flag in ("number", "sequence", "measured", "called", "tested", "unpacks", "condition"):
+    flags = ("number", "sequence", "measured", "called", "tested", "unpacks", "condition")
+    for flag in (*flags, "scales", "indexed"):
         setattr(outer, flag, getattr(outer, flag) or getattr(inner, flag))
     outer.mapping = outer.mapping or inner.mapping
     outer.unpacked = outer.unpacked or inner.unpacked

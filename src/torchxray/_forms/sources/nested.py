@@ -8,7 +8,9 @@ like any other argument: from the children's attributes and the differences of e
 A namespace nothing annotates is searched the same way, by the fields the constructor reads off
 it (``usage.py``: ``cfg.kernel``, ``cfg.model.encoder.channels``, and what a class of the user's
 it is handed to whole reads): one field per field read, a ``SimpleNamespace`` made again for
-each build (``namespace``, ``_space``).
+each build (``namespace``, ``_space``); and a plain dict read by constant string keys
+(``cfg["stem_w"]``, ``cfg.get("block", "x")``, ``cfg["enc"]["dim"]``: ``keyed.py`` reads them
+and says what each key stands for), one field per key, a ``dict`` made again (``_dict_space``).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from ..configs import is_config
 from ..field import Field
 from ..kinds import KindInfo, ann_text, kind_of
 from ..values import to_text
+from .keyed import Keys, keys_of, reads_at, table_keys
 from .literals import compared_strings
 from .usage import usage
 
@@ -44,6 +47,9 @@ class Group:
     name: str  # the dotted name of the argument the instance is passed as ("cfg.stem")
     cls: type
     subs: list[str] = field(default_factory=list)  # dotted names, constructor order
+    # Of a dict read by keys: the keys its constructor tests (``"k" in cfg``), left out of the
+    # dict made where their value is None (``keyed.py``).
+    optional: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -182,12 +188,14 @@ def _below(readers: list[_Reader], name: str) -> list[_Reader]:
                 and isinstance(callee, type)
                 and not callee.__module__.startswith("torch")
             ):
-                if usage(callee, h.param).fields:
+                if usage(callee, h.param).fields or usage(callee, h.param).keys:
                     out.append((callee, h.param, ()))
     return out
 
 
-def _leaf(readers: list[_Reader], prefix: str, name: str) -> tuple[Field, KindInfo]:
+def _leaf(
+    readers: list[_Reader], prefix: str, name: str, default: Any = _MISSING
+) -> tuple[Field, KindInfo]:
     """A field of a namespace that is read as a value: its kind from the layer it is handed to
     (``nn.Dropout(cfg.dropout)``: a float), narrowed by how it is used (``cfg.kernel // 2``
     takes a number where ``Conv1d``'s ``kernel_size`` takes a tuple too; ``*cfg.channels`` a
@@ -201,14 +209,14 @@ def _leaf(readers: list[_Reader], prefix: str, name: str) -> tuple[Field, KindIn
             continue
         break
     number = any(u.number for u in uses)
-    sequence = any(u.sequence for u in uses)
+    sequence = any(u.sequence or u.indexed for u in uses)
     ann = handed
     if sequence and not number:
         ann = list[int]
     elif number and not sequence and handed not in (int, float):
         ann = int
-    param = inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=ann)
-    return _sub(readers[0][0], param, prefix, None)
+    param = inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=ann, default=default)
+    return _sub(readers[0][0], param, prefix, None if default is _MISSING else default)
 
 
 def _space(
@@ -225,14 +233,67 @@ def _space(
         g.subs.append(f"{prefix}.{name}")
 
 
+def _keys(readers: list[_Reader]) -> Keys | None:
+    """The keys the readers read off their dict (``keyed.py``); None unless every reader that
+    reads it reads constant string keys only, at most ``MAX_FIELDS``."""
+    out = Keys()
+    for r in readers:
+        at = reads_at(*r)
+        if at is None or not at[1]:
+            continue
+        k = keys_of(*at)
+        if k.other:
+            return None
+        out.names += [n for n in k.names if n not in out.names]
+        out.defaults = {**k.defaults, **out.defaults}
+        out.optional |= k.optional
+        out.spread = {**k.spread, **out.spread}
+    return out if 0 < len(out.names) <= MAX_FIELDS else None
+
+
+def _dict_space(
+    readers: list[_Reader], keys: Keys, prefix: str, depth: int, groups: list[Group]
+) -> Iterator[tuple[Field, KindInfo]]:
+    optional = frozenset(f"{prefix}.{n}" for n in keys.optional)
+    g = Group(prefix, dict, optional=optional)
+    groups.append(g)
+    for name in keys.names:
+        below = _below(readers, name)
+        if name in keys.spread:  # Encoder(n, **cfg["encoder"]): the class reads the key
+            below.append((*keys.spread[name], ()))
+        inner = _keys(below) if depth < MAX_DEPTH + 1 else None
+        if inner is not None:
+            yield from _dict_space(below, inner, f"{prefix}.{name}", depth + 1, groups)
+        else:
+            default = keys.defaults.get(name, None if name in keys.optional else _MISSING)
+            sub, info = _leaf(below, prefix, name, default)
+            at = reads_at(*readers[0])
+            choices = table_keys(at[0], [*_reads_of(at, name)]) if at is not None else ()
+            if choices and sub.kind == "str":  # BLOCKS[cfg.get("block", "x")]: BLOCKS' keys
+                sub, info = (
+                    dataclasses.replace(sub, choices=choices),
+                    dataclasses.replace(info, choices=choices),
+                )
+            yield sub, info
+        g.subs.append(f"{prefix}.{name}")
+
+
+def _reads_of(at: tuple[Any, list[Any]], name: str) -> list[Any]:
+    from .keyed import step
+
+    return step(at[0], at[1], name)
+
+
 def namespace(cls: type, f: Field) -> bool:
     """Whether the argument is a namespace the constructor reads field by field (``cfg.kernel``,
     ``args.n_embd``) and keeps nowhere: nothing annotates it as a class, no value is known, and
     it is used for nothing but its fields (no number, sequence, key or call, not tested)."""
     u = usage(cls, f.name)
-    if f.value is not None or not u.fields or len(u.fields) > MAX_FIELDS:
+    if f.value is not None or f.annotation not in ("", "Any", "typing.Any", "object"):
         return False
-    if f.annotation not in ("", "Any", "typing.Any", "object"):
+    if not u.fields:
+        return _keys([(cls, f.name, ())]) is not None  # a dict read by keys only (keyed.py)
+    if len(u.fields) > MAX_FIELDS:
         return False
     return not u.handed and not dataclasses.replace(u, fields=()).known
 
@@ -259,7 +320,14 @@ def nest(
         if c is None and p is not None and f.name in spaces:
             # A namespace read field by field: one sub-field per field read (nested ones too),
             # made a SimpleNamespace again for each build.
-            for sub, info in _space([(cls, f.name, ())], f.name, 1, groups):
+            top: list[_Reader] = [(cls, f.name, ())]
+            keys = _keys(top)
+            made = (
+                _dict_space(top, keys, f.name, 1, groups)
+                if keys
+                else _space(top, f.name, 1, groups)
+            )
+            for sub, info in made:
                 out.append(sub)
                 out_infos[sub.name] = info
             continue

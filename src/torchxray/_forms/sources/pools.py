@@ -47,7 +47,7 @@ from ..values import same_value
 from . import children, layout
 from .attributes import same_named
 from .blocklists import described
-from .callables import callables
+from .called import called_factories
 from .gathered import gathered
 from .items import items_of
 from .literals import compared_strings
@@ -293,10 +293,10 @@ def candidates(
         found = items_of(module, use) if not noted else []
         listed_items = [tuple(v) if tupled else v for v in found]
         read = [*listed_items, *keys(module, name, use), *holders(module, use)]
-        if use.called and f.value is None and "." not in f.name:
-            # A factory it calls, handed down from the file's other classes (``callables.py``):
-            # what the author wrote, before a torch class that makes the same layers.
-            read += callables(original_class(type(module)), name)
+        if f.value is None and guessed(f) and not noted:
+            # A factory it calls (``called.py``: conv=default_conv): what the author wrote,
+            # before a torch class that makes the same layers.
+            read += called_factories(module, original_class(type(module)), name, use)
         if use.called and f.kind == "literal" and not noted:
             # Called (``norm(ch)``, in a helper method too) and nothing says what it takes: a
             # layer factory, the classes of its layers.

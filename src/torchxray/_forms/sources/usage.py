@@ -37,6 +37,7 @@ from .code import (
     bound,
     code_of,
     conditional,
+    constant_index,
     func_name,
     is_name,
     kept_items,
@@ -49,6 +50,7 @@ from .code import (
     truth_test,
 )
 from .helpers import MAX_HOPS, local_dict, merged, method_of
+from .keyed import key_of, step
 from .pairs import in_loop, zipped
 from .sums import sums
 from .uses import Handed, Usage, fits  # fits: whether a value could be the argument
@@ -85,6 +87,7 @@ class _Reader:
         self.fields: dict[str, None] = {}
         self.keys: dict[str, None] = {}
         self.number = self.sequence = self.measured = self.called = self.tested = False
+        self.indexed = False
         self.unpacked = 0
         self.items: tuple[str, ...] = ()  # the names it is unpacked to
         self.table: tuple[tuple[Any, ...], tuple[Any, ...]] = ((), ())
@@ -124,19 +127,15 @@ class _Reader:
             self.condition,
             self.mapping,
             self.scales,
+            self.indexed,
         )
 
     def _nodes(self) -> list[ast.AST]:
         """The argument's loads, or where a path is read, the ends of ``name.a.b`` read off
         them (``cfg.model.dropout`` for the path ``("model", "dropout")``)."""
         nodes: list[ast.AST] = list(self.code.loads.get(self.name, ()))
-        for attr in self.path:
-            ups = [self.code.up.get(n) for n in nodes]
-            nodes = [
-                u
-                for n, u in zip(nodes, ups)
-                if isinstance(u, ast.Attribute) and u.value is n and u.attr == attr
-            ]
+        for attr in self.path:  # a field or a string key (``keyed.py``: cfg["dec"]["size"])
+            nodes = step(self.code, nodes, attr)
         return nodes
 
     def _use(self, node: ast.AST, parent: ast.AST | None, up: dict[ast.AST, ast.AST]) -> None:
@@ -185,6 +184,9 @@ class _Reader:
                 self._item(parent, offset, up)
             elif isinstance(key, ast.Constant) and isinstance(key.value, str):
                 self.keys.setdefault(key.value, None)
+            elif constant_index(key) and self.name not in self.code.stores:
+                # x[0], x[-1]: an item, never a number (never rebound: ``to_2tuple(x)[0]``)
+                self.indexed = self.indexed or not conditional(parent, up)
         elif isinstance(parent, ast.Subscript) and parent.slice is node:
             self.table = table_of(local_dict(parent.value, self.code.stores), self.scope)
         elif isinstance(parent, ast.BinOp) and isinstance(parent.op, _NUMBER_OPS):
@@ -199,8 +201,9 @@ class _Reader:
             isinstance(parent, ast.Compare)
             and node in parent.comparators
             and isinstance(parent.ops[parent.comparators.index(node)], (ast.In, ast.NotIn))
+            and not key_of(parent.left)
         ):
-            self.sequence = True  # res in attn_resolutions
+            self.sequence = True  # res in attn_resolutions ("k" in cfg: a dict's too, keyed.py)
         elif isinstance(parent, ast.Call):
             self._call(parent, node, up)
         elif isinstance(parent, ast.keyword) and isinstance(up.get(parent), ast.Call):

@@ -60,8 +60,14 @@ class Usage:
     condition: bool = False
     mapping: bool = False  # x.items(), x.keys(), x.values(), **x: a dict of keywords or entries
     # x * w, w * x with w no constant: a factor of a width (``int(round(w_in * se_ratio))``), so
-    # a float where a flag's truth is tried (``rules/class_flag.py``).
+    # a fraction where a pool offered 1 (``rules/whole_factor.py``).
     scales: bool = False
+    # x[0], x[-1]: an item read by a constant index, so a sequence, never a number: a namespace's
+    # field is offered sequences (``nested.py``). Not ``sequence``: a pair more often than a list
+    # of sizes (the pools' sequence readings are not asked), and an argument's int is still
+    # tried, whose failed build ("'int' object is not subscriptable") offers the grids the layers
+    # keep (``candidates/failed.py``: DonutSwin's grid_size).
+    indexed: bool = False
 
     @property
     def known(self) -> bool:

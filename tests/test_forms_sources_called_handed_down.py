@@ -1,6 +1,7 @@
-"""A called argument with no value (``_forms/sources/callables.py``): the layer factory a model
-hands down, found among the defaults and functions of the class's own file, on classes written
-here the way research code writes them (EDSR-style ``conv`` factories)."""
+"""A called argument with no value (``_forms/sources/called.py``): the layer factory a model
+hands down, the default the file's other constructors give that name, comes before the file's
+functions named like it, on classes written here the way research code writes them (EDSR-style
+``conv`` factories)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from fixtures.forms import exact
 from torch import nn
 
-from torchxray._forms.sources.callables import callables
+from torchxray._forms.sources.called import file_factories, handed_down
 
 warnings.filterwarnings("ignore")
 pytestmark = pytest.mark.usefixtures("roomy_form_budget")
@@ -44,9 +45,9 @@ class Net(nn.Module):
 
 
 def test_the_factory_the_model_hands_down_comes_first() -> None:
-    assert callables(Res, "conv")[0] is same_conv
-    assert conv_no_pad in callables(Res, "conv")  # named after the parameter
-    assert callables(nn.Conv2d, "conv") == ()  # torch's own: its attributes say it all
+    assert handed_down(Res, "conv") == (same_conv,)  # Net's default
+    assert file_factories(Res, "conv") == [same_conv, conv_no_pad]  # then those named like it
+    assert handed_down(nn.Conv2d, "conv") == ()  # torch's own: its attributes say it all
 
 
 def test_blocks_given_a_factory_get_exact_forms_with_it() -> None:
