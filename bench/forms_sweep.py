@@ -38,6 +38,7 @@ import torch
 from torch import nn
 
 import torchxray as tx
+from torchxray._cast import to_like
 from torchxray._forms.exact.gate import build_meta
 from torchxray._forms.rebuild.warmup import warm
 from torchxray._patch.placement import carry
@@ -151,10 +152,12 @@ def _rebuild_as_edit(f: Any, live: nn.Module) -> nn.Module:
     else:
         built = f.build()
     floats = [t for t in [*live.parameters(), *live.buffers()] if t.is_floating_point()]
+    # As an edit places a replacement: floating tensors cast, complex ones kept (``to_like``;
+    # ``nn.Module.to(dtype)`` would make a Fourier layer's complex weights real).
     if floats and not meta:
-        built.to(device=floats[0].device, dtype=floats[0].dtype)
+        to_like(built, floats[0].device, floats[0].dtype)
     elif floats:
-        built.to(dtype=floats[0].dtype)
+        to_like(built, dtype=floats[0].dtype)
     built.train(live.training)
     try:
         carry(built, live)
