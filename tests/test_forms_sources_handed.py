@@ -4,6 +4,7 @@ module built without recording is exact, and its unchanged build has the live pa
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import warnings
 
@@ -11,6 +12,8 @@ import pytest
 import torch
 from fixtures.forms import exact
 from torch import nn
+
+import torchxray as tx
 
 warnings.filterwarnings("ignore")
 pytestmark = pytest.mark.usefixtures("roomy_form_budget")
@@ -77,3 +80,25 @@ def test_a_dict_spread_into_a_partial_is_read_off_the_layers_the_partial_made() 
     f = exact(_ScanLM(mixer_cfg={"d_state": 4, "expand": 3}))
     assert f["mixer_cfg"].value == {"d_state": 4, "expand": 3}
     assert exact(_ScanLM(mixer_cfg={"expand": 2}))["mixer_cfg"].value in (None, {})
+
+
+class _TwoSpreads(nn.Module):
+    """One dict of keywords spread into two calls that pass other keywords themselves."""
+
+    def __init__(self, c=8, conv_kwargs=None):  # noqa: ANN001
+        super().__init__()
+        first = nn.Conv2d(c, c, 3, padding=1, **(conv_kwargs or {}))
+        self.b = nn.Conv2d(c, c, 1, groups=c, **(conv_kwargs or {}))  # held first
+        self.a = first
+
+
+def test_a_dict_spread_into_several_calls_does_not_start_from_one_layers_keywords() -> None:
+    from torchxray._forms.sources import _spread_start
+
+    m = _TwoSpreads()
+    field = next(f for f in tx.form(m).fields if f.name == "conv_kwargs")
+    unset = dataclasses.replace(field, value=None, origin="default")
+    # The first call's layer would be taken for the one held first, b: {"groups": 8}, which
+    # the second call passes itself.
+    assert _spread_start(_TwoSpreads, m, unset, tx.form).value is None
+    assert exact(m)["conv_kwargs"].value in (None, {})

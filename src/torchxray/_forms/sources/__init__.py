@@ -70,7 +70,7 @@ from ..values import to_text
 from . import attributes, defaults, recorded, recoverers
 from .called import file_factories
 from .factory import started_from
-from .handed import handed
+from .handed import handed, spread_calls
 from .layout import Layout
 from .layout import read as read_layout
 from .literals import compared_strings
@@ -213,6 +213,11 @@ def draft(ctor: Constructor) -> Draft:
 
 def _spread_start(cls: type, module: nn.Module, f: Field, child: Child) -> Field:
     if f.kind == "varkw" or "." in f.name or f.value is not None or not guessed(f):
+        return f
+    if len(spread_calls(cls, f.name)) != 1:
+        # Spread into several calls (timm's ``conv_kwargs`` into every ConvNormAct), each
+        # passing other keywords itself: which layer a call made is not known, and a layer
+        # another call made would start the search from the keywords that call passes.
         return f
     kept = handed(cls, module, f.name, child)
     return dataclasses.replace(f, value=kept, text=to_text(f.kind, kept)) if kept else f

@@ -15,7 +15,7 @@ from ..._signature import original, resolve
 from ..values import same
 from .literals import source_tree
 
-__all__ = ["NOT_PASSED", "handed", "is_default"]
+__all__ = ["NOT_PASSED", "handed", "is_default", "spread_calls"]
 
 NOT_PASSED = ("device", "dtype")
 
@@ -31,7 +31,7 @@ _Call = tuple[str, int, frozenset[str]]
 LATER = -1  # the positional values come with a later call (``partial``): the required ones
 
 
-def _calls(cls: type, name: str) -> tuple[_Call, ...]:
+def spread_calls(cls: type, name: str) -> tuple[_Call, ...]:
     """(callee's last name, positional count, keyword names) of each call in ``cls.__init__`` that
     passes ``**name``."""
     return _spread_calls(cls).get(name, ())
@@ -111,7 +111,7 @@ def handed(
 ) -> dict[str, Any] | None:
     """The keywords ``**name`` most likely held, or None when no call of ``cls`` hands it on to
     a child layer whose form is exact."""
-    calls = _calls(cls, name)
+    calls = spread_calls(cls, name)
     if not calls:
         return None
     try:
