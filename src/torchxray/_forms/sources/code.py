@@ -14,8 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..._signature import resolve
-from .literals import source_tree
+from ..._signature import resolve, source_tree
 
 __all__ = [
     "Code", "annotation_of", "attrs_of", "bound", "code_of", "conditional", "constant_index",

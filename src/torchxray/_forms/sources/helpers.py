@@ -22,10 +22,9 @@ import dataclasses
 import inspect
 import types
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # uses.py reads code.py, which reads literals.py, which reads this file
-    from .uses import Handed, Usage
+from .uses import Handed, Usage
 
 __all__ = ["local_dict", "merged", "method_of"]
 
