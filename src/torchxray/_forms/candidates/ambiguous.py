@@ -76,13 +76,14 @@ def _reversed(v: Any) -> Any:
 
 
 def _lengths(v: list[Any] | tuple[Any, ...] | Any) -> list[Any]:
-    """A list or tuple one item shorter and one longer (its last item again): where either
-    rebuilds as exactly, only some of its items are read (``scale = args.scale[0]``), and its
-    length is not known."""
-    if type(v) not in (list, tuple) or not v:
+    """A list or tuple one item shorter: where it rebuilds as exactly, only some of its items
+    are read (``scale = args.scale[0]``), and its length is not known. Not one item longer:
+    a model that zips its per-stage lists with its stages ignores an extra item (timm's
+    ResNet ``layers``, ConvNeXt ``depths``), and flagging every such list as a guess says
+    nothing a person could use."""
+    if type(v) not in (list, tuple) or len(v) < 2:
         return []  # a namedtuple, a torch.Size: its length is its kind's
-    longer = type(v)([*v, v[-1]])
-    return [*([v[:-1]] if len(v) > 1 else []), longer]
+    return [v[:-1]]
 
 
 def _float_rivals(v: Any) -> list[float]:
