@@ -146,10 +146,14 @@ def _made(module: nn.Module, callee: str, held: bool) -> Iterator[nn.Module]:
     items of the containers the module holds (``nn.ModuleList([Block(d, **kwargs) for _ in
     range(depth)])``) of that name; for a factory a parameter holds (``block_fn(...)`` in a
     loop), any item of those containers (the blocks it filled)."""
+    near: list[nn.Module] = []
     for child in module.children():
         if type(child).__name__ == callee:
-            yield child
+            near.append(child)
         elif isinstance(child, (nn.Sequential, nn.ModuleList, nn.ModuleDict)):
-            yield from (c for c in child.children() if held or type(c).__name__ == callee)
-    # A factory handed on (``partial(Block, **cfg)`` given to a stage) makes its layers deeper.
-    yield from (m for m in module.modules() if m is not module and type(m).__name__ == callee)
+            near += [c for c in child.children() if held or type(c).__name__ == callee]
+    yield from near
+    # A factory handed on (``partial(Block, **cfg)`` given to a stage) makes its layers deeper;
+    # those above are not offered twice.
+    seen = {id(m) for m in near} | {id(module)}
+    yield from (m for m in module.modules() if id(m) not in seen and type(m).__name__ == callee)
