@@ -18,7 +18,8 @@ Two rivals the draft value does not show: a float the module shows only through 
 it makes (``int(d * factor)``: every factor in a small interval makes the same width) is tried a
 hair above and below (``_FLOAT_STEP``); and two whole numbers a layer sees only as their sum
 (``nn.Linear(2 * enc + dec, n)``, ``sums``: ``_forms/sources/sums.py``) are tried moved against
-each other along the sum, which keeps its value. Where such a build is exact, the value found is
+each other along the sum, which keeps its value; two a layer sees only as their product
+(``patch * patch * out``, ``_forms/sources/products.py``) are tried as its other factorizations. Where such a build is exact, the value found is
 one of several and is flagged as a guess (the rival named), never shown as proven. And a number
 the constructor only tests for truth (``if elu:``) is shown as that truth where it rebuilds as
 exactly, the number named as the rival.
@@ -38,8 +39,10 @@ from ..field import Field
 from ..rebuild.compare import cast_like, differences
 from ..rebuild.parts import Parts, parts
 from ..rebuild.real import Rebuild
+from ..sources.products import Product
 from ..sources.sums import Sum
 from ..values import same
+from .rules.factored import refactored
 
 __all__ = ["settle"]
 
@@ -120,7 +123,7 @@ def settle(
     dtype: torch.dtype | None,
     budget: Budget,
     real_ok: bool = False,
-    sums: Iterable[Sum] = (),
+    sums: Iterable[Sum | Product] = (),
     flags: frozenset[str] = frozenset(),
     others: dict[str, list[Any]] | None = None,
 ) -> dict[str, Any]:
@@ -191,7 +194,8 @@ def settle(
     for s in sums:
         if budget.stopped:
             break
-        for change in _along(s, values, moved):
+        rivals_of = _along(s, values, moved) if isinstance(s, Sum) else refactored(s, values, moved)
+        for change in rivals_of:
             if all(n not in rivals for n in change) and _exact(
                 {**values, **change}, make, live, dtype, cap, budget, real_ok
             ):

@@ -37,7 +37,9 @@ the search (stage 3) starts from, by the sources that read the module's surround
   namespace the modules around keep, the table's key of the class made, what an attribute
   holds it inside), ``items.py``, a list made one layer per item read back off those layers,
   ``sums.py``, the linear sums of arguments handed to layers (the rebuild search solves
-  them), ``specs.py``, a dict of keyword dicts read back off the layers made one per entry,
+  them), ``products.py``, the products of arguments handed to layers (``patch ** 2 *
+  channels``: solved for their factors, the factorizations the layers cannot tell apart
+  flagged), ``specs.py``, a dict of keyword dicts read back off the layers made one per entry,
   and ``running.py``, a list of sizes an integer buffer keeps as running sums;
 - ``children.py`` and the readers beside it, the children's structure: widths, kernel sizes,
   per-stage lists, block descriptions, a network's layers, the module's place;

@@ -36,6 +36,10 @@ class Sum:
     coefs: tuple[tuple[str, int], ...]
     const: int
 
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(n for n, _ in self.coefs)
+
     def value(self, values: Mapping[str, Any]) -> int | None:
         """The sum at ``values`` (None where one of its parameters holds no whole number)."""
         total = self.const

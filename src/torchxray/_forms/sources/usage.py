@@ -52,6 +52,7 @@ from .code import (
 from .helpers import MAX_HOPS, local_dict, merged, method_of
 from .keyed import key_of, step
 from .pairs import in_loop, zipped
+from .products import products
 from .sums import sums
 from .uses import Handed, Usage, fits  # fits: whether a value could be the argument
 
@@ -397,7 +398,7 @@ def usage(cls: type, name: str, path: tuple[str, ...] = ()) -> Usage:
         read = _read(init, name, 1, path, cls)
         if path:
             return read
-        found = tuple(s for s in _sums(init) if any(n == name for n, _ in s.coefs))
+        found = tuple(s for s in _sums(init) if name in s.names)
         return dataclasses.replace(read, sums=found) if found else read
     except (RecursionError, ValueError, TypeError):
         return _NOTHING
@@ -405,7 +406,10 @@ def usage(cls: type, name: str, path: tuple[str, ...] = ()) -> Usage:
 
 @functools.lru_cache(maxsize=512)
 def _sums(init: Callable[..., Any]) -> tuple[Any, ...]:
-    """The linear sums a constructor hands its layers (``sums.py``), read once for all its
-    parameters."""
+    """The linear sums and the products a constructor hands its layers (``sums.py``,
+    ``products.py``), read once for all its parameters."""
     code = code_of(init)
-    return () if code is None else sums(frozenset(param_names(init)[1:]), code)  # not self
+    if code is None:
+        return ()
+    params = frozenset(param_names(init)[1:])  # not self
+    return (*sums(params, code), *products(params, code))

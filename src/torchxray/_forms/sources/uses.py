@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 
+from .products import Product
 from .sums import Sum
 
 __all__ = ["Handed", "Usage", "fits"]
@@ -50,7 +51,8 @@ class Usage:
     # ``for n in cards: nn.Embedding(n, d)``): ``items.py`` reads them back off those layers.
     items_handed: tuple[Handed, ...] = ()
     unpacks: bool = False  # a, b = x itself (not a helper's result): never a number
-    sums: tuple[Sum, ...] = ()  # linear sums of it and others handed to layers (``sums.py``)
+    # Linear sums and products of it and others handed to layers (``sums.py``, ``products.py``).
+    sums: tuple[Sum | Product, ...] = ()
     # Kept inside what an attribute holds: (attribute, key) of a literal's entry (``self.fns =
     # {"hidden": act}``, ``self.acts = (act, out)``: the index), (attribute, ("cell", name)) of
     # a lambda that closes over it (``self.act = lambda x: act(x)``).

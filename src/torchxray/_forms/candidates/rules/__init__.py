@@ -23,7 +23,8 @@ tries at most ``GUIDED_TRIES`` per build (``_forms/candidates/tuning.py``), so t
    above, no field's candidate and no second look scored better: ``_forms/candidates/loop.py``'s
    ``paired``, ``PAIR_TRIES`` builds), each rule over every
    difference before the next (the field holding the number, then one it is a multiple of);
-   then one field solved in a linear sum of several (``enc_hid * 2 + dec_hid``) and a float
+   then one field solved in a linear sum of several (``enc_hid * 2 + dec_hid``), one or two
+   factors of a product (``patch * patch * channels``), and a float
    recovered from a ratio of widths (``int(d_model * factor)``): both read hand-written
    relations, and tried earlier they led library searches that succeed without them astray (a
    ratio set before the flag that fuses a gate); last, a flag the constructor takes as a truth
@@ -42,6 +43,7 @@ from . import (
     depth,
     derived_widths,
     entries,
+    factored,
     factories,
     grid_pair,
     handed_kwargs,
@@ -121,6 +123,7 @@ RULES: tuple[Rule, ...] = (
     Rule("kept_width", kept_width.propose, "last"),
     Rule("kept_multiple", kept_multiple.propose, "last"),
     Rule("linear_sum", linear_sum.propose, "last"),
+    Rule("factored", factored.propose, "last"),
     Rule("width_factor", width_factor.propose, "last"),
     Rule("class_flag", class_flag.propose, "last"),
 )

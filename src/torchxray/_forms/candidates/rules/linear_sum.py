@@ -24,7 +24,9 @@ def _sums(p: Problem) -> list[Sum]:
     out: dict[Sum, None] = {}
     for u in p.uses.values():
         for s in u.sums:
-            if p.diff.path == s.kept or p.diff.path.startswith(s.kept + "."):
+            if isinstance(s, Sum) and (
+                p.diff.path == s.kept or p.diff.path.startswith(s.kept + ".")
+            ):
                 out[s] = None
     return list(out)
 
