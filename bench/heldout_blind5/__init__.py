@@ -1,7 +1,11 @@
 """The fifth blind held-out set (see spec.py)."""
 
 from . import (  # noqa: F401  (fill REGISTRY)
+    forecast_transformers,
+    multitask,
+    recognition,
     recsys,
+    speech,
     timeseries,
 )
 from .spec import REGISTRY, Spec
