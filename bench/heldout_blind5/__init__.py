@@ -7,6 +7,7 @@ from . import (  # noqa: F401  (fill REGISTRY)
     recsys,
     speech,
     timeseries,
+    video,
 )
 from .spec import REGISTRY, Spec
 
