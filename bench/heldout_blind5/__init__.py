@@ -1,6 +1,7 @@
 """The fifth blind held-out set (see spec.py)."""
 
 from . import (  # noqa: F401  (fill REGISTRY)
+    dense_heads,
     detection,
     forecast_transformers,
     multitask,
