@@ -7,6 +7,7 @@ from . import (  # noqa: F401  (fill REGISTRY)
     multitask,
     recognition,
     recsys,
+    selfsup,
     speech,
     timeseries,
     video,
