@@ -4,6 +4,7 @@ from . import (  # noqa: F401  (fill REGISTRY)
     dense_heads,
     detection,
     forecast_transformers,
+    gans,
     metric,
     multitask,
     recognition,
