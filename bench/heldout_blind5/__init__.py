@@ -3,6 +3,7 @@
 from . import (  # noqa: F401  (fill REGISTRY)
     dense_heads,
     detection,
+    diffusion,
     forecast_transformers,
     gans,
     metric,
