@@ -8,6 +8,7 @@ from . import (  # noqa: F401  (fill REGISTRY)
     gans,
     metric,
     multitask,
+    odd_layers,
     recognition,
     recsys,
     selfsup,
