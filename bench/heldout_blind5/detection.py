@@ -160,7 +160,6 @@ class FCOS(nn.Module):
 @heldout(
     "fcos_fpn",
     lambda: ((rand(2, 3, 64, 64),), {}),
-    edit=("head", {"num_convs": 3, "centerness_on_reg": False}),
 )
 def fcos_fpn():
     return FCOS(num_classes=8, head_kwargs={"num_convs": 2, "norm_reg_targets": True})

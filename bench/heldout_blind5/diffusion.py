@@ -195,7 +195,6 @@ class DDPMUNet(nn.Module):
     "ddpm_unet",
     lambda: ((rand(2, 3, 16, 16), torch.tensor([10, 500])), {}),
     edit=("down.1.block.0", {"dropout": 0.3, "conv_shortcut": True}),
-    train=True,
 )
 def ddpm_unet():
     return DDPMUNet(ch=16, out_ch=3, ch_mult=(1, 2, 2), num_res_blocks=1, attn_resolutions=(8,),
@@ -376,7 +375,6 @@ class DiT(nn.Module):
 @heldout(
     "dit_adaln",
     lambda: ((rand(2, 4, 16, 16), torch.tensor([3, 999]), torch.tensor([1, 7])), {}),
-    edit=("blocks.1", {"num_heads": 2, "mlp_ratio": 2.0}),
     train=True,
 )
 def dit_adaln():

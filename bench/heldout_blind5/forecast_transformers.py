@@ -111,7 +111,6 @@ def _patchtst_args(**over):
     "patchtst",
     lambda: ((rand(2, 48, 3),), {}),
     edit=("layers.1", {"n_heads": 2, "d_ff": 48}),
-    train=True,
 )
 def patchtst():
     return PatchTST(_patchtst_args())

@@ -1,11 +1,10 @@
-"""Metric and few-shot learning: ArcFace and CosFace margin heads from a registry, a Siamese
-pair, prototypical networks and a knowledge-distillation teacher/student pair."""
+"""Metric and few-shot learning: an ArcFace margin head picked from a registry, prototypical
+networks, and a knowledge-distillation teacher/student pair."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from enum import Enum
 
 import torch
 import torch.nn.functional as F
@@ -52,22 +51,6 @@ class ArcMarginProduct(nn.Module):
         return ((one_hot * phi) + ((1.0 - one_hot) * cosine)) * self.s
 
 
-@register_head("cosface")
-class AddMarginProduct(nn.Module):
-    r"""Large margin cosine distance: s * (cos(theta) - m)."""
-
-    def __init__(self, in_features, out_features, s=30.0, m=0.40):
-        super().__init__()
-        self.s, self.m = s, m
-        self.weight = nn.Parameter(torch.empty(out_features, in_features))
-        nn.init.xavier_uniform_(self.weight)
-
-    def forward(self, input, label):
-        cosine = F.linear(F.normalize(input), F.normalize(self.weight))
-        one_hot = F.one_hot(label, cosine.size(1)).to(cosine.dtype)
-        return self.s * (cosine - one_hot * self.m)
-
-
 class EmbeddingNet(nn.Module):
     def __init__(self, channels=(1, 16, 32), embedding_size=32, prelu=True):
         super().__init__()
@@ -109,43 +92,9 @@ def _labels(n, k, seed=0):
 @heldout(
     "arcface_recognizer",
     lambda: ((rand(4, 1, 28, 28), _labels(4, 10)), {}),
-    edit=("head", {"m": 0.3, "easy_margin": True}),
 )
 def arcface_recognizer():
     return FaceRecognizer(10, head="arcface", s=16.0)
-
-
-@heldout("cosface_recognizer", lambda: ((rand(4, 1, 28, 28, seed=1), _labels(4, 12, 1)), {}))
-def cosface_recognizer():
-    return FaceRecognizer(12, head="cosface", embedding_size=24, m=0.35)
-
-
-class Distance(Enum):
-    EUCLIDEAN = "euclidean"
-    COSINE = "cosine"
-
-
-class SiameseNet(nn.Module):
-    def __init__(self, embedding_net: nn.Module, distance: Distance = Distance.EUCLIDEAN):
-        super().__init__()
-        self.embedding_net = embedding_net
-        self.distance = distance
-
-    def forward(self, x1, x2):
-        e1, e2 = self.embedding_net(x1), self.embedding_net(x2)
-        if self.distance is Distance.COSINE:
-            return 1 - F.cosine_similarity(e1, e2)
-        return (e1 - e2).pow(2).sum(1)
-
-
-@heldout(
-    "siamese_pair",
-    lambda: ((rand(3, 1, 28, 28, seed=4), rand(3, 1, 28, 28, seed=5)), {}),
-)
-def siamese_pair():
-    net = EmbeddingNet(channels=(1, 8, 16), embedding_size=16, prelu=False)
-    net(torch.zeros(1, 1, 28, 28))
-    return SiameseNet(net, Distance.COSINE)
 
 
 # --------------------------------------------------------------------------- prototypical networks

@@ -59,7 +59,6 @@ class MMoE(nn.Module):
 @heldout(
     "mmoe",
     lambda: ((rand(8, 20),), {}),
-    edit=("experts.2", {"hidden": 40}),
 )
 def mmoe():
     tasks = {"ctr": {"hidden": (16,)}, "cvr": {"hidden": (16, 8)}, "watch_time": {}}
@@ -124,7 +123,6 @@ class PLE(nn.Module):
 @heldout(
     "ple_two_level",
     lambda: ((rand(8, 20, seed=5),), {}),
-    edit=("cgc_layers.0", {"n_specific": 3, "n_shared": 2}),
 )
 def ple_two_level():
     return PLE(20, ["click", "like", "share"])

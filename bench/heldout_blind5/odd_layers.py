@@ -113,8 +113,6 @@ class S4Model(nn.Module):
 @heldout(
     "s4d_classifier",
     lambda: ((rand(2, 64, 3),), {}),
-    edit=("s4_layers.1", {"d_state": 16}),
-    train=True,
 )
 def s4d_classifier():
     return S4Model(3, d_output=5, d_model=32, n_layers=2, dropout=0.1, prenorm=True)

@@ -69,7 +69,7 @@ class CRNN(nn.Module):
         return F.log_softmax(self.rnn(conv), dim=2)
 
 
-@heldout("crnn", lambda: ((rand(2, 1, 32, 100),), {}), edit=("rnn.0", {"nHidden": 24}), train=False)
+@heldout("crnn", lambda: ((rand(2, 1, 32, 100),), {}), train=False)
 def crnn():
     return CRNN(32, 1, 37, 32, leakyRelu=True)
 
@@ -115,7 +115,6 @@ class RectifiedCRNN(nn.Module):
 @heldout(
     "stn_crnn",
     lambda: ((rand(2, 1, 32, 64, seed=1),), {"return_theta": True}),
-    edit=("stn", {"hidden": 16}),
 )
 def stn_crnn():
     return RectifiedCRNN(STNLocalizer(1), CRNN(32, 1, 11, 24, leakyRelu=False))

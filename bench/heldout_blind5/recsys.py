@@ -169,7 +169,6 @@ def _fields():
     "deepfm",
     lambda: ((_fields(),), {}),
     edit=("mlp", {"embed_dims": (48, 24, 12)}),
-    train=True,
 )
 def deepfm():
     return DeepFactorizationMachineModel(FIELD_DIMS, embed_dim=8, mlp_dims=(32, 16), dropout=0.2)
@@ -269,8 +268,6 @@ def _din_batch():
 @heldout(
     "din",
     lambda: ((_din_batch(),), {}),
-    edit=("attention.local_att", {"hidden_units": (24, 12, 6)}),
-    train=True,
 )
 def din():
     return DIN(50, 10)
@@ -347,8 +344,7 @@ class SASRec(nn.Module):
             _ids(4, 10, high=60, seed=3),
         ),
         {},
-    ),  # fmt: skip
-    train=True,
+    ),  # fmt: skip,
 )
 def sasrec():
     args = argparse.Namespace(

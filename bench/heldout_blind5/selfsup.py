@@ -334,8 +334,7 @@ class MultiCropWrapper(nn.Module):
             ],
         ),
         {},
-    ),  # fmt: skip
-    edit=("head", {"nlayers": 2, "hidden_dim": 48}),
+    ),  # fmt: skip,
 )
 def dino_multicrop():
     student = VisionTransformer(drop_path=0.1)

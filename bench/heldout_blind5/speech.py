@@ -175,7 +175,6 @@ class ConformerCTC(nn.Module):
     "conformer_ctc",
     lambda: ((rand(2, 64, 40), torch.tensor([64, 50])), {}),
     edit=("layers.0.conv", {"kernel_size": 15, "dropout_p": 0.2}),
-    train=True,
 )
 def conformer_ctc():
     return ConformerCTC(
@@ -304,14 +303,6 @@ LABELS = "_'ABCDEFGHIJKLMNOPQRSTUVWXYZ "
 def deepspeech2():
     cfg = {"hidden_size": 32, "hidden_layers": 3, "rnn_type": nn.GRU, "lookahead_context": 4}
     return DeepSpeech(LABELS, cfg, n_fft=64, bidirectional=True)
-
-
-@heldout(
-    "deepspeech2_unidirectional", lambda: ((rand(2, 1, 33, 24, seed=3), torch.tensor([24, 17])), {})
-)
-def deepspeech2_unidirectional():
-    cfg = {"hidden_size": 24, "hidden_layers": 2, "rnn_type": nn.LSTM, "lookahead_context": 3}
-    return DeepSpeech(LABELS, cfg, n_fft=64, bidirectional=False)
 
 
 # --------------------------------------------------------------------------- QuartzNet / Jasper

@@ -260,7 +260,6 @@ class TCNForecaster(nn.Module):
 @heldout(
     "tcn_forecaster",
     lambda: ((rand(2, 40, 5),), {}),
-    edit=("tcn.network.1", {"kernel_size": 5, "padding": 8}),
 )
 def tcn_forecaster():
     return TCNForecaster(5, 7, [16, 16, 24], kernel_size=3, dropout=0.1)

@@ -1,4 +1,4 @@
-"""Video recognition: C3D, R(2+1)D, TimeSformer with divided space-time attention, SlowFast lite."""
+"""Video recognition: R(2+1)D, TimeSformer with divided space-time attention, SlowFast lite."""
 
 from __future__ import annotations
 
@@ -10,57 +10,6 @@ from torch import nn
 from torch.nn.modules.utils import _triple
 
 from .spec import heldout, rand
-
-# --------------------------------------------------------------------------- C3D
-
-
-class C3D(nn.Module):
-    """The C3D net, with its conv1..conv5b names, narrowed for small clips."""
-
-    def __init__(self, num_classes=10, width=8, pretrained=False):
-        super().__init__()
-        w = width
-        self.conv1 = nn.Conv3d(3, w, kernel_size=(3, 3, 3), padding=(1, 1, 1))
-        self.pool1 = nn.MaxPool3d(kernel_size=(1, 2, 2), stride=(1, 2, 2))
-        self.conv2 = nn.Conv3d(w, 2 * w, kernel_size=(3, 3, 3), padding=(1, 1, 1))
-        self.pool2 = nn.MaxPool3d(kernel_size=(2, 2, 2), stride=(2, 2, 2))
-        self.conv3a = nn.Conv3d(2 * w, 4 * w, kernel_size=(3, 3, 3), padding=(1, 1, 1))
-        self.conv3b = nn.Conv3d(4 * w, 4 * w, kernel_size=(3, 3, 3), padding=(1, 1, 1))
-        self.pool3 = nn.MaxPool3d(kernel_size=(2, 2, 2), stride=(2, 2, 2))
-        self.conv4a = nn.Conv3d(4 * w, 8 * w, kernel_size=(3, 3, 3), padding=(1, 1, 1))
-        self.conv4b = nn.Conv3d(8 * w, 8 * w, kernel_size=(3, 3, 3), padding=(1, 1, 1))
-        self.pool4 = nn.MaxPool3d(kernel_size=(2, 2, 2), stride=(2, 2, 2))
-        self.conv5a = nn.Conv3d(8 * w, 8 * w, kernel_size=(3, 3, 3), padding=(1, 1, 1))
-        self.conv5b = nn.Conv3d(8 * w, 8 * w, kernel_size=(3, 3, 3), padding=(1, 1, 1))
-        self.pool5 = nn.MaxPool3d(kernel_size=(2, 2, 2), stride=(2, 2, 2), padding=(0, 1, 1))
-        self.fc6 = nn.Linear(8 * w * 1 * 2 * 2, 64)
-        self.fc7 = nn.Linear(64, 64)
-        self.fc8 = nn.Linear(64, num_classes)
-        self.dropout = nn.Dropout(p=0.5)
-        self.relu = nn.ReLU()
-        self.__init_weight()
-
-    def forward(self, x):
-        x = self.pool1(self.relu(self.conv1(x)))
-        x = self.pool2(self.relu(self.conv2(x)))
-        x = self.pool3(self.relu(self.conv3b(self.relu(self.conv3a(x)))))
-        x = self.pool4(self.relu(self.conv4b(self.relu(self.conv4a(x)))))
-        x = self.pool5(self.relu(self.conv5b(self.relu(self.conv5a(x)))))
-        x = x.view(-1, self.fc6.in_features)
-        x = self.dropout(self.relu(self.fc6(x)))
-        x = self.dropout(self.relu(self.fc7(x)))
-        return self.fc8(x)
-
-    def __init_weight(self):
-        for m in self.modules():
-            if isinstance(m, nn.Conv3d):
-                nn.init.kaiming_normal_(m.weight)
-
-
-@heldout("c3d", lambda: ((rand(2, 3, 16, 32, 32),), {}), train=True)
-def c3d():
-    return C3D(num_classes=10)
-
 
 # --------------------------------------------------------------------------- R(2+1)D
 
@@ -163,7 +112,6 @@ class R2Plus1DClassifier(nn.Module):
 @heldout(
     "r2plus1d",
     lambda: ((rand(2, 3, 8, 32, 32),), {}),
-    edit=("res2plus1d.conv3", {"layer_size": 2}),
 )
 def r2plus1d():
     return R2Plus1DClassifier(num_classes=6, layer_sizes=[1, 1, 1])
@@ -408,8 +356,6 @@ SLOWFAST_CFG = {
 @heldout(
     "slowfast_lite",
     lambda: (([rand(2, 3, 2, 32, 32), rand(2, 3, 8, 32, 32, seed=1)],), {}),
-    edit=("s2_fuse", {"fusion_kernel": 3}),
-    train=True,
 )
 def slowfast_lite():
     return SlowFast(SLOWFAST_CFG)
