@@ -41,7 +41,17 @@ from torch import nn
 
 import torchxray as tx
 
-COMPARED = ("timm", "transformers", "handwritten", "heldout", "blind", "blind2", "blind3", "blind4")
+COMPARED = (
+    "timm",
+    "transformers",
+    "handwritten",
+    "heldout",
+    "blind",
+    "blind2",
+    "blind3",
+    "blind4",
+    "blind5",
+)
 EXPLAIN_TIMEOUT_S = 300
 
 
