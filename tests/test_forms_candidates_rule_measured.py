@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 from fixtures.rules import proposed, rebuilds
+from torch import nn
 
+import torchxray as tx
 from torchxray._forms.candidates.rules import measured
 
 pytestmark = pytest.mark.usefixtures("roomy_form_budget")
@@ -36,3 +38,40 @@ def test_the_form_is_exact_and_says_only_the_length_is_known() -> None:
     labels = f["labels"]
     assert len(labels.value) == 9 and labels.origin == "default"  # a guess, flagged
     assert "rebuilds it just as exactly" in labels.note
+
+
+class _TrueEmpty(tuple):  # a sequence type that is true with no items (as some config types are)
+    def __bool__(self) -> bool:
+        return True
+
+
+def test_a_value_true_with_no_items_is_proposed_nothing() -> None:
+    class Head(nn.Module):
+        def __init__(self, labels, width=4):
+            super().__init__()
+            self.fc = nn.Linear(width, len(labels))
+
+    got = proposed(measured.propose, Head, {"labels": ("a", "b")}, {"labels": _TrueEmpty()})
+    assert got == []
+
+
+def test_a_rule_that_fails_ends_its_own_proposals_not_the_form(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from torchxray._forms.candidates import guide
+
+    def broken(p: object):  # type: ignore[no-untyped-def]
+        raise ZeroDivisionError("a rule's own bug")
+        yield {}
+
+    runs = [(scope, [broken, *run]) for scope, run in guide._RUNS]
+    monkeypatch.setattr(guide, "_RUNS", runs)
+
+    class Block(nn.Module):  # searched: no attribute keeps ``ratio``
+        def __init__(self, dim, ratio=2.0):
+            super().__init__()
+            self.fc1 = nn.Linear(dim, int(dim * ratio))
+            self.fc2 = nn.Linear(int(dim * ratio), dim)
+
+    f = tx.form(Block(6, ratio=3.0))
+    assert not f.inexact and [x.value for x in f.fields] == [6, 3.0]

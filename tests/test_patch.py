@@ -23,6 +23,7 @@ from fixtures.models import (
     tiny_cnn,
     tiny_mlp,
 )
+from torch.nn.utils import parametrize
 
 from torchxray.forms import FormError
 from torchxray.patch import PatchEntry, PatchLog
@@ -640,3 +641,24 @@ def test_cuda_replacement_follows_the_model() -> None:
     fresh = replay(log, tiny_cnn().cuda())
     assert fresh.features[0].weight.is_cuda
     assert structure(fresh) == structure(model)
+
+
+def test_an_edit_keeps_a_parametrization_list_as_the_live_one_was() -> None:
+    # Convs the user parametrized after making them, one the default way (spectral_norm), one
+    # with ``unsafe=True``: an edit rebuilds each list with the live one's flag (placement
+    # registers the copies without running them, then gives each list its flag back).
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.LeakyReLU(0.2), nn.Conv2d(4, 4, 3))
+    nn.utils.parametrizations.spectral_norm(model[0])
+    parametrize.register_parametrization(model[2], "weight", _Scaled(), unsafe=True)
+    log = PatchLog(model)
+    log.edit("0", padding=1)
+    log.edit("2", padding=1)
+    assert parametrize.is_parametrized(model[0], "weight") and model[0].padding == (1, 1)
+    assert model[0].parametrizations["weight"].unsafe is False
+    assert model[2].parametrizations["weight"].unsafe is True
+    assert model(torch.randn(1, 3, 8, 8)).shape == (1, 4, 8, 8)
+
+
+class _Scaled(nn.Module):
+    def forward(self, w: torch.Tensor) -> torch.Tensor:
+        return 2 * w

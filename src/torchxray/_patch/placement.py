@@ -85,8 +85,12 @@ def reparametrize(new: nn.Module, old: nn.Module) -> None:
             shape = logical(m, name)
             if not isinstance(t, torch.Tensor) or shape is None or t.shape != shape.shape:
                 continue
+            # Registered unsafe (the check would run the parametrization: spectral_norm's power
+            # iteration moves its buffers), then given the live list's own flag, which
+            # ``register_parametrization`` keeps and a rebuild must keep too.
             for p in plist:
                 parametrize.register_parametrization(target, name, copy.deepcopy(p), unsafe=True)
+            target.parametrizations[name].unsafe = getattr(plist, "unsafe", False)
 
 
 def _set(module: nn.Module, name: str, value: torch.Tensor) -> None:

@@ -59,15 +59,28 @@ def proposals(
         for scope, run in _RUNS:
             for propose in run if scope == "last" else ():
                 for top in tops:
-                    yield from propose(top)
+                    yield from _guarded(propose, top)
         return
     for top in read:
         for scope, run in _RUNS:
             if scope == "module":
                 for propose in run:
-                    yield from propose(top)
+                    yield from _guarded(propose, top)
             elif scope == "members":
                 yield from _on_members(top, inner, run)
+
+
+def _guarded(
+    propose: Callable[[Problem], Iterator[dict[str, Any]]], p: Problem
+) -> Iterator[dict[str, Any]]:
+    """A rule's proposals, ended where the rule itself fails. A rule reads values of any kind a
+    person passed (a sequence type whose ``len`` is 0 while it is true), and its failure on one
+    is torchxray's: it ends that rule's proposals for this difference, never the form (which
+    refuses in a sentence at worst)."""
+    try:
+        yield from propose(p)
+    except Exception:  # noqa: BLE001 - see the docstring
+        return
 
 
 def problems(
@@ -101,7 +114,7 @@ def _on_members(
     for n in inner:
         p = dataclasses.replace(top, fields=n.fields, values=n.values, modes={}, uses={})
         for propose in run:
-            for change in propose(p):
+            for change in _guarded(propose, p):
                 made = n.change(change)
                 if made is not None:
                     yield made

@@ -35,5 +35,5 @@ def propose(p: Problem) -> Iterator[dict[str, Any]]:
             v = p.values.get(f.name)
             if u is None or not u.measured or not isinstance(v, (str, tuple, list)) or not v:
                 continue
-            if len(v) == b:
+            if len(v) == b and b:  # (a value true with no items has nothing to repeat)
                 yield {f.name: resized(v, live)}
