@@ -1,0 +1,66 @@
+"""The rule branch_layer (``_forms/candidates/rules/branch_layer.py``) and what it reads
+(``_forms/sources/branches.py``): a layer made only under a flag, moved with the widths its call
+was handed; and a ``**kwargs`` not read off a layer another call of its class made
+(``_forms/sources/handed.py``). The models are the zoo's (``tests/handwritten/flagged_layers.py``)."""
+
+from __future__ import annotations
+
+import pytest
+from fixtures.rules import proposed, rebuilds
+from handwritten.flagged_layers import SineField, SineStack, SinLayer, StagedEncoder
+from torch import nn
+
+import torchxray as tx
+from torchxray._forms.candidates.rules import branch_layer
+from torchxray._forms.candidates.rules.problem import Opening
+from torchxray._forms.sources.branches import Branch, branches
+from torchxray._forms.sources.handed import handed
+
+pytestmark = pytest.mark.usefixtures("roomy_form_budget")
+
+
+def test_the_layers_a_truth_test_makes_are_read_with_their_widths() -> None:
+    got = set(branches(SineField))
+    linear = (("in_features", "width"), ("out_features", "n_out"))
+    assert Branch("linear_last", True, nn.Linear, linear) in got
+    # Every argument handed by name: the rule moves those the live layer shows as whole numbers.
+    other = (("n_in", "width"), ("n_out", "n_out"), ("w0", "w0"))
+    assert Branch("linear_last", False, SinLayer, other) in got
+    # A conditional expression, the layer made where the flag is False.
+    assert Branch("sine_out", False, nn.Linear, linear) in set(branches(SineStack))
+    # A test of a loop's index names no argument: no branch.
+    assert branches(StagedEncoder) == ()
+
+
+def test_the_flag_moves_with_the_live_layers_widths() -> None:
+    live = dict(n_in=2, width=16, depth=1, n_out=4, linear_last=True)
+    built = dict(n_in=2, width=16, depth=1, n_out=16, linear_last=False)
+    got = proposed(branch_layer.propose, SineField, live, built)
+    assert got == [{"linear_last": True, "n_out": 4}]
+    assert isinstance(got[0], Opening)  # looked one step past (``loop.py``'s ``paired``)
+    assert rebuilds(SineField, live, {**built, **got[0]})
+    # A flag that already takes the live layer's branch is not moved.
+    right = dict(built, linear_last=True)
+    assert proposed(branch_layer.propose, SineField, live, right) == []
+
+
+def test_a_flag_and_a_count_and_a_width_are_found_together() -> None:
+    # Flipping linear_last alone builds a Linear of the wrong width, n_out alone the wrong class,
+    # and the layer sits after ``depth`` blocks: no one field's move scores better.
+    for a in [(2, 16, 1, 4), (1, 24, 4, 2)]:
+        f = tx.form(SineField(*a, linear_last=True))
+        assert f.inexact == ""
+        got = {x.name: x.value for x in f.fields}
+        assert got == dict(
+            n_in=a[0], width=a[1], depth=a[2], n_out=a[3], linear_last=True, w0_first=30, w0=30.0
+        )
+
+
+def test_kwargs_are_not_read_off_a_layer_another_call_made() -> None:
+    m = StagedEncoder(1, (4, 8, 12))
+    # stages.0 is DownStage(c_in, w, downsample=False): its downsample is no keyword of
+    # **stage_kwargs, which the other stages (made with them) show empty.
+    assert handed(StagedEncoder, m, "stage_kwargs", tx.form) == {}
+    f = tx.form(m)
+    assert f.inexact == ""
+    assert {x.name: x.value for x in f.fields}["stage_kwargs"] == {}
