@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 from fixtures.rules import proposed, rebuilds
-from handwritten.flagged_layers import SineField, SineStack, SinLayer, StagedEncoder
+from handwritten.flagged_layers import FeatureMLP, SineField, SineStack, SinLayer, StagedEncoder
 from torch import nn
 
 import torchxray as tx
-from torchxray._forms.candidates.rules import branch_layer
+from torchxray._forms.candidates.rules import branch_layer, iterated
 from torchxray._forms.candidates.rules.problem import Opening
 from torchxray._forms.sources.branches import Branch, branches
 from torchxray._forms.sources.handed import handed
@@ -64,3 +64,23 @@ def test_kwargs_are_not_read_off_a_layer_another_call_made() -> None:
     f = tx.form(m)
     assert f.inexact == ""
     assert {x.name: x.value for x in f.fields}["stage_kwargs"] == {}
+
+
+def test_a_list_of_widths_one_longer_than_its_layers_is_resized_by_their_count() -> None:
+    # ``zip(widths[:-1], widths[1:])``: 3 items make 2 layers where the live module holds 3.
+    live = dict(sizes=[3, 16, 16, 2])
+    built = dict(sizes=[3, 16, 2])
+    got = proposed(iterated.propose, FeatureMLP, live, built)
+    assert {"sizes": [3, 16, 2, 3]} in got  # its own items repeated: the number rules move them
+
+
+def test_a_dict_of_keywords_a_made_layer_took_is_no_none_and_a_flagged_guess() -> None:
+    f = tx.form(FeatureMLP([3, 16, 16, 2], features={"scale": 3.0}))
+    assert f.inexact == ""
+    got = {x.name: x for x in f.fields}
+    assert got["sizes"].value == [3, 16, 16, 2]
+    # The layer shows every keyword at its default (scale only in its random values): which
+    # were given is not known, so the field is a guess and says what rebuilds as exactly.
+    assert got["features"].value == {}
+    assert got["features"].origin == "default"
+    assert "'scale': 1.0" in got["features"].note

@@ -170,3 +170,44 @@ case(
     edit=("stages.1.conv", {"bias": False}),
     styles="the first stage made by its own call (`if i == 0`), the rest with **stage_kwargs",
 )
+
+# --- An optional embedding made from a dict of keywords, only where one is given -----------------
+
+
+class RandomFeatures(nn.Module):
+    def __init__(self, d_in, n_feats=8, scale=1.0, learn=False):
+        super().__init__()
+        freqs = torch.randn(d_in, n_feats) * scale
+        if learn:
+            self.freqs = nn.Parameter(freqs)
+        else:
+            self.register_buffer("freqs", freqs)
+        self.d_out = 2 * n_feats
+
+    def forward(self, x):
+        p = x @ self.freqs
+        return torch.cat([p.sin(), p.cos()], -1)
+
+
+class FeatureMLP(nn.Module):
+    def __init__(self, sizes, features=None):
+        super().__init__()
+        self.embed = RandomFeatures(sizes[0], **features) if features is not None else None
+        widths = [self.embed.d_out if self.embed is not None else sizes[0], *sizes[1:]]
+        self.mlp = nn.ModuleList(nn.Linear(a, b) for a, b in zip(widths[:-1], widths[1:]))
+
+    def forward(self, x):
+        if self.embed is not None:
+            x = self.embed(x)
+        for i, lin in enumerate(self.mlp):
+            x = lin(x) if i == len(self.mlp) - 1 else torch.tanh(lin(x))
+        return x
+
+
+case(
+    "feature_mlp_keywords_given",
+    lambda: FeatureMLP([3, 16, 16, 2], features={"scale": 3.0}),
+    args(lambda: randn(4, 3)),
+    edit=("mlp.0", {"bias": False}),
+    styles="`Layer(d, **kw) if kw is not None else None`, widths one more than the layers",
+)

@@ -15,7 +15,7 @@ from ..._signature import original, resolve
 from ..values import same
 from .literals import source_tree
 
-__all__ = ["NOT_PASSED", "handed", "is_default", "spread_calls"]
+__all__ = ["NOT_PASSED", "handed", "is_default", "spread_bare", "spread_calls"]
 
 NOT_PASSED = ("device", "dtype")
 
@@ -102,6 +102,21 @@ def _by_other(form: Any, calls: tuple[dict[str, Any], ...]) -> bool:
     return any(made_by(lits) for lits in calls)
 
 
+@functools.lru_cache(maxsize=512)
+def spread_bare(cls: type, name: str) -> bool:
+    """Whether ``cls.__init__`` spreads ``**name`` itself (not ``**(name or {})``): a layer that
+    call made says the argument was no None."""
+    tree = source_tree(original(cls.__init__))  # type: ignore[misc]
+    return any(
+        isinstance(node, ast.Call)
+        and any(
+            k.arg is None and isinstance(k.value, ast.Name) and k.value.id == name
+            for k in node.keywords
+        )
+        for node in (ast.walk(tree) if tree is not None else ())
+    )
+
+
 def _last_name(func: ast.AST) -> str:
     return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
 
@@ -144,10 +159,10 @@ def _named(node: ast.AST, name: str) -> bool:
 
 
 def handed(
-    cls: type, module: nn.Module, name: str, form: Callable[[nn.Module], Any]
+    cls: type, module: nn.Module, name: str, form: Callable[[nn.Module], Any], every: bool = False
 ) -> dict[str, Any] | None:
     """The keywords ``**name`` most likely held, or None when no call of ``cls`` hands it on to
-    a child layer whose form is exact."""
+    a child layer whose form is exact; ``every``: those at their defaults too."""
     calls = spread_calls(cls, name)
     if not calls:
         return None
@@ -173,7 +188,7 @@ def handed(
                 for x in plain
                 if x.name not in covered
                 and x.name not in NOT_PASSED
-                and (x.required or x.name in read or not is_default(x.value, x.default))
+                and (every or x.required or x.name in read or not is_default(x.value, x.default))
             }
     return None
 
