@@ -212,8 +212,10 @@ def draft(ctor: Constructor) -> Draft:
 
 
 def _spread_start(
-    cls: type, module: nn.Module, f: Field, child: Child, alike: dict[str, list[Any]]
+    cls: type, module: nn.Module, f: Field, child: Child, alike: dict[str, list[Any]] | None = None
 ) -> Field:
+    """``f`` started from the keywords the layer its ``**f`` made holds (``handed.py``); where
+    those rebuild no better than others, ``alike`` gets them (``ambiguous.py`` flags the field)."""
     if f.kind == "varkw" or "." in f.name or f.value is not None or not guessed(f):
         return f
     if len(spread_calls(cls, f.name)) != 1:
@@ -222,7 +224,7 @@ def _spread_start(
         # another call made would start the search from the keywords that call passes.
         return f
     kept = handed(cls, module, f.name, child)
-    if kept == {} and spread_bare(cls, f.name):
+    if kept == {} and spread_bare(cls, f.name) and alike is not None:
         # ``Layer(d, **fourier)`` made (under ``if fourier is not None``): not None, though its
         # layer shows every keyword at its default; which of them were given is not known, so
         # the layer's every keyword rebuilds as exactly (``ambiguous.py`` flags the field).
