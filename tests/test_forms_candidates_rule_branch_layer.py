@@ -7,29 +7,14 @@ from __future__ import annotations
 
 import pytest
 from fixtures.rules import proposed, rebuilds
-from handwritten.flagged_layers import FeatureMLP, SineField, SineStack, SinLayer, StagedEncoder
-from torch import nn
+from handwritten.flagged_layers import FeatureMLP, SineField, StagedEncoder
 
 import torchxray as tx
 from torchxray._forms.candidates.rules import branch_layer, iterated
 from torchxray._forms.candidates.rules.problem import Opening
-from torchxray._forms.sources.branches import Branch, branches
 from torchxray._forms.sources.handed import handed
 
 pytestmark = pytest.mark.usefixtures("roomy_form_budget")
-
-
-def test_the_layers_a_truth_test_makes_are_read_with_their_widths() -> None:
-    got = set(branches(SineField))
-    linear = (("in_features", "width"), ("out_features", "n_out"))
-    assert Branch("linear_last", True, nn.Linear, linear) in got
-    # Every argument handed by name: the rule moves those the live layer shows as whole numbers.
-    other = (("n_in", "width"), ("n_out", "n_out"), ("w0", "w0"))
-    assert Branch("linear_last", False, SinLayer, other) in got
-    # A conditional expression, the layer made where the flag is False.
-    assert Branch("sine_out", False, nn.Linear, linear) in set(branches(SineStack))
-    # A test of a loop's index names no argument: no branch.
-    assert branches(StagedEncoder) == ()
 
 
 def test_the_flag_moves_with_the_live_layers_widths() -> None:
