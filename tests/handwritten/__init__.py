@@ -14,6 +14,7 @@ from . import (  # noqa: F401  (each module fills CASES)
     classifiers,
     convnets,
     encoders,
+    flagged_layers,
     generative,
     geometry,
     misc,

@@ -104,7 +104,7 @@ def problems(
         ups = [by_path.get(".".join(bits[:n])) for n in range(len(bits), 0, -1)]
         layers = [m for m in ups if m is not None][:3]
         target = by_path.get(d.path)
-        yield Problem(d, i, fields, values, target, layers, modes, seen, child, uses)
+        yield Problem(d, i, fields, values, target, layers, modes, seen, child, uses, type(live))
 
 
 def _on_members(

@@ -40,6 +40,7 @@ from ..sources import Leads
 from ..values import same_value
 from .failed import learn, teaches
 from .guide import proposals
+from .rules.problem import Opening
 from .tuning import (
     BETTER_LOOKS,
     BUILD_WORK,
@@ -132,6 +133,7 @@ class Search:
         self.done: dict[tuple[Any, ...], Try | None] = {}
         self.far, self.far_error = 0, ""
         self.out_of_time = False
+        self.opened: set[tuple[Any, ...]] = set()  # openings looked past (``paired``)
 
     # -- builds -------------------------------------------------------------------------------
 
@@ -296,13 +298,28 @@ class Search:
         for change in self._proposals(best, self.values, last=True):
             if n >= PAIR_TRIES or self._late():
                 break
-            if not self._fresh(change, self.values) or self.tried(change):
+            opening = isinstance(change, Opening) and self._early()
+            if not self._fresh(change, self.values):
                 continue
-            got = self.build({**self.values, **change})
-            self.done[self._state(change)] = got
+            state = self._state(change)
+            if self.tried(change):
+                # An opening built before as one field's candidate (no better then) is still
+                # looked past; any other move tried before is not tried again.
+                if not opening or state in self.opened:
+                    continue
+                got = self.done[state] if state in self.done else self.build(self.values | change)
+            else:
+                got = self.build({**self.values, **change})
+            self.done[state] = got
             n += 1
             if got is not None and got.score < best.score:
                 return (change, got)
+            if opening and got is not None:
+                # A branch opened scores better only once the count beside it moves too.
+                self.opened.add(state)
+                past = self.second_look([(change, got)], best)
+                if past is not None:
+                    return past
         return None
 
     def candidate(self, best: Try | None) -> Step | None:

@@ -40,7 +40,9 @@ the search (stage 3) starts from, by the sources that read the module's surround
   them), ``products.py``, the products of arguments handed to layers (``patch ** 2 *
   channels``: solved for their factors, the factorizations the layers cannot tell apart
   flagged), ``specs.py``, a dict of keyword dicts read back off the layers made one per entry,
-  and ``running.py``, a list of sizes an integer buffer keeps as running sums;
+  ``running.py``, a list of sizes an integer buffer keeps as running sums, and
+  ``branches.py``, the layers made only under a truth test of an argument (a search's rule
+  moves the flag with their widths);
 - ``children.py`` and the readers beside it, the children's structure: widths, kernel sizes,
   per-stage lists, block descriptions, a network's layers, the module's place;
 - ``pools.py`` puts every field's readings in the order the search tries them.
@@ -72,7 +74,7 @@ from ..values import to_text
 from . import attributes, defaults, recorded, recoverers
 from .called import file_factories
 from .factory import started_from
-from .handed import handed, spread_calls
+from .handed import handed, spread_bare, spread_calls
 from .layout import Layout
 from .layout import read as read_layout
 from .literals import compared_strings
@@ -213,7 +215,11 @@ def draft(ctor: Constructor) -> Draft:
     return Draft(ctor, fields, infos, rec is not None, notes)
 
 
-def _spread_start(cls: type, module: nn.Module, f: Field, child: Child) -> Field:
+def _spread_start(
+    cls: type, module: nn.Module, f: Field, child: Child, alike: dict[str, list[Any]] | None = None
+) -> Field:
+    """``f`` started from the keywords the layer its ``**f`` made holds (``handed.py``); where
+    those rebuild no better than others, ``alike`` gets them (``ambiguous.py`` flags the field)."""
     if f.kind == "varkw" or "." in f.name or f.value is not None or not guessed(f):
         return f
     if len(spread_calls(cls, f.name)) != 1:
@@ -222,7 +228,14 @@ def _spread_start(cls: type, module: nn.Module, f: Field, child: Child) -> Field
         # another call made would start the search from the keywords that call passes.
         return f
     kept = handed(cls, module, f.name, child)
-    return dataclasses.replace(f, value=kept, text=to_text(f.kind, kept)) if kept else f
+    if kept == {} and spread_bare(cls, f.name) and alike is not None:
+        # ``Layer(d, **fourier)`` made (under ``if fourier is not None``): not None, though its
+        # layer shows every keyword at its default; which of them were given is not known, so
+        # the layer's every keyword rebuilds as exactly (``ambiguous.py`` flags the field).
+        alike[f.name] = [kept, handed(cls, module, f.name, child, every=True)]
+    elif not kept:
+        return f
+    return dataclasses.replace(f, value=kept, text=to_text(f.kind, kept))
 
 
 def searched(d: Draft) -> bool:
@@ -268,7 +281,8 @@ def leads(d: Draft, ceiling: float, child: Child) -> Leads:
     # A dict of keywords spread into a layer's call (``partial(Block, **(cfg or {}))``) starts,
     # as a ``**kwargs`` does below, from what that layer's form holds beyond what the call
     # passes (``handed.py``); still a guess the search may move.
-    nested.fields = [_spread_start(cls, module, f, child) for f in nested.fields]
+    opened: dict[str, list[Any]] = {}
+    nested.fields = [_spread_start(cls, module, f, child, opened) for f in nested.fields]
     infos = {**d.infos, **nested.infos}
     # A **kwargs handed on to a layer starts from what that layer holds (``handed.py``).
     spread = next(
@@ -298,5 +312,6 @@ def leads(d: Draft, ceiling: float, child: Child) -> Leads:
         parts(module),
         floating_dtype(module),
         {f.name: usage(cls, f.name) for f in nested.fields if "." not in f.name},
-        {f.name: file_factories(cls, f.name) for f in nested.fields if _called(cls, f.name)},
+        {f.name: file_factories(cls, f.name) for f in nested.fields if _called(cls, f.name)}
+        | opened,
     )

@@ -15,7 +15,7 @@ from ..._signature import original, resolve
 from ..values import same
 from .literals import source_tree
 
-__all__ = ["NOT_PASSED", "handed", "is_default", "spread_calls"]
+__all__ = ["NOT_PASSED", "handed", "is_default", "spread_bare", "spread_calls"]
 
 NOT_PASSED = ("device", "dtype")
 
@@ -65,6 +65,58 @@ def _spread_calls(cls: type) -> dict[str, tuple[_Call, ...]]:
     return out
 
 
+@functools.lru_cache(maxsize=512)
+def _others(cls: type, name: str) -> dict[str, tuple[dict[str, Any], ...]]:
+    """The constant keywords of each call in ``cls.__init__`` that does not spread ``**name``, by
+    callee: ``Encoder(in_ch, out, apply_pooling=False)`` beside ``Encoder(..., **kwargs)`` in the
+    other branch of ``if i == 0``."""
+    tree = source_tree(original(cls.__init__))  # type: ignore[misc]
+    out: dict[str, tuple[dict[str, Any], ...]] = {}
+    for node in ast.walk(tree) if tree is not None else ():
+        if not isinstance(node, ast.Call) or any(
+            k.arg is None and _spread(k.value) == name for k in node.keywords
+        ):
+            continue
+        lits = {
+            k.arg: k.value.value
+            for k in node.keywords
+            if k.arg is not None and isinstance(k.value, ast.Constant)
+        }
+        if lits:
+            callee = _last_name(node.func)
+            out[callee] = (*out.get(callee, ()), lits)
+    return out
+
+
+def _by_other(form: Any, calls: tuple[dict[str, Any], ...]) -> bool:
+    """Whether a layer's form holds every constant keyword another call of its class passes
+    (``apply_pooling=False``): that call, not the one spreading the keywords, likely made it, and
+    its keywords are no part of them."""
+    fields = {x.name: x for x in form.fields}
+
+    def made_by(lits: dict[str, Any]) -> bool:
+        # A keyword at its default tells no call from another (every layer holds it).
+        told = [k for k, v in lits.items() if k in fields and not is_default(v, fields[k].default)]
+        return bool(told) and all(k in fields and same(fields[k].value, v) for k, v in lits.items())
+
+    return any(made_by(lits) for lits in calls)
+
+
+@functools.lru_cache(maxsize=512)
+def spread_bare(cls: type, name: str) -> bool:
+    """Whether ``cls.__init__`` spreads ``**name`` itself (not ``**(name or {})``): a layer that
+    call made says the argument was no None."""
+    tree = source_tree(original(cls.__init__))  # type: ignore[misc]
+    return any(
+        isinstance(node, ast.Call)
+        and any(
+            k.arg is None and isinstance(k.value, ast.Name) and k.value.id == name
+            for k in node.keywords
+        )
+        for node in (ast.walk(tree) if tree is not None else ())
+    )
+
+
 def _last_name(func: ast.AST) -> str:
     return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
 
@@ -107,10 +159,10 @@ def _named(node: ast.AST, name: str) -> bool:
 
 
 def handed(
-    cls: type, module: nn.Module, name: str, form: Callable[[nn.Module], Any]
+    cls: type, module: nn.Module, name: str, form: Callable[[nn.Module], Any], every: bool = False
 ) -> dict[str, Any] | None:
     """The keywords ``**name`` most likely held, or None when no call of ``cls`` hands it on to
-    a child layer whose form is exact."""
+    a child layer whose form is exact; ``every``: those at their defaults too."""
     calls = spread_calls(cls, name)
     if not calls:
         return None
@@ -124,7 +176,7 @@ def handed(
                 f = form(child)
             except Exception:  # noqa: BLE001 - a layer without a readable form tells nothing
                 continue
-            if f.inexact:
+            if f.inexact or _by_other(f, _others(cls, name).get(callee, ())):
                 continue
             plain = [x for x in f.fields if not x.group and x.kind not in ("varargs", "varkw")]
             covered = {x.name for x in plain[: max(positional, 0)]} | named
@@ -136,7 +188,7 @@ def handed(
                 for x in plain
                 if x.name not in covered
                 and x.name not in NOT_PASSED
-                and (x.required or x.name in read or not is_default(x.value, x.default))
+                and (every or x.required or x.name in read or not is_default(x.value, x.default))
             }
     return None
 

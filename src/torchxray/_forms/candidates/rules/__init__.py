@@ -30,7 +30,9 @@ tries at most ``GUIDED_TRIES`` per build (``_forms/candidates/tuning.py``), so t
    ratio set before the flag that fuses a gate); last, a flag the constructor takes as a truth
    flipped where a layer is of another class (V-Net's ``nn.ELU() if elu else nn.PReLU(n)``):
    tried among the generic changes, it spent a library search's tries before the factory that
-   was right (timm's ``BottleneckBlock``).
+   was right (timm's ``BottleneckBlock``); just before it, the flag moved together with the
+   widths of the layer its branch makes (``if outermost_linear: nn.Linear(hidden, out)``), a
+   move the search looks one step past (``branch_layer.py``).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from . import (
+    branch_layer,
     class_flag,
     depth,
     derived_widths,
@@ -125,5 +128,6 @@ RULES: tuple[Rule, ...] = (
     Rule("linear_sum", linear_sum.propose, "last"),
     Rule("factored", factored.propose, "last"),
     Rule("width_factor", width_factor.propose, "last"),
+    Rule("branch_layer", branch_layer.propose, "last"),
     Rule("class_flag", class_flag.propose, "last"),
 )

@@ -8,7 +8,9 @@ other numbers of the names' text count other layers too (transitions, a stem). T
 the constructor iterates it (``_forms/sources/usage.py``) and it holds ``b`` items, is proposed
 ``live`` items (its own, cut or repeated): the items then move by the number rules. Example: a
 DenseNet-BC written with ``add_module`` in loops, ``DenseNet(block_config=(2, 3))`` built with
-its default ``(2, 2, 2)``: three dense blocks where the live one has two.
+its default ``(2, 2, 2)``: three dense blocks where the live one has two. A field of ``b + 1``
+items (the widths between ``b`` layers: ``nn.Linear(widths[i], widths[i + 1])``) is proposed
+``live + 1``.
 """
 
 from __future__ import annotations
@@ -45,6 +47,10 @@ def propose(p: Problem) -> Iterator[dict[str, Any]]:
         for f in p.fields:
             u = p.uses.get(f.name)
             v = p.values.get(f.name)
-            if u is None or not u.sequence or not isinstance(v, (tuple, list)) or len(v) != b:
+            if u is None or not u.sequence or not isinstance(v, (tuple, list)):
                 continue
-            yield {f.name: resized(v, n)}
+            if len(v) == b:
+                yield {f.name: resized(v, n)}
+            elif len(v) == b + 1 and b:
+                # Widths, one more than the layers between them (``range(len(widths) - 1)``).
+                yield {f.name: resized(v, n + 1)}

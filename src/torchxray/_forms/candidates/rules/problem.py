@@ -23,6 +23,7 @@ from ...rebuild.compare import Difference
 from ...sources.usage import Usage
 
 __all__ = [
+    "Opening",
     "Problem",
     "Propose",
     "cls_of",
@@ -61,6 +62,7 @@ class Problem:
     seen: Mapping[str, Any] = field(default_factory=dict)
     child: Callable[[nn.Module], list[Any]] | None = None
     uses: Mapping[str, Usage] = field(default_factory=dict)
+    owner: type | None = None  # the class searched (its ``__init__``'s code: ``branch_layer.py``)
 
     @functools.cached_property
     def pairs(self) -> list[tuple[Any, Any]]:
@@ -89,6 +91,12 @@ class Problem:
 
 
 Propose = Callable[[Problem], Iterator[dict[str, Any]]]
+
+
+class Opening(dict[str, Any]):
+    """A change that opens a branch of the constructor (a flag with the widths of the layer it
+    makes): the parts it fixes may first need another field moved (a count of blocks beside the
+    layer), so where it scores no better the search looks one step past it (``loop.py``)."""
 
 
 def numbers(text: str) -> list[int | float]:
