@@ -123,6 +123,7 @@ def settle(
     sums: Iterable[Sum] = (),
     flags: frozenset[str] = frozenset(),
     others: dict[str, list[Any]] | None = None,
+    members: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """Of ``values`` (an exact search's), each field of ``drafts`` whose draft value rebuilds
     ``live`` as exactly is put back to its draft value in ``values`` (a required one without a
@@ -131,7 +132,10 @@ def settle(
     found, whose items are then not known), whatever the ``budget`` has left (charged to it):
     only its safety ceiling stops them, and a field not tried by then keeps the value found (the
     form says so).
-    ``real_ok``: a build that reads tensor values is made for real (``rebuild/real.py``)."""
+    ``real_ok``: a build that reads tensor values is made for real (``rebuild/real.py``).
+    ``members``: the keys of a dict or the fields of a namespace (``sources/nested.py``): a whole
+    number found there whose draft (None) fails is tried one higher too, since a key the
+    constructor reads only in a test (``i % cfg["freq"] == 0``) rebuilds alike for many."""
     cap = 4 * len(live.summary) + 64
     rivals: dict[str, Any] = {}
     for f in drafts:
@@ -149,6 +153,8 @@ def settle(
             other = _reversed(found)
             near = [other] if other is not None else _float_rivals(found)
             near += _lengths(found)
+            if f.name in members and type(found) is int and f.value is None:
+                near.append(found + 1)
             for v in near:
                 if _exact({**values, f.name: v}, make, live, dtype, cap, budget, real_ok):
                     rivals[f.name] = v

@@ -75,6 +75,7 @@ from .layout import Layout
 from .layout import read as read_layout
 from .literals import compared_strings
 from .nested import Group, namespace, nest
+from .wholes import started
 from .passed import holders, memoized
 from .pools import candidates
 from .scan import LIVE
@@ -267,6 +268,8 @@ def leads(d: Draft, ceiling: float, child: Child) -> Leads:
     # as a ``**kwargs`` does below, from what that layer's form holds beyond what the call
     # passes (``handed.py``); still a guess the search may move.
     nested.fields = [_spread_start(cls, module, f, child) for f in nested.fields]
+    # A dict handed whole to a block of the user's starts from that block's form (``wholes.py``).
+    nested.fields = started(module, nested.groups, nested.fields, child)
     infos = {**d.infos, **nested.infos}
     # A **kwargs handed on to a layer starts from what that layer holds (``handed.py``).
     spread = next(

@@ -51,7 +51,9 @@ from .called import called_factories
 from .gathered import gathered
 from .items import items_of
 from .literals import compared_strings
+from .mapped import mapped as read_mapped
 from .passed import handed, holders, kept, keys
+from .periods import periods
 from .position import config_items, index_like, ordinals
 from .running import running
 from .scan import LIVE
@@ -144,6 +146,8 @@ def _shape_pool(
         pool = list(reversed(ints)) if low.startswith("out") else ints
         if not any(w in low for w in _WIDTH_WORDS) and not f.required:
             pool = [0, 1, 2, *pool[:3]]
+        if not any(w in low for w in _WIDTH_WORDS):
+            pool = [*periods(module), *pool]  # every k-th layer made otherwise (periods.py)
         if f.kind == "literal" and f.required and any(w in low for w in _WIDTH_WORDS):
             pool = [
                 *pool,
@@ -332,6 +336,8 @@ def candidates(
         # layers, it comes before the blocks a required argument's description reads.
         mapped = specs(original_class(type(module)), module, name, handed_to or child)
         first = [mapped, *first] if mapped else first
+    # A dict iterated to make one layer per key (``mapped.py``): read back off those layers.
+    first = [*read_mapped(original_class(type(module)), module, f.name), *first]
     unset = bool(pool) and (f.optional or not f.required)
     values = [
         v
