@@ -75,12 +75,12 @@ from .layout import Layout
 from .layout import read as read_layout
 from .literals import compared_strings
 from .nested import Group, namespace, nest
-from .wholes import started
 from .passed import holders, memoized
 from .pools import candidates
 from .scan import LIVE
 from .usage import Usage, usage
 from .usage import fits as uses_fit
+from .wholes import started
 
 __all__ = ["SOURCES", "Draft", "Leads", "Source", "draft", "leads", "searched"]
 

@@ -35,7 +35,9 @@ def _iterated(node: ast.AST, code: Code) -> tuple[ast.AST, str, str] | None:
     it: ast.AST = node
     if isinstance(parent, ast.Attribute) and parent.value is node:
         call = code.up.get(parent)
-        if not (isinstance(call, ast.Call) and call.func is parent and parent.attr in ("items", "keys")):
+        if not (
+            isinstance(call, ast.Call) and call.func is parent and parent.attr in ("items", "keys")
+        ):
             return None
         how, it = parent.attr, call
     loop = code.up.get(it)

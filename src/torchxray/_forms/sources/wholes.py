@@ -57,7 +57,9 @@ def _held(module: nn.Module, g: Group, child: Child) -> dict[str, Any]:
     return {}
 
 
-def started(module: nn.Module, groups: list[Group], fields: list[Field], child: Child) -> list[Field]:
+def started(
+    module: nn.Module, groups: list[Group], fields: list[Field], child: Child
+) -> list[Field]:
     """``fields`` with each guessed key of a dict handed whole to a layer of the user's started
     from what that layer's form holds (see the module doc)."""
     starts: dict[str, Any] = {}
