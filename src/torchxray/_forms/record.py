@@ -224,6 +224,13 @@ def _snapshot(
         out = items if kind is list else kind(items)
     elif kind is dict:
         out = {k: _snapshot(v, memo, notes, name, weak) for k, v in value.items()}
+    elif isinstance(value, dict) and getattr(value, "__dict__", None) is value:
+        # A dict whose fields are its items (``self.__dict__ = self``, an "AttrDict"): a deep
+        # copy sets its state before its items and loses the fields; made again the same way.
+        out = kind.__new__(kind)
+        memo[id(value)] = out
+        dict.update(out, {k: _snapshot(v, memo, notes, name, weak) for k, v in value.items()})
+        out.__dict__ = out
     elif (shared := _shared_copy(value)) is not None:
         out = shared
     else:

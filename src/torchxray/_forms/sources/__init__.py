@@ -70,7 +70,7 @@ from ..values import to_text
 from . import attributes, defaults, recorded, recoverers
 from .called import file_factories
 from .factory import started_from
-from .handed import handed, spread_calls
+from .handed import handed, kept_whole, spread_calls
 from .layout import Layout
 from .layout import read as read_layout
 from .literals import compared_strings
@@ -279,6 +279,7 @@ def leads(d: Draft, ceiling: float, child: Child) -> Leads:
     kept = None
     if spread is not None:
         kept = named.get(spread.name) or handed(cls, module, spread.name, child)
+        kept = kept or kept_whole(module, usage(cls, spread.name))  # self.kwargs = kwargs
     once = memoized(child)  # a layer's form read once for every argument handed to it
     pools = {
         f.name: candidates(module, f, functools.partial(may_try, infos, f), child, once)

@@ -226,7 +226,13 @@ def _leaf(
     elif number and not sequence and handed not in (int, float):
         ann = int
     param = inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=ann, default=default)
-    return _sub(readers[0][0], param, prefix, None if default is _MISSING else default)
+    sub, info = _sub(readers[0][0], param, prefix, None if default is _MISSING else default)
+    keys = next((u.table for u in uses if u.table), ())
+    if keys and all(isinstance(k, str) for k in keys) and sub.kind in ("literal", "str"):
+        # {"tanh": nn.Tanh, ...}[args.activation]: one of the table's keys (a str)
+        sub = dataclasses.replace(sub, kind="str", choices=tuple(keys))
+        info = dataclasses.replace(info, kind="str", choices=tuple(keys))
+    return sub, info
 
 
 def _space(
@@ -317,6 +323,23 @@ def _dict_annotation(text: str) -> bool:
     return text.partition("[")[0] in _DICTS
 
 
+def _bag(cls: type, name: str) -> bool:
+    """Whether the parameter is annotated a class made from keywords alone (``argparse.Namespace``,
+    ``SimpleNamespace``, an ``EasyDict``): a namespace by another name, whose fields its
+    constructor names nowhere."""
+    try:
+        ann = resolve(cls).parameters[name].annotation
+    except (TypeError, ValueError, KeyError):
+        return False
+    if not isinstance(ann, type) or issubclass(ann, (nn.Module, torch.Tensor)):
+        return False
+    try:
+        ps = list(inspect.signature(ann).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    return bool(ps) and all(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in ps)
+
+
 def namespace(cls: type, f: Field) -> bool:
     """Whether the argument is a namespace the constructor reads field by field (``cfg.kernel``,
     ``args.n_embd``) and keeps nowhere: nothing annotates it as a class, no value is known, and
@@ -325,13 +348,35 @@ def namespace(cls: type, f: Field) -> bool:
     if f.value is None and _dict_annotation(f.annotation):
         # ``cfg: dict``: annotated a plain dict, read by its keys only (``keyed.py``).
         return _keys([(cls, f.name, ())]) is not None
-    if f.value is not None or f.annotation not in ("", "Any", "typing.Any", "object"):
+    if f.value is not None or (
+        f.annotation not in ("", "Any", "typing.Any", "object") and not _bag(cls, f.name)
+    ):
         return False
     if not u.fields:
         return _keys([(cls, f.name, ())]) is not None  # a dict read by keys only (keyed.py)
     if len(u.fields) > MAX_FIELDS:
         return False
     return not u.handed and not dataclasses.replace(u, fields=()).known
+
+
+def _handed_config(cls: type, name: str) -> type | None:
+    """The config class of the user's layer the argument is handed to whole annotates
+    (``LoRAAttention(dim, heads, lora)`` with ``lora: LoRAConfig``): what an argument nothing
+    annotates holds, where its constructor uses it for nothing else."""
+    u = usage(cls, name)
+    if dataclasses.replace(u, handed=()).known:
+        return None
+    for h in u.handed:
+        if h.index >= 0 or h.callee.__module__.startswith("torch"):
+            continue
+        try:
+            p = resolve(h.callee).parameters[h.param]
+        except (TypeError, ValueError, KeyError):
+            continue
+        c = config_class(p, None)
+        if c is not None:
+            return c
+    return None
 
 
 def nest(
@@ -353,6 +398,14 @@ def nest(
     for f in fields:
         p = params.get(f.name)
         c = config_class(p, f.value) if p is not None and f.name in searched else None
+        if (
+            c is None
+            and p is not None
+            and f.name in searched
+            and f.value is None
+            and not f.annotation
+        ):
+            c = _handed_config(cls, f.name)  # Block(d, cfg) where Block annotates it
         if c is None and p is not None and f.name in spaces:
             # A namespace read field by field: one sub-field per field read (nested ones too),
             # made a SimpleNamespace again for each build.
