@@ -31,6 +31,7 @@ from ..field import Child, Field, guessed
 from ..rebuild.real import small
 from ..record import snapshot
 from ..sources import Draft, Leads
+from ..sources.moduli import moduli
 from ..sources.nested import Group
 from ..validate import may_try
 from .ambiguous import settle
@@ -145,7 +146,7 @@ def search(d: Draft, leads: Leads, budget: Budget, child: Child) -> Found:
         rivals = settle(
             [*d.fields, *members],
             found.values, make, leads.live, leads.dtype, budget, real_ok, sums, flags, leads.alike,
-            frozenset(f.name for f in members),
+            moduli(cls),
         )  # fmt: skip
     if found.exact and leads.spread is not None and leads.kept:
         found.values[leads.spread] = leads.kept

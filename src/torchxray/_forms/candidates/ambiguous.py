@@ -123,7 +123,7 @@ def settle(
     sums: Iterable[Sum] = (),
     flags: frozenset[str] = frozenset(),
     others: dict[str, list[Any]] | None = None,
-    members: frozenset[str] = frozenset(),
+    moduli: Iterable[tuple[str, str]] = (),
 ) -> dict[str, Any]:
     """Of ``values`` (an exact search's), each field of ``drafts`` whose draft value rebuilds
     ``live`` as exactly is put back to its draft value in ``values`` (a required one without a
@@ -133,9 +133,8 @@ def settle(
     only its safety ceiling stops them, and a field not tried by then keeps the value found (the
     form says so).
     ``real_ok``: a build that reads tensor values is made for real (``rebuild/real.py``).
-    ``members``: the keys of a dict or the fields of a namespace (``sources/nested.py``): a whole
-    number found there whose draft (None) fails is tried one higher too, since a key the
-    constructor reads only in a test (``i % cfg["freq"] == 0``) rebuilds alike for many."""
+    ``moduli``: pairs (``i``, ``k``) read only as ``i % k`` (``sources/moduli.py``): ``i + k``
+    rebuilds alike, and so may ``k + 1`` or 1; where one does, the value found is flagged."""
     cap = 4 * len(live.summary) + 64
     rivals: dict[str, Any] = {}
     for f in drafts:
@@ -153,8 +152,6 @@ def settle(
             other = _reversed(found)
             near = [other] if other is not None else _float_rivals(found)
             near += _lengths(found)
-            if f.name in members and type(found) is int and f.value is None:
-                near.append(found + 1)
             for v in near:
                 if _exact({**values, f.name: v}, make, live, dtype, cap, budget, real_ok):
                     rivals[f.name] = v
@@ -193,6 +190,15 @@ def settle(
             if _exact({**values, name: other}, make, live, dtype, cap, budget, real_ok):
                 rivals[name] = other
                 break
+    # ``i % k``: which place and which period is not known where another pair builds alike.
+    for i, k in moduli:
+        vi, vk = values.get(i), values.get(k)
+        if type(vi) is not int or type(vk) is not int or vk < 1 or budget.stopped:
+            continue
+        for name, v in ((i, vi + vk), (k, vk + 1), (k, 1)):
+            if name not in rivals and v != values[name]:
+                if _exact({**values, name: v}, make, live, dtype, cap, budget, real_ok):
+                    rivals[name] = v
     moved = {f.name for f in drafts if f.name in values and not same(values[f.name], f.value)}
     for s in sums:
         if budget.stopped:

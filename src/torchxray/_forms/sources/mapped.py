@@ -102,7 +102,7 @@ def _sites(
             ):
                 holder, made = node.func.value, node.args[1]
             elif isinstance(node, ast.Call) and hop == 0:
-                out += _through_method(node, key, value, code, owner)
+                out += _through_method(node, key, value, dict_node, code, owner)
                 continue
             else:
                 continue
@@ -117,12 +117,13 @@ def _sites(
 
 
 def _through_method(
-    call: ast.Call, key: str, value: str, code: Code, owner: type
+    call: ast.Call, key: str, value: str, dict_node: ast.AST, code: Code, owner: type
 ) -> list[tuple[str, type, str]]:
     method = method_of(call.func, owner)
-    if method is None or not value:
+    arg = _value_arg(call, key, value, dict_node)  # self.add(k, v) / self.add(k, d[k])
+    if method is None or arg is None:
         return []
-    k, v = bound(call, key, method[1]), bound(call, value, method[1])
+    k, v = bound(call, key, method[1]), bound(call, arg, method[1])
     inner = code_of(method[0])
     if k is None or v is None or inner is None:
         return []

@@ -227,12 +227,21 @@ def _leaf(
         ann = int
     param = inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=ann, default=default)
     sub, info = _sub(readers[0][0], param, prefix, None if default is _MISSING else default)
-    keys = next((u.table for u in uses if u.table), ())
+    keys = next((u.table for u in uses if u.table), ()) or _table(readers)
     if keys and all(isinstance(k, str) for k in keys) and sub.kind in ("literal", "str"):
         # {"tanh": nn.Tanh, ...}[args.activation]: one of the table's keys (a str)
         sub = dataclasses.replace(sub, kind="str", choices=tuple(keys))
         info = dataclasses.replace(info, kind="str", choices=tuple(keys))
     return sub, info
+
+
+def _table(readers: list[_Reader]) -> tuple[str, ...]:
+    """``ACTS[args.act]``: the keys of the module's table a field is looked up in."""
+    for r in readers:
+        at = reads_at(*r)
+        if at is not None and (keys := table_keys(*at)):
+            return keys
+    return ()
 
 
 def _space(
