@@ -31,6 +31,7 @@ from ..configs import is_config
 from ..field import Field
 from ..kinds import KindInfo, ann_text, kind_of
 from ..values import to_text
+from .annotated import bag, dict_annotation, looked_up
 from .keyed import Keys, keys_of, reads_at, table_keys
 from .literals import compared_strings
 from .usage import usage
@@ -227,21 +228,12 @@ def _leaf(
         ann = int
     param = inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=ann, default=default)
     sub, info = _sub(readers[0][0], param, prefix, None if default is _MISSING else default)
-    keys = next((u.table for u in uses if u.table), ()) or _table(readers)
+    keys = next((u.table for u in uses if u.table), ()) or looked_up(readers)
     if keys and all(isinstance(k, str) for k in keys) and sub.kind in ("literal", "str"):
         # {"tanh": nn.Tanh, ...}[args.activation]: one of the table's keys (a str)
         sub = dataclasses.replace(sub, kind="str", choices=tuple(keys))
         info = dataclasses.replace(info, kind="str", choices=tuple(keys))
     return sub, info
-
-
-def _table(readers: list[_Reader]) -> tuple[str, ...]:
-    """``ACTS[args.act]``: the keys of the module's table a field is looked up in."""
-    for r in readers:
-        at = reads_at(*r)
-        if at is not None and (keys := table_keys(*at)):
-            return keys
-    return ()
 
 
 def _space(
@@ -322,43 +314,16 @@ def _reads_of(at: tuple[Any, list[Any]], name: str) -> list[Any]:
     return step(at[0], at[1], name)
 
 
-_DICTS = ("dict", "Dict", "typing.Dict", "Mapping", "typing.Mapping", "collections.abc.Mapping")
-
-
-def _dict_annotation(text: str) -> bool:
-    """``dict``, ``dict[str, Any]``, ``Dict``, ``Mapping[str, int]``, optional or not."""
-    text = text.removeprefix("Optional[").removeprefix("typing.Optional[")
-    text = text.replace(" | None", "").replace("None | ", "")
-    return text.partition("[")[0] in _DICTS
-
-
-def _bag(cls: type, name: str) -> bool:
-    """Whether the parameter is annotated a class made from keywords alone (``argparse.Namespace``,
-    ``SimpleNamespace``, an ``EasyDict``): a namespace by another name, whose fields its
-    constructor names nowhere."""
-    try:
-        ann = resolve(cls).parameters[name].annotation
-    except (TypeError, ValueError, KeyError):
-        return False
-    if not isinstance(ann, type) or issubclass(ann, (nn.Module, torch.Tensor)):
-        return False
-    try:
-        ps = list(inspect.signature(ann).parameters.values())
-    except (TypeError, ValueError):
-        return False
-    return bool(ps) and all(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in ps)
-
-
 def namespace(cls: type, f: Field) -> bool:
     """Whether the argument is a namespace the constructor reads field by field (``cfg.kernel``,
     ``args.n_embd``) and keeps nowhere: nothing annotates it as a class, no value is known, and
     it is used for nothing but its fields (no number, sequence, key or call, not tested)."""
     u = usage(cls, f.name)
-    if f.value is None and _dict_annotation(f.annotation):
+    if f.value is None and dict_annotation(f.annotation):
         # ``cfg: dict``: annotated a plain dict, read by its keys only (``keyed.py``).
         return _keys([(cls, f.name, ())]) is not None
     if f.value is not None or (
-        f.annotation not in ("", "Any", "typing.Any", "object") and not _bag(cls, f.name)
+        f.annotation not in ("", "Any", "typing.Any", "object") and not bag(cls, f.name)
     ):
         return False
     if not u.fields:
