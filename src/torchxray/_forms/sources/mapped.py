@@ -187,8 +187,10 @@ def mapped(cls: type, module: nn.Module, name: str) -> list[dict[str, Any]]:
         loop, key, value = got
         if isinstance(loop, ast.comprehension):
             sites = _comprehended(loop, key, value, n, code)
-        else:
+        elif isinstance(loop, ast.For):
             sites = _sites(list(loop.body), key, value, n, code, cls, 0)
+        else:
+            continue
         for attr, layer_cls, p in sites:
             read = _read(module, attr, layer_cls, p)
             if read and read not in out:

@@ -38,8 +38,10 @@ def moduli(cls: type) -> tuple[tuple[str, str], ...]:
     """(``i``, ``k``) of each ``i % k`` in ``cls.__init__`` whose sides are both read off its
     parameters (see the module doc)."""
     init = cls.__dict__.get("__init__")
-    code = code_of(init) if inspect.isfunction(init) else None
-    if code is None or cls.__module__.startswith("torch."):
+    if not inspect.isfunction(init) or cls.__module__.startswith("torch."):
+        return ()
+    code = code_of(init)
+    if code is None:
         return ()
     params = frozenset(inspect.signature(init).parameters) - {"self"}
     out: dict[tuple[str, str], None] = {}
