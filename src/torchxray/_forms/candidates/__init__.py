@@ -31,7 +31,6 @@ from ..field import Child, Field, guessed
 from ..rebuild.real import small
 from ..record import snapshot
 from ..sources import Draft, Leads
-from ..sources.moduli import moduli
 from ..sources.nested import Group
 from ..validate import may_try
 from .ambiguous import settle
@@ -146,7 +145,7 @@ def search(d: Draft, leads: Leads, budget: Budget, child: Child) -> Found:
         rivals = settle(
             [*d.fields, *members],
             found.values, make, leads.live, leads.dtype, budget, real_ok, sums, flags, leads.alike,
-            moduli(cls),
+            leads.remainders,
         )  # fmt: skip
     if found.exact and leads.spread is not None and leads.kept:
         found.values[leads.spread] = leads.kept

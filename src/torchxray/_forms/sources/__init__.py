@@ -23,8 +23,10 @@ the search (stage 3) starts from, by the sources that read the module's surround
   after, called again on meta up to the class's constructor (a whole model's arguments; never
   a person's own code, ``installed.py``);
 - ``nested.py``, a config object: a parameter that takes a small config instance is searched
-  member by member (a plain dict read by string keys too, ``keyed.py``); ``shipped.py``: configs
-  the library ships as data;
+  member by member (a plain dict read by string keys too, ``keyed.py``; one annotated ``dict``
+  or a keywords-only class such as ``argparse.Namespace``, ``annotated.py``; a dict handed whole
+  to a block of the user's starts from that block's form, ``wholes.py``); ``shipped.py``:
+  configs the library ships as data;
 - ``handed.py`` and ``literals.py``, how ``__init__`` uses an argument in its source: a
   ``**kwargs`` handed on to a layer, the strings a parameter is compared with; ``called.py``, a
   factory it calls (the module's functions named like it);
@@ -38,7 +40,11 @@ the search (stage 3) starts from, by the sources that read the module's surround
   holds it inside), ``items.py``, a list made one layer per item read back off those layers,
   ``sums.py``, the linear sums of arguments handed to layers (the rebuild search solves
   them), ``specs.py``, a dict of keyword dicts read back off the layers made one per entry,
-  and ``running.py``, a list of sizes an integer buffer keeps as running sums;
+  ``mapped.py``, a dict of sizes read back off the container made one layer per key,
+  ``running.py``, a list of sizes an integer buffer keeps as running sums, ``fills.py``, a
+  number a tensor is filled with, and ``moduli.py``, the two sides of a remainder test
+  ``i % k`` (the rivals the search's settling tries);
+- ``periods.py``, the period of a stack whose every k-th item holds other children;
 - ``children.py`` and the readers beside it, the children's structure: widths, kernel sizes,
   per-stage lists, block descriptions, a network's layers, the module's place;
 - ``pools.py`` puts every field's readings in the order the search tries them.
@@ -74,6 +80,7 @@ from .handed import handed, kept_whole, spread_calls
 from .layout import Layout
 from .layout import read as read_layout
 from .literals import compared_strings
+from .moduli import moduli
 from .nested import Group, namespace, nest
 from .passed import holders, memoized
 from .pools import candidates
@@ -173,6 +180,8 @@ class Leads:
     # A factory each called field may be (``called.py``): another that rebuilds as exactly as the
     # one found leaves it a flagged guess (``candidates/ambiguous.py``).
     alike: dict[str, list[Any]] = field(default_factory=dict)
+    # Pairs read only as ``i % k`` (``moduli.py``): rivals the settling tries.
+    remainders: tuple[tuple[str, str], ...] = ()
 
 
 def draft(ctor: Constructor) -> Draft:
@@ -301,4 +310,5 @@ def leads(d: Draft, ceiling: float, child: Child) -> Leads:
         floating_dtype(module),
         {f.name: usage(cls, f.name) for f in nested.fields if "." not in f.name},
         {f.name: file_factories(cls, f.name) for f in nested.fields if _called(cls, f.name)},
+        moduli(cls),
     )

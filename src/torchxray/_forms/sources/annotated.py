@@ -11,6 +11,7 @@ hold, as where nothing annotates the argument.
 from __future__ import annotations
 
 import inspect
+import types
 
 import torch
 from torch import nn
@@ -37,6 +38,8 @@ def bag(cls: type, name: str) -> bool:
         ann = resolve(cls).parameters[name].annotation
     except (TypeError, ValueError, KeyError):
         return False
+    if ann is types.SimpleNamespace:
+        return True  # a builtin: no signature to read
     if not isinstance(ann, type) or issubclass(ann, (nn.Module, torch.Tensor)):
         return False
     try:
