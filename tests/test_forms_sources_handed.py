@@ -102,3 +102,13 @@ def test_a_dict_spread_into_several_calls_does_not_start_from_one_layers_keyword
     # the second call passes itself.
     assert _spread_start(_TwoSpreads, m, unset, tx.form).value is None
     assert exact(m)["conv_kwargs"].value in (None, {})
+
+
+def test_a_kwargs_kept_whole_is_that_attribute() -> None:
+    # ``self.opts = opts``: the dict kept is what was passed (a copy, never the module's own).
+    from tests.handwritten import CASES
+
+    layer = CASES["kwargs_kept_whole"].build()[1]
+    f = tx.form(layer)
+    assert not f.inexact and f["opts"].value == {"damping": 0.25, "tol": 1e-4}
+    assert f["opts"].value is not layer.opts

@@ -55,8 +55,8 @@ class Shifted(nn.Module):
 def test_the_items_handed_to_layers_are_noted_with_their_offsets() -> None:
     assert usage(Indexed, "cards").items_handed == (Handed(nn.Embedding, "num_embeddings", "emb"),)
     assert usage(Iterated, "cards").items_handed == (Handed(nn.Embedding, "num_embeddings", "emb"),)
-    # made in a local list: no attribute says where; the module's Conv2d layers are read
-    assert usage(Zipped, "kernels").items_handed == (Handed(nn.Conv2d, "kernel_size", ""),)
+    # made in a local list spread into ``self.body = nn.Sequential(*layers)``: kept there
+    assert usage(Zipped, "kernels").items_handed == (Handed(nn.Conv2d, "kernel_size", "body"),)
     got = usage(Shifted, "sizes").items_handed  # sizes[0] is a constant index: not an item
     assert got == (
         Handed(nn.Linear, "in_features", "layers", -1, 0),

@@ -178,3 +178,21 @@ def test_a_nested_namespace_handed_on_to_a_users_class() -> None:
     opt = f["opt"].value
     assert (opt.net.p, opt.data.classes) == (0.25, 7)
     assert (opt.net.trunk.in_ch, opt.net.trunk.widths, opt.net.trunk.k) == (3, [8, 12], 5)
+
+
+def test_a_config_handed_to_a_block_that_annotates_it_is_searched_member_by_member() -> None:
+    # ``Gate(d, cfg)`` annotates ``cfg: GateConfig``; ``GatedLayer(d, cfg)`` annotates nothing.
+    from tests.handwritten import CASES
+
+    f = tx.form(CASES["config_handed_annotated"].build()[0])
+    assert not f.inexact
+    assert (f["cfg"].value.width, f["cfg"].value.gated) == (6, False)
+
+
+def test_the_config_class_a_block_annotates_is_the_one_handed_to_it() -> None:
+    from tests.handwritten.dictconfigs import GateConfig, GatedLayer, MemoryStack
+    from torchxray._forms.sources.nested import _handed_config
+
+    assert _handed_config(GatedLayer, "cfg") is GateConfig
+    assert _handed_config(GatedLayer, "d") is None  # an int handed to a layer
+    assert _handed_config(MemoryStack, "opts") is None  # a dict read by keys: no class

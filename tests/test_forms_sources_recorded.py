@@ -49,3 +49,22 @@ def test_a_record_that_no_longer_fits_the_signature_reads_nothing() -> None:
         m = Block(16)
     other = inspect.Signature([inspect.Parameter("width", inspect.Parameter.KEYWORD_ONLY)])
     assert recorded.read(m, other) is None
+
+
+def test_a_dict_whose_fields_are_its_items_is_copied_with_them() -> None:
+    # ``self.__dict__ = self`` (an "AttrDict"): a deep copy sets its state before its items and
+    # loses its fields; the search's copies of an argument keep them.
+    import copy
+
+    from tests.handwritten import CASES
+    from tests.handwritten.dictconfigs import FieldDict
+    from torchxray._forms.record import snapshot
+
+    hp = FieldDict(n_mels=6, rates=[2, 2])
+    (got,), _ = snapshot((hp,), {})
+    assert got is not hp and got.n_mels == 6 and got.rates == [2, 2] and got.rates is not hp.rates
+    got["n_mels"] = 7
+    assert got.n_mels == 7 and hp.n_mels == 6  # its fields are its own items, as the original's
+    assert not hasattr(copy.deepcopy(hp), "n_mels")
+    f = tx.form(CASES["attrdict_kept"].build())
+    assert not f.inexact

@@ -13,6 +13,7 @@ from . import (  # noqa: F401  (each module fills CASES)
     calling,
     classifiers,
     convnets,
+    dictconfigs,
     encoders,
     flagged_layers,
     generative,

@@ -33,7 +33,7 @@ import threading
 import weakref
 from collections.abc import Iterator
 from types import FrameType, MethodType
-from typing import Any
+from typing import Any, cast
 
 from torch import Tensor, nn
 
@@ -224,6 +224,14 @@ def _snapshot(
         out = items if kind is list else kind(items)
     elif kind is dict:
         out = {k: _snapshot(v, memo, notes, name, weak) for k, v in value.items()}
+    elif isinstance(value, dict) and getattr(value, "__dict__", None) is value:
+        # A dict whose fields are its items (``self.__dict__ = self``, an "AttrDict"): a deep
+        # copy sets its state before its items and loses the fields; made again the same way.
+        mapping = cast("dict[Any, Any]", value)
+        out = dict.__new__(kind)
+        memo[id(value)] = out
+        dict.update(out, {k: _snapshot(v, memo, notes, name, weak) for k, v in mapping.items()})
+        out.__dict__ = out
     elif (shared := _shared_copy(value)) is not None:
         out = shared
     else:

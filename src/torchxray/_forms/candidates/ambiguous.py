@@ -126,6 +126,7 @@ def settle(
     sums: Iterable[Sum | Product] = (),
     flags: frozenset[str] = frozenset(),
     others: dict[str, list[Any]] | None = None,
+    moduli: Iterable[tuple[str, str]] = (),
 ) -> dict[str, Any]:
     """Of ``values`` (an exact search's), each field of ``drafts`` whose draft value rebuilds
     ``live`` as exactly is put back to its draft value in ``values`` (a required one without a
@@ -134,7 +135,9 @@ def settle(
     found, whose items are then not known), whatever the ``budget`` has left (charged to it):
     only its safety ceiling stops them, and a field not tried by then keeps the value found (the
     form says so).
-    ``real_ok``: a build that reads tensor values is made for real (``rebuild/real.py``)."""
+    ``real_ok``: a build that reads tensor values is made for real (``rebuild/real.py``).
+    ``moduli``: pairs (``i``, ``k``) read only as ``i % k`` (``sources/moduli.py``): ``i + k``
+    rebuilds alike, and so may ``k + 1`` or 1; where one does, the value found is flagged."""
     cap = 4 * len(live.summary) + 64
     rivals: dict[str, Any] = {}
     for f in drafts:
@@ -190,6 +193,15 @@ def settle(
             if _exact({**values, name: other}, make, live, dtype, cap, budget, real_ok):
                 rivals[name] = other
                 break
+    # ``i % k``: which place and which period is not known where another pair builds alike.
+    for i, k in moduli:
+        vi, vk = values.get(i), values.get(k)
+        if type(vi) is not int or type(vk) is not int or vk < 1 or budget.stopped:
+            continue
+        for name, v in ((i, vi + vk), (k, vk + 1), (k, 1)):
+            if name not in rivals and v != values[name]:
+                if _exact({**values, name: v}, make, live, dtype, cap, budget, real_ok):
+                    rivals[name] = v
     moved = {f.name for f in drafts if f.name in values and not same(values[f.name], f.value)}
     for s in sums:
         if budget.stopped:

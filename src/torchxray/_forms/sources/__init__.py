@@ -23,8 +23,10 @@ the search (stage 3) starts from, by the sources that read the module's surround
   after, called again on meta up to the class's constructor (a whole model's arguments; never
   a person's own code, ``installed.py``);
 - ``nested.py``, a config object: a parameter that takes a small config instance is searched
-  member by member (a plain dict read by string keys too, ``keyed.py``); ``shipped.py``: configs
-  the library ships as data;
+  member by member (a plain dict read by string keys too, ``keyed.py``; one annotated ``dict``
+  or a keywords-only class such as ``argparse.Namespace``, ``annotated.py``; a dict handed whole
+  to a block of the user's starts from that block's form, ``wholes.py``); ``shipped.py``:
+  configs the library ships as data;
 - ``handed.py`` and ``literals.py``, how ``__init__`` uses an argument in its source: a
   ``**kwargs`` handed on to a layer, the strings a parameter is compared with; ``called.py``, a
   factory it calls (the module's functions named like it);
@@ -40,9 +42,12 @@ the search (stage 3) starts from, by the sources that read the module's surround
   them), ``products.py``, the products of arguments handed to layers (``patch ** 2 *
   channels``: solved for their factors, the factorizations the layers cannot tell apart
   flagged), ``specs.py``, a dict of keyword dicts read back off the layers made one per entry,
-  ``running.py``, a list of sizes an integer buffer keeps as running sums, and
-  ``branches.py``, the layers made only under a truth test of an argument (a search's rule
-  moves the flag with their widths);
+  ``mapped.py``, a dict of sizes read back off the container made one layer per key,
+  ``running.py``, a list of sizes an integer buffer keeps as running sums, ``fills.py``, a
+  number a tensor is filled with, ``moduli.py``, the two sides of a remainder test ``i % k``
+  (the rivals the search's settling tries), and ``branches.py``, the layers made only under a
+  truth test of an argument (a search's rule moves the flag with their widths);
+- ``periods.py``, the period of a stack whose every k-th item holds other children;
 - ``children.py`` and the readers beside it, the children's structure: widths, kernel sizes,
   per-stage lists, block descriptions, a network's layers, the module's place;
 - ``pools.py`` puts every field's readings in the order the search tries them.
@@ -74,16 +79,18 @@ from ..values import to_text
 from . import attributes, defaults, recorded, recoverers
 from .called import file_factories
 from .factory import started_from
-from .handed import handed, spread_bare, spread_calls
+from .handed import handed, kept_whole, spread_bare, spread_calls
 from .layout import Layout
 from .layout import read as read_layout
 from .literals import compared_strings
+from .moduli import moduli
 from .nested import Group, namespace, nest
 from .passed import holders, memoized
 from .pools import candidates
 from .scan import LIVE
 from .usage import Usage, usage
 from .usage import fits as uses_fit
+from .wholes import started
 
 __all__ = ["SOURCES", "Draft", "Leads", "Source", "draft", "leads", "searched"]
 
@@ -176,6 +183,8 @@ class Leads:
     # A factory each called field may be (``called.py``): another that rebuilds as exactly as the
     # one found leaves it a flagged guess (``candidates/ambiguous.py``).
     alike: dict[str, list[Any]] = field(default_factory=dict)
+    # Pairs read only as ``i % k`` (``moduli.py``): rivals the settling tries.
+    remainders: tuple[tuple[str, str], ...] = ()
 
 
 def draft(ctor: Constructor) -> Draft:
@@ -283,6 +292,8 @@ def leads(d: Draft, ceiling: float, child: Child) -> Leads:
     # passes (``handed.py``); still a guess the search may move.
     opened: dict[str, list[Any]] = {}
     nested.fields = [_spread_start(cls, module, f, child, opened) for f in nested.fields]
+    # A dict handed whole to a block of the user's starts from that block's form (``wholes.py``).
+    nested.fields = started(module, nested.groups, nested.fields, child)
     infos = {**d.infos, **nested.infos}
     # A **kwargs handed on to a layer starts from what that layer holds (``handed.py``).
     spread = next(
@@ -292,6 +303,7 @@ def leads(d: Draft, ceiling: float, child: Child) -> Leads:
     kept = None
     if spread is not None:
         kept = named.get(spread.name) or handed(cls, module, spread.name, child)
+        kept = kept or kept_whole(module, usage(cls, spread.name))  # self.kwargs = kwargs
     once = memoized(child)  # a layer's form read once for every argument handed to it
     pools = {
         f.name: candidates(module, f, functools.partial(may_try, infos, f), child, once)
@@ -314,4 +326,5 @@ def leads(d: Draft, ceiling: float, child: Child) -> Leads:
         {f.name: usage(cls, f.name) for f in nested.fields if "." not in f.name},
         {f.name: file_factories(cls, f.name) for f in nested.fields if _called(cls, f.name)}
         | opened,
+        moduli(cls),
     )

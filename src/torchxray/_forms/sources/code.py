@@ -84,7 +84,34 @@ def kept_under(call: ast.Call, up: dict[ast.AST, ast.AST]) -> str:
         t = parent.targets[0]
         if isinstance(t, ast.Attribute) and is_name(t.value, "self"):
             return t.attr
-    return ""
+    return _gathered(node, parent, up)
+
+
+def _gathered(node: ast.AST, stmt: ast.AST | None, up: dict[ast.AST, ast.AST]) -> str:
+    """``layers += [nn.Linear(a, b), act()]`` / ``layers.append(...)`` and later ``self.net =
+    nn.Sequential(*layers)``: the attribute the local list is spread into, where one is."""
+    name = ""
+    if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
+        name = stmt.target.id
+    elif isinstance(stmt, ast.Expr) and isinstance(call := stmt.value, ast.Call):
+        f = call.func
+        if isinstance(f, ast.Attribute) and f.attr in ("append", "extend"):
+            name = f.value.id if isinstance(f.value, ast.Name) else ""
+    root: ast.AST | None = stmt
+    while root is not None and not isinstance(root, ast.FunctionDef):
+        root = up.get(root)
+    if not name or root is None:
+        return ""
+    kept = {
+        a.targets[0].attr
+        for a in ast.walk(root)
+        if isinstance(a, ast.Assign)
+        and len(a.targets) == 1
+        and isinstance(a.targets[0], ast.Attribute)
+        and is_name(a.targets[0].value, "self")
+        and any(isinstance(s, ast.Starred) and is_name(s.value, name) for s in ast.walk(a.value))
+    }
+    return kept.pop() if len(kept) == 1 else ""
 
 
 def bound(call: ast.Call, what: ast.AST | str, callee: Any) -> tuple[str, int] | None:

@@ -15,7 +15,7 @@ from ..._signature import original, resolve
 from ..values import same
 from .literals import source_tree
 
-__all__ = ["NOT_PASSED", "handed", "is_default", "spread_bare", "spread_calls"]
+__all__ = ["NOT_PASSED", "handed", "is_default", "kept_whole", "spread_bare", "spread_calls"]
 
 NOT_PASSED = ("device", "dtype")
 
@@ -209,3 +209,13 @@ def _made(module: nn.Module, callee: str, held: bool) -> Iterator[nn.Module]:
     # those above are not offered twice.
     seen = {id(m) for m in near} | {id(module)}
     yield from (m for m in module.modules() if id(m) not in seen and type(m).__name__ == callee)
+
+
+def kept_whole(module: nn.Module, use: Any) -> dict[str, Any] | None:
+    """``self.kwargs = kwargs``: the dict a ``**kwargs`` kept whole under an attribute holds (a
+    copy), where the constructor keeps it so (``use``: its ``usage.Usage``) and nothing else."""
+    for attr in use.kept:
+        value = module.__dict__.get(attr)
+        if type(value) is dict and value and all(isinstance(k, str) for k in value):
+            return dict(value)
+    return None

@@ -36,8 +36,10 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
+from torch import nn
+
 from ..._signature import resolve
-from .code import Code, code_of, resolved
+from .code import Code, bound, code_of, resolved
 
 __all__ = ["Keys", "key_of", "keys_of", "reads_at", "step", "table_keys"]
 
@@ -133,6 +135,25 @@ class Keys:
     optional: set[str] = field(default_factory=set)
     spread: dict[str, tuple[type, str]] = field(default_factory=dict)
     other: bool = False  # used otherwise too (a field, a method, iterated, **x into a function)
+    # Handed whole to a class of the user's (``QFormerLayer(cfg, i)``): the class and its
+    # parameter, whose own reads are the dict's too (``nested.py`` reads them).
+    handed: list[tuple[type, str]] = field(default_factory=list)
+
+
+def _handed_whole(node: ast.AST, code: Code) -> tuple[type, str] | None:
+    """``Block(cfg, i)`` / ``Block(config=cfg)``: the class of the user's (a module, not
+    torch's) the dict is handed to whole, and the parameter it is bound to."""
+    parent = code.up.get(node)
+    call = code.up.get(parent) if isinstance(parent, ast.keyword) and parent.arg else parent
+    if not isinstance(call, ast.Call) or call.func is node:
+        return None
+    callee = resolved(call.func, code.scope)
+    if not (isinstance(callee, type) and issubclass(callee, nn.Module)):
+        return None
+    if callee.__module__.startswith("torch"):
+        return None
+    got = bound(call, node, callee)
+    return (callee, got[0]) if got is not None and got[1] < 0 else None
 
 
 def _spread_into(call: ast.Call, code: Code) -> tuple[type, list[inspect.Parameter]] | None:
@@ -183,6 +204,9 @@ def keys_of(code: Code, nodes: list[ast.AST]) -> Keys:
                     k.defaults.setdefault(p.name, p.default)
             continue
         name = None
+        if (whole := _handed_whole(n, code)) is not None:
+            k.handed.append(whole)
+            continue
         if isinstance(parent, ast.Subscript) and parent.value is n:
             name = key_of(parent.slice)
         elif isinstance(parent, ast.Attribute) and parent.value is n and parent.attr == "get":

@@ -31,6 +31,7 @@ from ..configs import is_config
 from ..field import Field
 from ..kinds import KindInfo, ann_text, kind_of
 from ..values import to_text
+from .annotated import bag, dict_annotation, looked_up
 from .keyed import Keys, keys_of, reads_at, table_keys
 from .literals import compared_strings
 from .usage import usage
@@ -50,6 +51,10 @@ class Group:
     # Of a dict read by keys: the keys its constructor tests (``"k" in cfg``), left out of the
     # dict made where their value is None (``keyed.py``).
     optional: frozenset[str] = frozenset()
+    # Of a dict read by keys: the classes of the user's it is handed to whole, with the
+    # parameter that takes it (``QFormerLayer(cfg, i)``): their layers' forms hold it
+    # (``wholes.py``).
+    handed: tuple[tuple[type, str], ...] = ()
 
 
 @dataclass
@@ -162,6 +167,7 @@ def _expand(
 # and the path of fields read off it.
 _Reader = tuple[type, str, tuple[str, ...]]
 MAX_FIELDS = 16  # fields of one namespace (more: no small namespace, left whole)
+MAX_READERS = 4  # classes one dict is read by: the constructor and those it hands it to whole
 
 
 def _reads(readers: list[_Reader]) -> list[str]:
@@ -204,19 +210,30 @@ def _leaf(
     handed: Any = _MISSING
     for h in (h for u in uses for h in u.handed if h.index < 0):
         try:
-            handed = resolve(h.callee).parameters[h.param].annotation
+            p = resolve(h.callee).parameters[h.param]
         except (TypeError, ValueError, KeyError):
             continue
+        handed = p.annotation
+        if handed is _MISSING and type(p.default) in (int, float):
+            handed = type(p.default)  # Cross(d, num_layers=3): a whole number, as its default
         break
     number = any(u.number for u in uses)
     sequence = any(u.sequence or u.indexed for u in uses)
     ann = handed
-    if sequence and not number:
+    if any(u.mapping for u in uses) and not number:
+        ann = dict  # cfg["cards"].items(): a dict (``mapped.py`` reads it back)
+    elif sequence and not number:
         ann = list[int]
     elif number and not sequence and handed not in (int, float):
         ann = int
     param = inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=ann, default=default)
-    return _sub(readers[0][0], param, prefix, None if default is _MISSING else default)
+    sub, info = _sub(readers[0][0], param, prefix, None if default is _MISSING else default)
+    keys = next((u.table for u in uses if u.table), ()) or looked_up(readers)
+    if keys and all(isinstance(k, str) for k in keys) and sub.kind in ("literal", "str"):
+        # {"tanh": nn.Tanh, ...}[args.activation]: one of the table's keys (a str)
+        sub = dataclasses.replace(sub, kind="str", choices=tuple(keys))
+        info = dataclasses.replace(info, kind="str", choices=tuple(keys))
+    return sub, info
 
 
 def _space(
@@ -235,8 +252,17 @@ def _space(
 
 def _keys(readers: list[_Reader]) -> Keys | None:
     """The keys the readers read off their dict (``keyed.py``); None unless every reader that
-    reads it reads constant string keys only, at most ``MAX_FIELDS``."""
-    out = Keys()
+    reads it reads constant string keys only, at most ``MAX_FIELDS``. A class of the user's
+    the dict is handed to whole (``QFormerLayer(cfg, i)``) is one of its readers too, its keys
+    read after the constructor's own (``_dict_readers``)."""
+    got = _dict_readers(readers)
+    return got[1] if got is not None else None
+
+
+def _dict_readers(readers: list[_Reader]) -> tuple[list[_Reader], Keys] | None:
+    """``readers`` and the classes the dict is handed to whole, with the keys they all read;
+    None as ``_keys``."""
+    readers, out = list(readers), Keys()
     for r in readers:
         at = reads_at(*r)
         if at is None or not at[1]:
@@ -244,26 +270,30 @@ def _keys(readers: list[_Reader]) -> Keys | None:
         k = keys_of(*at)
         if k.other:
             return None
+        for callee, param in k.handed:
+            if (callee, param, ()) not in readers and len(readers) < MAX_READERS:
+                readers.append((callee, param, ()))
         out.names += [n for n in k.names if n not in out.names]
         out.defaults = {**k.defaults, **out.defaults}
         out.optional |= k.optional
         out.spread = {**k.spread, **out.spread}
-    return out if 0 < len(out.names) <= MAX_FIELDS else None
+    return (readers, out) if 0 < len(out.names) <= MAX_FIELDS else None
 
 
 def _dict_space(
     readers: list[_Reader], keys: Keys, prefix: str, depth: int, groups: list[Group]
 ) -> Iterator[tuple[Field, KindInfo]]:
     optional = frozenset(f"{prefix}.{n}" for n in keys.optional)
-    g = Group(prefix, dict, optional=optional)
+    whole = tuple((c, p) for c, p, path in readers[1:] if not path)
+    g = Group(prefix, dict, optional=optional, handed=whole)
     groups.append(g)
     for name in keys.names:
         below = _below(readers, name)
         if name in keys.spread:  # Encoder(n, **cfg["encoder"]): the class reads the key
             below.append((*keys.spread[name], ()))
-        inner = _keys(below) if depth < MAX_DEPTH + 1 else None
+        inner = _dict_readers(below) if depth < MAX_DEPTH + 1 else None
         if inner is not None:
-            yield from _dict_space(below, inner, f"{prefix}.{name}", depth + 1, groups)
+            yield from _dict_space(*inner, f"{prefix}.{name}", depth + 1, groups)
         else:
             default = keys.defaults.get(name, None if name in keys.optional else _MISSING)
             sub, info = _leaf(below, prefix, name, default)
@@ -289,13 +319,38 @@ def namespace(cls: type, f: Field) -> bool:
     ``args.n_embd``) and keeps nowhere: nothing annotates it as a class, no value is known, and
     it is used for nothing but its fields (no number, sequence, key or call, not tested)."""
     u = usage(cls, f.name)
-    if f.value is not None or f.annotation not in ("", "Any", "typing.Any", "object"):
+    if f.value is None and dict_annotation(f.annotation):
+        # ``cfg: dict``: annotated a plain dict, read by its keys only (``keyed.py``).
+        return _keys([(cls, f.name, ())]) is not None
+    if f.value is not None or (
+        f.annotation not in ("", "Any", "typing.Any", "object") and not bag(cls, f.name)
+    ):
         return False
     if not u.fields:
         return _keys([(cls, f.name, ())]) is not None  # a dict read by keys only (keyed.py)
     if len(u.fields) > MAX_FIELDS:
         return False
     return not u.handed and not dataclasses.replace(u, fields=()).known
+
+
+def _handed_config(cls: type, name: str) -> type | None:
+    """The config class of the user's layer the argument is handed to whole annotates
+    (``LoRAAttention(dim, heads, lora)`` with ``lora: LoRAConfig``): what an argument nothing
+    annotates holds, where its constructor uses it for nothing else."""
+    u = usage(cls, name)
+    if dataclasses.replace(u, handed=()).known:
+        return None
+    for h in u.handed:
+        if h.index >= 0 or h.callee.__module__.startswith("torch"):
+            continue
+        try:
+            p = resolve(h.callee).parameters[h.param]
+        except (TypeError, ValueError, KeyError):
+            continue
+        c = config_class(p, None)
+        if c is not None:
+            return c
+    return None
 
 
 def nest(
@@ -317,15 +372,21 @@ def nest(
     for f in fields:
         p = params.get(f.name)
         c = config_class(p, f.value) if p is not None and f.name in searched else None
+        if (
+            c is None
+            and p is not None
+            and f.name in searched
+            and f.value is None
+            and not f.annotation
+        ):
+            c = _handed_config(cls, f.name)  # Block(d, cfg) where Block annotates it
         if c is None and p is not None and f.name in spaces:
             # A namespace read field by field: one sub-field per field read (nested ones too),
             # made a SimpleNamespace again for each build.
             top: list[_Reader] = [(cls, f.name, ())]
-            keys = _keys(top)
+            keyed = _dict_readers(top)
             made = (
-                _dict_space(top, keys, f.name, 1, groups)
-                if keys
-                else _space(top, f.name, 1, groups)
+                _dict_space(*keyed, f.name, 1, groups) if keyed else _space(top, f.name, 1, groups)
             )
             for sub, info in made:
                 out.append(sub)

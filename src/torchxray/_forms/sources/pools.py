@@ -40,6 +40,7 @@ from typing import Any
 
 from torch import nn
 
+from ..._signature import resolve
 from ..._unwrap import original_class
 from ..configs import is_config
 from ..field import Child, Field, guessed
@@ -48,10 +49,14 @@ from . import children, layout
 from .attributes import same_named
 from .blocklists import described
 from .called import called_factories
+from .fills import filled
 from .gathered import gathered
 from .items import items_of
 from .literals import compared_strings
+from .mapped import mapped as read_mapped
+from .nested import config_class
 from .passed import handed, holders, kept, keys
+from .periods import periods
 from .position import config_items, index_like, ordinals
 from .running import running
 from .scan import LIVE
@@ -144,6 +149,8 @@ def _shape_pool(
         pool = list(reversed(ints)) if low.startswith("out") else ints
         if not any(w in low for w in _WIDTH_WORDS) and not f.required:
             pool = [0, 1, 2, *pool[:3]]
+        if not any(w in low for w in _WIDTH_WORDS):
+            pool = [*periods(module), *pool]  # every k-th layer made otherwise (periods.py)
         if f.kind == "literal" and f.required and any(w in low for w in _WIDTH_WORDS):
             pool = [
                 *pool,
@@ -265,6 +272,27 @@ def _kind_pool(
     return pool
 
 
+def _keyed_use(module: nn.Module, f: Field) -> Usage:
+    """How the constructor uses a key of a dict it reads by keys (``cfg["units"]``: iterated,
+    handed to a layer), or a field of a namespace (``args.hidden_sizes``), as it would the
+    argument itself; nothing for a config class's member (its readings are tuned apart)."""
+    cls = original_class(type(module))
+    param, *path = f.name.split(".")
+    whole = usage(cls, param)
+    if not whole.keys and not (whole.fields and _unclassed(cls, param)):
+        return Usage()
+    return usage(cls, param, tuple(path))
+
+
+def _unclassed(cls: type, param: str) -> bool:
+    """Whether the parameter takes no config class (``nested.config_class``): a namespace."""
+    try:
+        p = resolve(cls).parameters[param]
+    except (TypeError, ValueError, KeyError):
+        return False
+    return config_class(p, p.default if p.default is not p.empty else None) is None
+
+
 def candidates(
     module: nn.Module,
     f: Field,
@@ -280,8 +308,9 @@ def candidates(
     low = name.lower()
     # How the constructor uses the argument (``usage.py``): what it leads to first
     # (``passed.py``), and only the values it could take.
-    use = usage(original_class(type(module)), name) if "." not in f.name else Usage()
-    noted = bool(f.annotation)
+    use = usage(original_class(type(module)), name) if "." not in f.name else _keyed_use(module, f)
+    # A dict's key is annotated by the reading (``nested._leaf``), not by a person.
+    noted = bool(f.annotation) and not ("." in f.name and use.known)
     read: list[Any] = []
     sure: list[Any] = []  # the argument itself, kept as it was given: first, annotated or not
     if use.known:
@@ -332,6 +361,10 @@ def candidates(
         # layers, it comes before the blocks a required argument's description reads.
         mapped = specs(original_class(type(module)), module, name, handed_to or child)
         first = [mapped, *first] if mapped else first
+    # A dict iterated to make one layer per key (``mapped.py``): read back off those layers.
+    first = [*read_mapped(original_class(type(module)), module, f.name), *first]
+    if f.kind in ("float", "literal"):  # a tensor filled with it (``fills.py``)
+        first = [*filled(original_class(type(module)), module, f.name), *first]
     unset = bool(pool) and (f.optional or not f.required)
     values = [
         v
