@@ -51,6 +51,7 @@ from .code import (
 )
 from .helpers import MAX_HOPS, local_dict, merged, method_of
 from .keyed import key_of, step
+from .local_names import called_as, local_def
 from .pairs import in_loop, zipped
 from .sums import sums
 from .uses import Handed, Usage, fits  # fits: whether a value could be the argument
@@ -143,6 +144,7 @@ class _Reader:
             self._within(node, parent, up)
         if truth_test(node, parent):
             self.condition = True
+        self.called = self.called or called_as(node, up, self.code)  # act = a if c else b; act()
         if isinstance(parent, ast.BinOp) and isinstance(parent.op, ast.Mult):
             self.scales = self.scales or not isinstance(_other(parent, node), ast.Constant)
         if isinstance(parent, ast.keyword) and parent.arg is None:
@@ -284,8 +286,8 @@ class _Reader:
             if call.args[0] is node:  # {...}.get(x)
                 self.table = table_of(call.func.value, self.scope)
             return
-        if (inner := self._method(call, node)) is not None:  # the class's own helper method
-            merged(self, inner, kept_under(call, up))
+        if (inner := self._method(call, node) or self._local(call, node)) is not None:
+            merged(self, inner, kept_under(call, up))  # a helper method, a function defined here
             return
         callee = resolved(call.func, self.scope)
         if callee is isinstance and call.args and call.args[0] is node:
@@ -319,6 +321,17 @@ class _Reader:
             inner = _read(callee, param, self.depth + 1)
             self.handed += [Handed(h.callee, h.param) for h in inner.handed]
             self.condition = self.condition or inner.condition
+            self.called = self.called or inner.called
+
+    def _local(self, call: ast.Call, node: ast.AST) -> Usage | None:
+        """How a function defined inside the constructor uses the parameter ``call`` hands
+        ``node`` to (``local_names.py``), or None where ``call`` reaches none."""
+        code = local_def(call, node, self.code) if self.hops < MAX_HOPS else None
+        if code is None:
+            return None
+        reader = _Reader(self.fn, "__local__", self.depth, code)
+        reader.owner, reader.hops = self.owner, self.hops + 1
+        return reader.read()
 
     def _method(self, call: ast.Call, node: ast.AST) -> Usage | None:
         """How a method of the class's own (``self.build(dim)``) uses the parameter it is
