@@ -51,6 +51,7 @@ from .called import called_factories
 from .gathered import gathered
 from .items import items_of
 from .literals import compared_strings
+from .looked_up import looked_up
 from .passed import handed, holders, kept, keys
 from .position import config_items, index_like, ordinals
 from .running import running
@@ -327,6 +328,8 @@ def candidates(
     # annotated one keeps the order the readings above were tuned in, its uses' readings last.
     first, pool = ([*read, *first], pool) if not noted else (first, [*pool, *read])
     first = [*sure, *first]
+    if "." not in f.name:  # the name a getattr(torch, act) looked up (``looked_up.py``)
+        first = [*looked_up(original_class(type(module)), module, name), *first]
     if not noted and "." not in f.name:
         # A dict of keyword dicts, one layer made per entry (``specs.py``): read off those
         # layers, it comes before the blocks a required argument's description reads.
