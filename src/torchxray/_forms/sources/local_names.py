@@ -12,6 +12,9 @@ argument's own uses, kept under the attribute the call's result is assigned to);
 says whether the argument is called under a local name it was assigned to (itself, or one
 branch of a conditional expression), which makes it a factory (``Usage.called``).
 
+And ``or_empty`` reads ``x or []`` (``for fc in shared_layers or []``) as ``x`` itself: the empty
+literal only stands in for a None given.
+
 Read conservatively: a nested function whose parameters a ``*args`` or a ``**kwargs`` gathers, a
 call that spreads its arguments, and a local name assigned more than once are not followed.
 """
@@ -23,7 +26,7 @@ import dataclasses
 
 from .code import Code
 
-__all__ = ["called_as", "local_def"]
+__all__ = ["called_as", "local_def", "or_empty"]
 
 
 def _def_named(code: Code, name: str) -> ast.FunctionDef | None:
@@ -86,3 +89,19 @@ def called_as(node: ast.AST, up: dict[ast.AST, ast.AST], code: Code) -> bool:
         isinstance(c := up.get(load), ast.Call) and c.func is load
         for load in code.loads.get(name, ())
     )
+
+
+def or_empty(node: ast.AST, up: dict[ast.AST, ast.AST]) -> tuple[ast.AST, ast.AST | None]:
+    """``x or []`` (``()``, ``{}``) as ``x``: the expression that stands for the argument and
+    its parent, or ``node`` and its own where it is no such default."""
+    parent = up.get(node)
+    if (
+        isinstance(parent, ast.BoolOp)
+        and isinstance(parent.op, ast.Or)
+        and len(parent.values) == 2
+        and parent.values[0] is node
+        and isinstance(empty := parent.values[1], (ast.List, ast.Tuple, ast.Dict))
+        and not (empty.keys if isinstance(empty, ast.Dict) else empty.elts)
+    ):
+        return parent, up.get(parent)
+    return node, parent

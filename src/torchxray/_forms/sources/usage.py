@@ -51,7 +51,7 @@ from .code import (
 )
 from .helpers import MAX_HOPS, local_dict, merged, method_of
 from .keyed import key_of, step
-from .local_names import called_as, local_def
+from .local_names import called_as, local_def, or_empty
 from .pairs import in_loop, zipped
 from .sums import sums
 from .uses import Handed, Usage, fits  # fits: whether a value could be the argument
@@ -104,7 +104,7 @@ class _Reader:
     def read(self) -> Usage:
         up = self.code.up
         for node in self._nodes():
-            self._use(node, up.get(node), up)
+            self._use(*or_empty(node, up), up)  # x or []: read as x
         items = self.attrs or (kept_items(self.code.tree, self.items) if self.items else ())
         rebound = () if self.path else _rebound(self.code.stores.get(self.name, ()))
         return Usage(
