@@ -16,6 +16,7 @@ from . import (  # noqa: F401  (each module fills CASES)
     encoders,
     generative,
     geometry,
+    lookups,
     misc,
     multimodal,
     routing,

@@ -10,7 +10,9 @@ is made on another name. ``local_def`` names the parameter of the nested functio
 the argument to and where that function reads it (``usage.py`` then reads those loads as the
 argument's own uses, kept under the attribute the call's result is assigned to); ``called_as``
 says whether the argument is called under a local name it was assigned to (itself, or one
-branch of a conditional expression), which makes it a factory (``Usage.called``).
+branch of a conditional expression), which makes it a factory (``Usage.called``), and
+``always_called`` whether a helper function calls its parameter on every call (lucidrains'
+``default(val, d)`` calls ``d`` only where it is callable: an int is as good).
 
 And ``or_empty`` reads ``x or []`` (``for fc in shared_layers or []``) as ``x`` itself: the empty
 literal only stands in for a None given.
@@ -23,10 +25,12 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+from collections.abc import Callable
+from typing import Any
 
-from .code import Code
+from .code import Code, code_of, conditional
 
-__all__ = ["called_as", "local_def", "or_empty"]
+__all__ = ["always_called", "called_as", "local_def", "or_empty"]
 
 
 def _def_named(code: Code, name: str) -> ast.FunctionDef | None:
@@ -71,24 +75,45 @@ def local_def(call: ast.Call, node: ast.AST, code: Code) -> Code | None:
     return dataclasses.replace(code, loads={**code.loads, "__local__": loads})
 
 
-def called_as(node: ast.AST, up: dict[ast.AST, ast.AST], code: Code) -> bool:
-    """Whether ``node`` (the argument) is assigned to a local name, itself or as one branch of
-    a conditional expression (``act = activation if last else output_activation``), that is
-    then called (``act()``)."""
+def _alias_calls(node: ast.AST, up: dict[ast.AST, ast.AST], code: Code) -> list[ast.Call]:
+    """The calls of the local name ``node`` is assigned to, itself or as one branch of a
+    conditional expression (``act = activation if last else output_activation; act()``)."""
     parent = up.get(node)
     while isinstance(parent, ast.IfExp) and node is not parent.test:
         node, parent = parent, up.get(parent)
     if not isinstance(parent, ast.Assign) or parent.value is not node:
-        return False
+        return []
     if len(parent.targets) != 1 or not isinstance(parent.targets[0], ast.Name):
-        return False
+        return []
     name = parent.targets[0].id
     if len(code.stores.get(name, ())) != 1:
-        return False
-    return any(
-        isinstance(c := up.get(load), ast.Call) and c.func is load
+        return []
+    return [
+        c
         for load in code.loads.get(name, ())
-    )
+        if isinstance(c := up.get(load), ast.Call) and c.func is load
+    ]
+
+
+def called_as(node: ast.AST, up: dict[ast.AST, ast.AST], code: Code) -> bool:
+    """Whether ``node`` (the argument) is called under a local name it is assigned to (see
+    ``_alias_calls``)."""
+    return bool(_alias_calls(node, up, code))
+
+
+def always_called(fn: Callable[..., Any], param: str) -> bool:
+    """Whether a helper function calls its parameter on every call, itself or under a local
+    name: not under an ``if`` (``d() if callable(d) else d`` takes a value of any kind)."""
+    code = code_of(fn)
+    if code is None:
+        return False
+    for load in code.loads.get(param, ()):
+        call = code.up.get(load)
+        calls = [call] if isinstance(call, ast.Call) and call.func is load else []
+        calls += _alias_calls(load, code.up, code)
+        if any(not conditional(c, code.up) for c in calls):
+            return True
+    return False
 
 
 def or_empty(node: ast.AST, up: dict[ast.AST, ast.AST]) -> tuple[ast.AST, ast.AST | None]:

@@ -51,7 +51,7 @@ from .code import (
 )
 from .helpers import MAX_HOPS, local_dict, merged, method_of
 from .keyed import key_of, step
-from .local_names import called_as, local_def, or_empty
+from .local_names import always_called, called_as, local_def, or_empty
 from .pairs import in_loop, zipped
 from .sums import sums
 from .uses import Handed, Usage, fits  # fits: whether a value could be the argument
@@ -321,7 +321,7 @@ class _Reader:
             inner = _read(callee, param, self.depth + 1)
             self.handed += [Handed(h.callee, h.param) for h in inner.handed]
             self.condition = self.condition or inner.condition
-            self.called = self.called or inner.called
+            self.called = self.called or always_called(callee, param)  # mlp(sizes, act)
 
     def _local(self, call: ast.Call, node: ast.AST) -> Usage | None:
         """How a function defined inside the constructor uses the parameter ``call`` hands
