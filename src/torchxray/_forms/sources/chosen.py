@@ -77,9 +77,10 @@ def _readings(code: Code, param: str, path: tuple[str, ...]) -> list[tuple[list[
             continue
         if not isinstance(loop.iter, (ast.Tuple, ast.List, ast.Set)):
             continue
-        names = [e.value for e in loop.iter.elts if isinstance(e, ast.Constant)]
+        names: list[Any] = [e.value for e in loop.iter.elts if isinstance(e, ast.Constant)]
         if len(names) != len(loop.iter.elts) or not all(isinstance(n, str) for n in names):
             continue
+        names = [str(n) for n in names]
         var = loop.target.id
         if not _sets_by_name(loop, var):
             continue

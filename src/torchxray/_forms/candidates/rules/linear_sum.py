@@ -12,7 +12,7 @@ Where no argument alone solves to a width above 0, each is solved for with the o
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ...sources.sums import Sum
@@ -60,7 +60,7 @@ def propose(p: Problem) -> Iterator[dict[str, Any]]:
                 yield from _from_ones(s, live, p.values)
 
 
-def _from_ones(s: Sum, live: int, values: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def _from_ones(s: Sum, live: int, values: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
     """Where the others already sum past the live width, each argument solved for with the
     others at 1: the layer shows only the sum, so ``ambiguous.py`` flags the split a guess
     (SpinningUp's ``MLPQFunction``: ``obs_dim + act_dim`` 23 where both were read as 128)."""
