@@ -65,3 +65,17 @@ def test_an_edit_wraps_the_rebuilt_layer_again_and_keeps_its_weights() -> None:
     assert m(torch.randn(2, 2, 8)).shape == (2, 3, 17)
     log.edit("0", out_channels=6)  # a width the weights do not fit: wrapped again, fresh
     assert norm_hooks(m[0]) == [NormHook(False, "weight", 0)] and m[0].weight_v.shape[0] == 6
+
+
+class Chooser(nn.Module):
+    def __init__(self, spectral=False):  # type: ignore[no-untyped-def]
+        super().__init__()
+        wrap = spectral_norm if spectral else weight_norm
+        self.conv = wrap(nn.Conv1d(2, 4, 3))
+
+
+def test_a_constructor_that_chooses_the_wrapping_shows_its_choice() -> None:
+    # Named below the form's own module: weight_norm and spectral_norm are not one rebuild.
+    assert "wrapped by WeightNorm" in parts(Chooser()).items["conv", "param weight"]
+    f = tx.form(Chooser(spectral=True))
+    assert f.inexact == "" and f["spectral"].value is True

@@ -8,8 +8,11 @@ replace the layer's ``weight`` parameter with ``weight_g`` and ``weight_v`` (spe
 tensor before each forward in a ``WeightNorm`` / ``SpectralNorm`` hook that keeps the name and
 the dim. The constructor made a plain layer, so its form is a plain layer's: as with a
 parametrization (``parts.py``'s logical view), the wrapped tensor is one tensor of its
-logical shape (the originals and the recomputed attribute are not listed), ``kinds=True``
-names the wrapping, and an edit puts it back (``_patch/placement.py``: ``rewrap``).
+logical shape (the originals and the recomputed attribute are not listed), and an edit puts the
+wrapping back (``_patch/placement.py``: ``rewrap``). The wrapping is named in the tensor's text
+everywhere but on a torch layer a form is asked of (its constructor never wraps it; ``kinds=True``
+names it there too): a constructor that wraps its layers itself, choosing ``weight_norm`` or
+``spectral_norm`` by a flag (HiFi-GAN's ``DiscriminatorP``), shows its choice.
 """
 
 from __future__ import annotations
