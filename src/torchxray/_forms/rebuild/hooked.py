@@ -10,9 +10,10 @@ the dim. The constructor made a plain layer, so its form is a plain layer's: as 
 parametrization (``parts.py``'s logical view), the wrapped tensor is one tensor of its
 logical shape (the originals and the recomputed attribute are not listed), and an edit puts the
 wrapping back (``_patch/placement.py``: ``rewrap``). The wrapping is named in the tensor's text
-everywhere but on a torch layer a form is asked of (its constructor never wraps it; ``kinds=True``
-names it there too): a constructor that wraps its layers itself, choosing ``weight_norm`` or
-``spectral_norm`` by a flag (HiFi-GAN's ``DiscriminatorP``), shows its choice.
+everywhere below the module a form is asked of (``kinds=True`` names it there too): a
+constructor that wraps its layers itself, choosing ``weight_norm`` or ``spectral_norm`` by a flag
+(HiFi-GAN's ``DiscriminatorP``), shows its choice; the module itself was wrapped after its
+constructor ran (its parent's ``weight_norm(CausalConv1d(...))``).
 """
 
 from __future__ import annotations

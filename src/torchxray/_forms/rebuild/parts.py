@@ -267,12 +267,10 @@ def parts(module: nn.Module, kinds: bool = False) -> Parts:
             for n in h.buffers:
                 items.pop((path, f"buffer {n}"), None)
             text = _tensor_text(m._parameters[h.original], False)
-            # Named unless it wraps the torch layer a form is asked of, whose constructor never
-            # wraps it: a constructor that chooses weight_norm or spectral_norm shows its choice.
-            own = not path and original_class(type(m)).__module__.startswith("torch.")
-            items[path, f"param {h.name}"] = (
-                f"{text} wrapped by {h.text}" if kinds or not own else text
-            )
+            # Named below the module a form is asked of (a constructor that chooses weight_norm
+            # or spectral_norm shows its choice), not on it: what wrapped it came after.
+            shown = kinds or bool(path)
+            items[path, f"param {h.name}"] = f"{text} wrapped by {h.text}" if shown else text
         if parametrize.is_parametrized(m):
             lists = typing.cast(nn.ModuleDict, m.parametrizations)
             for n, plist in lists.items():

@@ -38,7 +38,11 @@ the search (stage 3) starts from, by the sources that read the module's surround
   holds it inside), ``items.py``, a list made one layer per item read back off those layers,
   ``sums.py``, the linear sums of arguments handed to layers (the rebuild search solves
   them), ``specs.py``, a dict of keyword dicts read back off the layers made one per entry,
-  and ``running.py``, a list of sizes an integer buffer keeps as running sums;
+  and ``running.py``, a list of sizes an integer buffer keeps as running sums; read through
+  a name of the constructor's own (``local_names.py``: a function defined inside it, a local
+  name then called, ``x or []``), a name looked up with ``getattr`` (``looked_up.py``), names
+  that choose which layers are another kind (``chosen.py``), a config member handed on whole
+  (``members_handed.py``) and a ``**kwargs`` handed to a torch base (``base_init.py``);
 - ``children.py`` and the readers beside it, the children's structure: widths, kernel sizes,
   per-stage lists, block descriptions, a network's layers, the module's place;
 - ``pools.py`` puts every field's readings in the order the search tries them.
