@@ -86,3 +86,15 @@ def test_a_sum_one_of_whose_arguments_a_layer_shows_is_proven() -> None:
     f = tx.form(Attention(12, 10))  # v = Linear(dec_hid, 1) shows dec_hid
     assert (f["enc_hid"].value, f["dec_hid"].value) == (12, 10)
     assert f["enc_hid"].note == "" and f["dec_hid"].note == ""
+
+
+def test_a_sum_the_others_overshoot_is_solved_with_them_at_one_and_flagged() -> None:
+    from tests.handwritten.lookups import GoalCritic
+
+    live, built = dict(state_dim=9, goal_dim=3), dict(state_dim=40, goal_dim=40)
+    got = proposed(linear_sum.propose, GoalCritic, live, built)
+    assert {"state_dim": 11, "goal_dim": 1} in got and {"state_dim": 1, "goal_dim": 11} in got
+    f = tx.form(GoalCritic(9, 3, hidden=(24, 24)))
+    assert f.inexact == ""
+    assert f["state_dim"].value + f["goal_dim"].value == 12
+    assert f["state_dim"].note.startswith("a guess") and f["goal_dim"].note.startswith("a guess")

@@ -34,3 +34,10 @@ def test_a_form_answers_for_a_container_holding_none() -> None:
     f = tx.form(Stages())
     assert f.inexact == "", f.inexact
     assert f["widths"].value == (4, 8) and f["down"].value == (False, True)
+
+
+def test_widths_read_across_weightless_items() -> None:
+    net = nn.Sequential(nn.Linear(17, 8), nn.ELU(), nn.Linear(8, 8), nn.ELU())
+    assert [17, 8, 8] in layout.per_item(nn.Sequential(net))
+    normed = nn.Sequential(nn.Linear(17, 8), nn.LayerNorm(8), nn.Linear(8, 8))
+    assert [17, 8, 8] not in layout.per_item(nn.Sequential(normed))  # a norm has weights

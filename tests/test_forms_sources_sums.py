@@ -32,3 +32,11 @@ def test_the_sums_are_read_off_the_ast_with_their_coefficients() -> None:
 def test_a_sum_keeps_its_signs_and_constant_and_skips_what_is_not_linear() -> None:
     assert usage(Scaled, "k").sums == (Sum("fc", (("d", -1), ("k", 3)), -1),)
     assert usage(Scaled, "d").sums == usage(Scaled, "k").sums
+
+
+def test_a_sum_heading_a_list_of_sizes_handed_to_a_helper_is_read() -> None:
+    from tests.handwritten.lookups import GoalCritic  # mlp([s + g] + list(hidden) + [1], act)
+
+    assert usage(GoalCritic, "state_dim").sums == (
+        Sum("v", (("goal_dim", 1), ("state_dim", 1)), 0),
+    )

@@ -18,6 +18,7 @@ from . import (  # noqa: F401  (each module fills CASES)
     flagged_layers,
     generative,
     geometry,
+    lookups,
     misc,
     multimodal,
     routing,

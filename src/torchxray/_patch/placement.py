@@ -16,6 +16,7 @@ from torch.nn.parameter import is_lazy
 from torch.nn.utils import parametrize
 
 from .._cast import to_like
+from .._forms.rebuild.hooked import rewrap
 from .._forms.rebuild.parts import logical, tensor_kind
 from .._unwrap import original_class
 from .paths import SlotIndex, holds_meta, tensors
@@ -67,14 +68,15 @@ def place(new: nn.Module, old: nn.Module, index: SlotIndex, path: str, cast: boo
 def reparametrize(new: nn.Module, old: nn.Module) -> None:
     """Give ``new``'s submodules the parametrizations (weight_norm, spectral_norm, ...) that the
     same-path submodules of ``old`` gained after construction: copies of the parametrization
-    modules, registered on a tensor of the same name and shape; ``carry`` then copies the
-    originals."""
+    modules, registered on a tensor of the same name and shape, and the legacy hook-based
+    wrappings applied again; ``carry`` then copies the originals."""
     mine = dict(new.named_modules())
     for path, m in old.named_modules():
         target = mine.get(path)
-        if target is None or not parametrize.is_parametrized(m):
+        if target is None or original_class(type(target)) is not original_class(type(m)):
             continue
-        if original_class(type(target)) is not original_class(type(m)):
+        rewrap(target, m)  # the legacy hook-based weight_norm / spectral_norm (``hooked.py``)
+        if not parametrize.is_parametrized(m):
             continue
         for name, plist in m.parametrizations.items():
             if parametrize.is_parametrized(target, name):

@@ -10,7 +10,7 @@ would go wrong (``_forms/rebuild/compare.py``).
 
 Logical view: a parametrized tensor (``weight_norm``, ``spectral_norm``, ``orthogonal``) is one
 tensor of its logical shape, computed on meta from the originals (its ``parametrizations`` child is
-not listed), and a tensor subclass (torchao's quantized weights, a DTensor) has the shape and dtype
+not listed; the legacy hook-based functions' tensors likewise: ``hooked.py``), and a tensor subclass (torchao's quantized weights, a DTensor) has the shape and dtype
 it reports. ``kinds=True`` adds what the logical view hides (the parametrization's classes, the
 tensor subclass): an edit restores them (``_patch/placement.py``) and checks that it did.
 """
@@ -33,6 +33,7 @@ from torch.nn.utils import parametrize
 
 from ..._unwrap import original_class
 from ..configs import is_config
+from .hooked import norm_hooks
 
 __all__ = ["Parts", "logical", "parts", "split_repr", "tensor_kind", "typename"]
 
@@ -201,10 +202,11 @@ def _value(v: Any, depth: int = 0) -> str:
 
 
 def _attrs(m: nn.Module) -> Iterator[tuple[str, str]]:
+    wrapped = {h.name for h in norm_hooks(m)}  # recomputed before each forward: ``hooked.py``
     for key, v in m.__dict__.items():
         if key in _BASE or isinstance(v, (nn.Module, nn.Parameter)):
             continue
-        if isinstance(v, torch.Tensor) and key in m._buffers:
+        if isinstance(v, torch.Tensor) and (key in m._buffers or key in wrapped):
             continue
         yield key, _value(v)
 
@@ -258,6 +260,17 @@ def parts(module: nn.Module, kinds: bool = False) -> Parts:
             items[path, f"buffer {n}"] = _tensor_text(b, kinds) + lost
             if b is not None and tensor_kind(b):
                 types[path, f"buffer {n}"] = typename(b)
+        for h in norm_hooks(m):  # the legacy weight_norm / spectral_norm (``hooked.py``)
+            for n in h.params:
+                items.pop((path, f"param {n}"), None)
+                items.pop((path, f"tied {n}"), None)
+            for n in h.buffers:
+                items.pop((path, f"buffer {n}"), None)
+            text = _tensor_text(m._parameters[h.original], False)
+            # Named below the module a form is asked of (a constructor that chooses weight_norm
+            # or spectral_norm shows its choice), not on it: what wrapped it came after.
+            shown = kinds or bool(path)
+            items[path, f"param {h.name}"] = f"{text} wrapped by {h.text}" if shown else text
         if parametrize.is_parametrized(m):
             lists = typing.cast(nn.ModuleDict, m.parametrizations)
             for n, plist in lists.items():

@@ -46,7 +46,11 @@ the search (stage 3) starts from, by the sources that read the module's surround
   ``running.py``, a list of sizes an integer buffer keeps as running sums, ``fills.py``, a
   number a tensor is filled with, ``moduli.py``, the two sides of a remainder test ``i % k``
   (the rivals the search's settling tries), and ``branches.py``, the layers made only under a
-  truth test of an argument (a search's rule moves the flag with their widths);
+  truth test of an argument (a search's rule moves the flag with their widths); read through
+  a name of the constructor's own (``local_names.py``: a function defined inside it, a local
+  name then called, ``x or []``), a name looked up with ``getattr`` (``looked_up.py``), names
+  that choose which layers are another kind (``chosen.py``), a config member handed on whole
+  (``members_handed.py``) and a ``**kwargs`` handed to a torch base (``base_init.py``);
 - ``periods.py``, the period of a stack whose every k-th item holds other children;
 - ``children.py`` and the readers beside it, the children's structure: widths, kernel sizes,
   per-stage lists, block descriptions, a network's layers, the module's place;

@@ -13,6 +13,7 @@ from torch import nn
 
 from ..._signature import original, resolve
 from ..values import same
+from .base_init import base_kwargs
 from .literals import source_tree
 
 __all__ = ["NOT_PASSED", "handed", "is_default", "kept_whole", "spread_bare", "spread_calls"]
@@ -166,6 +167,8 @@ def handed(
     calls = spread_calls(cls, name)
     if not calls:
         return None
+    if (own := base_kwargs(cls, module, name)) is not None:
+        return own  # handed to a torch base's __init__: read off the module (base_init.py)
     try:
         params = resolve(cls).parameters
     except (TypeError, ValueError):

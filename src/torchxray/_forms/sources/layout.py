@@ -72,6 +72,7 @@ def per_item(module: nn.Module) -> list[list[int]]:
         if not isinstance(c, (nn.Sequential, nn.ModuleList)) or len(c) < 2:
             continue
         ends: list[list[int]] = [[], []]
+        wide = 0  # items with widths: an activation between two Linears has none
         for item in _items(c):
             found = [(a, v) for m in item.modules() for a, v in vars(m).items() if type(v) is int]
             ins = [v for a, v in found if a in ("in_channels", "in_features")]
@@ -79,13 +80,20 @@ def per_item(module: nn.Module) -> list[list[int]]:
             # A recurrent cell's widths, where it keeps no other (input_size -> hidden_size).
             ins = ins or [v for a, v in found if a == "input_size"]
             outs = outs or [v for a, v in found if a == "hidden_size"]
+            wide += bool(ins and outs) or not item._parameters and not list(item.parameters())
             ends[0] += ins[:1]
             ends[1] += outs[-1:]
         out += [e for e in ends if len(e) == len(c)]
-        if len(ends[0]) == len(ends[1]) == len(c) and ends[0][1:] == ends[1][:-1]:
+        # Every item's widths, or only the wide items' where the others hold no weights
+        # (``nn.Sequential(nn.Linear(17, 128), nn.ELU(), nn.Linear(128, 128), nn.ELU())``
+        # made from ``[obs_dim] + list(hidden_sizes)``: the chain 17, 128, 128).
+        whole = len(ends[0]) == len(ends[1]) == len(c) or wide == len(c) and len(ends[0]) >= 2
+        if whole and len(ends[0]) == len(ends[1]) and ends[0][1:] == ends[1][:-1]:
             # A chain (each item reads its predecessor's width): every width once, in order
             # (``stem_chs=[3, 48, 48, 96]`` makes a conv from each to the next).
             out.append([*ends[0], ends[1][-1]])
+            if len(ends[0]) < len(c):
+                out.append(ends[1])  # the widths after the first one, read off another argument
     return out[:5]
 
 

@@ -49,11 +49,14 @@ from . import children, layout
 from .attributes import same_named
 from .blocklists import described
 from .called import called_factories
+from .chosen import chosen
 from .fills import filled
 from .gathered import gathered
 from .items import items_of
 from .literals import compared_strings
+from .looked_up import looked_up
 from .mapped import mapped as read_mapped
+from .members_handed import handed_member
 from .nested import config_class
 from .passed import handed, holders, kept, keys
 from .periods import periods
@@ -356,6 +359,12 @@ def candidates(
     # annotated one keeps the order the readings above were tuned in, its uses' readings last.
     first, pool = ([*read, *first], pool) if not noted else (first, [*pool, *read])
     first = [*sure, *first]
+    if "." not in f.name:  # the name a getattr(torch, act) looked up (``looked_up.py``)
+        first = [*looked_up(original_class(type(module)), module, name), *first]
+    like = f.value if f.value is not None else f.default  # names that chose layers: chosen.py
+    first = [*chosen(original_class(type(module)), module, f.name, like), *first]
+    if "." in f.name and guessed(f):  # a member of a config handed on whole (members_handed.py)
+        first = [*handed_member(module, original_class(type(module)), f.name, child), *first]
     if not noted and "." not in f.name:
         # A dict of keyword dicts, one layer made per entry (``specs.py``): read off those
         # layers, it comes before the blocks a required argument's description reads.

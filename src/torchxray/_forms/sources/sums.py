@@ -6,7 +6,8 @@ A hand-written constructor often joins several inputs into one width: Bahdanau's
 move the one it is wrong in. ``sums(params, code)`` reads every argument of a call whose layer a
 ``self.X`` keeps that is a linear form of the parameters (``+``, ``-``, a whole-number factor, a
 constant; a local name assigned once such a form, ``d_in = emb + 2 * enc``, is read through) as a
-``Sum``: the attribute, the coefficients, the constant. ``rules/linear_sum.py`` solves it for one
+``Sum``: the attribute, the coefficients, the constant (an item of a list literal handed to the
+call is read as an argument: ``mlp([obs_dim + act_dim] + list(hidden), act)``). ``rules/linear_sum.py`` solves it for one
 argument where the build's width is the sum's value and the live one another.
 
 Read conservatively: a division, a call (``int(x * f)``), a name rebound more than once or a
@@ -88,6 +89,29 @@ def _linear(node: ast.AST, params: frozenset[str], code: Code, depth: int = 0) -
     return None
 
 
+def _items(args: list[ast.expr]) -> list[ast.expr]:
+    """The arguments, a list or tuple literal's items in place of it, lists joined with ``+``
+    too: SpinningUp's ``mlp([obs_dim + act_dim] + list(hidden_sizes) + [1], activation)`` hands
+    its first layer the sum at the list's start."""
+    out: list[ast.expr] = []
+    for a in args:
+        if isinstance(a, (ast.List, ast.Tuple)):
+            out += _items(a.elts)
+        elif isinstance(a, ast.BinOp) and isinstance(a.op, ast.Add) and _joined(a):
+            out += _items([a.left, a.right])
+        else:
+            out.append(a)
+    return out
+
+
+def _joined(op: ast.BinOp) -> bool:
+    """``[a + b] + list(x)``: a list literal on one side makes ``+`` a join of lists."""
+    return any(
+        isinstance(s, (ast.List, ast.Tuple)) or isinstance(s, ast.BinOp) and _joined(s)
+        for s in (op.left, op.right)
+    )
+
+
 def sums(params: frozenset[str], code: Code) -> tuple[Sum, ...]:
     """The linear sums of ``params`` that the function read as ``code`` hands to the layers it keeps (see the module
     doc): the bare parameter (``nn.Linear(d, d)``) is none; a sum, a multiple or a shift is."""
@@ -96,7 +120,7 @@ def sums(params: frozenset[str], code: Code) -> tuple[Sum, ...]:
         if not isinstance(node, ast.Call):
             continue
         kept = ""
-        for arg in [*node.args, *(k.value for k in node.keywords)]:
+        for arg in _items([*node.args, *(k.value for k in node.keywords)]):
             if (
                 not isinstance(arg, (ast.BinOp, ast.UnaryOp, ast.Name))
                 or isinstance(arg, ast.Name)

@@ -51,6 +51,7 @@ from .code import (
 )
 from .helpers import MAX_HOPS, local_dict, merged, method_of
 from .keyed import key_of, step
+from .local_names import always_called, called_as, local_def, or_empty
 from .pairs import in_loop, zipped
 from .products import products
 from .sums import sums
@@ -104,7 +105,7 @@ class _Reader:
     def read(self) -> Usage:
         up = self.code.up
         for node in self._nodes():
-            self._use(node, up.get(node), up)
+            self._use(*or_empty(node, up), up)  # x or []: read as x
         items = self.attrs or (kept_items(self.code.tree, self.items) if self.items else ())
         rebound = () if self.path else _rebound(self.code.stores.get(self.name, ()))
         return Usage(
@@ -144,6 +145,7 @@ class _Reader:
             self._within(node, parent, up)
         if truth_test(node, parent):
             self.condition = True
+        self.called = self.called or called_as(node, up, self.code)  # act = a if c else b; act()
         if isinstance(parent, ast.BinOp) and isinstance(parent.op, ast.Mult):
             self.scales = self.scales or not isinstance(_other(parent, node), ast.Constant)
         if isinstance(parent, ast.keyword) and parent.arg is None:
@@ -285,8 +287,8 @@ class _Reader:
             if call.args[0] is node:  # {...}.get(x)
                 self.table = table_of(call.func.value, self.scope)
             return
-        if (inner := self._method(call, node)) is not None:  # the class's own helper method
-            merged(self, inner, kept_under(call, up))
+        if (inner := self._method(call, node) or self._local(call, node)) is not None:
+            merged(self, inner, kept_under(call, up))  # a helper method, a function defined here
             return
         callee = resolved(call.func, self.scope)
         if callee is isinstance and call.args and call.args[0] is node:
@@ -320,6 +322,17 @@ class _Reader:
             inner = _read(callee, param, self.depth + 1)
             self.handed += [Handed(h.callee, h.param) for h in inner.handed]
             self.condition = self.condition or inner.condition
+            self.called = self.called or always_called(callee, param)  # mlp(sizes, act)
+
+    def _local(self, call: ast.Call, node: ast.AST) -> Usage | None:
+        """How a function defined inside the constructor uses the parameter ``call`` hands
+        ``node`` to (``local_names.py``), or None where ``call`` reaches none."""
+        code = local_def(call, node, self.code) if self.hops < MAX_HOPS else None
+        if code is None:
+            return None
+        reader = _Reader(self.fn, "__local__", self.depth, code)
+        reader.owner, reader.hops = self.owner, self.hops + 1
+        return reader.read()
 
     def _method(self, call: ast.Call, node: ast.AST) -> Usage | None:
         """How a method of the class's own (``self.build(dim)``) uses the parameter it is
