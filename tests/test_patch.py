@@ -25,6 +25,7 @@ from fixtures.models import (
 )
 from torch.nn.utils import parametrize
 
+from torchxray._patch.gate import Inexact
 from torchxray.forms import FormError
 from torchxray.patch import PatchEntry, PatchLog
 
@@ -662,3 +663,54 @@ def test_an_edit_keeps_a_parametrization_list_as_the_live_one_was() -> None:
 class _Scaled(nn.Module):
     def forward(self, w: torch.Tensor) -> torch.Tensor:
         return 2 * w
+
+
+class _Normed(nn.Module):
+    """A constructor that wraps its own conv by a flag (``legacy``: the hook-based weight_norm,
+    else the parametrization)."""
+
+    legacy = True
+
+    def __init__(self, channels: int = 4, use_norm: bool = True) -> None:
+        super().__init__()
+        conv = nn.Conv1d(channels, channels, 3, padding=1)
+        if use_norm:
+            legacy = type(self).legacy
+            conv = (nn.utils.weight_norm if legacy else nn.utils.parametrizations.weight_norm)(conv)
+        self.conv = conv
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv(x)
+
+
+class _Parametrized(_Normed):
+    legacy = False
+
+    def __init__(self, channels: int = 4, use_norm: bool = True) -> None:
+        super().__init__(channels, use_norm)
+
+
+@pytest.mark.parametrize("cls", [_Normed, _Parametrized])
+def test_an_edit_that_turns_the_constructors_own_wrapping_off_is_not_wrapped_again(
+    cls: type[nn.Module],
+) -> None:
+    import warnings
+
+    from torchxray._forms.rebuild.hooked import norm_hooks
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = nn.Sequential(cls())
+        log = PatchLog(model)
+        try:
+            log.edit("0", use_norm=False)
+        except Inexact:
+            # The gate shows the parametrization its form cannot say the constructor made: the
+            # edit is refused, the model as it was. Never applied and wrapped again.
+            assert cls is _Parametrized and parametrize.is_parametrized(model[0].conv)
+            return
+    conv = model[0].conv
+    assert not norm_hooks(conv) and not parametrize.is_parametrized(conv)
+    assert model(torch.randn(1, 4, 8)).shape == (1, 4, 8)
+    log.undo()
+    assert norm_hooks(model[0].conv) or parametrize.is_parametrized(model[0].conv)

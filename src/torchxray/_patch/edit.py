@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import torch
 from torch import nn
 
 from . import gate, size
@@ -77,6 +78,26 @@ def plan(
     )
     cast = not ({"dtype", "device"} & set(hyperparameters))
     place(new, old, index, path, cast=cast)
-    kept, fresh = carry(new, old)
+    kept, fresh = carry(new, old, _unchanged(before, old))
     effects = gate.check(before, old, new, path, inexact_ok)
     return EditPlan(new, changes, kept, fresh, guessed, cast, effects)
+
+
+def _unchanged(before: Any, old: nn.Module) -> nn.Module | None:
+    """``old`` built again from its form unchanged, on meta (no weights, no random numbers
+    drawn), where it holds a wrapping (a parametrization, the legacy weight_norm hook): what its
+    constructor made, which ``carry`` leaves to the new values (``weight_norm(conv) if use_norm
+    else conv`` edited to False stays plain). None where there is none or it cannot be built:
+    every wrapping is then taken for one added after construction."""
+    from torch.nn.utils import parametrize
+
+    from .._forms.rebuild.hooked import norm_hooks
+
+    if not any(parametrize.is_parametrized(m) or norm_hooks(m) for m in old.modules()):
+        return None
+    try:
+        with torch.device("meta"):
+            made = before.build()
+    except Exception:  # noqa: BLE001 - the new values' build above is what the edit proves
+        return None
+    return made if isinstance(made, nn.Module) else None

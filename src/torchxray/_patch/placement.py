@@ -16,7 +16,7 @@ from torch.nn.parameter import is_lazy
 from torch.nn.utils import parametrize
 
 from .._cast import to_like
-from .._forms.rebuild.hooked import rewrap
+from .._forms.rebuild.hooked import norm_hooks, rewrap
 from .._forms.rebuild.parts import logical, tensor_kind
 from .._unwrap import original_class
 from .paths import SlotIndex, holds_meta, tensors
@@ -65,22 +65,32 @@ def place(new: nn.Module, old: nn.Module, index: SlotIndex, path: str, cast: boo
                     dst[hook_id] = src[hook_id]
 
 
-def reparametrize(new: nn.Module, old: nn.Module) -> None:
+def reparametrize(new: nn.Module, old: nn.Module, made: nn.Module | None = None) -> None:
     """Give ``new``'s submodules the parametrizations (weight_norm, spectral_norm, ...) that the
     same-path submodules of ``old`` gained after construction: copies of the parametrization
     modules, registered on a tensor of the same name and shape, and the legacy hook-based
-    wrappings applied again; ``carry`` then copies the originals."""
+    wrappings applied again; ``carry`` then copies the originals.
+
+    ``made``: the old module built again unchanged (an edit's), where it could be: a wrapping it
+    holds too is the constructor's, which the new values may have turned off (``weight_norm(conv)
+    if use_norm else conv``), and is not applied again. Without it, a wrapping the new module
+    lacks is taken for one added after construction."""
     mine = dict(new.named_modules())
+    ctor = dict(made.named_modules()) if made is not None else {}
     for path, m in old.named_modules():
         target = mine.get(path)
         if target is None or original_class(type(target)) is not original_class(type(m)):
             continue
-        rewrap(target, m)  # the legacy hook-based weight_norm / spectral_norm (``hooked.py``)
+        by_ctor = ctor.get(path)
+        if by_ctor is None or not norm_hooks(by_ctor):
+            rewrap(target, m)  # the legacy hook-based weight_norm / spectral_norm (``hooked.py``)
         if not parametrize.is_parametrized(m):
             continue
         for name, plist in m.parametrizations.items():
             if parametrize.is_parametrized(target, name):
                 continue  # the constructor made it (a class that weight-norms its layers)
+            if by_ctor is not None and parametrize.is_parametrized(by_ctor, name):
+                continue  # the constructor made it, and the new values did not
             t = getattr(target, name, None)
             # The live tensor's shape from meta copies: reading m.weight would run the
             # parametrization on the live module (spectral_norm updates its buffers doing so).
@@ -105,12 +115,15 @@ def _set(module: nn.Module, name: str, value: torch.Tensor) -> None:
 
 
 @torch.no_grad()
-def carry(new: nn.Module, old: nn.Module) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def carry(
+    new: nn.Module, old: nn.Module, made: nn.Module | None = None
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Copy parameters/buffers whose name and shape match from ``old`` into ``new``; a tensor
     subclass (a torchao-quantized weight) is carried as a copy of itself, not cast into the new
-    module's plain tensor. Parametrizations ``old`` gained after construction are re-applied
+    module's plain tensor. Parametrizations ``old`` gained after construction (those ``made``,
+    ``old`` built again unchanged, lacks) are re-applied
     first (``reparametrize``)."""
-    reparametrize(new, old)
+    reparametrize(new, old, made)
     src: dict[str, torch.Tensor] = dict(old.named_parameters())
     src.update(old.named_buffers())
     kept, fresh = [], []

@@ -89,6 +89,25 @@ def _lengths(v: list[Any] | tuple[Any, ...] | Any) -> list[Any]:
     return [v[:-1]]
 
 
+def _int_rivals(v: Any) -> list[int]:
+    """A whole number one above and one below: one the constructor reads only through a test
+    (``i % every == 0``, ``if i >= start``) rebuilds as exactly at many values, and the search
+    proves none of them (a width or a count one off builds another module)."""
+    if type(v) is not int:
+        return []
+    return [v + 1, *([v - 1] if v > 0 else [])]
+
+
+def _fewer_keys(v: Any) -> list[dict[Any, Any]]:
+    """A dict without its first, then its last, key: read back off a container that also holds
+    layers made outside the loop over it (``self.heads["main"] = ...`` beside ``for k, n in
+    heads.items()``), it may hold keys that were never passed."""
+    if type(v) is not dict or len(v) < 2:
+        return []
+    keys = list(v)
+    return [{k: v[k] for k in keys[1:]}, {k: v[k] for k in keys[:-1]}]
+
+
 def _float_rivals(v: Any) -> list[float]:
     """A float a little above ``v`` (a short one the note can show: 6.0 -> 6.0006), then a hair
     below (where ``v`` sits at the top of its interval: a ceiling)."""
@@ -154,7 +173,7 @@ def settle(
             # whole number it makes: the value found is a guess, flagged.
             other = _reversed(found)
             near = [other] if other is not None else _float_rivals(found)
-            near += _lengths(found)
+            near += _lengths(found) + _int_rivals(found) + _fewer_keys(found)
             for v in near:
                 if _exact({**values, f.name: v}, make, live, dtype, cap, budget, real_ok):
                     rivals[f.name] = v

@@ -62,9 +62,11 @@ def filled(cls: type, module: nn.Module, name: str) -> list[float]:
         t = getattr(module, attr, None) if attr else None
         if not isinstance(t, torch.Tensor) or t.is_meta or not t.numel():
             continue
-        flat = t.detach().flatten()
-        if bool((flat == flat[0]).all()):
-            v = float(flat[0])
-            if v not in out:
-                out.append(v)
+        try:
+            flat = t.detach().flatten()
+            v = float(flat[0]) if bool((flat == flat[0]).all()) else None
+        except (RuntimeError, TypeError, ValueError):  # a complex, quantized or subclass tensor
+            continue
+        if v is not None and v not in out:
+            out.append(v)
     return out

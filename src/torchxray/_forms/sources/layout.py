@@ -63,11 +63,17 @@ def tuples(module: nn.Module) -> list[tuple[int, ...]]:
     return list(out)[:4]
 
 
-def per_item(module: nn.Module) -> list[list[int]]:
+def per_item(module: nn.Module, across: bool = False) -> list[list[int]]:
     """For each container of two or more layers: the input width of each item, and its output
     width (a head made per feature map from ``in_channels=[672, 480, ...]``), and where they
-    chain, the widths in order."""
+    chain, the widths in order; with ``across``, chains read across weightless items too, last
+    (for an argument nothing annotates that ``__init__`` iterates: ``mlp([obs] + hidden)``)."""
     out: list[list[int]] = []
+    # Chains read across weightless items only when asked, after every other reading: such a
+    # chain is in many blocks that no list made (a transformer's MLP: Linear, GELU, Dropout,
+    # Linear), and offered to an annotated list it stood before the list the field was given
+    # (torchvision's Swin block's ``window_size: List[int]`` was offered [96, 384, 96] first).
+    late: list[list[int]] = []
     for c in [module, *descendants(module, 2)]:
         if not isinstance(c, (nn.Sequential, nn.ModuleList)) or len(c) < 2:
             continue
@@ -91,10 +97,12 @@ def per_item(module: nn.Module) -> list[list[int]]:
         if whole and len(ends[0]) == len(ends[1]) and ends[0][1:] == ends[1][:-1]:
             # A chain (each item reads its predecessor's width): every width once, in order
             # (``stem_chs=[3, 48, 48, 96]`` makes a conv from each to the next).
-            out.append([*ends[0], ends[1][-1]])
+            chain = [*ends[0], ends[1][-1]]
             if len(ends[0]) < len(c):
-                out.append(ends[1])  # the widths after the first one, read off another argument
-    return out[:5]
+                late += [chain, ends[1]]  # and the widths after the first, off another argument
+            else:
+                out.append(chain)
+    return (out[:5] + late)[:5] if across else out[:5]
 
 
 def stages(module: nn.Module) -> list[tuple[int, ...]]:

@@ -341,7 +341,7 @@ def candidates(
             # A sequence it iterates or measures, which neither its default nor its value
             # says (the pools below then offer numbers): the widths or lengths its layers
             # come in.
-            items = layout.per_item(module)
+            items = layout.per_item(module, across=True)
             read += [*items, *(w[::-1] for w in items), *layout.stages(module)]
             read += [*layout.child_widths(module), *layout.tuples(module)]
             read += running(module)  # sizes kept as running sums (``running.py``)
@@ -364,7 +364,11 @@ def candidates(
     like = f.value if f.value is not None else f.default  # names that chose layers: chosen.py
     first = [*chosen(original_class(type(module)), module, f.name, like), *first]
     if "." in f.name and guessed(f):  # a member of a config handed on whole (members_handed.py)
-        first = [*handed_member(module, original_class(type(module)), f.name, child), *first]
+        # (through ``handed_to``: a child's form within its budget share, its failure caught)
+        first = [
+            *handed_member(module, original_class(type(module)), f.name, handed_to or child),
+            *first,
+        ]
     if not noted and "." not in f.name:
         # A dict of keyword dicts, one layer made per entry (``specs.py``): read off those
         # layers, it comes before the blocks a required argument's description reads.
