@@ -142,10 +142,11 @@ def search(d: Draft, leads: Leads, budget: Budget, child: Child) -> Found:
         # torchvision's InvertedResidualConfig, whose width_mult 1.0 a hair away builds alike).
         spaces = {g.name for g in leads.groups if g.cls in (dict, types.SimpleNamespace)}
         members = [f for f in fields if f.name.rpartition(".")[0] in spaces]
+        iterated = frozenset(n for n, u in leads.uses.items() if u.sequence)
         rivals = settle(
             [*d.fields, *members],
             found.values, make, leads.live, leads.dtype, budget, real_ok, sums, flags, leads.alike,
-            leads.remainders,
+            leads.remainders, iterated,
         )  # fmt: skip
     if found.exact and leads.spread is not None and leads.kept:
         found.values[leads.spread] = leads.kept

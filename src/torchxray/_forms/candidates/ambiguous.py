@@ -99,8 +99,10 @@ def _int_rivals(v: Any) -> list[int]:
 
 
 def _fewer_keys(v: Any) -> list[dict[Any, Any]]:
-    """A dict without its first, then its last, key: read back off a container that also holds
-    layers made outside the loop over it (``self.heads["main"] = ...`` beside ``for k, n in
+    """A dict without its first, then its last, key, for one the constructor iterates
+    (``iterated``; a config read by its keys holds keys at their defaults that build alike, and
+    is no guess for that): read back off a container that also holds layers made outside the
+    loop over it (``self.heads["main"] = ...`` beside ``for k, n in
     heads.items()``), it may hold keys that were never passed."""
     if type(v) is not dict or len(v) < 2:
         return []
@@ -146,6 +148,7 @@ def settle(
     flags: frozenset[str] = frozenset(),
     others: dict[str, list[Any]] | None = None,
     moduli: Iterable[tuple[str, str]] = (),
+    iterated: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """Of ``values`` (an exact search's), each field of ``drafts`` whose draft value rebuilds
     ``live`` as exactly is put back to its draft value in ``values`` (a required one without a
@@ -173,7 +176,8 @@ def settle(
             # whole number it makes: the value found is a guess, flagged.
             other = _reversed(found)
             near = [other] if other is not None else _float_rivals(found)
-            near += _lengths(found) + _int_rivals(found) + _fewer_keys(found)
+            near += _lengths(found) + _int_rivals(found)
+            near += _fewer_keys(found) if f.name in iterated else []
             for v in near:
                 if _exact({**values, f.name: v}, make, live, dtype, cap, budget, real_ok):
                     rivals[f.name] = v

@@ -114,11 +114,15 @@ def handed(module: nn.Module, u: Usage, child: Child | None) -> list[Any]:
             got = next((f for f in fields if f.name == h.param), None)
             # torch keeps sizes expanded; a layer of the user's keeps what it was given.
             written = _written if type(layer).__module__.startswith("torch.") else _as_is
-            if got is not None and got.origin != "default" and h.index >= 0:
+            # A value the layer's form found, or flagged as one of several that rebuild it
+            # alike (a candidate still: this module's own rebuild proves it, or flags it too).
+            if got is not None and got.origin == "default" and not got.note.startswith("a guess"):
+                got = None
+            if got is not None and h.index >= 0:
                 # One of the values a *args collects: the one at the argument's place.
                 items = got.value if isinstance(got.value, (tuple, list)) else ()
                 out += [items[h.index]] if h.index < len(items) else []
-            elif got is not None and got.origin != "default":
+            elif got is not None:
                 out += written(got.value)
             elif form is None and h.param in layer.__dict__:
                 out += written(layer.__dict__[h.param])
