@@ -21,3 +21,19 @@ def test_the_layers_a_truth_test_makes_are_read_with_their_widths() -> None:
     assert Branch("sine_out", False, nn.Linear, linear) in set(branches(SineStack))
     # A test of a loop's index names no argument: no branch.
     assert branches(StagedEncoder) == ()
+
+
+def test_the_parameters_read_inside_a_test_are_named() -> None:
+    from torch import nn
+
+    from torchxray._forms.sources.branches import tested
+
+    class Staged(nn.Module):
+        def __init__(self, depth, every, width, start=0):
+            super().__init__()
+            self.blocks = nn.ModuleList(
+                nn.Linear(width, width) if i % every == 0 and i >= start else nn.Identity()
+                for i in range(depth)
+            )
+
+    assert tested(Staged) == {"every", "start"}  # not depth or width: read outside the test

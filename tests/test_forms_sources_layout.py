@@ -38,6 +38,8 @@ def test_a_form_answers_for_a_container_holding_none() -> None:
 
 def test_widths_read_across_weightless_items() -> None:
     net = nn.Sequential(nn.Linear(17, 8), nn.ELU(), nn.Linear(8, 8), nn.ELU())
-    assert [17, 8, 8] in layout.per_item(nn.Sequential(net))
+    assert [17, 8, 8] in layout.per_item(nn.Sequential(net), across=True)
     normed = nn.Sequential(nn.Linear(17, 8), nn.LayerNorm(8), nn.Linear(8, 8))
-    assert [17, 8, 8] not in layout.per_item(nn.Sequential(normed))  # a norm has weights
+    assert [17, 8, 8] not in layout.per_item(
+        nn.Sequential(normed), across=True
+    )  # a norm has weights

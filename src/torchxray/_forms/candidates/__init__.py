@@ -146,7 +146,7 @@ def search(d: Draft, leads: Leads, budget: Budget, child: Child) -> Found:
         rivals = settle(
             [*d.fields, *members],
             found.values, make, leads.live, leads.dtype, budget, real_ok, sums, flags, leads.alike,
-            leads.remainders, iterated,
+            leads.remainders, iterated, leads.tested,
         )  # fmt: skip
     if found.exact and leads.spread is not None and leads.kept:
         found.values[leads.spread] = leads.kept

@@ -90,9 +90,10 @@ def _lengths(v: list[Any] | tuple[Any, ...] | Any) -> list[Any]:
 
 
 def _int_rivals(v: Any) -> list[int]:
-    """A whole number one above and one below: one the constructor reads only through a test
-    (``i % every == 0``, ``if i >= start``) rebuilds as exactly at many values, and the search
-    proves none of them (a width or a count one off builds another module)."""
+    """A whole number one above and one below, for one the constructor reads only in tests
+    (``i % every == 0``, ``if i >= start``): such a number rebuilds as exactly at many values,
+    and the search proves none of them. (One taken as a plain truth, ``if elu:``, is then shown
+    as that truth, below.)"""
     if type(v) is not int:
         return []
     return [v + 1, *([v - 1] if v > 0 else [])]
@@ -149,6 +150,7 @@ def settle(
     others: dict[str, list[Any]] | None = None,
     moduli: Iterable[tuple[str, str]] = (),
     iterated: frozenset[str] = frozenset(),
+    tested: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """Of ``values`` (an exact search's), each field of ``drafts`` whose draft value rebuilds
     ``live`` as exactly is put back to its draft value in ``values`` (a required one without a
@@ -176,7 +178,9 @@ def settle(
             # whole number it makes: the value found is a guess, flagged.
             other = _reversed(found)
             near = [other] if other is not None else _float_rivals(found)
-            near += _lengths(found) + _int_rivals(found)
+            # One above or below only where the constructor reads the number only in tests
+            # (``tested``): a width or a count one off builds another module, each try a build.
+            near += _lengths(found) + (_int_rivals(found) if f.name in tested else [])
             near += _fewer_keys(found) if f.name in iterated else []
             for v in near:
                 if _exact({**values, f.name: v}, make, live, dtype, cap, budget, real_ok):
@@ -201,7 +205,7 @@ def settle(
         if (
             type(v) in (int, float)
             and v not in (0, 1)
-            and name not in rivals
+            and (name not in rivals or _int_rivals(v).count(rivals[name]))
             and not budget.stopped
         ):
             if _exact({**values, name: bool(v)}, make, live, dtype, cap, budget, real_ok):

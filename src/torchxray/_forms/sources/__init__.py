@@ -81,6 +81,7 @@ from ..signature import Constructor
 from ..validate import check_type, may_try
 from ..values import to_text
 from . import attributes, defaults, recorded, recoverers
+from .branches import tested
 from .called import file_factories
 from .factory import started_from
 from .handed import handed, kept_whole, spread_bare, spread_calls
@@ -189,6 +190,9 @@ class Leads:
     alike: dict[str, list[Any]] = field(default_factory=dict)
     # Pairs read only as ``i % k`` (``moduli.py``): rivals the settling tries.
     remainders: tuple[tuple[str, str], ...] = ()
+    # Parameters read only inside an ``if``'s or a ``while``'s test (``branches.py``): a number
+    # the search found there is tried one above and below by the settling.
+    tested: frozenset[str] = frozenset()
 
 
 def draft(ctor: Constructor) -> Draft:
@@ -331,4 +335,5 @@ def leads(d: Draft, ceiling: float, child: Child) -> Leads:
         {f.name: file_factories(cls, f.name) for f in nested.fields if _called(cls, f.name)}
         | opened,
         moduli(cls),
+        tested(cls),
     )

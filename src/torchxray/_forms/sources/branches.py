@@ -24,7 +24,7 @@ from torch import nn
 from ..._signature import original
 from .code import bound, code_of, param_names, resolved
 
-__all__ = ["Branch", "branches"]
+__all__ = ["Branch", "branches", "tested"]
 
 
 @dataclass(frozen=True)
@@ -93,3 +93,26 @@ def branches(cls: type) -> tuple[Branch, ...]:
         out += _made(list(body), flag, truth, params, code.scope)
         out += _made(list(orelse), flag, not truth, params, code.scope)
     return tuple(out)
+
+
+@functools.lru_cache(maxsize=512)
+def tested(cls: type) -> frozenset[str]:
+    """The parameters ``cls.__init__`` reads only inside the tests of ``if``s, conditional
+    expressions and ``while``s (``if i % every == 0``, ``x if i >= start else y``): such a number
+    shows only in which layers are made, may rebuild the module alike at other values, and the
+    settling tries its neighbours (``candidates/ambiguous.py``). Not one also read elsewhere (a
+    ``stride`` tested and given to a conv): its layers show it. Empty where the source cannot be
+    read."""
+    init = original(cls.__init__)  # type: ignore[misc]
+    code = code_of(init)
+    if code is None:
+        return frozenset()
+    params = frozenset(param_names(init)) - {"self"}
+    inside: set[int] = set()
+    for node in ast.walk(code.tree):
+        if isinstance(node, (ast.If, ast.IfExp, ast.While)):
+            inside |= {id(n) for n in ast.walk(node.test)}
+    loads = [n for n in ast.walk(code.tree) if isinstance(n, ast.Name) and n.id in params]
+    seen = {n.id for n in loads if id(n) in inside}
+    elsewhere = {n.id for n in loads if id(n) not in inside}
+    return frozenset(seen - elsewhere)
