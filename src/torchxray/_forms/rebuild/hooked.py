@@ -77,9 +77,11 @@ def norm_hooks(m: nn.Module) -> list[NormHook]:
 
 def rewrap(target: nn.Module, old: nn.Module) -> None:
     """Wrap ``target`` as ``old`` was, where it holds a plain parameter of the wrapped one's
-    name and no wrapping of its own (a class that weight-norms its layers itself). The old
-    functions compute their tensors from the new weight, so a new width is wrapped too (the
-    weights that still fit are copied after: ``_patch/placement.py``'s ``carry``)."""
+    name and no wrapping of its own (a class that weight-norms its layers itself). Which of
+    ``old``'s wrappings its constructor made is not known here: the caller leaves those out
+    (``_patch/placement.py``'s ``reparametrize``, given the old module built again unchanged).
+    The old functions compute their tensors from the new weight, so a new width is wrapped too
+    (the weights that still fit are copied after: ``carry``)."""
     have = {h.name for h in norm_hooks(target)}
     for h in norm_hooks(old):
         if h.name in have or not isinstance(target._parameters.get(h.name), torch.Tensor):

@@ -1,5 +1,7 @@
-"""A remainder test (``index % cfg["every"] == 0``): the two arguments a constructor reads only
-through ``i % k``, each named as the form names it (``"index"``, ``"cfg.every"``).
+"""A remainder test (``index % cfg["every"] == 0``): the two arguments a constructor reads
+through ``i % k``, each named as the form names it (``"index"``, ``"cfg.every"``). Only bare
+names on both sides are read (not ``(i + 1) % k``); a number read only in tests is tried one
+above and below anyway (``branches.tested``, ``candidates/ambiguous.py``).
 
 A block told its place in a stack and a period (every k-th block reads a memory, has a
 cross-attention) shows only whether ``i % k`` is zero: ``i`` and ``i + k`` build alike, and so do

@@ -4,7 +4,8 @@ out_channels``) the build holds wrong in one or two of them.
 ``_forms/sources/products.py`` reads the product off the AST. Where the build's number at a layer
 that ``self.<kept>`` holds is the product's value at the current values and the live number is
 another, each searched factor is solved for alone, the others kept, then each two together
-(every factorization of what the others leave, the ones without a factor of 1 first). Example:
+(the factorizations of what the others leave, the ones without a factor of 1 first, up to
+``_SOLUTIONS``). Example:
 DiT's ``FinalLayer(32, 2, 4)`` (a Linear 16 wide) drafted with ``patch_size`` 16 and
 ``out_channels`` 64: 16 = 2 * 2 * 4 = 4 * 4 * 1 = 1 * 1 * 16, all three tried. Which one was
 passed the layer does not show: ``candidates/ambiguous.py`` tries the other factorizations
