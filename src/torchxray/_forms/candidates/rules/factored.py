@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ...sources.products import Product
-from .problem import Problem
+from .problem import Problem, handed_at
 
 __all__ = ["propose", "refactored", "solutions", "value"]
 
@@ -103,21 +103,10 @@ def refactored(s: Product, values: Mapping[str, Any], moved: set[str]) -> Iterat
                     yield change
 
 
-def _products(p: Problem) -> list[Product]:
-    out: dict[Product, None] = {}
-    for u in p.uses.values():
-        for s in u.sums:
-            if isinstance(s, Product) and (
-                p.diff.path == s.kept or p.diff.path.startswith(s.kept + ".")
-            ):
-                out[s] = None
-    return list(out)
-
-
 def propose(p: Problem) -> Iterator[dict[str, Any]]:
     if not p.uses or p.diff.aspect == "children":
         return
-    found = _products(p)
+    found: list[Product] = handed_at(p, Product)
     if not found:
         return
     values = {**p.seen, **p.values}

@@ -16,26 +16,15 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ...sources.sums import Sum
-from .problem import Problem, numbers
+from .problem import Problem, handed_at, numbers
 
 __all__ = ["propose"]
-
-
-def _sums(p: Problem) -> list[Sum]:
-    out: dict[Sum, None] = {}
-    for u in p.uses.values():
-        for s in u.sums:
-            if isinstance(s, Sum) and (
-                p.diff.path == s.kept or p.diff.path.startswith(s.kept + ".")
-            ):
-                out[s] = None
-    return list(out)
 
 
 def propose(p: Problem) -> Iterator[dict[str, Any]]:
     if not p.uses or p.diff.aspect == "children":
         return
-    found = _sums(p)
+    found: list[Sum] = handed_at(p, Sum)
     if not found:
         return
     values = {**p.seen, **p.values}

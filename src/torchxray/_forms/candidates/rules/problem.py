@@ -209,3 +209,15 @@ def named(f: Field, key: str) -> bool:
     name = f.name.rpartition(".")[2]  # a config's field by its own name
     key = key.lstrip("_")  # a private attribute keeps its parameter's value (_pre_nms_top_n)
     return name == key or name.endswith("_" + key) or name.startswith(key + "_")
+
+
+def handed_at(p: Problem, kind: type) -> list[Any]:
+    """The readings of ``kind`` (``Sum``, ``Product``: a width handed to a layer) that the
+    constructor hands to the layer at the difference's path or one around it, each once."""
+    out: dict[Any, None] = {}
+    for u in p.uses.values():
+        for s in u.sums:
+            kept = getattr(s, "kept", "")
+            if isinstance(s, kind) and (p.diff.path == kept or p.diff.path.startswith(kept + ".")):
+                out[s] = None
+    return list(out)
