@@ -10,7 +10,8 @@ would go wrong (``_forms/rebuild/compare.py``).
 
 Logical view: a parametrized tensor (``weight_norm``, ``spectral_norm``, ``orthogonal``) is one
 tensor of its logical shape, computed on meta from the originals (its ``parametrizations`` child is
-not listed; the legacy hook-based functions' tensors likewise: ``hooked.py``), and a tensor subclass (torchao's quantized weights, a DTensor) has the shape and dtype
+not listed; the legacy hook-based functions' tensors likewise: ``hooked.py``; below the module, its
+text names the parametrization where the module's constructor can add one: ``wrapping.py``), and a tensor subclass (torchao's quantized weights, a DTensor) has the shape and dtype
 it reports. ``kinds=True`` adds what the logical view hides (the parametrization's classes, the
 tensor subclass): an edit restores them (``_patch/placement.py``) and checks that it did.
 """
@@ -34,6 +35,7 @@ from torch.nn.utils import parametrize
 from ..._unwrap import original_class
 from ..configs import is_config
 from .hooked import norm_hooks
+from .wrapping import wraps_layers
 
 __all__ = ["Parts", "logical", "parts", "split_repr", "tensor_kind", "typename"]
 
@@ -223,6 +225,9 @@ def parts(module: nn.Module, kinds: bool = False) -> Parts:
     first_module: dict[int, str] = {}
     first_param: dict[int, str] = {}
     repeats: set[str] = set()
+    # A parametrization below the module is part of what its constructor made where its code can
+    # make one (``wrapping.py``); elsewhere it came after, as on the module itself.
+    made = wraps_layers(original_class(type(module)))
     for path, m in _walk(module):
         seen = first_module.setdefault(id(m), path)
         if seen != path and path.rpartition(".")[0] not in repeats:
@@ -275,7 +280,7 @@ def parts(module: nn.Module, kinds: bool = False) -> Parts:
             lists = typing.cast(nn.ModuleDict, m.parametrizations)
             for n, plist in lists.items():
                 text = _tensor_text(logical(m, n), False)
-                if kinds:
+                if kinds or (made and path):
                     steps = typing.cast(nn.ModuleList, plist)
                     text += " parametrized by " + ", ".join(type(p).__name__ for p in steps)
                 original = plist._parameters.get("original", plist._parameters.get("original0"))
