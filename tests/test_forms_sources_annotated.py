@@ -15,7 +15,10 @@ from torchxray._forms.sources.annotated import bag, dict_annotation, looked_up
 def test_a_dict_annotation() -> None:
     for text in ("dict", "dict[str, Any]", "Dict[str, int]", "Mapping[str, Any]", "dict | None"):
         assert dict_annotation(text), text
+    for text in ("Optional[dict]", "typing.Optional[Dict[str, Any]]", "None | Mapping"):
+        assert dict_annotation(text), text  # "Optional[dict]" read as "dict]" before
     assert not dict_annotation("list[int]") and not dict_annotation("Config")
+    assert not dict_annotation("Optional[int]") and not dict_annotation("list[dict]")
 
 
 def test_a_class_made_from_keywords_alone() -> None:

@@ -17,7 +17,14 @@ from __future__ import annotations
 
 from torch import nn
 
-__all__ = ["compiled_inner", "is_parametrized_class", "original_class"]
+__all__ = ["compiled_inner", "is_parametrized_class", "original_class", "torch_own"]
+
+
+def torch_own(obj: object) -> bool:
+    """Whether ``obj`` (a class or function, or a module's name) is torch's own code: ``torch`` or
+    a module under it, not torchvision's, torchaudio's or a user's ``torch_utils``."""
+    name = obj if isinstance(obj, str) else getattr(obj, "__module__", None) or ""
+    return name == "torch" or name.startswith("torch.")
 
 
 def is_parametrized_class(cls: type) -> bool:

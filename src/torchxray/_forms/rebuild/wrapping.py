@@ -25,16 +25,13 @@ from typing import Any
 
 from torch import nn
 
+from ..._unwrap import torch_own
+
 __all__ = ["wraps_layers"]
 
 # The functions that add a parametrization (new-style and the legacy hook-based ones).
 _MAKERS = frozenset({"weight_norm", "spectral_norm", "orthogonal", "register_parametrization"})
 _DEPTH = 4  # how many calls deep the user's helpers are followed
-
-
-def _torch_own(obj: Any) -> bool:
-    module = getattr(obj, "__module__", None) or ""
-    return module == "torch" or module.startswith("torch.")
 
 
 def _codes(code: types.CodeType) -> list[types.CodeType]:
@@ -71,7 +68,7 @@ def _reaches(obj: Any, seen: set[Any], depth: int) -> bool:
     function. Torch's own code is not read: only its makers' names count."""
     if obj is None or depth > _DEPTH:
         return False
-    if _torch_own(obj):
+    if torch_own(obj):
         return getattr(obj, "__name__", None) in _MAKERS
     if isinstance(obj, functools.partial):
         return _reaches(obj.func, seen, depth)
@@ -80,7 +77,7 @@ def _reaches(obj: Any, seen: set[Any], depth: int) -> bool:
     if isinstance(obj, type) and issubclass(obj, nn.Module):
         for klass in obj.__mro__:
             init = klass.__dict__.get("__init__")
-            if _torch_own(klass) or init is None:
+            if torch_own(klass) or init is None:
                 continue
             init = getattr(init, "__wrapped__", init)
             if isinstance(init, types.FunctionType) and _function_reaches(init, seen, depth):

@@ -26,7 +26,9 @@ _DICTS = ("dict", "Dict", "typing.Dict", "Mapping", "typing.Mapping", "collectio
 
 def dict_annotation(text: str) -> bool:
     """``dict``, ``dict[str, Any]``, ``Dict``, ``Mapping[str, int]``, optional or not."""
-    text = text.removeprefix("Optional[").removeprefix("typing.Optional[")
+    for prefix in ("Optional[", "typing.Optional["):
+        if text.startswith(prefix) and text.endswith("]"):
+            text = text[len(prefix) : -1]
     text = text.replace(" | None", "").replace("None | ", "")
     return text.partition("[")[0] in _DICTS
 

@@ -28,6 +28,7 @@ from typing import Any
 from torch import nn
 
 from ..._signature import resolve
+from ..._unwrap import torch_own
 from .usage import Usage
 
 __all__ = ["MAX_FUNCTIONS", "called_factories", "file_factories", "handed_down", "named_functions"]
@@ -60,7 +61,7 @@ def handed_down(cls: type, name: str) -> tuple[Any, ...]:
     """The functions, classes and partials that the other classes and functions of ``cls``'s
     module give a parameter called ``name`` as its default, in the module's order."""
     home = sys.modules.get(cls.__module__)
-    if home is None or cls.__module__.startswith("torch"):
+    if home is None or torch_own(cls):
         return ()
     out: dict[int, Any] = {}
     for obj in list(vars(home).values()):

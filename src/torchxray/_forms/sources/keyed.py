@@ -39,6 +39,7 @@ from typing import Any
 from torch import nn
 
 from ..._signature import resolve
+from ..._unwrap import torch_own
 from .code import Code, bound, code_of, resolved
 
 __all__ = ["Keys", "key_of", "keys_of", "reads_at", "step", "table_keys"]
@@ -150,7 +151,7 @@ def _handed_whole(node: ast.AST, code: Code) -> tuple[type, str] | None:
     callee = resolved(call.func, code.scope)
     if not (isinstance(callee, type) and issubclass(callee, nn.Module)):
         return None
-    if callee.__module__.startswith("torch"):
+    if torch_own(callee):
         return None
     got = bound(call, node, callee)
     return (callee, got[0]) if got is not None and got[1] < 0 else None

@@ -27,6 +27,7 @@ import torch
 from torch import nn
 
 from ..._signature import resolve
+from ..._unwrap import torch_own
 from ..configs import is_config
 from ..field import Field
 from ..kinds import KindInfo, ann_text, kind_of
@@ -189,11 +190,7 @@ def _below(readers: list[_Reader], name: str) -> list[_Reader]:
         out.append(here)
         for h in u.handed:
             callee = h.callee
-            if (
-                h.index < 0
-                and isinstance(callee, type)
-                and not callee.__module__.startswith("torch")
-            ):
+            if h.index < 0 and isinstance(callee, type) and not torch_own(callee):
                 if usage(callee, h.param).fields or usage(callee, h.param).keys:
                     out.append((callee, h.param, ()))
     return out
@@ -341,7 +338,7 @@ def _handed_config(cls: type, name: str) -> type | None:
     if dataclasses.replace(u, handed=()).known:
         return None
     for h in u.handed:
-        if h.index >= 0 or h.callee.__module__.startswith("torch"):
+        if h.index >= 0 or torch_own(h.callee):
             continue
         try:
             p = resolve(h.callee).parameters[h.param]
