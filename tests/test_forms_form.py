@@ -206,6 +206,13 @@ def test_parse_strings(
     assert form(factory()).parse(name, text) == value
 
 
+def test_a_word_where_a_literal_is_read_says_to_quote_it() -> None:
+    with pytest.raises(FormError) as e:
+        form(Custom(2)).parse("extra", "zero")
+    assert "write a string in quotes, 'zero'" in str(e.value)
+    assert form(Custom(2)).parse("extra", "'zero'") == "zero"
+
+
 def test_code_injection_is_rejected() -> None:
     attack = "__import__('os').system('echo pwned')"
     for factory, name in [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,6 +27,7 @@ from fixtures.models import (
 from torch.nn.utils import parametrize
 
 from torchxray.forms import FormError
+from torchxray.forms import form as form_of
 from torchxray.patch import PatchEntry, PatchLog
 
 # -- helpers -------------------------------------------------------------------------------------
@@ -709,3 +711,31 @@ def test_an_edit_that_turns_the_constructors_own_wrapping_off_is_not_wrapped_aga
     assert model(torch.randn(1, 4, 8)).shape == (1, 4, 8)
     log.undo()
     assert norm_hooks(model[0].conv) or parametrize.is_parametrized(model[0].conv)
+
+
+class _Unreadable(nn.Module):
+    """A constructor that reads its width from a file (a vocabulary), gone since."""
+
+    def __init__(self, vocab_file: str, padding_type: str = "reflect") -> None:
+        super().__init__()
+        with open(vocab_file) as f:
+            width = len(f.read().split())
+        pads = {"reflect": nn.ReflectionPad1d, "replicate": nn.ReplicationPad1d}
+        self.pad = pads[padding_type](1)
+        self.conv = nn.Conv1d(width, width, 3)
+
+
+def test_an_edit_of_a_refused_form_leads_with_why_it_is_refused(tmp_path: Path) -> None:
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("a b c d")
+    model = nn.Sequential(_Unreadable(str(vocab)))
+    vocab.unlink()
+    form = form_of(model[0])
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    assert form.inexact.startswith("inexact: ")  # no build can read the file again
+    with pytest.raises(FormError) as e:
+        PatchLog(model).edit("0", padding_type="zero")
+    text = str(e.value)
+    assert text.startswith("_Unreadable: its form could not read this module's values (")
+    assert form.inexact.removeprefix("inexact: ") in text
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())

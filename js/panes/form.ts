@@ -231,7 +231,8 @@ export class FormPane implements Pane {
           for (const [name, m] of Object.entries(e.fields)) {
             const slot = errors.get(name);
             if (slot) slot.textContent = m;
-            else general.textContent += `${name}: ${m} `;
+            // "__all__" (the form's own reason) and "__init__" (the constructor's) name no field.
+            else general.textContent += name.startsWith("__") ? `${m} ` : `${name}: ${m} `;
           }
           return null;
         }

@@ -189,7 +189,7 @@ def _literal(text: str) -> Any:
         return ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         raise ParseError(
-            f"expected {expected('literal')}, got {short_repr(text)}{_not_code(text)}"
+            f"expected {expected('literal')}, got {short_repr(text)}{_unquoted(text)}"
         ) from None
 
 
@@ -250,6 +250,15 @@ def _not_code(text: str) -> str:
     if "(" in text and any(c.isalpha() for c in text.split("(", 1)[0]) or "__" in text:
         return " (only literals are read; expressions and calls are never evaluated)"
     return ""
+
+
+def _unquoted(text: str) -> str:
+    """Extra hint for a word where a literal was expected: a field of unknown kind reads its text
+    as a Python literal, so ``zero`` is a name, not the string ``'zero'``."""
+    word = text.strip()
+    if word.isidentifier():
+        return f" (its text is read as a Python literal: write a string in quotes, {word!r})"
+    return _not_code(text)
 
 
 def _dtype(text: str) -> torch.dtype:

@@ -12,6 +12,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from .._forms.field import FormError
 from . import gate, size
 from .paths import SlotIndex
 from .placement import carry, place
@@ -51,7 +52,10 @@ def plan(
         raise ValueError(nothing_message(before, path, asked))
     if not confirm:
         size.check(before, hyperparameters, old, path)
-    new = before.build(**hyperparameters)
+    try:
+        new = before.build(**hyperparameters)
+    except FormError as e:
+        raise _unread(before, e) from None
     if not isinstance(new, nn.Module):
         raise TypeError(
             f"the rebuilt {type(old).__name__} at {path!r} is a {type(new).__name__}, not an "
@@ -81,6 +85,17 @@ def plan(
     kept, fresh = carry(new, old, _unchanged(before, old))
     effects = gate.check(before, old, new, path, inexact_ok)
     return EditPlan(new, changes, kept, fresh, guessed, cast, effects)
+
+
+def _unread(before: Any, e: FormError) -> FormError:
+    """``e`` led by why the form is refused, where it is: a value the form could not read is
+    "required, got nothing", and a word typed where it reads literals is no string, which says
+    little without the reason (the error's "" key is the form's own, ``_view/session.py``)."""
+    if not before.inexact:
+        return e
+    reason = before.inexact.removeprefix("inexact: ")
+    lead = f"its form could not read this module's values ({reason})"
+    return FormError({"": lead, **e.errors}, before.cls)
 
 
 def _unchanged(before: Any, old: nn.Module) -> nn.Module | None:
