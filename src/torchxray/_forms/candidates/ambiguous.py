@@ -22,7 +22,10 @@ each other along the sum, which keeps its value; two a layer sees only as their 
 (``patch * patch * out``, ``_forms/sources/products.py``) are tried as its other factorizations. Where such a build is exact, the value found is
 one of several and is flagged as a guess (the rival named), never shown as proven. And a number
 the constructor only tests for truth (``if elu:``) is shown as that truth where it rebuilds as
-exactly, the number named as the rival.
+exactly, the number named as the rival. A required whole number with no default, whose draft
+(nothing) does not build, is tried one above: a number that sets tensor values alone
+(``sign * rgb_range * mean``), which the gate does not compare, or that no part keeps, rebuilds
+as exactly there and is flagged.
 """
 
 from __future__ import annotations
@@ -181,6 +184,11 @@ def settle(
             # One above or below only where the constructor reads the number only in tests
             # (``tested``): a width or a count one off builds another module, each try a build.
             near += _lengths(found) + (_int_rivals(found) if f.name in tested else [])
+            if f.required and f.value is None and f.name not in tested:
+                # No default to go back to: one number above is the value's only test. A
+                # number that sets tensor values alone (``sign * rgb_range * mean``), or one
+                # no part keeps, rebuilds as exactly there, and is no proven value.
+                near += _int_rivals(found)[:1]
             near += _fewer_keys(found) if f.name in iterated else []
             for v in near:
                 if _exact({**values, f.name: v}, make, live, dtype, cap, budget, real_ok):

@@ -44,11 +44,17 @@ _DATA = (
     "Cannot copy out of meta tensor",  # .tolist(), .cpu()
     "meta device type tensor to numpy",  # .numpy()
     "data-independent implementation does not exist",  # nonzero, unique, masked_select
+    # A tensor the constructor made on the CPU where the meta build cannot reach (the legacy
+    # ``torch.Tensor(rgb_mean)``, a numpy array) mixed with the layer's meta tensors:
+    # ``self.weight.data = torch.eye(3) / std`` (EDSR's MeanShift), ``self.bias + t``.
+    "is not on the expected device meta",
+    "`variable` and `tensor` have incompatible tensor type",  # .data = a CPU tensor
 )
 
 
 def data_dependent(e: BaseException) -> bool:
-    """Whether ``e`` is a constructor reading a meta tensor's values."""
+    """Whether ``e`` is a constructor reading a meta tensor's values, or mixing them with
+    tensors it made on the CPU."""
     text = str(e)
     return any(d in text for d in _DATA)
 
