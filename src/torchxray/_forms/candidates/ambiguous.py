@@ -93,13 +93,13 @@ def _lengths(v: list[Any] | tuple[Any, ...] | Any) -> list[Any]:
 
 
 def _int_rivals(v: Any) -> list[int]:
-    """A whole number one above and one below, for one the constructor reads only in tests
-    (``i % every == 0``, ``if i >= start``): such a number rebuilds as exactly at many values,
-    and the search proves none of them. (One taken as a plain truth, ``if elu:``, is then shown
-    as that truth, below.)"""
+    """A whole number one above and one below, then twice it, for one the constructor reads
+    only in tests (``i % every == 0``, ``if i >= start``, ``assert h % 16 == 0``): such a
+    number rebuilds as exactly at many values, and the search proves none of them. (One taken as
+    a plain truth, ``if elu:``, is then shown as that truth, below.)"""
     if type(v) is not int:
         return []
-    return [v + 1, *([v - 1] if v > 0 else [])]
+    return [v + 1, *([v - 1, 2 * v] if v > 0 else [])]
 
 
 def _fewer_keys(v: Any) -> list[dict[Any, Any]]:

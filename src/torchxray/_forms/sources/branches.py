@@ -98,7 +98,8 @@ def branches(cls: type) -> tuple[Branch, ...]:
 @functools.lru_cache(maxsize=512)
 def tested(cls: type) -> frozenset[str]:
     """The parameters ``cls.__init__`` reads only inside the tests of ``if``s, conditional
-    expressions and ``while``s (``if i % every == 0``, ``x if i >= start else y``): such a number
+    expressions, ``while``s and ``assert``s (``if i % every == 0``, ``x if i >= start else y``,
+    ``assert img_h % 16 == 0``, which no part shows at all): such a number
     shows only in which layers are made, may rebuild the module alike at other values, and the
     settling tries its neighbours (``candidates/ambiguous.py``). Not one also read elsewhere (a
     ``stride`` tested and given to a conv): its layers show it. Empty where the source cannot be
@@ -110,7 +111,7 @@ def tested(cls: type) -> frozenset[str]:
     params = frozenset(param_names(init)) - {"self"}
     inside: set[int] = set()
     for node in ast.walk(code.tree):
-        if isinstance(node, (ast.If, ast.IfExp, ast.While)):
+        if isinstance(node, (ast.If, ast.IfExp, ast.While, ast.Assert)):
             inside |= {id(n) for n in ast.walk(node.test)}
     loads = [n for n in ast.walk(code.tree) if isinstance(n, ast.Name) and n.id in params]
     seen = {n.id for n in loads if id(n) in inside}
