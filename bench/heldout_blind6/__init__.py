@@ -6,11 +6,14 @@ from . import (  # noqa: F401  (fill REGISTRY)
     geometry3d,
     inpainting,
     knowledge_tracing,
+    mesh_weather,
     mobile_cnns,
+    nas_meta,
     sciml,
     separation,
     seq2seq_qa,
     vision_language,
+    world_models,
 )
 from .spec import REGISTRY, Spec
 

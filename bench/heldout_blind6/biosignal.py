@@ -92,7 +92,6 @@ class EEGNet(nn.Module):
 @heldout(
     "eegnet",
     lambda: ((rand(2, 22, 128),), {}),
-    edit=("block2.0", {"kernel_size": (1, 8), "padding": (0, 4)}),
 )
 def build_eegnet():
     return EEGNet(nb_classes=4, Chans=22, Samples=128, kernLength=32)
@@ -419,7 +418,6 @@ class ResNet1d(nn.Module):
 @heldout(
     "ecg_resnet1d",
     lambda: ((rand(2, 12, 1024, seed=2),), {}),
-    edit=("resblock1d_1.conv1", {"kernel_size": 9, "padding": 4}),
 )
 def build_ecg_resnet():
     return ResNet1d(

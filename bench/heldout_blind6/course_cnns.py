@@ -162,7 +162,8 @@ def ResNet14():
 
 
 @heldout(
-    "resnet_bottleneck_cifar", lambda: ((rand(2, 3, 32, 32),), {}), edit=("layer3.0", {"stride": 1})
+    "resnet_bottleneck_cifar",
+    lambda: ((rand(2, 3, 32, 32),), {}),
 )
 def build_resnet26():
     return ResNet26()
@@ -342,7 +343,6 @@ class SqueezeNet(nn.Module):
 @heldout(
     "squeezenet_fire",
     lambda: ((rand(2, 3, 64, 64, seed=3),), {}),
-    edit=("features.6", {"squeeze_planes": 4}),
 )
 def build_squeezenet():
     return SqueezeNet("1_1")

@@ -597,7 +597,6 @@ class EfficientNet(nn.Module):
 @heldout(
     "efficientnet_compound",
     lambda: ((rand(2, 3, 40, 40, seed=3),), {}),
-    edit=("features.3.conv.1", {"reduced_dim": 5}),
     train=True,
 )
 def build_efficientnet():
