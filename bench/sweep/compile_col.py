@@ -51,6 +51,7 @@ COMPARED = (
     "blind3",
     "blind4",
     "blind5",
+    "blind6",
 )
 EXPLAIN_TIMEOUT_S = 300
 

@@ -25,6 +25,7 @@ FAMILIES: dict[str, Callable[[bool], Iterator[Entry]]] = {
     "blind3": fam_handwritten.blind3_entries,
     "blind4": fam_handwritten.blind4_entries,
     "blind5": fam_handwritten.blind5_entries,
+    "blind6": fam_handwritten.blind6_entries,
 }
 
 # The fixed sample the test suite runs (tests/test_sweep_sample.py): at least one model per
