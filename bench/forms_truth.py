@@ -72,8 +72,10 @@ def _equal(a: Any, b: Any) -> bool:
         return True
     if isinstance(a, functools.partial) and isinstance(b, functools.partial):
         return (
-            a.func is b.func and _equal(a.args, b.args) and _equal(a.keywords, b.keywords)
-        ) or _partial_defaults(a, b.func) and _partial_defaults(b, a.func)
+            (a.func is b.func and _equal(a.args, b.args) and _equal(a.keywords, b.keywords))
+            or _partial_defaults(a, b.func)
+            and _partial_defaults(b, a.func)
+        )
     if isinstance(a, functools.partial) or isinstance(b, functools.partial):
         p, cls = (a, b) if isinstance(a, functools.partial) else (b, a)
         return _partial_defaults(p, cls)
@@ -160,8 +162,10 @@ def audit(entries: list[Any]) -> list[dict[str, Any]]:
                 if _equal(field.value, true):
                     continue
                 alike = _same_parts(f, field.name, true)
-                status = "spelled" if repr(field.value) == repr(true) else (
-                    "unseen" if alike else "wrong"
+                status = (
+                    "spelled"
+                    if repr(field.value) == repr(true)
+                    else ("unseen" if alike else "wrong")
                 )
                 rows.append({
                     "entry": f"{e.family}/{e.name}", "path": path or "(root)",
