@@ -87,3 +87,29 @@ def test_a_constructor_mixing_its_own_cpu_tensors_with_the_layers_is_built_for_r
     # The gate sees shapes, not values: ``scale`` sets values alone, so one number above rebuilds
     # as exactly, and the value shown is a guess (origin "default"), never proven.
     assert f["scale"].origin == "default"
+
+
+class Clamped(nn.Module):
+    """A width clamped by another (``max(dim, hidden)``) and a size read through a step
+    (``int(log2(side))``): other values rebuild alike, so neither is a proven value."""
+
+    def __init__(self, dim: int, hidden: int = 128, side: int = 64, rate: float = 0.0) -> None:
+        super().__init__()
+        hidden = max(dim, hidden)
+        self.fc = nn.Sequential(nn.Linear(dim, hidden), nn.Linear(hidden, dim))
+        self.ups = nn.ModuleList(
+            nn.Upsample(scale_factor=2) for _ in range(int(math.log2(side)) - 2)
+        )
+        rates = [x.item() for x in torch.linspace(0, rate, 3)]
+        self.drops = nn.ModuleList(nn.Dropout(r) for r in rates)
+
+
+def test_a_number_that_rebuilds_alike_one_off_is_flagged_and_a_float32_read_is_spelled_short() -> (
+    None
+):
+    f = tx.form(Clamped(16, hidden=8, side=24, rate=0.1))
+    assert f.inexact == "", f.inexact
+    assert f["hidden"].origin == "default" and f["side"].origin == "default"  # guesses
+    assert f["dim"].value == 16 and f["dim"].origin != "default"  # a width: proven
+    # The last dropout's rate is float32's 0.10000000149011612: shown as it was typed.
+    assert f["rate"].value == 0.1

@@ -31,6 +31,7 @@ as exactly there and is flagged.
 from __future__ import annotations
 
 import math
+import struct
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -114,6 +115,20 @@ def _fewer_keys(v: Any) -> list[dict[Any, Any]]:
     return [{k: v[k] for k in keys[1:]}, {k: v[k] for k in keys[:-1]}]
 
 
+def _short32(v: Any) -> float | None:
+    """The shortest decimal that is the same float32 as ``v``, where that is another float
+    (0.10000000149011612, or its 12 digits 0.10000000149, -> 0.1); else None. Tried only for a
+    whole spelling longer than 7 digits: a float32 holds no more."""
+    if type(v) is not float or not math.isfinite(v) or v == 0 or len(repr(v)) <= 9:
+        return None
+    as32 = struct.unpack("f", struct.pack("f", v))[0]
+    for digits in range(1, 8):
+        short = float(f"{v:.{digits}g}")
+        if struct.unpack("f", struct.pack("f", short))[0] == as32:
+            return short if short != v else None
+    return None
+
+
 def _float_rivals(v: Any) -> list[float]:
     """A float a little above ``v`` (a short one the note can show: 6.0 -> 6.0006), then a hair
     below (where ``v`` sits at the top of its interval: a ceiling)."""
@@ -175,6 +190,13 @@ def settle(
             continue
         if budget.stopped:
             break
+        short = _short32(found)
+        if short is not None and _exact(
+            {**values, f.name: short}, make, live, dtype, cap, budget, real_ok
+        ):
+            # A float read back through float32 (``linspace(0, 0.1, n)[-1].item()`` is
+            # 0.10000000149011612): its shortest spelling rebuilds alike and is what was typed.
+            values[f.name] = found = short
         if not _exact({**values, f.name: f.value}, make, live, dtype, cap, budget, real_ok):
             # A sequence whose items rebuild as exactly in the other order tells only its
             # length (``num_classes = len(labels)``); a float a hair away as exactly, only the
@@ -184,11 +206,13 @@ def settle(
             # One above or below only where the constructor reads the number only in tests
             # (``tested``): a width or a count one off builds another module, each try a build.
             near += _lengths(found) + (_int_rivals(found) if f.name in tested else [])
-            if f.required and f.value is None and f.name not in tested:
-                # No default to go back to: one number above is the value's only test. A
-                # number that sets tensor values alone (``sign * rgb_range * mean``), or one
-                # no part keeps, rebuilds as exactly there, and is no proven value.
-                near += _int_rivals(found)[:1]
+            if f.name not in tested:
+                # One above and one below, for every whole number the search found: one that
+                # sets tensor values alone (``sign * rgb_range * mean``), is clamped
+                # (``max(dim, hidden)``), read through a step (``int(log2(img_size))``) or kept by
+                # no part rebuilds as exactly there, and is no proven value. A width one off
+                # builds another module: a build each, on meta.
+                near += _int_rivals(found)[:2]
             near += _fewer_keys(found) if f.name in iterated else []
             for v in near:
                 if _exact({**values, f.name: v}, make, live, dtype, cap, budget, real_ok):
