@@ -109,15 +109,21 @@ def _line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
 
 
-def tensor_shapes(value: Any) -> tuple[tuple[int, ...], ...]:
+def tensor_shapes(value: Any, depth: int = 0) -> tuple[tuple[int, ...], ...]:
     """Shapes of a value's tensors in pytree order (what the probe's root record lists), a
-    transformers cache opened into its layers' keys and values as a user reads them."""
+    transformers cache opened into its layers' keys and values as a user reads them, and any
+    other object by the tensors its public attributes hold (a ``torch.distributions`` object's
+    ``logits``, torchvision's ``ImageList.tensors``), as the probe reads them."""
     out: list[tuple[int, ...]] = []
     for leaf in pytree.tree_leaves(value):
         if isinstance(leaf, torch.Tensor):
             out.append(tuple(leaf.shape))
-        else:
+        elif _cache_shapes(leaf):
             out.extend(_cache_shapes(leaf))
+        elif depth < 2 and not isinstance(leaf, (nn.Module, type)):
+            public = [v for k, v in (getattr(leaf, "__dict__", None) or {}).items()
+                      if isinstance(k, str) and not k.startswith("_")]  # fmt: skip
+            out.extend(s for v in public for s in tensor_shapes(v, depth + 1))
     return tuple(out)
 
 

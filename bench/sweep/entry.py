@@ -56,7 +56,9 @@ class Entry:
 def count_params(model: nn.Module) -> int:
     seen: set[int] = set()
     total = 0
-    for p in model.parameters():
+    # nn.Module's own walk of the registered parameters: a class may override ``parameters()``
+    # to hand its optimizer a subset (a MAML learner's fast weights), and the tree holds them all.
+    for p in nn.Module.parameters(model):
         # A lazy layer's parameter has no size until its first call: none counted yet.
         if isinstance(p, nn.parameter.UninitializedTensorMixin):
             continue
