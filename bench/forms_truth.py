@@ -16,8 +16,10 @@ A mismatch is one of three things, listed apart:
   ``parts``): should not happen, the gate would have failed; a fault of the comparison.
 - **unseen**: the value read differs and both rebuild the same parts: the form shows as read a
   value the gate cannot tell from the truth, where it must be a guess. A silent form.
-- **spelled**: equal as built but written another way (``3`` for ``(3, 3)``, a list for a tuple),
-  compared by text after ``repr``; not counted.
+- **keys**: a dict handed whole, shown by the keys the class reads (the others left out).
+- **spelled**: equal as built but written another way, compared by text after ``repr``; and not
+  listed at all: torch's spelling of a size (``3`` for ``(3, 3)``), a factory and the class it
+  calls with defaults, the same ``def`` or options made again by the second build.
 
 Run: ``python -m bench.forms_truth --family blind5 blind4 ...`` (the hand-written families of
 ``bench.sweep``; a few minutes each). Prints a table and every unseen value.
@@ -29,6 +31,7 @@ import argparse
 import functools
 import inspect
 import sys
+import types
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -94,10 +97,23 @@ def _equal(a: Any, b: Any) -> bool:
         return a == b or (a != a and b != b)
     if isinstance(a, nn.Module) or isinstance(b, nn.Module) or isinstance(a, torch.Tensor):
         return True  # the object itself is handed over; its own form is judged apart
+    if isinstance(a, types.FunctionType) and isinstance(b, types.FunctionType):
+        return a.__code__ is b.__code__  # one def or lambda, made again by each build
+    if type(a) is type(b) and hasattr(a, "__dict__") and not isinstance(a, type):
+        return _equal(vars(a), vars(b))  # an options object made again by each build
     try:
         return bool(a == b)
     except Exception:  # noqa: BLE001 - no equality: by text
         return repr(a) == repr(b)
+
+
+def _fewer_keys(shown: Any, true: Any) -> bool:
+    """Whether ``shown`` is ``true`` without some of its keys (at any depth)."""
+    if not (isinstance(shown, dict) and isinstance(true, dict)):
+        return False
+    return all(
+        k in true and (_equal(v, true[k]) or _fewer_keys(v, true[k])) for k, v in shown.items()
+    )
 
 
 def _distinct(model: nn.Module) -> Iterator[tuple[str, nn.Module]]:
@@ -167,6 +183,8 @@ def audit(entries: list[Any]) -> list[dict[str, Any]]:
                     if repr(field.value) == repr(true)
                     else ("unseen" if alike else "wrong")
                 )
+                if status == "unseen" and _fewer_keys(field.value, true):
+                    status = "keys"  # a dict handed whole, shown by the keys the class reads
                 rows.append({
                     "entry": f"{e.family}/{e.name}", "path": path or "(root)",
                     "class": type(m).__name__, "field": field.name, "origin": field.origin,
@@ -188,10 +206,12 @@ def main(argv: list[str] | None = None) -> int:
         entries = list(FAMILIES[fam](False))
         got = audit(entries)
         rows += got
-        counts = {s: sum(r["status"] == s for r in got) for s in ("unseen", "wrong", "spelled")}
+        counts = {
+            s: sum(r["status"] == s for r in got) for s in ("unseen", "wrong", "keys", "spelled")
+        }
         print(f"{fam}: {len(entries)} models; values shown as read but not the truth: {counts}")
     for r in rows:
-        if r["status"] != "spelled":
+        if r["status"] not in ("spelled", "keys"):
             print(f"- {r['status']}: {r['entry']} {r['path']} ({r['class']}).{r['field']} "
                   f"[{r['origin']}] shown {r['shown']}, passed {r['true']}; rebuild with the truth: "
                   f"{r['rebuild']}")  # fmt: skip
