@@ -16,7 +16,7 @@ from .._text import short
 from .kinds import KindInfo, ann_text, kind_of
 from .values import to_text
 
-__all__ = ["Child", "Field", "FormError", "brief", "guessed", "make_field"]
+__all__ = ["Child", "Field", "FormError", "brief", "found", "guessed", "make_field"]
 
 # A layer's own form, handed down by the pipeline (``forms.form``): a reading (a block's
 # description) or a rule (a factory for a field) that needs a layer's exact values opens it, a
@@ -137,6 +137,14 @@ def guessed(f: Field) -> bool:
     if f.kind in ("varargs", "varkw") or f.name in ("device", "dtype"):
         return False
     return f.origin == "default" or (f.required and f.value is None)
+
+
+def found(f: Field) -> bool:
+    """Whether a form found the field's value: read, or one of several values that rebuild the
+    module alike (a guess the note names its rival for: "a guess: 7 rebuilds it ..."), not a
+    default left in place. A parent takes such a value from its layer's form as a candidate;
+    its own rebuild proves it, or flags it too."""
+    return f.origin != "default" or f.note.startswith("a guess")
 
 
 def brief(exc: BaseException) -> str:

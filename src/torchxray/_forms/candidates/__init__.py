@@ -147,6 +147,7 @@ def search(d: Draft, leads: Leads, budget: Budget, child: Child) -> Found:
             [*d.fields, *members],
             found.values, make, leads.live, leads.dtype, budget, real_ok, sums, flags, leads.alike,
             leads.remainders, iterated, leads.tested,
+            frozenset(n for n, u in leads.uses.items() if u.handed),
         )  # fmt: skip
     if found.exact and leads.spread is not None and leads.kept:
         found.values[leads.spread] = leads.kept

@@ -169,6 +169,7 @@ def settle(
     moduli: Iterable[tuple[str, str]] = (),
     iterated: frozenset[str] = frozenset(),
     tested: frozenset[str] = frozenset(),
+    handed: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """Of ``values`` (an exact search's), each field of ``drafts`` whose draft value rebuilds
     ``live`` as exactly is put back to its draft value in ``values`` (a required one without a
@@ -206,12 +207,12 @@ def settle(
             # One above or below only where the constructor reads the number only in tests
             # (``tested``): a width or a count one off builds another module, each try a build.
             near += _lengths(found) + (_int_rivals(found) if f.name in tested else [])
-            if f.name not in tested:
-                # One above and one below, for every whole number the search found: one that
-                # sets tensor values alone (``sign * rgb_range * mean``), is clamped
-                # (``max(dim, hidden)``), read through a step (``int(log2(img_size))``) or kept by
-                # no part rebuilds as exactly there, and is no proven value. A width one off
-                # builds another module: a build each, on meta.
+            if f.name not in tested and f.name not in handed:
+                # One above and one below, for a whole number the search found that no layer is
+                # handed: one that sets tensor values alone (``sign * rgb_range * mean``), is
+                # read through a step (``int(log2(img_size))``) or kept by no part rebuilds as
+                # exactly there, and is no proven value. Not a width handed to a layer, which
+                # its repr shows: a build each, and a child form's builds are its parent's too.
                 near += _int_rivals(found)[:2]
             near += _fewer_keys(found) if f.name in iterated else []
             for v in near:

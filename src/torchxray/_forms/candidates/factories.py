@@ -12,6 +12,7 @@ from typing import Any
 
 from torch import nn
 
+from ..field import found
 from ..values import same
 
 __all__ = ["factory"]
@@ -36,7 +37,7 @@ def _keywords(
         for x in plain
         if not x.required
         and x.name not in _NOT_PASSED
-        and x.origin != "default"
+        and found(x)
         and not same(x.value, x.default)
     }
     return {x.name: x.value for x in plain if x.required}, kw
@@ -47,10 +48,10 @@ def factory(layer: nn.Module, form: Callable[[nn.Module], Any]) -> list[Any]:
     found that are not the defaults (``partial(BatchNorm2d, eps=0.001)``), the same with its
     required values but the first (the width a parent passes: ``partial(SpatialGatingUnit,
     seq_len=196)``) or, by place, but the last (``partial(GroupNorm, 2)``), then those keywords alone and in pairs; none when its form is not exact."""
-    found = _keywords(layer, form)
-    if found is None:
+    got = _keywords(layer, form)
+    if got is None:
         return []
-    required, kw = found
+    required, kw = got
     cls = type(layer)
     out: list[Any] = [functools.partial(cls, **kw) if kw else cls]
     if len(required) > 1:

@@ -31,7 +31,7 @@ from torch import nn
 
 from ..._unwrap import original_class
 from ..budget import BUDGET, Budget
-from ..field import Child
+from ..field import Child, found
 from .layout import descendants
 from .literals import compared_strings
 from .scan import LIVE, hashable
@@ -116,7 +116,7 @@ def handed(module: nn.Module, u: Usage, child: Child | None) -> list[Any]:
             written = _written if type(layer).__module__.startswith("torch.") else _as_is
             # A value the layer's form found, or flagged as one of several that rebuild it
             # alike (a candidate still: this module's own rebuild proves it, or flags it too).
-            if got is not None and got.origin == "default" and not got.note.startswith("a guess"):
+            if got is not None and not found(got):
                 got = None
             if got is not None and h.index >= 0:
                 # One of the values a *args collects: the one at the argument's place.
