@@ -29,6 +29,7 @@ from . import (  # noqa: F401  (each module fills CASES)
     styles3,
     styles4,
     styles5,
+    styles6_r5a,
 )
 from .case import CASES, Case
 

@@ -75,6 +75,11 @@ def _exact(
     return not differences(live, parts(built))
 
 
+def _same_one(v: Any, a: Any) -> bool:
+    """``v`` is ``a``: the same object (a factory), or an equal string (a spelling)."""
+    return v is a or (type(v) is str and type(a) is str and v == a)
+
+
 def _reversed(v: Any) -> Any:
     """A str, tuple or list in the other order, where that is another value; else None."""
     if isinstance(v, (str, tuple, list)) and len(v) > 1 and v[::-1] != v:
@@ -231,25 +236,32 @@ def settle(
             values[f.name] = f.value
             rivals[f.name] = found
     # A number the constructor takes as a truth (``if elu:``, ``flags``) where its truth rebuilds
-    # as exactly: the truth is shown, the number named as the rival (``elu=8`` was True). Not 0
+    # as exactly: the truth is shown, the number named as the rival (``elu=8`` was True; a
+    # rate a flag named like a dropout was offered, ``use_dropout=1e-05``, too). Not 0
     # or 1: False and True are 0 and 1 to arithmetic too (``group_size=1``, ``drop_path=0.0``).
     for name in sorted(flags):
         v = values.get(name)
         if (
             type(v) in (int, float)
             and v not in (0, 1)
-            and (name not in rivals or _int_rivals(v).count(rivals[name]))
+            and (
+                name not in rivals
+                or _int_rivals(v).count(rivals[name])
+                or _float_rivals(v).count(rivals[name])
+            )
             and not budget.stopped
         ):
             if _exact({**values, name: bool(v)}, make, live, dtype, cap, budget, real_ok):
                 values[name], rivals[name] = bool(v), v
     # A factory found among the module's functions named like the field (``sources/called.py``)
     # where another of them rebuilds as exactly: which one was passed is not known.
+    # So is a name whose case the constructor changes before it looks it up
+    # (``sources/looked_up.py``: "lstm" and "LSTM"), compared by equality as strings are.
     for name, alike in (others or {}).items():
         v = values.get(name)
-        if name in rivals or budget.stopped or not any(v is a for a in alike):
+        if name in rivals or budget.stopped or not any(_same_one(v, a) for a in alike):
             continue
-        for other in (a for a in alike if a is not v):
+        for other in (a for a in alike if not _same_one(v, a)):
             if _exact({**values, name: other}, make, live, dtype, cap, budget, real_ok):
                 rivals[name] = other
                 break

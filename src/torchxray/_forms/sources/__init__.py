@@ -88,6 +88,7 @@ from .handed import handed, kept_whole, spread_bare, spread_calls
 from .layout import Layout
 from .layout import read as read_layout
 from .literals import compared_strings
+from .looked_up import spellings
 from .moduli import moduli
 from .nested import Group, namespace, nest
 from .passed import holders, memoized
@@ -277,6 +278,29 @@ def _called(cls: type, name: str) -> bool:
     return "." not in name and usage(cls, name).called
 
 
+def _cased(cls: type, module: nn.Module, fields: list[Field]) -> dict[str, list[Any]]:
+    """The spellings of a name the constructor changes the case of before it looks it up
+    (``looked_up.spellings``), or hands to a layer of its own that does (``Listener(rnn)``
+    making ``pBLSTM(rnn)``: the layer's own lookup): each rebuilds alike, so the one found is
+    flagged."""
+    out: dict[str, list[Any]] = {}
+    for f in fields:
+        if "." in f.name:
+            continue
+        words = spellings(cls, module, f.name)
+        for h in usage(cls, f.name).handed if not words else ():
+            layer = getattr(module, h.kept, None) if h.kept else None
+            if (
+                isinstance(layer, nn.Module)
+                and isinstance(h.callee, type)
+                and isinstance(layer, h.callee)
+            ):
+                words = words or spellings(h.callee, layer, h.param)
+        if words:
+            out[f.name] = words
+    return out
+
+
 def leads(d: Draft, ceiling: float, child: Child) -> Leads:
     """What the search starts from (see ``Leads``); ``ceiling`` is the form's safety ceiling
     (the thread's CPU time), ``child`` opens a layer's own form (the pipeline's ``form``)."""
@@ -333,7 +357,8 @@ def leads(d: Draft, ceiling: float, child: Child) -> Leads:
         floating_dtype(module),
         {f.name: usage(cls, f.name) for f in nested.fields if "." not in f.name},
         {f.name: file_factories(cls, f.name) for f in nested.fields if _called(cls, f.name)}
-        | opened,
+        | opened
+        | _cased(cls, module, nested.fields),
         moduli(cls),
         tested(cls),
     )

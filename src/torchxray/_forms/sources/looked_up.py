@@ -10,6 +10,12 @@ calls ``getattr(owner, name)`` whose owner is a module or a class its code names
 the name under which that owner holds what the kept attribute holds now (its function or class,
 or the class of the layer the lookup made).
 
+The name may be changed in case first (``getattr(nn, rnn_unit.upper())``: "lstm" and "LSTM"
+both name ``nn.LSTM``): every spelling the change maps to the owner's name rebuilds alike, so
+each is offered, the lower-case one first (why change the case of a name already in it), and
+``spellings`` gives them to the search's settling (``candidates/ambiguous.py``), which flags the
+one found as a guess wherever another rebuilds as exactly.
+
 Read conservatively: a lookup with a default (``getattr(nn, act, None)``) may find nothing, and
 what the owner holds under the name must be the live object itself, so a name is offered only
 where looking it up again gives what the module keeps.
@@ -26,25 +32,55 @@ from torch import nn
 
 from .code import code_of, is_name, kept_under, resolved
 
-__all__ = ["looked_up"]
+__all__ = ["looked_up", "spellings"]
+
+# A string method that changes only the case of a name: the spellings each maps to one name.
+_CASES = {
+    "upper": lambda w: [w.lower(), w.capitalize(), w],
+    "lower": lambda w: [w, w.upper(), w.capitalize()],
+    "casefold": lambda w: [w, w.upper(), w.capitalize()],
+    "capitalize": lambda w: [w.lower(), w],
+    "title": lambda w: [w.lower(), w],
+}
+
+
+def _looked(arg: ast.AST, load: ast.AST) -> str | None:
+    """ "" where ``arg`` is the name itself, the case method where it is ``name.upper()``, None
+    where it is neither."""
+    if arg is load:
+        return ""
+    if (
+        isinstance(arg, ast.Call)
+        and isinstance(arg.func, ast.Attribute)
+        and arg.func.value is load
+        and arg.func.attr in _CASES
+        and not arg.args
+        and not arg.keywords
+    ):
+        return arg.func.attr
+    return None
 
 
 @functools.lru_cache(maxsize=256)
-def _lookups(cls: type, name: str) -> tuple[tuple[Any, str, bool], ...]:
-    """(owner, attribute kept under, whether the looked-up object is called) per lookup."""
+def _lookups(cls: type, name: str) -> tuple[tuple[Any, str, bool, str], ...]:
+    """(owner, attribute kept under, whether the looked-up object is called, the case method
+    applied to the name first or "") per lookup."""
     init = cls.__dict__.get("__init__")
     code = code_of(init) if isinstance(init, types.FunctionType) else None
     if code is None:
         return ()
-    out: list[tuple[Any, str, bool]] = []
+    out: list[tuple[Any, str, bool, str]] = []
     for load in code.loads.get(name, ()):
         call = code.up.get(load)
+        case = code.up.get(call) if call is not None else None
+        if isinstance(call, ast.Attribute) and isinstance(case, ast.Call) and case.func is call:
+            call = code.up.get(case)  # getattr(nn, name.upper()): the lookup around the case
         if not (
             isinstance(call, ast.Call)
             and is_name(call.func, "getattr")
             and len(call.args) == 2
-            and call.args[1] is load
             and not call.keywords
+            and (method := _looked(call.args[1], load)) is not None
         ):
             continue
         owner = resolved(call.args[0], code.scope)
@@ -54,7 +90,7 @@ def _lookups(cls: type, name: str) -> tuple[tuple[Any, str, bool], ...]:
         made = isinstance(outer, ast.Call) and outer.func is call  # getattr(nn, act)()
         kept = kept_under(outer if made else call, code.up)  # type: ignore[arg-type]
         if kept:
-            out.append((owner, kept, made))
+            out.append((owner, kept, made, method))
     return tuple(out)
 
 
@@ -66,12 +102,24 @@ def looked_up(cls: type, module: nn.Module, name: str) -> list[str]:
         found = _lookups(cls, name)
     except (TypeError, ValueError, RecursionError):
         return out
-    for owner, kept, made in found:
+    for owner, kept, made, method in found:
         held = getattr(module, kept, None)
         if held is None:
             continue
         obj = type(held) if made else held
         word = getattr(obj, "__name__", None)
-        if isinstance(word, str) and getattr(owner, word, None) is obj and word not in out:
-            out.append(word)
+        if isinstance(word, str) and getattr(owner, word, None) is obj:
+            words = _CASES[method](word) if method else [word]
+            out += [w for w in dict.fromkeys(words) if w not in out]
     return out
+
+
+def spellings(cls: type, module: nn.Module, name: str) -> list[str]:
+    """The names ``looked_up`` offers where the constructor changes their case before the
+    lookup (each rebuilds alike: the settling flags the one found), [] where it does not."""
+    try:
+        cased = any(method for *_, method in _lookups(cls, name))
+    except (TypeError, ValueError, RecursionError):
+        return []
+    words = looked_up(cls, module, name) if cased else []
+    return words if len(words) > 1 else []

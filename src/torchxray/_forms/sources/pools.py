@@ -248,6 +248,11 @@ def _kind_pool(
             *dict.fromkeys([*f.choices, *compared_strings(original_class(type(module)), name)]),
             "",
         ]
+    elif f.kind == "literal" and not f.annotation:
+        # Nothing says its kind (no annotation, no string default: ``padding_type`` given by
+        # every caller), but the constructor compares it with strings (``if activate ==
+        # "relu"``): those strings, before the widths the module's layers show.
+        pool = [*compared_strings(original_class(type(module)), name), *pool]
     if _dropping(low) and f.kind != "bool":
         pool = [*layout.drop_rates(module), *pool]
         if f.kind == "literal":

@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
+import inspect
 import types
 import typing
 from collections.abc import Callable, Iterable
@@ -68,6 +69,16 @@ _SEQUENCE_CALLS = frozenset(
     {"len", "enumerate", "zip", "sorted", "reversed", "list", "tuple", "set", "sum", "iter"}
 )
 _SEQUENCE_METHODS = frozenset({"reverse", "append", "extend", "insert", "index", "count", "sort"})
+# Methods only a string has (``rnn_unit.upper()``, ``cfg_text.startswith("spade")``): the
+# argument is text, never the class or function a same-named attribute holds.
+_TEXT_METHODS = frozenset(
+    {
+        "upper", "lower", "casefold", "capitalize", "title", "swapcase", "strip", "lstrip",
+        "rstrip", "startswith", "endswith", "split", "rsplit", "splitlines", "partition",
+        "rpartition", "removeprefix", "removesuffix", "replace", "format", "isdigit",
+        "isalpha", "isnumeric", "isalnum", "isupper", "islower", "zfill", "ljust", "rjust",
+    }
+)  # fmt: skip
 _NUMBER_OPS = (ast.FloorDiv, ast.Div, ast.Sub, ast.Mod, ast.Pow)
 _ORDER = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
 
@@ -101,6 +112,7 @@ class _Reader:
         self.condition = False
         self.mapping = False
         self.scales = False
+        self.text = False
 
     def read(self) -> Usage:
         up = self.code.up
@@ -130,6 +142,7 @@ class _Reader:
             self.mapping,
             self.scales,
             self.indexed,
+            self.text,
         )
 
     def _nodes(self) -> list[ast.AST]:
@@ -173,6 +186,8 @@ class _Reader:
                     self.mapping = True
                 if parent.attr in _SEQUENCE_METHODS:
                     self.sequence = True
+                elif parent.attr in _TEXT_METHODS and self.name not in self.code.stores:
+                    self.text = True  # never rebound first (``x = str(x)`` takes anything)
                 elif parent.attr == "get" and call.args and isinstance(call.args[0], ast.Constant):
                     self.keys.setdefault(str(call.args[0].value), None)
             else:
@@ -290,7 +305,7 @@ class _Reader:
         if (inner := self._method(call, node) or self._local(call, node)) is not None:
             merged(self, inner, kept_under(call, up))  # a helper method, a function defined here
             return
-        callee = resolved(call.func, self.scope)
+        callee = resolved(call.func, self.scope) or _default_class(self.fn, call.func)
         if callee is isinstance and call.args and call.args[0] is node:
             self.tested = True  # isinstance(x, tuple): it takes more than one kind of value
             return
@@ -344,6 +359,45 @@ class _Reader:
         if got is None or got[1] >= 0:
             return _NOTHING
         return _read(method[0], got[0], self.depth, (), self.owner, self.hops + 1)
+
+
+def _default_class(fn: Callable[..., Any], func: ast.AST) -> Any:
+    """The layer class a parameter called as a factory defaults to (``block_type(in_ch, out_ch,
+    kernel_size)`` with ``block_type=ResBlock``): what it is handed goes to that class, as it
+    would to ``ResBlock(...)`` written out; None for any other callee."""
+    if not isinstance(func, ast.Name):
+        return None
+    try:
+        p = inspect.signature(fn).parameters.get(func.id)
+    except (TypeError, ValueError):
+        return None
+    d = p.default if p is not None else None
+    return d if isinstance(d, type) and issubclass(d, nn.Module) else None
+
+
+def _handed_kind(read: Usage, seen: frozenset[tuple[type, str]]) -> Usage:
+    """``read`` with the kind of value the layers of the user's own it hands the argument to
+    take (``TemporalConvNet(n_in, channels)`` iterating ``channels``: a list here too; a
+    ``Block(depth)`` taking ``range(depth)``: a number), where their own uses say it and test
+    no kind (``isinstance``); followed down a chain of such layers (each once)."""
+    number, sequence, indexed, text = read.number, read.sequence, read.indexed, read.text
+    for h in read.handed:
+        callee = h.callee
+        if (
+            h.index >= 0
+            or not isinstance(callee, type)
+            or callee.__module__.startswith("torch.")
+            or (callee, h.param) in seen
+        ):
+            continue
+        inner = _usage(callee, h.param, seen | {(callee, h.param)})
+        if inner.tested:
+            continue
+        number, sequence = number or inner.number, sequence or inner.sequence
+        indexed, text = indexed or inner.indexed, text or inner.text
+    if (number, sequence, indexed, text) == (read.number, read.sequence, read.indexed, read.text):
+        return read
+    return dataclasses.replace(read, number=number, sequence=sequence, indexed=indexed, text=text)
 
 
 def _rebound(values: Iterable[ast.expr]) -> tuple[Any, ...]:
@@ -404,6 +458,12 @@ def usage(cls: type, name: str, path: tuple[str, ...] = ()) -> Usage:
     the field read off it (``usage(cls, "cfg", ("model", "dropout"))``: ``cfg.model.dropout``);
     an empty ``Usage`` where its source cannot be read (a builtin, a class made in a notebook
     cell that is gone) or the class is torch's own (its attributes say what it was given)."""
+    return _usage(cls, name, frozenset({(cls, name)}), path)
+
+
+def _usage(
+    cls: type, name: str, seen: frozenset[tuple[type, str]], path: tuple[str, ...] = ()
+) -> Usage:
     init = cls.__dict__.get("__init__")
     if not isinstance(init, types.FunctionType) or cls.__module__.startswith("torch."):
         return _NOTHING
@@ -411,6 +471,7 @@ def usage(cls: type, name: str, path: tuple[str, ...] = ()) -> Usage:
         read = _read(init, name, 1, path, cls)
         if path:
             return read
+        read = _handed_kind(read, seen)
         found = tuple(s for s in _sums(init) if name in s.names)
         return dataclasses.replace(read, sums=found) if found else read
     except (RecursionError, ValueError, TypeError):

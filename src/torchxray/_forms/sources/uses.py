@@ -70,6 +70,10 @@ class Usage:
     # tried, whose failed build ("'int' object is not subscriptable") offers the grids the layers
     # keep (``candidates/failed.py``: DonutSwin's grid_size).
     indexed: bool = False
+    # x.upper(), x.startswith("a"): a method only a string has, so a string (never rebound
+    # first). A same-named attribute that holds what the string named (``self.rnn = getattr(nn,
+    # rnn.upper())``) is then no value it takes (``looked_up.py`` reads the name back).
+    text: bool = False
 
     @property
     def known(self) -> bool:
@@ -105,6 +109,10 @@ def fits(u: Usage, value: Any, annotated: bool = False) -> bool:
     if u.sequence and not u.number:
         if isinstance(value, (bool, int, float, type)):
             return False
+    if u.indexed and isinstance(value, type) and not hasattr(value, "__class_getitem__"):
+        return False  # sizes[0]: a class is indexed only as a generic (list[int])
+    if u.text and not isinstance(value, str):
+        return False
     if u.unpacks and isinstance(value, (bool, int, float)):
         return False  # c, h, w = obs_shape: a number cannot be unpacked
     if u.unpacked and _sequence(value) and not isinstance(value, str):

@@ -1,0 +1,204 @@
+"""Arguments of one kind that a same-named attribute, a layer's class or another layer's use of
+them hides: a name changed in case and looked up on ``torch`` or ``nn`` (a point-cloud encoder's
+reduction, a sequence tagger's recurrent core, handed on by a wrapper), a string no default
+gives compared in an ``if``/``elif`` chain (a pooling choice, a gate's squashing), and a list
+or a width that only the block it is handed to iterates or divides (a spectrogram classifier's
+widths, a stage whose block class is an argument with a default)."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+
+from .case import args, case, randn, tokens
+
+# --- A point-cloud encoder whose reduction is a torch function named in any case ---------------
+
+
+class PointEncoder(nn.Module):
+    def __init__(self, in_dim, width, reduce="MEAN"):
+        super().__init__()
+        self.reduce = getattr(torch, reduce.lower())
+        self.mlp = nn.Sequential(nn.Linear(in_dim, width), nn.ReLU(), nn.Linear(width, width))
+
+    def forward(self, pts):
+        return self.reduce(self.mlp(pts), dim=1)
+
+
+case(
+    "point_encoder_cased_reduce",
+    lambda: PointEncoder(3, 16, reduce="Amax"),
+    args(lambda: randn(2, 10, 3)),
+    edit=("mlp.0", {"bias": False}),
+    styles="a torch function looked up by a name lower-cased first",
+)
+
+# --- A tagger whose recurrent core is named in lower case, handed on by a wrapper --------------
+
+
+class RecurrentCore(nn.Module):
+    def __init__(self, d_in, hidden, kind):
+        super().__init__()
+        self.core = getattr(nn, kind.upper())(d_in, hidden, batch_first=True)
+
+    def forward(self, x):
+        return self.core(x)[0]
+
+
+class CasedTagger(nn.Module):
+    def __init__(self, vocab, d, hidden, n_tags, kind):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d)
+        self.rnn = RecurrentCore(d, hidden, kind)
+        self.out = nn.Linear(hidden, n_tags)
+
+    def forward(self, ids):
+        return self.out(self.rnn(self.embed(ids)))
+
+
+case(
+    "cased_rnn_tagger",
+    lambda: CasedTagger(40, 12, 16, 5, "gru"),
+    args(lambda: tokens(2, 7, vocab=40)),
+    edit=("out", {"bias": False}),
+    styles="an nn class looked up by a name upper-cased first, the name handed to a block",
+)
+
+# --- Choices no default names, compared with strings -------------------------------------------
+
+
+class DownBlock1d(nn.Module):
+    def __init__(self, c_in, c_out, pooling):
+        super().__init__()
+        self.conv = nn.Conv1d(c_in, c_out, 3, padding=1)
+        if pooling == "avg":
+            self.pool = nn.AvgPool1d(2)
+        elif pooling == "max":
+            self.pool = nn.MaxPool1d(2)
+        else:
+            raise ValueError(f"unknown pooling {pooling}")
+
+    def forward(self, x):
+        return self.pool(torch.relu(self.conv(x)))
+
+
+class GatedUnit(nn.Module):
+    def __init__(self, d, squash):
+        super().__init__()
+        self.value = nn.Linear(d, d)
+        self.gate = nn.Linear(d, d)
+        self.squash = nn.Tanh() if squash == "tanh" else nn.Sigmoid()
+
+    def forward(self, x):
+        return self.value(x) * self.squash(self.gate(x))
+
+
+class ChoiceSignalNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.down1 = DownBlock1d(2, 8, "max")
+        self.down2 = DownBlock1d(8, 8, "avg")
+        self.unit = GatedUnit(8, "tanh")
+
+    def forward(self, x):
+        h = self.down2(self.down1(x)).mean(-1)
+        return self.unit(h)
+
+
+case(
+    "string_choices_no_default",
+    ChoiceSignalNet,
+    args(lambda: randn(2, 2, 16)),
+    edit=("unit", {"squash": "sigmoid"}),
+    styles="a string no default gives, compared with literals in an if/elif chain",
+)
+
+# --- Widths only the block they are handed to iterates -----------------------------------------
+
+
+class DilatedUnit(nn.Module):
+    def __init__(self, c_in, c_out, kernel, dilation, dropout=0.1):
+        super().__init__()
+        self.conv = nn.Conv1d(c_in, c_out, kernel, padding=dilation * (kernel - 1) // 2,
+                              dilation=dilation)  # fmt: skip
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x):
+        return self.drop(torch.relu(self.conv(x)))
+
+
+class SpecConvStack(nn.Module):
+    def __init__(self, c_in, widths, kernel=3, dropout=0.1):
+        super().__init__()
+        layers = []
+        for i in range(len(widths)):
+            prev = c_in if i == 0 else widths[i - 1]
+            layers += [DilatedUnit(prev, widths[i], kernel, 2**i, dropout=dropout)]
+        self.body = nn.Sequential(*layers)
+
+    def forward(self, x):
+        return self.body(x)
+
+
+class SpecClassifier(nn.Module):
+    def __init__(self, n_mels, widths, n_classes, kernel, dropout):
+        super().__init__()
+        self.stack = SpecConvStack(n_mels, widths, kernel, dropout=dropout)
+        self.head = nn.Linear(widths[-1], n_classes)
+
+    def forward(self, spec):
+        return self.head(self.stack(spec).mean(-1))
+
+
+case(
+    "spec_widths_handed_on",
+    lambda: SpecClassifier(6, [8, 8, 12], 3, kernel=5, dropout=0.2),
+    args(lambda: randn(2, 6, 10)),
+    edit=("head", {"bias": False}),
+    styles="a list indexed here and iterated by the block it is handed to",
+)
+
+# --- A stage whose block class is an argument with a default, called with a kernel -------------
+
+
+class ResUnit2d(nn.Module):
+    def __init__(self, c_in, c_out, kernel):
+        super().__init__()
+        pad = kernel // 2
+        self.conv = nn.Conv2d(c_in, c_out, kernel, padding=pad)
+        self.skip = nn.Conv2d(c_in, c_out, 1) if c_in != c_out else nn.Identity()
+
+    def forward(self, x):
+        return torch.relu(self.conv(x)) + self.skip(x)
+
+
+class UnitStage(nn.Module):
+    def __init__(self, c_in, c_out, kernel, depth, unit=ResUnit2d):
+        super().__init__()
+        self.first = unit(c_in, c_out, kernel)
+        self.rest = nn.ModuleList(unit(c_out, c_out, kernel) for _ in range(depth - 1))
+
+    def forward(self, x):
+        x = self.first(x)
+        for u in self.rest:
+            x = u(x)
+        return x
+
+
+class UnitStageNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stage1 = UnitStage(3, 6, 5, 2)
+        self.stage2 = UnitStage(6, 10, 3, 1)
+
+    def forward(self, x):
+        return self.stage2(self.stage1(x))
+
+
+case(
+    "unit_stage_default_class",
+    UnitStageNet,
+    args(lambda: randn(2, 3, 8, 8)),
+    edit=("stage1", {"depth": 3}),
+    styles="a block class given as an argument's default, called with a kernel it halves",
+)
