@@ -23,7 +23,6 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
-import inspect
 import types
 import typing
 from collections.abc import Callable, Iterable
@@ -305,7 +304,7 @@ class _Reader:
         if (inner := self._method(call, node) or self._local(call, node)) is not None:
             merged(self, inner, kept_under(call, up))  # a helper method, a function defined here
             return
-        callee = resolved(call.func, self.scope) or _default_class(self.fn, call.func)
+        callee = resolved(call.func, self.scope)
         if callee is isinstance and call.args and call.args[0] is node:
             self.tested = True  # isinstance(x, tuple): it takes more than one kind of value
             return
@@ -359,20 +358,6 @@ class _Reader:
         if got is None or got[1] >= 0:
             return _NOTHING
         return _read(method[0], got[0], self.depth, (), self.owner, self.hops + 1)
-
-
-def _default_class(fn: Callable[..., Any], func: ast.AST) -> Any:
-    """The layer class a parameter called as a factory defaults to (``block_type(in_ch, out_ch,
-    kernel_size)`` with ``block_type=ResBlock``): what it is handed goes to that class, as it
-    would to ``ResBlock(...)`` written out; None for any other callee."""
-    if not isinstance(func, ast.Name):
-        return None
-    try:
-        p = inspect.signature(fn).parameters.get(func.id)
-    except (TypeError, ValueError):
-        return None
-    d = p.default if p is not None else None
-    return d if isinstance(d, type) and issubclass(d, nn.Module) else None
 
 
 def _handed_kind(read: Usage, seen: frozenset[tuple[type, str]]) -> Usage:
