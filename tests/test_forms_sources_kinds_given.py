@@ -2,9 +2,10 @@
 ``looked_up.py``, ``pools.py``): an argument a string method is called on is a string, not the
 class a same-named attribute holds; a name changed in case before ``getattr`` is read back in
 each spelling and flagged; a string no default gives is offered the strings it is compared
-with; an argument takes the kind the user's layer it is handed to uses it as (a block class
-given as a default included); one indexed by a constant is no class (the zoo's
-``tests/handwritten/styles6_r5a.py``)."""
+with; an argument takes the kind the user's layer it is handed to uses it as (followed
+down a chain of them); one indexed by a constant is no class (the zoo's
+``tests/handwritten/styles6_r5a.py``); a count named like a layer factory (``n_mp_layer``) used as
+a number is a number; a ``**kwargs`` handed on through two blocks is read off the deepest."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from torch import nn
 import torchxray as tx
 from tests.handwritten.styles6_r5a import (
     CasedTagger,
+    CountedGraphNet,
+    DilatedCounter,
     DownBlock1d,
     PointEncoder,
     RecurrentCore,
@@ -23,6 +26,7 @@ from tests.handwritten.styles6_r5a import (
 )
 from torchxray._forms.rebuild.compare import differences
 from torchxray._forms.rebuild.parts import parts
+from torchxray._forms.sources.handed import handed
 from torchxray._forms.sources.looked_up import looked_up, spellings
 from torchxray._forms.sources.usage import fits, usage
 
@@ -88,12 +92,9 @@ def test_an_argument_takes_the_kind_of_the_layer_it_is_handed_to() -> None:
     assert fits(u, [4, 8])
 
 
-def test_a_block_class_given_as_a_default_is_read_as_the_layer_it_makes() -> None:
-    u = usage(UnitStage, "kernel")
-    assert any(h.callee is ResUnit2d and h.param == "kernel" for h in u.handed)
-    assert u.number and not fits(u, (3, 3))  # ResUnit2d halves it
+def test_a_block_class_given_as_a_default_keeps_its_kernel_a_number() -> None:
     f = _exact(UnitStage(3, 4, 5, 2))
-    assert f["kernel"].value == 5
+    assert f["kernel"].value == 5 and f["unit"].value is ResUnit2d
 
 
 class Loop(nn.Module):
@@ -108,3 +109,15 @@ class Loop(nn.Module):
 def test_a_class_handing_an_argument_to_itself_is_read_once() -> None:
     u = usage(Loop, "widths")
     assert u.indexed
+
+
+def test_a_count_named_like_a_layer_factory_is_a_number() -> None:
+    f = _exact(DilatedCounter(2, 8, num_layer=4))
+    assert f["num_layer"].kind != "class" and f["num_layer"].value == 4
+
+
+def test_keywords_handed_on_through_two_blocks_are_read_off_the_deepest() -> None:
+    m = CountedGraphNet(5, 12, n_mp_layer=2, edge_hidden=20)
+    assert handed(CountedGraphNet, m, "block_kwargs", tx.form) == {"edge_hidden": 20}
+    f = _exact(m)
+    assert f["block_kwargs"].value == {"edge_hidden": 20} and f["n_mp_layer"].value == 2

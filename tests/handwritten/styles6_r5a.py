@@ -202,3 +202,78 @@ case(
     edit=("stage1", {"depth": 3}),
     styles="a block class given as an argument's default, called with a kernel it halves",
 )
+
+# --- A count named like a layer factory, and keywords handed on through two blocks -------------
+
+
+class EdgeMLP(nn.Module):
+    def __init__(self, d, edge_hidden=32, act=nn.ReLU):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(2 * d, edge_hidden), act(), nn.Linear(edge_hidden, d))
+
+    def forward(self, h, adj):
+        pairs = torch.cat([h.unsqueeze(2).expand(-1, -1, h.shape[1], -1),
+                           h.unsqueeze(1).expand(-1, h.shape[1], -1, -1)], -1)  # fmt: skip
+        return (adj.unsqueeze(-1) * self.net(pairs)).sum(2)
+
+
+class MessageBlock(nn.Module):
+    def __init__(self, d, **edge_kwargs):
+        super().__init__()
+        self.edge = EdgeMLP(d, **edge_kwargs)
+        self.norm = nn.LayerNorm(d)
+
+    def forward(self, h, adj):
+        return self.norm(h + self.edge(h, adj))
+
+
+class CountedGraphNet(nn.Module):
+    def __init__(self, in_dim, d, n_mp_layer, **block_kwargs):
+        super().__init__()
+        self.embed = nn.Linear(in_dim, d)
+        self.blocks = nn.ModuleList([MessageBlock(d, **block_kwargs) for _ in range(n_mp_layer)])
+        self.readout = nn.Linear(d, 1)
+
+    def forward(self, x, adj):
+        h = self.embed(x)
+        for b in self.blocks:
+            h = b(h, adj)
+        return self.readout(h.mean(1))
+
+
+case(
+    "graph_counted_layers_kwargs",
+    lambda: CountedGraphNet(5, 12, n_mp_layer=3, edge_hidden=20),
+    args(lambda: randn(2, 6, 5), lambda: (randn(2, 6, 6, seed=1) > 0).float()),
+    edit=("readout", {"bias": False}),
+    styles="a count named like a layer factory, keywords handed on through two blocks",
+)
+
+
+class ResidualConv1d(nn.Module):
+    def __init__(self, c, dilation):
+        super().__init__()
+        self.conv = nn.Conv1d(c, c, 3, padding=dilation, dilation=dilation)
+
+    def forward(self, x):
+        return x + torch.tanh(self.conv(x))
+
+
+class DilatedCounter(nn.Module):
+    def __init__(self, c_in, width, num_layer):
+        super().__init__()
+        self.inp = nn.Conv1d(c_in, width, 1)
+        self.body = nn.Sequential(*[ResidualConv1d(width, 2**i) for i in range(num_layer - 1)])
+        self.out = nn.Conv1d(width, c_in, 1)
+
+    def forward(self, x):
+        return self.out(self.body(self.inp(x)))
+
+
+case(
+    "dilated_counted_layers",
+    lambda: DilatedCounter(2, 8, num_layer=4),
+    args(lambda: randn(2, 2, 20)),
+    edit=("out", {"bias": False}),
+    styles="a count named like a layer factory, used as a number",
+)

@@ -227,10 +227,20 @@ def draft(ctor: Constructor) -> Draft:
             # is expected, the layer made from a key looked up in a table: ``usage.py``) is not
             # the constructor value; show the default as a guess.
             f, info = make_field(cls, p, *defaults.draft(p))
+        if info.kind == "class" and not f.annotation and _counts(usage(cls, p.name)):
+            # Named like a layer factory (``n_layer``), but the constructor counts with it
+            # (``range(n_layer)``): a number, offered the numbers a layer factory is not.
+            info = KindInfo("literal", optional=info.optional)
+            f = dataclasses.replace(f, kind="literal", choices=(), text=to_text("literal", f.value))
         fields.append(f)
         infos[p.name] = info
     notes = recorded.notes(module) if rec is not None else {}
     return Draft(ctor, fields, infos, rec is not None, notes)
+
+
+def _counts(u: Usage) -> bool:
+    """A number by its uses (``range(x)``, ``x - 1``), never called nor iterated."""
+    return u.number and not u.called and not u.sequence and not u.tested
 
 
 def _spread_start(

@@ -186,13 +186,19 @@ def handed(
             if positional == LATER:
                 covered |= {x.name for x in plain if x.required}
             read = _read(cls, name)
-            return {
+            out = {
                 x.name: x.value
                 for x in plain
                 if x.name not in covered
                 and x.name not in NOT_PASSED
                 and (every or x.required or x.name in read or not is_default(x.value, x.default))
             }
+            # The layer's own ``**kwargs`` handed on deeper (``Block(d, **kw)`` whose
+            # ``**op_kwargs`` reach its mixer): what they hold was handed here too.
+            for x in f.fields:
+                if x.kind == "varkw" and type(x.value) is dict:
+                    out.update({k: v for k, v in x.value.items() if k not in covered})
+            return out
     return None
 
 
