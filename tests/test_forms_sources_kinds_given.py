@@ -5,7 +5,8 @@ each spelling and flagged; a string no default gives is offered the strings it i
 with; an argument takes the kind the user's layer it is handed to uses it as (followed
 down a chain of them); one indexed by a constant is no class (the zoo's
 ``tests/handwritten/styles6_r5a.py``); a count named like a layer factory (``n_mp_layer``) used as
-a number is a number; a ``**kwargs`` handed on through two blocks is read off the deepest."""
+a number is a number; a ``**kwargs`` handed on through two blocks is read off the deepest; two
+arguments the constructor checks are equal (``sources/asserted.py``) are moved together."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from torch import nn
 
 import torchxray as tx
 from tests.handwritten.styles6_r5a import (
+    AVNet,
+    CaptionDecoder,
     CasedTagger,
     CountedGraphNet,
     DilatedCounter,
@@ -26,6 +29,7 @@ from tests.handwritten.styles6_r5a import (
 )
 from torchxray._forms.rebuild.compare import differences
 from torchxray._forms.rebuild.parts import parts
+from torchxray._forms.sources.asserted import equal_pairs
 from torchxray._forms.sources.handed import handed
 from torchxray._forms.sources.looked_up import looked_up, spellings
 from torchxray._forms.sources.usage import fits, usage
@@ -121,3 +125,25 @@ def test_keywords_handed_on_through_two_blocks_are_read_off_the_deepest() -> Non
     assert handed(CountedGraphNet, m, "block_kwargs", tx.form) == {"edge_hidden": 20}
     f = _exact(m)
     assert f["block_kwargs"].value == {"edge_hidden": 20} and f["n_mp_layer"].value == 2
+
+
+def test_two_arguments_checked_equal_are_moved_together() -> None:
+    assert equal_pairs(CaptionDecoder) == (("feat_dim", "hidden"),)
+    fuse = AVNet().fuse
+    assert equal_pairs(type(fuse)) == (("audio_dim", "video_dim"),)
+    f = _exact(CaptionDecoder(30, 10, 24, 24))
+    assert (f["hidden"].value, f["feat_dim"].value) == (24, 24)
+    f = _exact(fuse)
+    assert (f["audio_dim"].value, f["video_dim"].value, f["fused"].value) == (16, 16, 12)
+
+
+class Rebound(nn.Module):
+    def __init__(self, a, b):
+        super().__init__()
+        b = b * 2
+        assert a == b
+        self.fc = nn.Linear(a, b)
+
+
+def test_a_pair_rebound_first_is_not_read() -> None:
+    assert equal_pairs(Rebound) == ()

@@ -277,3 +277,63 @@ case(
     edit=("out", {"bias": False}),
     styles="a count named like a layer factory, used as a number",
 )
+
+# --- Two arguments the constructor checks are equal ---------------------------------------------
+
+
+class CaptionDecoder(nn.Module):
+    def __init__(self, vocab, embed, hidden, feat_dim):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, embed)
+        self.gru = nn.GRU(embed + feat_dim, hidden, batch_first=True)
+        self.attn = nn.Linear(hidden, 1)
+        self.out = nn.Linear(hidden * 2, vocab)
+        assert feat_dim == hidden, "the image features must be as wide as the decoder"
+
+    def forward(self, feats, ids):
+        ctx = feats.mean(1, keepdim=True).expand(-1, ids.shape[1], -1)
+        h, _ = self.gru(torch.cat([self.embed(ids), ctx], -1))
+        w = torch.softmax(self.attn(feats), 1)
+        return self.out(torch.cat([h, (w * feats).sum(1, keepdim=True).expand_as(h)], -1))
+
+
+case(
+    "caption_decoder_equal_widths",
+    lambda: CaptionDecoder(30, 10, 24, 24),
+    args(lambda: randn(2, 5, 24), lambda: tokens(2, 6, vocab=30)),
+    edit=("out", {"bias": False}),
+    styles="two widths asserted equal, one of them shown only in a sum",
+)
+
+
+class FusionBlock(nn.Module):
+    def __init__(self, audio_dim, video_dim, fused, n_heads=2):
+        super().__init__()
+        if audio_dim != video_dim:
+            raise ValueError("audio and video features must have one width")
+        self.cross = nn.MultiheadAttention(audio_dim, n_heads, batch_first=True)
+        self.proj = nn.Linear(audio_dim + video_dim, fused)
+
+    def forward(self, a, v):
+        x, _ = self.cross(a, v, v)
+        return self.proj(torch.cat([x, v], -1))
+
+
+class AVNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a_in = nn.Linear(5, 16)
+        self.v_in = nn.Linear(7, 16)
+        self.fuse = FusionBlock(16, 16, 12)
+
+    def forward(self, a, v):
+        return self.fuse(self.a_in(a), self.v_in(v))
+
+
+case(
+    "av_fusion_equal_check",
+    AVNet,
+    args(lambda: randn(2, 4, 5), lambda: randn(2, 4, 7, seed=1)),
+    edit=("fuse", {"fused": 10}),
+    styles="two widths checked equal by an if that raises",
+)

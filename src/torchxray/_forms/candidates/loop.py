@@ -6,7 +6,8 @@ Lifetime: one ``Search`` per search, made and dropped by ``infer()`` inside one 
 the search's caches: the value sets tried (``seen``), the build of each (``done``, for a second
 look from a build that scored no better), each field's candidates (``pools``: its own copy of
 stage 2's, which what a failed build teaches adds to), the slowest build so far
-(a later one many times slower is stopped) and how far a failing constructor got. A form is a
+(a later one many times slower is stopped), how far a failing constructor got, and the
+fields the constructor checks are equal (``ties``: every build moves them together). A form is a
 pure function of the module: a second form opens a new ``Search`` and finds the same.
 
 The loop (``run``): from the best build so far, try the rules' proposals for its differences
@@ -29,6 +30,7 @@ from typing import Any
 
 from torch import nn
 
+from ..._unwrap import original_class
 from ..budget import Budget
 from ..field import Field
 from ..rebuild.compare import Difference, cast_like, differences, weight
@@ -37,6 +39,7 @@ from ..rebuild.parts import Parts
 from ..rebuild.parts import parts as parts_of
 from ..rebuild.real import Rebuild, small
 from ..sources import Leads
+from ..sources.asserted import equal_pairs
 from ..values import same_value
 from .failed import learn, teaches
 from .guide import proposals
@@ -134,12 +137,27 @@ class Search:
         self.far, self.far_error = 0, ""
         self.out_of_time = False
         self.opened: set[tuple[Any, ...]] = set()  # openings looked past (``paired``)
+        # Two fields the constructor checks are equal (``sources/asserted.py``): moved together.
+        pairs = equal_pairs(original_class(type(module)))
+        self.ties = [(a, b) for a, b in pairs if a in self.by_name and b in self.by_name]
 
     # -- builds -------------------------------------------------------------------------------
+
+    def _tie(self, values: dict[str, Any], moved: Any) -> dict[str, Any]:
+        """``values`` with each field the constructor checks equal to a ``moved`` one given its
+        value (``assert listener_dim == hidden_dim``: moving one alone never passes the check)."""
+        for a, b in self.ties:
+            if (a in moved) != (b in moved):
+                src, dst = (a, b) if a in moved else (b, a)
+                values = {**values, dst: values[src]}
+        return values
 
     def build(self, values: dict[str, Any]) -> Try | None:
         """Build the class with ``values`` on meta and score it against the live module; None
         where the constructor raised (``error`` says why, ``reached`` how far it got)."""
+        if self.ties:
+            moved = {k for k, v in values.items() if k in self.values and v is not self.values[k]}
+            values = self._tie(values, moved)
         self.builds += 1
         # The first build is the form's own values: it runs whatever the budget (``first_stop``:
         # no bound for a form, its parent's budget left for a child form's). A later one may
@@ -227,7 +245,7 @@ class Search:
             if step is None:
                 self.out_of_time = self._late()
                 break
-            self.values.update(step[0])
+            self.values.update(self._tie({**self.values, **step[0]}, step[0].keys()))
             best = step[1]
         return best
 

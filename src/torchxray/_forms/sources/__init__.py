@@ -48,8 +48,9 @@ the search (stage 3) starts from, by the sources that read the module's surround
   (the rivals the search's settling tries), and ``branches.py``, the layers made only under a
   truth test of an argument (a search's rule moves the flag with their widths); read through
   a name of the constructor's own (``local_names.py``: a function defined inside it, a local
-  name then called, ``x or []``), a name looked up with ``getattr`` (``looked_up.py``), names
-  that choose which layers are another kind (``chosen.py``), a config member handed on whole
+  name then called, ``x or []``), a name looked up with ``getattr`` (``looked_up.py``, its case
+  changed first too), two arguments checked equal (``asserted.py``: the search moves them
+  together), names that choose which layers are another kind (``chosen.py``), a config member handed on whole
   (``members_handed.py``) and a ``**kwargs`` handed to a torch base (``base_init.py``);
 - ``periods.py``, the period of a stack whose every k-th item holds other children;
 - ``children.py`` and the readers beside it, the children's structure: widths, kernel sizes,
