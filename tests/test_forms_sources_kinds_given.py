@@ -6,7 +6,9 @@ with; an argument takes the kind the user's layer it is handed to uses it as (fo
 down a chain of them); one indexed by a constant is no class (the zoo's
 ``tests/handwritten/styles6_r5a.py``); a count named like a layer factory (``n_mp_layer``) used as
 a number is a number; a ``**kwargs`` handed on through two blocks is read off the deepest; two
-arguments the constructor checks are equal (``sources/asserted.py``) are moved together."""
+arguments the constructor checks are equal (``sources/asserted.py``) are moved together; a loop's
+count ``range(x - k)`` is offered the containers' lengths plus ``k``, flagged where one below
+rebuilds alike."""
 
 from __future__ import annotations
 
@@ -23,8 +25,10 @@ from tests.handwritten.styles6_r5a import (
     DownBlock1d,
     PointEncoder,
     RecurrentCore,
+    RepeatStage,
     ResUnit2d,
     SpecClassifier,
+    TokenMixer,
     UnitStage,
 )
 from torchxray._forms.rebuild.compare import differences
@@ -147,3 +151,13 @@ class Rebound(nn.Module):
 
 def test_a_pair_rebound_first_is_not_read() -> None:
     assert equal_pairs(Rebound) == ()
+
+
+def test_a_loop_count_is_offered_the_lengths_plus_its_offset() -> None:
+    assert usage(RepeatStage, "reps").counts == (1,)
+    assert usage(TokenMixer, "hops").counts == (2,)
+    assert usage(TokenMixer, "width").counts == ()
+    f = _exact(RepeatStage(3, 8, 3, 3))
+    assert f["reps"].value == 3 and not f["reps"].note
+    f = _exact(RepeatStage(3, 8, 1, 3))  # no layer made: 0 rebuilds it as exactly
+    assert f["reps"].value == 1 and f["reps"].note.startswith("a guess")

@@ -337,3 +337,71 @@ case(
     edit=("fuse", {"fused": 10}),
     styles="two widths checked equal by an if that raises",
 )
+
+# --- A loop's count ``range(x - 1)`` that nothing keeps -----------------------------------------
+
+
+class ConvPair(nn.Module):
+    def __init__(self, c, kernel):
+        super().__init__()
+        self.a = nn.Conv2d(c, c, kernel, padding=kernel // 2)
+        self.bn_a = nn.BatchNorm2d(c)
+        self.b = nn.Conv2d(c, c, kernel, padding=kernel // 2)
+        self.bn_b = nn.BatchNorm2d(c)
+
+    def forward(self, x):
+        return x + self.bn_b(self.b(torch.relu(self.bn_a(self.a(x)))))
+
+
+class RepeatStage(nn.Module):
+    def __init__(self, c_in, c_out, reps, kernel):
+        super().__init__()
+        self.head = nn.Conv2d(c_in, c_out, kernel, stride=2, padding=kernel // 2)
+        self.tail = nn.ModuleList()
+        for _ in range(reps - 1):
+            self.tail.append(ConvPair(c_out, kernel))
+
+    def forward(self, x):
+        x = self.head(x)
+        for block in self.tail:
+            x = block(x)
+        return x
+
+
+class RepeatNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.s1 = RepeatStage(3, 24, 1, 5)
+        self.s2 = RepeatStage(24, 32, 2, 3)
+
+    def forward(self, x):
+        return self.s2(self.s1(x))
+
+
+case(
+    "repeat_stage_loop_count",
+    RepeatNet,
+    args(lambda: randn(2, 3, 16, 16)),
+    edit=("s2", {"reps": 2}),
+    styles="a loop's count range(x - 1) that nothing keeps, one stage of a single layer",
+)
+
+
+class TokenMixer(nn.Module):
+    def __init__(self, tokens, width, hops):
+        super().__init__()
+        self.first = nn.Linear(tokens, width)
+        self.hops = nn.Sequential(*[nn.Linear(width, width) for _ in range(hops - 2)])
+        self.last = nn.Linear(width, tokens)
+
+    def forward(self, x):
+        return self.last(self.hops(torch.relu(self.first(x.transpose(1, 2))))).transpose(1, 2)
+
+
+case(
+    "token_mixer_loop_count",
+    lambda: TokenMixer(6, 40, hops=4),
+    args(lambda: randn(2, 6, 5)),
+    edit=("last", {"bias": False}),
+    styles="a loop's count range(x - 2) that nothing keeps",
+)

@@ -143,10 +143,13 @@ def search(d: Draft, leads: Leads, budget: Budget, child: Child) -> Found:
         spaces = {g.name for g in leads.groups if g.cls in (dict, types.SimpleNamespace)}
         members = [f for f in fields if f.name.rpartition(".")[0] in spaces]
         iterated = frozenset(n for n, u in leads.uses.items() if u.sequence)
+        # A loop's count ``range(x - 1)`` that made no layer: every x up to 1 rebuilds alike, so
+        # it is tried one below too, as a number read only in tests is (``ambiguous.py``).
+        counted = frozenset(n for n, u in leads.uses.items() if u.counts)
         rivals = settle(
             [*d.fields, *members],
             found.values, make, leads.live, leads.dtype, budget, real_ok, sums, flags, leads.alike,
-            leads.remainders, iterated, leads.tested,
+            leads.remainders, iterated, leads.tested | counted,
             frozenset(n for n, u in leads.uses.items() if u.handed),
         )  # fmt: skip
     if found.exact and leads.spread is not None and leads.kept:

@@ -330,6 +330,12 @@ def candidates(
         found = items_of(module, use) if not noted else []
         listed_items = [tuple(v) if tupled else v for v in found]
         read = [*listed_items, *keys(module, name, use), *holders(module, use)]
+        if use.counts and f.value is None and not noted and f.kind in ("int", "literal"):
+            # The count of a loop ``range(x - k)`` nothing keeps: a container's length plus k
+            # (``range(layer_size - 1)`` filling ``blocks``: its length 0 says 1), before the
+            # widths a number is otherwise offered (a count too large builds too much).
+            lens = dict.fromkeys(layout.lengths(module))
+            read += [n + k for k in use.counts for n in lens if n + k > 0]
         if f.value is None and guessed(f) and not noted:
             # A factory it calls (``called.py``: conv=default_conv): what the author wrote,
             # before a torch class that makes the same layers.

@@ -112,6 +112,7 @@ class _Reader:
         self.mapping = False
         self.scales = False
         self.text = False
+        self.counts: list[int] = []
 
     def read(self) -> Usage:
         up = self.code.up
@@ -142,6 +143,7 @@ class _Reader:
             self.scales,
             self.indexed,
             self.text,
+            tuple(dict.fromkeys(self.counts)),
         )
 
     def _nodes(self) -> list[ast.AST]:
@@ -155,6 +157,8 @@ class _Reader:
     def _use(self, node: ast.AST, parent: ast.AST | None, up: dict[ast.AST, ast.AST]) -> None:
         if not self.path:
             self._within(node, parent, up)
+        if (k := _ranged(node, parent, up)) is not None and self.name not in self.code.stores:
+            self.counts.append(k)
         if truth_test(node, parent):
             self.condition = True
         self.called = self.called or called_as(node, up, self.code)  # act = a if c else b; act()
@@ -358,6 +362,28 @@ class _Reader:
         if got is None or got[1] >= 0:
             return _NOTHING
         return _read(method[0], got[0], self.depth, (), self.owner, self.hops + 1)
+
+
+def _ranged(node: ast.AST, parent: ast.AST | None, up: dict[ast.AST, ast.AST]) -> int | None:
+    """``k`` where the argument is the count of a loop ``range(x - k)`` (``range(x)``: 0), the
+    loop making one layer a turn as often as not; None else."""
+    k = 0
+    if (
+        isinstance(parent, ast.BinOp)
+        and isinstance(parent.op, ast.Sub)
+        and parent.left is node
+        and isinstance(parent.right, ast.Constant)
+        and type(parent.right.value) is int
+    ):
+        k, node, parent = parent.right.value, parent, up.get(parent)
+    if (
+        isinstance(parent, ast.Call)
+        and isinstance(parent.func, ast.Name)
+        and parent.func.id == "range"
+        and parent.args == [node]
+    ):
+        return k
+    return None
 
 
 def _handed_kind(read: Usage, seen: frozenset[tuple[type, str]]) -> Usage:

@@ -74,6 +74,8 @@ class Usage:
     # first). A same-named attribute that holds what the string named (``self.rnn = getattr(nn,
     # rnn.upper())``) is then no value it takes (``looked_up.py`` reads the name back).
     text: bool = False
+    # range(x - k): a loop's count; ``k`` each (``pools.py`` offers the containers' lengths + k).
+    counts: tuple[int, ...] = ()
 
     @property
     def known(self) -> bool:
