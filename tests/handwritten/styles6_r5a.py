@@ -405,3 +405,75 @@ case(
     edit=("last", {"bias": False}),
     styles="a loop's count range(x - 2) that nothing keeps",
 )
+
+# --- One value, or a dict of one per part ------------------------------------------------------
+
+
+class ActTower(nn.Module):
+    def __init__(self, sizes, act):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(sizes[:-1], sizes[1:]))
+        self.act = getattr(nn, act)()
+
+    def forward(self, x):
+        for layer in self.layers[:-1]:
+            x = self.act(layer(x))
+        return self.layers[-1](x)
+
+
+class TwoTowerScorer(nn.Module):
+    def __init__(self, user_sizes, item_sizes, act="ReLU"):
+        super().__init__()
+        if isinstance(act, dict):
+            act_u, act_i = act["user"], act["item"]
+        else:
+            act_u = act_i = act
+        d = item_sizes[-1]
+        self.user = ActTower(user_sizes[:-1] + [d], act_u)  # its last size is the item tower's
+        self.item = ActTower(item_sizes, act_i)
+
+    def forward(self, u, i):
+        return (self.user(u) * self.item(i)).sum(-1)
+
+
+case(
+    "two_tower_act_per_part",
+    lambda: TwoTowerScorer([6, 16, 8], [9, 16, 8], act={"user": "Tanh", "item": "ReLU"}),
+    args(lambda: randn(4, 6), lambda: randn(4, 9, seed=1)),
+    edit=("item", {"act": "Tanh"}),
+    styles="one value or a dict of one per part, read by keys under isinstance",
+)
+
+
+class NormedBlock1d(nn.Module):
+    def __init__(self, c, norm):
+        super().__init__()
+        self.conv = nn.Conv1d(c, c, 3, padding=1)
+        self.norm = {"batch": nn.BatchNorm1d, "instance": nn.InstanceNorm1d}[norm](c)
+
+    def forward(self, x):
+        return torch.relu(self.norm(self.conv(x)))
+
+
+class NormPerPartAE(nn.Module):
+    def __init__(self, c, norm="batch"):
+        super().__init__()
+        if isinstance(norm, dict):
+            enc_norm = norm["encoder"]
+            dec_norm = norm["decoder"]
+        else:
+            enc_norm = dec_norm = norm
+        self.encoder = NormedBlock1d(c, enc_norm)
+        self.decoder = NormedBlock1d(c, dec_norm)
+
+    def forward(self, x):
+        return self.decoder(self.encoder(x))
+
+
+case(
+    "norm_per_part_autoencoder",
+    lambda: NormPerPartAE(4, norm={"encoder": "instance", "decoder": "batch"}),
+    args(lambda: randn(2, 4, 12)),
+    edit=("decoder", {"norm": "instance"}),
+    styles="one value or a dict of one per part, each key bound to a name",
+)

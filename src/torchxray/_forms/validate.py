@@ -166,6 +166,10 @@ def _ints_only(value: Any) -> bool:
     return type(value) is int or isinstance(value, tuple) and all(type(x) is int for x in value)
 
 
+def _strings_by_key(value: dict[Any, Any]) -> bool:
+    return bool(value) and all(type(k) is str and type(v) is str for k, v in value.items())
+
+
 def may_try(infos: dict[str, KindInfo], f: Field, value: Any) -> bool:
     """Whether the search may try ``value`` for ``f`` (``infos``: the fields' kinds)."""
     # None is tried for any field, required ones too: annotations say `int` where callers
@@ -180,6 +184,8 @@ def may_try(infos: dict[str, KindInfo], f: Field, value: Any) -> bool:
         return True  # a kind read from an int default only (padding=0 that takes "same")
     if f.kind == "str" and not f.annotation and _ints_only(value):
         return True  # a kind read from a str default only (padding="SAME" that takes (3, 3))
+    if f.kind == "str" and not f.annotation and type(value) is dict and _strings_by_key(value):
+        return True  # a str default only, one string per part too (activation={"trunk": "tanh"})
     if type(value) is int and f.kind == "tensor":
         return True  # a width annotated as a tensor (the candidates offer one by its name)
     if type(value) is int and f.kind == "class" and not f.annotation and f.value is None:

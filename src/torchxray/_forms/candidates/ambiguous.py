@@ -98,6 +98,16 @@ def _lengths(v: list[Any] | tuple[Any, ...] | Any) -> list[Any]:
     return [v[:-1]]
 
 
+def _ends(v: Any) -> list[Any]:
+    """A list or tuple of whole numbers with its last, then its first, item one larger: where
+    it rebuilds as exactly, the constructor never reads that item (``sizes[:-1] + [p * n]``),
+    and the value found for it is not known."""
+    if type(v) not in (list, tuple) or not v or not all(type(x) is int for x in v):
+        return []
+    last, first = [*v[:-1], v[-1] + 1], [v[0] + 1, *v[1:]]
+    return [type(v)(last), *([type(v)(first)] if len(v) > 1 else [])]
+
+
 def _int_rivals(v: Any) -> list[int]:
     """A whole number one above and one below, then twice it, for one the constructor reads
     only in tests (``i % every == 0``, ``if i >= start``, ``assert h % 16 == 0``): such a
@@ -211,7 +221,8 @@ def settle(
             near = [other] if other is not None else _float_rivals(found)
             # One above or below only where the constructor reads the number only in tests
             # (``tested``): a width or a count one off builds another module, each try a build.
-            near += _lengths(found) + (_int_rivals(found) if f.name in tested else [])
+            near += _lengths(found) + _ends(found)
+            near += _int_rivals(found) if f.name in tested else []
             if f.name not in tested and f.name not in handed:
                 # One above and one below, for a whole number the search found that no layer is
                 # handed: one that sets tensor values alone (``sign * rgb_range * mean``), is

@@ -93,6 +93,7 @@ from .looked_up import spellings
 from .moduli import moduli
 from .nested import Group, namespace, nest
 from .passed import holders, memoized
+from .per_key import alike as per_key_alike
 from .pools import candidates
 from .scan import LIVE
 from .usage import Usage, usage
@@ -312,6 +313,19 @@ def _cased(cls: type, module: nn.Module, fields: list[Field]) -> dict[str, list[
     return out
 
 
+def _parts_alike(
+    cls: type, module: nn.Module, fields: list[Field], form: Child
+) -> dict[str, list[Any]]:
+    """One value, or a dict of it per part, where every part holds the same (``per_key.py``):
+    both rebuild alike, so the one found is flagged."""
+    out: dict[str, list[Any]] = {}
+    for f in fields:
+        u = usage(cls, f.name) if "." not in f.name else Usage()
+        if u.tested and u.keys and (both := per_key_alike(cls, module, f.name, form)):
+            out[f.name] = both
+    return out
+
+
 def leads(d: Draft, ceiling: float, child: Child) -> Leads:
     """What the search starts from (see ``Leads``); ``ceiling`` is the form's safety ceiling
     (the thread's CPU time), ``child`` opens a layer's own form (the pipeline's ``form``)."""
@@ -369,7 +383,8 @@ def leads(d: Draft, ceiling: float, child: Child) -> Leads:
         {f.name: usage(cls, f.name) for f in nested.fields if "." not in f.name},
         {f.name: file_factories(cls, f.name) for f in nested.fields if _called(cls, f.name)}
         | opened
-        | _cased(cls, module, nested.fields),
+        | _cased(cls, module, nested.fields)
+        | _parts_alike(cls, module, nested.fields, once),
         moduli(cls),
         tested(cls),
     )

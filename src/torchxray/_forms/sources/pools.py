@@ -59,6 +59,7 @@ from .mapped import mapped as read_mapped
 from .members_handed import handed_member
 from .nested import config_class
 from .passed import handed, holders, kept, keys
+from .per_key import offered, per_key
 from .periods import periods
 from .position import config_items, index_like, ordinals
 from .running import running
@@ -385,6 +386,11 @@ def candidates(
         # layers, it comes before the blocks a required argument's description reads.
         mapped = specs(original_class(type(module)), module, name, handed_to or child)
         first = [mapped, *first] if mapped else first
+    if use.tested and use.keys and "." not in f.name and not noted:
+        # One value, or a dict of one per part read by its keys (``per_key.py``): the dict off
+        # the layers each part went to, first (the plain value is the draft already).
+        parts = offered(per_key(original_class(type(module)), module, name, handed_to or child))
+        first = [parts, *first] if parts is not None else first
     # A dict iterated to make one layer per key (``mapped.py``): read back off those layers.
     first = [*read_mapped(original_class(type(module)), module, f.name), *first]
     if f.kind in ("float", "literal"):  # a tensor filled with it (``fills.py``)
