@@ -5,12 +5,10 @@ each spelling and flagged; a string no default gives is offered the strings it i
 with; an argument takes the kind the user's layer it is handed to uses it as (followed
 down a chain of them); one indexed by a constant is no class (the zoo's
 ``tests/handwritten/styles6_r5a.py``); a count named like a layer factory (``n_mp_layer``) used as
-a number is a number; a ``**kwargs`` handed on through two blocks is read off the deepest; two
-arguments the constructor checks are equal (``sources/asserted.py``) are moved together; a loop's
-count ``range(x - k)`` is offered the containers' lengths plus ``k``, flagged where one below
-rebuilds alike; one value or a dict of one per part (``isinstance(act, dict)``) is read back
-off the layers each part went to (``per_key.py``), and a list whose end item is never read is
-flagged."""
+a number is a number; a ``**kwargs`` handed on through two blocks is read off the deepest; a
+loop's count ``range(x - k)`` is offered the containers' lengths plus ``k``, flagged where one
+below rebuilds alike (equal checks: ``test_forms_sources_asserted.py``; a value per part:
+``test_forms_sources_per_key.py``)."""
 
 from __future__ import annotations
 
@@ -19,28 +17,22 @@ from torch import nn
 
 import torchxray as tx
 from tests.handwritten.styles6_r5a import (
-    AVNet,
-    CaptionDecoder,
     CasedTagger,
     CountedGraphNet,
     DilatedCounter,
     DownBlock1d,
-    NormPerPartAE,
     PointEncoder,
     RecurrentCore,
     RepeatStage,
     ResUnit2d,
     SpecClassifier,
     TokenMixer,
-    TwoTowerScorer,
     UnitStage,
 )
 from torchxray._forms.rebuild.compare import differences
 from torchxray._forms.rebuild.parts import parts
-from torchxray._forms.sources.asserted import equal_pairs
 from torchxray._forms.sources.handed import handed
 from torchxray._forms.sources.looked_up import looked_up, spellings
-from torchxray._forms.sources.per_key import per_key
 from torchxray._forms.sources.usage import fits, usage
 
 pytestmark = pytest.mark.usefixtures("roomy_form_budget")
@@ -136,28 +128,6 @@ def test_keywords_handed_on_through_two_blocks_are_read_off_the_deepest() -> Non
     assert f["block_kwargs"].value == {"edge_hidden": 20} and f["n_mp_layer"].value == 2
 
 
-def test_two_arguments_checked_equal_are_moved_together() -> None:
-    assert equal_pairs(CaptionDecoder) == (("feat_dim", "hidden"),)
-    fuse = AVNet().fuse
-    assert equal_pairs(type(fuse)) == (("audio_dim", "video_dim"),)
-    f = _exact(CaptionDecoder(30, 10, 24, 24))
-    assert (f["hidden"].value, f["feat_dim"].value) == (24, 24)
-    f = _exact(fuse)
-    assert (f["audio_dim"].value, f["video_dim"].value, f["fused"].value) == (16, 16, 12)
-
-
-class Rebound(nn.Module):
-    def __init__(self, a, b):
-        super().__init__()
-        b = b * 2
-        assert a == b
-        self.fc = nn.Linear(a, b)
-
-
-def test_a_pair_rebound_first_is_not_read() -> None:
-    assert equal_pairs(Rebound) == ()
-
-
 def test_a_loop_count_is_offered_the_lengths_plus_its_offset() -> None:
     assert usage(RepeatStage, "reps").counts == (1,)
     assert usage(TokenMixer, "hops").counts == (2,)
@@ -166,20 +136,3 @@ def test_a_loop_count_is_offered_the_lengths_plus_its_offset() -> None:
     assert f["reps"].value == 3 and not f["reps"].note
     f = _exact(RepeatStage(3, 8, 1, 3))  # no layer made: 0 rebuilds it as exactly
     assert f["reps"].value == 1 and f["reps"].note.startswith("a guess")
-
-
-def test_a_dict_of_one_value_per_part_is_read_off_the_layers_of_each_part() -> None:
-    m = NormPerPartAE(4, norm={"encoder": "instance", "decoder": "batch"})
-    assert per_key(NormPerPartAE, m, "norm", tx.form) == {"encoder": "instance", "decoder": "batch"}
-    assert _exact(m)["norm"].value == {"encoder": "instance", "decoder": "batch"}
-    t = TwoTowerScorer([6, 16, 8], [9, 16, 8], act={"user": "Tanh", "item": "ReLU"})
-    f = _exact(t)
-    assert f["act"].value == {"user": "Tanh", "item": "ReLU"}
-    # user_sizes[:-1] + [d]: its last item is never read, so the value shown is flagged
-    assert f["user_sizes"].note.startswith("a guess") and not f["item_sizes"].note
-
-
-def test_one_value_for_every_part_stays_the_plain_value() -> None:
-    f = _exact(NormPerPartAE(4, norm="instance"))
-    assert f["norm"].value == "instance"
-    assert f["norm"].note.startswith("a guess")  # {"encoder": "instance", ...} rebuilds it too

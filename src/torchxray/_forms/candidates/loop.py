@@ -30,7 +30,6 @@ from typing import Any
 
 from torch import nn
 
-from ..._unwrap import original_class
 from ..budget import Budget
 from ..field import Field
 from ..rebuild.compare import Difference, cast_like, differences, weight
@@ -39,7 +38,6 @@ from ..rebuild.parts import Parts
 from ..rebuild.parts import parts as parts_of
 from ..rebuild.real import Rebuild, small
 from ..sources import Leads
-from ..sources.asserted import equal_pairs
 from ..values import same_value
 from .failed import learn, teaches
 from .guide import proposals
@@ -138,8 +136,7 @@ class Search:
         self.out_of_time = False
         self.opened: set[tuple[Any, ...]] = set()  # openings looked past (``paired``)
         # Two fields the constructor checks are equal (``sources/asserted.py``): moved together.
-        pairs = equal_pairs(original_class(type(module)))
-        self.ties = [(a, b) for a, b in pairs if a in self.by_name and b in self.by_name]
+        self.ties = [(a, b) for a, b in leads.ties if a in self.by_name and b in self.by_name]
 
     # -- builds -------------------------------------------------------------------------------
 

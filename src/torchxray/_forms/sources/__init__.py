@@ -50,7 +50,8 @@ the search (stage 3) starts from, by the sources that read the module's surround
   a name of the constructor's own (``local_names.py``: a function defined inside it, a local
   name then called, ``x or []``), a name looked up with ``getattr`` (``looked_up.py``, its case
   changed first too), two arguments checked equal (``asserted.py``: the search moves them
-  together), names that choose which layers are another kind (``chosen.py``), a config member handed on whole
+  together), one value or a dict of one per part read back off each part's layer
+  (``per_key.py``), names that choose which layers are another kind (``chosen.py``), a config member handed on whole
   (``members_handed.py``) and a ``**kwargs`` handed to a torch base (``base_init.py``);
 - ``periods.py``, the period of a stack whose every k-th item holds other children;
 - ``children.py`` and the readers beside it, the children's structure: widths, kernel sizes,
@@ -82,6 +83,7 @@ from ..signature import Constructor
 from ..validate import check_type, may_try
 from ..values import to_text
 from . import attributes, defaults, recorded, recoverers
+from .asserted import equal_pairs
 from .branches import tested
 from .called import file_factories
 from .factory import started_from
@@ -196,6 +198,8 @@ class Leads:
     # Parameters read only inside an ``if``'s or a ``while``'s test (``branches.py``): a number
     # the search found there is tried one above and below by the settling.
     tested: frozenset[str] = frozenset()
+    # Pairs of arguments the constructor checks are equal (``asserted.py``): moved together.
+    ties: tuple[tuple[str, str], ...] = ()
 
 
 def draft(ctor: Constructor) -> Draft:
@@ -387,4 +391,5 @@ def leads(d: Draft, ceiling: float, child: Child) -> Leads:
         | _parts_alike(cls, module, nested.fields, once),
         moduli(cls),
         tested(cls),
+        equal_pairs(cls),
     )
