@@ -30,6 +30,7 @@ from . import (  # noqa: F401  (each module fills CASES)
     styles4,
     styles5,
     styles6_r5a,
+    styles6_r5b,
 )
 from .case import CASES, Case
 
