@@ -112,3 +112,26 @@ def test_a_kwargs_kept_whole_is_that_attribute() -> None:
     f = tx.form(layer)
     assert not f.inexact and f["opts"].value == {"damping": 0.25, "tol": 1e-4}
     assert f["opts"].value is not layer.opts
+
+
+def test_keywords_spread_into_a_class_looked_up_in_a_table_are_read_off_the_attribute() -> None:
+    # ``self.pool = POOLS[pool](width, **pool_kw)``: the call names no class; the layer it
+    # made is the one kept under the attribute it is assigned to.
+    from tests.handwritten import CASES
+
+    f = exact(CASES["table_class_kwargs"].build())
+    assert (f["pool"].value, f["pool_kw"].value) == ("gem", {"p": 4.0})
+
+
+def test_keywords_spread_into_a_class_fetched_with_get_are_read_off_the_attribute() -> None:
+    from tests.handwritten import CASES
+
+    f = exact(CASES["table_get_class_kwargs"].build())
+    assert f["encoder_options"].value == {"layers": 2, "bidirectional": True}
+
+
+def test_spread_calls_name_the_attribute_each_call_is_kept_under() -> None:
+    from tests.handwritten.styles6_r5b import RetrievalNet
+    from torchxray._forms.sources.handed import spread_calls
+
+    assert spread_calls(RetrievalNet, "pool_kw") == (("", 1, frozenset(), "pool"),)

@@ -28,13 +28,15 @@ def is_default(value: Any, default: Any) -> bool:
     return same(value, default)
 
 
-_Call = tuple[str, int, frozenset[str]]
+# (callee's last name, positional count, keyword names, the ``self.<attr>`` the call is kept
+# under or "")
+_Call = tuple[str, int, frozenset[str], str]
 LATER = -1  # the positional values come with a later call (``partial``): the required ones
 
 
 def spread_calls(cls: type, name: str) -> tuple[_Call, ...]:
-    """(callee's last name, positional count, keyword names) of each call in ``cls.__init__`` that
-    passes ``**name``."""
+    """(callee's last name, positional count, keyword names, attribute kept under) of each call in
+    ``cls.__init__`` that passes ``**name``."""
     return _spread_calls(cls).get(name, ())
 
 
@@ -44,6 +46,7 @@ def _spread_calls(cls: type) -> dict[str, tuple[_Call, ...]]:
     every argument the search guesses)."""
     tree = source_tree(original(cls.__init__))  # type: ignore[misc]
     out: dict[str, tuple[_Call, ...]] = {}
+    kept = _kept_under(tree)
     for node in ast.walk(tree) if tree is not None else ():
         if not isinstance(node, ast.Call):
             continue
@@ -62,7 +65,24 @@ def _spread_calls(cls: type) -> dict[str, tuple[_Call, ...]]:
             # (the required ones come from it, ``LATER``).
             callee, count = _last_name(fixed[0]), LATER
         for n in names:
-            out[n] = (*out.get(n, ()), (callee, count, named))
+            out[n] = (*out.get(n, ()), (callee, count, named, kept.get(id(node), "")))
+    return out
+
+
+def _kept_under(tree: ast.AST | None) -> dict[int, str]:
+    """The attribute each call assigned straight to ``self.<attr>`` is kept under, by the call
+    node's id: the layer a call made whose class has no name to find it by (``self.head =
+    HEADS[kind](d, n, **kw)``, a class looked up in a table) is the module's attribute."""
+    out: dict[int, str] = {}
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            for t in node.targets:
+                if (
+                    isinstance(t, ast.Attribute)
+                    and isinstance(t.value, ast.Name)
+                    and t.value.id == "self"
+                ):
+                    out[id(node.value)] = t.attr
     return out
 
 
@@ -173,8 +193,8 @@ def handed(
         params = resolve(cls).parameters
     except (TypeError, ValueError):
         params = {}  # type: ignore[assignment]
-    for callee, positional, named in calls:
-        for child in _made(module, callee, callee in params):
+    for callee, positional, named, attr in calls:
+        for child in _made(module, callee, callee in params, attr):
             try:
                 f = form(child)
             except Exception:  # noqa: BLE001 - a layer without a readable form tells nothing
@@ -202,11 +222,17 @@ def handed(
     return None
 
 
-def _made(module: nn.Module, callee: str, held: bool) -> Iterator[nn.Module]:
+def _made(module: nn.Module, callee: str, held: bool, attr: str = "") -> Iterator[nn.Module]:
     """The layers a call of ``callee`` may have made: children of its class's name, and the
     items of the containers the module holds (``nn.ModuleList([Block(d, **kwargs) for _ in
     range(depth)])``) of that name; for a factory a parameter holds (``block_fn(...)`` in a
-    loop), any item of those containers (the blocks it filled)."""
+    loop), any item of those containers (the blocks it filled); for a class with no name in the
+    call (``HEADS[kind](...)``, ``callee`` ""), the layer kept under ``attr``."""
+    if not callee:
+        child = module._modules.get(attr) if attr else None
+        if child is not None:
+            yield child
+        return
     near: list[nn.Module] = []
     for child in module.children():
         if type(child).__name__ == callee:
