@@ -22,13 +22,12 @@ _NOT_PASSED = ("device", "dtype")
 
 def _keywords(
     layer: nn.Module, form: Callable[[nn.Module], Any]
-) -> tuple[dict[str, Any], dict[str, Any]] | None:
-    """(required, keyword values that are not the defaults) of ``layer``'s exact form; None when
-    its form is not exact. ``form`` opens the layer's own form (the pipeline's ``form``)."""
+) -> tuple[dict[str, Any], dict[str, Any], bool] | None:
+    """(required, keyword values that are not the defaults, whether exact) of ``layer``'s form
+    (where it is not exact, the values its search came nearest with); None when it has none. ``form`` opens the
+    layer's own form (the pipeline's ``form``)."""
     try:
         f = form(layer)
-        if f.inexact and not f.check.typed:  # a quantized weight: the values are still right
-            return None
     except Exception:  # noqa: BLE001 - a layer without a readable form gives no factory
         return None
     plain = [x for x in f.fields if not x.group and x.kind not in ("varargs", "varkw")]
@@ -37,23 +36,37 @@ def _keywords(
         for x in plain
         if not x.required
         and x.name not in _NOT_PASSED
-        and found(x)
+        and (found(x) or not exact(f))
         and not same(x.value, x.default)
     }
-    return {x.name: x.value for x in plain if x.required}, kw
+    return {x.name: x.value for x in plain if x.required}, kw, exact(f)
+
+
+def exact(f: Any) -> bool:
+    """Whether a layer's form is exact, or as good: its values are right where only its weights'
+    types differ (a quantized weight)."""
+    return not f.inexact or f.check.typed
 
 
 def factory(layer: nn.Module, form: Callable[[nn.Module], Any]) -> list[Any]:
     """Factories that make ``layer`` again: its class with the keyword values its own exact form
     found that are not the defaults (``partial(BatchNorm2d, eps=0.001)``), the same with its
     required values but the first (the width a parent passes: ``partial(SpatialGatingUnit,
-    seq_len=196)``) or, by place, but the last (``partial(GroupNorm, 2)``), then those keywords alone and in pairs; none when its form is not exact."""
+    seq_len=196)``) or, by place, but the last (``partial(GroupNorm, 2)``), then those keywords
+    alone and in pairs; only the first where its form is not exact (``_keywords``)."""
     got = _keywords(layer, form)
     if got is None:
         return []
-    required, kw = got
+    required, kw, is_exact = got
     cls = type(layer)
     out: list[Any] = [functools.partial(cls, **kw) if kw else cls]
+    if not is_exact:
+        # A layer whose own form is not exact, as one its parent changes after building it
+        # (``self.enc.fc = nn.Sequential(..., self.enc.fc)``: no call of its class makes it
+        # again): the values its search came nearest with make one factory, which only the
+        # parent's build proves (MoCo's ``base_encoder(num_classes=dim)``, its ``fc`` then
+        # wrapped in a projection).
+        return out if kw else []
     if len(required) > 1:
         rest = dict(list(required.items())[1:])
         out.append(functools.partial(cls, **rest, **kw))
