@@ -40,7 +40,11 @@ def _layers(module: nn.Module, cls: type) -> Iterator[nn.Module]:
 
 
 def _held(module: nn.Module, g: Group, child: Child) -> dict[str, Any]:
-    """The dict the first layer (of a class it is handed to) whose form is exact holds."""
+    """The dict the first layer whose form is exact holds, of each class it is handed to, the
+    keys of all together: blocks of several classes each read a few keys of one config
+    (``self.gmf = GMF(cfg)`` reads the sizes, ``self.mlp = Tower(cfg)`` the list of widths);
+    where two read a key, the first class's value is kept."""
+    out: dict[str, Any] = {}
     for cls, param in g.handed:
         for layer in _layers(module, cls):
             try:
@@ -53,8 +57,9 @@ def _held(module: nn.Module, g: Group, child: Child) -> dict[str, Any]:
             if isinstance(value, SimpleNamespace):
                 value = vars(value)
             if isinstance(value, dict) and value:
-                return value
-    return {}
+                out = {**value, **out}
+                break
+    return out
 
 
 def started(
