@@ -75,3 +75,20 @@ def test_a_rule_that_fails_ends_its_own_proposals_not_the_form(
 
     f = tx.form(Block(6, ratio=3.0))
     assert not f.inexact and [x.value for x in f.fields] == [6, 3.0]
+
+
+class _Stages(nn.Module):
+    """A count kept one above the length: the stem is counted as a stage."""
+
+    def __init__(self, dims=(8, 16), width=4):
+        super().__init__()
+        self.stem = nn.Linear(width, dims[0])
+        self.stages = nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims[:-1], dims[1:]))
+        self.num_stages = len(dims) + 1
+
+
+def test_a_count_kept_beside_the_length_moves_the_length_as_much() -> None:
+    live = dict(dims=(8, 16, 24, 32), width=4)
+    got = proposed(measured.propose, _Stages, live, {**live, "dims": (8, 16)})
+    assert {"dims": (8, 16, 8, 16)} in got  # num_stages 5 live, 3 built: two items more
+    assert rebuilds(_Stages, live, {**live, "dims": (8, 16, 24, 32)})

@@ -10,7 +10,7 @@ the constructor iterates it (``_forms/sources/usage.py``) and it holds ``b`` ite
 DenseNet-BC written with ``add_module`` in loops, ``DenseNet(block_config=(2, 3))`` built with
 its default ``(2, 2, 2)``: three dense blocks where the live one has two. A field of ``b + 1``
 items (the widths between ``b`` layers: ``nn.Linear(widths[i], widths[i + 1])``) is proposed
-``live + 1``.
+``live + 1``; one a stage short (a stem made before the loop, named as a stage) ``live - 1``.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-from .measured import resized
-from .problem import Problem
+from .measured import MAX_OFFSET, resized
+from .problem import Problem, use_of
 
 __all__ = ["propose"]
 
@@ -45,12 +45,14 @@ def propose(p: Problem) -> Iterator[dict[str, Any]]:
         if n < 1:
             continue
         for f in p.fields:
-            u = p.uses.get(f.name)
+            u = use_of(p, f.name)
             v = p.values.get(f.name)
             if u is None or not u.sequence or not isinstance(v, (tuple, list)):
                 continue
             if len(v) == b:
                 yield {f.name: resized(v, n)}
-            elif len(v) == b + 1 and b:
-                # Widths, one more than the layers between them (``range(len(widths) - 1)``).
-                yield {f.name: resized(v, n + 1)}
+            elif b and 0 < abs(len(v) - b) <= MAX_OFFSET and len(v) + n - b > 0:
+                # Widths, one more than the layers between them (``range(len(widths) - 1)``);
+                # stages one more than the items, a stem counted with them (``for i, d in
+                # enumerate(dims, start=2)``): the length moves as the count does.
+                yield {f.name: resized(v, len(v) + n - b)}

@@ -20,7 +20,7 @@ from torch import nn
 from ...._signature import resolve
 from ...field import Field
 from ...rebuild.compare import Difference
-from ...sources.usage import Usage
+from ...sources.usage import Usage, usage
 
 __all__ = [
     "Opening",
@@ -33,6 +33,7 @@ __all__ = [
     "numbers",
     "qualname",
     "stem",
+    "use_of",
 ]
 
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![\w.])")
@@ -221,3 +222,14 @@ def handed_at(p: Problem, kind: type) -> list[Any]:
             if isinstance(s, kind) and (p.diff.path == kept or p.diff.path.startswith(kept + ".")):
                 out[s] = None
     return list(out)
+
+
+def use_of(p: Problem, name: str) -> Usage | None:
+    """How the constructor uses field ``name``: from ``p.uses``, or for a member of a dict or a
+    namespace (``cfg.STAGE_DIMS``, which the leads read no use of) read through its argument
+    (``usage(cls, "cfg", ("STAGE_DIMS",))``: ``dims = cfg["STAGE_DIMS"]`` then ``len(dims)``)."""
+    u = p.uses.get(name)
+    if u is None and "." in name and p.owner is not None:
+        root, *path = name.split(".")
+        u = usage(p.owner, root, tuple(path))
+    return u
