@@ -20,10 +20,23 @@ from .problem import Problem
 __all__ = ["propose"]
 
 
+def _holds(v: Any, b: Any) -> bool:
+    """Whether ``v`` is a sequence that holds the built number as an item (a field that is
+    the number itself keeps its place: the fields' order was tuned on library classes)."""
+    if isinstance(b, bool) or type(b) is not int:
+        return False
+    return isinstance(v, (tuple, list)) and any(type(x) is int and x == b for x in v)
+
+
 def propose(p: Problem) -> Iterator[dict[str, Any]]:
     count = 0
     for b, lv in p.pairs:
-        for f in p.fields:
+        # The sequences that hold the built number as an item first (``dims`` (32, 8, 32)
+        # where a stage's conv has 8 channels, live 48): the difference names their item; a
+        # number a field relates to through a factor or an offset (``alpha`` 4 for 8 = 2 * 4)
+        # after them. Many fields of small numbers would otherwise spend the guided tries.
+        named = [f for f in p.fields if _holds(p.values.get(f.name), b)]
+        for f in [*named, *(f for f in p.fields if f not in named)]:
             for x in from_pair(f, p.values.get(f.name), b, lv):
                 yield {f.name: x}
                 count += 1
