@@ -61,3 +61,58 @@ def test_the_best_of_a_few_better_steps_is_taken() -> None:
     # width derived from in_chs moving instead is exact.
     block = mobilevit.MobileVitV2Block(128, 128, transformer_dim=64, patch_size=2)
     assert exact(block)["in_chs"].value == 128
+
+
+def _search(scores: dict[tuple[int, int, int], int]) -> object:
+    """A search over fields a, b, c (each 0 or 1) whose builds score as ``scores`` says."""
+    from types import SimpleNamespace
+
+    from torchxray._forms.candidates.loop import Search, Try
+
+    s = object.__new__(Search)
+    s.values = {"a": 0, "b": 0, "c": 0}
+    s.by_name = dict.fromkeys(s.values)  # type: ignore[assignment]
+    s.seen, s.done = set(), {}
+    s.budget = SimpleNamespace(out=False)  # type: ignore[assignment]
+    s.build = lambda v: Try(scores[v["a"], v["b"], v["c"]])  # type: ignore[method-assign]
+    return s
+
+
+def test_changes_of_other_fields_whose_gains_add_up_are_taken_together() -> None:
+    # a explains one part (a table's rows), b a hundred (a stack's depth): both at once.
+    from torchxray._forms.candidates.loop import Try
+
+    s = _search({(1, 1, 0): 0})
+    best, one, two = Try(101), Try(100), Try(1)
+    step = s._together(best, ({"b": 1}, two), [({"a": 1}, one), ({"b": 1}, two)])  # type: ignore[attr-defined]
+    assert step[0] == {"a": 1, "b": 1} and step[1].score == 0
+
+
+def test_changes_whose_gains_do_not_add_up_are_taken_one_at_a_time() -> None:
+    # Two fields of one product (heads, their width): together they score better than either,
+    # but not as their gains add up; the step alone is taken.
+    from torchxray._forms.candidates.loop import Try
+
+    s = _search({(1, 1, 0): 40})
+    best, one, two = Try(136), Try(70), Try(118)
+    step = s._together(best, ({"a": 1}, one), [({"a": 1}, one), ({"b": 1}, two)])  # type: ignore[attr-defined]
+    assert step[0] == {"a": 1}
+
+
+def test_changes_that_are_exact_together_are_taken_however_their_gains_add() -> None:
+    # A factory for the backbone and the projection's width: each alone leaves the other's
+    # parts, together nothing (ContrastiveAudio of the zoo).
+    from torchxray._forms.candidates.loop import Try
+
+    s = _search({(1, 1, 0): 0})
+    best, one, two = Try(34), Try(4), Try(31)
+    step = s._together(best, ({"a": 1}, one), [({"a": 1}, one), ({"b": 1}, two)])  # type: ignore[attr-defined]
+    assert step[0] == {"a": 1, "b": 1} and step[1].score == 0
+
+
+def test_a_union_not_taken_may_be_proposed_again() -> None:
+    from torchxray._forms.candidates.loop import Try
+
+    s = _search({(1, 1, 0): 40})
+    s._together(Try(136), ({"a": 1}, Try(70)), [({"a": 1}, Try(70)), ({"b": 1}, Try(118))])  # type: ignore[attr-defined]
+    assert not s.tried({"a": 1, "b": 1})  # type: ignore[attr-defined]

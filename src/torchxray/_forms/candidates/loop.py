@@ -275,9 +275,11 @@ class Search:
 
     def guided(self, best: Try) -> tuple[Step | None, list[tuple[Change, Try]]]:
         """The best of the rules' proposals for ``best``'s differences that scores better (the
-        first such and ``BETTER_LOOKS`` after it), and the few that scored nearly as well."""
+        first such and ``BETTER_LOOKS`` after it; those of other fields together where their
+        gains add up, ``_together``), and the few that scored nearly as well."""
         step: Step | None = None
         flat: list[tuple[Change, Try]] = []
+        better: list[tuple[Change, Try]] = []
         n = 0
         for change in self._proposals(best, self.values):
             if not self._fresh(change, self.values):
@@ -292,6 +294,8 @@ class Search:
             self.done[self._state(change)] = got
             n += 1
             bar = step[1] if step is not None and step[1] is not None else best
+            if got is not None and got.score < best.score:
+                better.append((change, got))
             if got is not None and got.score < bar.score:
                 step = (change, got)
                 if got.score == 0:
@@ -303,7 +307,34 @@ class Search:
                 flat = sorted([*flat, (change, got)], key=lambda x: x[1].score)[:FLAT_LOOKS]
             if n >= GUIDED_TRIES or self._late():
                 break
-        return step, flat
+        return self._together(best, step, better), flat
+
+    def _together(
+        self, best: Try, step: Step | None, better: list[tuple[Change, Try]]
+    ) -> Step | None:
+        """``step``, or where several changes of other fields each scored better than ``best``,
+        all of them together where their gains add up: one build. Each then explains
+        differences of its own (a parameter's frames and the blocks' depth); taken one a round,
+        the cheaper part of a large build's score is left for a later round the budget may not
+        reach. Gains that do not add up (two fields of one product: heads and their width)
+        move one thing two ways: the step alone is taken, unless together they are exact."""
+        if step is None or step[1] is None or step[1].score == 0 or len(better) < 2:
+            return step
+        union: Change = {}
+        gain = 0
+        for change, one in sorted(better, key=lambda x: x[1].score):
+            if not union.keys() & change.keys():
+                union.update(change)
+                gain += best.score - one.score
+        if union == step[0] or self.tried(union) or self._late():
+            return step
+        both = self.build({**self.values, **union})
+        self.done[self._state(union)] = both
+        if both is not None and (both.score == 0 or both.score == best.score - gain):
+            return union, both
+        # Not taken now: a later round that proposes it builds it again (as a step of its own).
+        self.seen.discard(self._state(union))
+        return step
 
     def paired(self, best: Try) -> Step | None:
         """Where nothing else scores better (the search would stop here): the first move of two
