@@ -188,6 +188,8 @@ def may_try(infos: dict[str, KindInfo], f: Field, value: Any) -> bool:
         return True  # a str default only, one string per part too (activation={"trunk": "tanh"})
     if type(value) is int and f.kind == "tensor":
         return True  # a width annotated as a tensor (the candidates offer one by its name)
+    if isinstance(value, list) and f.kind == "tensor" and not f.annotation:
+        return True  # a list the constructor keeps as a tensor (``sources/tensor_lists.py``)
     if type(value) is int and f.kind == "class" and not f.annotation and f.value is None:
         return True  # a count named like a layer (n_layer), read as a class by its name only
     if type(value) is int and f.kind == "bool":

@@ -20,6 +20,7 @@ from torch import nn
 
 from ..field import Field
 from .layout import descendants
+from .tensor_lists import as_lists
 
 __all__ = ["ALIASES", "attr", "draft", "same_named"]
 
@@ -82,6 +83,15 @@ def draft(module: nn.Module, param: inspect.Parameter) -> tuple[Any, str] | None
         return guess
     if callable(value) and inspect.ismethod(value):
         return None
+    if isinstance(value, torch.Tensor) and isinstance(param.default, (tuple, list)):
+        # A sequence by its default, kept as a tensor (``torch.tensor(anchors).view(nl, -1,
+        # 2)``): not the argument as given; the lists it may have been (``tensor_lists.py``),
+        # a first guess the search goes on from.
+        lists = as_lists([value])
+        if param.default and not any(isinstance(x, (tuple, list)) for x in param.default):
+            # A flat default (``mean=(0.5, 0.5, 0.5)`` kept as ``view(1, 3, 1, 1)``): flat.
+            lists = [x for x in lists if not any(isinstance(y, list) for y in x)]
+        return (lists[0], "derived") if lists else guess
     return value, "attribute"
 
 

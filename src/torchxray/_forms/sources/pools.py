@@ -19,7 +19,8 @@ The order, and why (``candidates``):
 3. configs the installed library ships (``shipped.py``): a whole model's arguments by name;
 4. per-stage lists off the model's stages (``stagelists.py``) and per-item widths of a
    container (``layout.py``), for a required plural number;
-5. same-named attributes of the module's layers (``attributes.py``), then the classes or
+5. same-named attributes of the module's layers (``attributes.py``), a list kept as a tensor
+   of another shape as the lists it may have been (``tensor_lists.py``), then the classes or
    stages of its children for a required value that names a layer or a count;
 6. the field's pool by its kind and name (``_shape_pool``, ``_kind_pool``): widths, kernel sizes,
    depths and per-stage tuples from the children's structure (``children.py``, ``layout.py``),
@@ -46,7 +47,7 @@ from ..configs import is_config
 from ..field import Child, Field, guessed
 from ..values import same_value
 from . import children, layout
-from .attributes import same_named
+from .attributes import attr, same_named
 from .blocklists import described
 from .called import called_factories
 from .chosen import chosen
@@ -67,6 +68,7 @@ from .scan import LIVE
 from .shipped import shipped
 from .specs import specs
 from .stagelists import stage_lists
+from .tensor_lists import as_lists
 from .usage import Usage, usage
 from .usage import fits as uses_fit
 
@@ -358,6 +360,7 @@ def candidates(
             read += [*layout.child_widths(module), *layout.tuples(module)]
             read += running(module)  # sizes kept as running sums (``running.py``)
     first, own_names = same_named(module, f, name)
+    first = [*first, *as_lists([attr(module, name), *first], use)]  # tensor_lists.py
     pool, first = _shape_pool(module, f, name, first)
     pool = _kind_pool(module, f, name, pool, use.fields)
     first = [*shipped(module, name), *first] if "." not in f.name else first  # shipped.py
