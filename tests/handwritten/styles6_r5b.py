@@ -510,3 +510,47 @@ case(
     edit=("head", {"bias": False}),
     styles="a per-clip table sized by one argument beside a deep stack, library-sized defaults",
 )
+
+# --- A width through floor divisions: what strided layers leave of an axis ---------------------
+
+
+class SignalClassifier(nn.Module):
+    def __init__(self, length=1000, channels=16, kernel=9, stride=4, classes=5):
+        super().__init__()
+        self.conv = nn.Conv1d(1, channels, kernel, stride)
+        steps = (length - kernel) // stride + 1
+        self.fc = nn.Linear(channels * steps, classes)
+
+    def forward(self, x):
+        return self.fc(F.relu(self.conv(x)).flatten(1))
+
+
+case(
+    "floored_signal_width",
+    lambda: SignalClassifier(length=64, channels=4, kernel=5, stride=3, classes=3),
+    args(lambda: randn(2, 1, 64)),
+    edit=("fc", {"bias": False}),
+    styles="a flattened width from a conv's output length formula, the length used only there",
+)
+
+
+class PatchGridHead(nn.Module):
+    def __init__(self, image=224, width=8, out=10):
+        super().__init__()
+        self.stem = nn.Sequential(
+            nn.Conv2d(3, width, 3, 2, 1), nn.ReLU(), nn.Conv2d(width, width, 3, 2, 1), nn.ReLU()
+        )
+        side = ((image + 1) // 2 + 1) // 2  # two convs of stride 2, padding 1
+        self.head = nn.Linear(width * side * side, out)
+
+    def forward(self, x):
+        return self.head(self.stem(x).flatten(1))
+
+
+case(
+    "floored_grid_width",
+    lambda: PatchGridHead(image=20, width=4, out=3),
+    args(lambda: randn(2, 3, 20, 20)),
+    edit=("head", {"bias": False}),
+    styles="a flattened width from two strided convs' rounding, the image side used only there",
+)

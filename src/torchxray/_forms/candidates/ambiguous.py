@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import torch
@@ -43,6 +43,7 @@ from ..field import Field
 from ..rebuild.compare import cast_like, differences
 from ..rebuild.parts import Parts, parts
 from ..rebuild.real import Rebuild
+from ..sources.floored import Floored
 from ..sources.products import Product
 from ..sources.sums import Sum
 from ..values import same
@@ -178,7 +179,7 @@ def settle(
     dtype: torch.dtype | None,
     budget: Budget,
     real_ok: bool = False,
-    sums: Iterable[Sum | Product] = (),
+    sums: Iterable[Sum | Product | Floored] = (),
     flags: frozenset[str] = frozenset(),
     others: dict[str, list[Any]] | None = None,
     moduli: Iterable[tuple[str, str]] = (),
@@ -289,7 +290,15 @@ def settle(
     for s in sums:
         if budget.stopped:
             break
-        rivals_of = _along(s, values, moved) if isinstance(s, Sum) else refactored(s, values, moved)
+        rivals_of: Iterable[dict[str, Any]]
+        if not isinstance(s, (Sum, Product)):
+            # A width through floor divisions (``floored.py``): one above or below an argument
+            # the search moved may make the same width (``(n_mels - 1) // 2``).
+            rivals_of = _neighbours(s.names, values, moved)
+        elif isinstance(s, Sum):
+            rivals_of = _along(s, values, moved)
+        else:
+            rivals_of = refactored(s, values, moved)
         for change in rivals_of:
             if all(n not in rivals for n in change) and _exact(
                 {**values, **change}, make, live, dtype, cap, budget, real_ok
@@ -297,3 +306,13 @@ def settle(
                 rivals.update(change)  # each field: the other value that rebuilds as exactly
                 break
     return rivals
+
+
+def _neighbours(
+    names: Iterable[str], values: Mapping[str, Any], moved: set[str]
+) -> Iterator[dict[str, int]]:
+    """One above and one below each whole number of ``names`` the search moved."""
+    for n in names:
+        v = values.get(n)
+        if n in moved and type(v) is int:
+            yield from ({n: x} for x in (v + 1, v - 1) if x > 0)

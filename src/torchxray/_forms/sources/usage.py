@@ -49,6 +49,7 @@ from .code import (
     table_of,
     truth_test,
 )
+from .floored import floored
 from .helpers import MAX_HOPS, local_dict, merged, method_of
 from .keyed import key_of, step
 from .local_names import always_called, called_as, local_def, or_empty
@@ -491,10 +492,11 @@ def _usage(
 
 @functools.lru_cache(maxsize=512)
 def _sums(init: Callable[..., Any]) -> tuple[Any, ...]:
-    """The linear sums and the products a constructor hands its layers (``sums.py``,
-    ``products.py``), read once for all its parameters."""
+    """The linear sums, the products and the expressions through floor divisions a constructor
+    hands its layers (``sums.py``, ``products.py``, ``floored.py``), read once for all its
+    parameters."""
     code = code_of(init)
     if code is None:
         return ()
     params = frozenset(param_names(init)[1:])  # not self
-    return (*sums(params, code), *products(params, code))
+    return (*sums(params, code), *products(params, code), *floored(params, code))

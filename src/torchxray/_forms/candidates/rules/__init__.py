@@ -24,7 +24,8 @@ tries at most ``GUIDED_TRIES`` per build (``_forms/candidates/tuning.py``), so t
    ``paired``, ``PAIR_TRIES`` builds), each rule over every
    difference before the next (the field holding the number, then one it is a multiple of);
    then one field solved in a linear sum of several (``enc_hid * 2 + dec_hid``), one or two
-   factors of a product (``patch * patch * channels``), and a float
+   factors of a product (``patch * patch * channels``), one argument of a width through floor
+   divisions (``d * ((n_mels - 1) // 2 // 2)``, solved by evaluating it), and a float
    recovered from a ratio of widths (``int(d_model * factor)``): both read hand-written
    relations, and tried earlier they led library searches that succeed without them astray (a
    ratio set before the flag that fuses a gate); last, a flag the constructor takes as a truth
@@ -48,6 +49,7 @@ from . import (
     entries,
     factored,
     factories,
+    floored,
     grid_pair,
     handed_kwargs,
     item_runs,
@@ -127,6 +129,7 @@ RULES: tuple[Rule, ...] = (
     Rule("kept_multiple", kept_multiple.propose, "last"),
     Rule("linear_sum", linear_sum.propose, "last"),
     Rule("factored", factored.propose, "last"),
+    Rule("floored", floored.propose, "last"),
     Rule("width_factor", width_factor.propose, "last"),
     Rule("branch_layer", branch_layer.propose, "last"),
     Rule("class_flag", class_flag.propose, "last"),
