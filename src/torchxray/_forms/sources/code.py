@@ -10,15 +10,16 @@ import builtins
 import functools
 import sys
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from ..._signature import resolve, source_tree
 
 __all__ = [
-    "Code", "annotation_of", "attrs_of", "bound", "code_of", "conditional", "constant_index",
-    "func_name", "is_name",
+    "NUMBER_OPS", "Code", "annotation_of", "attrs_of", "bound", "code_of", "conditional",
+    "constant_index", "counted", "func_name", "is_name", "other_operand", "ranged",
+    "rebound_literals",
     "kept_items", "kept_under", "names_of", "offset_of", "param_names", "resolved", "table_of",
     "truth_test",
 ]  # fmt: skip
@@ -285,3 +286,62 @@ def truth_test(node: ast.AST, parent: ast.AST | None) -> bool:
     if isinstance(parent, (ast.If, ast.IfExp, ast.While)):
         return parent.test is node
     return isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not)
+
+
+NUMBER_OPS = (ast.FloorDiv, ast.Div, ast.Sub, ast.Mod, ast.Pow)
+
+
+def ranged(node: ast.AST, parent: ast.AST | None, up: dict[ast.AST, ast.AST]) -> int | None:
+    """``k`` where the argument is the count of a loop ``range(x - k)`` (``range(x)``: 0), the
+    loop making one layer a turn as often as not; None else."""
+    k = 0
+    if (
+        isinstance(parent, ast.BinOp)
+        and isinstance(parent.op, ast.Sub)
+        and parent.left is node
+        and isinstance(parent.right, ast.Constant)
+        and type(parent.right.value) is int
+    ):
+        k, node, parent = parent.right.value, parent, up.get(parent)
+    if (
+        isinstance(parent, ast.Call)
+        and isinstance(parent.func, ast.Name)
+        and parent.func.id == "range"
+        and parent.args == [node]
+    ):
+        return k
+    return None
+
+
+def rebound_literals(values: Iterable[ast.expr]) -> tuple[Any, ...]:
+    """The literal lists, tuples and numbers the constructor sets the parameter to itself
+    (``if x is None: x = [False, False, False]``, the value an unset argument stands for)."""
+    out: list[Any] = []
+    for node in values:
+        try:
+            value = ast.literal_eval(node)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+        if isinstance(value, (list, tuple, bool, int, float)) and value not in out:
+            out.append(value)
+    return tuple(out)
+
+
+def other_operand(op: ast.BinOp, node: ast.AST) -> ast.AST:
+    return op.right if op.left is node else op.left
+
+
+def counted(op: ast.BinOp, node: ast.AST) -> bool:
+    """``x + 1``, ``x + i * k`` (a sequence adds only sequences), ``[0.0] * x`` (a count of
+    items) and ``x * 0.5`` (a sequence repeats by a whole number only)."""
+    other = other_operand(op, node)
+    if isinstance(op.op, ast.Add):
+        number = isinstance(other, ast.Constant) and type(other.value) in (int, float)
+        return (
+            number or isinstance(other, ast.BinOp) and isinstance(other.op, (ast.Mult, *NUMBER_OPS))
+        )
+    if isinstance(op.op, ast.Mult):
+        if isinstance(other, (ast.List, ast.Tuple)):
+            return True
+        return isinstance(other, ast.Constant) and type(other.value) is float
+    return False

@@ -25,12 +25,13 @@ import dataclasses
 import functools
 import types
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 from torch import nn
 
 from .code import (
+    NUMBER_OPS,
     Code,
     annotation_of,
     attrs_of,
@@ -38,24 +39,25 @@ from .code import (
     code_of,
     conditional,
     constant_index,
+    counted,
     func_name,
     is_name,
     kept_items,
     kept_under,
     names_of,
     offset_of,
-    param_names,
+    other_operand,
+    ranged,
+    rebound_literals,
     resolved,
     table_of,
     truth_test,
 )
-from .floored import floored
+from .expressions import handed_expressions
 from .helpers import MAX_HOPS, local_dict, merged, method_of
 from .keyed import key_of, step
 from .local_names import always_called, called_as, local_def, or_empty
 from .pairs import in_loop, zipped
-from .products import products
-from .sums import sums
 from .uses import Handed, Usage, fits  # fits: whether a value could be the argument
 
 __all__ = ["Handed", "Usage", "fits", "usage"]
@@ -79,7 +81,6 @@ _TEXT_METHODS = frozenset(
         "isalpha", "isnumeric", "isalnum", "isupper", "islower", "zfill", "ljust", "rjust",
     }
 )  # fmt: skip
-_NUMBER_OPS = (ast.FloorDiv, ast.Div, ast.Sub, ast.Mod, ast.Pow)
 _ORDER = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
 
 
@@ -120,7 +121,7 @@ class _Reader:
         for node in self._nodes():
             self._use(*or_empty(node, up), up)  # x or []: read as x
         items = self.attrs or (kept_items(self.code.tree, self.items) if self.items else ())
-        rebound = () if self.path else _rebound(self.code.stores.get(self.name, ()))
+        rebound = () if self.path else rebound_literals(self.code.stores.get(self.name, ()))
         return Usage(
             tuple(dict.fromkeys(self.kept)),
             self.number,
@@ -158,13 +159,13 @@ class _Reader:
     def _use(self, node: ast.AST, parent: ast.AST | None, up: dict[ast.AST, ast.AST]) -> None:
         if not self.path:
             self._within(node, parent, up)
-        if (k := _ranged(node, parent, up)) is not None and self.name not in self.code.stores:
+        if (k := ranged(node, parent, up)) is not None and self.name not in self.code.stores:
             self.counts.append(k)
         if truth_test(node, parent):
             self.condition = True
         self.called = self.called or called_as(node, up, self.code)  # act = a if c else b; act()
         if isinstance(parent, ast.BinOp) and isinstance(parent.op, ast.Mult):
-            self.scales = self.scales or not isinstance(_other(parent, node), ast.Constant)
+            self.scales = self.scales or not isinstance(other_operand(parent, node), ast.Constant)
         if isinstance(parent, ast.keyword) and parent.arg is None:
             self.mapping = True  # f(**x), read on below as any keyword is
         if isinstance(parent, ast.Assign) and parent.value is node:
@@ -211,9 +212,9 @@ class _Reader:
                 self.indexed = self.indexed or not conditional(parent, up)
         elif isinstance(parent, ast.Subscript) and parent.slice is node:
             self.table = table_of(local_dict(parent.value, self.code.stores), self.scope)
-        elif isinstance(parent, ast.BinOp) and isinstance(parent.op, _NUMBER_OPS):
+        elif isinstance(parent, ast.BinOp) and isinstance(parent.op, NUMBER_OPS):
             self.number = True
-        elif isinstance(parent, ast.BinOp) and _counted(parent, node):
+        elif isinstance(parent, ast.BinOp) and counted(parent, node):
             self.number = True
         elif isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.USub):
             self.number = True
@@ -365,28 +366,6 @@ class _Reader:
         return _read(method[0], got[0], self.depth, (), self.owner, self.hops + 1)
 
 
-def _ranged(node: ast.AST, parent: ast.AST | None, up: dict[ast.AST, ast.AST]) -> int | None:
-    """``k`` where the argument is the count of a loop ``range(x - k)`` (``range(x)``: 0), the
-    loop making one layer a turn as often as not; None else."""
-    k = 0
-    if (
-        isinstance(parent, ast.BinOp)
-        and isinstance(parent.op, ast.Sub)
-        and parent.left is node
-        and isinstance(parent.right, ast.Constant)
-        and type(parent.right.value) is int
-    ):
-        k, node, parent = parent.right.value, parent, up.get(parent)
-    if (
-        isinstance(parent, ast.Call)
-        and isinstance(parent.func, ast.Name)
-        and parent.func.id == "range"
-        and parent.args == [node]
-    ):
-        return k
-    return None
-
-
 def _handed_kind(read: Usage, seen: frozenset[tuple[type, str]]) -> Usage:
     """``read`` with the kind of value the layers of the user's own it hands the argument to
     take (``TemporalConvNet(n_in, channels)`` iterating ``channels``: a list here too; a
@@ -410,42 +389,6 @@ def _handed_kind(read: Usage, seen: frozenset[tuple[type, str]]) -> Usage:
     if (number, sequence, indexed, text) == (read.number, read.sequence, read.indexed, read.text):
         return read
     return dataclasses.replace(read, number=number, sequence=sequence, indexed=indexed, text=text)
-
-
-def _rebound(values: Iterable[ast.expr]) -> tuple[Any, ...]:
-    """The literal lists, tuples and numbers the constructor sets the parameter to itself
-    (``if x is None: x = [False, False, False]``, the value an unset argument stands for)."""
-    out: list[Any] = []
-    for node in values:
-        try:
-            value = ast.literal_eval(node)
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            continue
-        if isinstance(value, (list, tuple, bool, int, float)) and value not in out:
-            out.append(value)
-    return tuple(out)
-
-
-def _other(op: ast.BinOp, node: ast.AST) -> ast.AST:
-    return op.right if op.left is node else op.left
-
-
-def _counted(op: ast.BinOp, node: ast.AST) -> bool:
-    """``x + 1``, ``x + i * k`` (a sequence adds only sequences), ``[0.0] * x`` (a count of
-    items) and ``x * 0.5`` (a sequence repeats by a whole number only)."""
-    other = _other(op, node)
-    if isinstance(op.op, ast.Add):
-        number = isinstance(other, ast.Constant) and type(other.value) in (int, float)
-        return (
-            number
-            or isinstance(other, ast.BinOp)
-            and isinstance(other.op, (ast.Mult, *_NUMBER_OPS))
-        )
-    if isinstance(op.op, ast.Mult):
-        if isinstance(other, (ast.List, ast.Tuple)):
-            return True
-        return isinstance(other, ast.Constant) and type(other.value) is float
-    return False
 
 
 def _read(
@@ -484,19 +427,7 @@ def _usage(
         if path:
             return read
         read = _handed_kind(read, seen)
-        found = tuple(s for s in _sums(init) if name in s.names)
+        found = tuple(s for s in handed_expressions(init) if name in s.names)
         return dataclasses.replace(read, sums=found) if found else read
     except (RecursionError, ValueError, TypeError):
         return _NOTHING
-
-
-@functools.lru_cache(maxsize=512)
-def _sums(init: Callable[..., Any]) -> tuple[Any, ...]:
-    """The linear sums, the products and the expressions through floor divisions a constructor
-    hands its layers (``sums.py``, ``products.py``, ``floored.py``), read once for all its
-    parameters."""
-    code = code_of(init)
-    if code is None:
-        return ()
-    params = frozenset(param_names(init)[1:])  # not self
-    return (*sums(params, code), *products(params, code), *floored(params, code))
