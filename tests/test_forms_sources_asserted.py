@@ -5,22 +5,13 @@ zoo's ``tests/handwritten/styles6_r5a.py``."""
 from __future__ import annotations
 
 import pytest
+from fixtures.forms import exact as _exact
 from torch import nn
 
-import torchxray as tx
 from tests.handwritten.styles6_r5a import AVNet, CaptionDecoder
-from torchxray._forms.rebuild.compare import differences
-from torchxray._forms.rebuild.parts import parts
 from torchxray._forms.sources.asserted import equal_pairs
 
 pytestmark = pytest.mark.usefixtures("roomy_form_budget")
-
-
-def _exact(m: nn.Module) -> tx.Form:
-    f = tx.form(m)
-    assert f.inexact == ""
-    assert not differences(parts(m), parts(f.build()))
-    return f
 
 
 def test_two_arguments_checked_equal_are_moved_together() -> None:

@@ -4,22 +4,13 @@ read off the module as the base keeps it; never a private parameter."""
 from __future__ import annotations
 
 import pytest
+from fixtures.forms import exact as _exact
 from torch import nn
 
-import torchxray as tx
 from tests.handwritten.lookups import TaggedEmbedding
-from torchxray._forms.rebuild.compare import differences
-from torchxray._forms.rebuild.parts import parts
 from torchxray._forms.sources.base_init import base_kwargs
 
 pytestmark = pytest.mark.usefixtures("roomy_form_budget")
-
-
-def _exact(m: nn.Module) -> tx.Form:
-    f = tx.form(m)
-    assert f.inexact == ""
-    assert not differences(parts(m), parts(f.build()))
-    return f
 
 
 def test_keywords_handed_to_a_torch_base_are_read_off_the_module() -> None:

@@ -4,22 +4,12 @@ cfg.adapt: Adapted(...)``), read back off the layers' classes."""
 from __future__ import annotations
 
 import pytest
-from torch import nn
+from fixtures.forms import exact as _exact
 
-import torchxray as tx
 from tests.handwritten.lookups import AdaptCfg, AdaptedAttention
-from torchxray._forms.rebuild.compare import differences
-from torchxray._forms.rebuild.parts import parts
 from torchxray._forms.sources.chosen import chosen
 
 pytestmark = pytest.mark.usefixtures("roomy_form_budget")
-
-
-def _exact(m: nn.Module) -> tx.Form:
-    f = tx.form(m)
-    assert f.inexact == ""
-    assert not differences(parts(m), parts(f.build()))
-    return f
 
 
 def test_names_that_choose_which_layers_are_adapted_are_read_off_their_classes() -> None:

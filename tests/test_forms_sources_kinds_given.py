@@ -13,6 +13,7 @@ below rebuilds alike (equal checks: ``test_forms_sources_asserted.py``; a value 
 from __future__ import annotations
 
 import pytest
+from fixtures.forms import exact as _exact
 from torch import nn
 
 import torchxray as tx
@@ -29,20 +30,11 @@ from tests.handwritten.styles6_r5a import (
     TokenMixer,
     UnitStage,
 )
-from torchxray._forms.rebuild.compare import differences
-from torchxray._forms.rebuild.parts import parts
 from torchxray._forms.sources.handed import handed
 from torchxray._forms.sources.looked_up import looked_up, spellings
 from torchxray._forms.sources.usage import fits, usage
 
 pytestmark = pytest.mark.usefixtures("roomy_form_budget")
-
-
-def _exact(m: nn.Module) -> tx.Form:
-    f = tx.form(m)
-    assert f.inexact == ""
-    assert not differences(parts(m), parts(f.build()))
-    return f
 
 
 class Cased(nn.Module):

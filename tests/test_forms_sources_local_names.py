@@ -5,22 +5,13 @@ is called on every call), ``x or []``."""
 from __future__ import annotations
 
 import pytest
+from fixtures.forms import exact as _exact
 from torch import nn
 
-import torchxray as tx
 from tests.handwritten.lookups import GoalPolicy, TwoHeads
-from torchxray._forms.rebuild.compare import differences
-from torchxray._forms.rebuild.parts import parts
 from torchxray._forms.sources.usage import usage
 
 pytestmark = pytest.mark.usefixtures("roomy_form_budget")
-
-
-def _exact(m: nn.Module) -> tx.Form:
-    f = tx.form(m)
-    assert f.inexact == ""
-    assert not differences(parts(m), parts(f.build()))
-    return f
 
 
 def test_a_function_defined_in_init_is_read_as_the_constructors_own_code() -> None:

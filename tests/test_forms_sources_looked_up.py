@@ -4,22 +4,13 @@ read back off what the lookup left on the module (the zoo's ``tests/handwritten/
 from __future__ import annotations
 
 import pytest
+from fixtures.forms import exact as _exact
 from torch import nn
 
-import torchxray as tx
 from tests.handwritten.lookups import NamedActMLP
-from torchxray._forms.rebuild.compare import differences
-from torchxray._forms.rebuild.parts import parts
 from torchxray._forms.sources.looked_up import looked_up
 
 pytestmark = pytest.mark.usefixtures("roomy_form_budget")
-
-
-def _exact(m: nn.Module) -> tx.Form:
-    f = tx.form(m)
-    assert f.inexact == ""
-    assert not differences(parts(m), parts(f.build()))
-    return f
 
 
 def test_a_name_looked_up_on_a_module_is_read_back_off_what_it_found() -> None:

@@ -4,21 +4,11 @@ read off that layer's form."""
 from __future__ import annotations
 
 import pytest
-from torch import nn
+from fixtures.forms import exact as _exact
 
-import torchxray as tx
 from tests.handwritten.lookups import AdaptCfg, AdaptedEncoder
-from torchxray._forms.rebuild.compare import differences
-from torchxray._forms.rebuild.parts import parts
 
 pytestmark = pytest.mark.usefixtures("roomy_form_budget")
-
-
-def _exact(m: nn.Module) -> tx.Form:
-    f = tx.form(m)
-    assert f.inexact == ""
-    assert not differences(parts(m), parts(f.build()))
-    return f
 
 
 def test_a_config_member_handed_on_whole_is_read_off_the_layers_form() -> None:

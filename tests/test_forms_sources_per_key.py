@@ -5,22 +5,13 @@ off the layers each part went to; a list whose end item is never read is flagged
 from __future__ import annotations
 
 import pytest
-from torch import nn
+from fixtures.forms import exact as _exact
 
 import torchxray as tx
 from tests.handwritten.styles6_r5a import NormPerPartAE, TwoTowerScorer
-from torchxray._forms.rebuild.compare import differences
-from torchxray._forms.rebuild.parts import parts
 from torchxray._forms.sources.per_key import per_key
 
 pytestmark = pytest.mark.usefixtures("roomy_form_budget")
-
-
-def _exact(m: nn.Module) -> tx.Form:
-    f = tx.form(m)
-    assert f.inexact == ""
-    assert not differences(parts(m), parts(f.build()))
-    return f
 
 
 def test_a_dict_of_one_value_per_part_is_read_off_the_layers_of_each_part() -> None:

@@ -18,7 +18,10 @@ from torchxray._forms.signature import constructor
 TESTS = Path(__file__).parent
 # Files that are not sources of their own: the order of the candidates, and readers a source
 # file names (the children's structure reads layouts, scans, positions, installed libraries).
-_HELPERS = {"pools", "layout", "scan", "installed", "literals", "position", "children", "uses"}
+_HELPERS = {
+    "pools", "layout", "scan", "installed", "literals", "position", "children", "uses",
+    "expressions",  # the sums, products and floored expressions read once: tested with those
+}  # fmt: skip
 
 
 def test_the_draft_sources_stand_in_their_order_each_with_why() -> None:
