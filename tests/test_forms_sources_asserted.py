@@ -34,3 +34,19 @@ class Rebound(nn.Module):
 
 def test_a_pair_rebound_first_is_not_read() -> None:
     assert equal_pairs(Rebound) == ()
+
+
+def test_a_check_made_on_some_calls_only_ties_nothing() -> None:
+    class Block(nn.Module):
+        def __init__(self, dim: int, dim_out: int, stride: int = 1) -> None:
+            super().__init__()
+            if stride == 2:
+                self.shortcut = nn.Conv2d(dim, dim_out, 1, stride=2)
+            else:
+                assert dim == dim_out  # holds where the stride is 1 only
+                self.shortcut = nn.Identity()
+            self.conv = nn.Conv2d(dim, dim_out, 3, stride=stride, padding=1)
+
+    assert equal_pairs(Block) == ()
+    f = _exact(Block(8, 16, stride=2))
+    assert (f["dim"].value, f["dim_out"].value) == (8, 16)

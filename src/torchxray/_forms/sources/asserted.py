@@ -8,7 +8,8 @@ and no failure tells which value is right. ``equal_pairs(cls)`` gives the pairs 
 constructor checks are equal, so the search (``candidates/loop.py``) moves each with the other.
 
 Read conservatively: only bare parameters compared with ``==`` (an ``assert``) or ``!=`` (an
-``if`` that raises), never rebound in the constructor.
+``if`` that raises), never rebound in the constructor, in a check every call makes (not one
+under an ``if``, an ``else`` or a ``try``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import ast
 import functools
 import types
 
-from .code import code_of, param_names
+from .code import code_of, conditional, param_names
 
 __all__ = ["equal_pairs"]
 
@@ -51,6 +52,10 @@ def equal_pairs(cls: type) -> tuple[tuple[str, str], ...]:
             pair = _pair(node.test, ast.Eq)
         elif isinstance(node, ast.If) and any(isinstance(s, ast.Raise) for s in node.body):
             pair = _pair(node.test, ast.NotEq)
+        # Only a check every call makes: one under an ``if`` or ``else`` holds on some calls
+        # (timm's ``assert dim == dim_out`` where the stride is 1, not where it is 2).
+        if conditional(node, code.up):
+            continue
         if pair is not None and set(pair) <= params and not set(pair) & set(code.stores):
             out.append(pair)
     return tuple(dict.fromkeys(out))
