@@ -153,7 +153,9 @@ def stored_bytes(t: torch.Tensor) -> int:
 
 
 def _distinct_params(model: nn.Module) -> list[nn.Parameter]:
-    return list({id(p): p for p in model.parameters()}.values())
+    # The registered parameters, as the walk counts them (``entry.count_params``): a class may
+    # override ``parameters()`` to hand its optimizer a subset, and the rest is memory all the same.
+    return list({id(p): p for p in nn.Module.parameters(model)}.values())
 
 
 def _modules(model: nn.Module) -> int:
