@@ -109,6 +109,17 @@ def test_batchnorm_in_train_mode_says_it_writes_its_running_statistics() -> None
     assert before.check() == []
 
 
+def test_running_statistics_kept_as_parameters_are_put_back_and_named() -> None:
+    from fixtures.side_effects import StatsParam
+
+    model = StatsParam()
+    before = Untouched(model)
+    rep = tx.probe(model, torch.randn(3, 4), mode="real")
+    written = {(w.attribute, w.kind) for w in rep.writes}
+    assert {("mean", "in-place parameter"), ("var", "in-place parameter")} <= written
+    assert before.check() == []  # before: the probe left them moved by one batch
+
+
 def test_a_failed_probe_puts_back_what_it_wrote_before_failing() -> None:
     class Fails(nn.Module):
         def __init__(self) -> None:

@@ -21,7 +21,7 @@ import torch
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 
-__all__ = ["Backups", "InplaceGuard", "storage_key", "written_args"]
+__all__ = ["Backups", "InplaceGuard", "storage_key", "unsaid_writes", "written_args"]
 
 
 def storage_key(t: Any) -> int | None:
@@ -114,6 +114,11 @@ class InplaceGuard(TorchDispatchMode):
             for name in names:
                 if name in kwargs:
                     _each(kwargs[name], before)
+        stats, training = unsaid_writes(func)
+        if stats and training < len(args) and args[training] is True:
+            for i in stats:
+                if i < len(args):
+                    self.backups.before_write(args[i])
         return func(*args, **kwargs)
 
 
@@ -126,6 +131,33 @@ def _each(value: Any, call: Any) -> None:
 
 
 _SCHEMA: dict[int, tuple[Any, tuple[int, ...], tuple[str, ...]]] = {}
+
+
+_UNSAID: dict[int, tuple[Any, tuple[int, ...], int]] = {}
+
+
+def unsaid_writes(func: Any) -> tuple[tuple[int, ...], int]:
+    """The positions of the running statistics a batch norm updates in train mode without its
+    schema saying so (``native_batch_norm``, ``cudnn_batch_norm``: ``Tensor? running_mean``),
+    and the position of its ``training`` flag; ``((), -1)`` for any other op. BatchNorm's own
+    buffers are copied before a real run anyway; a running statistic kept as a parameter (a
+    meta-learner's ``vars_bn``) is backed up here."""
+    got = _UNSAID.get(id(func))
+    if got is not None and got[0] is func:
+        return got[1], got[2]
+    names = [a.name for a in getattr(getattr(func, "_schema", None), "arguments", ())]
+    stats: tuple[int, ...] = ()
+    training = -1
+    if "training" in names:
+        training = names.index("training")
+        stats = tuple(
+            i
+            for i, a in enumerate(func._schema.arguments)
+            if a.name in ("running_mean", "running_var")
+            and not (a.alias_info is not None and a.alias_info.is_write)
+        )
+    _UNSAID[id(func)] = (func, stats, training)
+    return stats, training
 
 
 def written_args(func: Any) -> tuple[tuple[int, ...], tuple[str, ...]]:
