@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import types
+import weakref
 from typing import Any
 
 from torch import nn
@@ -85,10 +86,23 @@ def _reaches(obj: Any, seen: set[Any], depth: int) -> bool:
     return False
 
 
-@functools.lru_cache(maxsize=512)
+# Read once per class, held weakly: a notebook cell run again makes a new class, and the old
+# one must be collected (tests/zoo/test_memory.py). Every form's gate asks (``parts.py``).
+_READ: weakref.WeakKeyDictionary[type, bool] = weakref.WeakKeyDictionary()
+
+
 def wraps_layers(cls: type) -> bool:
     """Whether ``cls``'s constructor, or code of the user's it reaches, adds a parametrization."""
     try:
-        return _reaches(cls, set(), 0)
+        return _READ[cls]
+    except (KeyError, TypeError):
+        pass
+    try:
+        got = _reaches(cls, set(), 0)
     except Exception:  # noqa: BLE001 - unreadable code: the wrapping is taken as made later
-        return False
+        got = False
+    try:
+        _READ[cls] = got
+    except TypeError:  # a class that cannot be referenced weakly: read each time
+        pass
+    return got
