@@ -105,7 +105,7 @@ class InplaceGuard(TorchDispatchMode):
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
     ) -> Any:
         kwargs = kwargs or {}
-        positions, names = written_args(func)
+        _, positions, names, stats, training = _writes(func)
         if positions or names:
             before = self.backups.before_write
             for i in positions:
@@ -114,7 +114,6 @@ class InplaceGuard(TorchDispatchMode):
             for name in names:
                 if name in kwargs:
                     _each(kwargs[name], before)
-        stats, training = unsaid_writes(func)
         if stats and training < len(args) and args[training] is True:
             for i in stats:
                 if i < len(args):
@@ -130,10 +129,40 @@ def _each(value: Any, call: Any) -> None:
         call(value)
 
 
-_SCHEMA: dict[int, tuple[Any, tuple[int, ...], tuple[str, ...]]] = {}
+# func id -> (func, positions written, keyword names written, running statistics written
+# unsaid, the ``training`` flag's position): read once per op from its schema.
+_SCHEMA: dict[int, tuple[Any, tuple[int, ...], tuple[str, ...], tuple[int, ...], int]] = {}
 
 
-_UNSAID: dict[int, tuple[Any, tuple[int, ...], int]] = {}
+def _writes(func: Any) -> tuple[Any, tuple[int, ...], tuple[str, ...], tuple[int, ...], int]:
+    """The op's cached entry (see ``_SCHEMA``): one lookup per op in the guard's hot path."""
+    got = _SCHEMA.get(id(func))
+    if got is not None and got[0] is func:
+        return got
+    positions: list[int] = []
+    names: list[str] = []
+    schema = getattr(func, "_schema", None)
+    arguments = list(getattr(schema, "arguments", ()))
+    if schema is not None and schema.is_mutable:
+        for i, arg in enumerate(arguments):
+            info = arg.alias_info
+            if info is not None and info.is_write:
+                if arg.kwarg_only:
+                    names.append(arg.name)
+                else:
+                    positions.append(i)
+    arg_names = [a.name for a in arguments]
+    training = arg_names.index("training") if "training" in arg_names else -1
+    stats = tuple(
+        i
+        for i, a in enumerate(arguments)
+        if training >= 0
+        and a.name in ("running_mean", "running_var")
+        and not (a.alias_info is not None and a.alias_info.is_write)
+    )
+    entry = (func, tuple(positions), tuple(names), stats, training)
+    _SCHEMA[id(func)] = entry
+    return entry
 
 
 def unsaid_writes(func: Any) -> tuple[tuple[int, ...], int]:
@@ -142,40 +171,12 @@ def unsaid_writes(func: Any) -> tuple[tuple[int, ...], int]:
     and the position of its ``training`` flag; ``((), -1)`` for any other op. BatchNorm's own
     buffers are copied before a real run anyway; a running statistic kept as a parameter (a
     meta-learner's ``vars_bn``) is backed up here."""
-    got = _UNSAID.get(id(func))
-    if got is not None and got[0] is func:
-        return got[1], got[2]
-    names = [a.name for a in getattr(getattr(func, "_schema", None), "arguments", ())]
-    stats: tuple[int, ...] = ()
-    training = -1
-    if "training" in names:
-        training = names.index("training")
-        stats = tuple(
-            i
-            for i, a in enumerate(func._schema.arguments)
-            if a.name in ("running_mean", "running_var")
-            and not (a.alias_info is not None and a.alias_info.is_write)
-        )
-    _UNSAID[id(func)] = (func, stats, training)
-    return stats, training
+    got = _writes(func)
+    return got[3], got[4]
 
 
 def written_args(func: Any) -> tuple[tuple[int, ...], tuple[str, ...]]:
     """The positions and keyword names of the arguments an aten op writes (its schema's
     ``Tensor(a!)``), e.g. ``((0,), ())`` for ``mul_``; empty for a functional op."""
-    got = _SCHEMA.get(id(func))
-    if got is not None and got[0] is func:
-        return got[1], got[2]
-    positions: list[int] = []
-    names: list[str] = []
-    schema = getattr(func, "_schema", None)
-    if schema is not None and schema.is_mutable:
-        for i, arg in enumerate(schema.arguments):
-            info = arg.alias_info
-            if info is not None and info.is_write:
-                if arg.kwarg_only:
-                    names.append(arg.name)
-                else:
-                    positions.append(i)
-    _SCHEMA[id(func)] = (func, tuple(positions), tuple(names))
-    return tuple(positions), tuple(names)
+    got = _writes(func)
+    return got[1], got[2]

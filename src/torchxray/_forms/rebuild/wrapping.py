@@ -26,6 +26,7 @@ from typing import Any
 
 from torch import nn
 
+from ..._signature import original
 from ..._unwrap import torch_own
 
 __all__ = ["wraps_layers"]
@@ -80,7 +81,7 @@ def _reaches(obj: Any, seen: set[Any], depth: int) -> bool:
             init = klass.__dict__.get("__init__")
             if torch_own(klass) or init is None:
                 continue
-            init = getattr(init, "__wrapped__", init)
+            init = original(init)  # the one resolver's rules: ``__wrapped__``, decorators
             if isinstance(init, types.FunctionType) and _function_reaches(init, seen, depth):
                 return True
     return False
