@@ -31,6 +31,7 @@ from . import (  # noqa: F401  (each module fills CASES)
     styles5,
     styles6_r5a,
     styles6_r5b,
+    styles7_lead,
 )
 from .case import CASES, Case
 

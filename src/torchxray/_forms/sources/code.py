@@ -115,10 +115,13 @@ def _gathered(node: ast.AST, stmt: ast.AST | None, up: dict[ast.AST, ast.AST]) -
     return kept.pop() if len(kept) == 1 else ""
 
 
-def bound(call: ast.Call, what: ast.AST | str, callee: Any) -> tuple[str, int] | None:
+def bound(
+    call: ast.Call, what: ast.AST | str, callee: Any, spread: bool = False
+) -> tuple[str, int] | None:
     """The parameter of ``callee`` that ``call`` hands ``what`` to (a node of the call, or a
     bare name), with its place among the values a ``*args`` parameter collects (-1 for a
-    parameter of its own)."""
+    parameter of its own). With ``spread``, a keyword no parameter takes that ``**kwargs``
+    collects gives its own name (``MoELayer(d, act=act)`` into ``**expert_kw``: ``"act"``)."""
 
     def given(a: ast.AST) -> bool:
         return is_name(a, what) if isinstance(what, str) else a is what
@@ -139,8 +142,9 @@ def bound(call: ast.Call, what: ast.AST | str, callee: Any) -> tuple[str, int] |
         spread = [j for j, p in enumerate(params[: i + 1]) if p.kind == p.VAR_POSITIONAL]
         if spread:
             return params[spread[0]].name, i - spread[0]
+    collects = spread and any(p.kind == p.VAR_KEYWORD for p in params)
     for k in call.keywords:
-        if k.arg is not None and given(k.value) and k.arg in sig.parameters:
+        if k.arg is not None and given(k.value) and (k.arg in sig.parameters or collects):
             return k.arg, -1
     return None
 

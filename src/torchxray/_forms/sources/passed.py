@@ -22,6 +22,7 @@ Each is a candidate, proven or dropped by the search's builds.
 
 from __future__ import annotations
 
+import dataclasses
 import types
 from collections.abc import Iterator
 from typing import Any
@@ -112,6 +113,10 @@ def handed(module: nn.Module, u: Usage, child: Child | None) -> list[Any]:
             form = child(layer) if child is not None else None
             fields = getattr(form, "fields", None) or ()
             got = next((f for f in fields if f.name == h.param), None)
+            if got is None and h.index < 0:
+                # A keyword its class has no parameter of collects in its ``**kwargs``
+                # (``MoELayer(d, act=act)`` into ``**expert_kw``): the entry there is the value.
+                got = _spread(fields, h.param)
             # torch keeps sizes expanded; a layer of the user's keeps what it was given.
             written = _written if type(layer).__module__.startswith("torch.") else _as_is
             # A value the layer's form found, or flagged as one of several that rebuild it
@@ -127,6 +132,15 @@ def handed(module: nn.Module, u: Usage, child: Child | None) -> list[Any]:
             elif form is None and h.param in layer.__dict__:
                 out += written(layer.__dict__[h.param])
     return out
+
+
+def _spread(fields: Any, name: str) -> Any:
+    """The value a layer's ``**kwargs`` field holds under ``name``, as a field of its own (its
+    dict's found or flagged status), or None."""
+    for f in fields:
+        if f.kind == "varkw" and type(f.value) is dict and name in f.value:
+            return dataclasses.replace(f, name=name, value=f.value[name])
+    return None
 
 
 def kept(module: nn.Module, u: Usage) -> list[Any]:

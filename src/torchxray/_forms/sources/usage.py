@@ -316,7 +316,7 @@ class _Reader:
             return
         if callee is None or callee in (getattr, hasattr, print, id, type, super):
             return
-        got = bound(call, node, callee)
+        got = bound(call, node, callee, spread=True)
         if got is None:
             return
         param, index = got
