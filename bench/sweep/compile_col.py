@@ -52,6 +52,7 @@ COMPARED = (
     "blind4",
     "blind5",
     "blind6",
+    "blind7",
 )
 EXPLAIN_TIMEOUT_S = 300
 

@@ -26,6 +26,7 @@ FAMILIES: dict[str, Callable[[bool], Iterator[Entry]]] = {
     "blind4": fam_handwritten.blind4_entries,
     "blind5": fam_handwritten.blind5_entries,
     "blind6": fam_handwritten.blind6_entries,
+    "blind7": fam_handwritten.blind7_entries,
 }
 
 # The fixed sample the test suite runs (tests/test_sweep_sample.py): at least one model per
