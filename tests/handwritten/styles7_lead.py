@@ -101,3 +101,82 @@ case(
     edit=("layers.0", {"hidden": 16}),
     styles="an activation name handed to a layer that keeps an MLP's keywords in **mlp_kw",
 )
+
+# --- A patch transformer whose defaults are a large model: every try at them is cut for size ---
+
+
+class PatchBlock(nn.Module):
+    def __init__(self, dim, heads, hidden_mult=4, norm_layer=nn.LayerNorm):
+        super().__init__()
+        assert dim % heads == 0, "dim must be divisible by heads"
+        self.norm1, self.norm2 = norm_layer(dim), norm_layer(dim)
+        self.attn = nn.MultiheadAttention(dim, heads, batch_first=True)
+        self.ff = nn.Sequential(
+            nn.Linear(dim, dim * hidden_mult), nn.GELU(), nn.Linear(dim * hidden_mult, dim)
+        )
+
+    def forward(self, x):
+        h = self.norm1(x)
+        x = x + self.attn(h, h, h, need_weights=False)[0]
+        return x + self.ff(self.norm2(x))
+
+
+class SpectrogramMaskedAE(nn.Module):
+    """A masked spectrogram autoencoder: its defaults are the paper's large model (ViT-L)."""
+
+    def __init__(
+        self,
+        n_mels=128,
+        n_frames=1024,
+        patch=16,
+        dim=1024,
+        depth=24,
+        heads=16,
+        dec_dim=512,
+        dec_depth=8,
+        dec_heads=16,
+        norm_layer=nn.LayerNorm,
+    ):
+        super().__init__()
+        n_patches = (n_mels // patch) * (n_frames // patch)
+        self.embed = nn.Conv2d(1, dim, patch, stride=patch)
+        self.pos = nn.Parameter(torch.zeros(1, n_patches, dim))
+        self.blocks = nn.ModuleList(
+            [PatchBlock(dim, heads, norm_layer=norm_layer) for _ in range(depth)]
+        )
+        self.norm = norm_layer(dim)
+        self.to_dec = nn.Linear(dim, dec_dim)
+        self.dec_pos = nn.Parameter(torch.zeros(1, n_patches, dec_dim))
+        self.dec_blocks = nn.ModuleList(
+            [PatchBlock(dec_dim, dec_heads, norm_layer=norm_layer) for _ in range(dec_depth)]
+        )
+        self.dec_norm = norm_layer(dec_dim)
+        self.pred = nn.Linear(dec_dim, patch * patch)
+
+    def forward(self, spec):
+        x = self.embed(spec.unsqueeze(1)).flatten(2).transpose(1, 2) + self.pos
+        for blk in self.blocks:
+            x = blk(x)
+        x = self.to_dec(self.norm(x)) + self.dec_pos
+        for blk in self.dec_blocks:
+            x = blk(x)
+        return self.pred(self.dec_norm(x))
+
+
+case(
+    "spectrogram_mae_large_defaults",
+    lambda: SpectrogramMaskedAE(
+        n_mels=16,
+        n_frames=32,
+        patch=8,
+        dim=32,
+        depth=2,
+        heads=4,
+        dec_dim=16,
+        dec_depth=1,
+        dec_heads=2,
+    ),
+    args(lambda: randn(2, 16, 32)),
+    edit=("blocks.1", {"hidden_mult": 2}),
+    styles="defaults of a large model (ViT-L: stacks of depth 24 and 8) and sizes divided by a patch",
+)

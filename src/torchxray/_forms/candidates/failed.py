@@ -29,7 +29,7 @@ from torch import nn
 from ..field import Field
 from ..sources.layout import Layout
 
-__all__ = ["learn", "teaches"]
+__all__ = ["blames", "learn", "teaches"]
 
 _QUOTED = re.compile(r"""['"]([A-Za-z_][\w.-]{0,40})['"]""")
 _SEQUENCE = re.compile(
@@ -81,6 +81,14 @@ def teaches(error: str, changed: Any) -> bool:
     if attr is not None:
         return isinstance(changed, type) and changed.__name__ != attr.group(1)
     return _UNSET_CLASS in error and changed is not None
+
+
+def blames(error: str, changed: Any) -> bool:
+    """Whether ``error`` is the value just ``changed`` failing for what it is: a division by
+    the zero tried (``img_size // patch_size`` with ``patch_size=0``). Such a build got no
+    further than the one before, however far the constructor ran (one cut for its size made
+    no part that counts, so any failure would otherwise pass for a step: ``loop.py``)."""
+    return error.startswith("ZeroDivisionError") and type(changed) in (int, float) and changed == 0
 
 
 def _classes_with(module: nn.Module, attr: str) -> list[type]:

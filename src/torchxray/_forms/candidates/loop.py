@@ -39,7 +39,7 @@ from ..rebuild.parts import parts as parts_of
 from ..rebuild.real import Rebuild, small
 from ..sources import Leads
 from ..values import same_value
-from .failed import learn, teaches
+from .failed import blames, learn, teaches
 from .guide import proposals
 from .rules.problem import Opening
 from .tuning import (
@@ -176,9 +176,12 @@ class Search:
             count = build.count
             self.budget.charge(BUILD_WORK + build.work)
             self.error = f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
-            # How far the constructor got (submodules it made) before it raised; a build cut
-            # for its size got nowhere that counts.
-            self.reached = -1 if isinstance(e, TooBig) else count.modules
+            # How far the constructor got (submodules it made) before it raised. A build cut for
+            # its size made more than the live module has: another value's failure after fewer
+            # is no step (a ViT's defaults of depth 24 cut, ``patch_size=0`` then dividing by
+            # zero at its first layer). One cut for time or work got nowhere that counts.
+            cut = isinstance(e, TooBig) and type(e) is not TooBig
+            self.reached = -1 if cut else count.modules
             if isinstance(e, PastDeadline) or self.budget.past_ceiling():
                 self.budget.stop()  # the safety ceiling: the form says so
             first_cut = self.builds == 1 and isinstance(e, (PastDeadline, OverBudget))
@@ -371,7 +374,14 @@ class Search:
     def candidate(self, best: Try | None) -> Step | None:
         """The first of each field's candidates (fields in ``_rank`` order) that scores better;
         while nothing builds, one that lets the constructor get further."""
-        order = sorted(self.searched, key=lambda f: (not f.required, _rank(f, self.pools)))
+        # While every build is cut for its size, the loops' counts go first (a ViT's defaults,
+        # depth 24 of width 1024: each try of another field is cut too, and costs the most).
+        cut = best is None and self.error.startswith("TooBig:")
+        counts = {n for n, u in self.leads.uses.items() if u.counts} if cut else set()
+        order = sorted(
+            self.searched,
+            key=lambda f: (f.name not in counts, not f.required, _rank(f, self.pools)),
+        )
         for f in order:
             for c in self.pools[f.name]:
                 if same_value(c, self.values[f.name]) or self.tried({f.name: c}):
@@ -388,7 +398,12 @@ class Search:
                     and self.error != self.far_error
                     and teaches(self.error, c)
                 )
-                if got is None and best is None and (self.reached > self.far or moved):
+                if (
+                    got is None
+                    and best is None
+                    and (self.reached > self.far or moved)
+                    and not blames(self.error, c)
+                ):
                     self.far, self.far_error = self.reached, self.error
                     self._learn({**self.values, f.name: c})
                     return ({f.name: c}, None)
