@@ -180,3 +180,63 @@ case(
     edit=("blocks.1", {"hidden_mult": 2}),
     styles="defaults of a large model (ViT-L: stacks of depth 24 and 8) and sizes divided by a patch",
 )
+
+# --- Widths and head counts at a base model's defaults: each alone fails a divisibility check ---
+
+
+class FramePatchClassifier(nn.Module):
+    """A ViT-B's defaults (768 wide, 12 heads) built small; the block asserts the split."""
+
+    def __init__(self, n_mels=128, patch=16, dim=768, depth=12, heads=12, n_classes=527):
+        super().__init__()
+        self.embed = nn.Conv2d(1, dim, patch, stride=patch)
+        self.pos = nn.Parameter(torch.zeros(1, n_mels // patch, dim))
+        self.blocks = nn.ModuleList([PatchBlock(dim, heads) for _ in range(depth)])
+        self.head = nn.Linear(dim, n_classes)
+
+    def forward(self, spec):
+        x = self.embed(spec.unsqueeze(1)).flatten(2).transpose(1, 2) + self.pos
+        for blk in self.blocks:
+            x = blk(x)
+        return self.head(x.mean(1))
+
+
+case(
+    "frame_patch_classifier_base_defaults",
+    lambda: FramePatchClassifier(n_mels=16, patch=8, dim=32, depth=2, heads=4, n_classes=6),
+    args(lambda: randn(2, 16, 8)),
+    edit=("head", {"bias": False}),
+    styles="a ViT-B's defaults (768 wide, 12 heads) built small: its block asserts dim % heads",
+)
+
+
+class AxialBlock(nn.Module):
+    def __init__(self, channels, groups):
+        super().__init__()
+        if channels % groups:
+            raise ValueError(f"channels ({channels}) must be a multiple of groups ({groups})")
+        self.norm = nn.GroupNorm(groups, channels)
+        self.conv = nn.Conv2d(channels, channels, 3, padding=1, groups=groups)
+
+    def forward(self, x):
+        return x + self.conv(self.norm(x))
+
+
+class GroupedDenoiser(nn.Module):
+    def __init__(self, in_ch=3, width=256, n_blocks=8, groups=32):
+        super().__init__()
+        self.stem = nn.Conv2d(in_ch, width, 3, padding=1)
+        self.blocks = nn.Sequential(*[AxialBlock(width, groups) for _ in range(n_blocks)])
+        self.out = nn.Conv2d(width, in_ch, 3, padding=1)
+
+    def forward(self, x):
+        return self.out(self.blocks(self.stem(x)))
+
+
+case(
+    "grouped_denoiser_multiple_of",
+    lambda: GroupedDenoiser(in_ch=1, width=12, n_blocks=2, groups=3),
+    args(lambda: randn(2, 1, 8, 8)),
+    edit=("blocks.0", {"groups": 4}),
+    styles="a width that must be a multiple of a group count at a large model's defaults",
+)
