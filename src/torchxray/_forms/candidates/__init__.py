@@ -25,6 +25,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from ..._unwrap import torch_own
 from ..bind import bind
 from ..budget import Budget
 from ..field import Child, Field, guessed
@@ -65,6 +66,16 @@ def assemble(groups: list[Group], values: dict[str, Any]) -> dict[str, Any]:
         drop = {s.rpartition(".")[2] for s in g.optional}
         out[g.name] = g.cls(**{k: v for k, v in kwargs.items() if k not in drop or v is not None})
     return out
+
+
+def _shown(leads: Leads) -> frozenset[str]:
+    """The arguments handed to a torch layer, whose repr shows them (a width, a kernel): the
+    builds prove those. One handed only to layers of the user's is not: such a layer may keep it
+    where no part shows it (a GAN handing ``img_size`` to blocks that read ``int(log2(...))``:
+    16 and 24 build alike), so the settling tries it one off as any unshown number."""
+    return frozenset(
+        n for n, u in leads.uses.items() if any(torch_own(h.callee) for h in u.handed)
+    )
 
 
 def _widen(fields: list[Field]) -> list[Field]:
@@ -150,7 +161,7 @@ def search(d: Draft, leads: Leads, budget: Budget, child: Child) -> Found:
             [*d.fields, *members],
             found.values, make, leads.live, leads.dtype, budget, real_ok, sums, flags, leads.alike,
             leads.remainders, iterated, leads.tested | counted,
-            frozenset(n for n, u in leads.uses.items() if u.handed),
+            _shown(leads),
         )  # fmt: skip
     if found.exact and leads.spread is not None and leads.kept:
         found.values[leads.spread] = leads.kept
