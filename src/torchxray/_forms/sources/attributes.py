@@ -83,6 +83,11 @@ def draft(module: nn.Module, param: inspect.Parameter) -> tuple[Any, str] | None
         return guess
     if callable(value) and inspect.ismethod(value):
         return None
+    if isinstance(param.default, str) and callable(value) and not isinstance(value, str):
+        # A name by its default, kept as what it names (``self.act = choose(act)`` holds
+        # ``torch.tanh`` for ``"tanh"``): not the argument as given; a guess the search goes on
+        # from, among the strings the code compares it with (``literals.py``).
+        return guess
     if isinstance(value, torch.Tensor) and isinstance(param.default, (tuple, list)):
         # A sequence by its default, kept as a tensor (``torch.tensor(anchors).view(nl, -1,
         # 2)``): not the argument as given; the lists it may have been (``tensor_lists.py``),
