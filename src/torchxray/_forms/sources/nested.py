@@ -205,14 +205,17 @@ def _leaf(
     sequence)."""
     uses = [u for u in (usage(*r) for r in readers) if u.known and not u.tested]
     handed: Any = _MISSING
+    modes: tuple[str, ...] = ()  # the strings the layer it is handed to compares it with
     for h in (h for u in uses for h in u.handed if h.index < 0):
         try:
             p = resolve(h.callee).parameters[h.param]
         except (TypeError, ValueError, KeyError):
             continue
+        modes = compared_strings(h.callee, h.param) if not torch_own(h.callee) else ()
         handed = p.annotation
-        if handed is _MISSING and type(p.default) in (int, float):
-            handed = type(p.default)  # Cross(d, num_layers=3): a whole number, as its default
+        if handed is _MISSING and type(p.default) in (int, float, str, bool):
+            # Cross(d, num_layers=3): a whole number, as its default; Block(act="elu"): a name
+            handed = type(p.default)
         break
     number = any(u.number for u in uses)
     sequence = any(u.sequence or u.indexed for u in uses)
@@ -230,6 +233,11 @@ def _leaf(
         # {"tanh": nn.Tanh, ...}[args.activation]: one of the table's keys (a str)
         sub = dataclasses.replace(sub, kind="str", choices=tuple(keys))
         info = dataclasses.replace(info, kind="str", choices=tuple(keys))
+    elif modes and sub.kind == "str" and not sub.choices:
+        # Block(c, activation=opt.activation) where Block reads ``acts[activation]``: the
+        # names that layer knows (``literals.py``), each proven or dropped by a build.
+        sub = dataclasses.replace(sub, choices=modes)
+        info = dataclasses.replace(info, choices=modes)
     return sub, info
 
 

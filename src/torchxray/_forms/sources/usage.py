@@ -58,6 +58,7 @@ from .helpers import MAX_HOPS, local_dict, merged, method_of
 from .keyed import key_of, step
 from .local_names import always_called, called_as, local_def, or_empty
 from .pairs import in_loop, zipped
+from .spread import spread, takes
 from .uses import Handed, Usage, fits  # fits: whether a value could be the argument
 
 __all__ = ["Handed", "Usage", "fits", "usage"]
@@ -229,6 +230,11 @@ class _Reader:
             self.sequence = True  # res in attn_resolutions ("k" in cfg: a dict's too, keyed.py)
         elif isinstance(parent, ast.Call):
             self._call(parent, node, up)
+        elif targets := spread(node, parent, self.code):
+            for call, word in targets:  # kw = dict(act=x); Block(c, **kw): ``spread.py``
+                callee = resolved(call.func, self.scope)
+                if callee is not None and takes(callee, word):
+                    self._handed_to(call, callee, word, -1, up)
         elif isinstance(parent, ast.keyword) and isinstance(up.get(parent), ast.Call):
             self._call(typing.cast(ast.Call, up[parent]), node, up)  # f(width=x)
 
@@ -317,9 +323,14 @@ class _Reader:
         if callee is None or callee in (getattr, hasattr, print, id, type, super):
             return
         got = bound(call, node, callee, spread=True)
-        if got is None:
-            return
-        param, index = got
+        if got is not None:
+            self._handed_to(call, callee, *got, up)
+
+    def _handed_to(
+        self, call: ast.Call, callee: Any, param: str, index: int, up: dict[ast.AST, ast.AST]
+    ) -> None:
+        """``call`` hands the argument to ``callee``'s ``param`` (at ``index`` among its
+        ``*args``, -1 for a parameter of its own): a layer's, or what a function makes of it."""
         up_call = up.get(call)
         if isinstance(up_call, ast.Assign) and isinstance(
             up_call.targets[0], (ast.Tuple, ast.List)
