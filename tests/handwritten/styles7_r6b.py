@@ -152,3 +152,127 @@ case(
     edit=("score", {"bias": False}),
     styles="config fields gathered with dict(k=...), spread with ** into two encoders",
 )
+
+
+# --- Sizes a tensor it keeps was made in, and nothing else keeps --------------------------------
+
+
+class CoordinateEncoder(nn.Module):
+    """A fixed coordinate grid over a map, channels last, projected into features."""
+
+    def __init__(self, grid, features):
+        super().__init__()
+        axes = [torch.linspace(-1.0, 1.0, n) for n in grid]
+        coords = torch.stack(torch.meshgrid(*axes, indexing="ij"), dim=-1)
+        self.register_buffer("coords", coords, persistent=False)
+        self.proj = nn.Linear(2, features)
+
+    def forward(self, fmap):
+        pos = self.proj(self.coords).permute(2, 0, 1)
+        return fmap + pos.unsqueeze(0)
+
+
+case(
+    "grid_sizes_in_a_buffer",
+    lambda: CoordinateEncoder((5, 7), 6),
+    args(lambda: randn(2, 6, 5, 7)),
+    edit=("proj", {"bias": False}),
+    styles="a list of sizes iterated to make a coordinate buffer, channels last",
+)
+
+
+class SpectralMask(nn.Module):
+    """A fixed taper over a spectrogram's (frequency, time) bins, made one axis at a time."""
+
+    def __init__(self, bins, channels):
+        super().__init__()
+        mask = torch.ones(())
+        for n in bins:
+            mask = mask.unsqueeze(-1) * torch.hann_window(n + 2, periodic=False)[1:-1]
+        self.register_buffer("mask", mask)
+        self.mix = nn.Conv2d(channels, channels, 1)
+
+    def forward(self, spec):
+        return self.mix(spec * self.mask)
+
+
+case(
+    "sizes_looped_into_a_mask",
+    lambda: SpectralMask([6, 5], 3),
+    args(lambda: randn(2, 3, 6, 5)),
+    edit=("mix", {"bias": False}),
+    styles="a list of sizes looped over to make a taper buffer, one axis a turn",
+)
+
+
+class AnchorCenters(nn.Module):
+    """Detection anchors: the centres of a feature map's cells, as a (2, H, W) buffer."""
+
+    def __init__(self, feature_size, stride=8):
+        super().__init__()
+        centres = [(torch.arange(s) + 0.5) * stride for s in feature_size]
+        self.register_buffer("centres", torch.stack(torch.meshgrid(*centres, indexing="ij")))
+
+    def forward(self, offsets):
+        return self.centres.unsqueeze(0) + offsets
+
+
+case(
+    "sizes_in_a_buffer_no_layers",
+    lambda: AnchorCenters([4, 6], stride=8),
+    args(lambda: randn(2, 2, 4, 6)),
+    edit=("", {"stride": 16}),
+    styles="a list of sizes iterated to make the only tensor of a module without layers",
+)
+
+
+# --- A number kept only through one step with a constant; an int compared to choose a layer -----
+
+
+class PrototypeHead(nn.Module):
+    """Cosine logits over class prototypes, sharpened by the inverse of a temperature."""
+
+    def __init__(self, feat, classes, tau):
+        super().__init__()
+        self.protos = nn.Linear(feat, classes, bias=False)
+        self.inv_tau = 1.0 / tau
+
+    def forward(self, x):
+        w = F.normalize(self.protos.weight, dim=-1)
+        return F.normalize(x, dim=-1) @ w.t() * self.inv_tau
+
+
+case(
+    "reciprocal_kept",
+    lambda: PrototypeHead(12, 5, 0.25),
+    args(lambda: randn(3, 12)),
+    edit=("protos", {"out_features": 4}),
+    styles="a temperature kept only as its reciprocal",
+)
+
+
+class RankPool(nn.Module):
+    """A pooling head for 1-, 2- or 3-D maps, chosen by comparing the rank with numbers."""
+
+    def __init__(self, rank, channels, margin):
+        super().__init__()
+        if rank == 1:
+            self.pool = nn.AdaptiveMaxPool1d(1)
+        elif rank == 2:
+            self.pool = nn.AdaptiveMaxPool2d(1)
+        elif rank == 3:
+            self.pool = nn.AdaptiveMaxPool3d(1)
+        self.fc = nn.Linear(channels, channels)
+        self.shift = margin + 0.5
+
+    def forward(self, x):
+        return self.fc(self.pool(x).flatten(1)) + self.shift
+
+
+case(
+    "rank_compared_and_shift_kept",
+    lambda: RankPool(2, 4, 1.25),
+    args(lambda: randn(2, 4, 5, 5)),
+    edit=("fc", {"bias": False}),
+    styles="a rank compared with whole numbers to choose a layer; a margin kept shifted",
+)

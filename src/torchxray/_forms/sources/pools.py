@@ -53,6 +53,7 @@ from .called import called_factories
 from .chosen import chosen
 from .fills import filled
 from .gathered import gathered
+from .inverted import compared_ints, inverted
 from .items import items_of
 from .literals import compared_strings
 from .looked_up import looked_up
@@ -65,6 +66,7 @@ from .periods import periods
 from .position import config_items, index_like, ordinals
 from .running import running
 from .scan import LIVE
+from .shapes import shapes
 from .shipped import shipped
 from .specs import specs
 from .stagelists import stage_lists
@@ -359,6 +361,7 @@ def candidates(
             read += [*items, *(w[::-1] for w in items), *layout.stages(module)]
             read += [*layout.child_widths(module), *layout.tuples(module)]
             read += running(module)  # sizes kept as running sums (``running.py``)
+            read += shapes(module)  # sizes a tensor it keeps was made in (``shapes.py``)
     first, own_names = same_named(module, f, name)
     first = [*first, *as_lists([attr(module, name), *first], use)]  # tensor_lists.py
     pool, first = _shape_pool(module, f, name, first)
@@ -374,6 +377,11 @@ def candidates(
     # annotated one keeps the order the readings above were tuned in, its uses' readings last.
     first, pool = ([*read, *first], pool) if not noted else (first, [*pool, *read])
     first = [*sure, *first]
+    if "." not in f.name and f.value is None and f.kind in ("int", "float", "literal"):
+        # A number kept only through a step with a constant (``self.factor = 1.0 / x``), then
+        # the whole numbers it is compared with (``if ndims == 3``): ``inverted.py``.
+        cls = original_class(type(module))
+        first = [*inverted(cls, module, name), *first, *compared_ints(cls, name)]
     if "." not in f.name:  # the name a getattr(torch, act) looked up (``looked_up.py``)
         first = [*looked_up(original_class(type(module)), module, name), *first]
     like = f.value if f.value is not None else f.default  # names that chose layers: chosen.py
