@@ -10,7 +10,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .case import args, case, randn
+from .case import args, case, randn, tokens
 
 # --- A name turned into the function it names by a helper, kept under the name -----------------
 
@@ -275,4 +275,73 @@ case(
     args(lambda: randn(2, 4, 5, 5)),
     edit=("fc", {"bias": False}),
     styles="a rank compared with whole numbers to choose a layer; a margin kept shifted",
+)
+
+
+# --- A torch layer's subclass that reads keywords of its own out of **kwargs --------------------
+
+
+class CausalConv1d(nn.Conv1d):
+    """A 1-D convolution padded on the left only, unless told otherwise by a keyword."""
+
+    def __init__(self, *args, **kwargs):
+        if "causal" in kwargs:
+            causal = kwargs.pop("causal")
+        else:
+            causal = True
+        super().__init__(*args, **kwargs)
+        self.causal = causal
+        self.left = (self.kernel_size[0] - 1) * self.dilation[0] if causal else 0
+
+    def forward(self, x):
+        return super().forward(F.pad(x, (self.left, 0)))
+
+
+class WaveStack(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.a = CausalConv1d(1, channels, 3, padding=0, dilation=2)
+        self.b = CausalConv1d(channels, 1, 3, padding=1, causal=False, bias=False)
+
+    def forward(self, x):
+        return self.b(torch.tanh(self.a(x)))
+
+
+case(
+    "layer_subclass_keyword_tested",
+    lambda: WaveStack(5),
+    args(lambda: randn(2, 1, 16)),
+    edit=("a", {"dilation": 1}),
+    styles="a torch layer's subclass taking *args, **kwargs, a keyword of its own tested and popped",
+)
+
+
+class ScaledEmbedding(nn.Embedding):
+    """Token embeddings multiplied by a scale read out of the keywords."""
+
+    def __init__(self, *args, **kwargs):
+        self.scale = kwargs.pop("scale", 1.0)
+        self.tie_name = kwargs.get("tie", None) and kwargs.pop("tie")
+        super().__init__(*args, **kwargs)
+
+    def forward(self, ids):
+        return super().forward(ids) * self.scale
+
+
+class TagTagger(nn.Module):
+    def __init__(self, vocab, dim, tags):
+        super().__init__()
+        self.embed = ScaledEmbedding(vocab, dim, padding_idx=0, scale=dim**0.5)
+        self.out = nn.Linear(dim, tags)
+
+    def forward(self, ids):
+        return self.out(self.embed(ids))
+
+
+case(
+    "layer_subclass_keyword_popped",
+    lambda: TagTagger(30, 8, 4),
+    args(lambda: tokens(2, 6, vocab=30)),
+    edit=("out", {"bias": False}),
+    styles="a torch layer's subclass popping a keyword with a default before its parent's init",
 )
