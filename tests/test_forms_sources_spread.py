@@ -8,9 +8,12 @@ import ast
 from types import SimpleNamespace
 
 import pytest
+import torch
+import torch.nn.functional as F
 from fixtures.forms import exact as _exact
 from torch import nn
 
+import torchxray as tx
 from tests.handwritten.styles7_r6b import (
     GatedPool,
     RowEncoder,
@@ -86,3 +89,21 @@ def test_a_name_kept_as_the_function_it_names_is_searched_as_a_name() -> None:
     assert _exact(WaveField(3, 24, 2, wave="cosine"))["wave"].value == "cosine"
     assert _exact(WaveField(3, 24, 2, wave="silu"))["wave"].value == "silu"
     assert _exact(GatedPool(10, gate="hard"))["gate"].value == "hard"
+
+
+_TWO_NAMES = {"sigmoid": torch.sigmoid, "logistic": torch.sigmoid, "hard": F.hardsigmoid}
+
+
+class _Aliased(nn.Module):
+    def __init__(self, feat, gate="hard"):
+        super().__init__()
+        self.score = nn.Linear(feat, 1)
+        self.gate = _TWO_NAMES[gate]
+
+
+def test_two_names_of_one_function_are_flagged_not_proven() -> None:
+    f = tx.form(_Aliased(4, "logistic"))
+    assert f.inexact == ""
+    assert f["gate"].value in ("sigmoid", "logistic")
+    assert f["gate"].note.startswith("a guess")
+    assert not tx.form(_Aliased(4, "hard"))["gate"].note  # no other name rebuilds it

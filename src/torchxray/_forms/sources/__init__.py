@@ -296,6 +296,22 @@ def _called(cls: type, name: str) -> bool:
     return "." not in name and usage(cls, name).called
 
 
+def _named(
+    cls: type, sig: inspect.Signature, module: nn.Module, fields: list[Field]
+) -> dict[str, list[Any]]:
+    """The strings a name is compared with where the module keeps the object it names under
+    its name (``attributes.named_object``): two names of one function rebuild alike, so the one
+    found is flagged where another does."""
+    out: dict[str, list[Any]] = {}
+    for f in fields:
+        p = sig.parameters.get(f.name)
+        if p is not None and attributes.named_object(p, getattr(module, f.name, None)):
+            words = list(compared_strings(cls, f.name))
+            if len(words) > 1:
+                out[f.name] = words
+    return out
+
+
 def _cased(cls: type, module: nn.Module, fields: list[Field]) -> dict[str, list[Any]]:
     """The spellings of a name the constructor changes the case of before it looks it up
     (``looked_up.spellings``), or hands to a layer of its own that does (``Listener(rnn)``
@@ -390,6 +406,7 @@ def leads(d: Draft, ceiling: float, child: Child) -> Leads:
         {f.name: file_factories(cls, f.name) for f in nested.fields if _called(cls, f.name)}
         | opened
         | _cased(cls, module, nested.fields)
+        | _named(cls, sig, module, nested.fields)
         | _parts_alike(cls, module, nested.fields, once),
         moduli(cls),
         tested(cls),

@@ -22,7 +22,7 @@ from ..field import Field
 from .layout import descendants
 from .tensor_lists import as_lists
 
-__all__ = ["ALIASES", "attr", "draft", "same_named"]
+__all__ = ["ALIASES", "attr", "draft", "named_object", "same_named"]
 
 _MISSING = inspect.Parameter.empty
 
@@ -83,7 +83,7 @@ def draft(module: nn.Module, param: inspect.Parameter) -> tuple[Any, str] | None
         return guess
     if callable(value) and inspect.ismethod(value):
         return None
-    if isinstance(param.default, str) and callable(value) and not isinstance(value, str):
+    if named_object(param, value):
         # A name by its default, kept as what it names (``self.act = choose(act)`` holds
         # ``torch.tanh`` for ``"tanh"``): not the argument as given; a guess the search goes on
         # from, among the strings the code compares it with (``literals.py``).
@@ -98,6 +98,14 @@ def draft(module: nn.Module, param: inspect.Parameter) -> tuple[Any, str] | None
             lists = [x for x in lists if not any(isinstance(y, list) for y in x)]
         return (lists[0], "derived") if lists else guess
     return value, "attribute"
+
+
+def named_object(param: inspect.Parameter, value: Any) -> bool:
+    """Whether ``value``, what the module keeps under the parameter's name, is what a name
+    names rather than the name (a string by its default, a function or a class kept): two
+    names may name one object (``{"sigmoid": torch.sigmoid, "logistic": torch.sigmoid}``),
+    so the one a search finds is flagged where another rebuilds alike."""
+    return isinstance(param.default, str) and callable(value) and not isinstance(value, str)
 
 
 def _even(v: Any) -> bool:
