@@ -305,7 +305,8 @@ def _named(
     out: dict[str, list[Any]] = {}
     for f in fields:
         p = sig.parameters.get(f.name)
-        if p is not None and attributes.named_object(p, getattr(module, f.name, None)):
+        # ``attr``: a property that raises holds nothing
+        if p is not None and attributes.named_object(p, attributes.attr(module, f.name)):
             words = list(compared_strings(cls, f.name))
             if len(words) > 1:
                 out[f.name] = words
