@@ -110,10 +110,12 @@ def _init_from(mro: tuple[type, ...]) -> inspect.Signature:
         if not _opaque(sig):
             return _drop_first(sig)
         own_keys = _own_keywords(init)
-        if own_keys is not None:
+        parent = _init_from(mro[at + 1 :]) if own_keys is not None else None
+        if own_keys and parent is not None and set(own_keys) - set(parent.parameters):
             # ``super().__init__(*args, **kwargs)`` after reading keywords of its own out of
-            # ``kwargs`` (``kwargs.pop("return_mask", False)``): the parent's, then those.
-            return _with_keywords(_init_from(mro[at + 1 :]), own_keys)
+            # ``kwargs`` (``kwargs.pop("return_mask", False)``): the parent's, then those. Not
+            # where it only peeks at the parent's (``kwargs.get("device")``): as before.
+            return _with_keywords(parent, own_keys)
         if _hands_on(init, "__init__"):
             # ``super().__init__(*args, **kwargs)`` and nothing else of them (a subclass a class
             # decorator made, a masked layer): what the next class in the MRO takes.
