@@ -45,7 +45,10 @@ the search (stage 3) starts from, by the sources that read the module's surround
   (``d * ((n_mels - 1) // 2 // 2)``: solved by evaluating them, a neighbour that makes the
   same width flagged), ``expressions.py``, those three read once per constructor, ``specs.py``, a dict of keyword dicts read back off the layers made one per entry,
   ``mapped.py``, a dict of sizes read back off the container made one layer per key,
-  ``running.py``, a list of sizes an integer buffer keeps as running sums, ``fills.py``, a
+  ``running.py``, a list of sizes an integer buffer keeps as running sums, ``shapes.py``, a
+  list of sizes a buffer was made in (a sampling grid), ``inverted.py``, a number kept only
+  through one step with a constant (``1.0 / x``) and the whole numbers it is compared with,
+  ``keyword_dicts.py``, a value in a local dict of keywords spread into calls, ``fills.py``, a
   number a tensor is filled with, ``moduli.py``, the two sides of a remainder test ``i % k``
   (the rivals the search's settling tries), and ``branches.py``, the layers made only under a
   truth test of an argument (a search's rule moves the flag with their widths); read through

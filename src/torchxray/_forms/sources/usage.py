@@ -56,9 +56,9 @@ from .code import (
 from .expressions import handed_expressions
 from .helpers import MAX_HOPS, local_dict, merged, method_of
 from .keyed import key_of, step
+from .keyword_dicts import spread, takes
 from .local_names import always_called, called_as, local_def, or_empty
 from .pairs import in_loop, zipped
-from .spread import spread, takes
 from .uses import Handed, Usage, fits  # fits: whether a value could be the argument
 
 __all__ = ["Handed", "Usage", "fits", "usage"]
@@ -231,7 +231,7 @@ class _Reader:
         elif isinstance(parent, ast.Call):
             self._call(parent, node, up)
         elif targets := spread(node, parent, self.code):
-            for call, word in targets:  # kw = dict(act=x); Block(c, **kw): ``spread.py``
+            for call, word in targets:  # kw = dict(act=x); Block(c, **kw): ``keyword_dicts.py``
                 callee = resolved(call.func, self.scope)
                 if callee is not None and takes(callee, word):
                     self._handed_to(call, callee, word, -1, up)

@@ -1,4 +1,4 @@
-"""Keywords gathered in a local dict and spread into calls (``_forms/sources/spread.py``), and
+"""Keywords gathered in a local dict and spread into calls (``_forms/sources/keyword_dicts.py``), and
 a name by its default kept as the function it names (``_forms/sources/attributes.py``): the
 zoo's ``tests/handwritten/styles7_r6b.py``."""
 
@@ -23,7 +23,7 @@ from tests.handwritten.styles7_r6b import (
     WaveField,
 )
 from torchxray._forms.sources.code import code_of
-from torchxray._forms.sources.spread import spread
+from torchxray._forms.sources.keyword_dicts import spread
 from torchxray._forms.sources.usage import usage
 
 pytestmark = pytest.mark.usefixtures("roomy_form_budget")
