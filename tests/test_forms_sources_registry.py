@@ -21,6 +21,7 @@ TESTS = Path(__file__).parent
 _HELPERS = {
     "pools", "layout", "scan", "installed", "literals", "position", "children", "uses",
     "expressions",  # the sums, products and floored expressions read once: tested with those
+    "handed_kind",  # usage.py's reading of the blocks an argument is handed to: tested with it
 }  # fmt: skip
 
 

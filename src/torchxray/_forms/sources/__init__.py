@@ -43,7 +43,7 @@ the search (stage 3) starts from, by the sources that read the module's surround
   channels``: solved for their factors, the factorizations the layers cannot tell apart
   flagged), ``floored.py``, the widths handed to layers through floor divisions of arguments
   (``d * ((n_mels - 1) // 2 // 2)``: solved by evaluating them, a neighbour that makes the
-  same width flagged), ``expressions.py``, those three read once per constructor, ``specs.py``, a dict of keyword dicts read back off the layers made one per entry,
+  same width flagged), ``expressions.py``, those three read once per constructor, ``handed_kind.py``, an argument's kind from the blocks it is handed to, ``specs.py``, a dict of keyword dicts read back off the layers made one per entry,
   ``mapped.py``, a dict of sizes read back off the container made one layer per key,
   ``running.py``, a list of sizes an integer buffer keeps as running sums, ``shapes.py``, a
   list of sizes a buffer was made in (a sampling grid), ``inverted.py``, a number kept only

@@ -54,6 +54,7 @@ from .code import (
     truth_test,
 )
 from .expressions import handed_expressions
+from .handed_kind import handed_kind
 from .helpers import MAX_HOPS, local_dict, merged, method_of
 from .keyed import key_of, step
 from .keyword_dicts import spread, takes
@@ -377,31 +378,6 @@ class _Reader:
         return _read(method[0], got[0], self.depth, (), self.owner, self.hops + 1)
 
 
-def _handed_kind(read: Usage, seen: frozenset[tuple[type, str]]) -> Usage:
-    """``read`` with the kind of value the layers of the user's own it hands the argument to
-    take (``TemporalConvNet(n_in, channels)`` iterating ``channels``: a list here too; a
-    ``Block(depth)`` taking ``range(depth)``: a number), where their own uses say it and test
-    no kind (``isinstance``); followed down a chain of such layers (each once)."""
-    number, sequence, indexed, text = read.number, read.sequence, read.indexed, read.text
-    for h in read.handed:
-        callee = h.callee
-        if (
-            h.index >= 0
-            or not isinstance(callee, type)
-            or callee.__module__.startswith("torch.")
-            or (callee, h.param) in seen
-        ):
-            continue
-        inner = _usage(callee, h.param, seen | {(callee, h.param)})
-        if inner.tested:
-            continue
-        number, sequence = number or inner.number, sequence or inner.sequence
-        indexed, text = indexed or inner.indexed, text or inner.text
-    if (number, sequence, indexed, text) == (read.number, read.sequence, read.indexed, read.text):
-        return read
-    return dataclasses.replace(read, number=number, sequence=sequence, indexed=indexed, text=text)
-
-
 def _read(
     fn: Callable[..., Any],
     name: str,
@@ -437,7 +413,7 @@ def _usage(
         read = _read(init, name, 1, path, cls)
         if path:
             return read
-        read = _handed_kind(read, seen)
+        read = handed_kind(read, seen, _usage)
         found = tuple(s for s in handed_expressions(init) if name in s.names)
         return dataclasses.replace(read, sums=found) if found else read
     except (RecursionError, ValueError, TypeError):
