@@ -176,6 +176,33 @@ def test_peak_follows_tensors_as_they_live_and_die() -> None:
     assert train.peak >= weights * 3 + x.numel() * 4 + train.activations - act
 
 
+class _NormMadeInForward(nn.Module):
+    """A layer made and moved in the forward, as a slot-attention decoder writes it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(512, 512)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.fc(x)
+        return nn.LayerNorm(h.shape[1:]).to(h.device)(h)
+
+
+def test_a_fake_run_that_fails_where_the_step_runs_is_measured_for_real() -> None:
+    # torch's nn.Module.to() of a layer made under fake tensors cannot swap its fake weights
+    # ("Couldn't swap LayerNorm.weight"): that failure is not the inputs', the step runs for real
+    # on the CPU and the note says why (``memory.py``).
+    model, x = _NormMadeInForward(), torch.randn(32, 512)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    for kw in ({}, {"training": True, "optimizer": "sgd"}):
+        rep = tx.memory(model, x, **kw)
+        assert rep.peak >= _nbytes(model.parameters()) + 32 * 512 * 4
+        assert not rep.notes or "ran for real on the CPU" in " ".join(rep.notes)
+    assert all(torch.equal(v, model.state_dict()[k]) for k, v in before.items())
+    rep = tx.probe(model, x, mode="fake")
+    assert rep.error is None and rep.mode == "fake"
+
+
 def test_tied_and_shared_parameters_count_once() -> None:
     model, args, kwargs = build("hf-gpt2")  # lm_head.weight is wte.weight
     assert model.lm_head.weight is model.transformer.wte.weight

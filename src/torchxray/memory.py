@@ -380,6 +380,22 @@ def _run_memory(
             "its bytes counted from every storage its ops made (the CPU has no allocator to "
             "read), the model put back as it was",
         )
+    elif mode == "fake" and trace.error is not None and values_on_cpu([*params, *buffers]):
+        # A fake run that fails where the step runs for real is torchxray's (or fake tensors')
+        # failure, not the inputs': torch's nn.Module.to() of a layer made in the forward
+        # (``nn.LayerNorm(x.shape[1:]).to(x.device)(x)``) cannot swap its fake weights. The step
+        # runs for real on the CPU, and the note says why.
+        failed = trace.error
+        step = real.measure(
+            model, modules, params, buffers, args, kwargs, training, optimizer, cpu=True
+        )
+        trace, grad_ids, opt = step.trace, step.grad_ids, step.opt
+        if trace.error is None:
+            notes = (
+                f"the fake run failed ({failed}) where the step runs for real: this step ran "
+                "for real on the CPU, its bytes counted from every storage its ops made (the CPU "
+                "has no allocator to read), the model put back as it was",
+            )
     if trace.error is not None:
         raise ValueError(
             f"memory(): the {mode} forward failed: {trace.error}. Check the example inputs "
