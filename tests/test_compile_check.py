@@ -409,3 +409,22 @@ def test_a_stand_in_keeps_what_its_output_is_derived_from() -> None:
     assert explained.graph_break_count > 0 or explained.break_reasons
     with torch.no_grad():  # no grad, no leak: the stand-ins add nothing then
         assert tx.compile_check(model, x, options={"export": False}).ok
+
+
+def test_the_check_leaves_distributions_validating_their_arguments() -> None:
+    # dynamo's first compile in a process turns argument validation off for good
+    # (``TorchPatcher.patch``); the check puts it back (``_compile/guard.py``). The patch runs
+    # once per process: its cache is cleared so that this check is its first run.
+    from torch._dynamo.eval_frame import TorchPatcher
+
+    dist = torch.distributions.Distribution
+    was = dist._validate_args
+    dist.set_default_validate_args(True)
+    try:
+        TorchPatcher.patch.cache_clear()
+        tx.compile_check(nn.Sequential(nn.Linear(4, 4), nn.ReLU()), torch.randn(2, 4))
+        assert dist._validate_args is True
+        with pytest.raises(ValueError):
+            torch.distributions.Normal(torch.zeros(2), -torch.ones(2))
+    finally:
+        dist.set_default_validate_args(was)

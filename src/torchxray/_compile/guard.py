@@ -9,7 +9,12 @@ Tracing goes through dynamo's global machinery, so the check must leave it as th
   copied and put back: left in place, the check's example shapes would make the user's next
   compile of the same forward dynamic instead of static;
 - torch's loggers (dynamo prints a graph-break warning per break) are switched off, and Python
-  warnings are ignored, so the user's cell shows nothing of the check.
+  warnings are ignored, so the user's cell shows nothing of the check;
+- whether ``torch.distributions`` validate their arguments: dynamo's first compile in a process
+  turns it off for good (``Distribution.set_default_validate_args(False)`` in its one-time patch
+  of torch), after which a ``Normal(mu, -1.0)`` of the user's no longer raises, and a fake probe
+  of a model that builds distributions saw no ``.item()``. It is put back. (The patch's other
+  changes wrap tracers in ``disable``, which eager code cannot tell.)
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ class Quiet:
         self._level = logging.NOTSET
         self._pgo: Any = None
         self._code_state: Any = None
+        self._validate = torch.distributions.Distribution._validate_args
 
     def __enter__(self) -> Quiet:
         import torch._dynamo as dynamo
@@ -61,6 +67,7 @@ class Quiet:
 
         stack = self._stack
         self._counters = copy.deepcopy(utils.counters)
+        self._validate = torch.distributions.Distribution._validate_args
         self._save_code_state()
         # torch's loggers that exist now are switched off; those made while tracing (a module
         # imported for the first time) inherit the "torch" logger's level, raised past CRITICAL.
@@ -95,6 +102,7 @@ class Quiet:
             logging.getLogger("torch").setLevel(self._level)
             utils.counters.clear()
             utils.counters.update(self._counters)
+            torch.distributions.Distribution.set_default_validate_args(self._validate)
             self._restore_code_state()
 
     def _save_code_state(self) -> None:
