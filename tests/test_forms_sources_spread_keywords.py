@@ -1,6 +1,6 @@
 """A keyword a block hands to a layer of its own whose class takes it through ``**kwargs``
 (``MoELayer(d, act=act)`` into ``**expert_kw``) is read off that layer's form, in its
-``**kwargs`` (``_forms/sources/code.py: bound(spread=True)``, ``passed.py: _spread``; the zoo's
+``**kwargs`` (``_forms/sources/code.py: bound(into_kwargs=True)``, ``passed.py: _spread``; the zoo's
 ``tests/handwritten/styles7_lead.py``)."""
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ pytestmark = pytest.mark.usefixtures("roomy_form_budget")
 def test_bound_names_a_keyword_that_kwargs_collects_only_when_asked() -> None:
     call = ast.parse("UnitStage(c, w, 2, norm=norm)").body[0].value  # type: ignore[attr-defined]
     assert bound(call, "norm", UnitStage) is None
-    assert bound(call, "norm", UnitStage, spread=True) == ("norm", -1)
-    assert bound(call, "c", UnitStage, spread=True) == ("c_in", -1)
+    assert bound(call, "norm", UnitStage, into_kwargs=True) == ("norm", -1)
+    assert bound(call, "c", UnitStage, into_kwargs=True) == ("c_in", -1)
 
 
 def test_keywords_through_a_stages_unit_kwargs_are_read() -> None:

@@ -130,3 +130,28 @@ def test_a_refused_call_is_named() -> None:
     rep = probe(Outer(), torch.randn(2, 4))
     assert rep.ok and rep.not_replayed
     assert "its call passes a Opaque" in rep.not_replayed[0]
+
+
+class _Sampler(nn.Module):
+    """An energy model's sampler: its forward turns autograd on and differentiates the energy of
+    its input through alike blocks (a JEM's SGLD step)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks = nn.Sequential(*[nn.Sequential(nn.Linear(8, 8), nn.Tanh()) for _ in range(4)])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        with torch.enable_grad():
+            x = x.detach().requires_grad_()
+            energy = self.blocks(x).sum()
+            (g,) = torch.autograd.grad(energy, x)
+        return (x - 0.1 * g).detach()
+
+
+def test_blocks_autograd_records_are_run_not_replayed() -> None:
+    # A replayed output is a new tensor no graph joins to the block's inputs: the gradient
+    # above would fail ("not been used in the graph"). Such calls run (``_fake/memo.py``).
+    rep = probe(_Sampler(), torch.randn(2, 8))
+    assert rep.ok and rep.mode == "fake", rep.error
+    assert not any(p.startswith("blocks.") for p in rep.memoised)
+    assert any("autograd" in s for s in rep.not_replayed)

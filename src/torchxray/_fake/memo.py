@@ -105,6 +105,20 @@ class BlockCall:
         self.args, self.kwargs, self.caches, self.index = args, kwargs, caches, index
 
 
+_RECORDED = (
+    "the model's forward turns autograd on around it (a replayed output would join no graph)"
+)
+
+
+def _records(block: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether autograd records ``block``'s call: one of its tensor arguments or weights
+    requires a gradient (grad mode is on)."""
+    leaves = pytree.tree_leaves((args, kwargs))
+    if any(isinstance(t, torch.Tensor) and t.requires_grad for t in leaves):
+        return True
+    return any(p.requires_grad for p in block.parameters())
+
+
 class BlockMemo:
     """One memo per fake run, keyed by (signature, input key). Its stubs' calls go through
     `_call`, which runs a block whose key it has no usable entry for (remembering what it did:
@@ -170,6 +184,12 @@ class BlockMemo:
                 self._rehook()
             if key in self._hooked:
                 self.refusals.setdefault(sig, "the forward registered hooks in it (hooks must run)")
+                return original(*args, **kwargs)
+            if torch.is_grad_enabled() and _records(self._blocks[key], args, kwargs):
+                # A forward that turns autograd on inside (``with torch.enable_grad():``, an
+                # energy model's sampler differentiating through its blocks): a replayed output
+                # is a new tensor that no graph joins to the block's inputs and weights.
+                self.refusals.setdefault(sig, _RECORDED)
                 return original(*args, **kwargs)
             return self._call(path, sig, index, original, args, kwargs)
 

@@ -116,11 +116,11 @@ def _gathered(node: ast.AST, stmt: ast.AST | None, up: dict[ast.AST, ast.AST]) -
 
 
 def bound(
-    call: ast.Call, what: ast.AST | str, callee: Any, spread: bool = False
+    call: ast.Call, what: ast.AST | str, callee: Any, into_kwargs: bool = False
 ) -> tuple[str, int] | None:
     """The parameter of ``callee`` that ``call`` hands ``what`` to (a node of the call, or a
     bare name), with its place among the values a ``*args`` parameter collects (-1 for a
-    parameter of its own). With ``spread``, a keyword no parameter takes that ``**kwargs``
+    parameter of its own). With ``into_kwargs``, a keyword no parameter takes that ``**kwargs``
     collects gives its own name (``MoELayer(d, act=act)`` into ``**expert_kw``: ``"act"``)."""
 
     def given(a: ast.AST) -> bool:
@@ -142,7 +142,7 @@ def bound(
         spread = [j for j, p in enumerate(params[: i + 1]) if p.kind == p.VAR_POSITIONAL]
         if spread:
             return params[spread[0]].name, i - spread[0]
-    collects = spread and any(p.kind == p.VAR_KEYWORD for p in params)
+    collects = into_kwargs and any(p.kind == p.VAR_KEYWORD for p in params)
     for k in call.keywords:
         if k.arg is not None and given(k.value) and (k.arg in sig.parameters or collects):
             return k.arg, -1

@@ -323,7 +323,7 @@ class _Reader:
             return
         if callee is None or callee in (getattr, hasattr, print, id, type, super):
             return
-        got = bound(call, node, callee, spread=True)
+        got = bound(call, node, callee, into_kwargs=True)
         if got is not None:
             self._handed_to(call, callee, *got, up)
 
