@@ -42,6 +42,7 @@ from ..values import same_value
 from .divisible import partners
 from .failed import blames, learn, teaches
 from .guide import proposals
+from .held import held_starts
 from .rules.problem import Opening
 from .tuning import (
     BETTER_LOOKS,
@@ -222,7 +223,10 @@ class Search:
 
     def run(self, start: dict[str, Any] | None) -> Try | None:
         """The best build found (None if none built); ``values`` holds its values."""
-        self.values.update(start or {})
+        # A default the constructor kept under another name starts at what it holds (``held.py``).
+        self.values.update(
+            start or held_starts(self.module, self.searched, self.leads.uses, self.fits)
+        )
         for f in self.searched:
             if self.values[f.name] is None and f.required and self.pools[f.name]:
                 self.values[f.name] = self.pools[f.name][0]
