@@ -32,6 +32,7 @@ from . import (  # noqa: F401  (each module fills CASES)
     styles6_r5a,
     styles6_r5b,
     styles7_lead,
+    styles7_r6a,
     styles7_r6b,
 )
 from .case import CASES, Case

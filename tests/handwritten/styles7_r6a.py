@@ -1,0 +1,182 @@
+"""Counts and widths a constructor keeps or joins in its own way: a count kept under a private
+name whose default makes a model many times larger (a dilated audio stack's blocks and taps, a
+graph search cell's nodes), and a width started at one argument that an optional one is added to
+only where it was given (a text classifier's side features, a goal-conditioned policy's goal)."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+
+from .case import args, case, randn, tokens
+
+# --- A dilated audio stack whose counts are kept under private names, large by default ----------
+
+
+class DilatedTap(nn.Module):
+    def __init__(self, channels, dilation):
+        super().__init__()
+        self.filt = nn.Conv1d(channels, channels, 3, padding=dilation, dilation=dilation)
+        self.gate = nn.Conv1d(channels, channels, 3, padding=dilation, dilation=dilation)
+        self.mix = nn.Conv1d(channels, channels, 1)
+
+    def forward(self, x):
+        return x + self.mix(torch.tanh(self.filt(x)) * torch.sigmoid(self.gate(x)))
+
+
+class DilatedAudioStack(nn.Module):
+    def __init__(self, channels, n_classes, blocks=32, taps=12, pool_every=2):
+        super().__init__()
+        self._blocks = blocks
+        self._taps = taps
+        self._pool_every = pool_every
+        self.inp = nn.Conv1d(1, channels, 1)
+        self.stack = nn.ModuleList(
+            [DilatedTap(channels, 2**t) for _ in range(blocks) for t in range(taps)]
+        )
+        self.head = nn.Linear(channels, n_classes)
+
+    def forward(self, wav):
+        h = self.inp(wav)
+        for i, tap in enumerate(self.stack):
+            h = tap(h)
+            if (i + 1) % (self._taps * self._pool_every) == 0:
+                h = nn.functional.avg_pool1d(h, 2)
+        return self.head(h.mean(-1))
+
+
+case(
+    "dilated_stack_private_counts",
+    lambda: DilatedAudioStack(8, 4, blocks=2, taps=2, pool_every=1),
+    args(lambda: randn(2, 1, 32)),
+    edit=("head", {"bias": False}),
+    styles="counts kept under private names, a default many times larger than the model",
+)
+
+# --- A graph search cell stack whose node count is kept under a private name -------------------
+
+
+class EdgeMix(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.ops = nn.ModuleList(
+            [nn.Linear(d, d), nn.Sequential(nn.LayerNorm(d), nn.Linear(d, d)), nn.Identity()]
+        )
+
+    def forward(self, x, w):
+        return sum(wi * op(x) for wi, op in zip(w, self.ops))
+
+
+class GraphSearchCell(nn.Module):
+    def __init__(self, d, nodes):
+        super().__init__()
+        self._nodes = nodes
+        self.edges = nn.ModuleList([EdgeMix(d) for i in range(nodes) for _ in range(i + 1)])
+
+    def forward(self, x, w):
+        states = [x]
+        k = 0
+        for i in range(self._nodes):
+            states.append(sum(self.edges[k + j](h, w[k + j]) for j, h in enumerate(states)))
+            k += i + 1
+        return states[-1]
+
+
+class GraphSearchNet(nn.Module):
+    def __init__(self, d_in, d, n_out, cells, nodes=14, width_mult=2):
+        super().__init__()
+        self._nodes = nodes
+        self._mult = width_mult
+        self.embed = nn.Linear(d_in, d * width_mult)
+        self.cells = nn.ModuleList([GraphSearchCell(d * width_mult, nodes) for _ in range(cells)])
+        self.out = nn.Linear(d * width_mult, n_out)
+        n_edges = nodes * (nodes + 1) // 2
+        self.register_buffer("alphas", torch.zeros(n_edges, 3))
+
+    def forward(self, x):
+        w = torch.softmax(self.alphas, -1)
+        h = self.embed(x)
+        for c in self.cells:
+            h = c(h, w)
+        return self.out(h.mean(1))
+
+
+case(
+    "graph_search_private_nodes",
+    lambda: GraphSearchNet(5, 4, 3, cells=2, nodes=2, width_mult=1),
+    args(lambda: randn(2, 7, 5)),
+    edit=("out", {"bias": False}),
+    styles="a node count kept under a private name, the default a cell of many more edges",
+)
+
+# --- A text classifier whose side features widen its recurrent input only where given ----------
+
+
+class SideFeatureClassifier(nn.Module):
+    def __init__(self, vocab, emb_dim=64, n_side=None, hidden=32, n_cls=3):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, emb_dim)
+        rnn_in = emb_dim
+        if n_side is not None:
+            rnn_in += n_side
+        self.has_side = n_side is not None
+        self.scorers = nn.ModuleList([nn.Linear(rnn_in, 1) for _ in range(n_cls)])
+        self.rnn = nn.GRU(rnn_in, hidden, batch_first=True)
+        self.cls = nn.Linear(hidden, n_cls)
+
+    def forward(self, ids, side):
+        h = self.embed(ids)
+        h = torch.cat([h, side.unsqueeze(1).expand(-1, h.shape[1], -1)], -1)
+        w = torch.softmax(torch.cat([s(h) for s in self.scorers], -1).mean(-1), 1)
+        return self.cls(self.rnn(h * w.unsqueeze(-1))[0][:, -1])
+
+
+case(
+    "side_features_optional_width",
+    lambda: SideFeatureClassifier(30, emb_dim=12, n_side=5, hidden=10, n_cls=4),
+    args(lambda: tokens(2, 6, vocab=30), lambda: randn(2, 5)),
+    edit=("cls", {"bias": False}),
+    styles="a width started at one argument, an optional one added where it was given",
+)
+
+# --- A goal-conditioned policy whose goal widens the trunk only where given -------------------
+
+
+class FiLMBlock(nn.Module):
+    def __init__(self, cond, hidden):
+        super().__init__()
+        self.film = nn.Linear(cond, 2 * hidden)
+        self.fc = nn.Linear(hidden, hidden)
+
+    def forward(self, h, c):
+        scale, shift = self.film(c).chunk(2, -1)
+        return h + torch.relu(self.fc(h) * (1 + scale) + shift)
+
+
+class GoalPolicy(nn.Module):
+    def __init__(self, obs_dim, act_dim, feat=48, goal_dim=None, hidden=64, n_blocks=4):
+        super().__init__()
+        f = feat
+        self.encoder = nn.Sequential(nn.Linear(obs_dim, f), nn.ELU())
+        trunk_in = f
+        if goal_dim:
+            trunk_in = trunk_in + goal_dim
+        self.inp = nn.Linear(obs_dim, hidden)
+        self.blocks = nn.ModuleList([FiLMBlock(trunk_in, hidden) for _ in range(n_blocks)])
+        self.mu = nn.Linear(hidden, act_dim)
+
+    def forward(self, obs, goal):
+        c = torch.cat([self.encoder(obs), goal], -1)
+        h = self.inp(obs)
+        for b in self.blocks:
+            h = b(h, c)
+        return self.mu(h)
+
+
+case(
+    "goal_policy_optional_width",
+    lambda: GoalPolicy(11, 3, feat=16, goal_dim=4, hidden=24, n_blocks=3),
+    args(lambda: randn(2, 11), lambda: randn(2, 4, seed=1)),
+    edit=("mu", {"bias": False}),
+    styles="a width started at a local name for one argument, an optional one added if given",
+)
