@@ -69,6 +69,7 @@ from . import (
     rounded_float,
     scaled_float,
     stage_flags,
+    table_scale,
     unset_width,
     whole_factor,
     width_factor,
@@ -105,6 +106,7 @@ NAMED: tuple[tuple[str, Propose], ...] = (
     ("grid_pair", grid_pair.propose),
     ("scaled_float", scaled_float.propose),
     ("rounded_float", rounded_float.propose),
+    ("table_scale", table_scale.propose),
 )
 
 # The changes a difference allows without naming a value; factories last (a child form each).
