@@ -180,3 +180,159 @@ case(
     edit=("mu", {"bias": False}),
     styles="a width started at a local name for one argument, an optional one added if given",
 )
+
+# --- A keyword spotter whose widths are a table scaled by a float, rounded to a multiple --------
+
+KWS_STAGES = [(16, 1), (24, 2), (32, 2), (48, 1)]  # (width, stride)
+
+
+def _round_to(v, divisor):
+    return max(divisor, int(v + divisor / 2) // divisor * divisor)
+
+
+class KeywordSpotter(nn.Module):
+    def __init__(self, n_keywords, alpha=1.0, divisor=4):
+        super().__init__()
+        layers = []
+        c_in = 1
+        for width, stride in KWS_STAGES:
+            c_out = _round_to(width * alpha, divisor)
+            layers += [nn.Conv2d(c_in, c_out, 3, stride, 1), nn.BatchNorm2d(c_out), nn.ReLU()]
+            c_in = c_out
+        self.body = nn.Sequential(*layers)
+        self.fc = nn.Linear(c_in, n_keywords)
+
+    def forward(self, spec):
+        return self.fc(self.body(spec).mean((2, 3)))
+
+
+case(
+    "keyword_spotter_scaled_table",
+    lambda: KeywordSpotter(6, alpha=0.5),
+    args(lambda: randn(2, 1, 20, 16)),
+    edit=("fc", {"bias": False}),
+    styles="a module table of widths scaled by a float and rounded to a multiple",
+)
+
+# --- A tabular MLP whose hidden sizes are written in the constructor and scaled ----------------
+
+
+class ScaledTabularMLP(nn.Module):
+    def __init__(self, d_in, d_out, scale=1.0):
+        super().__init__()
+        sizes = [256, 128, 64]
+        dims = [d_in] + [max(8, round(h * scale)) for h in sizes]
+        self.hidden = nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims[:-1], dims[1:]))
+        self.out = nn.Linear(dims[-1], d_out)
+
+    def forward(self, x):
+        for layer in self.hidden:
+            x = torch.relu(layer(x))
+        return self.out(x)
+
+
+case(
+    "tabular_mlp_scaled_sizes",
+    lambda: ScaledTabularMLP(9, 2, scale=0.125),
+    args(lambda: randn(3, 9)),
+    edit=("out", {"bias": False}),
+    styles="widths written in the constructor scaled by a float",
+)
+
+# --- Presets in a dict beside the class, chosen by a key -----------------------------------------
+
+ENCODER_PRESETS = {
+    "tiny": {"dim": 16, "depth": 2, "heads": 2},
+    "small": {"dim": 32, "depth": 4, "heads": 4},
+    "base": {"dim": 64, "depth": 8, "heads": 8},
+}
+
+
+class PresetEncoder(nn.Module):
+    def __init__(self, vocab, preset):
+        super().__init__()
+        cfg = ENCODER_PRESETS[preset]
+        self.embed = nn.Embedding(vocab, cfg["dim"])
+        self.layers = nn.ModuleList(
+            nn.TransformerEncoderLayer(cfg["dim"], cfg["heads"], 2 * cfg["dim"], batch_first=True)
+            for _ in range(cfg["depth"])
+        )
+
+    def forward(self, ids):
+        h = self.embed(ids)
+        for layer in self.layers:
+            h = layer(h)
+        return h
+
+
+case(
+    "preset_encoder_table_key",
+    lambda: PresetEncoder(40, "tiny"),
+    args(lambda: tokens(2, 5, vocab=40)),
+    edit=("embed", {"max_norm": 1.0}),
+    styles="a string key of a module-level table of presets",
+)
+
+RESNET_DEPTHS = {10: (1, 1, 1), 14: (2, 2, 1), 18: (3, 3, 1)}
+
+
+class BasicStage(nn.Module):
+    def __init__(self, c_in, c_out, n):
+        super().__init__()
+        self.convs = nn.Sequential(
+            *[nn.Conv1d(c_in if i == 0 else c_out, c_out, 3, padding=1) for i in range(n)]
+        )
+
+    def forward(self, x):
+        return torch.relu(self.convs(x))
+
+
+class DepthKeyedResNet1d(nn.Module):
+    def __init__(self, depth, n_classes, width=8):
+        super().__init__()
+        blocks = RESNET_DEPTHS[depth]
+        self.stages = nn.Sequential(
+            BasicStage(1, width, blocks[0]),
+            BasicStage(width, 2 * width, blocks[1]),
+            BasicStage(2 * width, 4 * width, blocks[2]),
+        )
+        self.fc = nn.Linear(4 * width, n_classes)
+
+    def forward(self, x):
+        return self.fc(self.stages(x).mean(-1))
+
+
+case(
+    "depth_keyed_resnet1d",
+    lambda: DepthKeyedResNet1d(14, 3),
+    args(lambda: randn(2, 1, 24)),
+    edit=("fc", {"bias": False}),
+    styles="a whole-number key of a module-level table of block counts",
+)
+
+FRONTENDS = {8000: (20, 2), 16000: (40, 3), 22050: (64, 3)}  # sample rate -> (n_mels, n_convs)
+
+
+class RateKeyedFrontend(nn.Module):
+    def __init__(self, sample_rate, d_model, n_tokens):
+        super().__init__()
+        n_mels, n_convs = FRONTENDS[sample_rate]
+        self.convs = nn.Sequential(
+            *[
+                nn.Conv1d(n_mels if i == 0 else d_model, d_model, 3, padding=1)
+                for i in range(n_convs)
+            ]
+        )
+        self.proj = nn.Linear(d_model, n_tokens)
+
+    def forward(self, mels):
+        return self.proj(self.convs(mels).transpose(1, 2))
+
+
+case(
+    "rate_keyed_frontend",
+    lambda: RateKeyedFrontend(8000, 12, 7),
+    args(lambda: randn(2, 20, 15)),
+    edit=("proj", {"bias": False}),
+    styles="a sample rate keying a module-level table of front-end sizes",
+)

@@ -18,8 +18,8 @@ from ..._signature import resolve, source_tree
 
 __all__ = [
     "NUMBER_OPS", "Code", "annotation_of", "attrs_of", "bound", "code_of", "conditional",
-    "constant_index", "counted", "func_name", "is_name", "other_operand", "ranged",
-    "rebound_literals",
+    "constant_index", "counted", "func_name", "global_table", "is_name", "other_operand",
+    "ranged", "rebound_literals",
     "kept_items", "kept_under", "names_of", "offset_of", "param_names", "resolved", "table_of",
     "truth_test",
 ]  # fmt: skip
@@ -161,6 +161,32 @@ def table_of(node: ast.AST, scope: dict[str, Any]) -> tuple[tuple[Any, ...], tup
         keys.append(k.value)
         values.append(resolved(v, scope) if v is not None else None)
     return tuple(keys), tuple(values)
+
+
+_TABLE_KEYS = (bool, int, float, str)
+MAX_TABLE = 64  # keys of a module's own table of configurations read as a parameter's choices
+
+
+def global_table(node: ast.AST, code: Code) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """The keys and values of a dict the constructor's module defines (``configs[net_size]``,
+    ``configs = {0.5: {...}, 1: {...}}`` beside the class), where ``node`` names one no local
+    name shadows, its keys are plain constants and no two of its entries are equal; ``((), ())``
+    otherwise."""
+    if not isinstance(node, ast.Name) or node.id in code.stores:
+        return (), ()
+    table = code.scope.get(node.id)
+    if not isinstance(table, dict) or not 0 < len(table) <= MAX_TABLE:
+        return (), ()
+    if not all(type(k) in _TABLE_KEYS for k in table):
+        return (), ()
+    # Two keys of one entry rebuild alike: neither could be told from the other, so none is read.
+    values = list(table.values())
+    try:
+        if any(a == b for i, a in enumerate(values) for b in values[i + 1 :]):
+            return (), ()
+    except Exception:  # noqa: BLE001 - entries that cannot be compared (arrays): not read
+        return (), ()
+    return tuple(table), tuple(values)
 
 
 def names_of(target: ast.AST) -> tuple[str, ...]:

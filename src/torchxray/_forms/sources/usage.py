@@ -41,6 +41,7 @@ from .code import (
     constant_index,
     counted,
     func_name,
+    global_table,
     is_name,
     kept_items,
     kept_under,
@@ -214,6 +215,8 @@ class _Reader:
                 self.indexed = self.indexed or not conditional(parent, up)
         elif isinstance(parent, ast.Subscript) and parent.slice is node:
             self.table = table_of(local_dict(parent.value, self.code.stores), self.scope)
+            # A table its module defines (``configs[net_size]``): its keys are the choices.
+            self.table = self.table if self.table[0] else global_table(parent.value, self.code)
         elif isinstance(parent, ast.BinOp) and isinstance(parent.op, NUMBER_OPS):
             self.number = True
         elif isinstance(parent, ast.BinOp) and counted(parent, node):
