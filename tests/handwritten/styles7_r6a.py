@@ -336,3 +336,80 @@ case(
     edit=("proj", {"bias": False}),
     styles="a sample rate keying a module-level table of front-end sizes",
 )
+
+# --- Keys popped out of a **kwargs with a default, handed to a layer; the rest handed on -------
+
+
+class SpecEncoder(nn.Module):
+    def __init__(self, n_bins, enc_dim, n_layers=2):
+        super().__init__()
+        self.layers = nn.Sequential(
+            *[
+                nn.Conv1d(n_bins if i == 0 else enc_dim, enc_dim, 3, padding=1)
+                for i in range(n_layers)
+            ]
+        )
+
+    def forward(self, x):
+        return self.layers(x)
+
+
+class MaskHead(nn.Module):
+    def __init__(self, enc_dim, n_bins, squash=True):
+        super().__init__()
+        self.proj = nn.Conv1d(enc_dim, n_bins, 1)
+        self.squash = nn.Sigmoid() if squash else nn.Identity()
+
+    def forward(self, h):
+        return self.squash(self.proj(h))
+
+
+class PoppedDenoiser(nn.Module):
+    def __init__(self, n_fft=64, **opts):
+        super().__init__()
+        bins = n_fft // 2 + 1
+        enc_dim = opts.pop("enc_dim", 32)
+        self.encoder = SpecEncoder(bins, enc_dim, opts.pop("enc_layers", 2))
+        self.head = MaskHead(enc_dim, bins, **opts)
+
+    def forward(self, spec):
+        return spec * self.head(self.encoder(spec))
+
+
+case(
+    "denoiser_popped_kwargs",
+    lambda: PoppedDenoiser(16, enc_dim=12, enc_layers=3, squash=False),
+    args(lambda: randn(2, 9, 10)),
+    edit=("head.proj", {"bias": False}),
+    styles="keys popped out of a **kwargs with defaults and handed to a layer, the rest handed on",
+)
+
+
+class ItemTower(nn.Module):
+    def __init__(self, n_items, hidden, out_dim=8, dropout=0.0):
+        super().__init__()
+        self.embed = nn.Embedding(n_items, hidden)
+        self.mlp = nn.Sequential(nn.Linear(hidden, hidden), nn.ReLU(), nn.Dropout(dropout))
+        self.out = nn.Linear(hidden, out_dim)
+
+    def forward(self, ids):
+        return self.out(self.mlp(self.embed(ids)))
+
+
+class PoppedTwoTower(nn.Module):
+    def __init__(self, n_users, n_items, **cfg):
+        super().__init__()
+        self.item = ItemTower(n_items, cfg.pop("item_hidden", 64), **cfg)
+        self.user = nn.Sequential(nn.Embedding(n_users, self.item.out.out_features))
+
+    def forward(self, users, items):
+        return (self.user(users) * self.item(items)).sum(-1)
+
+
+case(
+    "two_tower_popped_kwargs",
+    lambda: PoppedTwoTower(15, 25, item_hidden=20, out_dim=6, dropout=0.1),
+    args(lambda: tokens(4, vocab=15), lambda: tokens(4, vocab=25, seed=1)),
+    edit=("item.out", {"bias": False}),
+    styles="a key popped out of a **kwargs as a layer's argument, the rest spread into the same call",
+)

@@ -102,6 +102,7 @@ from .nested import Group, namespace, nest
 from .passed import holders, memoized
 from .per_key import alike as per_key_alike
 from .pools import candidates
+from .popped import popped
 from .scan import LIVE
 from .usage import Usage, usage
 from .usage import fits as uses_fit
@@ -387,6 +388,8 @@ def leads(d: Draft, ceiling: float, child: Child) -> Leads:
     if spread is not None:
         kept = named.get(spread.name) or handed(cls, module, spread.name, child)
         kept = kept or kept_whole(module, usage(cls, spread.name))  # self.kwargs = kwargs
+        # Keys popped out of it and handed to a layer of their own (``popped.py``).
+        kept = {**popped(cls, module, spread.name, child), **(kept or {})} or kept
     once = memoized(child)  # a layer's form read once for every argument handed to it
     pools = {
         f.name: candidates(module, f, functools.partial(may_try, infos, f), child, once)
