@@ -413,3 +413,90 @@ case(
     edit=("item.out", {"bias": False}),
     styles="a key popped out of a **kwargs as a layer's argument, the rest spread into the same call",
 )
+
+# --- A **kwargs handed on whole, as one dict, to a block that spreads it -----------------------
+
+
+class EdgeMLP(nn.Module):
+    def __init__(self, d_in, d_out, k=8, aggr_hidden=32):
+        super().__init__()
+        self.k = k
+        self.mlp = nn.Sequential(
+            nn.Linear(2 * d_in, aggr_hidden), nn.ReLU(), nn.Linear(aggr_hidden, d_out)
+        )
+
+    def forward(self, x):
+        d = torch.cdist(x, x)
+        idx = d.topk(min(self.k, x.shape[1]), largest=False).indices
+        nb = torch.gather(
+            x.unsqueeze(1).expand(-1, x.shape[1], -1, -1),
+            2,
+            idx.unsqueeze(-1).expand(-1, -1, -1, x.shape[-1]),
+        )
+        center = x.unsqueeze(2).expand_as(nb)
+        return self.mlp(torch.cat([center, nb - center], -1)).amax(2)
+
+
+class PointGraphLayer(nn.Module):
+    def __init__(self, d_in, d_out, conv_opts: dict):
+        super().__init__()
+        self.conv = EdgeMLP(d_in, d_out, **conv_opts)
+        self.norm = nn.LayerNorm(d_out)
+
+    def forward(self, x):
+        return self.norm(self.conv(x))
+
+
+class PointGraphNet(nn.Module):
+    def __init__(self, d_in, d, n_layers, n_classes, **conv_opts):
+        super().__init__()
+        self.layers = nn.ModuleList(
+            [PointGraphLayer(d_in if i == 0 else d, d, conv_opts) for i in range(n_layers)]
+        )
+        self.head = nn.Linear(d, n_classes)
+
+    def forward(self, pts):
+        for layer in self.layers:
+            pts = layer(pts)
+        return self.head(pts.mean(1))
+
+
+case(
+    "point_graph_kwargs_dict_handed",
+    lambda: PointGraphNet(3, 12, 2, 4, k=3, aggr_hidden=10),
+    args(lambda: randn(2, 6, 3)),
+    edit=("head", {"bias": False}),
+    styles="a **kwargs handed whole as a dict to a block that spreads it into its layer",
+)
+
+
+class UpStage(nn.Module):
+    def __init__(self, c_in, c_out, up_kwargs):
+        super().__init__()
+        self.up = nn.ConvTranspose2d(c_in, c_out, **up_kwargs)
+        self.act = nn.GELU()
+
+    def forward(self, x):
+        return self.act(self.up(x))
+
+
+class StagedDecoder(nn.Module):
+    def __init__(self, z_dim, widths=(32, 16), **up_kwargs):
+        super().__init__()
+        chans = [z_dim, *widths]
+        self.stages = nn.Sequential(
+            *[UpStage(a, b, up_kwargs) for a, b in zip(chans[:-1], chans[1:])]
+        )
+        self.to_rgb = nn.Conv2d(chans[-1], 3, 1)
+
+    def forward(self, z):
+        return self.to_rgb(self.stages(z))
+
+
+case(
+    "decoder_up_kwargs_dict_handed",
+    lambda: StagedDecoder(8, (12, 6), kernel_size=4, stride=2, padding=1),
+    args(lambda: randn(2, 8, 3, 3)),
+    edit=("to_rgb", {"bias": False}),
+    styles="a **kwargs of a torch layer's keywords handed whole to each stage as a dict",
+)

@@ -93,6 +93,7 @@ from .branches import tested
 from .called import file_factories
 from .factory import started_from
 from .handed import handed, kept_whole, spread_bare, spread_calls
+from .kwargs_whole import handed_whole
 from .layout import Layout
 from .layout import read as read_layout
 from .literals import compared_strings
@@ -388,6 +389,8 @@ def leads(d: Draft, ceiling: float, child: Child) -> Leads:
     if spread is not None:
         kept = named.get(spread.name) or handed(cls, module, spread.name, child)
         kept = kept or kept_whole(module, usage(cls, spread.name))  # self.kwargs = kwargs
+        # Handed whole, as one dict, to a block's parameter (``kwargs_whole.py``).
+        kept = kept or handed_whole(cls, module, spread.name, child)
         # Keys popped out of it and handed to a layer of their own (``popped.py``).
         kept = {**popped(cls, module, spread.name, child), **(kept or {})} or kept
     once = memoized(child)  # a layer's form read once for every argument handed to it
