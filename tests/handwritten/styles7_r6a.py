@@ -500,3 +500,50 @@ case(
     edit=("to_rgb", {"bias": False}),
     styles="a **kwargs of a torch layer's keywords handed whole to each stage as a dict",
 )
+
+# --- A stack count the pools offer wide numbers for, beside a floored width ---------------------
+
+
+class MixerBlock1d(nn.Module):
+    def __init__(self, d, expansion=2, kernel=5):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(d)
+        self.dw = nn.Conv1d(d, d, kernel, padding=kernel // 2, groups=d)
+        self.norm2 = nn.LayerNorm(d)
+        self.up = nn.Linear(d, expansion * d)
+        self.act = nn.GELU()
+        self.down = nn.Linear(expansion * d, d)
+        self.drop = nn.Dropout(0.1)
+
+    def forward(self, x):
+        x = x + self.dw(self.norm1(x).transpose(1, 2)).transpose(1, 2)
+        return x + self.drop(self.down(self.act(self.up(self.norm2(x)))))
+
+
+class StridedSensorNet(nn.Module):
+    def __init__(self, n_classes, n_channels=64, d=96, n_blocks=4, **block_kwargs):
+        super().__init__()
+        self.stem = nn.Sequential(
+            nn.Conv1d(1, d, 3, stride=2), nn.GELU(), nn.Conv1d(d, d, 3, stride=2)
+        )
+        reduced = d * (((n_channels - 1) // 2 - 1) // 2)
+        self.proj = nn.Linear(reduced, d)
+        self.blocks = nn.ModuleList(MixerBlock1d(d, **block_kwargs) for _ in range(n_blocks))
+        self.head = nn.Linear(d, n_classes)
+
+    def forward(self, x):  # (batch, time, channels)
+        b, t, c = x.shape
+        h = self.stem(x.reshape(b * t, 1, c)).reshape(b, t, -1)
+        h = self.proj(h)
+        for blk in self.blocks:
+            h = blk(h)
+        return self.head(h.mean(1))
+
+
+case(
+    "strided_sensor_count_cut",
+    lambda: StridedSensorNet(5, n_channels=30, d=36, n_blocks=2, expansion=3, kernel=3),
+    args(lambda: randn(2, 6, 30)),
+    edit=("head", {"bias": False}),
+    styles="a loop's count offered wide numbers whose builds are cut, beside a floored width",
+)

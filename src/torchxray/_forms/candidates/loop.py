@@ -388,12 +388,23 @@ class Search:
             key=lambda f: (f.name not in counts, not f.required, _rank(f, self.pools)),
         )
         for f in order:
+            # The smallest whole number of a loop's count (``range(num_layers)``: ``Usage.counts``)
+            # whose build was cut for its size: a count makes more parts as it grows, so a larger
+            # one is cut too (a stack's depth offered the widths 192 and 432 after 24 was cut:
+            # each cut build costs as much as the parts it made before it).
+            use = self.leads.uses.get(f.name)
+            counted = use is not None and bool(use.counts)
+            cut: int | None = None
             for c in self.pools[f.name]:
+                if type(c) is int and cut is not None and c > cut:
+                    continue
                 if same_value(c, self.values[f.name]) or self.tried({f.name: c}):
                     continue
                 if self._late():
                     break
                 got = self.build({**self.values, f.name: c})
+                if got is None and counted and self.reached == -1 and type(c) is int:
+                    cut = c if cut is None else min(cut, c)
                 if got is not None and (best is None or got.score < best.score):
                     return ({f.name: c}, got)
                 # So is one that fails as far, for another reason the message explains (a
