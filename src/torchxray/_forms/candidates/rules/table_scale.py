@@ -10,7 +10,9 @@ fraction near it (``q`` up to ``MAX_DENOMINATOR``: the 0.5, 0.75, 1.4 that paper
 then the ratio itself. Rounding to a multiple makes the ratio approximate: a wrong try is
 refused by the rebuild, and a float a hair away that rebuilds as exactly is flagged by the
 settling (``ambiguous.py``). Only a float the constructor multiplies by another value
-(``Usage.scales``) that it hands to no layer itself. Example: a MobileNetV2 built with
+(``Usage.scales``) that it hands to no layer itself, and only for a width no field's whole
+number times the float makes (that is ``width_factor.py``'s: a ViT block's ``int(dim *
+mlp_ratio)``, where a fused gate doubles the width and the ratio alone would mislead). Example: a MobileNetV2 built with
 ``width_mult`` 1.0 (a 32-wide stem) against a live 16-wide one: ``width_mult`` 0.5.
 """
 
@@ -22,6 +24,7 @@ from fractions import Fraction
 from typing import Any
 
 from .problem import Problem, may_scale
+from .width_factor import _ROUNDINGS
 
 __all__ = ["propose"]
 
@@ -43,12 +46,16 @@ def propose(p: Problem) -> Iterator[dict[str, Any]]:
     ]
     if not names:
         return
+    values = {**p.seen, **p.values}
+    widths = {v for v in values.values() if type(v) is int and v > 0}
     count = 0
     for b, live in p.pairs:
         if type(b) is not int or type(live) is not int or b == live or b <= 0 or live <= 0:
             continue
         for name in names:
             x = p.values[name]
+            if any(r(w * x) == b for w in widths for r in _ROUNDINGS):
+                continue  # a field's width times the float: ``width_factor.py`` reads it
             ratio = x * live / b
             simple = float(Fraction(ratio).limit_denominator(MAX_DENOMINATOR))
             for y in dict.fromkeys((simple, ratio)):
