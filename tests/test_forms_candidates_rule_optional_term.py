@@ -1,23 +1,15 @@
-"""A width started at one argument that an optional one is added to only where it was given
-(``_forms/sources/accumulated.py``, ``_forms/candidates/rules/optional_term.py``); the zoo's
-``tests/handwritten/styles7_r6a.py``."""
+"""A width started at one argument, an optional one added where it was given, held by the
+build in the first alone (``_forms/candidates/rules/optional_term.py``; the reading is
+``_forms/sources/accumulated.py``); the zoo's ``tests/handwritten/styles7_r6a.py``."""
 
 from __future__ import annotations
 
 import pytest
 from fixtures.forms import exact as _exact
-from torch import nn
 
 from tests.handwritten.styles7_r6a import GoalPolicy, SideFeatureClassifier
-from torchxray._forms.sources.accumulated import Accumulated, accumulated
 
 pytestmark = pytest.mark.usefixtures("roomy_form_budget")
-
-
-def test_the_width_and_its_optional_term_are_read() -> None:
-    assert accumulated(SideFeatureClassifier) == (Accumulated("rnn_in", "emb_dim", "n_side"),)
-    # Through a local name for the argument, the addition written ``w = w + x``.
-    assert accumulated(GoalPolicy) == (Accumulated("trunk_in", "feat", "goal_dim"),)
 
 
 def test_the_start_and_the_optional_term_move_together() -> None:
@@ -30,29 +22,3 @@ def test_the_start_and_the_optional_term_move_together() -> None:
 def test_an_optional_term_left_out_stays_none() -> None:
     f = _exact(GoalPolicy(11, 3, feat=16, hidden=24, n_blocks=3))
     assert (f["feat"].value, f["goal_dim"].value) == (16, None)
-
-
-class Else(nn.Module):
-    def __init__(self, a, b=None):
-        super().__init__()
-        w = a
-        if b is not None:
-            w += b
-        else:
-            w += 1  # not only the optional term: no reading
-        self.fc = nn.Linear(w, 2)
-
-
-class Twice(nn.Module):
-    def __init__(self, a, b=None):
-        super().__init__()
-        w = a
-        w = 2 * a  # started twice: no single start
-        if b is not None:
-            w += b
-        self.fc = nn.Linear(w, 2)
-
-
-def test_other_shapes_are_not_read() -> None:
-    assert accumulated(Else) == ()
-    assert accumulated(Twice) == ()

@@ -57,7 +57,11 @@ the search (stage 3) starts from, by the sources that read the module's surround
   changed first too), two arguments checked equal (``asserted.py``: the search moves them
   together), one value or a dict of one per part read back off each part's layer
   (``per_key.py``), names that choose which layers are another kind (``chosen.py``), a config member handed on whole
-  (``members_handed.py``) and a ``**kwargs`` handed to a torch base (``base_init.py``);
+  (``members_handed.py``), a ``**kwargs`` handed to a torch base (``base_init.py``), keys
+  popped out of a ``**kwargs`` and handed to a layer (``popped.py``), a ``**kwargs`` handed
+  whole as one dict to a block's parameter (``kwargs_whole.py``) and a width started at one
+  argument that an optional one is added to where given (``accumulated.py``: a search's rule
+  moves both);
 - ``periods.py``, the period of a stack whose every k-th item holds other children;
 - ``children.py`` and the readers beside it, the children's structure: widths, kernel sizes,
   per-stage lists, block descriptions, a network's layers, the module's place;

@@ -14,7 +14,9 @@ tries at most ``GUIDED_TRIES`` per build (``_forms/candidates/tuning.py``), so t
 2. ``NAMED``: the values the difference names (the live number, string, class, keyword), cheap
    and most often right;
 3. derived widths: moves of a few fields together, before the generic single changes (a width
-   moved alone is often a step away);
+   moved alone is often a step away); a width's start argument with the optional one added to
+   it where given (``optional_term.py``: it reads only that shape, so it costs no other search
+   a try);
 4. the ``NAMED`` rules again on the members of a dataclass argument, one member at a time;
 5. ``UNNAMED``: changes the difference allows without naming a value (flags, None, defaults),
    then factories, last, as each costs a child form; and on the members again;
