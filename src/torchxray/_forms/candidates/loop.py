@@ -127,6 +127,7 @@ class Search:
         self.scale = len(self.live.items)
         self.small = small(module)
         self.builds, self.error, self.reached, self.cut, self.largest = 0, "", 0, False, 0
+        self.too_big = False  # the last failed build was cut for its size
         self.by_name = {f.name: f for f in searched}
         self.known = {f.name: f.value for f in fields if f.name not in self.by_name}
         # Its own copy of each field's candidates: what a failed build teaches is added to it.
@@ -184,6 +185,7 @@ class Search:
             # zero at its first layer). One cut for time or work got nowhere that counts.
             cut = isinstance(e, TooBig) and type(e) is not TooBig
             self.reached = -1 if cut else count.modules
+            self.too_big = isinstance(e, TooBig)  # cut for its size (``candidate``)
             if isinstance(e, PastDeadline) or self.budget.past_ceiling():
                 self.budget.stop()  # the safety ceiling: the form says so
             first_cut = self.builds == 1 and isinstance(e, (PastDeadline, OverBudget))
@@ -394,17 +396,17 @@ class Search:
             # each cut build costs as much as the parts it made before it).
             use = self.leads.uses.get(f.name)
             counted = use is not None and bool(use.counts)
-            cut: int | None = None
+            smallest: int | None = None
             for c in self.pools[f.name]:
-                if type(c) is int and cut is not None and c > cut:
+                if type(c) is int and smallest is not None and c > smallest:
                     continue
                 if same_value(c, self.values[f.name]) or self.tried({f.name: c}):
                     continue
                 if self._late():
                     break
                 got = self.build({**self.values, f.name: c})
-                if got is None and counted and self.reached == -1 and type(c) is int:
-                    cut = c if cut is None else min(cut, c)
+                if got is None and counted and self.too_big and type(c) is int:
+                    smallest = c if smallest is None else min(smallest, c)
                 if got is not None and (best is None or got.score < best.score):
                     return ({f.name: c}, got)
                 # So is one that fails as far, for another reason the message explains (a
