@@ -35,9 +35,9 @@ import textwrap
 import types
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeGuard
 
-from ._signature_keys import own_keywords, with_keywords
+from ._signature_keys import from_ast, own_keywords, with_keywords
 
 __all__ = ["SignatureUnknown", "original", "resolve", "source_tree"]
 
@@ -111,7 +111,7 @@ def _init_from(mro: tuple[type, ...]) -> inspect.Signature:
             return _joined(_drop_first(sig), _init_from(mro[at + 1 :]))
         if not _opaque(sig):
             return _drop_first(sig)
-        own_keys = own_keywords(init)
+        own_keys = _own_keys(init)
         parent = _init_from(mro[at + 1 :]) if own_keys is not None else None
         if own_keys and parent is not None and set(own_keys) - set(parent.parameters):
             # ``super().__init__(*args, **kwargs)`` after reading keywords of its own out of
@@ -164,29 +164,9 @@ def _from_source(klass: type, why: str) -> inspect.Signature:
     if not defs:
         raise SignatureUnknown(f"{why}, and the source of {_name(klass)} has no def __init__")
     try:
-        return _from_ast(defs[-1].args)  # the last def in a class body is the one that counts
+        return from_ast(defs[-1].args)  # the last def in a class body is the one that counts
     except ValueError as e:
         raise SignatureUnknown(f"{why}, and in its source's def __init__ {e}") from None
-
-
-def _from_ast(a: ast.arguments) -> inspect.Signature:
-    def param(arg: ast.arg, kind: Any, d: ast.expr | None = None) -> inspect.Parameter:
-        try:
-            default = _P.empty if d is None else ast.literal_eval(d)
-        except ValueError:
-            said = ast.unparse(d) if d is not None else ""
-            raise ValueError(f"the default of {arg.arg} ({said}) is not a literal") from None
-        ann = _P.empty if arg.annotation is None else ast.unparse(arg.annotation)
-        return _P(arg.arg, kind, default=default, annotation=ann)
-
-    positional = [*a.posonlyargs, *a.args]
-    defaults = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
-    kinds = [_P.POSITIONAL_ONLY] * len(a.posonlyargs) + [_P.POSITIONAL_OR_KEYWORD] * len(a.args)
-    params = [param(x, k, d) for x, k, d in zip(positional, kinds, defaults)]
-    params += [param(a.vararg, _P.VAR_POSITIONAL)] if a.vararg else []
-    params += [param(x, _P.KEYWORD_ONLY, d) for x, d in zip(a.kwonlyargs, a.kw_defaults)]
-    params += [param(a.kwarg, _P.VAR_KEYWORD)] if a.kwarg else []
-    return inspect.Signature(params)
 
 
 # --- callables ---------------------------------------------------------------------------------
@@ -361,17 +341,40 @@ def _hands_on(func: Any, name: str, lead: bool = True) -> bool:
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and node.id in (star, dstar):
             uses += 1
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr == name
-            and isinstance(node.func.value, ast.Call)
-            and isinstance(node.func.value.func, ast.Name)
-            and node.func.value.func.id == "super"
-            and _hands_all(node, star, dstar, leads - {"self"})
-        ):
+        if _super_call(node, name) and _hands_all(node, star, dstar, leads - {"self"}):
             hits += 1
     return hits == 1 and uses == (star is not None) + (dstar is not None)
+
+
+def _super_call(node: ast.AST, name: str) -> TypeGuard[ast.Call]:
+    """``node`` is a call ``super().<name>(...)``."""
+    f = getattr(node, "func", None)
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(f, ast.Attribute)
+        and f.attr == name
+        and isinstance(f.value, ast.Call)
+        and _name_id(f.value.func) == "super"
+    )
+
+
+def _own_keys(func: Any) -> dict[str, Any] | None:
+    """The keywords ``func`` reads out of its own ``**kwargs`` before its one
+    ``super().__init__(*args, **kwargs)`` (``_signature_keys.py``), or None."""
+    if not isinstance(func, types.FunctionType):
+        return None
+    tree = _def_of(func)
+    if tree is None:
+        return None
+    star, dstar, _ = _stars(tree)
+    if dstar is None:
+        return None
+    hands = [
+        n
+        for n in ast.walk(tree)
+        if _super_call(n, "__init__") and _hands_all(n, star, dstar, set())
+    ]
+    return own_keywords(tree, star, dstar, hands[0]) if len(hands) == 1 else None
 
 
 @functools.lru_cache(maxsize=512)

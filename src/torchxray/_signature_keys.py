@@ -1,4 +1,6 @@
-"""The keywords a torch layer's subclass reads out of its own ``**kwargs`` before handing the
+"""What a constructor's ``def`` says without running it, for the resolver (``_signature.py``): its
+parameters as its source spells them (``from_ast``: a class whose ``__init__`` a decorator hid),
+and the keywords a torch layer's subclass reads out of its own ``**kwargs`` before handing the
 rest, with its ``*args``, to ``super().__init__`` (``kwargs.pop("return_mask", False)``): the
 resolver (``_signature.py``) gives such a class its parent's parameters and those keywords,
 keyword-only. Read from the ``def``'s AST; None wherever the stars are used any other way.
@@ -8,44 +10,49 @@ from __future__ import annotations
 
 import ast
 import inspect
-import types
 from typing import Any
 
-from . import _signature as _sig
-
-__all__ = ["own_keywords", "with_keywords"]
+__all__ = ["from_ast", "own_keywords", "with_keywords"]
 
 _P = inspect.Parameter
 
 
-def own_keywords(func: Any) -> dict[str, Any] | None:
-    """The keywords ``func`` reads out of its ``**kwargs`` by constant keys before handing the
-    rest, with its ``*args``, to ``super().__init__`` (``if "k" in kwargs: self.k = kwargs["k"];
+def from_ast(a: ast.arguments) -> inspect.Signature:
+    """The signature an ``ast.arguments`` spells, its defaults and annotations as written (a
+    default that is no literal raises ValueError naming it)."""
+
+    def param(arg: ast.arg, kind: Any, d: ast.expr | None = None) -> inspect.Parameter:
+        try:
+            default = _P.empty if d is None else ast.literal_eval(d)
+        except ValueError:
+            said = ast.unparse(d) if d is not None else ""
+            raise ValueError(f"the default of {arg.arg} ({said}) is not a literal") from None
+        ann = _P.empty if arg.annotation is None else ast.unparse(arg.annotation)
+        return _P(arg.arg, kind, default=default, annotation=ann)
+
+    positional = [*a.posonlyargs, *a.args]
+    defaults = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
+    kinds = [_P.POSITIONAL_ONLY] * len(a.posonlyargs) + [_P.POSITIONAL_OR_KEYWORD] * len(a.args)
+    params = [param(x, k, d) for x, k, d in zip(positional, kinds, defaults)]
+    params += [param(a.vararg, _P.VAR_POSITIONAL)] if a.vararg else []
+    params += [param(x, _P.KEYWORD_ONLY, d) for x, d in zip(a.kwonlyargs, a.kw_defaults)]
+    params += [param(a.kwarg, _P.VAR_KEYWORD)] if a.kwarg else []
+    return inspect.Signature(params)
+
+
+def own_keywords(
+    tree: ast.AST, star: str | None, dstar: str, hand: ast.Call
+) -> dict[str, Any] | None:
+    """The keywords a ``def`` (``tree``, its stars named ``star`` and ``dstar``) reads out of its
+    ``**kwargs`` by constant keys before handing the rest, with its ``*args``, to
+    ``super().__init__`` in ``hand`` (``if "k" in kwargs: self.k = kwargs["k"];
     kwargs.pop("k")``, ``kwargs.pop("k", d)``, ``kwargs.get("k", d)``), each with its default: the
     one ``pop``/``get`` gives, else the literal its ``else:`` branch sets (the value when the key
     is absent), else none (a key read without a test is required). None where the stars are
-    used otherwise, no key is read, or a tested key has no literal for its absence."""
-    if not isinstance(func, types.FunctionType):
-        return None
-    tree = _sig._def_of(func)
-    if tree is None:
-        return None
-    star, dstar, _ = _sig._stars(tree)
-    if dstar is None:
-        return None
+    used otherwise, no key is read, or a tested key has no literal for its absence. The resolver
+    (``_signature.py``) finds the ``def`` and its one such call."""
     up = {c: n for n in ast.walk(tree) for c in ast.iter_child_nodes(n)}
-    hands = [
-        n
-        for n in ast.walk(tree)
-        if isinstance(n, ast.Call)
-        and isinstance(n.func, ast.Attribute)
-        and n.func.attr == "__init__"
-        and isinstance(n.func.value, ast.Call)
-        and _sig._name_id(n.func.value.func) == "super"
-        and _sig._hands_all(n, star, dstar, set())
-    ]
-    if len(hands) != 1:
-        return None
+    hands = [hand]
     handed = {id(a) for a in ast.walk(hands[0])}
     keys: dict[str, Any] = {}
     tested: dict[str, ast.Compare] = {}

@@ -73,9 +73,7 @@ def _shown(leads: Leads) -> frozenset[str]:
     builds prove those. One handed only to layers of the user's is not: such a layer may keep it
     where no part shows it (a GAN handing ``img_size`` to blocks that read ``int(log2(...))``:
     16 and 24 build alike), so the settling tries it one off as any unshown number."""
-    return frozenset(
-        n for n, u in leads.uses.items() if any(torch_own(h.callee) for h in u.handed)
-    )
+    return frozenset(n for n, u in leads.uses.items() if any(torch_own(h.callee) for h in u.handed))
 
 
 def _widen(fields: list[Field]) -> list[Field]:

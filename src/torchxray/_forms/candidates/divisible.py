@@ -21,7 +21,7 @@ from typing import Any
 
 from ..field import Field
 
-__all__ = ["partners"]
+__all__ = ["partners", "with_partner"]
 
 _DIVISIBLE = re.compile(r"divisib|multiple of|divide", re.IGNORECASE)
 MAX_PAIRS = 4  # builds per value that fails a divisibility check
@@ -59,3 +59,16 @@ def partners(
                 if len(out) >= MAX_PAIRS:
                     return out
     return out
+
+
+def with_partner(search: Any, name: str, c: Any, best: Any) -> Any:
+    """The step of ``search`` (``loop.Search``) where ``c`` for ``name`` failed a divisibility
+    check: ``c`` with another field moved to a value that passes it, where that builds and scores
+    better than ``best``; None else."""
+    for pair in partners(search.error, name, c, search.values, search.pools, search.searched):
+        if search.tried(pair) or search._late():
+            continue
+        got = search.build({**search.values, **pair})
+        if got is not None and (best is None or got.score < best.score):
+            return (pair, got)
+    return None

@@ -39,7 +39,7 @@ from ..rebuild.parts import parts as parts_of
 from ..rebuild.real import Rebuild, small
 from ..sources import Leads
 from ..values import same_value
-from .divisible import partners
+from .divisible import with_partner
 from .failed import blames, learn, teaches
 from .guide import proposals
 from .held import held_starts
@@ -426,20 +426,9 @@ class Search:
                     self._learn({**self.values, f.name: c})
                     return ({f.name: c}, None)
                 if got is None:
-                    pair = self._with_partner(f.name, c, best)
+                    pair = with_partner(self, f.name, c, best)
                     if pair is not None:
                         return pair
-        return None
-
-    def _with_partner(self, name: str, c: Any, best: Try | None) -> Step | None:
-        """``c`` failed a divisibility check: with another field moved to a value that passes
-        it (``divisible.py``), where that builds and scores better."""
-        for pair in partners(self.error, name, c, self.values, self.pools, self.searched):
-            if self.tried(pair) or self._late():
-                continue
-            got = self.build({**self.values, **pair})
-            if got is not None and (best is None or got.score < best.score):
-                return (pair, got)
         return None
 
     def second_look(self, flat: list[tuple[Change, Try]], best: Try) -> Step | None:
