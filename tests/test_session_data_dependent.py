@@ -59,3 +59,25 @@ def test_memory_of_a_data_dependent_training_step_says_how_it_was_measured() -> 
     assert "ran for real on the CPU" in reply["note"] and "aten.nonzero" in reply["note"]
     inference = _ok(s.handle({"kind": "memory", "path": "", "training": False})[0])
     assert "ran for real on the CPU" in inference["note"]
+
+
+class _NormMadeInForward(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.fc(x)
+        return nn.LayerNorm(h.shape[1:]).to(h.device)(h)
+
+
+def test_a_layer_made_and_moved_in_the_forward_is_named_a_fake_limit() -> None:
+    # torch cannot swap the fake weights of a layer made under fake tensors (nn.Module.to()):
+    # the probe names that limit and offers the real probe, which runs it (``_probe/failure.py``).
+    from torchxray import probe
+
+    model = _NormMadeInForward().eval()
+    rep = probe(model, torch.randn(3, 4), mode="fake")
+    if not rep.ok:  # a torch release whose fake tensors can move it runs it
+        assert rep.error.remedy == "real" and "cannot move a layer" in rep.error.headline
+    assert probe(model, torch.randn(3, 4), mode="real").ok

@@ -99,6 +99,15 @@ def localise(
         # The inputs are blamed only for what a forward without torchxray does too.
         hint = OWN_FAILURE
     op = data_dependent_op(exc) if run.mode == "fake" else None
+    moved = run.mode == "fake" and _unswappable(exc)
+    named = ""
+    if op is not None:
+        named = headline(op, run.device.type == "meta")
+    elif moved:
+        named = (
+            "a fake probe cannot move a layer the forward makes (nn.Module.to() swaps its fake "
+            "weights, which torch refuses for tensors made under fake tensors); run a real probe"
+        )
     return ProbeError(
         path=path,
         cls=names.get(path, type(run.model).__name__),
@@ -106,8 +115,20 @@ def localise(
         message=_message(exc, op),
         input_shapes=tuple(i.shape for i in infos if isinstance(i, TensorInfo)),
         hint=hint or _input_hint(exc),
-        remedy="real" if op is not None and run.device.type != "meta" else "",
-        headline="" if op is None else headline(op, run.device.type == "meta"),
+        remedy="real" if (op is not None or moved) and run.device.type != "meta" else "",
+        headline=named,
+    )
+
+
+def _unswappable(exc: BaseException) -> bool:
+    """torch's ``nn.Module._apply`` swaps a fake layer's weights (``torch.utils.swap_tensors``),
+    which fails where the fake-tensor memo holds a weakref to them: a layer made and moved inside
+    the forward (``nn.LayerNorm(x.shape[1:]).to(x.device)(x)``). A limit of fake tensors in this
+    torch, not the model's: the real probe runs it."""
+    return (
+        isinstance(exc, RuntimeError)
+        and str(exc).startswith("_apply(): Couldn't swap")
+        and "weakref" in str(exc.__cause__)
     )
 
 
