@@ -265,7 +265,6 @@ class TemporalFusionTransformer(nn.Module):
 @heldout(
     "tft_variable_selection",
     lambda: ((rand(2, 8, 3), rand(2, 4, 2, seed=1), torch.tensor([0, 2])), {}),
-    edit=("vsn_hist.transformed_inputs.2", {"dropout_rate": 0.3}),
 )
 def build_tft():
     return TemporalFusionTransformer(n_hist_vars=3, n_fut_vars=2, n_static=3)

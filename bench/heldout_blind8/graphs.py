@@ -159,7 +159,6 @@ def _adj(n, p=0.3, seed=0):
 @heldout(
     "gat_by_hand",
     lambda: ((rand(10, 16), _adj(10)), {}),
-    edit=("out_att", {"alpha": 0.1, "dropout": 0.3}),
 )
 def build_gat():
     return GAT(nfeat=16, nhid=8, nclass=4, dropout=0.6, alpha=0.2, nheads=3)

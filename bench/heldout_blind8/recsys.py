@@ -102,7 +102,6 @@ def _sasrec_args():
         ),
         {},
     ),
-    edit=("forward_layers.1", {"dropout_rate": 0.5}),
 )
 def build_sasrec():
     return SASRec(10, 49, _sasrec_args())
@@ -569,7 +568,6 @@ class AutoInt(nn.Module):
 @heldout(
     "autoint",
     lambda: ((_fields(seed=10),), {}),
-    edit=("int_layers.0", {"head_num": 4, "scaling": True}),
 )
 def build_autoint():
     return AutoInt(FIELD_DIMS, embedding_size=16, att_layer_num=2, att_head_num=2)

@@ -537,7 +537,6 @@ class MarbleNet(nn.Module):
 @heldout(
     "marblenet_vad",
     lambda: ((rand(2, 32, 64),), {}),
-    edit=("encoder.2", {"kernel": 7, "activation": "selu"}),
 )
 def build_marblenet():
     return MarbleNet(feat_in=32, num_classes=2)
