@@ -53,6 +53,7 @@ COMPARED = (
     "blind5",
     "blind6",
     "blind7",
+    "blind8",
 )
 EXPLAIN_TIMEOUT_S = 300
 

@@ -27,6 +27,7 @@ FAMILIES: dict[str, Callable[[bool], Iterator[Entry]]] = {
     "blind5": fam_handwritten.blind5_entries,
     "blind6": fam_handwritten.blind6_entries,
     "blind7": fam_handwritten.blind7_entries,
+    "blind8": fam_handwritten.blind8_entries,
 }
 
 # The fixed sample the test suite runs (tests/test_sweep_sample.py): at least one model per
