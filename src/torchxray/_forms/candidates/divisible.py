@@ -64,7 +64,11 @@ def partners(
 def with_partner(search: Any, name: str, c: Any, best: Any) -> Any:
     """The step of ``search`` (``loop.Search``) where ``c`` for ``name`` failed a divisibility
     check: ``c`` with another field moved to a value that passes it, where that builds and scores
-    better than ``best``; None else."""
+    better than ``best``; None else, and while nothing builds yet (``best`` None): there a check
+    failed by a field still at its default is no sign the moved one is right (torchvision's ViT
+    encoder: ``attention_dropout`` moved beside ``num_heads`` at 1 built, and led nowhere)."""
+    if best is None:
+        return None
     for pair in partners(search.error, name, c, search.values, search.pools, search.searched):
         if search.tried(pair) or search._late():
             continue
