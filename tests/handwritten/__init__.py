@@ -34,6 +34,7 @@ from . import (  # noqa: F401  (each module fills CASES)
     styles7_lead,
     styles7_r6a,
     styles7_r6b,
+    styles8_r7a,
 )
 from .case import CASES, Case
 

@@ -46,6 +46,7 @@ from typing import Literal
 from . import (
     branch_layer,
     class_flag,
+    complement,
     depth,
     derived_widths,
     entries,
@@ -107,6 +108,7 @@ NAMED: tuple[tuple[str, Propose], ...] = (
     ("measured", measured.propose),
     ("grid_pair", grid_pair.propose),
     ("scaled_float", scaled_float.propose),
+    ("complement", complement.propose),
     ("rounded_float", rounded_float.propose),
     ("table_scale", table_scale.propose),
 )
