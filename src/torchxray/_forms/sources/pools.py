@@ -53,6 +53,7 @@ from .called import called_factories
 from .chosen import chosen
 from .fills import filled
 from .gathered import gathered
+from .indexed_kept import indexed_kept
 from .inverted import compared_ints, inverted
 from .items import items_of
 from .literals import compared_strings
@@ -377,6 +378,7 @@ def candidates(
     # annotated one keeps the order the readings above were tuned in, its uses' readings last.
     first, pool = ([*read, *first], pool) if not noted else (first, [*pool, *read])
     first = [*sure, *first]
+    first = [*first, *indexed_kept(original_class(type(module)), module, name, f.default)]
     if "." not in f.name and f.value is None and f.kind in ("int", "float", "literal"):
         # A number kept only through a step with a constant (``self.factor = 1.0 / x``), then
         # the whole numbers it is compared with (``if ndims == 3``): ``inverted.py``.
