@@ -5,6 +5,7 @@ encoder)."""
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn as nn
 
@@ -126,4 +127,68 @@ case(
     args(lambda: randn(6, 2, 4)),
     edit=("head.1", {"bias": False}),
     styles="a tuple of recurrent sizes kept only as its first item and its length",
+)
+
+# --- Constant matrices handed in as numpy arrays and converted by the constructor --------------
+
+
+def _mel_bank(n_fft_bins, n_mels):
+    edges = np.linspace(0, n_fft_bins - 1, n_mels + 2)
+    bank = np.zeros((n_mels, n_fft_bins))
+    for i in range(n_mels):
+        lo, mid, hi = edges[i], edges[i + 1], edges[i + 2]
+        for k in range(n_fft_bins):
+            if lo <= k <= mid:
+                bank[i, k] = (k - lo) / max(mid - lo, 1e-6)
+            elif mid < k <= hi:
+                bank[i, k] = (hi - k) / max(hi - mid, 1e-6)
+    return bank
+
+
+class MelFrontEnd(nn.Module):
+    def __init__(self, fbank, hidden, n_words):
+        super().__init__()
+        self.register_buffer("fbank", torch.from_numpy(fbank.astype(np.float32)))
+        self.rnn = nn.LSTM(fbank.shape[0], hidden, batch_first=True)
+        self.out = nn.Linear(hidden, n_words)
+
+    def forward(self, spec):
+        mel = torch.log1p(spec @ self.fbank.t())
+        return self.out(self.rnn(mel)[0][:, -1])
+
+
+case(
+    "mel_front_end_numpy_bank",
+    lambda: MelFrontEnd(_mel_bank(17, 6), 10, 4),
+    args(lambda: randn(2, 5, 17).abs()),
+    edit=("out", {"bias": False}),
+    styles="a filter bank handed as a numpy array, cast with astype and kept as a buffer",
+)
+
+
+class RoadGraphConv(nn.Module):
+    def __init__(self, adjacency, in_feats, out_feats):
+        super().__init__()
+        self.adjacency = nn.Parameter(torch.from_numpy(adjacency), requires_grad=False)
+        self.lin = nn.Linear(in_feats, out_feats)
+        self.mix = nn.Linear(out_feats, out_feats)
+
+    def forward(self, x):
+        h = torch.einsum("ij,bjf->bif", self.adjacency, self.lin(x))
+        return self.mix(torch.relu(h))
+
+
+def _ring(n):
+    a = np.eye(n, dtype=np.float32)
+    for i in range(n):
+        a[i, (i + 1) % n] = a[(i + 1) % n, i] = 0.5
+    return a
+
+
+case(
+    "road_graph_numpy_adjacency",
+    lambda: RoadGraphConv(_ring(7), 3, 8),
+    args(lambda: randn(2, 7, 3)),
+    edit=("mix", {"bias": False}),
+    styles="an adjacency handed as a numpy array, converted with from_numpy into a frozen weight",
 )

@@ -12,9 +12,11 @@ draft value (the first that answers gives the value and its origin):
    attribute of the same name may hold the transformed value.
 3. ``defaults.spread``: ``*args`` and ``**kwargs`` start empty (known for a torch.nn class,
    which takes them only to ignore or reject them).
-4. ``attributes.py``, the module's attributes: the same-named attribute, or a rate kept by the
+4. ``arrays.py``: a numpy array the constructor converts itself (``torch.from_numpy(A.astype(
+   ...))``), kept as a tensor under its name: that tensor as an array.
+5. ``attributes.py``, the module's attributes: the same-named attribute, or a rate kept by the
    layer under the parameter's name.
-5. ``defaults.py``, the default: a guess the view flags (origin "default").
+6. ``defaults.py``, the default: a guess the view flags (origin "default").
 
 For a form whose values are not all known (no record, not a torch class), ``leads`` reads what
 the search (stage 3) starts from, by the sources that read the module's surroundings:
@@ -91,7 +93,7 @@ from ..rebuild.parts import Parts, parts
 from ..signature import Constructor
 from ..validate import check_type, may_try
 from ..values import to_text
-from . import attributes, defaults, recorded, recoverers
+from . import arrays, attributes, defaults, recorded, recoverers
 from .asserted import equal_pairs
 from .branches import tested
 from .called import file_factories
@@ -150,6 +152,10 @@ def _spread(a: Ask) -> tuple[Any, str] | None:
     return defaults.spread(a.param, a.torch_class)
 
 
+def _array(a: Ask) -> tuple[Any, str] | None:
+    return arrays.draft(a.module, a.param)
+
+
 def _attribute(a: Ask) -> tuple[Any, str] | None:
     return attributes.draft(a.module, a.param)
 
@@ -162,6 +168,7 @@ SOURCES: tuple[Source, ...] = (
     Source("recorded", _recorded, "what was passed; with a record every value is known"),
     Source("recoverers", _derived, "torch.nn keeps some arguments transformed under their name"),
     Source("spread", _spread, "*args / **kwargs hold nothing under a name of their own"),
+    Source("arrays", _array, "a numpy array the constructor converts is kept as a tensor"),
     Source("attributes", _attribute, "a constructor keeps most arguments under their own name"),
     Source("defaults", _default, "nothing read: the default, as a guess"),
 )
