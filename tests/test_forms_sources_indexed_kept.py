@@ -7,7 +7,15 @@ import pytest
 from fixtures.forms import exact as _exact
 from torch import nn
 
-from tests.handwritten.styles8_r7a import GRUTagger, PyramidHead, SensorRegressor
+from tests.handwritten.styles8_r7a import (
+    DenoiseBranches,
+    DilatedPairBlock,
+    GRUTagger,
+    PyramidHead,
+    SensorRegressor,
+    SpeakerMixer,
+    TwoStepStem,
+)
 from torchxray._forms.sources.indexed_kept import indexed_kept
 
 pytestmark = pytest.mark.usefixtures("roomy_form_budget")
@@ -37,3 +45,12 @@ def test_an_item_nothing_reads_is_no_value_to_offer() -> None:
     m = _Unread([5, 7, 9])
     assert indexed_kept(_Unread, m, "sizes", None) == []  # sizes[1:] could be anything
     assert indexed_kept(_Unread, _Unread([5]), "sizes", None) == [[5]]
+
+
+def test_items_handed_to_named_layers_as_keywords_are_read_back() -> None:
+    f = _exact(SpeakerMixer(8, (5, 3), 4))
+    assert list(f["kernels"].value) == [5, 3]
+    m = TwoStepStem(3, 8, (2, 1))  # a conv keeps stride=2 as (2, 2)
+    assert indexed_kept(TwoStepStem, m, "strides", None) == [[2, 1]]
+    for m in (DenoiseBranches(3, [7, 3], mid=10), DilatedPairBlock(6, (2, 5), 3)):
+        _exact(m)

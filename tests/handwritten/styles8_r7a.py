@@ -192,3 +192,109 @@ case(
     edit=("mix", {"bias": False}),
     styles="an adjacency handed as a numpy array, converted with from_numpy into a frozen weight",
 )
+
+# --- A pair whose items each go to one named layer as a keyword -------------------------------
+
+
+class TwoStepStem(nn.Module):
+    def __init__(self, in_ch, width, strides, act=nn.SiLU):
+        super().__init__()
+        self.down1 = nn.Conv2d(in_ch, width, 3, stride=strides[0], padding=1)
+        self.down2 = nn.Conv2d(width, width, 3, stride=strides[1], padding=1)
+        self.act = act()
+
+    def forward(self, x):
+        return self.down2(self.act(self.down1(x)))
+
+
+case(
+    "two_step_stem_stride_pair",
+    lambda: TwoStepStem(3, 8, (2, 1)),
+    args(lambda: randn(2, 3, 16, 16)),
+    edit=("down2", {"bias": False}),
+    styles="a pair of strides, each item handed to one conv as a keyword",
+)
+
+
+class SpeakerMixer(nn.Module):
+    def __init__(self, d, kernels, n_spk, p=0.1):
+        super().__init__()
+        self.emb = nn.Embedding(n_spk, d)
+        self.local = nn.Conv1d(d, d, kernel_size=kernels[0], padding=kernels[0] // 2, groups=d)
+        self.wide = nn.Conv1d(d, d, kernel_size=kernels[1], padding=kernels[1] // 2)
+        self.drop = nn.Dropout(p)
+
+    def forward(self, x, spk):
+        h = (x + self.emb(spk)[:, None]).transpose(1, 2)
+        return self.drop(self.wide(torch.relu(self.local(h)))).transpose(1, 2)
+
+
+case(
+    "speaker_mixer_kernel_pair",
+    lambda: SpeakerMixer(8, (5, 3), 4),
+    args(lambda: randn(2, 7, 8), lambda: torch.tensor([0, 3])),
+    edit=("wide", {"bias": False}),
+    styles="a pair of kernel sizes, each item handed to one conv as a keyword and in its padding",
+)
+
+
+class CoarseFineHead(nn.Module):
+    def __init__(self, feat, class_counts, hidden=32):
+        super().__init__()
+        self.trunk = nn.Sequential(nn.Linear(feat, hidden), nn.Tanh())
+        self.coarse = nn.Linear(hidden, out_features=class_counts[0])
+        self.fine = nn.Linear(hidden + class_counts[0], out_features=class_counts[1])
+
+    def forward(self, x):
+        h = self.trunk(x)
+        c = self.coarse(h)
+        return c, self.fine(torch.cat([h, c.softmax(-1)], -1))
+
+
+case(
+    "coarse_fine_head_count_pair",
+    lambda: CoarseFineHead(12, [4, 11], hidden=16),
+    args(lambda: randn(3, 12)),
+    edit=("trunk.0", {"bias": False}),
+    styles="a pair of class counts, each item handed to one head as its out_features",
+)
+
+
+class DilatedPairBlock(nn.Module):
+    def __init__(self, channels, dilations, n_out):
+        super().__init__()
+        self.near = nn.Conv1d(channels, channels, 3, dilation=dilations[0], padding=dilations[0])
+        self.far = nn.Conv1d(channels, channels, 3, dilation=dilations[1], padding=dilations[1])
+        self.proj = nn.Linear(channels, n_out)
+
+    def forward(self, x):
+        h = torch.relu(self.near(x)) + torch.relu(self.far(x))
+        return self.proj(h.mean(-1))
+
+
+case(
+    "dilated_pair_block",
+    lambda: DilatedPairBlock(6, (2, 5), 3),
+    args(lambda: randn(2, 6, 30)),
+    edit=("proj", {"bias": False}),
+    styles="a pair of dilations, each item handed to one conv as a keyword and as its padding",
+)
+
+
+class DenoiseBranches(nn.Module):
+    def __init__(self, ch, sizes, mid=12):
+        super().__init__()
+        self.fine = nn.Conv2d(ch, mid, kernel_size=sizes[0], padding=(sizes[0] - 1) // 2)
+        self.coarse = nn.Conv2d(mid, ch, kernel_size=sizes[1], padding=(sizes[1] - 1) // 2)
+
+    def forward(self, img):
+        return img - self.coarse(torch.relu(self.fine(img)))
+
+
+case(
+    "denoise_branches_kernel_pair",
+    lambda: DenoiseBranches(3, [7, 3], mid=10),
+    args(lambda: randn(2, 3, 12, 12)),
+    edit=("coarse", {"bias": False}),
+    styles="a pair of kernel sizes, each item handed to one conv and its padding worked out",
+)

@@ -1,7 +1,9 @@
 """Source: a list the constructor reads only by constant indexes and its length, each reading kept
 under an attribute (``self.hidden_size = layer_sizes[0]``, ``self.num_layers =
-len(layer_sizes)``; ``self.c_in = chans[0]``, ``self.c_out = chans[-1]``), put back together
-from those attributes.
+len(layer_sizes)``; ``self.c_in = chans[0]``, ``self.c_out = chans[-1]``) or handed to a kept
+layer as a keyword (``self.w_1 = nn.Conv1d(d, h, kernel_size=kernel_size[0], ...)``, read off
+``w_1.kernel_size``; a conv's number kept per dimension as that number), put back together.
+Without a ``len()`` its length is the places read (``[0]`` and ``[1]``: a pair).
 
 Nothing keeps such a list whole and no layer is handed it whole, so no other source offers it;
 the attributes say its length and the items at the indexes read. It is offered only where those
@@ -21,6 +23,8 @@ from torch import nn
 from .code import code_of
 
 __all__ = ["indexed_kept"]
+
+_MISSING = object()
 
 
 def _self_attr(node: ast.AST) -> str | None:
@@ -43,10 +47,11 @@ def _readings(cls: type, name: str) -> tuple[tuple[tuple[str, int], ...], tuple[
         parent = code.up.get(load)
         if isinstance(parent, ast.Subscript) and parent.value is load:
             idx = _index(parent.slice)
-            attr = _kept(code.up.get(parent), parent)
-            if idx is None or attr is None:
+            if idx is None:
                 return None
-            items.append((attr, idx))
+            attr = _kept(code.up.get(parent), parent) or _handed(code.up, parent)
+            if attr is not None:
+                items.append((attr, idx))
         elif (
             isinstance(parent, ast.Call)
             and isinstance(parent.func, ast.Name)
@@ -56,8 +61,8 @@ def _readings(cls: type, name: str) -> tuple[tuple[tuple[str, int], ...], tuple[
             lengths.append(attr)
         else:
             return None
-    if not items or not lengths:
-        return None
+    if not items or not lengths and any(i < 0 for _, i in items):
+        return None  # a place from the end needs the length
     return tuple(items), tuple(lengths)
 
 
@@ -68,6 +73,29 @@ def _index(key: ast.AST) -> int | None:
         sign, key = -1, key.operand
     v = key.value if isinstance(key, ast.Constant) else None
     return sign * v if type(v) is int else None
+
+
+def _handed(up: dict[ast.AST, ast.AST], value: ast.AST) -> str | None:
+    """``layer.kw`` where ``value`` is the keyword ``kw`` of a call kept as ``self.layer = Cls(...,
+    kw=value)``, or None."""
+    kw = up.get(value)
+    call = up.get(kw) if isinstance(kw, ast.keyword) and kw.arg else None
+    if not isinstance(call, ast.Call) or not isinstance(kw, ast.keyword):
+        return None
+    attr = _kept(up.get(call), call)
+    return f"{attr}.{kw.arg}" if attr is not None else None
+
+
+def _read(module: nn.Module, path: str) -> Any:
+    """The value at ``path`` (``layer.kw``); a layer's tuple of one number as that number."""
+    v: Any = module
+    for part in path.split("."):
+        if not hasattr(v, part):
+            return _MISSING
+        v = getattr(v, part)
+    if isinstance(v, tuple) and v and len(set(v)) == 1 and "." in path:
+        return v[0]  # a conv's int kept per dimension (``stride=2`` as ``(2, 2)``)
+    return v
 
 
 def _kept(stmt: ast.AST | None, value: ast.AST) -> str | None:
@@ -83,15 +111,15 @@ def indexed_kept(cls: type, module: nn.Module, name: str, default: Any) -> list[
     if read is None:
         return []
     items, lengths = read
-    ns = {getattr(module, a, None) for a in lengths}
+    ns = {getattr(module, a, None) for a in lengths} or {max(i for _, i in items) + 1}
     n = ns.pop() if len(ns) == 1 else None
     if type(n) is not int or n < 1:
         return []
     out: list[Any] = [None] * n
     for attr, idx in items:
-        if not -n <= idx < n or not hasattr(module, attr):
+        v = _read(module, attr)
+        if not -n <= idx < n or v is _MISSING:
             return []
-        v = getattr(module, attr)
         if out[idx] is not None and out[idx] != v:
             return []
         out[idx] = v
