@@ -49,9 +49,12 @@ def _converted(cls: type, name: str) -> bool:
 def draft(module: nn.Module, param: inspect.Parameter) -> tuple[Any, str] | None:
     """The same-named tensor as a numpy array, where the constructor converts the argument from
     numpy itself; None otherwise (the attributes' reading then stands)."""
-    value = getattr(module, param.name, None)
-    if not isinstance(value, torch.Tensor) or value.device.type == "meta":
-        return None
     if not _converted(original_class(type(module)), param.name):
+        return None  # the code first: reading an attribute may run a property that raises
+    try:
+        value = getattr(module, param.name)
+    except Exception:  # noqa: BLE001 - missing, or a property that raises: the attributes' turn
+        return None
+    if not isinstance(value, torch.Tensor) or value.device.type == "meta":
         return None
     return np.array(value.detach().cpu().numpy()), "derived"

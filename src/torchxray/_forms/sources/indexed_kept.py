@@ -90,9 +90,10 @@ def _read(module: nn.Module, path: str) -> Any:
     """The value at ``path`` (``layer.kw``); a layer's tuple of one number as that number."""
     v: Any = module
     for part in path.split("."):
-        if not hasattr(v, part):
+        try:
+            v = getattr(v, part)
+        except Exception:  # noqa: BLE001 - missing, or a property that raises: nothing read
             return _MISSING
-        v = getattr(v, part)
     if isinstance(v, tuple) and v and len(set(v)) == 1 and "." in path:
         return v[0]  # a conv's int kept per dimension (``stride=2`` as ``(2, 2)``)
     return v
@@ -111,7 +112,7 @@ def indexed_kept(cls: type, module: nn.Module, name: str, default: Any) -> list[
     if read is None:
         return []
     items, lengths = read
-    ns = {getattr(module, a, None) for a in lengths} or {max(i for _, i in items) + 1}
+    ns = {_read(module, a) for a in lengths} or {max(i for _, i in items) + 1}
     n = ns.pop() if len(ns) == 1 else None
     if type(n) is not int or n < 1:
         return []
