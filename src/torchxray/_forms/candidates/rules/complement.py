@@ -17,11 +17,11 @@ import ast
 import functools
 import inspect
 import math
+import textwrap
+import types
 from collections.abc import Iterator
 from typing import Any
 
-from ...sources.code import code_of
-from ...sources.helpers import method_of
 from .problem import Problem
 
 __all__ = ["complements", "propose"]
@@ -29,21 +29,46 @@ __all__ = ["complements", "propose"]
 _HOPS = 2  # helper methods followed one inside another
 
 
+def _tree(fn: Any) -> ast.AST | None:
+    """``fn``'s source parsed (read here, in the search's stage: a rule calls no source back)."""
+    try:
+        return ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError, ValueError):
+        return None
+
+
+def _method(func: ast.AST, owner: type) -> tuple[Any, Any] | None:
+    """The function behind ``self.name(...)`` of ``owner``'s own code and the callee whose
+    signature the call meets (without ``self`` for a plain method)."""
+    if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
+        return None
+    if func.value.id != "self":
+        return None
+    try:
+        raw = inspect.getattr_static(owner, func.attr)
+    except AttributeError:
+        return None
+    fn = raw.__func__ if isinstance(raw, (staticmethod, classmethod)) else raw
+    if not isinstance(fn, types.FunctionType) or fn.__module__.startswith("torch."):
+        return None
+    return (fn, fn) if isinstance(raw, staticmethod) else (fn, types.MethodType(fn, owner))
+
+
 def _minuends(fn: Any, names: frozenset[str], owner: type, hops: int) -> dict[str, set[float]]:
     """The constants ``c`` of each ``c - name`` in ``fn``'s code, per name; a name handed to a
     helper method of ``owner`` is followed into it under its parameter's name."""
-    code = code_of(fn)
+    tree = _tree(fn)
     out: dict[str, set[float]] = {}
-    if code is None:
+    if tree is None:
         return out
-    for node in ast.walk(code.tree):
+    for node in ast.walk(tree):
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub):
             left, right = node.left, node.right
             c = left.value if isinstance(left, ast.Constant) else None
             if type(c) in (int, float) and isinstance(right, ast.Name) and right.id in names:
                 out.setdefault(right.id, set()).add(float(c))  # type: ignore[arg-type]
         elif isinstance(node, ast.Call) and hops > 0:
-            found = method_of(node.func, owner)
+            found = _method(node.func, owner)
             if found is None:
                 continue
             inner, callee = found
