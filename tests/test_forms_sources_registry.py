@@ -27,7 +27,7 @@ _HELPERS = {
 
 def test_the_draft_sources_stand_in_their_order_each_with_why() -> None:
     names = [s.name for s in sources.SOURCES]
-    assert names == ["recorded", "recoverers", "spread", "attributes", "defaults"]
+    assert names == ["recorded", "recoverers", "spread", "arrays", "attributes", "defaults"]
     assert all(s.why for s in sources.SOURCES)
 
 

@@ -40,6 +40,8 @@ the search (stage 3) starts from, by the sources that read the module's surround
   ``passed.py``, the values those uses lead to (the form of the layer it was handed to, the
   namespace the modules around keep, the table's key of the class made, what an attribute
   holds it inside), ``items.py``, a list made one layer per item read back off those layers,
+  ``indexed_kept.py``, a list read only at constant places and by its length, put back
+  together from the attributes and layers keeping each reading,
   ``sums.py``, the linear sums of arguments handed to layers (the rebuild search solves
   them), ``products.py``, the products of arguments handed to layers (``patch ** 2 *
   channels``: solved for their factors, the factorizations the layers cannot tell apart
