@@ -35,6 +35,7 @@ from . import (  # noqa: F401  (each module fills CASES)
     styles7_r6a,
     styles7_r6b,
     styles8_r7a,
+    styles8_r7b,
 )
 from .case import CASES, Case
 

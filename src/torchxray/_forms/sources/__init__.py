@@ -65,7 +65,8 @@ the search (stage 3) starts from, by the sources that read the module's surround
   popped out of a ``**kwargs`` and handed to a layer (``popped.py``), a ``**kwargs`` handed
   whole as one dict to a block's parameter (``kwargs_whole.py``) and a width started at one
   argument that an optional one is added to where given (``accumulated.py``: a search's rule
-  moves both);
+  moves both) and a layer registered under a name written beside it (``named.py``:
+  ``OrderedDict([("body", net)])`` handed to a container base, ``add_module("dec", dec)``);
 - ``periods.py``, the period of a stack whose every k-th item holds other children;
 - ``children.py`` and the readers beside it, the children's structure: widths, kernel sizes,
   per-stage lists, block descriptions, a network's layers, the module's place;

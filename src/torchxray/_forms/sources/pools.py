@@ -60,6 +60,7 @@ from .literals import compared_strings
 from .looked_up import looked_up
 from .mapped import mapped as read_mapped
 from .members_handed import handed_member
+from .named import registered
 from .nested import config_class
 from .passed import handed, holders, kept, keys
 from .per_key import offered, per_key
@@ -379,6 +380,8 @@ def candidates(
     first, pool = ([*read, *first], pool) if not noted else (first, [*pool, *read])
     first = [*sure, *first]
     first = [*first, *indexed_kept(original_class(type(module)), module, name, f.default)]
+    if "." not in f.name:  # a layer registered under a name written beside it (named.py)
+        first = [*registered(original_class(type(module)), module, name), *first]
     if "." not in f.name and f.value is None and f.kind in ("int", "float", "literal"):
         # A number kept only through a step with a constant (``self.factor = 1.0 / x``), then
         # the whole numbers it is compared with (``if ndims == 3``): ``inverted.py``.
