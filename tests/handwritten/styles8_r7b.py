@@ -78,3 +78,56 @@ case(
     edit=("logits", {"bias": False}),
     styles="layer arguments registered with add_module and register_module under literal names",
 )
+
+
+# --- A device argument kept as the string it was written as -------------------------------------
+
+
+class TrajectoryGRU(nn.Module):
+    """A pedestrian-trajectory encoder that keeps its device string to make states later."""
+
+    def __init__(self, coords, hidden, layers=1, device="cpu"):
+        super().__init__()
+        self.device = device
+        self.hidden = hidden
+        self.layers = layers
+        self.embed = nn.Linear(coords, hidden)
+        self.rnn = nn.GRU(hidden, hidden, layers, batch_first=True)
+        self.to(device)
+
+    def forward(self, x):
+        h0 = torch.zeros(self.layers, x.shape[0], self.hidden, device=self.device)
+        return self.rnn(self.embed(x), h0)[0]
+
+
+case(
+    "device_string_kept",
+    lambda: TrajectoryGRU(2, 16, layers=2),
+    args(lambda: randn(3, 7, 2)),
+    edit=("", {"hidden": 8}),
+    styles="a device argument kept as the string it was written as, the module moved to it",
+)
+
+
+class ReservoirCell(nn.Module):
+    """An echo-state cell whose fixed recurrent matrix is made on the device it is given."""
+
+    def __init__(self, inputs, units, leak=0.3, device="cpu:0"):
+        super().__init__()
+        self._device = device
+        self.leak = leak
+        self.inp = nn.Linear(inputs, units, bias=False)
+        self.register_buffer("w", torch.zeros(units, units, device=device))
+
+    def forward(self, x, h):
+        pre = self.inp(x) + h @ self.w
+        return (1 - self.leak) * h + self.leak * torch.tanh(pre)
+
+
+case(
+    "device_string_kept_other_name",
+    lambda: ReservoirCell(4, 12, leak=0.5),
+    args(lambda: randn(2, 4), lambda: randn(2, 12, seed=1)),
+    edit=("", {"leak": 0.25}),
+    styles="a device argument under another name kept as its string, a buffer made on it",
+)

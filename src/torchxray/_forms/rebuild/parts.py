@@ -43,6 +43,9 @@ __all__ = ["Parts", "logical", "parts", "split_repr", "tensor_kind", "typename"]
 _BASE = frozenset(nn.Module().__dict__) | {"_is_hf_initialized", "_initialize_weights"}
 _PLAIN = (bool, int, float, complex, str, bytes, type(None))
 _DEPTH = 4
+# A device written as text (``self.device = device`` given ``"cpu"``): kept as the string, where
+# a meta build keeps the meta device it is handed in its place.
+_DEVICE_TEXT = re.compile(r"(cpu|cuda|meta|mps|xpu|hpu|xla|npu)(:\d+)?")
 _KEYED = re.compile(r"([A-Za-z_]\w*)=")
 # A tensor's legacy type name and the device torch's containers print in their repr
 # (ParameterDict / ParameterList: "[torch.cuda.FloatTensor of size 8 (cuda:0)]"): a rebuild made
@@ -141,6 +144,8 @@ def _qualname(obj: Any) -> str:
 
 def _value(v: Any, depth: int = 0) -> str:
     """A constructor-set value as text that equal values share (identity where it is meaning)."""
+    if isinstance(v, str) and _DEVICE_TEXT.fullmatch(v):
+        return "<device>"  # as a torch.device below: a meta build stands for any device
     if isinstance(v, _PLAIN):
         return repr(v)
     if depth > _DEPTH:

@@ -61,9 +61,31 @@ def draft(
     if param.name in derived:
         return derived[param.name], "derived"
     if param.name in ("device", "dtype"):
+        if _kept_as_given(module, param.name):
+            return None  # the attribute (``attributes.py``) holds it as it was written
         device, dtype = tensor_device_dtype(module)
         return (device if param.name == "device" else dtype), "derived"
     return None
+
+
+def _kept_as_given(module: nn.Module, name: str) -> bool:
+    """Whether the module keeps its ``device`` or ``dtype`` argument under the same name as a
+    value of that kind (``self.device = device``, often the string ``"cpu"``): the argument as
+    it was written, which the tensors' ``torch.device`` would rebuild unlike (a kept ``"cpu"``
+    is no ``torch.device("cpu")``); a module moved after its build still keeps what it was
+    given."""
+    held = vars(module).get(name)
+    if name == "dtype":
+        return isinstance(held, torch.dtype)
+    if isinstance(held, torch.device):
+        return True
+    if not isinstance(held, str):
+        return False
+    try:
+        torch.device(held)
+    except (RuntimeError, ValueError):
+        return False
+    return True
 
 
 def tensor_device_dtype(module: nn.Module) -> tuple[torch.device | None, torch.dtype | None]:
