@@ -131,3 +131,62 @@ case(
     edit=("", {"leak": 0.25}),
     styles="a device argument under another name kept as its string, a buffer made on it",
 )
+
+
+# --- A grid size handed to a helper that makes a buffer of it, batch axis first ------------------
+
+
+def flow_base_grid(size):
+    axes = [torch.linspace(-1.0, 1.0, steps=n) for n in size]
+    ys, xs = torch.meshgrid(*axes, indexing="ij")
+    return torch.stack([xs, ys], dim=-1).unsqueeze(0)
+
+
+class FlowWarp(nn.Module):
+    """Warps a frame by a predicted flow added to a fixed sampling grid made for one size."""
+
+    def __init__(self, channels, frame_size):
+        super().__init__()
+        self.flow = nn.Conv2d(channels, 2, 3, padding=1)
+        self.register_buffer("base", flow_base_grid(frame_size))
+
+    def forward(self, x):
+        grid = self.base + self.flow(x).permute(0, 2, 3, 1)
+        return torch.nn.functional.grid_sample(x, grid, align_corners=False)
+
+
+case(
+    "grid_buffer_from_helper",
+    lambda: FlowWarp(3, (12, 20)),
+    args(lambda: randn(2, 3, 12, 20)),
+    edit=("flow", {"bias": False}),
+    styles="a size list handed to a module helper that makes a sampling grid buffer of it",
+)
+
+
+def voxel_centers(dims):
+    ticks = [(torch.arange(d) + 0.5) / d for d in dims]
+    return torch.stack(torch.meshgrid(*ticks, indexing="ij"), -1)[None]
+
+
+class VoxelQueryDecoder(nn.Module):
+    """Decodes a latent at every voxel center of a fixed volume (an occupancy decoder)."""
+
+    def __init__(self, latent, volume, width=32):
+        super().__init__()
+        self.register_buffer("centers", voxel_centers(volume))
+        self.mlp = nn.Sequential(nn.Linear(latent + 3, width), nn.ReLU(), nn.Linear(width, 1))
+
+    def forward(self, z):
+        pts = self.centers.flatten(1, -2).expand(z.shape[0], -1, -1)
+        zz = z[:, None, :].expand(-1, pts.shape[1], -1)
+        return self.mlp(torch.cat([zz, pts], -1))
+
+
+case(
+    "volume_buffer_from_helper",
+    lambda: VoxelQueryDecoder(6, (4, 5, 3), width=16),
+    args(lambda: randn(2, 6)),
+    edit=("", {"width": 8}),
+    styles="a 3-d size handed to a module helper that makes a buffer of cell centers",
+)

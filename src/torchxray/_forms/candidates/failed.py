@@ -5,7 +5,8 @@
   candidate of the string fields;
 - a number used as a sequence ("'int' object is not subscriptable", "object of type 'float' has
   no len()"): the fields holding a number of that type whose kind is not fixed to a number try the
-  sequences the module's layers keep first (a grid ``(56, 56)``, per-block rates); a class used
+  sequences the module's layers keep first (a grid ``(56, 56)``, per-block rates), then an int's
+  the sizes a buffer the module keeps was made in (``sources/shapes.py``); a class used
   so, the widths of its layers (``layers=(512,) * 8``); a rate left None, per-block rates;
 - a class without an attribute the constructor reads ("type object 'Conv2d' has no attribute
   'expansion'"): the field holding it tries the classes of the module's layers that have it;
@@ -28,6 +29,7 @@ from torch import nn
 
 from ..field import Field
 from ..sources.layout import Layout
+from ..sources.shapes import shapes
 
 __all__ = ["blames", "learn", "teaches"]
 
@@ -127,6 +129,9 @@ def learn(
                 new = [x for x in _sequences("float", layout, 0.0) if fits(f, x)]
             elif type(v).__name__ == kind and kind != "NoneType":
                 new = [x for x in _sequences(kind, layout, v) if fits(f, x)]
+                # The sizes a buffer it keeps was made in (a sampling grid, ``shapes.py``).
+                grids = [tuple(x) for x in shapes(module)] if kind == "int" else []
+                new += [x for x in grids if x not in new and fits(f, x)]
         if layer is not None and v is not None and torch.typename(v) == layer.group(1):
             # The constructor said it: a layer instance, whatever the field's kind was read as.
             new = _layers(v, module)

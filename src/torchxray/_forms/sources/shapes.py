@@ -34,8 +34,9 @@ def shapes(module: nn.Module) -> list[list[int]]:
     out: list[list[int]] = []
     for shape in seen:
         ends = [list(shape[start:]) for start in (2, 1, *range(3, len(shape)), 0)]
-        # A channel axis last (``stack(grids, -1)``): the sizes before it.
-        for end in [*ends[:-1], list(shape[:-1]), ends[-1]]:
+        # A channel axis last (``stack(grids, -1)``): the sizes before it, past a batch axis
+        # too (``grid.unsqueeze(0)``: ``(1, 32, 32, 4)`` gives ``[32, 32]``).
+        for end in [*ends[:-1], list(shape[:-1]), list(shape[1:-1]), ends[-1]]:
             if end and end not in out:
                 out.append(end)
     return out
