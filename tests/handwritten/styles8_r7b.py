@@ -190,3 +190,67 @@ case(
     edit=("", {"width": 8}),
     styles="a 3-d size handed to a module helper that makes a buffer of cell centers",
 )
+
+
+# --- A flag whose name is reused for the function it chose ---------------------------------------
+
+
+class GraphConvLayer(nn.Module):
+    """A dense graph convolution whose self-loop term is switched by a flag of the same name."""
+
+    def __init__(self, dim, self_loop=True, bias=True):
+        super().__init__()
+        self.lin = nn.Linear(dim, dim, bias=bias)
+        self.self_loop = (lambda h: h) if self_loop else (lambda h: torch.zeros_like(h))
+
+    def forward(self, h, adj):
+        return torch.relu(adj @ self.lin(h) + self.self_loop(h))
+
+
+class GraphStack(nn.Module):
+    def __init__(self, dim, depth, **layer_kw):
+        super().__init__()
+        first = {k: v for k, v in layer_kw.items() if k != "bias"}
+        self.layers = nn.ModuleList(
+            [GraphConvLayer(dim, self_loop=False, **first)]
+            + [GraphConvLayer(dim, **layer_kw) for _ in range(depth - 1)]
+        )
+
+    def forward(self, h, adj):
+        for layer in self.layers:
+            h = layer(h, adj)
+        return h
+
+
+case(
+    "flag_name_reused_for_chosen_function",
+    lambda: GraphStack(8, 3, bias=False),
+    args(lambda: randn(5, 8), lambda: torch.eye(5)),
+    edit=("layers.1", {"self_loop": False}),
+    styles="a flag whose attribute holds the lambda it chose, a dict of keywords less one spread",
+)
+
+
+class GatedConv1d(nn.Module):
+    """A 1-d conv whose output gate is a sigmoid or a constant one, kept under the flag's name."""
+
+    def __init__(self, c_in, c_out, gated=False):
+        super().__init__()
+        self.conv = nn.Conv1d(c_in, c_out, 3, padding=1)
+        self.gate_conv = nn.Conv1d(c_in, c_out, 1)
+        if gated:
+            self.gated = lambda g: torch.sigmoid(g)
+        else:
+            self.gated = lambda g: 1.0
+
+    def forward(self, x):
+        return self.conv(x) * self.gated(self.gate_conv(x))
+
+
+case(
+    "flag_name_reused_for_gate",
+    lambda: GatedConv1d(4, 6, gated=True),
+    args(lambda: randn(2, 4, 10)),
+    edit=("", {"gated": False}),
+    styles="a flag whose attribute holds one of two lambdas defined in its branches",
+)

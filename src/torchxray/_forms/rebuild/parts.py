@@ -24,6 +24,7 @@ import functools
 import re
 import types
 import typing
+import zlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -184,6 +185,11 @@ def _value(v: Any, depth: int = 0) -> str:
         return f"method {_qualname(v.__func__)} of <{type(v.__self__).__qualname__}>"
     if isinstance(v, types.FunctionType):
         name = _qualname(v)
+        if "<" in v.__qualname__:
+            # Functions made in one constructor share a qualname (``lambda x: 0`` and ``lambda
+            # x: x`` by a flag): their code tells them apart, never two builds of one.
+            code = v.__code__
+            name += f"@{code.co_firstlineno}:{zlib.crc32(code.co_code + repr(code.co_consts).encode()):x}"
         if "<" in v.__qualname__ and v.__closure__:
             # A closure made per instance (a lambda over a width): its captured values are its
             # identity, not the function object.

@@ -67,6 +67,10 @@ def draft(module: nn.Module, param: inspect.Parameter) -> tuple[Any, str] | None
     wants_bool = param.annotation is bool or isinstance(param.default, bool)
     if (isinstance(value, torch.Tensor) or value is None) and wants_bool:
         return value is not None, "derived"
+    if wants_bool and callable(value) and not isinstance(value, (bool, nn.Module)):
+        # A flag whose name is reused for what it chose (``self.residual = lambda x: 0`` under
+        # ``if not residual``): not the flag; a guess the search goes on from.
+        return guess
     wants_number = param.annotation in (float, int) or type(param.default) in (float, int)
     if isinstance(value, nn.Module) and (wants_number or "drop" in name):
         # `self.dropout = nn.Dropout(dropout)`: the number lives on the submodule (``p``, or a
