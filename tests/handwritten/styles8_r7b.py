@@ -254,3 +254,59 @@ case(
     edit=("", {"gated": False}),
     styles="a flag whose attribute holds one of two lambdas defined in its branches",
 )
+
+
+# --- An argument kept under its name made private ------------------------------------------------
+
+
+class SkipDenoiser(nn.Module):
+    """A denoising MLP whose optional skip path is chosen by a flag kept as a private field."""
+
+    def __init__(self, features, hidden, use_skip=False, skip_sizes=None):
+        super().__init__()
+        self._use_skip = use_skip
+        out = hidden
+        if use_skip:
+            self._skip = nn.Linear(features, skip_sizes[-1])
+            out += skip_sizes[-1]
+        self._body = nn.Linear(features, hidden)
+        self._head = nn.Linear(out, features)
+
+    def forward(self, x):
+        h = torch.relu(self._body(x))
+        if self._use_skip:
+            h = torch.cat([h, self._skip(x)], -1)
+        return self._head(h)
+
+
+case(
+    "flag_kept_private",
+    lambda: SkipDenoiser(6, 10, use_skip=True, skip_sizes=[12, 8]),
+    args(lambda: randn(4, 6)),
+    edit=("_head", {"bias": False}),
+    styles="a flag kept under its name made private, choosing an optional layer",
+)
+
+
+class TopKRouter(nn.Module):
+    """A mixture-of-experts router whose k and temperature are kept as private fields."""
+
+    def __init__(self, dim, experts, k=1, temperature=1.0):
+        super().__init__()
+        self._k = k
+        self._temperature = temperature
+        self.gate = nn.Linear(dim, experts, bias=False)
+
+    def forward(self, x):
+        logits = self.gate(x) / self._temperature
+        top, idx = logits.topk(self._k, dim=-1)
+        return torch.softmax(top, -1), idx
+
+
+case(
+    "numbers_kept_private",
+    lambda: TopKRouter(16, 6, k=2, temperature=0.5),
+    args(lambda: randn(3, 16)),
+    edit=("gate", {"bias": True}),
+    styles="numbers kept under their names made private, used only in forward",
+)

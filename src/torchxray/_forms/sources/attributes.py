@@ -3,7 +3,8 @@ parameter's own name (``self.eps = eps``), or in a layer it makes from it (``sel
 nn.Dropout(dropout)`` keeps the rate as ``dropout.p``); its layers keep the same values under the
 same names or well-known aliases (``hidden_size`` for ``dim``).
 
-- ``draft``: the value of the module's same-named attribute (origin "attribute"), a flag read
+- ``draft``: the value of the module's same-named attribute (origin "attribute"; or, where it
+  has none, a plain value kept under the name made private: ``self._k = k``), a flag read
   from an optional tensor, a rate read from the layer under the parameter's name (origin
   "derived"), or None to leave the parameter to the next source.
 - ``same_named``: candidates for the search: the same-named (or aliased) attributes of the module
@@ -25,6 +26,7 @@ from .tensor_lists import as_lists
 __all__ = ["ALIASES", "attr", "draft", "named_object", "same_named"]
 
 _MISSING = inspect.Parameter.empty
+_PRIVATE_PLAIN = (bool, int, float, str, tuple, list)
 
 # Parameter name -> attribute names that hold the same value in common libraries.
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -63,7 +65,11 @@ def draft(module: nn.Module, param: inspect.Parameter) -> tuple[Any, str] | None
     try:
         value = getattr(module, name)
     except Exception:  # noqa: BLE001 - missing, or a property that raises: fall back to a guess
-        return None
+        # Kept under the name made private (``self._use_path = use_path``), a plain value as
+        # given: the argument; a layer or a tensor there was made from it (the other readers').
+        value = module.__dict__.get(f"_{name}", _MISSING)
+        if not isinstance(value, _PRIVATE_PLAIN):
+            return None
     wants_bool = param.annotation is bool or isinstance(param.default, bool)
     if (isinstance(value, torch.Tensor) or value is None) and wants_bool:
         return value is not None, "derived"
