@@ -34,3 +34,10 @@ def test_keywords_spread_beside_an_explicit_flag_leave_it_out() -> None:
     f = _exact(m)
     assert f["layer_kw"].value == {"bias": False} and f["depth"].value == 3
     assert isinstance(m.layers[0].lin, nn.Linear) and torch.is_tensor(m.layers[0].lin.bias)
+
+
+@pytest.mark.parametrize("readout", ["sum", "max", "first"])
+def test_a_name_looked_up_in_a_class_table_of_lambdas_is_read_by_its_code(readout: str) -> None:
+    from tests.handwritten.styles8_r7b import SetReadout
+
+    assert _exact(SetReadout(3, 8, readout=readout))["readout"].value == readout

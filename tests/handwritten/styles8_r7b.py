@@ -310,3 +310,29 @@ case(
     edit=("gate", {"bias": True}),
     styles="numbers kept under their names made private, used only in forward",
 )
+
+
+# --- A name looked up in a table of lambdas the class defines ------------------------------------
+
+
+class SetReadout(nn.Module):
+    """A set encoder whose readout is named by a string looked up in a class table of lambdas."""
+
+    READOUTS = {"sum": lambda x: x.sum(1), "max": lambda x: x.amax(1), "first": lambda x: x[:, 0]}
+
+    def __init__(self, d_in, d_out, readout="sum"):
+        super().__init__()
+        self.readout = self.READOUTS[readout]
+        self.embed = nn.Linear(d_in, d_out)
+
+    def forward(self, x):
+        return self.readout(self.embed(x))
+
+
+case(
+    "class_table_of_lambdas",
+    lambda: SetReadout(3, 8, readout="max"),
+    args(lambda: randn(2, 5, 3)),
+    edit=("embed", {"bias": False}),
+    styles="a string looked up in a class attribute table of lambdas, kept under its name",
+)

@@ -189,7 +189,8 @@ def _value(v: Any, depth: int = 0) -> str:
             # Functions made in one constructor share a qualname (``lambda x: 0`` and ``lambda
             # x: x`` by a flag): their code tells them apart, never two builds of one.
             code = v.__code__
-            name += f"@{code.co_firstlineno}:{zlib.crc32(code.co_code + repr(code.co_consts).encode()):x}"
+            text = repr((code.co_consts, code.co_names, code.co_varnames)).encode()
+            name += f"@{code.co_firstlineno}:{zlib.crc32(code.co_code + text):x}"
         if "<" in v.__qualname__ and v.__closure__:
             # A closure made per instance (a lambda over a width): its captured values are its
             # identity, not the function object.

@@ -172,9 +172,18 @@ def global_table(node: ast.AST, code: Code) -> tuple[tuple[Any, ...], tuple[Any,
     ``configs = {0.5: {...}, 1: {...}}`` beside the class), where ``node`` names one no local
     name shadows, its keys are plain constants and no two of its entries are equal; ``((), ())``
     otherwise."""
-    if not isinstance(node, ast.Name) or node.id in code.stores:
+    if (
+        isinstance(node, ast.Attribute)
+        and is_name(node.value, "self")
+        and isinstance(owner := code.scope.get("__class__"), type)
+    ):
+        # A table the class defines (``self.POOLS[pool]``): the class a zero-argument
+        # ``super()`` names, its attribute as the class holds it.
+        table = next((vars(k)[node.attr] for k in owner.__mro__ if node.attr in vars(k)), None)
+    elif not isinstance(node, ast.Name) or node.id in code.stores:
         return (), ()
-    table = code.scope.get(node.id)
+    else:
+        table = code.scope.get(node.id)
     if not isinstance(table, dict) or not 0 < len(table) <= MAX_TABLE:
         return (), ()
     if not all(type(k) in _TABLE_KEYS for k in table):
