@@ -218,6 +218,13 @@ class MemoryReport:
         return f"MemoryReport({self.summary()})"
 
 
+# What a note says of a step the fake run could not take: measured instead by a real CPU run.
+_RAN_ON_CPU = (
+    "this step ran for real on the CPU, its bytes counted from every storage its ops made (the "
+    "CPU has no allocator to read), the model put back as it was"
+)
+
+
 def _human(n: int) -> str:
     size = float(n)
     for unit in ("B", "KiB", "MiB", "GiB"):
@@ -355,6 +362,12 @@ def _run_memory(
         opt = state_bytes(optimizer, graded) if optimizer is not None else {}
         grad_ids = {id(p) for p in graded}
     notes: tuple[str, ...] = ()
+
+    def on_cpu() -> Any:  # the step for real on the CPU, where the fake run could not go
+        return real.measure(
+            model, modules, params, buffers, args, kwargs, training, optimizer, cpu=True
+        )
+
     op = trace.data_dependent
     if mode == "fake" and trace.error is not None and op is not None:
         where = f"{trace.where!r}" if trace.where else "the model's forward"
@@ -366,36 +379,24 @@ def _run_memory(
                 f"memory(): {stopped}, which fake tensors do not hold; on a CUDA model measure "
                 "it with mode='real', on a meta model build it on the CPU first"
             )
-        step = real.measure(
-            model, modules, params, buffers, args, kwargs, training, optimizer, cpu=True
-        )
+        step = on_cpu()
         if step.trace.error is not None:
             raise ValueError(
                 f"memory(): {stopped}; running the step for real on the CPU failed too: "
                 f"{step.trace.error}"
             )
         trace, grad_ids, opt = step.trace, step.grad_ids, step.opt
-        notes = (
-            f"{stopped}, which fake tensors do not hold: this step ran for real on the CPU, "
-            "its bytes counted from every storage its ops made (the CPU has no allocator to "
-            "read), the model put back as it was",
-        )
+        notes = (f"{stopped}, which fake tensors do not hold: {_RAN_ON_CPU}",)
     elif mode == "fake" and trace.error is not None and values_on_cpu([*params, *buffers]):
         # A fake run that fails where the step runs for real is torchxray's (or fake tensors')
         # failure, not the inputs': torch's nn.Module.to() of a layer made in the forward
         # (``nn.LayerNorm(x.shape[1:]).to(x.device)(x)``) cannot swap its fake weights. The step
         # runs for real on the CPU, and the note says why.
         failed = trace.error
-        step = real.measure(
-            model, modules, params, buffers, args, kwargs, training, optimizer, cpu=True
-        )
+        step = on_cpu()
         trace, grad_ids, opt = step.trace, step.grad_ids, step.opt
         if trace.error is None:
-            notes = (
-                f"the fake run failed ({failed}) where the step runs for real: this step ran "
-                "for real on the CPU, its bytes counted from every storage its ops made (the CPU "
-                "has no allocator to read), the model put back as it was",
-            )
+            notes = (f"the fake run failed ({failed}) where the step runs for real: {_RAN_ON_CPU}",)
     if trace.error is not None:
         raise ValueError(
             f"memory(): the {mode} forward failed: {trace.error}. Check the example inputs "
