@@ -357,12 +357,23 @@ class Watch:
 
     def _pre_step(self, opt: Any, args: Any, kwargs: Any) -> None:
         # A closure (LBFGS, Lightning) runs forward and backward inside step(): read after it.
-        self._closure = callable(kwargs.get("closure", args[0] if args else None))
+        self._closure = bool(args or kwargs) and callable(
+            kwargs.get("closure", args[0] if args else None)
+        )
+        if self._rec.quiet and not self._closure:
+            return  # a step that reads nothing (``Recorder.quiet``)
         if not self.closed and not self._closure:
             held = _optim.held(opt) if self._rec.sampling else None  # the update ratio's alone
             self._rec.backward_done(held, self._update_ratio)
 
     def _post_step(self, opt: Any, args: Any, kwargs: Any) -> None:
+        if not self._closure and self._rec.quiet_end():
+            # The step read nothing and the next one reads nothing either: a counter (the
+            # view's callbacks and a pause still run at its end).
+            self._stepped = True
+            if self._callbacks or self._paused.is_set():
+                self._boundary()
+            return
         if not self.closed:
             if self._closure:
                 self._rec.backward_done(None, False)

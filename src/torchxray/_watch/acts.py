@@ -28,6 +28,8 @@ BOUNDS: dict[type, Any] = {
     nn.Hardtanh: lambda m: (float(m.min_val), float(m.max_val)),
 }
 
+_NATIVE = (torch.float32, torch.float64)  # summed as they are (``fast_sum``)
+
 # Classes with no bound in their MRO (looked up once: a sampled step asks for every module).
 _UNBOUNDED: set[type] = set()
 _UNBOUNDED_FOR = [len(BOUNDS)]
@@ -65,15 +67,18 @@ def bounds(module: nn.Module) -> tuple[float, float] | None:
 
 
 def act_stats(module: nn.Module, x: torch.Tensor) -> list[torch.Tensor]:
-    """Sum, norm and count of non-zeros (mean, std and zeros follow at the step's end, divided
-    there: an op less per figure). Why not ``std_mean`` and ``count_nonzero``: on the CPU each
-    takes 100-200 times a sum (bench/README.md), more than the convolution that made the
-    tensor."""
-    got = [
-        _sum(x),
-        torch.linalg.vector_norm(x, dtype=torch.float32),  # sqrt(n E[x^2])
-        _sum(x.sign().abs_()),
-    ]
+    """Of a detached output ``x``: sum, norm and count of non-zeros (mean, std and zeros follow
+    at the step's end, divided there: an op less per figure). Why not ``std_mean`` and
+    ``count_nonzero``: on the CPU each takes 100-200 times a sum (bench/README.md), more than
+    the convolution that made the tensor."""
+    if x.dtype in _NATIVE:  # ``fast_sum`` without its detach (``x`` is one already)
+        got = [x.sum(), torch.linalg.vector_norm(x), x.sign().abs_().sum()]
+    else:
+        got = [
+            _sum(x),
+            torch.linalg.vector_norm(x, dtype=torch.float32),  # sqrt(n E[x^2])
+            _sum(x.sign().abs_()),
+        ]
     b = bounds(module)
     if b is not None:
         lo, hi = b

@@ -39,6 +39,7 @@ _ASINH = frozenset({"act_mean"})
 # long the run (bench/README.md measures it at 1,000 samples).
 CAPACITY = 96
 LOSS_CAPACITY = 2048
+_FEW = 32  # rows ``put_all`` writes one by one
 _MISSING = np.uint16(0x7E01)  # a quiet NaN with a payload: "no value" (a NaN sample is 0x7E00)
 
 
@@ -50,6 +51,19 @@ def encode(metric: str, value: float) -> float:
     if metric in _ASINH:
         return math.asinh(value) if math.isfinite(value) else value
     return value
+
+
+def encode_all(metric: str, values: list[float]) -> np.ndarray:
+    """``encode`` of each value, as one array."""
+    v = np.asarray(values, dtype=np.float64)
+    if metric in _LOG:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = np.where((v > 0) & np.isfinite(v), np.log10(np.where(v > 0, v, 1.0)), v)
+        out[v == 0] = -math.inf
+        return out
+    if metric in _ASINH:
+        return np.where(np.isfinite(v), np.arcsinh(np.where(np.isfinite(v), v, 0.0)), v)
+    return v
 
 
 def decode(metric: str, stored: float) -> float:
@@ -75,7 +89,9 @@ class Series:
         self.stride = 1  # a sample is kept when its index is a multiple of this
         self.taken = 0  # samples offered to `open`, kept or not
         self._rows: dict[str, int] = {}
-        self._values = {m: _empty(8, capacity) for m in metrics}
+        # One array (metric, row, column); ``_values`` views each metric's part of it.
+        self._all = _empty((len(metrics), 8, capacity))
+        self._values = self._views()
         self._col: int | None = None  # the column of the sample being written, if kept
 
     # -- writing ---------------------------------------------------------------------------
@@ -94,8 +110,7 @@ class Series:
                 return False
         self._col = self.n
         self.steps[self.n] = step
-        for v in self._values.values():
-            v.view(np.uint16)[:, self.n] = _MISSING
+        self._all.view(np.uint16)[:, :, self.n] = _MISSING  # one op for every metric
         self.n += 1
         return True
 
@@ -104,25 +119,38 @@ class Series:
         r = self._rows.get(path)
         if r is None:
             r = self._rows[path] = len(self._rows)
-            first = next(iter(self._values.values()))
-            if r >= first.shape[0]:
-                for m, v in self._values.items():
-                    grown = _empty(2 * v.shape[0], self.capacity)
-                    grown[: v.shape[0]] = v
-                    self._values[m] = grown
+            old = self._all
+            if r >= old.shape[1]:
+                self._all = _empty((old.shape[0], 2 * old.shape[1], self.capacity))
+                self._all[:, : old.shape[1]] = old
+                self._values = self._views()
         return r
+
+    def _views(self) -> dict[str, np.ndarray]:
+        return {m: self._all[i] for i, m in enumerate(self.metrics)}
 
     def put(self, row: int, metric: str, value: float) -> None:
         if self._col is not None:
             self._values[metric][row, self._col] = encode(metric, value)
 
+    def put_all(self, metric: str, rows: list[int], values: list[float]) -> None:
+        """``put`` of many rows of one metric at once (a sampled step writes every module's)."""
+        col = self._col
+        if col is None or not rows:
+            return
+        if len(rows) <= _FEW:  # numpy's call costs more than a few values one by one
+            into = self._values[metric]
+            for r, v in zip(rows, values, strict=True):
+                into[r, col] = encode(metric, v)
+            return
+        self._values[metric][rows, col] = encode_all(metric, values)
+
     def _thin(self) -> None:
         keep = slice(0, self.capacity, 2)
         half = self.capacity // 2
         self.steps[:half] = self.steps[keep].copy()
-        for v in self._values.values():
-            v[:, :half] = v[:, keep].copy()
-            v.view(np.uint16)[:, half:] = _MISSING
+        self._all[:, :, :half] = self._all[:, :, keep].copy()
+        self._all.view(np.uint16)[:, :, half:] = _MISSING
         self.n = half
         self.stride *= 2
 
@@ -158,8 +186,8 @@ class Series:
         return rows * per_row + self.steps.nbytes
 
 
-def _empty(rows: int, capacity: int) -> np.ndarray:
-    out = np.empty((rows, capacity), dtype=np.float16)
+def _empty(shape: tuple[int, ...]) -> np.ndarray:
+    out = np.empty(shape, dtype=np.float16)
     out.view(np.uint16)[:] = _MISSING
     return out
 

@@ -24,6 +24,7 @@ __all__ = ["KINDS", "MAX_FLAGS", "Flag", "FlagBook", "Thresholds", "kinds_of"]
 
 KINDS = ("vanishing", "exploding", "magnitude", "dead", "saturated", "nonfinite")
 MAX_FLAGS = 10_000  # records kept (the first ones); `FlagBook.dropped` counts the rest
+_NONE: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,41 +76,43 @@ class Thresholds:
 
 
 def kinds_of(
-    sample: dict[str, float], t: Thresholds, held: frozenset[str] | set[str] = frozenset()
+    sample: dict[str, float],
+    t: Thresholds,
+    held: frozenset[str] | set[str] = _NONE,
+    own: bool | None = None,
 ) -> set[str]:
     """The flags one module's sample raises; ``sample`` holds what was measured: grad_norm,
     param_norm, update_ratio, act_zeros, saturated (the fraction at the bounds), act_growth (the
     output's RMS over its first samples') and act_growth_in (the largest growth among the
     modules that ran before it), and ``own_output`` (1.0 when the output was not a child's, which
-    the activation flags need). A kind in ``held`` is judged with the margin (hysteresis)."""
+    the activation flags need; ``own`` says it instead when given). A kind in ``held`` is judged
+    with the margin (hysteresis). Written as one pass without helpers: a sampled step judges
+    every module (bench/README.md, issue 55)."""
     out: set[str] = set()
-    if any(not math.isfinite(v) for v in sample.values()):
-        return {"nonfinite"}
-
-    def m(kind: str) -> float:  # how far a held flag's threshold moves to the healthy side
-        return t.margin if kind in held else 1.0
-
-    def fraction(kind: str, threshold: float) -> float:
-        return 1.0 - (1.0 - threshold) * m(kind)
-
+    for v in sample.values():
+        if not math.isfinite(v):
+            return {"nonfinite"}
+    margin = t.margin
     g, p = sample.get("grad_norm"), sample.get("param_norm")
-    if g is not None and p:
-        if g < t.vanishing * m("vanishing") * p:
-            out.add("vanishing")
-        if "update_ratio" not in sample and g > t.exploding_grad / m("exploding") * p:
-            out.add("exploding")
     u = sample.get("update_ratio")
-    if u is not None and u > t.exploding_update / m("exploding"):
+    if g is not None and p:
+        if g < t.vanishing * (margin if "vanishing" in held else 1.0) * p:
+            out.add("vanishing")
+        if u is None and g > t.exploding_grad / (margin if "exploding" in held else 1.0) * p:
+            out.add("exploding")
+    if u is not None and u > t.exploding_update / (margin if "exploding" in held else 1.0):
         out.add("exploding")
-    if sample.get("own_output"):
-        if sample.get("act_zeros", 0.0) >= fraction("dead", t.dead):
+    if own if own is not None else sample.get("own_output"):
+        dead = 1.0 - (1.0 - t.dead) * (margin if "dead" in held else 1.0)
+        if sample.get("act_zeros", 0.0) >= dead:
             out.add("dead")
-        if sample.get("saturated", 0.0) >= fraction("saturated", t.saturated):
+        saturated = 1.0 - (1.0 - t.saturated) * (margin if "saturated" in held else 1.0)
+        if sample.get("saturated", 0.0) >= saturated:
             out.add("saturated")
         growth = sample.get("act_growth")
         if growth is not None:
-            own = growth / max(sample.get("act_growth_in", 1.0), 1.0)
-            if own >= t.magnitude / m("magnitude"):
+            mine = growth / max(sample.get("act_growth_in", 1.0), 1.0)
+            if mine >= t.magnitude / (margin if "magnitude" in held else 1.0):
                 out.add("magnitude")
     return out
 
@@ -128,6 +131,11 @@ class FlagBook:
 
     def held(self, path: str) -> frozenset[str]:
         return frozenset(self._active.get(path, ()))
+
+    def holding(self, path: str) -> set[str] | frozenset[str]:
+        """The flags that hold at ``path`` now: the book's own set (not a copy), or an empty
+        one; read it before ``update``, which changes it."""
+        return self._active.get(path) or _NONE
 
     def update(self, step: int, path: str, kinds: set[str], sampled: bool = True) -> list[Flag]:
         """Note a sample's flags at ``path``; returns the records of those that start to hold

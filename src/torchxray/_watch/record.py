@@ -30,12 +30,13 @@ from torch import nn
 from torch.utils._pytree import tree_leaves
 
 from .acts import BOUNDS, act_stats, bounds, first_float, is_fake
-from .buffer import CAPACITY, LossBuffer, Series
+from .buffer import CAPACITY, LossBuffer
 from .finite import FiniteTracker, NonFinite, values
-from .flags import Flag, FlagBook, Thresholds, kinds_of
+from .flags import Flag, Thresholds
 from .replay import Capture, replay
 from .shards import NOT_REPLAYED, has_dtensors, local
-from .update import Weighing
+from .store import Samples
+from .update import Views, Weighing
 
 __all__ = ["BOUNDS", "Recorder"]
 
@@ -55,17 +56,19 @@ class Recorder:
         self.check_every = check_every
         self._checked_ok = 0  # the last step whose gradients were checked and finite
         self.thresholds = thresholds
-        self.series = Series(capacity)
+        # Each sampled step's figures stored and judged (``_watch/store.py``); its history, its
+        # flags and each module's last sample are the recorder's too.
+        self.samples = Samples(thresholds, capacity)
+        self.series = self.samples.series
         self.loss = LossBuffer()
-        self.flags = FlagBook(clear_after=thresholds.clear_after)
+        self.flags = self.samples.flags
         self.finite = FiniteTracker()
         self.nonfinite: NonFinite | None = None
         self.done = 0  # completed steps
-        self.latest: dict[str, dict[str, float]] = {}  # exact last sample per module
+        self.latest = self.samples.latest  # exact last sample per module
         self.paths: dict[int, str] = {}
         self.classes: dict[str, str] = {}
         self._weights: list[tuple[nn.Parameter, str]] = []  # trainable, each with its module
-        self._early: dict[str, list[float]] = {}  # each module's first output RMS figures
         self.capture = Capture()
         # Every module's hooks on or off, with their pre-hooks or not (the watch's,
         # _watch/hooks.py): a replay needs both.
@@ -77,6 +80,8 @@ class Recorder:
         # the module instead (``index`` sets it).
         self.replayable = True
         self._used = True  # a step's figures below were filled since they were last emptied
+        self._views = Views()  # the update ratio's views of the weights, kept across steps
+        self._sharded = False  # any weight a DTensor (read through its local shard)
         self._start_step()
 
     # -- the model's modules ---------------------------------------------------------------
@@ -87,10 +92,13 @@ class Recorder:
         before = {p: i for i, p in self.paths.items()}
         self.paths = {id(m): p for p, m in model.named_modules()}
         now = {p: i for i, p in self.paths.items()}
-        for path in [p for p in self._early if before.get(p) != now.get(p)]:
-            del self._early[path]  # a module an edit replaced: its outputs start a new baseline
+        early = self.samples.early
+        for path in [p for p in early if before.get(p) != now.get(p)]:
+            del early[path]  # a module an edit replaced: its outputs start a new baseline
         self.classes = {p: type(m).__name__ for p, m in model.named_modules()}
-        self.replayable = not has_dtensors(model)
+        self._sharded = has_dtensors(model)
+        self.replayable = not self._sharded
+        self._views.clear()
         self._static_order = {p: i for i, (p, _) in enumerate(model.named_modules())}
         seen: set[int] = set()
         self._weights = []
@@ -139,9 +147,25 @@ class Recorder:
         self._param_norms: dict[str, float] = {}
         self._updates: dict[str, float] = {}
         # A sampled step's gradient norms: the weights they are of, and the 0-d norms.
-        self._grads: tuple[list[tuple[nn.Parameter, str]], list[torch.Tensor]] = ([], [])
+        self._grads: tuple[list[tuple[nn.Parameter, str]], list[float]] = ([], [])
         # A sampled step's weight norms and update norms: 0-d, read with the activations at the end.
         self._weighing = Weighing()
+
+    @property
+    def quiet(self) -> bool:
+        """Whether this step reads nothing: not sampled, not checked, not replayed."""
+        return not (self.sampling or self.check_every or self._replaying or self.closed)
+
+    def quiet_end(self) -> bool:
+        """End a quiet step that left nothing to store and whose next step is quiet too (True),
+        with a counter alone: ``end`` and ``_start_step`` would change nothing else. False:
+        nothing done, ``end`` must run."""
+        if not self.quiet or self._used or self._bad_loss or self._new_nonfinite is not None:
+            return False
+        if self.capture.enabled or self.capture.calls or self.sampled(self.done + 2):
+            return False
+        self.done += 1
+        return True
 
     # -- the hooks' side -------------------------------------------------------------------
 
@@ -154,14 +178,23 @@ class Recorder:
         return self._replaying
 
     def forward(self, module: nn.Module, args: Any, kwargs: Any, output: Any) -> None:
-        if self.closed or not (self.armed or self.sampling) or not torch.is_grad_enabled():
+        if self.closed or not (self._replaying or self.sampling) or not torch.is_grad_enabled():
             return  # probes, eval
         path = self.paths.get(id(module))
-        out = first_float(output)
-        if path is None or out is None or is_fake(out):
+        if type(output) is torch.Tensor:  # the common case: a plain tensor is fake when on meta
+            out = output
+            if out.is_meta or not out.is_floating_point() or not out.numel():
+                return
+        else:
+            out = first_float(output)  # type: ignore[assignment]
+            if out is None or is_fake(out):
+                return
+        if path is None:
             return
-        self.order.setdefault(path, len(self.order))
-        if self.armed:
+        order = self.order
+        if path not in order:
+            order[path] = len(order)
+        if self._replaying:
             ins = [
                 t
                 for t in tree_leaves((args, kwargs))
@@ -182,7 +215,7 @@ class Recorder:
                 # not a second pass over the same tensor (the bound share is the child's own).
                 stats = seen[2][:3]
             else:
-                stats = act_stats(module, local(out).detach())
+                stats = act_stats(module, (local(out) if self._sharded else out).detach())
             got = self._acts[path] = (stats, own, out.numel())
         self._outputs[id(out)] = (weakref.ref(out), out._version, got[0])
 
@@ -216,19 +249,26 @@ class Recorder:
         ]
         bad_weights: list[str] = []
         if have:
-            grads: list[torch.Tensor] = [local(p.grad) for p, _ in have]  # type: ignore[arg-type]
+            grads: list[torch.Tensor] = (
+                [local(p.grad) for p, _ in have]  # type: ignore[arg-type]
+                if self._sharded
+                else [p.grad for p, _ in have]  # type: ignore[misc]
+            )
             # (no no_grad: a gradient needs none, save under create_graph, which this runs after)
             got = list(torch._foreach_norm(grads))
-            # One number read now (each norm read only if it is not finite); a sampled step's
-            # norms are read with its other figures at its end.
-            norms = [] if _finite(got) else values(got)
+            # One read now: a sampled step's norms (its figures), else their sum alone (each
+            # norm read only if it is not finite).
+            if self.sampling:
+                read = values(got)
+                self._grads = (have, read)
+                norms = [] if all(map(math.isfinite, read)) else read
+            else:
+                norms = [] if _finite(got) else values(got)
             if norms:
                 bad = (
                     path for (_, path), v in zip(have, norms, strict=True) if not math.isfinite(v)
                 )
                 bad_weights = list(dict.fromkeys(bad))
-            if self.sampling:
-                self._grads = (have, got)
         spoilt = self._spoilt() if bad_weights and self.nonfinite is None else None
         nf: NonFinite | None
         if spoilt is not None:
@@ -250,7 +290,8 @@ class Recorder:
         elif not bad_weights and self.checked(self.step):
             self._checked_ok = self.step
         if self.sampling and self._weights:
-            self._weighing.take(self._weights, have, optimizer_params if update_ratio else None)
+            held = optimizer_params if update_ratio else None
+            self._weighing.take(self._weights, have, held, self._views)
 
     def _spoilt(self) -> NonFinite | None:
         """Where this step's weights were already NaN/Inf before its forward: an update made
@@ -340,13 +381,13 @@ class Recorder:
         (have, grads), self._grads = self._grads, ([], [])
         weighing, self._weighing = self._weighing, Weighing()
         weights = weighing.tensors()
-        got = values([*grads, *weights, *(t for _, (ts, _, _) in acts for t in ts)])
+        got = values([*weights, *(t for _, (ts, _, _) in acts for t in ts)])
         sq: dict[str, float] = {}
-        for (_, path), v in zip(have, got[: len(grads)], strict=True):
+        for (_, path), v in zip(have, grads, strict=True):
             sq[path] = sq.get(path, 0.0) + v * v
         self._grad_norms = {p: math.sqrt(v) for p, v in sq.items()}
-        i = len(grads) + len(weights)
-        self._param_norms, self._updates = weighing.figures(got[len(grads) : i])
+        i = len(weights)
+        self._param_norms, self._updates = weighing.figures(got[:i])
         act_of: dict[str, tuple[list[float], bool]] = {}
         for path, (ts, own, n) in acts:
             raw = got[i : i + len(ts)]
@@ -357,51 +398,9 @@ class Recorder:
 
     def _store(self, step: int) -> list[Flag]:
         act_of = self._read()
-        self.series.open(step)
-        new: list[Flag] = []
-        paths = set(self._grad_norms) | set(act_of)
-        upstream = 1.0  # the largest output growth among the modules that ran before
-        for path in sorted(paths, key=lambda p: self.order.get(p, 1 << 30)):
-            sample: dict[str, float] = {}
-            if path in self._grad_norms:
-                sample["grad_norm"] = self._grad_norms[path]
-                sample["param_norm"] = self._param_norms.get(path, 0.0)
-            if path in self._updates:
-                sample["update_ratio"] = self._updates[path]
-            if path in act_of:
-                vals, own = act_of[path]
-                mean, rms, nonzero = vals[0], vals[1], vals[2]
-                std = math.sqrt(max(rms * rms - mean * mean, 0.0)) if math.isfinite(rms) else rms
-                sample.update(act_mean=mean, act_std=std, act_zeros=1.0 - nonzero)
-                if len(vals) > 3:
-                    sample["saturated"] = vals[3]
-                sample["own_output"] = 1.0 if own else 0.0
-                growth = self._growth(path, rms)
-                if growth is not None:
-                    sample.update(act_growth=growth, act_growth_in=upstream)
-                    upstream = max(upstream, growth)
-            row = self.series.row(path)
-            for metric in self.series.metrics:
-                if metric in sample:
-                    self.series.put(row, metric, sample[metric])
-            self.latest[path] = {k: v for k, v in sample.items() if k != "own_output"}
-            kinds = kinds_of(sample, self.thresholds, self.flags.held(path))
-            new += self.flags.update(step, path, kinds)
-        return new
-
-    def _growth(self, path: str, rms: float) -> float | None:
-        """The output's RMS over the largest of its first `EARLY` samples' (None until they are
-        in, or when they were all 0): the magnitude flag's figure."""
-        early = self._early.setdefault(path, [])
-        if len(early) < EARLY:
-            if math.isfinite(rms):
-                early.append(rms)
-            return None
-        base = max(early)
-        return rms / base if base > 0 else None
-
-
-EARLY = 3  # samples of a module's output whose largest RMS the magnitude flag compares with
+        return self.samples.add(
+            step, self.order, (self._grad_norms, self._param_norms, self._updates), act_of
+        )
 
 
 def _finite(norms: list[torch.Tensor]) -> bool:

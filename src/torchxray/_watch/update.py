@@ -28,7 +28,7 @@ from torch import nn
 
 from .shards import local
 
-__all__ = ["EXACT", "SAMPLE", "Weighing", "spread"]
+__all__ = ["EXACT", "SAMPLE", "Views", "Weighing", "spread"]
 
 # The update ratio reads every value of a tensor up to EXACT values, else SAMPLE evenly spaced
 # ones (a prime stride, ``stride``): copying all the weights each sampled step cost more than the
@@ -70,6 +70,40 @@ def _prime(k: int) -> bool:
     return k >= 2 and all(k % d for d in range(2, math.isqrt(k) + 1))
 
 
+class Views:
+    """``spread``'s views of the weights a sampled step copies, kept from one sampled step to
+    the next while the same weights move and their storages stay (an optimizer updates in
+    place; ``p.data = ...`` swaps a storage, and the views are taken anew). A sampled step of a
+    small model spent more on slicing its weights again than on copying them (bench/README.md,
+    issue 55). A view holds its storage, so no other tensor can take its address meanwhile."""
+
+    def __init__(self) -> None:
+        self._key: tuple[list[int], list[int]] | None = None
+        self._got: tuple[list[torch.Tensor], list[float]] = ([], [])
+
+    def of(self, moving: Weights, ptrs: list[int]) -> tuple[list[torch.Tensor], list[float]]:
+        """The views of ``moving`` (their storages at ``ptrs``; -1: read anew) and the share
+        each value stands for."""
+        key = ([id(p) for p, _ in moving], ptrs)
+        if key != self._key or -1 in ptrs:
+            picked = [spread(local(p)) for p, _ in moving]
+            self._got = ([v for v, _ in picked], [share for _, share in picked])
+            self._key = key
+        return self._got
+
+    def clear(self) -> None:
+        self._key, self._got = None, ([], [])
+
+
+def _ptrs(moving: Weights) -> list[int]:
+    """Each weight's storage (-1 for one that is not contiguous: its flat values are a copy)."""
+    out = []
+    for p, _ in moving:
+        t = local(p)
+        out.append(t.data_ptr() if t.is_contiguous() else -1)
+    return out
+
+
 class Weighing:
     """One sampled step's weight norms and update norms, from ``take`` (after the backward)
     and ``updated`` (after ``optimizer.step()``) to ``figures`` (at the step's end)."""
@@ -83,35 +117,41 @@ class Weighing:
         self.norms: list[tuple[str, float, torch.Tensor]] = []  # (module, share, 0-d norm)
         self.deltas: list[torch.Tensor] = []  # 0-d norms of the updates, as ``moving``
 
-    def take(self, weights: Weights, have: Weights, optimizer_params: set[int] | None) -> None:
+    def take(
+        self,
+        weights: Weights,
+        have: Weights,
+        optimizer_params: set[int] | None,
+        views: Views | None = None,
+    ) -> None:
         """Norms of ``weights``; a copy of those in ``have`` (with a gradient) the optimizer
-        holds (``optimizer_params``: ids; None: no update ratio)."""
+        holds (``optimizer_params``: ids; None: no update ratio), read through ``views``.
+        (No ``no_grad``: every tensor here is detached, and the context costs a sampled step.)"""
         moving = (
             [(p, path) for p, path in have if id(p) in optimizer_params]
             if optimizer_params is not None
             else []
         )
-        copied = {id(p) for p, _ in moving}
-        rest = [(p, path) for p, path in weights if id(p) not in copied]
-        with torch.no_grad():
-            if moving:
-                # Views of the live weights (optimizers update in place): read again after the
-                # step, unless a weight's storage was swapped (``p.data = ...``; ``updated``).
-                picked = [spread(local(p)) for p, _ in moving]
-                self.moving, self.views = moving, [v for v, _ in picked]
-                self.shares = [share for _, share in picked]
-                # -1 never matches: a weight that is not contiguous is read anew (``updated``).
-                self.ptrs = [
-                    local(p).data_ptr() if local(p).is_contiguous() else -1 for p, _ in moving
-                ]
-                self.before = list(torch._foreach_mul(self.views, 1.0))  # one copy op
-                norms = torch._foreach_norm(self.before)
-                self.norms = [
-                    (path, share, n) for (_, path), share, n in zip(moving, self.shares, norms)
-                ]
-            if rest:
-                norms = torch._foreach_norm([local(p).detach() for p, _ in rest])
-                self.norms += [(path, 1.0, n) for (_, path), n in zip(rest, norms)]
+        if moving:
+            # Views of the live weights (optimizers update in place): read again after the
+            # step, unless a weight's storage was swapped (``p.data = ...``; ``updated``).
+            self.ptrs = _ptrs(moving)
+            self.views, self.shares = (views or Views()).of(moving, self.ptrs)
+            self.moving = moving
+            self.before = list(torch._foreach_mul(self.views, 1.0))  # one copy op
+            norms = torch._foreach_norm(self.before)
+            self.norms = [
+                (path, share, n) for (_, path), share, n in zip(moving, self.shares, norms)
+            ]
+        rest = weights
+        if len(moving) != len(weights):
+            copied = {id(p) for p, _ in moving}
+            rest = [(p, path) for p, path in weights if id(p) not in copied]
+        elif moving:
+            rest = []
+        if rest:
+            norms = torch._foreach_norm([local(p).detach() for p, _ in rest])
+            self.norms += [(path, 1.0, n) for (_, path), n in zip(rest, norms)]
 
     def updated(self) -> None:
         """After ``optimizer.step()``: the norm of each copied weight's update."""
@@ -119,12 +159,12 @@ class Weighing:
         if not before:
             return
         views = self.views
-        if [local(p).data_ptr() for p, _ in self.moving] != self.ptrs:
+        if _ptrs(self.moving) != self.ptrs or -1 in self.ptrs:
             # A storage swapped, or a weight not contiguous (its flat values were a copy): anew.
             views = [spread(local(p))[0] for p, _ in self.moving]
-        with torch.no_grad():
-            torch._foreach_sub_(before, views)
-            self.deltas = list(torch._foreach_norm(before))
+        # (no no_grad: every tensor here is detached, and its context costs a sampled step)
+        torch._foreach_sub_(before, views)
+        self.deltas = list(torch._foreach_norm(before))
 
     def tensors(self) -> list[torch.Tensor]:
         """The 0-d tensors to read: the weight norms, then the update norms."""

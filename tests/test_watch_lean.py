@@ -1,0 +1,147 @@
+"""What a sampled step does cheaply (issue 55) does the same as before: its hooks go straight into
+the modules' tables and leave none behind, the capture's hooks stay first, a step that reads
+nothing still calls the view and honours a pause, the update ratio's views are taken anew when a
+weight's storage is swapped, the history grows past its first rows, and the per-metric writes
+encode as the one-value writes do."""
+
+from __future__ import annotations
+
+import math
+import threading
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import torchxray as tx
+from torchxray._watch.buffer import Series, encode, encode_all
+
+
+def _mlp(width: int = 8, depth: int = 2) -> nn.Sequential:
+    torch.manual_seed(0)
+    layers: list[nn.Module] = [nn.Linear(4, width), nn.ReLU()]
+    for _ in range(depth - 1):
+        layers += [nn.Linear(width, width), nn.ReLU()]
+    return nn.Sequential(*layers, nn.Linear(width, 1))
+
+
+def _step(model: nn.Module, opt: torch.optim.Optimizer) -> None:
+    opt.zero_grad()
+    model(torch.randn(16, 4)).pow(2).mean().backward()
+    opt.step()
+
+
+def _ours(model: nn.Module) -> int:
+    tables = ("_forward_hooks", "_forward_pre_hooks", "_forward_hooks_with_kwargs")
+    return sum(len(getattr(m, t)) for m in model.modules() for t in tables)
+
+
+def test_a_sampled_steps_hooks_are_in_the_tables_only_while_it_runs_and_gone_after_close() -> None:
+    model = _mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    seen: list[int] = []
+    probe = model[0].register_forward_hook(lambda m, a, o: seen.append(_ours(model)))
+    w = tx.watch(model, opt, every=3)
+    for _ in range(4):
+        _step(model, opt)
+    probe.remove()
+    # Steps 1 and 4 are sampled: every module's hook (6 modules, 2 tables) and the model's own
+    # pre-hook and hook (3 entries), besides this test's own; steps 2 and 3 run with none.
+    assert seen == [16, 1, 1, 16]
+    w.close()
+    assert _ours(model) == 0
+    assert not opt._optimizer_step_pre_hooks and not opt._optimizer_step_post_hooks
+
+
+def test_the_capture_runs_before_the_users_own_hooks() -> None:
+    model = _mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    model.register_forward_pre_hook(lambda m, a: None)
+    model.register_forward_hook(lambda m, a, o: None)
+    order: list[str] = []
+    probe = model[0].register_forward_hook(
+        lambda m, a, o: order.extend(type(h).__name__ for h in model._forward_pre_hooks.values())
+    )
+    with tx.watch(model, opt, every=1):
+        _step(model, opt)
+    probe.remove()
+    assert order[0] == "PreHook" and len(order) == 2  # the watch's first, the user's kept
+
+
+def test_a_step_that_reads_nothing_still_calls_the_view_and_holds_at_a_pause() -> None:
+    model = _mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    calls: list[int] = []
+    w = tx.watch(model, opt, every=10)
+    w.on_step(lambda watch: calls.append(watch.steps))
+    for _ in range(25):
+        _step(model, opt)
+    assert calls == list(range(1, 26))  # every step's end, sampled or not
+    assert [s for s, _ in w["0"].grad_norm] == [1, 11, 21]
+
+    w.pause()
+    held = threading.Event()
+    w.on_step(lambda watch: held.set() if watch.paused else None)
+    t = threading.Thread(target=_step, args=(model, opt))
+    t.start()
+    assert held.wait(10)  # step 26 (not sampled) holds at its end
+    assert t.is_alive()
+    w.resume()
+    t.join(10)
+    assert not t.is_alive() and w.steps == 26
+    w.close()
+
+
+def test_the_update_ratio_reads_a_swapped_storage_anew() -> None:
+    model = nn.Linear(200, 200)  # 40,000 values: read through a strided sample
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(8, 200)
+    with tx.watch(model, opt, every=1) as w:
+        for i in range(3):
+            if i == 2:
+                with torch.no_grad():
+                    model.weight.data = model.weight.data.clone()  # a new storage
+            opt.zero_grad()
+            model(x).pow(2).mean().backward()
+            grad = model.weight.grad.norm().item() ** 2 + model.bias.grad.norm().item() ** 2
+            before = math.sqrt(model.weight.norm().item() ** 2 + model.bias.norm().item() ** 2)
+            opt.step()
+            want = 0.1 * math.sqrt(grad) / before  # plain SGD: the update is lr * grad
+            got = w[""].update_ratio[-1][1]
+            assert got == pytest.approx(want, rel=0.05), (i, got, want)
+
+
+def test_the_history_grows_past_its_first_rows_and_thins() -> None:
+    series = Series(capacity=4)
+    paths = [f"m{i}" for i in range(20)]  # more rows than the first array holds
+    for step in range(1, 10):
+        series.open(step)
+        rows = [series.row(p) for p in paths]
+        series.put_all("grad_norm", rows, [float(step * (i + 1)) for i in range(len(paths))])
+        series.put(series.row("m3"), "act_mean", float(step))
+    got = series.points("m19", "grad_norm")
+    assert [s for s, _ in got] == [1, 5, 9]  # thinned: every fourth sample kept of nine
+    assert [v for _, v in got] == pytest.approx([20.0, 100.0, 180.0], rel=1e-2)
+    assert [s for s, _ in series.points("m3", "act_mean")] == [1, 5, 9]
+    assert series.points("m4", "act_mean") == []  # never written: missing, not NaN
+
+
+def test_writes_of_many_rows_encode_as_writes_of_one() -> None:
+    values = [0.0, 1e-3, 5.0, math.inf, math.nan, -2.0, 1e30, -math.inf, 3e-8]
+    for metric in ("grad_norm", "update_ratio", "act_mean", "act_std", "act_zeros"):
+        many = encode_all(metric, values)
+        one = np.array([encode(metric, v) for v in values])
+        assert np.array_equal(many, one, equal_nan=True), metric
+    # Past a few rows the write is numpy's; below, one by one: both store the same.
+    for n in (3, 40):
+        a, b = Series(capacity=2), Series(capacity=2)
+        a.open(1), b.open(1)
+        rows = [a.row(f"m{i}") for i in range(n)]
+        [b.row(f"m{i}") for i in range(n)]
+        vals = [float(i) / 7 for i in range(n)]
+        a.put_all("act_std", rows, vals)
+        for r, v in zip(rows, vals, strict=True):
+            b.put(r, "act_std", v)
+        assert a.points("m2", "act_std") == b.points("m2", "act_std")
+        assert np.array_equal(a._all.view(np.uint16), b._all.view(np.uint16))
