@@ -104,7 +104,9 @@ def test_the_update_ratio_reads_a_swapped_storage_anew() -> None:
                     model.weight.data = model.weight.data.clone()  # a new storage
             opt.zero_grad()
             model(x).pow(2).mean().backward()
-            grad = model.weight.grad.norm().item() ** 2 + model.bias.grad.norm().item() ** 2
+            gw, gb = model.weight.grad, model.bias.grad
+            assert gw is not None and gb is not None
+            grad = gw.norm().item() ** 2 + gb.norm().item() ** 2
             before = math.sqrt(model.weight.norm().item() ** 2 + model.bias.norm().item() ** 2)
             opt.step()
             want = 0.1 * math.sqrt(grad) / before  # plain SGD: the update is lr * grad
