@@ -147,3 +147,51 @@ def test_writes_of_many_rows_encode_as_writes_of_one() -> None:
             b.put(r, "act_std", v)
         assert a.points("m2", "act_std") == b.points("m2", "act_std")
         assert np.array_equal(a._all.view(np.uint16), b._all.view(np.uint16))
+
+
+def test_a_swapped_weight_is_not_held_past_its_step() -> None:
+    first = nn.Linear(200, 200)
+    model = nn.Sequential(first, nn.ReLU(), nn.Linear(200, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with tx.watch(model, opt, every=2):
+        _step_wide(model, opt)  # sampled: the update ratio read the weight
+        old = first.weight.data.untyped_storage()
+        with torch.no_grad():
+            first.weight.data = first.weight.data.clone()  # as .to(device) or .half() do
+        _step_wide(model, opt)  # not sampled
+        # Only this test holds the old storage: the watch let it go with its step.
+        assert torch._C._storage_Use_Count(old._cdata) == 1
+
+
+def test_a_weight_cut_in_place_is_read_at_its_new_size() -> None:
+    first, last = nn.Linear(4, 8), nn.Linear(8, 1)
+    model = nn.Sequential(first, nn.ReLU(), last)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with tx.watch(model, opt, every=2) as w:
+        _step(model, opt)
+        _step(model, opt)
+        with torch.no_grad():  # the same storage, fewer values
+            first.weight.data = first.weight.data[:4]
+            first.bias.data = first.bias.data[:4]
+            last.weight.data = last.weight.data[:, :4]
+        _step(model, opt)
+        want = math.sqrt(first.weight.norm().item() ** 2 + first.bias.norm().item() ** 2)
+    # The norm read before the update: close to the one after, at the new size (16 + 4 values).
+    assert w.latest("param_norm")["0"] == pytest.approx(want, rel=0.05)
+
+
+def test_a_float64_model_is_watched() -> None:
+    model = _mlp().double()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with tx.watch(model, opt, every=1) as w:
+        opt.zero_grad()
+        model(torch.randn(16, 4, dtype=torch.float64)).pow(2).mean().backward()
+        opt.step()
+    assert set(w.latest("act_std")) == {"", "0", "1", "2", "3", "4"}
+    assert all(math.isfinite(v) for v in w.latest("grad_norm").values())
+
+
+def _step_wide(model: nn.Module, opt: torch.optim.Optimizer) -> None:
+    opt.zero_grad()
+    model(torch.randn(4, 200)).pow(2).mean().backward()
+    opt.step()

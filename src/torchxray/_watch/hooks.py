@@ -221,6 +221,7 @@ class Attached:
         self._each_state = (False, False)
         self._off_root()
         self._model = None
+        self._all = []
         self._root = None
         if model is not None:
             self.sweep(model)

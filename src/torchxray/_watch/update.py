@@ -71,36 +71,50 @@ def _prime(k: int) -> bool:
 
 
 class Views:
-    """``spread``'s views of the weights a sampled step copies, kept from one sampled step to
-    the next while the same weights move and their storages stay (an optimizer updates in
-    place; ``p.data = ...`` swaps a storage, and the views are taken anew). A sampled step of a
-    small model spent more on slicing its weights again than on copying them (bench/README.md,
-    issue 55). A view holds its storage, so no other tensor can take its address meanwhile."""
+    """How ``spread`` reads each weight a sampled step copies (its step through the flat values
+    and the share each stands for), kept from one sampled step to the next while the same
+    weights move with the same storages and shapes; the views themselves are made anew each
+    time (one ``as_strided`` of the weight's detached alias), so that no storage is held past
+    its step (a weight moved to another device, or swapped with ``p.data = ...``, is freed as
+    it would be unwatched). Working the steps out again cost a small model's sampled step more
+    than copying the values (bench/README.md, issue 55)."""
 
     def __init__(self) -> None:
-        self._key: tuple[list[int], list[int]] | None = None
-        self._got: tuple[list[torch.Tensor], list[float]] = ([], [])
+        self._key: tuple[list[int], list[tuple[int, ...]]] | None = None
+        self._how: list[tuple[int, int, float]] = []  # (values read, step, share) per weight
 
-    def of(self, moving: Weights, ptrs: list[int]) -> tuple[list[torch.Tensor], list[float]]:
-        """The views of ``moving`` (their storages at ``ptrs``; -1: read anew) and the share
-        each value stands for."""
-        key = ([id(p) for p, _ in moving], ptrs)
-        if key != self._key or -1 in ptrs:
-            picked = [spread(local(p)) for p, _ in moving]
-            self._got = ([v for v, _ in picked], [share for _, share in picked])
+    def of(
+        self, moving: Weights, keys: list[tuple[int, ...]]
+    ) -> tuple[list[torch.Tensor], list[float]]:
+        """The views of ``moving`` (``keys``: each one's storage and shape, ``_keys``) and the
+        share each value stands for."""
+        key = ([id(p) for p, _ in moving], keys)
+        if key != self._key or any(k[0] == -1 for k in keys):
+            self._how = []
+            for p, _ in moving:
+                view, share = spread(local(p))
+                k = view.stride()[0] if view.dim() == 1 and view.numel() > 1 else 1
+                self._how.append((view.numel(), k, share))
             self._key = key
-        return self._got
+            if any(k[0] == -1 for k in keys):  # not contiguous: spread's own (copied) values
+                return [spread(local(p))[0] for p, _ in moving], [h[2] for h in self._how]
+        views = []
+        for (p, _), (m, k, _) in zip(moving, self._how, strict=True):
+            t = local(p).detach()
+            views.append(t.as_strided((m,), (k,), t.storage_offset()))
+        return views, [h[2] for h in self._how]
 
     def clear(self) -> None:
-        self._key, self._got = None, ([], [])
+        self._key, self._how = None, []
 
 
-def _ptrs(moving: Weights) -> list[int]:
-    """Each weight's storage (-1 for one that is not contiguous: its flat values are a copy)."""
+def _keys(moving: Weights) -> list[tuple[int, ...]]:
+    """Each weight's storage and shape (storage -1 for one that is not contiguous: its flat
+    values are a copy, read anew)."""
     out = []
     for p, _ in moving:
         t = local(p)
-        out.append(t.data_ptr() if t.is_contiguous() else -1)
+        out.append((t.data_ptr() if t.is_contiguous() else -1, *t.shape))
     return out
 
 
@@ -112,7 +126,7 @@ class Weighing:
         self.moving: Weights = []  # the weights the optimizer updates, copied
         self.views: list[torch.Tensor] = []  # the values of each read (views of the weight)
         self.shares: list[float] = []  # how many values each read value stands for
-        self.ptrs: list[int] = []  # each weight's storage when copied (-1: read anew)
+        self.ptrs: list[tuple[int, ...]] = []  # each weight's storage and shape (``_keys``)
         self.before: list[torch.Tensor] | None = None
         self.norms: list[tuple[str, float, torch.Tensor]] = []  # (module, share, 0-d norm)
         self.deltas: list[torch.Tensor] = []  # 0-d norms of the updates, as ``moving``
@@ -135,7 +149,7 @@ class Weighing:
         if moving:
             # Views of the live weights (optimizers update in place): read again after the
             # step, unless a weight's storage was swapped (``p.data = ...``; ``updated``).
-            self.ptrs = _ptrs(moving)
+            self.ptrs = _keys(moving)
             self.views, self.shares = (views or Views()).of(moving, self.ptrs)
             self.moving = moving
             self.before = list(torch._foreach_mul(self.views, 1.0))  # one copy op
@@ -159,7 +173,7 @@ class Weighing:
         if not before:
             return
         views = self.views
-        if _ptrs(self.moving) != self.ptrs or -1 in self.ptrs:
+        if _keys(self.moving) != self.ptrs or any(k[0] == -1 for k in self.ptrs):
             # A storage swapped, or a weight not contiguous (its flat values were a copy): anew.
             views = [spread(local(p))[0] for p, _ in self.moving]
         # (no no_grad: every tensor here is detached, and its context costs a sampled step)
