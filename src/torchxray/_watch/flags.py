@@ -129,9 +129,6 @@ class FlagBook:
     _quiet: dict[tuple[str, str], int] = field(default_factory=dict)  # held, not seen: samples
     _at: dict[tuple[str, str], int] = field(default_factory=dict)  # (path, kind) -> record index
 
-    def held(self, path: str) -> frozenset[str]:
-        return frozenset(self._active.get(path, ()))
-
     def holding(self, path: str) -> set[str] | frozenset[str]:
         """The flags that hold at ``path`` now: the book's own set (not a copy), or an empty
         one; read it before ``update``, which changes it."""

@@ -181,20 +181,20 @@ class Attached:
                     self._each.append(m.register_forward_pre_hook(pre, with_kwargs=True))
                     self._each.append(m.register_forward_hook(hook, with_kwargs=True))
             else:
-                self._on_plain(model, hook)
+                self._on_plain(hook)
             self._each_state = want
         except BaseException:
             _remove(self._each)
             self._off_plain()
             raise
 
-    def _on_plain(self, model: nn.Module, hook: ForwardHook) -> None:
+    def _on_plain(self, hook: ForwardHook) -> None:
         """Every module's forward hook, put in its tables under one id of this watch's. Why not
         ``register_forward_hook``: a sampled step places and removes a hook per module, and the
         handles' weak references cost a small model 4% of a step's time (bench/README.md,
         issue 55); the tables are the ones ``register_forward_hook(with_kwargs=True)`` fills."""
         key = self._key
-        for m in self._all if model is self._model else model.modules():
+        for m in self._all:  # the model's modules, as ``modules`` last read them
             m._forward_hooks[key] = hook
             m._forward_hooks_with_kwargs[key] = True
             self._plain.append(m)

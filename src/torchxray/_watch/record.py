@@ -35,7 +35,7 @@ from .finite import FiniteTracker, NonFinite, values
 from .flags import Flag, Thresholds
 from .replay import Capture, replay
 from .shards import NOT_REPLAYED, has_dtensors, local
-from .store import Samples
+from .store import ActOf, Samples
 from .update import Views, Weighing
 
 __all__ = ["BOUNDS", "Recorder"]
@@ -80,7 +80,7 @@ class Recorder:
         # the module instead (``index`` sets it).
         self.replayable = True
         self._used = True  # a step's figures below were filled since they were last emptied
-        self._views = Views()  # the update ratio's views of the weights, kept across steps
+        self._views = Views()  # how the update ratio reads each weight, kept across steps
         self._sharded = False  # any weight a DTensor (read through its local shard)
         self._start_step()
 
@@ -143,9 +143,6 @@ class Recorder:
         # path -> (its output's sum, norm, non-zeros[, values at a bound]: 0-d; own; numel)
         self._acts: dict[str, tuple[list[torch.Tensor], bool, int]] = {}
         self.order: dict[str, int] = {}
-        self._grad_norms: dict[str, float] = {}
-        self._param_norms: dict[str, float] = {}
-        self._updates: dict[str, float] = {}
         # A sampled step's gradient norms: the weights they are of, and the 0-d norms.
         self._grads: tuple[list[tuple[nn.Parameter, str]], list[float]] = ([], [])
         # A sampled step's weight norms and update norms: 0-d, read with the activations at the end.
@@ -374,9 +371,11 @@ class Recorder:
         if self.nonfinite is None:
             self.nonfinite = nf
 
-    def _read(self) -> dict[str, tuple[list[float], bool]]:
-        """The sampled step's 0-d figures, read with one synchronisation: each module's weight
-        norm and update ratio (into ``_param_norms``, ``_updates``) and output figures."""
+    def _read(
+        self,
+    ) -> tuple[tuple[dict[str, float], dict[str, float], dict[str, float]], ActOf]:
+        """The sampled step's 0-d figures, read with one synchronisation: each module's gradient
+        norm, weight norm and update ratio, and its output's figures."""
         acts = list(self._acts.items())
         (have, grads), self._grads = self._grads, ([], [])
         weighing, self._weighing = self._weighing, Weighing()
@@ -385,22 +384,20 @@ class Recorder:
         sq: dict[str, float] = {}
         for (_, path), v in zip(have, grads, strict=True):
             sq[path] = sq.get(path, 0.0) + v * v
-        self._grad_norms = {p: math.sqrt(v) for p, v in sq.items()}
+        grad_norms = {p: math.sqrt(v) for p, v in sq.items()}
         i = len(weights)
-        self._param_norms, self._updates = weighing.figures(got[:i])
-        act_of: dict[str, tuple[list[float], bool]] = {}
+        param_norms, updates = weighing.figures(got[:i])
+        act_of: ActOf = {}
         for path, (ts, own, n) in acts:
             raw = got[i : i + len(ts)]
             i += len(ts)
             # sum, norm, non-zeros[, at a bound] -> mean, sqrt(E[x^2]), share non-zero[, share]
             act_of[path] = ([raw[0] / n, raw[1] / math.sqrt(n), *(v / n for v in raw[2:])], own)
-        return act_of
+        return (grad_norms, param_norms, updates), act_of
 
     def _store(self, step: int) -> list[Flag]:
-        act_of = self._read()
-        return self.samples.add(
-            step, self.order, (self._grad_norms, self._param_norms, self._updates), act_of
-        )
+        weights, act_of = self._read()
+        return self.samples.add(step, self.order, weights, act_of)
 
 
 def _finite(norms: list[torch.Tensor]) -> bool:

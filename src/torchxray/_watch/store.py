@@ -15,7 +15,11 @@ import math
 from .buffer import Series
 from .flags import Flag, FlagBook, Thresholds, kinds_of
 
-__all__ = ["EARLY", "Samples"]
+__all__ = ["EARLY", "ActOf", "Samples"]
+
+# Each module's output figures (mean, RMS, share non-zero[, share at a bound]) and whether the
+# output was its own.
+ActOf = dict[str, tuple[list[float], bool]]
 
 EARLY = 3  # samples of a module's output whose largest RMS the magnitude flag compares with
 
@@ -35,7 +39,7 @@ class Samples:
         step: int,
         order: dict[str, int],
         weights: tuple[dict[str, float], dict[str, float], dict[str, float]],
-        act_of: dict[str, tuple[list[float], bool]],
+        act_of: ActOf,
     ) -> list[Flag]:
         """Store step ``step``'s sample of each module (``weights``: its gradient norm, weight
         norm and update ratio by path; ``act_of``: its output's mean, RMS, share non-zero[,

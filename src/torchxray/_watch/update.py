@@ -88,16 +88,18 @@ class Views:
     ) -> tuple[list[torch.Tensor], list[float]]:
         """The views of ``moving`` (``keys``: each one's storage and shape, ``_keys``) and the
         share each value stands for."""
+        if any(k[0] == -1 for k in keys):  # a weight not contiguous: spread's own copy, unkept
+            self.clear()
+            picked = [spread(local(p)) for p, _ in moving]
+            return [v for v, _ in picked], [share for _, share in picked]
         key = ([id(p) for p, _ in moving], keys)
-        if key != self._key or any(k[0] == -1 for k in keys):
+        if key != self._key:
             self._how = []
             for p, _ in moving:
                 view, share = spread(local(p))
                 k = view.stride()[0] if view.dim() == 1 and view.numel() > 1 else 1
                 self._how.append((view.numel(), k, share))
             self._key = key
-            if any(k[0] == -1 for k in keys):  # not contiguous: spread's own (copied) values
-                return [spread(local(p))[0] for p, _ in moving], [h[2] for h in self._how]
         views = []
         for (p, _), (m, k, _) in zip(moving, self._how, strict=True):
             t = local(p).detach()
@@ -157,12 +159,10 @@ class Weighing:
             self.norms = [
                 (path, share, n) for (_, path), share, n in zip(moving, self.shares, norms)
             ]
-        rest = weights
+        rest: Weights = []  # ``moving`` is of ``weights``: every weight moves when as many do
         if len(moving) != len(weights):
             copied = {id(p) for p, _ in moving}
             rest = [(p, path) for p, path in weights if id(p) not in copied]
-        elif moving:
-            rest = []
         if rest:
             norms = torch._foreach_norm([local(p).detach() for p, _ in rest])
             self.norms += [(path, 1.0, n) for (_, path), n in zip(rest, norms)]
