@@ -5,7 +5,14 @@ one bare and one watched by ``tx.watch(model, opt, every=10)``, stepped in turn 
 bare, ...), so that both meet the same caches. Each step's forward (with the loss), backward and
 ``optimizer.step()`` are timed with the thread's CPU time (steadier than wall time on a shared
 machine); the table gives the medians of the watched steps over the bare ones, for the sampled
-steps and the others, and the ratio a loop at ``every=10`` pays by these medians.
+steps and the others, and the ratio a loop at ``every=10`` pays: by these medians, and by blocks
+of 100 steps (each block's CPU time over the bare copy's in the same steps; the median block),
+which count every step a median leaves out.
+
+``--against SRC`` adds a third copy watched by another tree's ``torchxray`` (``SRC``: its
+``src`` folder, e.g. a worktree of an older commit), imported under another name and stepped in
+the same process in turn with the other two: an A/B that meets the same caches and the same
+noise (an A/A run of one tree against itself differs by about 0.003x here).
 
 ``--floor`` times, in the same way, what a sampled step cannot do without: the same reductions
 written as plainly as they can be (a forward hook per module doing the activation figures' three
@@ -17,9 +24,15 @@ the cost of its arithmetic on this model: what the lens costs above it is its ow
 from __future__ import annotations
 
 import argparse
+import functools
+import importlib
+import shutil
 import statistics
+import sys
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -90,44 +103,98 @@ class _Floor:
             m._forward_hooks_with_kwargs.pop(-1, None)
 
 
-def run(width: int, batch: int, steps: int, floor: bool) -> dict[str, Any]:
-    (bare, loss_of), (watched, _) = mlp(width, batch), mlp(width, batch)
-    watched.load_state_dict(bare.state_dict())
-    opts = [torch.optim.SGD(m.parameters(), lr=1e-3, momentum=0.9) for m in (bare, watched)]
-    if floor:
-        plain = _Floor(watched, opts[1])
-        sampled, begin = (lambda: plain.on), plain.begin
-    else:
-        w = tx.watch(watched, opts[1], every=10)
-        sampled, begin = (lambda: w._rec.sampled(w._rec.done)), (lambda: None)
-    runs: dict[str, list[Phases]] = {"bare": [], "sampled": [], "not sampled": []}
-    for i in range(steps + 200):
-        b = _timed(bare, opts[0], loss_of)
-        begin()
-        t = _timed(watched, opts[1], loss_of)
-        if i >= 200:  # the first steps warm up
-            runs["bare"].append(b)
-            runs["sampled" if sampled() else "not sampled"].append(t)
-    if not floor:
+def _against(src: str) -> Any:
+    """Another tree's ``torchxray`` (``src``: its ``src`` folder), imported beside this one as
+    ``torchxray_against``: a copy in a temporary folder (the package imports itself relatively
+    only), so that both run in one process, in turn, on the same caches and the same noise."""
+    root = Path(tempfile.mkdtemp(prefix="watch-step-"))
+    shutil.copytree(Path(src) / "torchxray", root / "torchxray_against")
+    sys.path.insert(0, str(root))
+    return importlib.import_module("torchxray_against")
+
+
+def _was_sampled(w: Any) -> bool:
+    """Whether the step just done was sampled."""
+    return bool(w._rec.sampled(w._rec.done))
+
+
+def run(
+    width: int, batch: int, steps: int, floor: bool, against: str | None = None
+) -> dict[str, Any]:
+    """Step a bare copy and each watched side in turn (``this``; with ``against``, another
+    tree's watch too): medians of each phase, and the ratio a loop at ``every=10`` pays by
+    them and by blocks (CPU time summed over 100 steps, 10 of them sampled, over the bare
+    copy's in the same steps: the steps a median leaves out are counted there)."""
+    names = ["bare", "this"] + (["against"] if against else [])
+    made = [mlp(width, batch) for _ in names]
+    loss_of = made[0][1]
+    for m, _ in made[1:]:
+        m.load_state_dict(made[0][0].state_dict())
+    opts = [torch.optim.SGD(m.parameters(), lr=1e-3, momentum=0.9) for m, _ in made]
+    begins: list[Callable[[], None]] = [lambda: None] * len(names)
+    sampled: list[Callable[[], bool]] = []
+    watches = []
+    for i, name in enumerate(names[1:], 1):
+        if floor and name == "this":
+            plain = _Floor(made[i][0], opts[i])
+            sampled.append(functools.partial(getattr, plain, "on"))
+            begins[i] = plain.begin
+        else:
+            lens = tx if name == "this" else _against(against or "")
+            w = lens.watch(made[i][0], opts[i], every=10)
+            watches.append(w)
+            sampled.append(functools.partial(_was_sampled, w))
+    runs: dict[str, list[Phases]] = {n: [] for n in names}
+    kinds: list[bool] = []  # whether each step was sampled (the same on every side)
+    for step in range(steps + 200):
+        for i, name in enumerate(names):
+            begins[i]()
+            t = _timed(made[i][0], opts[i], loss_of)
+            if step >= 200:  # the first steps warm up
+                runs[name].append(t)
+        if step >= 200:
+            kinds.append(sampled[0]())
+    for w in watches:
         w.close()
-    med = {k: [statistics.median(c) for c in zip(*v, strict=True)] for k, v in runs.items()}
-    whole = {k: statistics.median(sum(p) for p in v) for k, v in runs.items()}
-    ratio = (whole["sampled"] + 9 * whole["not sampled"]) / (10 * whole["bare"])
-    return {"phases": med, "whole": whole, "ratio": ratio}
+    bare = runs["bare"]
+    out: dict[str, Any] = {"bare": [statistics.median(c) for c in zip(*bare, strict=True)]}
+    for name in names[1:]:
+        got = runs[name]
+        med = {
+            kind: [statistics.median(c) for c in zip(*picked, strict=True)]
+            for kind, picked in (
+                ("sampled", [t for t, k in zip(got, kinds, strict=True) if k]),
+                ("not sampled", [t for t, k in zip(got, kinds, strict=True) if not k]),
+            )
+        }
+        whole = {k: sum(v) for k, v in med.items()}
+        b = sum(out["bare"])
+        ratio = (whole["sampled"] + 9 * whole["not sampled"]) / (10 * b)
+        blocks = [
+            sum(map(sum, got[j : j + 100])) / sum(map(sum, bare[j : j + 100]))
+            for j in range(0, len(got) - 99, 100)
+        ]
+        out[name] = {"phases": med, "whole": whole, "ratio": ratio}
+        out[name]["blocks"] = statistics.median(blocks)
+    return out
 
 
 def table(name: str, got: dict[str, Any]) -> str:
-    b = got["whole"]["bare"]
-    out = [
-        f"{name}: bare step {b / 1e3:.0f} us; at every=10 {got['ratio']:.3f}x (medians)",
-        "| step | forward | backward | optimizer.step | whole |",
-        "|---|---:|---:|---:|---:|",
-    ]
-    bare = got["phases"]["bare"]
-    for kind in ("sampled", "not sampled"):
-        ph = got["phases"][kind]
-        cells = [f"{(v - v0) / 1e3:+.0f} us" for v, v0 in zip(ph, bare, strict=True)]
-        out.append(f"| {kind} | {' | '.join(cells)} | {(got['whole'][kind] - b) / 1e3:+.0f} us |")
+    bare = got["bare"]
+    b = sum(bare)
+    out = [f"{name}: bare step {b / 1e3:.0f} us", "| side | step | forward | backward | "
+           "optimizer.step | whole | every=10 (medians) | every=10 (blocks) |",
+           "|---|---|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+    for side in (k for k in got if k != "bare"):
+        r = got[side]
+        for kind in ("sampled", "not sampled"):
+            ph = r["phases"][kind]
+            cells = [f"{(v - v0) / 1e3:+.0f} us" for v, v0 in zip(ph, bare, strict=True)]
+            ratios = f"{r['ratio']:.3f}x | {r['blocks']:.3f}x" if kind == "sampled" else "|"
+            out.append(
+                f"| {side} | {kind} | {' | '.join(cells)} | {(r['whole'][kind] - b) / 1e3:+.0f} us"
+                f" | {ratios} |"
+            )
     return "\n".join(out)
 
 
@@ -139,13 +206,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steps", type=int, default=6000)
     p.add_argument("--floor", action="store_true", help="the reductions alone (see above)")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument(
+        "--against",
+        metavar="SRC",
+        help="another tree's src folder: its watch stepped in the same process, in turn",
+    )
     a = p.parse_args(argv)
     torch.set_num_threads(a.threads)
     width, batch = (int(v) for v in a.mlp.split("x"))
     name = f"MLP 784-{width}-{width}-10, batch {batch}" + (
         ", the reductions alone" if a.floor else ""
     )
-    print(table(name, run(width, batch, a.steps, a.floor)))
+    print(table(name, run(width, batch, a.steps, a.floor, a.against)))
     return 0
 
 

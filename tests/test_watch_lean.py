@@ -195,3 +195,26 @@ def _step_wide(model: nn.Module, opt: torch.optim.Optimizer) -> None:
     opt.zero_grad()
     model(torch.randn(4, 200)).pow(2).mean().backward()
     opt.step()
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: torch.randn(64, 48).relu(),  # one block: the two dot products
+        lambda: torch.randn(48, 64).t().relu(),  # strided: a norm and sign().abs_().sum()
+        lambda: torch.randn(64, 48, dtype=torch.float64).relu(),
+        lambda: torch.randn(64, 48).relu().bfloat16(),  # reduced in float32
+        lambda: torch.tensor([0.0, -0.0, 3.0, float("nan"), -4.0]),  # NaN reads as NaN
+    ],
+    ids=["contiguous", "strided", "float64", "bfloat16", "nan"],
+)
+def test_the_activation_figures_are_the_same_whichever_way_they_are_read(make: object) -> None:
+    from torchxray._watch.acts import act_stats
+
+    x = make()  # type: ignore[operator]
+    got = [float(t) for t in act_stats(nn.ReLU(), x)]
+    ref = x.double()
+    want = [float(ref.sum()), float(ref.square().sum().sqrt()), float(x.float().sign().abs().sum())]
+    for g, w in zip(got, want, strict=True):
+        assert (math.isnan(g) and math.isnan(w)) or g == pytest.approx(w, rel=1e-5)
+    assert got[2] == int(want[2])  # the non-zeros are counted exactly

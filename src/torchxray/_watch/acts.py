@@ -70,8 +70,15 @@ def act_stats(module: nn.Module, x: torch.Tensor) -> list[torch.Tensor]:
     """Of a detached output ``x``: sum, norm and count of non-zeros (mean, std and zeros follow
     at the step's end, divided there: an op less per figure). Why not ``std_mean`` and
     ``count_nonzero``: on the CPU each takes 100-200 times a sum (bench/README.md), more than
-    the convolution that made the tensor."""
-    if x.dtype in _NATIVE:  # ``fast_sum`` without its detach (``x`` is one already)
+    the convolution that made the tensor. A float32/float64 output in one block is read with
+    two BLAS dot products: its squares (the norm's), and its sign with itself, 1 for each
+    non-zero (exact), where ``vector_norm`` and ``sign().abs_().sum()`` took a fifth longer on a
+    ResNet-sized output (bench/README.md, issue 55)."""
+    if x.dtype in _NATIVE and x.is_contiguous():  # ``fast_sum`` without its detach
+        v = x.view(-1)
+        s = v.sign()
+        got = [v.sum(), torch.dot(v, v).sqrt_(), torch.dot(s, s)]
+    elif x.dtype in _NATIVE:  # as it is (a dtype argument costs the CPU kernel ~4x)
         got = [x.sum(), torch.linalg.vector_norm(x), x.sign().abs_().sum()]
     else:
         got = [
