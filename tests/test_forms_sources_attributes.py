@@ -41,3 +41,40 @@ def test_the_layers_keep_same_named_and_aliased_values() -> None:
     assert found == [8] and own == {"in_features"}
     found, _ = attributes.same_named(m, f, "out_features")
     assert found[0] == 16  # an output width is the last layer's first
+
+
+class _Encoder(nn.Module):
+    """Social-GAN's encoder (blind7): ``mlp_dim`` is taken, never used, and an attribute of the
+    same name is set to a literal."""
+
+    def __init__(self, embedding_dim=64, h_dim=64, mlp_dim=1024):
+        super().__init__()
+        self.mlp_dim = 1024
+        self.h_dim = h_dim
+        self.embedding_dim = embedding_dim
+        self.encoder = nn.LSTM(embedding_dim, h_dim)
+
+
+def test_an_attribute_set_apart_from_its_argument_is_not_shown_as_read() -> None:
+    import torchxray as tx
+
+    assert attributes.set_apart(_Encoder, "mlp_dim")
+    assert not attributes.set_apart(_Encoder, "h_dim") and not attributes.set_apart(Block, "dim")
+    f = tx.form(_Encoder(16, 32, mlp_dim=64))
+    assert f["mlp_dim"].origin == "default"  # a guess the view flags, not 1024 "read"
+    assert (f["h_dim"].value, f["h_dim"].origin) == (32, "attribute")
+
+
+class _Aliased(nn.Module):
+    def __init__(self, sizes, scale=2):
+        super().__init__()
+        kept = sizes
+        self.sizes = kept  # the argument under a local name: not set apart
+        self.scale = abs(scale)  # a builtin of the argument
+        self.fc = nn.Linear(sum(sizes), 2)
+
+
+def test_an_attribute_kept_through_a_local_name_is_not_set_apart() -> None:
+    assert not attributes.set_apart(_Aliased, "sizes") and not attributes.set_apart(
+        _Aliased, "scale"
+    )

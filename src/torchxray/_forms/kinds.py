@@ -209,6 +209,8 @@ def _scalars(cls: type, name: str, ann: Any, default: Any, value: Any) -> KindIn
             return KindInfo(kind)
     if ann is inspect_empty:
         probe = value if default is None or default is inspect_empty else default
+        if type(default) is int and type(value) is float:
+            probe = value  # ``dropout=0`` given 0.5: the default's whole number says no more
         optional = default is None
         for t, kind in ((bool, "bool"), (int, "int"), (float, "float"), (str, "str")):
             if type(probe) is t:

@@ -182,7 +182,7 @@ def settle(
     sums: Iterable[Sum | Product | Floored] = (),
     flags: frozenset[str] = frozenset(),
     others: dict[str, list[Any]] | None = None,
-    moduli: Iterable[tuple[str, str]] = (),
+    moduli: Iterable[tuple[str, str | int]] = (),
     iterated: frozenset[str] = frozenset(),
     tested: frozenset[str] = frozenset(),
     handed: frozenset[str] = frozenset(),
@@ -196,7 +196,8 @@ def settle(
     form says so).
     ``real_ok``: a build that reads tensor values is made for real (``rebuild/real.py``).
     ``moduli``: pairs (``i``, ``k``) read only as ``i % k`` (``sources/moduli.py``): ``i + k``
-    rebuilds alike, and so may ``k + 1`` or 1; where one does, the value found is flagged."""
+    rebuilds alike, and so may ``k + 1`` or 1; where one does, the value found is flagged (``k``
+    a literal: ``i + k`` and ``i - k`` alone)."""
     cap = 4 * len(live.summary) + 64
     rivals: dict[str, Any] = {}
     for f in drafts:
@@ -278,11 +279,17 @@ def settle(
                 rivals[name] = other
                 break
     # ``i % k``: which place and which period is not known where another pair builds alike.
+    # A literal period (``(depth - 4) % 6``): the values next to it that pass the same test.
     for i, k in moduli:
-        vi, vk = values.get(i), values.get(k)
+        vi, vk = values.get(i), k if isinstance(k, int) else values.get(k)
         if type(vi) is not int or type(vk) is not int or vk < 1 or budget.stopped:
             continue
-        for name, v in ((i, vi + vk), (k, vk + 1), (k, 1)):
+        tries = (
+            ((i, vi + vk), (k, vk + 1), (k, 1))
+            if isinstance(k, str)
+            else ((i, vi + vk), *(((i, vi - vk),) if vi >= vk else ()))
+        )
+        for name, v in tries:
             if name not in rivals and v != values[name]:
                 if _exact({**values, name: v}, make, live, dtype, cap, budget, real_ok):
                     rivals[name] = v

@@ -83,7 +83,9 @@ def _write(
         if f.name in rivals:
             kept_value = found.values[f.name]
             if not same(kept_value, f.value):  # a required one: the value found, as a guess
-                f, infos[f.name] = make_field(cls, sig.parameters[f.name], kept_value, "default")
+                f, infos[f.name] = _remade(
+                    cls, sig.parameters[f.name], kept_value, "default", infos
+                )
             fields[i] = dataclasses.replace(f, note=note(rivals[f.name], f.kind))
             continue
         # A required value the search proved None is given, not missing (drop_path=None).
@@ -91,8 +93,8 @@ def _write(
         members = {k: v for k, v in rivals.items() if k.startswith(f"{f.name}.")}
         if members and found.exact and f.name in found.values:
             # A config made from members of which one is not proven: the config is a guess.
-            f, infos[f.name] = make_field(
-                cls, sig.parameters[f.name], found.values[f.name], "default"
+            f, infos[f.name] = _remade(
+                cls, sig.parameters[f.name], found.values[f.name], "default", infos
             )
             fields[i] = dataclasses.replace(f, note=_members_note(f.name, members))
             continue
@@ -102,11 +104,25 @@ def _write(
         if found.exact:
             # A default the build agrees with is proven by the gate, but it stays a default; a
             # value the search had to find is "inferred".
-            fields[i], infos[f.name] = make_field(cls, sig.parameters[f.name], value, "inferred")
+            fields[i], infos[f.name] = _remade(
+                cls, sig.parameters[f.name], value, "inferred", infos
+            )
         elif guessed(f) and not f.required:
             # The closest build's value: still a guess, but nearer than the default. A required
             # value stays empty: a guess there would build without complaint.
-            fields[i], infos[f.name] = make_field(cls, sig.parameters[f.name], value, "default")
+            fields[i], infos[f.name] = _remade(cls, sig.parameters[f.name], value, "default", infos)
+
+
+def _remade(
+    cls: type, p: inspect.Parameter, value: Any, origin: str, infos: dict[str, KindInfo]
+) -> tuple[Field, KindInfo]:
+    """The field of ``p`` holding the value the search found, of the draft's kind where the
+    draft read a float field from an int default (``sources``' ``takes_floats``)."""
+    f, info = make_field(cls, p, value, origin)
+    was = infos.get(p.name)
+    if was is not None and was.kind == "float" and info.kind == "int" and not f.annotation:
+        info, f = dataclasses.replace(info, kind="float"), dataclasses.replace(f, kind="float")
+    return f, info
 
 
 def _hint(

@@ -102,6 +102,7 @@ from .branches import tested
 from .called import file_factories
 from .factory import started_from
 from .handed import handed, kept_whole, spread_bare, spread_calls
+from .handed_kind import takes_floats
 from .kwargs_whole import handed_whole
 from .layout import Layout
 from .layout import read as read_layout
@@ -215,7 +216,7 @@ class Leads:
     # one found leaves it a flagged guess (``candidates/ambiguous.py``).
     alike: dict[str, list[Any]] = field(default_factory=dict)
     # Pairs read only as ``i % k`` (``moduli.py``): rivals the settling tries.
-    remainders: tuple[tuple[str, str], ...] = ()
+    remainders: tuple[tuple[str, str | int], ...] = ()
     # Parameters read only inside an ``if``'s or a ``while``'s test (``branches.py``): a number
     # the search found there is tried one above and below by the settling.
     tested: frozenset[str] = frozenset()
@@ -231,7 +232,7 @@ def draft(ctor: Constructor) -> Draft:
     if module is None:
         for p in sig.parameters.values():
             value: Any = defaults.spread(p, False) or defaults.draft(p)
-            f, infos[p.name] = make_field(cls, p, value[0], "default")
+            f, infos[p.name] = _field_of(cls, p, value[0], "default")
             fields.append(f)
         return Draft(ctor, fields, infos)
     rec = recorded.read(module, sig)
@@ -245,15 +246,17 @@ def draft(ctor: Constructor) -> Draft:
     for p in sig.parameters.values():
         ask = Ask(module, p, rec, derived, torch_class)
         value, origin = next(got for s in SOURCES if (got := s.read(ask)) is not None)
-        f, info = make_field(cls, p, value, origin)
+        f, info = _field_of(cls, p, value, origin)
         if origin == "attribute" and (
             check_type(f, info, value) is not None
             or not uses_fit(usage(cls, p.name), value, bool(f.annotation))
+            or attributes.set_apart(cls, p.name)
         ):
             # A same-name attribute that does not fit the parameter (a submodule where a class
-            # is expected, the layer made from a key looked up in a table: ``usage.py``) is not
-            # the constructor value; show the default as a guess.
-            f, info = make_field(cls, p, *defaults.draft(p))
+            # is expected, the layer made from a key looked up in a table: ``usage.py``), or that
+            # the constructor sets apart from it (``self.mlp_dim = 1024``), is not the
+            # constructor value; show the default as a guess.
+            f, info = _field_of(cls, p, *defaults.draft(p))
         if info.kind == "class" and not f.annotation and _counts(usage(cls, p.name)):
             # Named like a layer factory (``n_layer``), but the constructor counts with it
             # (``range(n_layer)``): a number, offered the numbers a layer factory is not.
@@ -263,6 +266,18 @@ def draft(ctor: Constructor) -> Draft:
         infos[p.name] = info
     notes = recorded.notes(module) if rec is not None else {}
     return Draft(ctor, fields, infos, rec is not None, notes)
+
+
+def _field_of(cls: type, p: inspect.Parameter, value: Any, origin: str) -> tuple[Field, KindInfo]:
+    """``make_field``, where an argument whose default says int (``dropout=0``) but which the
+    constructor hands on to a float (``handed_kind.takes_floats``: ``nn.Dropout(dropout)``) is a
+    float field: an int field would refuse the 0.1 a person types. (The draft's kind stays the
+    field's when the search finds its value: ``_forms/exact/``.)"""
+    f, info = make_field(cls, p, value, origin)
+    if info.kind == "int" and not f.annotation and takes_floats(usage(cls, p.name)):
+        info = dataclasses.replace(info, kind="float")
+        f = dataclasses.replace(f, kind="float")
+    return f, info
 
 
 def _counts(u: Usage) -> bool:

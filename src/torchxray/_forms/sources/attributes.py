@@ -13,6 +13,8 @@ same names or well-known aliases (``hidden_size`` for ``dim``).
 
 from __future__ import annotations
 
+import ast
+import functools
 import inspect
 from typing import Any
 
@@ -20,10 +22,11 @@ import torch
 from torch import nn
 
 from ..field import Field
+from .code import code_of
 from .layout import descendants
 from .tensor_lists import as_lists
 
-__all__ = ["ALIASES", "attr", "draft", "named_object", "same_named"]
+__all__ = ["ALIASES", "attr", "draft", "named_object", "same_named", "set_apart"]
 
 _MISSING = inspect.Parameter.empty
 _PRIVATE_PLAIN = (bool, int, float, str, tuple, list)
@@ -141,3 +144,37 @@ def same_named(module: nn.Module, f: Field, name: str) -> tuple[list[Any], set[s
     if low.startswith("out"):
         first.reverse()  # an output width is the last layer's
     return first, own_names
+
+
+@functools.lru_cache(maxsize=512)
+def set_apart(cls: type, name: str) -> bool:
+    """Whether ``cls.__init__`` sets ``self.<name>`` only to values that read none of its
+    parameters, nor any local name (Social-GAN's ``self.mlp_dim = 1024`` beside an argument
+    ``mlp_dim``): the same-named attribute then says nothing of the argument, and is not shown
+    as read."""
+    init = cls.__dict__.get("__init__")
+    if not inspect.isfunction(init):
+        return False
+    code = code_of(init)
+    if code is None:
+        return False
+    names = list(inspect.signature(init).parameters)
+    if not names:
+        return False
+    me, params = names[0], frozenset(names[1:])
+    values = [
+        node.value
+        for node in ast.walk(code.tree)
+        if isinstance(node, (ast.Assign, ast.AnnAssign))
+        and node.value is not None
+        and any(
+            isinstance(t, ast.Attribute) and t.attr == name and isinstance(t.value, ast.Name)
+            and t.value.id == me
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        )
+    ]  # fmt: skip
+    # Only names of the module's own (constants, classes), never a parameter, nor a local that
+    # may hold one (``orig = return_layers``; a loop's variable): read conservatively.
+    reads = (n.id for v in values for n in ast.walk(v) if isinstance(n, ast.Name))
+    apart = (r in code.scope and r not in params and r not in code.stores for r in reads)
+    return bool(values) and all(apart)

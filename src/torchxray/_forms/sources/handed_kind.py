@@ -6,11 +6,14 @@ it, where their uses say what it is and no ``isinstance`` test says it may be se
 from __future__ import annotations
 
 import dataclasses
+import inspect
+import typing
 from collections.abc import Callable
+from typing import Any
 
 from .uses import Usage
 
-__all__ = ["handed_kind"]
+__all__ = ["handed_kind", "takes_floats"]
 
 
 def handed_kind(
@@ -41,3 +44,24 @@ def handed_kind(
     if (number, sequence, indexed, text) == (read.number, read.sequence, read.indexed, read.text):
         return read
     return dataclasses.replace(read, number=number, sequence=sequence, indexed=indexed, text=text)
+
+
+def takes_floats(read: Usage) -> bool:
+    """Whether an argument with no annotation, whose default says int (``dropout=0``), takes
+    floats: the constructor hands it on to a parameter that takes them (``nn.Dropout(dropout)``:
+    ``p: float``; one with a float default). A whole number as a default says nothing of the
+    fractions it also takes (a value given as one is read as one by ``kinds.py``)."""
+    return any(h.index < 0 and _float_param(h.callee, h.param) for h in read.handed)
+
+
+def _float_param(callee: Any, name: str) -> bool:
+    try:
+        p = inspect.signature(callee).parameters.get(name)
+    except (TypeError, ValueError):  # a builtin without a signature
+        return False
+    if p is None:
+        return False
+    ann = p.annotation
+    if ann is p.empty:
+        return type(p.default) is float
+    return ann in (float, "float") or float in typing.get_args(ann)

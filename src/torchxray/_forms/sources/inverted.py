@@ -1,7 +1,10 @@
 """Source: a number a constructor keeps only through one step of arithmetic with a constant
 (``self.factor = 1.0 / vel_resize``, ``self.scale = dim ** -0.5``, ``self.half = k // 2``),
 read back by undoing that step on the kept value; and the whole numbers it compares an
-argument with (``if ndims == 2: ... elif ndims == 3:``), which choose what it keeps.
+argument with (``if ndims == 2: ... elif ndims == 3:``), which choose what it keeps; and a depth turned into
+a count of blocks by a floor division (``n = (depth - 4) // 6``: Wide-ResNet's, a CIFAR
+ResNet's ``(depth - 2) // 6``), read back from the lengths of the module's stacks
+(``counted_back``: 16 for stages of 2 blocks).
 
 Nothing keeps such an argument under its own name and no layer is handed it, so no other source
 has a candidate; the step read off the AST (one ``BinOp`` of the argument and a constant,
@@ -22,8 +25,9 @@ from typing import Any
 from torch import nn
 
 from .code import code_of, is_name
+from .layout import lengths
 
-__all__ = ["compared_ints", "inverted"]
+__all__ = ["compared_ints", "counted_back", "inverted"]
 
 _NUMBER = (int, float)
 
@@ -123,3 +127,53 @@ def compared_ints(cls: type, name: str) -> tuple[int, ...]:
                 if isinstance(x, ast.Constant) and type(x.value) is int:
                     out.setdefault(x.value, None)
     return tuple(out)
+
+
+def _count_step(value: ast.AST, name: str) -> tuple[int, int] | None:
+    """(``c``, ``k``) where ``value`` is ``(name - c) // k``, ``name // k`` or ``int((name - c)
+    / k)`` with whole-number literals (``k`` of 2 or more)."""
+    if (
+        isinstance(value, ast.Call)
+        and is_name(value.func, "int")
+        and len(value.args) == 1
+        and isinstance(value.args[0], ast.BinOp)
+        and isinstance(value.args[0].op, ast.Div)
+    ):
+        value = value.args[0]
+    elif not (isinstance(value, ast.BinOp) and isinstance(value.op, ast.FloorDiv)):
+        return None
+    k = value.right.value if isinstance(value.right, ast.Constant) else None
+    if type(k) is not int or k < 2:
+        return None
+    left, c = value.left, 0
+    if isinstance(left, ast.BinOp) and isinstance(left.op, ast.Sub):
+        shift = left.right.value if isinstance(left.right, ast.Constant) else None
+        if type(shift) is not int:
+            return None
+        left, c = left.left, shift
+    return (c, k) if is_name(left, name) else None
+
+
+@functools.lru_cache(maxsize=256)
+def _counts(cls: type, name: str) -> tuple[tuple[int, int], ...]:
+    init = cls.__dict__.get("__init__")
+    code = code_of(init) if isinstance(init, types.FunctionType) else None
+    if code is None:
+        return ()
+    found = (_count_step(v, name) for values in code.stores.values() for v in values)
+    return tuple(dict.fromkeys(f for f in found if f is not None))
+
+
+def counted_back(cls: type, module: nn.Module, name: str) -> list[int]:
+    """Values of ``name`` that a count of blocks ``(name - c) // k`` made into the lengths of
+    the module's stacks (``c + k * n`` for each length ``n``, the one above too: a stage made
+    as ``[stride] + [1] * (n - 1)`` holds one block for n = 0 and 1); [] where no such count."""
+    try:
+        steps = _counts(cls, name)
+    except (TypeError, ValueError, RecursionError):
+        return []
+    if not steps:
+        return []
+    seen = list(dict.fromkeys(lengths(module)))
+    out = [c + k * n for c, k in steps for m in seen for n in (m, m + 1)]
+    return list(dict.fromkeys(v for v in out if v > 0))

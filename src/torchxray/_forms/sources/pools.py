@@ -54,7 +54,7 @@ from .chosen import chosen
 from .fills import filled
 from .gathered import gathered
 from .indexed_kept import indexed_kept
-from .inverted import compared_ints, inverted
+from .inverted import compared_ints, counted_back, inverted
 from .items import items_of
 from .literals import compared_strings
 from .looked_up import looked_up
@@ -387,6 +387,8 @@ def candidates(
         # the whole numbers it is compared with (``if ndims == 3``): ``inverted.py``.
         cls = original_class(type(module))
         first = [*inverted(cls, module, name), *first, *compared_ints(cls, name)]
+        # A depth made a count of blocks (``(depth - 4) // 6``), from the stacks' lengths.
+        first = [*first, *counted_back(cls, module, name)]
     if "." not in f.name:  # the name a getattr(torch, act) looked up (``looked_up.py``)
         first = [*looked_up(original_class(type(module)), module, name), *first]
     like = f.value if f.value is not None else f.default  # names that chose layers: chosen.py
