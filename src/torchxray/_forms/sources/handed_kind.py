@@ -6,11 +6,12 @@ it, where their uses say what it is and no ``isinstance`` test says it may be se
 from __future__ import annotations
 
 import dataclasses
-import inspect
+import functools
 import typing
 from collections.abc import Callable
 from typing import Any
 
+from ..._signature import resolve
 from .uses import Usage
 
 __all__ = ["handed_kind", "takes_floats"]
@@ -54,10 +55,11 @@ def takes_floats(read: Usage) -> bool:
     return any(h.index < 0 and _float_param(h.callee, h.param) for h in read.handed)
 
 
+@functools.lru_cache(maxsize=512)
 def _float_param(callee: Any, name: str) -> bool:
-    try:
-        p = inspect.signature(callee).parameters.get(name)
-    except (TypeError, ValueError):  # a builtin without a signature
+    try:  # the signature a call meets (a wrapped or hidden ``__init__`` too: ``_signature.py``)
+        p = resolve(callee).parameters.get(name)
+    except (TypeError, ValueError):  # a builtin without one (SignatureUnknown is a TypeError)
         return False
     if p is None:
         return False
