@@ -14,6 +14,10 @@ which count every step a median leaves out.
 the same process in turn with the other two: an A/B that meets the same caches and the same
 noise (an A/A run of one tree against itself differs by about 0.003x here).
 
+``--parts`` times each part of a sampled step inside the step (the recorder's and the hooks'
+entry points wrapped on one watch): what the step's own caches make of each, which a loop
+over one part alone does not show.
+
 ``--floor`` times, in the same way, what a sampled step cannot do without: the same reductions
 written as plainly as they can be (a forward hook per module doing the activation figures' three
 reductions, the gradient norms read once, the update ratio's copy, subtraction and norms, one
@@ -101,6 +105,80 @@ class _Floor:
         for m in self.modules:
             m._forward_hooks.pop(-1, None)
             m._forward_hooks_with_kwargs.pop(-1, None)
+
+
+# What ``--parts`` times inside a sampled step: the recorder's and the hooks' entry points (each
+# wrapped on the one watch, its CPU time summed over the step). Nested: ``act_stats`` is inside
+# the forward hook, ``take`` (the update ratio's copy) inside ``backward_done``.
+_PARTS = {
+    "forward hooks (every module)": ("hook", "fn"),
+    "  of which act_stats": ("module", "act_stats"),
+    "capture, before the forward": ("root_pre", "fn"),
+    "capture, after the forward": ("root_post", "fn"),
+    "backward_done (gradient norms, the copy)": ("rec", "backward_done"),
+    "  of which the update ratio's copy (take)": ("weighing", "take"),
+    "updated (the update's norms)": ("rec", "updated"),
+    "end: reading the figures (_read)": ("rec", "_read"),
+    "end: storing and judging (Samples.add)": ("samples", "add"),
+    "hooks on and off": ("hooks", "each"),
+    "capture on and off": ("hooks", "capture"),
+}
+
+
+def parts(width: int, batch: int, steps: int) -> list[tuple[str, float]]:
+    """Each part of a sampled step (``_PARTS``), timed inside the step: medians over the
+    sampled steps of CPU microseconds, with the sampled step over the bare one first."""
+    import torchxray._watch.record as record
+    from torchxray._watch import update
+
+    (bare, loss_of), (model, _) = mlp(width, batch), mlp(width, batch)
+    model.load_state_dict(bare.state_dict())
+    opts = [torch.optim.SGD(m.parameters(), lr=1e-3, momentum=0.9) for m in (bare, model)]
+    w = tx.watch(model, opts[1], every=10)
+    rec, clock = w._rec, time.thread_time_ns  # type: ignore[attr-defined]
+    spent: dict[str, int] = {}
+    pre, post = w._hooks._root  # type: ignore[attr-defined]
+    on = {
+        "hook": w._hooks._hook,  # type: ignore[attr-defined]
+        "root_pre": pre,
+        "root_post": post,
+        "rec": rec,
+        "samples": rec.samples,
+        "hooks": w._hooks,  # type: ignore[attr-defined]
+        "module": record,
+        "weighing": update.Weighing,
+    }
+    undo = []
+    for label, (where, name) in _PARTS.items():
+        obj = on[where]
+        fn = getattr(obj, name)
+
+        def timed(*a: Any, _fn: Any = fn, _label: str = label, **k: Any) -> Any:
+            t = clock()
+            try:
+                return _fn(*a, **k)
+            finally:
+                spent[_label] = spent.get(_label, 0) + clock() - t
+
+        setattr(obj, name, timed)
+        undo.append((obj, name, fn))
+    got: dict[str, list[int]] = {}
+    try:
+        for step in range(steps + 200):
+            t_bare = sum(_timed(bare, opts[0], loss_of))
+            spent.clear()
+            sampled = rec.sampled(rec.step)
+            t = sum(_timed(model, opts[1], loss_of))
+            if step >= 200 and sampled:
+                got.setdefault("the sampled step over the bare one", []).append(t - t_bare)
+                for k, v in spent.items():
+                    got.setdefault(k, []).append(v)
+    finally:
+        for obj, name, fn in undo:
+            setattr(obj, name, fn)
+        w.close()
+    order = ["the sampled step over the bare one", *_PARTS]
+    return [(k, statistics.median(got[k]) / 1e3) for k in order if k in got]
 
 
 def _against(src: str) -> Any:
@@ -211,9 +289,15 @@ def main(argv: list[str] | None = None) -> int:
         metavar="SRC",
         help="another tree's src folder: its watch stepped in the same process, in turn",
     )
+    p.add_argument("--parts", action="store_true", help="each part of a sampled step, inside it")
     a = p.parse_args(argv)
     torch.set_num_threads(a.threads)
     width, batch = (int(v) for v in a.mlp.split("x"))
+    if a.parts:
+        print("| part of a sampled step | CPU, median |\n|---|---:|")
+        for label, us in parts(width, batch, a.steps):
+            print(f"| {label} | {us:.0f} us |")
+        return 0
     name = f"MLP 784-{width}-{width}-10, batch {batch}" + (
         ", the reductions alone" if a.floor else ""
     )
