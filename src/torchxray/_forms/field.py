@@ -71,6 +71,8 @@ class Field:
         group: For a config's field, the config argument (``"config"``); "" otherwise.
         read: For a config's field, whether the class's own code reads it (None: unknown).
         note: Why the value is what it is, when the view should say it.
+        rivals: Other values that rebuild the module as exactly as ``value`` (the note names
+            them): the value is a guess among them.
 
     Examples:
         >>> import torch.nn as nn, torchxray as tx
@@ -97,6 +99,9 @@ class Field:
     read: bool | None = None
     # Why the value is what it is, when the view should say it (an argument kept uncopied, ...).
     note: str = ""
+    # Values that rebuild the module as exactly (``note`` names them): a parent whose argument
+    # was handed to this layer tries them on its own rebuild (``sources/passed.py``).
+    rivals: tuple[Any, ...] = ()
 
 
 def make_field(cls: type, p: inspect.Parameter, value: Any, origin: str) -> tuple[Field, KindInfo]:

@@ -225,10 +225,9 @@ class Search:
 
     def run(self, start: dict[str, Any] | None) -> Try | None:
         """The best build found (None if none built); ``values`` holds its values."""
-        # A default the constructor kept under another name starts at what it holds (``held.py``).
-        self.values.update(
-            start or held_starts(self.module, self.searched, self.leads.uses, self.fits)
-        )
+        # A default the constructor kept under another name starts at what it holds, one it
+        # handed to a layer it keeps at what that layer's form found (``held.py``).
+        self.values.update(start or held_starts(self.module, self.searched, self.leads, self.fits))
         for f in self.searched:
             if self.values[f.name] is None and f.required and self.pools[f.name]:
                 self.values[f.name] = self.pools[f.name][0]

@@ -86,7 +86,9 @@ def _write(
                 f, infos[f.name] = _remade(
                     cls, sig.parameters[f.name], kept_value, "default", infos
                 )
-            fields[i] = dataclasses.replace(f, note=note(rivals[f.name], f.kind))
+            fields[i] = dataclasses.replace(
+                f, note=note(rivals[f.name], f.kind), rivals=(rivals[f.name],)
+            )
             continue
         # A required value the search proved None is given, not missing (drop_path=None).
         given = found.exact and f.required and f.value is None and f.origin == "default"

@@ -85,6 +85,13 @@ class _SkipInit(TorchFunctionMode):
         target = args[0] if args else kwargs.get("tensor")
         if (name in _VALUE_OPS or init) and isinstance(target, torch.Tensor) and target.is_meta:
             return target
+        out = kwargs.get("out")
+        if type(out) is torch.Tensor and out.is_meta and _in_place(out, args, kwargs):
+            # Values written into a tensor shaped as every input it is made from, elementwise:
+            # on meta there is nothing to do. A power iteration at construction
+            # (``spectral_norm``'s 15 per layer, each a normalize into ``out=`` that runs
+            # torch's Python decompositions on meta) made a build 170x slower (bench/README.md).
+            return out
         written = getattr(_local, "written", None)
         if written is not None and isinstance(target, torch.Tensor) and not target.is_meta:
             # A live layer handed to the constructor, written in place (``w.mul_``,
@@ -92,6 +99,21 @@ class _SkipInit(TorchFunctionMode):
             if (name.endswith("_") and not name.endswith("__")) or name in _WRITES:
                 written(target)
         return func(*args, **kwargs)
+
+
+def _in_place(out: torch.Tensor, args: Any, kwargs: dict[str, Any]) -> bool:
+    """Whether a call with ``out=`` only writes values into it: it holds values, and every
+    tensor the call is given is a meta tensor of its shape and dtype (``normalize(u, out=u)``).
+    A call whose inputs differ from ``out`` (a product, a factory, a cast) may size ``out`` or
+    raise: it runs. (A reduction of a tensor shaped as ``out`` would be skipped; torch resizes a
+    non-empty ``out`` only with a warning that it is deprecated.)"""
+    given = (*args, *(v for k, v in kwargs.items() if k != "out"))
+    tensors = [a for a in given if isinstance(a, torch.Tensor)]
+    return (
+        bool(out.numel())
+        and bool(tensors)
+        and all(t.is_meta and t.shape == out.shape and t.dtype == out.dtype for t in tensors)
+    )
 
 
 _WRITES = frozenset({"__setitem__", "__set__", "__iadd__", "__isub__", "__imul__", "__itruediv__"})

@@ -110,7 +110,7 @@ from .literals import compared_strings
 from .looked_up import spellings
 from .moduli import moduli
 from .nested import Group, namespace, nest
-from .passed import holders, memoized
+from .passed import handed_rivals, handed_starts, holders, memoized
 from .per_key import alike as per_key_alike
 from .pools import candidates
 from .popped import popped
@@ -222,6 +222,9 @@ class Leads:
     tested: frozenset[str] = frozenset()
     # Pairs of arguments the constructor checks are equal (``asserted.py``): moved together.
     ties: tuple[tuple[str, str], ...] = ()
+    # Where the search starts a field at its default that was handed to a layer the module
+    # keeps: the value that layer's own form found (``passed.handed_starts``).
+    starts: dict[str, Any] = field(default_factory=dict)
 
 
 def draft(ctor: Constructor) -> Draft:
@@ -429,6 +432,7 @@ def leads(d: Draft, ceiling: float, child: Child) -> Leads:
         if _movable(f)
     }
     modes = {f.name: compared_strings(cls, f.name) for f in nested.fields if f.kind == "str"}
+    uses = {f.name: usage(cls, f.name) for f in nested.fields if "." not in f.name}
     return Leads(
         nested.fields,
         infos,
@@ -441,13 +445,15 @@ def leads(d: Draft, ceiling: float, child: Child) -> Leads:
         read_layout(module),
         parts(module),
         floating_dtype(module),
-        {f.name: usage(cls, f.name) for f in nested.fields if "." not in f.name},
+        uses,
         {f.name: file_factories(cls, f.name) for f in nested.fields if _called(cls, f.name)}
         | opened
         | _cased(cls, module, nested.fields)
         | _named(cls, sig, module, nested.fields)
-        | _parts_alike(cls, module, nested.fields, once),
+        | _parts_alike(cls, module, nested.fields, once)
+        | handed_rivals(module, nested.fields, uses, once),
         moduli(cls),
         tested(cls),
         equal_pairs(cls),
+        handed_starts(module, nested.fields, uses, once),
     )

@@ -8,7 +8,9 @@ the argument (it runs on the same ``self``, once per build), so ``usage.py`` rea
 one call deep and only for the layers it makes, as it reads a plain function of the module (a
 function may take several kinds of value: ``to_2tuple``). ``method_of`` names the method a call
 reaches (``self.m``, ``self.__class__.m``, ``type(self).m``; a plain, static or class method of
-the class or its bases, never torch's own ``nn.Module`` methods), ``merged`` puts its reading
+the class or its bases, never torch's own ``nn.Module`` methods), ``base_method`` the base's
+method a ``super().__init__(...)`` reaches (a subclass that hands its arguments up runs its
+base's constructor on the same ``self``: the same reading holds), ``merged`` puts its reading
 into the constructor's (a layer it makes is kept under the attribute its result is assigned to),
 and ``local_dict`` names the dict literal a local name holds (``pads = {"reflect": ...};
 pads[padding_type]``), which ``usage.py`` and ``literals.py`` read as a table of the argument's
@@ -26,7 +28,7 @@ from typing import Any
 
 from .uses import Handed, Usage
 
-__all__ = ["local_dict", "merged", "method_of"]
+__all__ = ["base_method", "local_dict", "merged", "method_of"]
 
 MAX_HOPS = 3  # methods followed one inside another (``_make_layer`` calling ``_block``)
 
@@ -65,6 +67,65 @@ def method_of(func: ast.AST, owner: type | None) -> tuple[Callable[..., Any], An
     if isinstance(raw, staticmethod) or (through_class and not isinstance(raw, classmethod)):
         return fn, fn
     return fn, types.MethodType(fn, owner)  # the signature without its first parameter
+
+
+def _written_in(fn: Callable[..., Any]) -> type | None:
+    """The class ``fn`` was written in, as a zero-argument ``super()`` in it finds it: its
+    ``__class__`` cell (through a decorator's ``__wrapped__``), None where it has none."""
+    try:
+        fn = inspect.unwrap(fn)
+    except ValueError:  # a __wrapped__ chain that loops
+        return None
+    code, cells = getattr(fn, "__code__", None), getattr(fn, "__closure__", None)
+    if code is None or not cells or "__class__" not in code.co_freevars:
+        return None
+    try:
+        held = cells[code.co_freevars.index("__class__")].cell_contents
+    except ValueError:  # an empty cell
+        return None
+    return held if isinstance(held, type) else None
+
+
+def base_method(
+    func: ast.AST, owner: type | None, fn: Callable[..., Any], scope: Mapping[str, Any]
+) -> tuple[Callable[..., Any], Any] | None:
+    """The base class's method behind ``super().name(...)`` (``super(C, self)`` too) or
+    ``Base.name(self, ...)`` in ``fn``, a function of ``owner``'s code (``scope``: its
+    globals), as ``method_of`` gives it; None where the call reaches none, or reaches torch's
+    own code (``nn.Module.__init__``, a torch layer's: the module's attributes say what those
+    were given, ``base_init.py``).
+
+    A subclass that hands its arguments up (``super().__init__(depth, width, norm=norm)``) runs
+    its base's constructor on the same ``self``: what that constructor does with each parameter
+    is what the subclass's does with the argument handed to it (paper code's ``CCF(F)``). The
+    class a ``super()`` starts after is the one Python's own would: the class ``fn`` was written
+    in, or the ``C`` its module names, looked up along ``owner``'s MRO (a base's ``super()``,
+    read for a subclass, reaches the base's base; a diamond, the MRO's next class)."""
+    if owner is None or not isinstance(func, ast.Attribute):
+        return None
+    mro, on, name = owner.__mro__, func.value, func.attr
+    if isinstance(on, ast.Call) and isinstance(on.func, ast.Name) and on.func.id == "super":
+        first = on.args[0] if on.args else None
+        if first is not None and not isinstance(first, ast.Name):
+            return None  # super(type(self), self): not the class it was written in
+        after = scope.get(first.id) if first is not None else _written_in(fn)
+        if not isinstance(after, type) or after not in mro:
+            return None
+        along, through_class = mro[mro.index(after) + 1 :], False
+    elif isinstance(on, ast.Name) and isinstance(scope.get(on.id), type):
+        base = scope[on.id]
+        if base not in mro[1:]:
+            return None
+        along, through_class = base.__mro__, True  # Base.__init__(self, ...): self passed
+    else:
+        return None
+    raw = next((c.__dict__[name] for c in along if name in c.__dict__), None)
+    got = raw.__func__ if isinstance(raw, (staticmethod, classmethod)) else raw
+    if not isinstance(got, types.FunctionType) or (got.__module__ or "").startswith("torch."):
+        return None
+    if isinstance(raw, staticmethod) or (through_class and not isinstance(raw, classmethod)):
+        return got, got
+    return got, types.MethodType(got, owner)
 
 
 def merged(outer: Any, inner: Usage, kept: str) -> None:

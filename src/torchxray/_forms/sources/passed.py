@@ -32,13 +32,13 @@ from torch import nn
 
 from ..._unwrap import original_class
 from ..budget import BUDGET, Budget
-from ..field import Child, found
+from ..field import Child, Field, found, guessed
 from .layout import descendants
 from .literals import compared_strings
 from .scan import LIVE, hashable
 from .usage import Handed, Usage
 
-__all__ = ["handed", "holders", "keys", "kept", "memoized"]
+__all__ = ["handed", "handed_rivals", "handed_starts", "holders", "keys", "kept", "memoized"]
 
 MAX_LAYERS = 3  # torch layers of the callee's class read, where the call's result was not kept
 # The work all the layers' forms opened for one form may spend (a fifth of the search's,
@@ -131,6 +131,61 @@ def handed(module: nn.Module, u: Usage, child: Child | None) -> list[Any]:
                 out += written(got.value)
             elif form is None and h.param in layer.__dict__:
                 out += written(layer.__dict__[h.param])
+    return out
+
+
+def handed_starts(
+    module: nn.Module, fields: list[Field], uses: dict[str, Usage], child: Child
+) -> dict[str, Any]:
+    """Where the search starts each field at its default that the constructor handed as it was
+    given to a layer it keeps (``self.f = Wide_ResNet(depth, norm=norm)``): at the value that
+    layer's own form found, of the default's type, one value for every such layer (a default of
+    None often stands for another argument, ``num_gates = in_channels``: it stays). The default builds another
+    model (a depth of 28 for a live 10, spending a slow constructor's budget on its extra
+    blocks before the value the layer holds is tried); like ``candidates/held.py``'s starts, it
+    is a start, no reading: the default stays among the candidates, the rebuild proves it."""
+    out: dict[str, Any] = {}
+    for f in fields:
+        u = uses.get(f.name)
+        if u is None or f.origin != "default" or f.value is None or f.kind in ("varargs", "varkw"):
+            continue
+        if f.annotation:  # the layer's form is opened where nothing annotates it (``pools.py``)
+            continue
+        to_kept = tuple(h for h in u.handed if h.kept and h.index < 0)
+        if not to_kept:
+            continue
+        got = handed(module, dataclasses.replace(u, handed=to_kept), child)
+        plain = [v for v in got if type(v) is type(f.value)]
+        if plain and len(plain) == len(got) and all(v == plain[0] for v in plain):
+            if plain[0] != f.value:
+                out[f.name] = plain[0]
+    return out
+
+
+def handed_rivals(
+    module: nn.Module, fields: list[Field], uses: dict[str, Usage], child: Child
+) -> dict[str, list[Any]]:
+    """Each guessed, unannotated field the constructor handed as it was given to a layer it
+    keeps, whose own form shows that value as a guess among others that rebuild the layer alike
+    (a Wide-ResNet's depth 10, where 4 makes the same blocks): the value and those rivals. The
+    settling (``candidates/ambiguous.py``) tries them on this module's rebuild; where one
+    rebuilds it as exactly, this field is flagged too, never shown as proven. (The layer's form
+    is the one the pools opened, ``memoized``: nothing is built again.)"""
+    out: dict[str, list[Any]] = {}
+    for f in fields:
+        u = uses.get(f.name)
+        if u is None or not guessed(f) or f.annotation:
+            continue
+        for h in u.handed:
+            if not h.kept or h.index >= 0:
+                continue
+            for layer in _layers(module, h):
+                form = child(layer)
+                fields_of = getattr(form, "fields", None) or ()
+                got = next((x for x in fields_of if x.name == h.param), None)
+                if got is not None and got.rivals:
+                    alike = out.setdefault(f.name, [got.value])
+                    alike += [v for v in got.rivals if not any(v is a or v == a for a in alike)]
     return out
 
 

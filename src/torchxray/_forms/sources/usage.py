@@ -56,7 +56,7 @@ from .code import (
 )
 from .expressions import handed_expressions
 from .handed_kind import handed_kind
-from .helpers import MAX_HOPS, local_dict, merged, method_of
+from .helpers import MAX_HOPS, base_method, local_dict, merged, method_of
 from .keyed import key_of, step
 from .keyword_dicts import spread, takes
 from .local_names import always_called, called_as, local_def, or_empty
@@ -370,9 +370,15 @@ class _Reader:
         return reader.read()
 
     def _method(self, call: ast.Call, node: ast.AST) -> Usage | None:
-        """How a method of the class's own (``self.build(dim)``) uses the parameter it is
-        handed ``node`` as (``helpers.py``), or None where ``call`` reaches none."""
-        method = method_of(call.func, self.owner) if not self.path else None
+        """How a method of the class's own (``self.build(dim)``), or the base's ``__init__`` the
+        argument is handed up to (``super().__init__(dim)``), uses the parameter it is handed
+        ``node`` as (``helpers.py``), or None where ``call`` reaches none."""
+        method = (
+            method_of(call.func, self.owner)
+            or base_method(call.func, self.owner, self.fn, self.scope)
+            if not self.path
+            else None
+        )
         if method is None or self.hops >= MAX_HOPS:
             return None
         got = bound(call, node, method[1])
