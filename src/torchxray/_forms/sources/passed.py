@@ -33,6 +33,7 @@ from torch import nn
 from ..._unwrap import original_class
 from ..budget import BUDGET, Budget
 from ..field import Child, Field, found, guessed
+from ..values import same_value
 from .layout import descendants
 from .literals import compared_strings
 from .scan import LIVE, hashable
@@ -139,11 +140,12 @@ def handed_starts(
 ) -> dict[str, Any]:
     """Where the search starts each field at its default that the constructor handed as it was
     given to a layer it keeps (``self.f = Wide_ResNet(depth, norm=norm)``): at the value that
-    layer's own form found, of the default's type, one value for every such layer (a default of
-    None often stands for another argument, ``num_gates = in_channels``: it stays). The default builds another
-    model (a depth of 28 for a live 10, spending a slow constructor's budget on its extra
-    blocks before the value the layer holds is tried); like ``candidates/held.py``'s starts, it
-    is a start, no reading: the default stays among the candidates, the rebuild proves it."""
+    layer's own form found, of the default's type, one value for every such layer (a default
+    of None often stands for another argument, ``num_gates = in_channels``: it stays). The
+    default builds another model (a depth of 28 for a live 10, spending a slow constructor's
+    budget on its extra blocks before the value the layer holds is tried); like
+    ``candidates/held.py``'s starts, it is a start, no reading: the default stays among the
+    candidates, the rebuild proves it."""
     out: dict[str, Any] = {}
     for f in fields:
         u = uses.get(f.name)
@@ -156,8 +158,8 @@ def handed_starts(
             continue
         got = handed(module, dataclasses.replace(u, handed=to_kept), child)
         plain = [v for v in got if type(v) is type(f.value)]
-        if plain and len(plain) == len(got) and all(v == plain[0] for v in plain):
-            if plain[0] != f.value:
+        if plain and len(plain) == len(got) and all(same_value(v, plain[0]) for v in plain):
+            if not same_value(plain[0], f.value):
                 out[f.name] = plain[0]
     return out
 
@@ -185,7 +187,7 @@ def handed_rivals(
                 got = next((x for x in fields_of if x.name == h.param), None)
                 if got is not None and got.rivals:
                     alike = out.setdefault(f.name, [got.value])
-                    alike += [v for v in got.rivals if not any(v is a or v == a for a in alike)]
+                    alike += [v for v in got.rivals if not any(same_value(v, a) for a in alike)]
     return out
 
 
