@@ -59,11 +59,17 @@ def method_of(func: ast.AST, owner: type | None) -> tuple[Callable[..., Any], An
         raw = inspect.getattr_static(owner, func.attr)
     except AttributeError:
         return None
-    fn = raw.__func__ if isinstance(raw, (staticmethod, classmethod)) else raw
-    if not isinstance(fn, types.FunctionType) or fn.__module__.startswith("torch."):
-        return None  # a property, a layer, or nn.Module's own (add_module, register_buffer)
     # ``type(self).m(self, x)`` hands a plain method its self itself; ``self.m(x)`` does not
-    through_class = not isinstance(func.value, ast.Name)
+    return _callee(raw, owner, through_class=not isinstance(func.value, ast.Name))
+
+
+def _callee(raw: Any, owner: type, through_class: bool) -> tuple[Callable[..., Any], Any] | None:
+    """``raw`` (a class's attribute, as its ``__dict__`` holds it) as ``method_of`` gives it: the
+    function and the callee whose signature the call meets; None for anything but the user's
+    own function (a property, a layer, or nn.Module's own: add_module, register_buffer)."""
+    fn = raw.__func__ if isinstance(raw, (staticmethod, classmethod)) else raw
+    if not isinstance(fn, types.FunctionType) or (fn.__module__ or "").startswith("torch."):
+        return None
     if isinstance(raw, staticmethod) or (through_class and not isinstance(raw, classmethod)):
         return fn, fn
     return fn, types.MethodType(fn, owner)  # the signature without its first parameter
@@ -120,12 +126,7 @@ def base_method(
     else:
         return None
     raw = next((c.__dict__[name] for c in along if name in c.__dict__), None)
-    got = raw.__func__ if isinstance(raw, (staticmethod, classmethod)) else raw
-    if not isinstance(got, types.FunctionType) or (got.__module__ or "").startswith("torch."):
-        return None
-    if isinstance(raw, staticmethod) or (through_class and not isinstance(raw, classmethod)):
-        return got, got
-    return got, types.MethodType(got, owner)
+    return _callee(raw, owner, through_class)
 
 
 def merged(outer: Any, inner: Usage, kept: str) -> None:
